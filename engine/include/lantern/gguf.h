@@ -1,0 +1,140 @@
+// lantern/gguf.h — reading and writing GGUF files (the llama.cpp model format), v2 and v3.
+//
+// GgufFile memory-maps the file and validates everything before it is used: every count, length,
+// offset and tensor extent is checked against the file size (with overflow checks), so a truncated
+// or hostile file raises lantern::Error(InvalidModelFile) naming the field and byte offset instead
+// of crashing. Tensor data stays in the mapping; tensor_data() returns a view into it.
+//
+// GgufWriter builds small GGUF files (tests, synthetic benchmark models).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace lantern {
+
+// ggml tensor types we know by name (values are the on-disk ids).
+enum class GgmlType : uint32_t {
+    F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
+    Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, BF16 = 30,
+};
+const char* ggml_type_name(uint32_t type);
+
+// GGUF metadata value types (on-disk ids).
+enum class GgufType : uint32_t {
+    UInt8 = 0, Int8 = 1, UInt16 = 2, Int16 = 3, UInt32 = 4, Int32 = 5, Float32 = 6, Bool = 7,
+    String = 8, Array = 9, UInt64 = 10, Int64 = 11, Float64 = 12,
+};
+
+struct GgufValue;
+struct GgufArray {
+    GgufType element_type = GgufType::UInt8;
+    std::vector<GgufValue> items;
+};
+// One metadata value. Integers keep their signedness; arrays hold values of one element type.
+struct GgufValue {
+    GgufType type = GgufType::UInt8;
+    std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<GgufArray>> v;
+
+    std::optional<int64_t> as_int() const;     // any integer type (and bool)
+    std::optional<double> as_float() const;    // any numeric type
+    const std::string* as_string() const;      // String only
+    const GgufArray* as_array() const;         // Array only
+};
+
+struct GgufTensorInfo {
+    std::string name;
+    std::vector<uint64_t> shape;  // ggml order: shape[0] is the contiguous (row) dimension
+    uint32_t type = 0;            // ggml type id (see GgmlType)
+    uint64_t offset = 0;          // relative to the start of the data section
+    uint64_t size_bytes = 0;      // validated against the file
+    uint64_t elements() const;
+};
+
+class GgufFile {
+public:
+    // Opens and validates. Throws Error(Io) if unreadable, Error(InvalidModelFile) if malformed.
+    static std::unique_ptr<GgufFile> open(const std::string& path);
+    // Parses an in-memory image (fuzzing, tests). The bytes must outlive the object.
+    static std::unique_ptr<GgufFile> from_memory(std::span<const uint8_t> bytes, std::string name = "<memory>");
+    ~GgufFile();
+
+    const std::string& path() const { return path_; }
+    uint32_t version() const { return version_; }
+    uint64_t alignment() const { return alignment_; }
+    uint64_t file_size() const { return bytes_.size(); }
+
+    const std::map<std::string, GgufValue>& metadata() const { return metadata_; }
+    const GgufValue* find(std::string_view key) const;
+    // Typed getters: nullopt when missing; Error(InvalidModelFile) when present with a wrong type.
+    std::optional<int64_t> get_int(std::string_view key) const;
+    std::optional<double> get_float(std::string_view key) const;
+    std::optional<std::string> get_string(std::string_view key) const;
+    std::optional<bool> get_bool(std::string_view key) const;
+    std::vector<std::string> get_string_array(std::string_view key) const;  // empty if missing
+    std::vector<float> get_float_array(std::string_view key) const;
+    std::vector<int64_t> get_int_array(std::string_view key) const;
+
+    const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+    const GgufTensorInfo* find_tensor(std::string_view name) const;
+    std::span<const uint8_t> tensor_data(const GgufTensorInfo& t) const;
+
+private:
+    GgufFile() = default;
+    void parse();
+
+    std::string path_;
+    std::span<const uint8_t> bytes_;
+    void* map_ = nullptr;
+    size_t map_size_ = 0;
+    uint32_t version_ = 0;
+    uint64_t alignment_ = 32;
+    uint64_t data_offset_ = 0;
+    std::map<std::string, GgufValue> metadata_;
+    std::vector<GgufTensorInfo> tensors_;
+    std::map<std::string, size_t, std::less<>> tensor_index_;
+};
+
+// Bytes that `elements` values of a ggml type occupy (throws for unknown types or partial blocks).
+uint64_t ggml_row_bytes(uint32_t type, uint64_t elements);
+
+class GgufWriter {
+public:
+    void set_u32(const std::string& key, uint32_t v);
+    void set_i32(const std::string& key, int32_t v);
+    void set_f32(const std::string& key, float v);
+    void set_bool(const std::string& key, bool v);
+    void set_string(const std::string& key, const std::string& v);
+    void set_string_array(const std::string& key, const std::vector<std::string>& v);
+    void set_f32_array(const std::string& key, const std::vector<float>& v);
+    void set_i32_array(const std::string& key, const std::vector<int32_t>& v);
+    // Adds a tensor whose data is already encoded in `type` (see quantize_row in ops/dequant.h).
+    void add_tensor(const std::string& name, std::vector<uint64_t> shape, uint32_t type,
+                    std::vector<uint8_t> data);
+    std::vector<uint8_t> serialize(uint32_t version = 3, uint64_t alignment = 32) const;
+    void write(const std::string& path, uint32_t version = 3) const;
+
+private:
+    struct Kv {
+        std::string key;
+        std::vector<uint8_t> encoded;  // type id + payload
+    };
+    struct Tensor {
+        std::string name;
+        std::vector<uint64_t> shape;
+        uint32_t type;
+        std::vector<uint8_t> data;
+    };
+    void put(const std::string& key, std::vector<uint8_t> encoded);
+    std::vector<Kv> kvs_;
+    std::vector<Tensor> tensors_;
+};
+
+}  // namespace lantern

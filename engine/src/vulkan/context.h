@@ -1,0 +1,153 @@
+// Vulkan runtime: instance and device, memory, buffers, compute kernels, descriptor sets,
+// pipeline cache and command submission. Internal to the engine (the app never sees Vulkan).
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lantern/device.h"
+#include "lantern_shaders/shaders.h"
+
+namespace lantern::vk {
+
+// Throws lantern::Error with a code derived from `r` (device lost, out of memory, ...).
+void check(VkResult r, const char* what);
+
+struct ContextOptions {
+    std::string device_selector;  // see lantern/device.h; empty = env LANTERN_DEVICE, then preference
+    // Enable VK_LAYER_KHRONOS_validation + a debug messenger. Also on when env LANTERN_VALIDATION=1.
+    bool validation = false;
+    // Receives every validation warning/error (tests turn these into failures). Called from any thread.
+    std::function<void(const std::string&)> on_validation_message;
+    // Directory for the on-disk pipeline cache; empty = $XDG_CACHE_HOME/lantern (or ~/.cache/lantern).
+    // "-" disables the disk cache.
+    std::string pipeline_cache_dir;
+};
+
+enum class MemoryUse {
+    DeviceLocal,  // weights, activations, KV: fastest for the GPU; filled through staging if not mappable
+    Readback,     // host-visible (cached if possible) for results the CPU reads every step
+    Upload,       // host-visible, coherent: small per-step inputs written by the CPU
+};
+
+struct Buffer {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;  // owned only when `owns_memory`
+    VkDeviceSize offset = 0;                 // offset inside `memory`
+    VkDeviceSize size = 0;
+    void* mapped = nullptr;                  // non-null when host-visible
+    bool owns_memory = false;
+    bool coherent = true;
+};
+
+// A view of a buffer range bound to one descriptor binding.
+struct BufferRange {
+    const Buffer* buffer = nullptr;
+    VkDeviceSize offset = 0;
+    VkDeviceSize size = VK_WHOLE_SIZE;
+};
+
+// A compute pipeline from an embedded shader, with N storage-buffer bindings (0..N-1) and a push
+// constant block. Specialization constants are given as (constant_id = index, uint32 value).
+struct Kernel {
+    shaders::ShaderId shader{};
+    std::vector<uint32_t> spec;
+    uint32_t bindings = 0;
+    uint32_t push_bytes = 0;
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+};
+
+class Context {
+public:
+    explicit Context(const ContextOptions& options);
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    const DeviceInfo& info() const { return info_; }
+    const VkPhysicalDeviceLimits& limits() const { return props_.limits; }
+    VkDevice device() const { return device_; }
+    uint32_t subgroup_size() const { return info_.subgroup_size; }
+    bool unified_memory() const { return unified_memory_; }
+
+    // Memory. Sizes are checked against maxMemoryAllocationSize; failures throw OutOfDeviceMemory.
+    Buffer create_buffer(VkDeviceSize size, MemoryUse use);
+    void destroy(Buffer& b);
+    // Writes host bytes into a buffer (directly if mapped, else through a staging buffer).
+    void upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src, VkDeviceSize size);
+    void download(const Buffer& src, VkDeviceSize src_offset, void* dst, VkDeviceSize size);
+    uint64_t bytes_allocated() const { return bytes_allocated_; }
+
+    // Kernels are created once per (shader, spec constants) and cached in memory and on disk.
+    const Kernel& kernel(shaders::ShaderId shader, uint32_t bindings, uint32_t push_bytes,
+                         std::vector<uint32_t> spec = {});
+    // Descriptor sets live as long as the context (the engine builds them once per model).
+    VkDescriptorSet make_set(const Kernel& k, std::span<const BufferRange> buffers);
+
+    // Command buffers.
+    VkCommandBuffer begin();
+    void submit_and_wait(VkCommandBuffer cmd);
+    void dispatch(VkCommandBuffer cmd, const Kernel& k, VkDescriptorSet set, const void* push,
+                  uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+    // Full compute->compute (and compute->host) memory barrier: later dispatches see earlier writes.
+    void barrier(VkCommandBuffer cmd);
+
+    // Timestamp queries (per-op GPU timing). begin_timing resets; mark() writes a timestamp.
+    bool timestamps_supported() const { return timestamp_period_ns_ > 0; }
+    void begin_timing(VkCommandBuffer cmd);
+    void mark(VkCommandBuffer cmd, uint32_t label);
+    // After submit_and_wait: (label, ns since previous mark) per mark.
+    std::vector<std::pair<uint32_t, double>> read_timing();
+
+    // Pipeline cache statistics (for start-up reports).
+    bool pipeline_cache_loaded() const { return pipeline_cache_loaded_; }
+    const std::string& pipeline_cache_path() const { return pipeline_cache_path_; }
+    void save_pipeline_cache();
+
+private:
+    void create_instance(const ContextOptions& o);
+    void pick_device(const ContextOptions& o);
+    void create_device();
+    void load_pipeline_cache(const std::string& dir);
+    uint32_t find_memory_type(uint32_t bits, MemoryUse use, bool* coherent) const;
+
+    VkInstance instance_ = VK_NULL_HANDLE;
+    VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    std::function<void(const std::string&)> on_validation_;
+    VkPhysicalDevice phys_ = VK_NULL_HANDLE;
+    VkPhysicalDeviceProperties props_{};
+    VkPhysicalDeviceMemoryProperties mem_props_{};
+    DeviceInfo info_;
+    bool unified_memory_ = false;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    uint32_t queue_family_ = 0;
+    VkCommandPool cmd_pool_ = VK_NULL_HANDLE;
+    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    std::vector<VkDescriptorPool> desc_pools_;
+    VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+    std::string pipeline_cache_path_;
+    bool pipeline_cache_loaded_ = false;
+    std::map<std::pair<uint32_t, std::vector<uint32_t>>, std::unique_ptr<Kernel>> kernels_;
+    std::mutex kernels_mutex_;
+    std::atomic<uint64_t> bytes_allocated_{0};
+    // timing
+    VkQueryPool query_pool_ = VK_NULL_HANDLE;
+    uint32_t query_capacity_ = 0;
+    std::vector<uint32_t> query_labels_;
+    double timestamp_period_ns_ = 0;
+    uint64_t timestamp_mask_ = ~0ull;
+};
+
+}  // namespace lantern::vk

@@ -1,0 +1,68 @@
+#include "test_support.h"
+
+#include <QDir>
+#include <QTemporaryDir>
+#include <cstdlib>
+#include <filesystem>
+
+#include "lantern/error.h"
+
+namespace lantern::test {
+
+std::string shared_dir() {
+    if (const char* env = std::getenv("LANTERN_SHARED"); env && *env) return env;
+    return std::string(LANTERN_SOURCE_DIR) + "/../shared";
+}
+
+std::string shared_path(const std::string& relative) {
+    std::string p = shared_dir() + "/" + relative;
+    if (!std::filesystem::exists(p)) {
+        throw Error(ErrorCode::Io, "test data missing: " + p +
+                                       " (set LANTERN_SHARED to the shared/ directory; see README)");
+    }
+    return p;
+}
+
+std::string temp_dir() {
+    static QTemporaryDir dir;
+    return dir.path().toStdString();
+}
+
+void ValidationLog::add(const std::string& m) {
+    std::lock_guard lock(mutex_);
+    messages_.push_back(m);
+}
+
+std::vector<std::string> ValidationLog::take() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(messages_, {});
+}
+
+ValidationLog& validation_log() {
+    static ValidationLog log;
+    return log;
+}
+
+vk::ContextOptions validated_options() {
+    vk::ContextOptions o;
+    o.validation = true;
+    o.on_validation_message = [](const std::string& m) { validation_log().add(m); };
+    o.pipeline_cache_dir = temp_dir() + "/pipeline-cache";
+    return o;
+}
+
+vk::Context& context() {
+    static std::unique_ptr<vk::Context> ctx = std::make_unique<vk::Context>(validated_options());
+    return *ctx;
+}
+
+bool no_validation_messages(QString* report) {
+    auto msgs = validation_log().take();
+    if (msgs.empty()) return true;
+    QString r = QString("Vulkan validation reported %1 message(s):").arg(msgs.size());
+    for (const auto& m : msgs) r += "\n  " + QString::fromStdString(m);
+    *report = r;
+    return false;
+}
+
+}  // namespace lantern::test

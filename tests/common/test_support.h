@@ -1,0 +1,48 @@
+// Helpers every Lantern test uses:
+//  - shared_path(): finds test data in ../shared (env LANTERN_SHARED overrides). Missing data is a
+//    hard failure (throws), never a skip: CI must not count an absent reference as a pass.
+//  - ValidatedContext: a Vulkan context with VK_LAYER_KHRONOS_validation and a debug messenger that
+//    records every warning/error; tests call expect_clean() (or use LANTERN_VERIFY_CLEAN) so any
+//    validation message fails the test.
+#pragma once
+#include <QString>
+#include <QTest>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "vulkan/context.h"
+
+namespace lantern::test {
+
+std::string shared_dir();
+std::string shared_path(const std::string& relative);
+std::string temp_dir();  // a per-process scratch directory (removed at exit)
+
+class ValidationLog {
+public:
+    void add(const std::string& m);
+    std::vector<std::string> take();
+
+private:
+    std::mutex mutex_;
+    std::vector<std::string> messages_;
+};
+
+// One validated Vulkan context per test process (creating a device per test case is slow on lavapipe).
+vk::Context& context();
+ValidationLog& validation_log();
+vk::ContextOptions validated_options();  // for tests that create their own engine/context
+
+// Fails the current test if the validation layer reported anything since the last call.
+bool no_validation_messages(QString* report);
+
+}  // namespace lantern::test
+
+#define LANTERN_VERIFY_NO_VALIDATION()                                        \
+    do {                                                                      \
+        QString lantern_report_;                                              \
+        if (!lantern::test::no_validation_messages(&lantern_report_))         \
+            QFAIL(qPrintable(lantern_report_));                               \
+    } while (0)
