@@ -1,0 +1,90 @@
+// lantern/chat_template.h — turning a conversation into the prompt a chat model was trained on.
+//
+// A GGUF describes its chat format as a Jinja template (tokenizer.chat_template). Lantern does not
+// run Jinja: it recognises the common families by their markers and renders them natively —
+//
+//   Llama2   <s>[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {reply}</s><s>[INST] ...
+//   Mistral  <s>[INST] {user} [/INST] {reply}</s>[INST] ...   (no system role: folded into the
+//            next user turn)
+//   ChatML   <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
+//   Zephyr   <|{role}|>\n{content}</s>\n ... <|assistant|>\n            (TinyLlama chat)
+//   Phi3     <|{role}|>\n{content}<|end|>\n ... <|assistant|>\n
+//   Gemma    <start_of_turn>{user|model}\n{content}<end_of_turn>\n ... <start_of_turn>model\n
+//            (no system role: folded into the next user turn)
+//
+// and Completion for base models without a template (stories260K): the messages are one
+// continuous text after BOS.
+//
+// Rendering produces token ids directly. A marker becomes its single special token when the
+// vocabulary has one, and is encoded as plain text otherwise (TinyLlama spells <|user|> in ordinary
+// pieces). Message content is always encoded as text, so nothing a user types can become a
+// control token. Each message's content is a fragment of its own, which gives the property the KV
+// prefix cache relies on: the prompt for turn N, followed by the reply's tokens and the end-of-turn
+// tokens, is exactly the start of the prompt for turn N+1.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lantern {
+
+class GgufFile;
+class Tokenizer;
+
+enum class ChatRole { System, User, Assistant };
+
+struct ChatMessage {
+    ChatRole role = ChatRole::User;
+    std::string content;
+    // Assistant replies only, optional: the ids the model generated for this reply (without the
+    // end-of-turn token). When present they are used instead of encoding `content` again, so the
+    // next prompt starts with exactly the tokens already in the KV cache — re-encoding the text
+    // could split it differently than the model did.
+    std::vector<int32_t> tokens;
+};
+
+enum class ChatFormat { Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma };
+const char* chat_format_name(ChatFormat format);  // "llama2", "chatml", ...
+
+struct RenderedPrompt {
+    std::vector<int32_t> tokens;
+    std::string text;  // the same prompt for display and debugging, special tokens spelled out
+};
+
+class ChatTemplate {
+public:
+    explicit ChatTemplate(ChatFormat format = ChatFormat::Completion) : format_(format) {}
+
+    // The family a Jinja chat template belongs to, judged by its markers; nullopt when the template
+    // is empty or not one we know.
+    static std::optional<ChatFormat> detect(std::string_view jinja_template);
+    // The format of a model: its tokenizer.chat_template if recognised, else Completion (a base
+    // model, or a template we cannot render faithfully — better plain text than invented markers).
+    static ChatTemplate from_gguf(const GgufFile& gguf);
+
+    ChatFormat format() const { return format_; }
+    // False where the format has no system turn and system text joins the next user message.
+    bool has_system_role() const;
+
+    // Renders the conversation. With `add_generation_prompt`, ends with the header that makes the
+    // model write the assistant's next reply (for Llama2/Mistral that is already the user turn's
+    // "[/INST]"). Messages may come in any order; a system message is rendered where the format
+    // puts it (for formats without a system role, in front of the next user message).
+    RenderedPrompt render(const Tokenizer& tokenizer, std::span<const ChatMessage> messages,
+                          bool add_generation_prompt) const;
+
+    // The tokens that close an assistant reply in this format (</s>, <|im_end|>, <|end|>,
+    // <end_of_turn>); empty for Completion.
+    std::vector<int32_t> end_of_turn_tokens(const Tokenizer& tokenizer) const;
+    // Token ids at which generation of a reply stops: EOS, the end-of-turn token of the vocabulary
+    // and the format's end-of-turn marker when it is a single token.
+    std::vector<int32_t> stop_tokens(const Tokenizer& tokenizer) const;
+
+private:
+    ChatFormat format_;
+};
+
+}  // namespace lantern

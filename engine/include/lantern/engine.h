@@ -1,0 +1,124 @@
+// lantern/engine.h — the engine's front door: load a GGUF Llama model onto a Vulkan device and run
+// it over sequences that share one paged KV cache.
+//
+//   auto engine = lantern::Engine::load("model.gguf", {});
+//   auto seq = engine->create_sequence();
+//   auto logits = engine->prefill(seq, prompt_tokens);   // reuses cached prefix blocks
+//   ... sample a token, then engine->decode({{seq, token}}) per step ...
+//
+// Threading: an Engine is used from one thread at a time (the app's inference worker). Stats and
+// block maps are returned as values, safe to send to another thread.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lantern/device.h"
+#include "lantern/kv_cache.h"
+
+namespace lantern {
+
+class Tokenizer;
+
+struct ModelInfo {
+    std::string path, name, architecture;
+    uint32_t n_layers = 0, dim = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_dim = 0, vocab = 0;
+    uint32_t context_length = 0;  // the model's trained context
+    uint32_t n_rot = 0;
+    float rope_freq_base = 10000.0f, rms_eps = 1e-5f;
+    bool tied_output = false;               // LM head = token_embd
+    std::string weight_types;               // e.g. "Q8_0 x 36, F32 x 11"
+    uint64_t parameters = 0, file_bytes = 0, weight_bytes = 0;  // weight_bytes: on the device
+};
+
+struct EngineOptions {
+    std::string device_selector;       // see lantern/device.h; empty = env LANTERN_DEVICE / preference
+    bool validation = false;           // Khronos validation layer (also env LANTERN_VALIDATION=1)
+    std::function<void(const std::string&)> on_validation_message;
+    std::string pipeline_cache_dir;    // empty = user cache dir; "-" = none
+    uint32_t context_length = 0;       // per sequence; 0 = min(model's, 4096)
+    uint64_t kv_budget_bytes = 0;      // 0 = room for context_length tokens x max_sequences
+    uint32_t kv_block_tokens = 16;
+    bool kv_f16 = true;                // K/V element type: f16 (default) or f32 (exact references)
+    uint32_t max_sequences = 4;
+    uint32_t max_step_tokens = 256;    // prefill chunk / per-step token budget
+    uint32_t max_logit_rows = 0;       // logit rows per step; 0 = max_sequences
+    bool profile = false;              // per-op GPU timestamps (see last_step_profile)
+};
+
+// One sequence's slice of a batched step.
+struct StepItem {
+    SequenceId sequence = 0;
+    std::vector<int32_t> tokens;  // appended to the sequence
+    bool want_logits = true;      // logits of the last token of this item
+    bool want_all_logits = false; // logits of every token of this item (tests, perplexity)
+};
+
+struct OpTime {
+    std::string op;     // "matmul", "attention", "rope+kv", "embed", "lm_head"
+    double ms = 0;
+    uint32_t dispatches = 0;
+};
+
+struct StepProfile {
+    double total_ms = 0;       // wall time of the step (record + submit + wait + readback)
+    double gpu_ms = 0;         // sum of op times (timestamps), 0 when not profiled
+    uint32_t dispatches = 0;
+    std::vector<OpTime> ops;   // empty when not profiled
+};
+
+// Attention weights of one token (the heatmap): probs[head][j] over positions j < n_positions.
+struct AttentionSnapshot {
+    uint32_t layer = 0, n_heads = 0, n_positions = 0, position = 0;
+    std::vector<float> probs;
+};
+
+class Engine {
+public:
+    static std::unique_ptr<Engine> load(const std::string& gguf_path, const EngineOptions& options = {});
+    virtual ~Engine() = default;
+
+    virtual const ModelInfo& model() const = 0;
+    virtual const DeviceInfo& device() const = 0;
+    virtual const Tokenizer& tokenizer() const = 0;
+    virtual uint32_t context_length() const = 0;
+
+    // Sequences (see lantern/kv_cache.h for the block semantics).
+    virtual SequenceId create_sequence() = 0;
+    // New sequence sharing `from`'s full KV blocks; its last partial block is recomputed.
+    virtual SequenceId fork_sequence(SequenceId from) = 0;
+    virtual void free_sequence(SequenceId seq) = 0;
+    virtual uint32_t sequence_length(SequenceId seq) const = 0;
+    virtual std::vector<int32_t> sequence_tokens(SequenceId seq) const = 0;
+
+    // Feeds `tokens` after the sequence's current content (reusing cached prefix blocks when the
+    // sequence is empty), in chunks of max_step_tokens, and returns the last token's logits.
+    // Throws Error(ContextFull) before touching anything when the tokens do not fit.
+    virtual std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens) = 0;
+    // One batched step over several sequences (decodes and prefill chunks together, one command
+    // buffer, one submit). Returns one logits row per item with want_logits (per token for
+    // want_all_logits), in item order.
+    virtual std::vector<std::vector<float>> step(std::span<const StepItem> items) = 0;
+
+    // Tokens of the last prefill() that came from the prefix cache / were computed.
+    virtual uint32_t last_reused_tokens() const = 0;
+    virtual uint32_t last_computed_tokens() const = 0;
+
+    virtual KvStats kv_stats() const = 0;
+    virtual std::vector<KvBlockInfo> kv_block_map() const = 0;
+
+    virtual const StepProfile& last_step_profile() const = 0;
+    // Capture the attention weights of the last token of the next step, for `layer` (-1 = off).
+    virtual void capture_attention(int32_t layer) = 0;
+    virtual const AttentionSnapshot& last_attention() const = 0;
+
+    // Timings of load(): pipeline creation (cold vs warm pipeline cache) and weight upload.
+    virtual double load_ms() const = 0;
+    virtual double pipelines_ms() const = 0;
+    virtual bool pipeline_cache_was_warm() const = 0;
+};
+
+}  // namespace lantern

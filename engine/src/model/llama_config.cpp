@@ -1,0 +1,73 @@
+#include "model/llama_config.h"
+
+#include <map>
+
+#include "lantern/error.h"
+
+namespace lantern::model {
+
+namespace {
+uint32_t required(const GgufFile& g, const std::string& key) {
+    auto v = g.get_int(key);
+    if (!v) throw Error(ErrorCode::InvalidModelFile, g.path() + ": required metadata \"" + key + "\" is missing");
+    if (*v <= 0 || *v > (1 << 24))
+        throw Error(ErrorCode::InvalidModelFile, g.path() + ": metadata \"" + key + "\" = " + std::to_string(*v) +
+                                                     " is out of range");
+    return static_cast<uint32_t>(*v);
+}
+}  // namespace
+
+ModelInfo read_llama_config(const GgufFile& g) {
+    ModelInfo m;
+    m.path = g.path();
+    m.architecture = g.get_string("general.architecture").value_or("");
+    if (m.architecture.empty())
+        throw Error(ErrorCode::InvalidModelFile, g.path() + ": general.architecture is missing");
+    if (m.architecture != "llama")
+        throw Error(ErrorCode::UnsupportedArchitecture,
+                    "unsupported architecture \"" + m.architecture + "\": Lantern runs Llama-architecture models");
+    m.name = g.get_string("general.name").value_or("");
+    const std::string a = "llama.";
+    m.dim = required(g, a + "embedding_length");
+    m.n_layers = required(g, a + "block_count");
+    m.ffn_dim = required(g, a + "feed_forward_length");
+    m.n_heads = required(g, a + "attention.head_count");
+    m.n_kv_heads = g.get_int(a + "attention.head_count_kv") ? required(g, a + "attention.head_count_kv") : m.n_heads;
+    m.context_length = g.get_int(a + "context_length") ? required(g, a + "context_length") : 2048;
+    if (m.dim % m.n_heads != 0)
+        throw Error(ErrorCode::InvalidModelFile, g.path() + ": embedding length " + std::to_string(m.dim) +
+                                                     " is not a multiple of the head count " + std::to_string(m.n_heads));
+    if (m.n_heads % m.n_kv_heads != 0)
+        throw Error(ErrorCode::InvalidModelFile, g.path() + ": head count " + std::to_string(m.n_heads) +
+                                                     " is not a multiple of the KV head count " +
+                                                     std::to_string(m.n_kv_heads));
+    m.head_dim = m.dim / m.n_heads;
+    m.n_rot = g.get_int(a + "rope.dimension_count") ? required(g, a + "rope.dimension_count") : m.head_dim;
+    if (m.n_rot > m.head_dim || m.n_rot % 2 != 0)
+        throw Error(ErrorCode::InvalidModelFile, g.path() + ": rope dimension " + std::to_string(m.n_rot) + " is invalid");
+    m.rope_freq_base = static_cast<float>(g.get_float(a + "rope.freq_base").value_or(10000.0));
+    m.rms_eps = static_cast<float>(g.get_float(a + "attention.layer_norm_rms_epsilon").value_or(1e-5));
+    if (auto scaling = g.get_string(a + "rope.scaling.type"); scaling && *scaling != "none")
+        throw Error(ErrorCode::UnsupportedArchitecture, "RoPE scaling \"" + *scaling + "\" is not supported yet");
+
+    const auto* emb = g.find_tensor("token_embd.weight");
+    if (!emb) throw Error(ErrorCode::InvalidModelFile, g.path() + ": tensor token_embd.weight is missing");
+    if (emb->shape.size() != 2 || emb->shape[0] != m.dim)
+        throw Error(ErrorCode::InvalidModelFile, g.path() + ": token_embd.weight has the wrong shape");
+    m.vocab = static_cast<uint32_t>(emb->shape[1]);
+    m.tied_output = g.find_tensor("output.weight") == nullptr;
+
+    std::map<std::string, uint32_t> types;
+    for (const auto& t : g.tensors()) {
+        types[ggml_type_name(t.type)]++;
+        m.parameters += t.elements();
+        m.file_bytes += t.size_bytes;
+    }
+    for (const auto& [name, n] : types) {
+        if (!m.weight_types.empty()) m.weight_types += ", ";
+        m.weight_types += name + " x " + std::to_string(n);
+    }
+    return m;
+}
+
+}  // namespace lantern::model

@@ -1,0 +1,311 @@
+#include "model/llama_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "lantern/error.h"
+
+namespace lantern::model {
+
+namespace {
+enum OpLabel : uint32_t { kEmbed, kMatmul, kRope, kAttention, kLmHead, kLabelCount };
+const char* kLabelNames[] = {"embed", "matmul", "rope+kv store", "attention", "lm_head"};
+constexpr uint64_t kSlabBytes = 256ull << 20;
+}  // namespace
+
+LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& m, const ModelLimits& limits)
+    : ctx_(ctx), info_(m), limits_(limits) {
+    const auto& lim = ctx.limits();
+    const uint64_t kv_dim = static_cast<uint64_t>(m.n_kv_heads) * m.head_dim;
+    qkv_width_ = static_cast<uint32_t>(m.dim + 2 * kv_dim);
+    const uint32_t T = limits.max_step_tokens, S = limits.max_logit_rows;
+
+    // Fit check before any large allocation: a clear message beats a driver OOM halfway through.
+    uint64_t kv_layer_bytes = static_cast<uint64_t>(limits.kv_blocks) * limits.block_tokens * kv_dim *
+                              (limits.kv_f16 ? 2 : 4);
+    kv_bytes_ = kv_layer_bytes * 2 * m.n_layers;
+    if (kv_layer_bytes > lim.maxStorageBufferRange)
+        throw Error(ErrorCode::ModelTooLarge, "the KV cache of one layer (" + std::to_string(kv_layer_bytes >> 20) +
+                                                  " MiB) exceeds the device's storage-buffer range; lower the context");
+    uint64_t act = 4ull * T * (m.dim * 2 + qkv_width_ + 2ull * m.ffn_dim) + 4ull * S * m.vocab;
+    uint64_t need = m.file_bytes + kv_bytes_ + act;
+    if (ctx.info().device_local_bytes && need > ctx.info().device_local_bytes)
+        throw Error(ErrorCode::ModelTooLarge,
+                    "the model needs about " + std::to_string(need >> 20) + " MiB of device memory (weights " +
+                        std::to_string(m.file_bytes >> 20) + " MiB + KV cache " + std::to_string(kv_bytes_ >> 20) +
+                        " MiB), but " + ctx.info().name + " has " +
+                        std::to_string(ctx.info().device_local_bytes >> 20) + " MiB");
+
+    // Weights.
+    embed_ = &upload(gguf, "token_embd.weight", m.vocab, m.dim);
+    out_norm_ = &upload(gguf, "output_norm.weight", 1, m.dim);
+    lm_head_ = m.tied_output ? embed_ : &upload(gguf, "output.weight", m.vocab, m.dim);
+
+    using vk::MemoryUse;
+    x_ = ctx.create_buffer(4ull * T * m.dim, MemoryUse::DeviceLocal);
+    qkv_ = ctx.create_buffer(4ull * T * qkv_width_, MemoryUse::DeviceLocal);
+    attn_ = ctx.create_buffer(4ull * T * m.dim, MemoryUse::DeviceLocal);
+    gate_up_ = ctx.create_buffer(8ull * T * m.ffn_dim, MemoryUse::DeviceLocal);
+    logits_ = ctx.create_buffer(4ull * S * m.vocab, MemoryUse::Readback);
+    tokens_ = ctx.create_buffer(4ull * T, MemoryUse::Upload);
+    tok_info_ = ctx.create_buffer(16ull * T, MemoryUse::Upload);
+    uint32_t max_table = T * ((limits.context_length + limits.block_tokens - 1) / limits.block_tokens + 1);
+    tables_ = ctx.create_buffer(4ull * std::min<uint64_t>(max_table, 1u << 20), MemoryUse::Upload);
+    rowmap_ = ctx.create_buffer(4ull * S, MemoryUse::Upload);
+    capture_ = ctx.create_buffer(4ull * m.n_heads * (limits.context_length + 2), MemoryUse::Readback);
+    dummy_ = ctx.create_buffer(16, MemoryUse::DeviceLocal);
+    auto rope = ops::rope_table(limits.context_length, m.n_rot, m.rope_freq_base);
+    rope_ = ctx.create_buffer(rope.size() * 4, MemoryUse::DeviceLocal);
+    ctx.upload(rope_, 0, rope.data(), rope.size() * 4);
+
+    embed_op_ = ops::EmbedOp(ctx, *embed_, {&tokens_}, {&x_});
+    dispatches_ = 1;
+
+    ops::AttentionShape ashape;
+    ashape.n_head = m.n_heads;
+    ashape.n_kv = m.n_kv_heads;
+    ashape.head_dim = m.head_dim;
+    ashape.block = limits.block_tokens;
+    ashape.n_rot = m.n_rot;
+    ashape.qkv_stride = qkv_width_;
+    ashape.out_stride = m.dim;
+    ashape.kv_f16 = limits.kv_f16;
+
+    layers_.resize(m.n_layers);
+    for (uint32_t l = 0; l < m.n_layers; ++l) {
+        auto& L = layers_[l];
+        std::string p = "blk." + std::to_string(l) + ".";
+        L.attn_norm = &upload(gguf, p + "attn_norm.weight", 1, m.dim);
+        L.ffn_norm = &upload(gguf, p + "ffn_norm.weight", 1, m.dim);
+        const auto* wq = &upload(gguf, p + "attn_q.weight", m.dim, m.dim);
+        const auto* wk = &upload(gguf, p + "attn_k.weight", kv_dim, m.dim);
+        const auto* wv = &upload(gguf, p + "attn_v.weight", kv_dim, m.dim);
+        const auto* wo = &upload(gguf, p + "attn_output.weight", m.dim, m.dim);
+        const auto* wg = &upload(gguf, p + "ffn_gate.weight", m.ffn_dim, m.dim);
+        const auto* wu = &upload(gguf, p + "ffn_up.weight", m.ffn_dim, m.dim);
+        const auto* wd = &upload(gguf, p + "ffn_down.weight", m.dim, m.ffn_dim);
+        vk::BufferRange attn_norm_w = L.attn_norm->parts[0].values, ffn_norm_w = L.ffn_norm->parts[0].values;
+        build_linear(L.qkv, L.qkv_offsets, {wq, wk, wv}, ops::MatmulInput::Norm, {&x_}, {&qkv_}, attn_norm_w);
+        std::vector<uint32_t> unused;
+        build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, {&attn_}, {&x_}, {&dummy_});
+        build_linear(L.gate_up, L.gate_up_offsets, {wg, wu}, ops::MatmulInput::Norm, {&x_}, {&gate_up_}, ffn_norm_w);
+        build_linear(L.down, unused, {wd}, ops::MatmulInput::Silu, {&gate_up_}, {&x_}, {&dummy_});
+        L.k_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
+        L.v_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
+        L.rope = ops::RopeStoreOp(ctx, ashape, {&qkv_}, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&rope_});
+        L.attention = ops::AttentionOp(ctx, ashape, {&qkv_}, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&tables_},
+                                       {&attn_}, {&capture_});
+        for (auto* v : {&L.qkv, &L.o, &L.gate_up, &L.down})
+            for (auto& op : *v) dispatches_ += op.dispatches();
+        dispatches_ += 2;
+    }
+    std::vector<uint32_t> unused;
+    build_linear(lm_head_op_, unused, {lm_head_}, ops::MatmulInput::Norm, {&x_}, {&logits_},
+                 out_norm_->parts[0].values);
+    for (auto& op : lm_head_op_) dispatches_ += op.dispatches();
+}
+
+LlamaModel::~LlamaModel() {
+    for (auto* b : {&x_, &qkv_, &attn_, &gate_up_, &logits_, &tokens_, &tok_info_, &tables_, &rowmap_, &capture_,
+                    &rope_, &dummy_})
+        ctx_.destroy(*b);
+    for (auto& L : layers_) {
+        ctx_.destroy(L.k_cache);
+        ctx_.destroy(L.v_cache);
+    }
+    for (auto& s : slabs_) ctx_.destroy(s);
+}
+
+vk::BufferRange LlamaModel::place(const void* data, uint64_t bytes) {
+    const uint64_t align = std::max<uint64_t>(ctx_.limits().minStorageBufferOffsetAlignment, 16);
+    uint64_t off = (slab_used_ + align - 1) / align * align;
+    if (slabs_.empty() || off + bytes > slabs_.back().size) {
+        uint64_t size = std::max<uint64_t>(kSlabBytes, bytes);
+        if (ctx_.info().max_allocation_bytes) size = std::min<uint64_t>(size, ctx_.info().max_allocation_bytes);
+        if (bytes > size)
+            throw Error(ErrorCode::ModelTooLarge, "a weight part of " + std::to_string(bytes >> 20) +
+                                                      " MiB exceeds the device's largest allocation");
+        slabs_.push_back(ctx_.create_buffer(size, vk::MemoryUse::DeviceLocal));
+        off = 0;
+    }
+    ctx_.upload(slabs_.back(), off, data, bytes);
+    slab_used_ = off + bytes;
+    weight_bytes_ += bytes;
+    return {&slabs_.back(), off, bytes};
+}
+
+const ops::DeviceWeight& LlamaModel::upload(const GgufFile& gguf, const std::string& name, uint64_t rows,
+                                            uint64_t cols) {
+    const auto* t = gguf.find_tensor(name);
+    if (!t) throw Error(ErrorCode::InvalidModelFile, gguf.path() + ": tensor " + name + " is missing");
+    uint64_t t_cols = t->shape[0], t_rows = t->elements() / t->shape[0];
+    if (t_cols != cols || t_rows != rows)
+        throw Error(ErrorCode::InvalidModelFile, gguf.path() + ": tensor " + name + " has shape " +
+                                                     std::to_string(t_cols) + " x " + std::to_string(t_rows) +
+                                                     ", expected " + std::to_string(cols) + " x " + std::to_string(rows));
+    const auto& fmt = ops::weight_format_for(t->type, name);
+    ops::Repacked r = fmt.repack(gguf.tensor_data(*t), rows, cols);
+    ops::DeviceWeight w;
+    w.format = &fmt;
+    w.rows = rows;
+    w.cols = cols;
+    // Split by rows so that no binding exceeds maxStorageBufferRange.
+    const uint64_t value_row_bytes = r.values.size() * 4 / rows;
+    const uint64_t scale_row_bytes = r.scales.size() * 4 / rows;
+    const uint64_t range = ctx_.limits().maxStorageBufferRange;
+    uint64_t rows_per_part = std::max<uint64_t>(1, std::min(range / std::max<uint64_t>(value_row_bytes, 1), rows));
+    if (value_row_bytes * rows != r.values.size() * 4 && rows_per_part < rows)
+        throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " is too large for one storage-buffer binding");
+    for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_part) {
+        uint64_t n = std::min(rows_per_part, rows - r0);
+        ops::DeviceWeight::Part part;
+        part.first_row = r0;
+        part.rows = n;
+        uint64_t vbytes = rows_per_part < rows ? n * value_row_bytes : r.values.size() * 4;
+        part.values = place(reinterpret_cast<const uint8_t*>(r.values.data()) + r0 * value_row_bytes, vbytes);
+        if (!r.scales.empty())
+            part.scales = place(reinterpret_cast<const uint8_t*>(r.scales.data()) + r0 * scale_row_bytes,
+                                n * scale_row_bytes);
+        w.parts.push_back(part);
+    }
+    weights_.push_back(std::move(w));
+    return weights_.back();
+}
+
+void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint32_t>& offsets,
+                              const std::vector<const ops::DeviceWeight*>& weights, ops::MatmulInput input,
+                              vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm) {
+    uint32_t off = 0;
+    for (const auto* w : weights) {
+        out.emplace_back(ctx_, *w, input, x, y, norm, vk::BufferRange{&rowmap_});
+        offsets.push_back(off);
+        off += static_cast<uint32_t>(w->rows);
+    }
+}
+
+void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool profile, StepProfile* prof,
+                         AttentionSnapshot* capture) {
+    const auto t_start = std::chrono::steady_clock::now();
+    const auto& m = info_;
+    const uint32_t T = static_cast<uint32_t>(in.tokens.size());
+    const uint32_t S = static_cast<uint32_t>(in.logit_rows.size());
+    if (T == 0 || T > limits_.max_step_tokens || S > limits_.max_logit_rows || in.info.size() != T)
+        throw Error(ErrorCode::InvalidArgument, "step of " + std::to_string(T) + " tokens / " + std::to_string(S) +
+                                                    " logit rows is outside the engine's limits");
+    if (in.tables.size() * 4 > tables_.size) throw Error(ErrorCode::InvalidArgument, "block tables too large");
+    for (int32_t tok : in.tokens)
+        if (tok < 0 || static_cast<uint32_t>(tok) >= m.vocab)
+            throw Error(ErrorCode::InvalidArgument, "token id " + std::to_string(tok) + " is outside the vocabulary");
+
+    ctx_.upload(tokens_, 0, in.tokens.data(), 4ull * T);
+    ctx_.upload(tok_info_, 0, in.info.data(), 16ull * T);
+    if (!in.tables.empty()) ctx_.upload(tables_, 0, in.tables.data(), 4 * in.tables.size());
+    if (S) ctx_.upload(rowmap_, 0, in.logit_rows.data(), 4ull * S);
+
+    const bool timing = profile && ctx_.timestamps_supported();
+    VkCommandBuffer cmd = ctx_.begin();
+    if (timing) ctx_.begin_timing(cmd);
+    auto mark = [&](uint32_t label) {
+        if (timing) ctx_.mark(cmd, label);
+    };
+    auto linear = [&](const std::vector<ops::MatmulOp>& ops, const std::vector<uint32_t>& offsets, uint32_t x_stride,
+                      uint32_t y_stride, bool accumulate) {
+        for (size_t i = 0; i < ops.size(); ++i) {
+            ops::MatmulShape s;
+            s.tokens = T;
+            s.x_stride = x_stride;
+            s.y_stride = y_stride;
+            s.y_offset = offsets.empty() ? 0 : offsets[i];
+            s.accumulate = accumulate;
+            s.eps = m.rms_eps;
+            ops[i].record(cmd, s);
+        }
+    };
+    int32_t capture_token = -1;
+    if (capture && in.capture_layer >= 0 && S > 0) capture_token = static_cast<int32_t>(in.logit_rows.back());
+
+    embed_op_.record(cmd, T);
+    mark(kEmbed);
+    ctx_.barrier(cmd);
+    static const std::vector<uint32_t> kNoOffsets;
+    for (uint32_t l = 0; l < m.n_layers; ++l) {
+        auto& L = layers_[l];
+        linear(L.qkv, L.qkv_offsets, m.dim, qkv_width_, false);
+        mark(kMatmul);
+        ctx_.barrier(cmd);
+        L.rope.record(cmd, T);
+        mark(kRope);
+        ctx_.barrier(cmd);
+        L.attention.record(cmd, T, static_cast<int32_t>(l) == in.capture_layer ? capture_token : -1,
+                           limits_.context_length);
+        mark(kAttention);
+        ctx_.barrier(cmd);
+        linear(L.o, kNoOffsets, m.dim, m.dim, true);
+        mark(kMatmul);
+        ctx_.barrier(cmd);
+        linear(L.gate_up, L.gate_up_offsets, m.dim, 2 * m.ffn_dim, false);
+        mark(kMatmul);
+        ctx_.barrier(cmd);
+        linear(L.down, kNoOffsets, 2 * m.ffn_dim, m.dim, true);
+        mark(kMatmul);
+        ctx_.barrier(cmd);
+    }
+    if (S) {
+        for (const auto& op : lm_head_op_) {
+            ops::MatmulShape s;
+            s.tokens = S;
+            s.x_stride = m.dim;
+            s.y_stride = m.vocab;
+            s.use_rowmap = true;
+            s.eps = m.rms_eps;
+            op.record(cmd, s);
+        }
+        mark(kLmHead);
+        ctx_.barrier(cmd);
+    }
+    ctx_.submit_and_wait(cmd);
+
+    logits.resize(static_cast<size_t>(S) * m.vocab);
+    if (S) ctx_.download(logits_, 0, logits.data(), logits.size() * 4);
+
+    if (capture_token >= 0 && capture) {
+        const uint32_t stride = limits_.context_length;
+        std::vector<float> raw(static_cast<size_t>(m.n_heads) * (stride + 2));
+        ctx_.download(capture_, 0, raw.data(), raw.size() * 4);
+        const uint32_t n = in.info[capture_token].pos + 1;
+        capture->layer = static_cast<uint32_t>(in.capture_layer);
+        capture->n_heads = m.n_heads;
+        capture->n_positions = n;
+        capture->position = in.info[capture_token].pos;
+        capture->probs.assign(static_cast<size_t>(m.n_heads) * n, 0.0f);
+        for (uint32_t h = 0; h < m.n_heads; ++h) {
+            float mx = raw[static_cast<size_t>(m.n_heads) * stride + 2 * h];
+            float sum = raw[static_cast<size_t>(m.n_heads) * stride + 2 * h + 1];
+            for (uint32_t j = 0; j < n; ++j)
+                capture->probs[static_cast<size_t>(h) * n + j] = std::exp(raw[static_cast<size_t>(h) * stride + j] - mx) / sum;
+        }
+    }
+
+    if (prof) {
+        prof->dispatches = dispatches_;
+        prof->ops.clear();
+        prof->gpu_ms = 0;
+        if (timing) {
+            std::map<uint32_t, OpTime> by;
+            for (auto& [label, ns] : ctx_.read_timing()) {
+                auto& o = by[label];
+                o.op = kLabelNames[label];
+                o.ms += ns / 1e6;
+                o.dispatches++;
+                prof->gpu_ms += ns / 1e6;
+            }
+            for (auto& [label, o] : by) prof->ops.push_back(o);
+        }
+        prof->total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
+    }
+}
+
+}  // namespace lantern::model

@@ -1,0 +1,86 @@
+// The llama network on the device: weights uploaded once, activation buffers sized for the largest
+// step, every dispatch's descriptor set built at load, and forward() recording one step (any mix of
+// sequences and token counts) into one command buffer with one submit and one wait.
+#pragma once
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "lantern/engine.h"
+#include "lantern/gguf.h"
+#include "ops/attention.h"
+#include "ops/embed.h"
+#include "ops/matmul.h"
+#include "vulkan/context.h"
+
+namespace lantern::model {
+
+struct ModelLimits {
+    uint32_t max_step_tokens = 256;   // tokens per forward
+    uint32_t max_logit_rows = 8;      // sequences per step that want logits
+    uint32_t context_length = 2048;   // per sequence
+    uint32_t kv_blocks = 0;           // pool size
+    uint32_t block_tokens = 16;
+    bool kv_f16 = true;
+};
+
+// Host-side description of one step.
+struct StepInput {
+    std::vector<int32_t> tokens;
+    std::vector<ops::TokenInfo> info;    // per token
+    std::vector<uint32_t> tables;        // block tables of the step's sequences, concatenated
+    std::vector<uint32_t> logit_rows;    // token indices whose logits are returned
+    int32_t capture_layer = -1;          // attention capture for the last logit row's token
+};
+
+class LlamaModel {
+public:
+    LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& info, const ModelLimits& limits);
+    ~LlamaModel();
+
+    // Runs one step; logits gets logit_rows.size() x vocab floats.
+    void forward(const StepInput& in, std::vector<float>& logits, bool profile, StepProfile* prof,
+                 AttentionSnapshot* capture);
+
+    uint64_t weight_bytes() const { return weight_bytes_; }
+    uint64_t kv_bytes() const { return kv_bytes_; }
+    static uint64_t kv_bytes_per_token(const ModelInfo& m, bool f16) {
+        return 2ull * m.n_layers * m.n_kv_heads * m.head_dim * (f16 ? 2 : 4);
+    }
+    uint32_t dispatches_per_step() const { return dispatches_; }
+
+private:
+    struct Layer {
+        const ops::DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
+        std::vector<ops::MatmulOp> qkv, o, gate_up, down;
+        std::vector<uint32_t> qkv_offsets, gate_up_offsets;
+        vk::Buffer k_cache, v_cache;
+        ops::RopeStoreOp rope;
+        ops::AttentionOp attention;
+    };
+
+    const ops::DeviceWeight& upload(const GgufFile& gguf, const std::string& name, uint64_t rows_expected,
+                                    uint64_t cols_expected);
+    vk::BufferRange place(const void* data, uint64_t bytes);
+    void build_linear(std::vector<ops::MatmulOp>& ops, std::vector<uint32_t>& offsets,
+                      const std::vector<const ops::DeviceWeight*>& weights, ops::MatmulInput input,
+                      vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm);
+
+    vk::Context& ctx_;
+    ModelInfo info_;
+    ModelLimits limits_;
+    std::vector<vk::Buffer> slabs_;
+    uint64_t slab_used_ = 0;
+    std::deque<ops::DeviceWeight> weights_;
+    uint64_t weight_bytes_ = 0, kv_bytes_ = 0;
+    uint32_t qkv_width_ = 0;
+    // activations and step inputs
+    vk::Buffer x_, qkv_, attn_, gate_up_, logits_, tokens_, tok_info_, tables_, rowmap_, capture_, rope_, dummy_;
+    const ops::DeviceWeight *embed_ = nullptr, *out_norm_ = nullptr, *lm_head_ = nullptr;
+    ops::EmbedOp embed_op_;
+    std::vector<ops::MatmulOp> lm_head_op_;
+    std::vector<Layer> layers_;
+    uint32_t dispatches_ = 0;
+};
+
+}  // namespace lantern::model

@@ -1,0 +1,134 @@
+#include "ops/attention.h"
+
+#include <cmath>
+
+#include "lantern/error.h"
+
+namespace lantern::ops {
+
+namespace {
+struct RopePush {
+    uint32_t T, n_head, n_kv, hd, qkv_stride, block, n_rot;
+};
+struct AttnPush {
+    uint32_t n_head, n_kv, hd, qkv_stride, out_stride, block;
+    float scale;
+    uint32_t flags, capture_token, capture_stride;
+};
+constexpr uint32_t kRopeGroup = 64;
+}  // namespace
+
+std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base) {
+    std::vector<float> t(static_cast<size_t>(positions) * n_rot);
+    for (uint32_t p = 0; p < positions; ++p)
+        for (uint32_t i = 0; i < n_rot / 2; ++i) {
+            double theta = p * std::pow(freq_base, -2.0 * i / n_rot);
+            t[(static_cast<size_t>(p) * (n_rot / 2) + i) * 2] = static_cast<float>(std::cos(theta));
+            t[(static_cast<size_t>(p) * (n_rot / 2) + i) * 2 + 1] = static_cast<float>(std::sin(theta));
+        }
+    return t;
+}
+
+RopeStoreOp::RopeStoreOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
+                         vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange rope)
+    : ctx_(&ctx), shape_(shape) {
+    kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::rope_store_f16 : shaders::ShaderId::rope_store_f32, 5,
+                          sizeof(RopePush), {kRopeGroup});
+    vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, rope};
+    set_ = ctx.make_set(*kernel_, r);
+}
+
+void RopeStoreOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
+    const auto& s = shape_;
+    RopePush p{tokens, s.n_head, s.n_kv, s.head_dim, s.qkv_stride, s.block, s.n_rot};
+    uint32_t pairs = (s.n_head + 2 * s.n_kv) * s.head_dim / 2;
+    ctx_->dispatch(cmd, *kernel_, set_, &p, (pairs + kRopeGroup - 1) / kRopeGroup, tokens);
+}
+
+AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
+                         vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange tables,
+                         vk::BufferRange out, vk::BufferRange capture)
+    : ctx_(&ctx), shape_(shape) {
+    if (shape.head_dim > 256 || shape.head_dim % 2 != 0)
+        throw Error(ErrorCode::UnsupportedArchitecture,
+                    "head dimension " + std::to_string(shape.head_dim) + " is not supported (even, at most 256)");
+    if (shape.n_kv == 0 || shape.n_head % shape.n_kv != 0)
+        throw Error(ErrorCode::InvalidModelFile, "attention heads (" + std::to_string(shape.n_head) +
+                                                     ") are not a multiple of KV heads (" +
+                                                     std::to_string(shape.n_kv) + ")");
+    group_ = 64;  // >= 32 (the per-invocation accumulator covers head_dim <= 256 in steps of 32)
+    kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::attention_f16 : shaders::ShaderId::attention_f32, 7,
+                          sizeof(AttnPush), {group_});
+    vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, tables, out, capture};
+    set_ = ctx.make_set(*kernel_, r);
+}
+
+void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token, uint32_t capture_stride) const {
+    const auto& s = shape_;
+    AttnPush p{s.n_head,
+               s.n_kv,
+               s.head_dim,
+               s.qkv_stride,
+               s.out_stride,
+               s.block,
+               static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim))),
+               capture_token >= 0 ? 1u : 0u,
+               capture_token >= 0 ? static_cast<uint32_t>(capture_token) : 0u,
+               capture_stride};
+    ctx_->dispatch(cmd, *kernel_, set_, &p, s.n_head, tokens);
+}
+
+void reference_rope_store(const AttentionShape& s, std::span<float> qkv, std::span<const TokenInfo> tok,
+                          std::span<const float> rope, ReferenceKv& kv) {
+    const uint32_t hd = s.head_dim;
+    for (size_t t = 0; t < tok.size(); ++t) {
+        float* row = qkv.data() + t * s.qkv_stride;
+        for (uint32_t h = 0; h < s.n_head + s.n_kv; ++h)
+            for (uint32_t i = 0; 2 * i < s.n_rot; ++i) {
+                float c = rope[(static_cast<size_t>(tok[t].pos) * (s.n_rot / 2) + i) * 2];
+                float sn = rope[(static_cast<size_t>(tok[t].pos) * (s.n_rot / 2) + i) * 2 + 1];
+                float* v = row + h * hd + 2 * i;
+                float a = v[0], b = v[1];
+                v[0] = a * c - b * sn;
+                v[1] = a * sn + b * c;
+            }
+        for (uint32_t h = 0; h < s.n_kv; ++h)
+            for (uint32_t d = 0; d < hd; ++d) {
+                kv.k[kv.index(tok[t].slot, h, d)] = row[(s.n_head + h) * hd + d];
+                kv.v[kv.index(tok[t].slot, h, d)] = row[(s.n_head + s.n_kv + h) * hd + d];
+            }
+    }
+}
+
+void reference_attention(const AttentionShape& s, std::span<const float> qkv, std::span<const TokenInfo> tok,
+                         std::span<const uint32_t> tables, const ReferenceKv& kv, std::span<float> out) {
+    const uint32_t hd = s.head_dim;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    std::vector<double> scores, acc(hd);
+    for (size_t t = 0; t < tok.size(); ++t) {
+        uint32_t n_ctx = tok[t].pos + 1;
+        scores.assign(n_ctx, 0);
+        for (uint32_t h = 0; h < s.n_head; ++h) {
+            uint32_t kvh = h / (s.n_head / s.n_kv);
+            const float* q = qkv.data() + t * s.qkv_stride + h * hd;
+            double mx = -INFINITY;
+            for (uint32_t j = 0; j < n_ctx; ++j) {
+                uint32_t slot = tables[tok[t].table_offset + j / s.block] * s.block + j % s.block;
+                double d = 0;
+                for (uint32_t i = 0; i < hd; ++i) d += static_cast<double>(q[i]) * kv.k[kv.index(slot, kvh, i)];
+                scores[j] = d * scale;
+                mx = std::max(mx, scores[j]);
+            }
+            double sum = 0;
+            for (auto& v : scores) sum += (v = std::exp(v - mx));
+            std::fill(acc.begin(), acc.end(), 0.0);
+            for (uint32_t j = 0; j < n_ctx; ++j) {
+                uint32_t slot = tables[tok[t].table_offset + j / s.block] * s.block + j % s.block;
+                for (uint32_t i = 0; i < hd; ++i) acc[i] += scores[j] / sum * kv.v[kv.index(slot, kvh, i)];
+            }
+            for (uint32_t i = 0; i < hd; ++i) out[t * s.out_stride + h * hd + i] = static_cast<float>(acc[i]);
+        }
+    }
+}
+
+}  // namespace lantern::ops

@@ -1,0 +1,74 @@
+// Attention family: RoPE + KV store (shaders/rope_store.comp) and causal GQA attention over the
+// paged KV cache (shaders/attention.comp), with their CPU references.
+//
+// Per-token step inputs (uvec4 per token): (position, offset of its sequence's block table in the
+// flat table array, physical KV slot to write, batch item index).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "vulkan/context.h"
+
+namespace lantern::ops {
+
+struct AttentionShape {
+    uint32_t n_head = 0, n_kv = 0, head_dim = 0, block = 16, n_rot = 0;
+    uint32_t qkv_stride = 0, out_stride = 0;
+    bool kv_f16 = true;
+};
+
+struct TokenInfo {
+    uint32_t pos, table_offset, slot, item;
+};
+
+// cos/sin table [position][i] for i < n_rot/2, computed in double precision.
+std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base);
+
+class RopeStoreOp {
+public:
+    RopeStoreOp() = default;
+    RopeStoreOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
+                vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange rope);
+    void record(VkCommandBuffer cmd, uint32_t tokens) const;
+
+private:
+    vk::Context* ctx_ = nullptr;
+    AttentionShape shape_;
+    const vk::Kernel* kernel_ = nullptr;
+    VkDescriptorSet set_ = VK_NULL_HANDLE;
+};
+
+class AttentionOp {
+public:
+    AttentionOp() = default;
+    AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
+                vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange tables, vk::BufferRange out,
+                vk::BufferRange capture);
+    // capture_token < 0: no capture. Else the scores of that token (all heads) are written to the
+    // capture buffer: [n_head][capture_stride] scores, then (max, sum) per head.
+    void record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token, uint32_t capture_stride) const;
+
+private:
+    vk::Context* ctx_ = nullptr;
+    AttentionShape shape_;
+    const vk::Kernel* kernel_ = nullptr;
+    VkDescriptorSet set_ = VK_NULL_HANDLE;
+    uint32_t group_ = 64;
+};
+
+// CPU references over a float KV pool with the same paged layout as the device.
+struct ReferenceKv {
+    uint32_t n_kv, head_dim, block;
+    std::vector<float> k, v;  // [block][kv_head][slot][d]
+    size_t index(uint32_t slot, uint32_t kvh, uint32_t d) const {
+        uint32_t b = slot / block, o = slot % block;
+        return ((static_cast<size_t>(b) * n_kv + kvh) * block + o) * head_dim + d;
+    }
+};
+void reference_rope_store(const AttentionShape& s, std::span<float> qkv, std::span<const TokenInfo> tok,
+                          std::span<const float> rope, ReferenceKv& kv);
+void reference_attention(const AttentionShape& s, std::span<const float> qkv, std::span<const TokenInfo> tok,
+                         std::span<const uint32_t> tables, const ReferenceKv& kv, std::span<float> out);
+
+}  // namespace lantern::ops

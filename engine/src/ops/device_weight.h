@@ -1,0 +1,23 @@
+// A weight matrix as it lives on the device: repacked values + scales, split by rows into parts
+// when it is larger than one storage-buffer binding may be (maxStorageBufferRange: 128 MiB on
+// lavapipe; a 32000 x 4096 F16 embedding is 250 MB).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ops/weight_format.h"
+#include "vulkan/context.h"
+
+namespace lantern::ops {
+
+struct DeviceWeight {
+    const WeightFormat* format = nullptr;
+    uint64_t rows = 0, cols = 0;
+    struct Part {
+        vk::BufferRange values, scales;
+        uint64_t first_row = 0, rows = 0;
+    };
+    std::vector<Part> parts;
+};
+
+}  // namespace lantern::ops

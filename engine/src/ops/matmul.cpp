@@ -1,0 +1,89 @@
+#include "ops/matmul.h"
+
+#include <cmath>
+
+#include "lantern/error.h"
+
+namespace lantern::ops {
+
+namespace {
+struct Push {
+    uint32_t K, N, T, x_stride, y_stride, y_offset, flags;
+    float eps;
+};
+constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
+}  // namespace
+
+MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, vk::BufferRange x,
+                   vk::BufferRange y, vk::BufferRange norm_weight, vk::BufferRange rowmap)
+    : ctx_(&ctx), w_(&w) {
+    shaders::ShaderId id = input == MatmulInput::Norm   ? w.format->matmul_norm
+                           : input == MatmulInput::Silu ? w.format->matmul_silu
+                                                        : w.format->matmul;
+    // Work-group shape: 64 invocations (>= ROWS * 8 so the final write has one lane per output),
+    // 4 rows each: on lavapipe a workgroup runs on one CPU thread, so fewer, fatter groups win;
+    // on GPUs 64 lanes with 4 rows keep enough groups in flight for every layer size we run.
+    uint32_t wg = 64;
+    rows_per_group_ = 4;
+    kernel_ = &ctx.kernel(id, 6, sizeof(Push), {wg, rows_per_group_});
+    for (const auto& part : w.parts) {
+        vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;  // float types: unused
+        vk::BufferRange ranges[] = {part.values, scales, x, y, norm_weight, rowmap};
+        sets_.push_back(ctx.make_set(*kernel_, ranges));
+    }
+}
+
+void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
+    for (size_t i = 0; i < sets_.size(); ++i) {
+        const auto& part = w_->parts[i];
+        Push p{static_cast<uint32_t>(w_->cols),
+               static_cast<uint32_t>(part.rows),
+               s.tokens,
+               s.x_stride,
+               s.y_stride,
+               s.y_offset + static_cast<uint32_t>(part.first_row),
+               (s.accumulate ? 1u : 0u) | (s.use_rowmap ? 2u : 0u),
+               s.eps};
+        uint32_t gx = static_cast<uint32_t>((part.rows + rows_per_group_ - 1) / rows_per_group_);
+        uint32_t gy = (s.tokens + kTokensPerGroup - 1) / kTokensPerGroup;
+        ctx_->dispatch(cmd, *kernel_, sets_[i], &p, gx, gy);
+    }
+}
+
+void reference_rms_norm(const float* x, const float* w, float* out, uint32_t n, float eps) {
+    double ss = 0;
+    for (uint32_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+    double inv = 1.0 / std::sqrt(ss / n + eps);
+    for (uint32_t i = 0; i < n; ++i) out[i] = static_cast<float>(x[i] * inv * w[i]);
+}
+
+void reference_matmul(std::span<const float> W, uint32_t rows, uint32_t cols, MatmulInput input,
+                      std::span<const float> x, std::span<float> y, std::span<const float> norm_weight,
+                      std::span<const uint32_t> rowmap, const MatmulShape& s) {
+    std::vector<float> in(cols);
+    for (uint32_t t = 0; t < s.tokens; ++t) {
+        uint32_t xr = s.use_rowmap ? rowmap[t] : t;
+        const float* xp = x.data() + static_cast<size_t>(xr) * s.x_stride;
+        switch (input) {
+            case MatmulInput::Plain:
+                for (uint32_t k = 0; k < cols; ++k) in[k] = xp[k];
+                break;
+            case MatmulInput::Norm: reference_rms_norm(xp, norm_weight.data(), in.data(), cols, s.eps); break;
+            case MatmulInput::Silu:
+                for (uint32_t k = 0; k < cols; ++k) {
+                    double g = xp[k];
+                    in[k] = static_cast<float>(g / (1.0 + std::exp(-g)) * xp[cols + k]);
+                }
+                break;
+        }
+        for (uint32_t n = 0; n < rows; ++n) {
+            double acc = 0;
+            const float* wr = W.data() + static_cast<size_t>(n) * cols;
+            for (uint32_t k = 0; k < cols; ++k) acc += static_cast<double>(wr[k]) * in[k];
+            float& out = y[static_cast<size_t>(t) * s.y_stride + s.y_offset + n];
+            out = s.accumulate ? out + static_cast<float>(acc) : static_cast<float>(acc);
+        }
+    }
+}
+
+}  // namespace lantern::ops

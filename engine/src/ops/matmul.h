@@ -1,0 +1,48 @@
+// Linear layers: y[t][n] (+)= sum_k W[n][k] * in(t, k), with the input prologue fused
+// (plain, RMSNorm, or SwiGLU) and the residual add fused. Kernel: shaders/matmul.comp.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ops/device_weight.h"
+
+namespace lantern::ops {
+
+enum class MatmulInput { Plain, Norm, Silu };
+
+struct MatmulShape {
+    uint32_t tokens = 1;
+    uint32_t x_stride = 0, y_stride = 0, y_offset = 0;
+    bool accumulate = false;  // y += W x (residual connection)
+    bool use_rowmap = false;  // x row of token t is rowmap[t] (LM head over chosen positions)
+    float eps = 1e-5f;        // RMSNorm epsilon (Norm input only)
+};
+
+// One call site of a matmul: binds its buffers once (descriptor sets built at model load) and
+// records a dispatch per weight part each step.
+class MatmulOp {
+public:
+    MatmulOp() = default;
+    MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, vk::BufferRange x, vk::BufferRange y,
+             vk::BufferRange norm_weight, vk::BufferRange rowmap);
+    void record(VkCommandBuffer cmd, const MatmulShape& shape) const;
+    uint32_t dispatches() const { return static_cast<uint32_t>(sets_.size()); }
+
+private:
+    vk::Context* ctx_ = nullptr;
+    const DeviceWeight* w_ = nullptr;
+    const vk::Kernel* kernel_ = nullptr;
+    uint32_t rows_per_group_ = 4;
+    std::vector<VkDescriptorSet> sets_;
+};
+
+// CPU reference (double accumulation). W is rows x cols floats; x holds `tokens` rows of x_stride.
+void reference_matmul(std::span<const float> W, uint32_t rows, uint32_t cols, MatmulInput input,
+                      std::span<const float> x, std::span<float> y, std::span<const float> norm_weight,
+                      std::span<const uint32_t> rowmap, const MatmulShape& shape);
+
+// CPU reference of RMSNorm: out = x * rsqrt(mean(x^2) + eps) * w.
+void reference_rms_norm(const float* x, const float* w, float* out, uint32_t n, float eps);
+
+}  // namespace lantern::ops

@@ -1,0 +1,235 @@
+#include "ops/weight_format.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "lantern/error.h"
+#include "lantern/gguf.h"
+
+namespace lantern::ops {
+
+using shaders::ShaderId;
+
+float half_to_float(uint16_t h) {
+    uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else {  // subnormal: normalise
+            int e = -1;
+            do {
+                mant <<= 1;
+                ++e;
+            } while (!(mant & 0x400));
+            bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3ff) << 13;
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | mant << 13;
+    } else {
+        bits = sign | (exp + 112) << 23 | mant << 13;
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t float_to_half(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t exp = (x >> 23) & 0xff;
+    uint32_t mant = x & 0x7fffff;
+    if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
+    int e = static_cast<int>(exp) - 127 + 15;
+    if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10) return static_cast<uint16_t>(sign);
+        mant |= 0x800000u;
+        uint32_t shift = static_cast<uint32_t>(14 - e);
+        uint32_t half = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) ++half;
+        return static_cast<uint16_t>(sign | half);
+    }
+    uint32_t half = sign | static_cast<uint32_t>(e) << 10 | mant >> 13;
+    uint32_t rem = mant & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) ++half;  // may carry into the exponent: correct
+    return static_cast<uint16_t>(half);
+}
+
+namespace {
+
+// ---- F32 ----
+Repacked repack_f32(std::span<const uint8_t> src, uint64_t, uint64_t) {
+    Repacked r;
+    r.values.resize(src.size() / 4);
+    std::memcpy(r.values.data(), src.data(), src.size());
+    return r;
+}
+void dequant_f32(const uint8_t* src, float* dst, uint64_t n) { std::memcpy(dst, src, n * 4); }
+void quant_f32(const float* src, uint8_t* dst, uint64_t n) { std::memcpy(dst, src, n * 4); }
+
+// ---- F16 ----
+Repacked repack_f16(std::span<const uint8_t> src, uint64_t, uint64_t) {
+    Repacked r;
+    r.values.resize((src.size() + 3) / 4, 0);
+    std::memcpy(r.values.data(), src.data(), src.size());
+    return r;
+}
+void dequant_f16(const uint8_t* src, float* dst, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = half_to_float(h);
+    }
+}
+void quant_f16(const float* src, uint8_t* dst, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) {
+        uint16_t h = float_to_half(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+    }
+}
+
+// ---- Q8_0: block = f16 scale d, then 32 x int8 q; value = q * d ----
+float block_scale(const uint8_t* block) {
+    uint16_t h;
+    std::memcpy(&h, block, 2);
+    return half_to_float(h);
+}
+Repacked repack_q8_0(std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
+    uint64_t blocks = rows * cols / 32;
+    Repacked r;
+    r.values.resize(blocks * 8);
+    r.scales.resize(blocks);
+    auto* out = reinterpret_cast<uint8_t*>(r.values.data());
+    for (uint64_t b = 0; b < blocks; ++b) {
+        const uint8_t* blk = src.data() + b * 34;
+        r.scales[b] = block_scale(blk);
+        std::memcpy(out + b * 32, blk + 2, 32);
+    }
+    return r;
+}
+void dequant_q8_0(const uint8_t* src, float* dst, uint64_t n) {
+    for (uint64_t b = 0; b < n / 32; ++b) {
+        const uint8_t* blk = src + b * 34;
+        float d = block_scale(blk);
+        for (int i = 0; i < 32; ++i) dst[b * 32 + i] = static_cast<float>(static_cast<int8_t>(blk[2 + i])) * d;
+    }
+}
+void quant_q8_0(const float* src, uint8_t* dst, uint64_t n) {
+    for (uint64_t b = 0; b < n / 32; ++b) {
+        float amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(src[b * 32 + i]));
+        float d = amax / 127.0f;
+        uint16_t dh = float_to_half(d);
+        uint8_t* blk = dst + b * 34;
+        std::memcpy(blk, &dh, 2);
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (int i = 0; i < 32; ++i)
+            blk[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(std::lround(src[b * 32 + i] * id)));
+    }
+}
+
+// ---- Q4_0: block = f16 scale d, then 16 bytes; element j = low nibble of byte j, element j+16 =
+// high nibble of byte j; value = (q - 8) * d. Repacked to natural element order, 8 per uint. ----
+Repacked repack_q4_0(std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
+    uint64_t blocks = rows * cols / 32;
+    Repacked r;
+    r.values.resize(blocks * 4);
+    r.scales.resize(blocks);
+    for (uint64_t b = 0; b < blocks; ++b) {
+        const uint8_t* blk = src.data() + b * 18;
+        r.scales[b] = block_scale(blk);
+        uint8_t q[32];
+        for (int j = 0; j < 16; ++j) {
+            q[j] = blk[2 + j] & 15;
+            q[j + 16] = blk[2 + j] >> 4;
+        }
+        for (int w = 0; w < 4; ++w) {
+            uint32_t u = 0;
+            for (int k = 0; k < 8; ++k) u |= static_cast<uint32_t>(q[w * 8 + k]) << (4 * k);
+            r.values[b * 4 + w] = u;
+        }
+    }
+    return r;
+}
+void dequant_q4_0(const uint8_t* src, float* dst, uint64_t n) {
+    for (uint64_t b = 0; b < n / 32; ++b) {
+        const uint8_t* blk = src + b * 18;
+        float d = block_scale(blk);
+        for (int j = 0; j < 16; ++j) {
+            dst[b * 32 + j] = (static_cast<float>(blk[2 + j] & 15) - 8.0f) * d;
+            dst[b * 32 + j + 16] = (static_cast<float>(blk[2 + j] >> 4) - 8.0f) * d;
+        }
+    }
+}
+void quant_q4_0(const float* src, uint8_t* dst, uint64_t n) {
+    for (uint64_t b = 0; b < n / 32; ++b) {
+        // Like ggml: the scale maps the value of largest magnitude to -8.
+        float amax = 0, max = 0;
+        for (int i = 0; i < 32; ++i) {
+            float v = src[b * 32 + i];
+            if (std::fabs(v) > amax) {
+                amax = std::fabs(v);
+                max = v;
+            }
+        }
+        float d = max / -8.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint8_t* blk = dst + b * 18;
+        uint16_t dh = float_to_half(d);
+        std::memcpy(blk, &dh, 2);
+        for (int j = 0; j < 16; ++j) {
+            auto q = [&](float v) {
+                int x = static_cast<int>(v * id + 8.5f);
+                return static_cast<uint8_t>(std::min(15, std::max(0, x)));
+            };
+            blk[2 + j] = static_cast<uint8_t>(q(src[b * 32 + j]) | q(src[b * 32 + j + 16]) << 4);
+        }
+    }
+}
+
+const WeightFormat kWeightFormats[] = {
+    {0, "F32", 1, 4, ShaderId::embed_f32, ShaderId::matmul_f32, ShaderId::matmul_norm_f32, ShaderId::matmul_silu_f32,
+     repack_f32, dequant_f32, quant_f32},
+    {1, "F16", 1, 2, ShaderId::embed_f16, ShaderId::matmul_f16, ShaderId::matmul_norm_f16, ShaderId::matmul_silu_f16,
+     repack_f16, dequant_f16, quant_f16},
+    {8, "Q8_0", 32, 34, ShaderId::embed_q8_0, ShaderId::matmul_q8_0, ShaderId::matmul_norm_q8_0,
+     ShaderId::matmul_silu_q8_0, repack_q8_0, dequant_q8_0, quant_q8_0},
+    {2, "Q4_0", 32, 18, ShaderId::embed_q4_0, ShaderId::matmul_q4_0, ShaderId::matmul_norm_q4_0,
+     ShaderId::matmul_silu_q4_0, repack_q4_0, dequant_q4_0, quant_q4_0},
+};
+
+}  // namespace
+
+const WeightFormat* find_weight_format(uint32_t ggml_type) {
+    for (const auto& f : kWeightFormats)
+        if (f.ggml_type == ggml_type) return &f;
+    return nullptr;
+}
+
+const WeightFormat& weight_format_for(uint32_t ggml_type, const std::string& tensor_name) {
+    if (const auto* f = find_weight_format(ggml_type)) return *f;
+    throw Error(ErrorCode::UnsupportedTensorType,
+                "tensor \"" + tensor_name + "\" is stored as " + ggml_type_name(ggml_type) + " (ggml type " +
+                    std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: F32, F16, Q8_0, Q4_0)");
+}
+
+std::vector<float> dequantize(uint32_t ggml_type, std::span<const uint8_t> src, uint64_t elements) {
+    const auto& f = weight_format_for(ggml_type, "<buffer>");
+    std::vector<float> out(elements);
+    f.dequantize_row(src.data(), out.data(), elements);
+    return out;
+}
+
+std::vector<uint8_t> quantize(uint32_t ggml_type, std::span<const float> src, uint64_t row_length) {
+    const auto& f = weight_format_for(ggml_type, "<buffer>");
+    uint64_t rows = src.size() / row_length;
+    uint64_t row_bytes = ggml_row_bytes(ggml_type, row_length);
+    std::vector<uint8_t> out(rows * row_bytes);
+    for (uint64_t r = 0; r < rows; ++r) f.quantize_row(src.data() + r * row_length, out.data() + r * row_bytes, row_length);
+    return out;
+}
+
+}  // namespace lantern::ops

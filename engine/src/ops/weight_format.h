@@ -1,0 +1,49 @@
+// Weight formats: the table of supported ggml tensor types, how each is repacked for the GPU
+// (shaders/weights.glsl documents the device layout), and CPU dequantization / quantization used by
+// the references, the tests and the synthetic-model writer.
+//
+// Adding a type = one row in kWeightFormats (weight_format.cpp) + one branch in weights.glsl +
+// its variants in shaders/manifest.txt.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lantern_shaders/shaders.h"
+
+namespace lantern::ops {
+
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);  // round to nearest even
+
+struct Repacked {
+    std::vector<uint32_t> values;  // binding 0 (wq)
+    std::vector<float> scales;     // binding 1 (ws); empty for float types
+};
+
+struct WeightFormat {
+    uint32_t ggml_type;
+    const char* name;
+    uint32_t block_elements;
+    uint32_t block_bytes;
+    // Shader variants for this type.
+    shaders::ShaderId embed, matmul, matmul_norm, matmul_silu;
+    // GGUF bytes of `rows` x `cols` -> device layout.
+    Repacked (*repack)(std::span<const uint8_t> src, uint64_t rows, uint64_t cols);
+    // GGUF bytes of one row -> floats (the CPU reference).
+    void (*dequantize_row)(const uint8_t* src, float* dst, uint64_t n);
+    // floats -> GGUF bytes of one row (for writing test/synthetic models).
+    void (*quantize_row)(const float* src, uint8_t* dst, uint64_t n);
+};
+
+// nullptr when the type has no kernels.
+const WeightFormat* find_weight_format(uint32_t ggml_type);
+// Throws Error(UnsupportedTensorType) naming the tensor and its type.
+const WeightFormat& weight_format_for(uint32_t ggml_type, const std::string& tensor_name);
+
+// Convenience for tests and writers.
+std::vector<float> dequantize(uint32_t ggml_type, std::span<const uint8_t> src, uint64_t elements);
+std::vector<uint8_t> quantize(uint32_t ggml_type, std::span<const float> src, uint64_t row_length);
+
+}  // namespace lantern::ops

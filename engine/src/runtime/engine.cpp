@@ -1,0 +1,223 @@
+// Engine: ties the GGUF file, the tokenizer, the device model and the paged KV bookkeeping
+// together behind lantern/engine.h.
+#include "lantern/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "kv/block_pool.h"
+#include "lantern/error.h"
+#include "lantern/gguf.h"
+#include "lantern/tokenizer.h"
+#include "model/llama_config.h"
+#include "model/llama_model.h"
+#include "vulkan/context.h"
+
+namespace lantern {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+uint64_t model_identity(const GgufFile& g, const ModelInfo& m) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&](const void* p, size_t n) {
+        for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 0x100000001b3ull;
+    };
+    mix(m.name.data(), m.name.size());
+    uint64_t fs = g.file_size();
+    mix(&fs, 8);
+    mix(&m.parameters, 8);
+    return h;
+}
+
+class EngineImpl final : public Engine {
+public:
+    EngineImpl(const std::string& path, const EngineOptions& o) : options_(o) {
+        auto t0 = Clock::now();
+        gguf_ = GgufFile::open(path);
+        info_ = model::read_llama_config(*gguf_);
+        tokenizer_ = Tokenizer::from_gguf(*gguf_);
+        if (static_cast<uint32_t>(tokenizer_->vocab_size()) != info_.vocab)
+            throw Error(ErrorCode::InvalidModelFile, path + ": the tokenizer has " +
+                                                         std::to_string(tokenizer_->vocab_size()) +
+                                                         " tokens but the embedding has " + std::to_string(info_.vocab));
+        vk::ContextOptions co;
+        co.device_selector = o.device_selector;
+        co.validation = o.validation;
+        co.on_validation_message = o.on_validation_message;
+        co.pipeline_cache_dir = o.pipeline_cache_dir;
+        ctx_ = std::make_unique<vk::Context>(co);
+
+        context_ = o.context_length ? std::min(o.context_length, info_.context_length)
+                                    : std::min<uint32_t>(info_.context_length, 4096);
+        model::ModelLimits lim;
+        lim.max_step_tokens = std::max<uint32_t>(1, o.max_step_tokens);
+        lim.max_logit_rows = std::max<uint32_t>(1, o.max_logit_rows ? o.max_logit_rows : std::min<uint32_t>(o.max_sequences, 64));
+        lim.context_length = context_;
+        lim.block_tokens = std::max<uint32_t>(1, o.kv_block_tokens);
+        lim.kv_f16 = o.kv_f16;
+        uint64_t per_token = model::LlamaModel::kv_bytes_per_token(info_, o.kv_f16);
+        uint64_t budget = o.kv_budget_bytes ? o.kv_budget_bytes
+                                            : per_token * context_ * std::max<uint32_t>(1, o.max_sequences);
+        lim.kv_blocks = static_cast<uint32_t>(budget / (per_token * lim.block_tokens));
+        uint32_t min_blocks = (context_ + lim.block_tokens - 1) / lim.block_tokens;
+        if (lim.kv_blocks < 1)
+            throw Error(ErrorCode::InvalidArgument, "the KV budget holds not even one block");
+        // A budget smaller than one full context is allowed (ContextFull comes earlier), but say so.
+        (void)min_blocks;
+        auto tp = Clock::now();
+        model_ = std::make_unique<model::LlamaModel>(*ctx_, *gguf_, info_, lim);
+        pipelines_ms_ = ms_since(tp);
+        info_.weight_bytes = model_->weight_bytes();
+        pool_ = std::make_unique<kv::BlockPool>(lim.kv_blocks, lim.block_tokens, model_identity(*gguf_, info_));
+        limits_ = lim;
+        ctx_->save_pipeline_cache();
+        load_ms_ = ms_since(t0);
+    }
+
+    const ModelInfo& model() const override { return info_; }
+    const DeviceInfo& device() const override { return ctx_->info(); }
+    const Tokenizer& tokenizer() const override { return *tokenizer_; }
+    uint32_t context_length() const override { return context_; }
+
+    SequenceId create_sequence() override { return pool_->create_sequence(); }
+    SequenceId fork_sequence(SequenceId from) override {
+        uint32_t shared = 0;
+        std::vector<int32_t> all = pool_->tokens(from);
+        SequenceId id = pool_->fork(from, &shared);
+        if (shared < all.size()) {
+            try {
+                run_prefill(id, std::span<const int32_t>(all).subspan(shared), false);
+            } catch (...) {
+                pool_->free_sequence(id);
+                throw;
+            }
+        }
+        return id;
+    }
+    void free_sequence(SequenceId seq) override { pool_->free_sequence(seq); }
+    uint32_t sequence_length(SequenceId seq) const override {
+        return static_cast<uint32_t>(pool_->tokens(seq).size());
+    }
+    std::vector<int32_t> sequence_tokens(SequenceId seq) const override { return pool_->tokens(seq); }
+
+    std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens) override {
+        if (tokens.empty()) throw Error(ErrorCode::InvalidArgument, "prefill needs at least one token");
+        uint32_t len = sequence_length(seq);
+        if (len + tokens.size() > context_)
+            throw Error(ErrorCode::ContextFull, "the conversation needs " + std::to_string(len + tokens.size()) +
+                                                    " tokens but the context holds " + std::to_string(context_));
+        uint32_t reused = 0;
+        if (len == 0) reused = pool_->reuse_prefix(seq, tokens);
+        last_reused_ = reused;
+        last_computed_ = static_cast<uint32_t>(tokens.size()) - reused;
+        return run_prefill(seq, tokens.subspan(reused), true);
+    }
+
+    std::vector<std::vector<float>> step(std::span<const StepItem> items) override {
+        model::StepInput in;
+        std::vector<std::pair<SequenceId, uint32_t>> appended;
+        try {
+            for (size_t i = 0; i < items.size(); ++i) {
+                const auto& it = items[i];
+                if (it.tokens.empty()) throw Error(ErrorCode::InvalidArgument, "a step item has no tokens");
+                uint32_t len = sequence_length(it.sequence);
+                if (len + it.tokens.size() > context_)
+                    throw Error(ErrorCode::ContextFull, "sequence " + std::to_string(it.sequence) +
+                                                            " reached the context length (" +
+                                                            std::to_string(context_) + " tokens)");
+                auto slots = pool_->append(it.sequence, it.tokens);
+                appended.emplace_back(it.sequence, static_cast<uint32_t>(it.tokens.size()));
+                uint32_t table_off = static_cast<uint32_t>(in.tables.size());
+                const auto& table = pool_->block_table(it.sequence);
+                in.tables.insert(in.tables.end(), table.begin(), table.end());
+                for (size_t k = 0; k < it.tokens.size(); ++k) {
+                    in.tokens.push_back(it.tokens[k]);
+                    in.info.push_back({len + static_cast<uint32_t>(k), table_off, slots[k], static_cast<uint32_t>(i)});
+                }
+                if (it.want_all_logits) {
+                    for (size_t k = 0; k < it.tokens.size(); ++k)
+                        in.logit_rows.push_back(static_cast<uint32_t>(in.tokens.size() - it.tokens.size() + k));
+                } else if (it.want_logits) {
+                    in.logit_rows.push_back(static_cast<uint32_t>(in.tokens.size() - 1));
+                }
+            }
+            in.capture_layer = capture_layer_;
+            std::vector<float> flat;
+            model_->forward(in, flat, options_.profile, &profile_, capture_layer_ >= 0 ? &attention_ : nullptr);
+            std::vector<std::vector<float>> out(in.logit_rows.size());
+            for (size_t r = 0; r < out.size(); ++r)
+                out[r].assign(flat.begin() + r * info_.vocab, flat.begin() + (r + 1) * info_.vocab);
+            return out;
+        } catch (...) {
+            // Nothing is half-done: tokens of a failed step are removed from their sequences.
+            for (auto& [seq, n] : appended) pool_->truncate(seq, n);
+            throw;
+        }
+    }
+
+    uint32_t last_reused_tokens() const override { return last_reused_; }
+    uint32_t last_computed_tokens() const override { return last_computed_; }
+
+    KvStats kv_stats() const override {
+        KvStats s;
+        pool_->fill_stats(s);
+        s.layers = info_.n_layers;
+        s.kv_heads = info_.n_kv_heads;
+        s.head_dim = info_.head_dim;
+        s.element_bytes = limits_.kv_f16 ? 2 : 4;
+        s.bytes_per_token = model::LlamaModel::kv_bytes_per_token(info_, limits_.kv_f16);
+        s.capacity_bytes = s.capacity_tokens * s.bytes_per_token;
+        return s;
+    }
+    std::vector<KvBlockInfo> kv_block_map() const override { return pool_->block_map(); }
+    const StepProfile& last_step_profile() const override { return profile_; }
+    void capture_attention(int32_t layer) override {
+        capture_layer_ = layer >= 0 && static_cast<uint32_t>(layer) < info_.n_layers ? layer : -1;
+    }
+    const AttentionSnapshot& last_attention() const override { return attention_; }
+    double load_ms() const override { return load_ms_; }
+    double pipelines_ms() const override { return pipelines_ms_; }
+    bool pipeline_cache_was_warm() const override { return ctx_->pipeline_cache_loaded(); }
+
+private:
+    std::vector<float> run_prefill(SequenceId seq, std::span<const int32_t> tokens, bool want_logits) {
+        std::vector<float> logits;
+        for (size_t done = 0; done < tokens.size(); done += limits_.max_step_tokens) {
+            size_t n = std::min<size_t>(limits_.max_step_tokens, tokens.size() - done);
+            StepItem item;
+            item.sequence = seq;
+            item.tokens.assign(tokens.begin() + done, tokens.begin() + done + n);
+            item.want_logits = want_logits && done + n == tokens.size();
+            auto out = step(std::span<const StepItem>(&item, 1));
+            if (!out.empty()) logits = std::move(out[0]);
+        }
+        return logits;
+    }
+
+    EngineOptions options_;
+    std::unique_ptr<GgufFile> gguf_;
+    ModelInfo info_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    std::unique_ptr<vk::Context> ctx_;
+    std::unique_ptr<model::LlamaModel> model_;
+    std::unique_ptr<kv::BlockPool> pool_;
+    model::ModelLimits limits_;
+    uint32_t context_ = 0;
+    uint32_t last_reused_ = 0, last_computed_ = 0;
+    StepProfile profile_;
+    int32_t capture_layer_ = -1;
+    AttentionSnapshot attention_;
+    double load_ms_ = 0, pipelines_ms_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::load(const std::string& gguf_path, const EngineOptions& options) {
+    return std::make_unique<EngineImpl>(gguf_path, options);
+}
+
+}  // namespace lantern

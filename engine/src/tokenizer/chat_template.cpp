@@ -1,0 +1,321 @@
+#include "lantern/chat_template.h"
+
+#include <algorithm>
+
+#include "lantern/gguf.h"
+#include "lantern/tokenizer.h"
+
+namespace lantern {
+
+namespace {
+
+std::string trim(std::string_view s) {
+    const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+    while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+    while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+    return std::string(s);
+}
+
+// The token ids of a format marker standing on its own: its special token, or its text.
+std::vector<int32_t> marker_tokens(const Tokenizer& tokenizer, std::string_view marker) {
+    if (const auto id = tokenizer.special_token(marker)) return {*id};
+    return tokenizer.encode_fragment(marker, false);
+}
+
+// Collects a prompt as a list of parts and encodes it. Text is encoded in fragments: fixed text of
+// the format joins into one fragment, while each message's content and each end-of-turn marker is
+// a fragment of its own. Fragment boundaries are what make a rendered prompt a token prefix of the
+// next turn's prompt: the reply that follows a generation prompt is always a new fragment, so the
+// tokens before it do not depend on what the reply says.
+class PromptBuilder {
+public:
+    explicit PromptBuilder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+
+    void special(int32_t id) {
+        if (id >= 0) parts_.push_back({Kind::Special, tokenizer_.piece(id), {id}, false});
+    }
+    void bos() {
+        if (tokenizer_.add_bos()) special(tokenizer_.bos_id());
+    }
+    // Fixed text of the format; continues a fixed text right before it.
+    void text(std::string_view s) {
+        if (!parts_.empty() && parts_.back().kind == Kind::Text && parts_.back().open) {
+            parts_.back().text += s;
+        } else {
+            parts_.push_back({Kind::Text, std::string(s), {}, true});
+        }
+    }
+    // A format marker: its special token when the vocabulary has one, else fixed text.
+    void marker(std::string_view spelled) {
+        if (const auto id = tokenizer_.special_token(spelled)) {
+            special(*id);
+        } else {
+            text(spelled);
+        }
+    }
+    // The marker that ends a turn: a part of its own, so it encodes as end_of_turn_tokens() does.
+    void end_marker(std::string_view spelled) {
+        if (const auto id = tokenizer_.special_token(spelled)) {
+            special(*id);
+        } else {
+            parts_.push_back({Kind::Text, std::string(spelled), {}, false});
+        }
+    }
+    // Message content (always text, never special tokens), a fragment of its own.
+    void content(std::string_view s) { parts_.push_back({Kind::Text, std::string(s), {}, false}); }
+    // An assistant reply as the model generated it, shown as `display`.
+    void reply(const ChatMessage& message, std::string_view display) {
+        if (message.tokens.empty()) {
+            content(display);
+        } else {
+            parts_.push_back({Kind::Tokens, std::string(display), message.tokens, false});
+        }
+    }
+
+    RenderedPrompt finish() const {
+        RenderedPrompt out;
+        for (size_t i = 0; i < parts_.size(); ++i) {
+            const Part& part = parts_[i];
+            out.text += part.text;
+            if (part.kind != Kind::Text) {
+                out.tokens.insert(out.tokens.end(), part.ids.begin(), part.ids.end());
+                continue;
+            }
+            // A text that starts the prompt or follows a special token gets sentencepiece's
+            // dummy-prefix space, as llama.cpp and Hugging Face tokenize these prompts — unless
+            // the format already put a space there, which then is that "▁" (two would be wrong).
+            const bool starts_text = i == 0 || parts_[i - 1].kind == Kind::Special;
+            const bool space_prefix = starts_text && !part.text.starts_with(' ');
+            const auto ids = tokenizer_.encode_fragment(part.text, space_prefix);
+            out.tokens.insert(out.tokens.end(), ids.begin(), ids.end());
+        }
+        return out;
+    }
+
+private:
+    enum class Kind { Special, Text, Tokens };
+    struct Part {
+        Kind kind;
+        std::string text;
+        std::vector<int32_t> ids;
+        bool open;  // fixed format text that the next fixed text may join
+    };
+    const Tokenizer& tokenizer_;
+    std::vector<Part> parts_;
+};
+
+// System text for formats without a system turn: it goes in front of the next user message.
+std::string with_pending_system(std::string& pending_system, std::string_view user) {
+    if (pending_system.empty()) return trim(user);
+    std::string merged = pending_system + "\n\n" + trim(user);
+    pending_system.clear();
+    return merged;
+}
+
+void append_system(std::string& pending_system, std::string_view system) {
+    if (!pending_system.empty()) pending_system += "\n\n";
+    pending_system += trim(system);
+}
+
+void render_completion(PromptBuilder& b, std::span<const ChatMessage> messages) {
+    b.bos();
+    for (const auto& m : messages) {
+        if (m.role == ChatRole::Assistant) {
+            b.reply(m, m.content);
+        } else {
+            b.content(m.content);
+        }
+    }
+}
+
+// Meta's Llama 2 chat layout: each [INST] block starts with BOS, the system prompt sits inside
+// the first user turn between <<SYS>> markers, a reply is " {reply}</s>". (Meta also writes a
+// space before </s>; we leave it out because models end their replies without one, and the prompt
+// must continue exactly the tokens the model produced.)
+void render_llama2(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages, bool mistral) {
+    std::string pending_system;
+    bool first = true;
+    for (const auto& m : messages) {
+        switch (m.role) {
+            case ChatRole::System:
+                append_system(pending_system, m.content);
+                break;
+            case ChatRole::User:
+                if (first || !mistral) b.bos();
+                first = false;
+                b.marker("[INST]");
+                if (!mistral && !pending_system.empty()) {
+                    b.text(" <<SYS>>\n");
+                    b.content(pending_system);
+                    b.text("\n<</SYS>>\n\n");
+                    b.content(trim(m.content));
+                    pending_system.clear();
+                } else {
+                    b.content(" " + with_pending_system(pending_system, m.content));
+                }
+                b.text(" ");
+                b.marker("[/INST]");
+                break;
+            case ChatRole::Assistant:
+                if (first) b.bos();
+                first = false;
+                b.reply(m, " " + trim(m.content));
+                b.special(t.eos_id());
+                break;
+        }
+    }
+}
+
+// Formats whose every turn is "<header for role>\n{content}<end marker>\n".
+struct TurnStyle {
+    std::string_view start;   // marker before the role name ("<|im_start|>") or empty
+    bool role_in_marker;      // Zephyr/Phi-3: the role is the marker itself ("<|user|>")
+    std::string_view end;     // end-of-turn marker; empty = the vocabulary's EOS
+    std::string_view assistant_name;
+    bool system_role;
+    bool trim_content;
+};
+
+void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages,
+                  bool add_generation_prompt, const TurnStyle& style) {
+    const auto header = [&](std::string_view role) {
+        if (style.role_in_marker) {
+            b.marker("<|" + std::string(role) + "|>");
+            b.text("\n");
+        } else {
+            b.marker(style.start);
+            b.text(std::string(role) + "\n");
+        }
+    };
+    const auto end_turn = [&] {
+        if (style.end.empty()) {
+            b.special(t.eos_id());
+        } else {
+            b.end_marker(style.end);
+        }
+        b.text("\n");
+    };
+    const auto body = [&](std::string_view s) { return style.trim_content ? trim(s) : std::string(s); };
+
+    b.bos();
+    std::string pending_system;
+    for (const auto& m : messages) {
+        switch (m.role) {
+            case ChatRole::System:
+                if (style.system_role) {
+                    header("system");
+                    b.content(body(m.content));
+                    end_turn();
+                } else {
+                    append_system(pending_system, m.content);
+                }
+                break;
+            case ChatRole::User:
+                header("user");
+                b.content(style.system_role ? body(m.content) : with_pending_system(pending_system, m.content));
+                end_turn();
+                break;
+            case ChatRole::Assistant:
+                header(style.assistant_name);
+                b.reply(m, body(m.content));
+                end_turn();
+                break;
+        }
+    }
+    if (add_generation_prompt) header(style.assistant_name);
+}
+
+constexpr TurnStyle kChatML{"<|im_start|>", false, "<|im_end|>", "assistant", true, false};
+constexpr TurnStyle kZephyr{"", true, "", "assistant", true, false};
+constexpr TurnStyle kPhi3{"", true, "<|end|>", "assistant", true, false};
+constexpr TurnStyle kGemma{"<start_of_turn>", false, "<end_of_turn>", "model", false, true};
+
+}  // namespace
+
+const char* chat_format_name(ChatFormat format) {
+    switch (format) {
+        case ChatFormat::Completion: return "completion";
+        case ChatFormat::Llama2: return "llama2";
+        case ChatFormat::Mistral: return "mistral";
+        case ChatFormat::ChatML: return "chatml";
+        case ChatFormat::Zephyr: return "zephyr";
+        case ChatFormat::Phi3: return "phi3";
+        case ChatFormat::Gemma: return "gemma";
+    }
+    return "unknown";
+}
+
+std::optional<ChatFormat> ChatTemplate::detect(std::string_view jinja) {
+    const auto has = [&](std::string_view marker) { return jinja.find(marker) != std::string_view::npos; };
+    if (has("<|im_start|>")) return ChatFormat::ChatML;
+    if (has("<start_of_turn>")) return ChatFormat::Gemma;
+    // Phi-3 and Zephyr share <|user|>; Phi-3 closes turns with <|end|>, Zephyr with EOS.
+    if (has("<|user|>")) return has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr;
+    if (has("[INST]")) return has("<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral;
+    return std::nullopt;
+}
+
+ChatTemplate ChatTemplate::from_gguf(const GgufFile& gguf) {
+    const auto source = gguf.get_string("tokenizer.chat_template");
+    if (!source) return ChatTemplate(ChatFormat::Completion);
+    return ChatTemplate(detect(*source).value_or(ChatFormat::Completion));
+}
+
+bool ChatTemplate::has_system_role() const {
+    switch (format_) {
+        case ChatFormat::Llama2:
+        case ChatFormat::ChatML:
+        case ChatFormat::Zephyr:
+        case ChatFormat::Phi3:
+            return true;
+        case ChatFormat::Completion:
+        case ChatFormat::Mistral:
+        case ChatFormat::Gemma:
+            return false;
+    }
+    return false;
+}
+
+RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const ChatMessage> messages,
+                                    bool add_generation_prompt) const {
+    PromptBuilder b(tokenizer);
+    switch (format_) {
+        case ChatFormat::Completion: render_completion(b, messages); break;
+        case ChatFormat::Llama2: render_llama2(b, tokenizer, messages, false); break;
+        case ChatFormat::Mistral: render_llama2(b, tokenizer, messages, true); break;
+        case ChatFormat::ChatML: render_turns(b, tokenizer, messages, add_generation_prompt, kChatML); break;
+        case ChatFormat::Zephyr: render_turns(b, tokenizer, messages, add_generation_prompt, kZephyr); break;
+        case ChatFormat::Phi3: render_turns(b, tokenizer, messages, add_generation_prompt, kPhi3); break;
+        case ChatFormat::Gemma: render_turns(b, tokenizer, messages, add_generation_prompt, kGemma); break;
+    }
+    return b.finish();
+}
+
+std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer) const {
+    switch (format_) {
+        case ChatFormat::Completion:
+            return {};
+        case ChatFormat::Llama2:
+        case ChatFormat::Mistral:
+        case ChatFormat::Zephyr:
+            if (tokenizer.eos_id() < 0) return {};
+            return {tokenizer.eos_id()};
+        case ChatFormat::ChatML: return marker_tokens(tokenizer, "<|im_end|>");
+        case ChatFormat::Phi3: return marker_tokens(tokenizer, "<|end|>");
+        case ChatFormat::Gemma: return marker_tokens(tokenizer, "<end_of_turn>");
+    }
+    return {};
+}
+
+std::vector<int32_t> ChatTemplate::stop_tokens(const Tokenizer& tokenizer) const {
+    std::vector<int32_t> stops;
+    const auto add = [&](int32_t id) {
+        if (id >= 0 && std::find(stops.begin(), stops.end(), id) == stops.end()) stops.push_back(id);
+    };
+    add(tokenizer.eos_id());
+    add(tokenizer.eot_id());
+    if (const auto end = end_of_turn_tokens(tokenizer); end.size() == 1) add(end.front());
+    return stops;
+}
+
+}  // namespace lantern

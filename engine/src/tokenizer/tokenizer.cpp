@@ -1,0 +1,396 @@
+// Tokenizer: a sentencepiece vocabulary (from GGUF metadata or a tokenizer.model file) loaded into
+// sentencepiece through a ModelProto we serialize ourselves, plus the bookkeeping sentencepiece
+// does not offer: which tokens are special, and what each token decodes to.
+#include "lantern/tokenizer.h"
+
+#include <sentencepiece_processor.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <unordered_map>
+
+#include "lantern/error.h"
+#include "lantern/gguf.h"
+#include "tokenizer/sentencepiece_model.h"
+
+namespace lantern {
+
+using tokenizer::ModelType;
+using tokenizer::SentencePieceVocab;
+
+namespace {
+
+constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";           // "▁", sentencepiece's space
+constexpr std::string_view kUnknownSurface = " \xE2\x81\x87 ";      // " ⁇ ", how <unk> decodes
+
+// Chat-format markers our templates place by id. Some vocabularies type them USER_DEFINED, which
+// sentencepiece would match inside any text — a user could then type "<start_of_turn>" and forge a
+// turn. Such pieces are loaded as CONTROL instead, so that only a template can produce them. Other
+// user-defined pieces (Gemma's "<table>", runs of spaces) stay matchable: they are ordinary text.
+bool is_chat_marker(std::string_view text) {
+    static const std::set<std::string_view> markers = {
+        "<s>",          "</s>",          "<bos>",       "<eos>",           "<pad>",
+        "[INST]",       "[/INST]",       "<<SYS>>",     "<</SYS>>",        "<|im_start|>",
+        "<|im_end|>",   "<|system|>",    "<|user|>",    "<|assistant|>",   "<|end|>",
+        "<|endoftext|>", "<start_of_turn>", "<end_of_turn>",
+    };
+    return markers.contains(text);
+}
+
+// "<0x0A>" → 0x0A; -1 if `text` is not a byte piece.
+int parse_byte_piece(std::string_view text) {
+    if (text.size() != 6 || !text.starts_with("<0x") || text[5] != '>') return -1;
+    int value = 0;
+    for (char c : text.substr(3, 2)) {
+        value <<= 4;
+        if (c >= '0' && c <= '9') value |= c - '0';
+        else if (c >= 'A' && c <= 'F') value |= c - 'A' + 10;
+        else if (c >= 'a' && c <= 'f') value |= c - 'a' + 10;
+        else return -1;
+    }
+    return value;
+}
+
+std::string replace_space_markers(std::string_view piece) {
+    std::string out;
+    out.reserve(piece.size());
+    for (size_t i = 0; i < piece.size();) {
+        if (piece.substr(i).starts_with(kSpaceMarker)) {
+            out.push_back(' ');
+            i += kSpaceMarker.size();
+        } else {
+            out.push_back(piece[i++]);
+        }
+    }
+    return out;
+}
+
+std::string unsupported_message(const std::string& type) {
+    if (type == "gpt2") return "this model uses a BPE (gpt2) tokenizer, which is not supported yet";
+    if (type == "bert") return "this model uses a WordPiece (bert) tokenizer, which is not supported yet";
+    if (type == "t5") return "this model uses a Unigram (t5) tokenizer, which is not supported yet";
+    if (type == "rwkv") return "this model uses the RWKV tokenizer, which is not supported yet";
+    if (type == "plamo2") return "this model uses the PLaMo-2 tokenizer, which is not supported yet";
+    if (type == "none" || type == "no_vocab")
+        return "this model file has no vocabulary (tokenizer.ggml.model = \"" + type + "\")";
+    return "this model uses a tokenizer of type \"" + type +
+           "\", which is not supported; Lantern runs sentencepiece (\"llama\") vocabularies";
+}
+
+}  // namespace
+
+struct Tokenizer::Impl {
+    std::string source;
+    std::vector<std::string> pieces;
+    std::vector<float> scores;
+    std::vector<TokenType> types;
+    std::vector<std::string> texts;              // token_text()
+    std::vector<uint8_t> special;                // is_special()
+    std::unordered_map<std::string_view, int32_t> special_by_text;
+    // Candidates for encode_with_specials, by first byte, longest first.
+    std::array<std::vector<int32_t>, 256> specials_by_first_byte;
+
+    int32_t bos = -1, eos = -1, unk = 0, pad = -1, eot = -1;
+    bool add_bos = true;
+    bool add_space_prefix = true;
+
+    // Two loadings of the same vocabulary: `starting` is the vocabulary as written (dummy prefix,
+    // whitespace cleanup) for a text that begins; `continuing` keeps every byte as given, for a
+    // prompt fragment that continues text before it.
+    sentencepiece::SentencePieceProcessor starting;
+    sentencepiece::SentencePieceProcessor continuing;
+
+    void check_id(int32_t id) const {
+        if (id < 0 || static_cast<size_t>(id) >= pieces.size())
+            throw Error(ErrorCode::InvalidArgument, "token id " + std::to_string(id) +
+                                                        " is outside the vocabulary (0.." +
+                                                        std::to_string(pieces.size() - 1) + ")");
+    }
+
+    std::vector<int32_t> run(const sentencepiece::SentencePieceProcessor& sp, std::string_view text) const {
+        std::vector<int> ids;
+        if (text.empty()) return {};
+        const auto status = sp.Encode(text, &ids);
+        if (!status.ok()) throw Error(ErrorCode::Internal, std::string("sentencepiece: ") + status.ToString());
+        return {ids.begin(), ids.end()};
+    }
+
+    static std::unique_ptr<Impl> build(SentencePieceVocab vocab, int32_t eot_id, bool add_bos,
+                                       std::string source);
+};
+
+std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(SentencePieceVocab vocab, int32_t eot_id,
+                                                        bool add_bos, std::string source) {
+    auto impl = std::make_unique<Impl>();
+    impl->source = std::move(source);
+    const auto n = static_cast<int32_t>(vocab.pieces.size());
+    if (n == 0) throw Error(ErrorCode::InvalidModelFile, impl->source + ": the vocabulary is empty");
+    const auto valid = [n](int32_t id) { return id >= 0 && id < n; };
+    const auto invalid_file = [&](const std::string& what) {
+        return Error(ErrorCode::InvalidModelFile, impl->source + ": " + what);
+    };
+
+    // sentencepiece needs exactly one UNKNOWN piece. Prefer one typed so; a vocabulary without
+    // types (old GGUFs) names it only by id.
+    auto& pieces = vocab.pieces;
+    const auto first_unknown = std::find_if(pieces.begin(), pieces.end(),
+                                            [](const auto& p) { return p.type == TokenType::Unknown; });
+    if (first_unknown != pieces.end()) {
+        if (!valid(vocab.unk_id) || pieces[vocab.unk_id].type != TokenType::Unknown)
+            vocab.unk_id = static_cast<int32_t>(first_unknown - pieces.begin());
+    } else if (valid(vocab.unk_id)) {
+        pieces[vocab.unk_id].type = TokenType::Unknown;
+    } else {
+        throw invalid_file("the vocabulary has no unknown token (<unk>)");
+    }
+    impl->unk = vocab.unk_id;
+    impl->bos = valid(vocab.bos_id) ? vocab.bos_id : -1;
+    impl->eos = valid(vocab.eos_id) ? vocab.eos_id : -1;
+    impl->pad = valid(vocab.pad_id) ? vocab.pad_id : -1;
+    impl->eot = valid(eot_id) ? eot_id : -1;
+    impl->add_bos = add_bos && impl->bos >= 0;
+    impl->add_space_prefix = vocab.add_dummy_prefix;
+
+    impl->pieces.reserve(n);
+    impl->scores.reserve(n);
+    impl->types.reserve(n);
+    impl->texts.reserve(n);
+    impl->special.assign(n, 0);
+    for (int32_t id = 0; id < n; ++id) {
+        const auto& p = pieces[id];
+        impl->pieces.push_back(p.text);
+        impl->scores.push_back(p.score);
+        impl->types.push_back(p.type);
+        const bool declared_special = id == impl->bos || id == impl->eos || id == impl->pad || id == impl->eot;
+        impl->special[id] = id != impl->unk &&
+                            (p.type == TokenType::Control || p.type == TokenType::Unknown || declared_special ||
+                             (p.type == TokenType::UserDefined && is_chat_marker(p.text)));
+    }
+
+    // What sentencepiece loads: specials become CONTROL (never matched in text), and pieces it
+    // would refuse (empty, duplicated) become unreachable UNUSED slots, so ids stay aligned.
+    std::set<std::string_view> seen;
+    bool has_byte_pieces = false;
+    SentencePieceVocab loaded = vocab;
+    for (int32_t id = 0; id < n; ++id) {
+        auto& p = loaded.pieces[id];
+        if (p.type == TokenType::Byte) {
+            if (parse_byte_piece(p.text) < 0)
+                throw invalid_file("token " + std::to_string(id) + " is typed BYTE but is \"" + p.text +
+                                   "\", not <0xNN>");
+            has_byte_pieces = true;
+        }
+        if (impl->special[id]) p.type = TokenType::Control;
+        if (p.text.empty() || !seen.insert(impl->pieces[id]).second) {
+            p.text = "<lantern-unreachable-" + std::to_string(id) + ">";
+            p.type = TokenType::Unused;
+        }
+    }
+    if (loaded.trainer_spec.empty()) loaded.byte_fallback = has_byte_pieces;
+
+    const auto load = [&](sentencepiece::SentencePieceProcessor& sp, bool dummy_prefix, bool remove_ws) {
+        const auto status = sp.LoadFromSerializedProto(
+            tokenizer::serialize_model_proto(loaded, dummy_prefix, remove_ws));
+        if (!status.ok()) throw invalid_file("sentencepiece rejected the vocabulary: " + status.ToString());
+    };
+    load(impl->starting, vocab.add_dummy_prefix, vocab.remove_extra_whitespaces);
+    load(impl->continuing, false, false);
+
+    for (int32_t id = 0; id < n; ++id) {
+        if (impl->special[id]) {
+            impl->texts.emplace_back();  // special tokens decode to nothing
+            continue;
+        }
+        std::string text;
+        if (impl->types[id] == TokenType::Byte) {
+            text.push_back(static_cast<char>(parse_byte_piece(impl->pieces[id])));
+        } else if (id == impl->unk) {
+            text = kUnknownSurface;
+        } else {
+            text = replace_space_markers(impl->pieces[id]);
+        }
+        impl->texts.push_back(std::move(text));
+    }
+
+    for (int32_t id = 0; id < n; ++id) {
+        if (!impl->special[id] && id != impl->unk) continue;
+        const std::string& text = impl->pieces[id];
+        if (text.empty()) continue;
+        impl->special_by_text.emplace(text, id);
+        impl->specials_by_first_byte[static_cast<uint8_t>(text[0])].push_back(id);
+    }
+    for (auto& candidates : impl->specials_by_first_byte) {
+        std::stable_sort(candidates.begin(), candidates.end(), [&](int32_t a, int32_t b) {
+            return impl->pieces[a].size() > impl->pieces[b].size();
+        });
+    }
+    return impl;
+}
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::~Tokenizer() = default;
+
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
+    const auto type = gguf.get_string("tokenizer.ggml.model");
+    if (!type)
+        throw Error(ErrorCode::UnsupportedTokenizer,
+                    gguf.path() + ": the model has no tokenizer (tokenizer.ggml.model is missing)");
+    if (*type != "llama") throw Error(ErrorCode::UnsupportedTokenizer, unsupported_message(*type));
+
+    const auto invalid_file = [&](const std::string& what) {
+        return Error(ErrorCode::InvalidModelFile, gguf.path() + ": " + what);
+    };
+    auto tokens = gguf.get_string_array("tokenizer.ggml.tokens");
+    const auto scores = gguf.get_float_array("tokenizer.ggml.scores");
+    const auto types = gguf.get_int_array("tokenizer.ggml.token_type");
+    if (tokens.empty()) throw invalid_file("tokenizer.ggml.tokens is missing or empty");
+    if (!scores.empty() && scores.size() != tokens.size())
+        throw invalid_file("tokenizer.ggml.scores has " + std::to_string(scores.size()) +
+                           " entries for " + std::to_string(tokens.size()) + " tokens");
+    if (!types.empty() && types.size() != tokens.size())
+        throw invalid_file("tokenizer.ggml.token_type has " + std::to_string(types.size()) +
+                           " entries for " + std::to_string(tokens.size()) + " tokens");
+
+    const auto id_or = [&](std::string_view key, int64_t fallback) -> int32_t {
+        const int64_t v = gguf.get_int(key).value_or(fallback);
+        // Absent ids are written as -1 or as 0xFFFFFFFF by some converters: both mean "none".
+        return v >= 0 && v < static_cast<int64_t>(tokens.size()) ? static_cast<int32_t>(v) : -1;
+    };
+
+    SentencePieceVocab vocab;
+    vocab.model_type = ModelType::Bpe;
+    vocab.unk_id = id_or("tokenizer.ggml.unknown_token_id", 0);
+    vocab.bos_id = id_or("tokenizer.ggml.bos_token_id", 1);
+    vocab.eos_id = id_or("tokenizer.ggml.eos_token_id", 2);
+    vocab.pad_id = id_or("tokenizer.ggml.padding_token_id", -1);
+    vocab.add_dummy_prefix = gguf.get_bool("tokenizer.ggml.add_space_prefix").value_or(true);
+    // llama.cpp never collapses whitespace for these vocabularies, and the GGUF does not say.
+    vocab.remove_extra_whitespaces = gguf.get_bool("tokenizer.ggml.remove_extra_whitespaces").value_or(false);
+
+    vocab.pieces.resize(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        auto& p = vocab.pieces[i];
+        p.text = std::move(tokens[i]);
+        p.score = scores.empty() ? 0.0f : scores[i];
+        if (!types.empty()) {
+            const int64_t t = types[i];
+            if (t < 0 || t > 6)
+                throw invalid_file("token " + std::to_string(i) + " has unknown token_type " + std::to_string(t));
+            // GGUF's 0 ("undefined") is an ordinary piece; 1..6 are sentencepiece's numbers.
+            p.type = t == 0 ? TokenType::Normal : static_cast<TokenType>(t);
+        } else if (parse_byte_piece(p.text) >= 0) {
+            p.type = TokenType::Byte;
+        } else if (static_cast<int32_t>(i) == vocab.bos_id || static_cast<int32_t>(i) == vocab.eos_id) {
+            p.type = TokenType::Control;
+        }
+    }
+
+    const bool add_bos = gguf.get_bool("tokenizer.ggml.add_bos_token").value_or(true);
+    const int32_t eot = id_or("tokenizer.ggml.eot_token_id", -1);
+    return std::unique_ptr<Tokenizer>(new Tokenizer(Impl::build(std::move(vocab), eot, add_bos, gguf.path())));
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_model_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ErrorCode::Io, "cannot open tokenizer model " + path);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw Error(ErrorCode::Io, "cannot read tokenizer model " + path);
+    auto vocab = tokenizer::parse_model_proto(bytes, path);
+    return std::unique_ptr<Tokenizer>(new Tokenizer(Impl::build(std::move(vocab), -1, true, path)));
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) const {
+    std::vector<int32_t> ids;
+    if (add_bos && impl_->bos >= 0) ids.push_back(impl_->bos);
+    const auto body = impl_->run(impl_->starting, text);
+    ids.insert(ids.end(), body.begin(), body.end());
+    return ids;
+}
+
+std::vector<int32_t> Tokenizer::encode_fragment(std::string_view text, bool space_prefix) const {
+    return impl_->run(space_prefix ? impl_->starting : impl_->continuing, text);
+}
+
+std::vector<int32_t> Tokenizer::encode_with_specials(std::string_view text, bool add_bos) const {
+    std::vector<int32_t> ids;
+    if (add_bos && impl_->bos >= 0) ids.push_back(impl_->bos);
+    bool after_special = true;
+    size_t fragment_start = 0;
+    const auto flush_fragment = [&](size_t end) {
+        if (end == fragment_start) return;
+        const auto part = encode_fragment(text.substr(fragment_start, end - fragment_start), after_special);
+        ids.insert(ids.end(), part.begin(), part.end());
+        after_special = false;
+    };
+    for (size_t pos = 0; pos < text.size();) {
+        const auto& candidates = impl_->specials_by_first_byte[static_cast<uint8_t>(text[pos])];
+        const auto match = std::find_if(candidates.begin(), candidates.end(), [&](int32_t id) {
+            return text.substr(pos).starts_with(impl_->pieces[id]);
+        });
+        if (match == candidates.end()) {
+            ++pos;
+            continue;
+        }
+        flush_fragment(pos);
+        ids.push_back(*match);
+        after_special = true;
+        pos += impl_->pieces[*match].size();
+        fragment_start = pos;
+    }
+    flush_fragment(text.size());
+    return ids;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids) const {
+    StreamingDetokenizer detokenizer(*this);
+    std::string text;
+    for (int32_t id : ids) text += detokenizer.push(id);
+    text += detokenizer.flush();
+    return text;
+}
+
+int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->pieces.size()); }
+int32_t Tokenizer::bos_id() const { return impl_->bos; }
+int32_t Tokenizer::eos_id() const { return impl_->eos; }
+int32_t Tokenizer::unk_id() const { return impl_->unk; }
+int32_t Tokenizer::pad_id() const { return impl_->pad; }
+int32_t Tokenizer::eot_id() const { return impl_->eot; }
+bool Tokenizer::add_bos() const { return impl_->add_bos; }
+bool Tokenizer::add_space_prefix() const { return impl_->add_space_prefix; }
+const std::string& Tokenizer::source() const { return impl_->source; }
+
+const std::string& Tokenizer::piece(int32_t id) const {
+    impl_->check_id(id);
+    return impl_->pieces[id];
+}
+
+TokenType Tokenizer::type(int32_t id) const {
+    impl_->check_id(id);
+    return impl_->types[id];
+}
+
+float Tokenizer::score(int32_t id) const {
+    impl_->check_id(id);
+    return impl_->scores[id];
+}
+
+bool Tokenizer::is_special(int32_t id) const {
+    impl_->check_id(id);
+    return impl_->special[id] != 0;
+}
+
+std::optional<int32_t> Tokenizer::special_token(std::string_view text) const {
+    const auto it = impl_->special_by_text.find(text);
+    if (it == impl_->special_by_text.end() || !impl_->special[it->second]) return std::nullopt;
+    return it->second;
+}
+
+const std::string& Tokenizer::token_text(int32_t id) const {
+    impl_->check_id(id);
+    return impl_->texts[id];
+}
+
+}  // namespace lantern
