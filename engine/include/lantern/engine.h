@@ -22,6 +22,7 @@
 namespace lantern {
 
 class Tokenizer;
+class ChatTemplate;
 
 struct ModelInfo {
     std::string path, name, architecture;
@@ -84,6 +85,8 @@ public:
     virtual const ModelInfo& model() const = 0;
     virtual const DeviceInfo& device() const = 0;
     virtual const Tokenizer& tokenizer() const = 0;
+    // The chat format recognised from the GGUF's tokenizer.chat_template (Completion if none).
+    virtual const ChatTemplate& chat_template() const = 0;
     virtual uint32_t context_length() const = 0;
 
     // Sequences (see lantern/kv_cache.h for the block semantics).

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kv/block_pool.h"
+#include "lantern/chat_template.h"
 #include "lantern/error.h"
 #include "lantern/gguf.h"
 #include "lantern/tokenizer.h"
@@ -40,6 +41,7 @@ public:
         gguf_ = GgufFile::open(path);
         info_ = model::read_llama_config(*gguf_);
         tokenizer_ = Tokenizer::from_gguf(*gguf_);
+        template_ = std::make_unique<ChatTemplate>(ChatTemplate::from_gguf(*gguf_));
         if (static_cast<uint32_t>(tokenizer_->vocab_size()) != info_.vocab)
             throw Error(ErrorCode::InvalidModelFile, path + ": the tokenizer has " +
                                                          std::to_string(tokenizer_->vocab_size()) +
@@ -81,6 +83,7 @@ public:
     const ModelInfo& model() const override { return info_; }
     const DeviceInfo& device() const override { return ctx_->info(); }
     const Tokenizer& tokenizer() const override { return *tokenizer_; }
+    const ChatTemplate& chat_template() const override { return *template_; }
     uint32_t context_length() const override { return context_; }
 
     SequenceId create_sequence() override { return pool_->create_sequence(); }
@@ -202,6 +205,7 @@ private:
     std::unique_ptr<GgufFile> gguf_;
     ModelInfo info_;
     std::unique_ptr<Tokenizer> tokenizer_;
+    std::unique_ptr<ChatTemplate> template_;
     std::unique_ptr<vk::Context> ctx_;
     std::unique_ptr<model::LlamaModel> model_;
     std::unique_ptr<kv::BlockPool> pool_;

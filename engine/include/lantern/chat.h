@@ -1,0 +1,88 @@
+// lantern/chat.h — one conversation with a loaded model: chat template, prefix-cache reuse across
+// turns, the sampler chain with live settings, stop strings, context-full policy and honest timings.
+//
+// This is what the app's inference worker and `lantern-cli --chat` drive. One ChatSession owns one
+// engine sequence at a time. respond() blocks until the turn ends; call it from a worker thread.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lantern/engine.h"
+#include "lantern/sampling.h"
+
+namespace lantern {
+
+struct ChatTurn {
+    std::string role;  // "system", "user" or "assistant"
+    std::string content;
+};
+
+enum class ContextPolicy {
+    Stop,             // a turn that does not fit ends with stop_reason "context_full"
+    DropOldestTurns,  // drop the oldest user/assistant pairs (the system prompt stays), say so
+};
+
+struct TokenCandidate {
+    int32_t token = 0;
+    std::string piece;
+    float probability = 0;
+};
+
+// One generated token as the UI sees it. text may be empty (an incomplete UTF-8 sequence or text
+// held back because it could be the start of a stop string). At the end of a turn, text that was
+// held back and turned out to be ordinary is delivered in a last event with token == -1.
+struct TokenEvent {
+    int32_t token = 0;
+    std::string text;
+    std::vector<TokenCandidate> candidates;  // when settings.n_probs > 0
+    double step_ms = 0;                      // wall time of the step that produced it
+    uint32_t position = 0;                   // its position in the sequence
+};
+
+struct TurnStats {
+    uint32_t prompt_tokens = 0;     // tokens of the whole rendered conversation
+    uint32_t reused_tokens = 0;     // from the KV prefix cache / previous turn
+    uint32_t computed_tokens = 0;   // prompt tokens actually run through the model
+    uint32_t generated_tokens = 0;
+    double ttft_ms = 0;             // from respond() call to the first token
+    double prefill_ms = 0, decode_ms = 0;
+    double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
+    std::string stop_reason;        // "eos", "stop_string", "max_tokens", "user", "context_full"
+    uint64_t seed = 0;              // the seed actually used
+    uint32_t dropped_turns = 0;     // turns removed by DropOldestTurns
+};
+
+class ChatSession {
+public:
+    explicit ChatSession(Engine& engine);
+    ~ChatSession();
+
+    void set_system_prompt(const std::string& text);
+    void set_context_policy(ContextPolicy policy);
+    // Base models (no chat template in the GGUF) run in completion mode: the user text is
+    // continued directly. True when the model has a recognised chat template.
+    bool has_chat_template() const;
+    std::string template_name() const;
+
+    // Runs one assistant turn. Reads `settings` at every step (changes apply from the next token).
+    // on_token returns false to stop. `stop` is also polled between steps.
+    TurnStats respond(const std::string& user_text, const SettingsSlot& settings,
+                      const std::function<bool(const TokenEvent&)>& on_token, const std::atomic<bool>* stop = nullptr);
+    // Generates a different assistant reply to the last user turn (forks the prefix).
+    TurnStats regenerate(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
+                         const std::atomic<bool>* stop = nullptr);
+
+    const std::vector<ChatTurn>& history() const;
+    void reset();  // forget the conversation (cached KV blocks stay reusable)
+    SequenceId sequence() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lantern

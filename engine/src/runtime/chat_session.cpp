@@ -1,0 +1,240 @@
+// ChatSession: one conversation over one engine sequence. Each turn renders the whole
+// conversation with the model's chat template; because the template guarantees that turn N's
+// prompt plus the reply is a prefix of turn N+1's prompt, only the new tokens are computed (the
+// sequence keeps its KV), and after a reset or regenerate the KV prefix cache supplies the shared
+// blocks.
+#include "lantern/chat.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "lantern/chat_template.h"
+#include "lantern/error.h"
+#include "lantern/tokenizer.h"
+
+namespace lantern {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+const char* role_name(ChatRole r) {
+    switch (r) {
+        case ChatRole::System: return "system";
+        case ChatRole::User: return "user";
+        case ChatRole::Assistant: return "assistant";
+    }
+    return "user";
+}
+}  // namespace
+
+struct ChatSession::Impl {
+    Engine& engine;
+    const ChatTemplate& chat_template;
+    std::string system_prompt;
+    ContextPolicy policy = ContextPolicy::Stop;
+    std::vector<ChatMessage> messages;  // user/assistant turns (system prompt kept apart)
+    std::vector<ChatTurn> turns;        // the same, as returned by history()
+    SequenceId seq = 0;
+    bool has_seq = false;
+
+    explicit Impl(Engine& e) : engine(e), chat_template(e.chat_template()) {}
+
+    std::vector<ChatMessage> conversation() const {
+        std::vector<ChatMessage> all;
+        if (!system_prompt.empty()) all.push_back({ChatRole::System, system_prompt, {}});
+        all.insert(all.end(), messages.begin(), messages.end());
+        return all;
+    }
+
+    void rebuild_turns() {
+        turns.clear();
+        for (const auto& m : messages) turns.push_back({role_name(m.role), m.content});
+    }
+
+    void drop_sequence() {
+        if (has_seq) engine.free_sequence(seq);
+        has_seq = false;
+    }
+
+    // Makes the sequence hold exactly the start of `prompt` it can keep, feeds the rest, and
+    // returns the logits of the prompt's last token.
+    std::vector<float> feed_prompt(const std::vector<int32_t>& prompt, TurnStats& stats) {
+        if (has_seq) {
+            auto have = engine.sequence_tokens(seq);
+            bool prefix = have.size() < prompt.size() && std::equal(have.begin(), have.end(), prompt.begin());
+            if (prefix) {
+                std::span<const int32_t> rest(prompt.data() + have.size(), prompt.size() - have.size());
+                auto logits = engine.prefill(seq, rest);
+                stats.reused_tokens = static_cast<uint32_t>(have.size());
+                stats.computed_tokens = static_cast<uint32_t>(rest.size());
+                return logits;
+            }
+        }
+        // Start over on a fresh sequence: the prefix cache still supplies every full block that
+        // an earlier sequence (this conversation's previous one included) computed.
+        SequenceId fresh = engine.create_sequence();
+        try {
+            auto logits = engine.prefill(fresh, prompt);
+            drop_sequence();
+            seq = fresh;
+            has_seq = true;
+            stats.reused_tokens = engine.last_reused_tokens();
+            stats.computed_tokens = engine.last_computed_tokens();
+            return logits;
+        } catch (...) {
+            engine.free_sequence(fresh);
+            throw;
+        }
+    }
+
+    TurnStats run_turn(const SettingsSlot& slot, const std::function<bool(const TokenEvent&)>& on_token,
+                       const std::atomic<bool>* stop) {
+        const auto t0 = Clock::now();
+        const Tokenizer& tok = engine.tokenizer();
+        TurnStats stats;
+        const uint32_t ctx = engine.context_length();
+        // Leave room for a useful reply when deciding whether the prompt fits.
+        const uint32_t reply_room = std::min<uint32_t>(64, ctx / 4);
+
+        RenderedPrompt prompt = chat_template.render(tok, conversation(), true);
+        while (prompt.tokens.size() + reply_room > ctx) {
+            bool can_drop = policy == ContextPolicy::DropOldestTurns && messages.size() > 1;
+            if (!can_drop) {
+                stats.prompt_tokens = static_cast<uint32_t>(prompt.tokens.size());
+                stats.stop_reason = "context_full";
+                return stats;
+            }
+            // Drop the oldest user turn and the assistant reply that answered it.
+            size_t n = (messages.size() >= 2 && messages[1].role == ChatRole::Assistant) ? 2 : 1;
+            messages.erase(messages.begin(), messages.begin() + static_cast<long>(n));
+            stats.dropped_turns += static_cast<uint32_t>(n);
+            rebuild_turns();
+            prompt = chat_template.render(tok, conversation(), true);
+        }
+        stats.prompt_tokens = static_cast<uint32_t>(prompt.tokens.size());
+
+        auto settings = slot.load();
+        stats.seed = settings->seed ? *settings->seed : Sampler::random_seed();
+        Sampler sampler(stats.seed);
+        auto stop_ids = chat_template.stop_tokens(tok);
+        sampler.set_eos_tokens(stop_ids);
+        StopStringMatcher matcher(settings->stop);
+        StreamingDetokenizer detok(tok);
+
+        const auto t_prefill = Clock::now();
+        std::vector<float> logits = feed_prompt(prompt.tokens, stats);
+        const auto t_prefill_end = Clock::now();
+        stats.prefill_ms = ms_between(t_prefill, t_prefill_end);
+        stats.prefill_tokens_per_s = stats.computed_tokens ? stats.computed_tokens / (stats.prefill_ms / 1e3) : 0;
+
+        std::vector<int32_t> reply;
+        std::string reply_text;
+        auto t_step = t_prefill_end;
+        double decode_ms = 0;
+        while (true) {
+            settings = slot.load();  // live settings: a change applies from this token on
+            auto recent = engine.sequence_tokens(seq);
+            Sample s = sampler.sample(logits, *settings, recent);
+            const auto t_sampled = Clock::now();
+            if (stats.generated_tokens == 0) stats.ttft_ms = ms_between(t0, t_sampled);
+            bool is_stop = std::find(stop_ids.begin(), stop_ids.end(), s.token) != stop_ids.end();
+            if (is_stop && !settings->ignore_eos) {
+                stats.stop_reason = "eos";
+                break;
+            }
+            reply.push_back(s.token);
+            ++stats.generated_tokens;
+            auto shown = matcher.feed(detok.push(s.token));
+            reply_text += shown.text;
+            TokenEvent ev;
+            ev.token = s.token;
+            ev.text = shown.text;
+            ev.step_ms = ms_between(t_step, t_sampled);
+            ev.position = engine.sequence_length(seq);
+            for (const auto& c : s.candidates) ev.candidates.push_back({c.id, tok.piece(c.id), c.probability});
+            bool go_on = on_token(ev);
+            if (shown.stopped) {
+                stats.stop_reason = "stop_string";
+                break;
+            }
+            if (!go_on || (stop && stop->load())) {
+                stats.stop_reason = "user";
+                break;
+            }
+            if (settings->max_new_tokens > 0 && stats.generated_tokens >= static_cast<uint32_t>(settings->max_new_tokens)) {
+                stats.stop_reason = "max_tokens";
+                break;
+            }
+            if (engine.sequence_length(seq) + 1 > ctx) {
+                stats.stop_reason = "context_full";
+                break;
+            }
+            t_step = Clock::now();
+            StepItem item{seq, {s.token}, true, false};
+            logits = std::move(engine.step(std::span<const StepItem>(&item, 1))[0]);
+            decode_ms += ms_between(t_step, Clock::now());
+        }
+        if (!matcher.stopped()) {
+            std::string tail = matcher.feed(detok.flush()).text;
+            tail += matcher.flush();
+            if (!tail.empty()) {
+                reply_text += tail;
+                TokenEvent ev;
+                ev.token = -1;
+                ev.text = tail;
+                on_token(ev);
+            }
+        }
+        stats.decode_ms = decode_ms;
+        uint32_t decoded = stats.generated_tokens > 0 ? stats.generated_tokens - 1 : 0;  // steps after the first token
+        stats.decode_tokens_per_s = decode_ms > 0 ? decoded / (decode_ms / 1e3) : 0;
+        messages.push_back({ChatRole::Assistant, reply_text, reply});
+        rebuild_turns();
+        return stats;
+    }
+};
+
+ChatSession::ChatSession(Engine& engine) : impl_(std::make_unique<Impl>(engine)) {}
+ChatSession::~ChatSession() {
+    try {
+        impl_->drop_sequence();
+    } catch (...) {
+        // A lost device cannot free anything; the engine is being torn down anyway.
+    }
+}
+
+void ChatSession::set_system_prompt(const std::string& text) { impl_->system_prompt = text; }
+void ChatSession::set_context_policy(ContextPolicy policy) { impl_->policy = policy; }
+bool ChatSession::has_chat_template() const { return impl_->chat_template.format() != ChatFormat::Completion; }
+std::string ChatSession::template_name() const { return chat_format_name(impl_->chat_template.format()); }
+
+TurnStats ChatSession::respond(const std::string& user_text, const SettingsSlot& settings,
+                               const std::function<bool(const TokenEvent&)>& on_token, const std::atomic<bool>* stop) {
+    impl_->messages.push_back({ChatRole::User, user_text, {}});
+    impl_->rebuild_turns();
+    return impl_->run_turn(settings, on_token, stop);
+}
+
+TurnStats ChatSession::regenerate(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
+                                  const std::atomic<bool>* stop) {
+    auto& m = impl_->messages;
+    if (m.empty() || m.back().role != ChatRole::Assistant)
+        throw Error(ErrorCode::InvalidArgument, "there is no assistant reply to regenerate");
+    m.pop_back();
+    impl_->rebuild_turns();
+    return impl_->run_turn(settings, on_token, stop);
+}
+
+const std::vector<ChatTurn>& ChatSession::history() const { return impl_->turns; }
+
+void ChatSession::reset() {
+    impl_->messages.clear();
+    impl_->turns.clear();
+    impl_->drop_sequence();
+}
+
+SequenceId ChatSession::sequence() const { return impl_->seq; }
+
+}  // namespace lantern

@@ -1,0 +1,268 @@
+// lantern-cli: the engine from a terminal. Generates text (streamed to stdout, timings to stderr),
+// holds a multi-turn chat on stdin/stdout, shows model and device information, and tokenizes.
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lantern/chat.h"
+#include "lantern/device.h"
+#include "lantern/engine.h"
+#include "lantern/error.h"
+#include "lantern/sampling.h"
+#include "lantern/tokenizer.h"
+#include "tokenize_cli.h"
+
+using namespace lantern;
+
+namespace {
+
+const char* kUsage = R"(usage: lantern-cli --model FILE [options]
+  --prompt TEXT        text to continue (completion; BOS is added)
+  --tokens 1,2,3       start from these token ids instead of a prompt
+  -n N                 tokens to generate (default 128)
+  --temp T --top-k K --top-p P --min-p P --repeat-penalty R --seed S
+                       sampling (temperature 0 = greedy; defaults as llama.cpp)
+  --chat               multi-turn chat on stdin/stdout, one user turn per line;
+                       per-turn statistics on stderr
+  --system TEXT        system prompt for --chat
+  --drop-oldest        in --chat, drop the oldest turns when the context is full
+  --ctx N              context length per sequence (default: model's, at most 4096)
+  --kv-f32             keep K/V in f32 instead of f16
+  --device SEL         Vulkan device index or name substring (env LANTERN_DEVICE)
+  --list-devices       list Vulkan devices and exit
+  --info               print model and device information and exit
+  --profile            per-op GPU timing of the last decode step on stderr
+  --tokenize TEXT      print the ids (no BOS) and pieces of TEXT and exit
+  --detokenize IDS     print the text of comma-separated ids and exit
+)";
+
+struct Args {
+    std::string model, prompt, tokens, system, device, tokenize, detokenize;
+    bool has_prompt = false, has_tokenize = false, has_detokenize = false;
+    int n = 128;
+    uint32_t ctx = 0;
+    bool chat = false, list = false, info = false, kv_f32 = false, profile = false, drop_oldest = false;
+    SamplingSettings sampling;
+};
+
+[[noreturn]] void usage_error(const std::string& msg) {
+    std::cerr << "lantern-cli: " << msg << "\n" << kUsage;
+    std::exit(2);
+}
+
+template <typename T>
+T number(const std::string& flag, const std::string& s) {
+    T v{};
+    if constexpr (std::is_floating_point_v<T>) {
+        char* end = nullptr;
+        v = static_cast<T>(std::strtod(s.c_str(), &end));
+        if (s.empty() || *end) usage_error(flag + " needs a number, got \"" + s + "\"");
+    } else {
+        auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (r.ec != std::errc() || r.ptr != s.data() + s.size()) usage_error(flag + " needs an integer, got \"" + s + "\"");
+    }
+    return v;
+}
+
+Args parse(int argc, char** argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        std::string f = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage_error(f + " needs a value");
+            return argv[++i];
+        };
+        if (f == "--model" || f == "-m") a.model = value();
+        else if (f == "--prompt" || f == "-p") { a.prompt = value(); a.has_prompt = true; }
+        else if (f == "--tokens") a.tokens = value();
+        else if (f == "-n") a.n = number<int>(f, value());
+        else if (f == "--temp") a.sampling.temperature = number<float>(f, value());
+        else if (f == "--top-k") a.sampling.top_k = number<int>(f, value());
+        else if (f == "--top-p") a.sampling.top_p = number<float>(f, value());
+        else if (f == "--min-p") a.sampling.min_p = number<float>(f, value());
+        else if (f == "--repeat-penalty") a.sampling.repeat_penalty = number<float>(f, value());
+        else if (f == "--seed") a.sampling.seed = number<uint64_t>(f, value());
+        else if (f == "--chat") a.chat = true;
+        else if (f == "--system") a.system = value();
+        else if (f == "--drop-oldest") a.drop_oldest = true;
+        else if (f == "--ctx") a.ctx = number<uint32_t>(f, value());
+        else if (f == "--kv-f32") a.kv_f32 = true;
+        else if (f == "--device") a.device = value();
+        else if (f == "--list-devices") a.list = true;
+        else if (f == "--info") a.info = true;
+        else if (f == "--profile") a.profile = true;
+        else if (f == "--tokenize") { a.tokenize = value(); a.has_tokenize = true; }
+        else if (f == "--detokenize") { a.detokenize = value(); a.has_detokenize = true; }
+        else if (f == "--help" || f == "-h") { std::cout << kUsage; std::exit(0); }
+        else usage_error("unknown option " + f);
+    }
+    return a;
+}
+
+std::vector<int32_t> parse_ids(const std::string& csv) {
+    std::vector<int32_t> ids;
+    std::stringstream ss(csv);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        auto b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+        if (b == std::string::npos) continue;
+        ids.push_back(number<int32_t>("--tokens", item.substr(b, e - b + 1)));
+    }
+    return ids;
+}
+
+int list_devices_command() {
+    auto devices = list_devices();
+    uint32_t chosen = choose_device(devices, "");
+    for (const auto& d : devices) {
+        std::printf("%s[%u] %s — %s, driver %s, %.0f MiB, subgroup %u, max binding %.0f MiB\n",
+                    d.index == chosen ? "*" : " ", d.index, d.name.c_str(), device_type_name(d.type), d.driver.c_str(),
+                    d.device_local_bytes / 1048576.0, d.subgroup_size, d.max_storage_buffer_range / 1048576.0);
+    }
+    std::printf("(* = chosen by default; override with --device or LANTERN_DEVICE)\n");
+    return 0;
+}
+
+void print_info(const Engine& e) {
+    const auto& m = e.model();
+    const auto& d = e.device();
+    std::printf("model        %s (%s)\n", m.path.c_str(), m.name.c_str());
+    std::printf("architecture %s: %u layers, dim %u, %u heads / %u KV heads (head dim %u), FFN %u\n",
+                m.architecture.c_str(), m.n_layers, m.dim, m.n_heads, m.n_kv_heads, m.head_dim, m.ffn_dim);
+    std::printf("vocab        %u, trained context %u, RoPE base %g (%u dims), RMS eps %g, %s output\n", m.vocab,
+                m.context_length, m.rope_freq_base, m.n_rot, m.rms_eps, m.tied_output ? "tied" : "separate");
+    std::printf("weights      %s; %.2f M parameters; %.1f MiB in file, %.1f MiB on device\n", m.weight_types.c_str(),
+                m.parameters / 1e6, m.file_bytes / 1048576.0, m.weight_bytes / 1048576.0);
+    auto kv = e.kv_stats();
+    std::printf("KV cache     %u blocks x %u tokens = %llu tokens, %.1f MiB (%llu bytes/token = 2 x %u layers x %u KV heads x %u dims x %u bytes)\n",
+                kv.total_blocks, kv.block_tokens, static_cast<unsigned long long>(kv.capacity_tokens),
+                kv.capacity_bytes / 1048576.0, static_cast<unsigned long long>(kv.bytes_per_token), kv.layers,
+                kv.kv_heads, kv.head_dim, kv.element_bytes);
+    std::printf("device       %s (%s), %s\n", d.name.c_str(), device_type_name(d.type), d.driver.c_str());
+    std::printf("load         %.1f ms (pipelines + upload %.1f ms, pipeline cache %s)\n", e.load_ms(), e.pipelines_ms(),
+                e.pipeline_cache_was_warm() ? "warm" : "cold");
+}
+
+int generate(Engine& e, const Args& a) {
+    const Tokenizer& tok = e.tokenizer();
+    std::vector<int32_t> prompt = a.tokens.empty() ? tok.encode(a.prompt, true) : parse_ids(a.tokens);
+    if (prompt.empty()) prompt.push_back(tok.bos_id() >= 0 ? tok.bos_id() : 0);
+    SamplingSettings s = a.sampling;
+    validate(s);
+    uint64_t seed = s.seed ? *s.seed : Sampler::random_seed();
+    Sampler sampler(seed);
+    std::vector<int32_t> eos;
+    if (tok.eos_id() >= 0) eos.push_back(tok.eos_id());
+    sampler.set_eos_tokens(eos);
+    StreamingDetokenizer detok(tok);
+
+    using Clock = std::chrono::steady_clock;
+    auto t0 = Clock::now();
+    auto seq = e.create_sequence();
+    auto logits = e.prefill(seq, prompt);
+    auto t1 = Clock::now();
+    double ttft = 0;
+    int produced = 0;
+    std::vector<int32_t> history = prompt;
+    auto t_decode = Clock::now();
+    for (; produced < a.n; ++produced) {
+        Sample smp = sampler.sample(logits, s, history);
+        if (produced == 0) {
+            ttft = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+            t_decode = Clock::now();
+        }
+        if (std::find(eos.begin(), eos.end(), smp.token) != eos.end()) break;
+        history.push_back(smp.token);
+        std::cout << detok.push(smp.token) << std::flush;
+        if (produced + 1 == a.n || e.sequence_length(seq) + 1 > e.context_length()) {
+            ++produced;
+            break;
+        }
+        StepItem item{seq, {smp.token}, true, false};
+        logits = std::move(e.step(std::span<const StepItem>(&item, 1))[0]);
+    }
+    std::cout << detok.flush() << "\n";
+    auto t2 = Clock::now();
+    double prefill_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    double decode_ms = std::chrono::duration<double, std::milli>(t2 - t_decode).count();
+    std::fprintf(stderr,
+                 "\n[lantern] load %.0f ms | prompt %zu tokens: prefill %.1f ms (%.1f tok/s) | TTFT %.1f ms | "
+                 "%d tokens decoded in %.1f ms (%.1f tok/s) | seed %llu | %s\n",
+                 e.load_ms(), prompt.size(), prefill_ms, prompt.size() / (prefill_ms / 1e3), ttft, produced, decode_ms,
+                 produced > 1 ? (produced - 1) / (decode_ms / 1e3) : 0.0, static_cast<unsigned long long>(seed),
+                 e.device().name.c_str());
+    if (a.profile) {
+        const auto& p = e.last_step_profile();
+        std::fprintf(stderr, "[lantern] last step: %.2f ms wall, %.2f ms GPU, %u dispatches\n", p.total_ms, p.gpu_ms,
+                     p.dispatches);
+        for (const auto& op : p.ops) std::fprintf(stderr, "  %-14s %8.3f ms\n", op.op.c_str(), op.ms);
+    }
+    return 0;
+}
+
+int chat(Engine& e, const Args& a) {
+    ChatSession session(e);
+    session.set_system_prompt(a.system);
+    session.set_context_policy(a.drop_oldest ? ContextPolicy::DropOldestTurns : ContextPolicy::Stop);
+    SamplingSettings s = a.sampling;
+    s.max_new_tokens = a.n;
+    SettingsSlot slot(s);
+    std::fprintf(stderr, "[lantern] chat format: %s. One user turn per line; end with Ctrl-D.\n",
+                 session.template_name().c_str());
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        if (line.empty()) continue;
+        auto st = session.respond(line, slot, [](const TokenEvent& ev) {
+            std::cout << ev.text << std::flush;
+            return true;
+        });
+        std::cout << "\n" << std::flush;
+        auto kv = e.kv_stats();
+        std::fprintf(stderr,
+                     "[turn] prompt %u tokens: %u reused from the prefix cache, %u computed | generated %u (%s) | "
+                     "KV blocks %u used / %u cached / %u total | TTFT %.1f ms | prefill %.1f tok/s | decode %.1f tok/s\n",
+                     st.prompt_tokens, st.reused_tokens, st.computed_tokens, st.generated_tokens, st.stop_reason.c_str(),
+                     kv.used_blocks, kv.cached_blocks, kv.total_blocks, st.ttft_ms, st.prefill_tokens_per_s,
+                     st.decode_tokens_per_s);
+        if (st.dropped_turns) std::fprintf(stderr, "[turn] dropped %u oldest turns to fit the context\n", st.dropped_turns);
+        if (st.stop_reason == "context_full")
+            std::fprintf(stderr, "[turn] the context is full (%u tokens); use --drop-oldest or a larger --ctx\n",
+                         e.context_length());
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Args a = parse(argc, argv);
+    try {
+        if (a.list) return list_devices_command();
+        if (a.model.empty()) usage_error("--model is required");
+        if (a.has_tokenize) return run_tokenize_command(a.model, a.tokenize);
+        if (a.has_detokenize) return run_detokenize_command(a.model, a.detokenize);
+        EngineOptions o;
+        o.device_selector = a.device;
+        o.context_length = a.ctx;
+        o.kv_f16 = !a.kv_f32;
+        o.profile = a.profile;
+        auto engine = Engine::load(a.model, o);
+        if (a.info) {
+            print_info(*engine);
+            return 0;
+        }
+        if (engine->device().type == DeviceType::Cpu)
+            std::fprintf(stderr, "[lantern] running on %s, a CPU Vulkan driver (no GPU found)\n",
+                         engine->device().name.c_str());
+        return a.chat ? chat(*engine, a) : generate(*engine, a);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "lantern-cli: %s: %s\n", error_code_name(e.code()), e.what());
+        return 1;
+    }
+}
