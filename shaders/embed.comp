@@ -1,15 +1,21 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // x[t][k] = dequant(token_embd[token[t]][k]): the embedding lookup, in any weight type.
-// One invocation per (k, t).
+// One invocation per (16-byte unit, token): it dequantizes a whole unit.
 layout(local_size_x_id = 0) in;
 #include "weights.glsl"
 layout(std430, binding = 2) readonly buffer Tokens { uint tokens[]; };
 layout(std430, binding = 3) writeonly buffer Out { float x[]; };
-layout(push_constant) uniform Push { uint K; uint T; uint vocab; } pc;
+layout(push_constant) uniform Push { uint K; uint T; uint vocab; uint row_units; } pc;
 void main() {
-    uint k = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;
-    if (k >= pc.K || t >= pc.T) return;
+    uint u = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;
+    if (u >= pc.row_units || t >= pc.T) return;
     uint tok = min(tokens[t], pc.vocab - 1u);  // the host validates ids; never read out of bounds
-    x[t * pc.K + k] = load1(tok * pc.K + k);
+    vec4 w[VPU];
+    load_unit(tok * pc.row_units + u, w);
+    for (uint v = 0; v < VPU; ++v)
+        for (uint c = 0; c < 4u; ++c) {
+            uint k = u * EPU + 4u * v + c;
+            if (k < pc.K) x[t * pc.K + k] = w[v][c];
+        }
 }

@@ -3,10 +3,14 @@
 // y[t][n] (+)= sum_k W[n][k] * in(t, k)  — every linear layer of the model (Q/K/V, output
 // projection, gate/up, down, LM head), for decode (T = 1) and prefill (T up to the step budget).
 //
-// Workgroup (x, y) computes ROWS output rows for up to 8 tokens (token group y): each weight value
-// is loaded once and used for all 8 tokens, so decode reads every weight exactly once and prefill
-// reads them ceil(T/8) times. Invocations split k; partial sums are reduced with subgroupAdd and
-// then across subgroups in shared memory.
+// Workgroup (x, y) covers a band of output rows for up to TOKENS tokens (token group y), so each
+// weight unit is loaded once and used for all of them. Two ways to split the work, chosen per
+// device by the specialization constant LANE_PER_ROW:
+//  * LANE_PER_ROW (CPU drivers such as lavapipe): invocation i owns row (band + i) and walks its
+//    whole row; the input values are the same for every lane, so they are uniform loads (one load,
+//    broadcast) and only the weight unit is a per-lane load. No reduction, no shared memory.
+//  * split-K (GPUs): the workgroup owns ROWS rows; lanes take consecutive 16-byte units of a row
+//    (coalesced), and partial sums are reduced with subgroupAdd, then across subgroups.
 //
 // The input is transformed on the fly ("prologue"), saving a dispatch and a round trip:
 //   INPUT_PLAIN : in = x[row][k]
@@ -16,8 +20,9 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint ROWS = 2;
-#define MAX_T 8
+layout(constant_id = 1) const uint ROWS = 4;        // split-K: rows per workgroup
+layout(constant_id = 2) const uint TOKENS = 8;      // tokens per workgroup (1 = decode)
+layout(constant_id = 3) const bool LANE_PER_ROW = false;
 #define MAX_SUBGROUPS 32
 #include "weights.glsl"
 layout(std430, binding = 2) readonly buffer X { float x[]; };
@@ -25,102 +30,160 @@ layout(std430, binding = 3) buffer Y { float y[]; };
 layout(std430, binding = 4) readonly buffer NormW { float norm_w[]; };
 layout(std430, binding = 5) readonly buffer RowMap { uint rowmap[]; };
 layout(push_constant) uniform Push {
-    uint K;         // input length (row length of W)
-    uint N;         // output rows in this weight part
-    uint T;         // tokens
-    uint x_stride;  // floats between consecutive x rows
-    uint y_stride;  // floats between consecutive y rows
-    uint y_offset;  // first output column written (weight parts split by rows)
+    uint K;          // input length (row length of W)
+    uint N;          // output rows in this weight part
+    uint T;          // tokens
+    uint x_stride;   // floats between consecutive x rows
+    uint y_stride;   // floats between consecutive y rows
+    uint y_offset;   // first output column written (weight parts split by rows)
     uint flags;
     float eps;
+    uint row_units;  // 16-byte units per weight row (rows are padded to whole units)
 } pc;
 
-shared float partial[ROWS * MAX_T * MAX_SUBGROUPS];
-shared float inv_rms[MAX_T];
+shared float partial[ROWS * TOKENS * MAX_SUBGROUPS];
+shared float inv_rms_shared[TOKENS];
 
 uint x_row(uint t) { return ((pc.flags & 2u) != 0u) ? rowmap[t] : t; }
+
+float inv_rms(uint t) {
+    uint base = x_row(t) * pc.x_stride;
+    float ss = 0.0;
+    for (uint k = 0; k < pc.K; ++k) ss += x[base + k] * x[base + k];
+    return inversesqrt(ss / float(pc.K) + pc.eps);
+}
+
+// Input element k of token t, prologue applied (s = that token's RMS scale, NORM only).
+float input_at(uint base, uint k, float s) {
+#if defined(INPUT_NORM)
+    return x[base + k] * s * norm_w[k];
+#elif defined(INPUT_SILU)
+    float g = x[base + k];
+    return g / (1.0 + exp(-g)) * x[base + pc.K + k];
+#else
+    return x[base + k];
+#endif
+}
+
+vec4 input4(uint base, uint k, float s) {
+#if defined(INPUT_NORM)
+    return vec4(x[base + k], x[base + k + 1u], x[base + k + 2u], x[base + k + 3u]) * s *
+           vec4(norm_w[k], norm_w[k + 1u], norm_w[k + 2u], norm_w[k + 3u]);
+#elif defined(INPUT_SILU)
+    vec4 g = vec4(x[base + k], x[base + k + 1u], x[base + k + 2u], x[base + k + 3u]);
+    vec4 u = vec4(x[base + pc.K + k], x[base + pc.K + k + 1u], x[base + pc.K + k + 2u], x[base + pc.K + k + 3u]);
+    return g / (1.0 + exp(-g)) * u;
+#else
+    return vec4(x[base + k], x[base + k + 1u], x[base + k + 2u], x[base + k + 3u]);
+#endif
+}
+
+void store(uint row, uint t, float v) {
+    uint o = t * pc.y_stride + pc.y_offset + row;
+    y[o] = ((pc.flags & 1u) != 0u) ? y[o] + v : v;
+}
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint wg = gl_WorkGroupSize.x;
-    const uint row0 = gl_WorkGroupID.x * ROWS;
-    const uint t0 = gl_WorkGroupID.y * MAX_T;
-    const uint nt = min(MAX_T, pc.T - t0);
+    const uint t0 = gl_WorkGroupID.y * TOKENS;
+    const uint nt = min(TOKENS, pc.T - t0);
     const uint K = pc.K;
+    const uint full_units = K / EPU;
 
+    float scale[TOKENS];
+    uint xbase[TOKENS];
+    for (uint t = 0; t < TOKENS; ++t) {
+        xbase[t] = x_row(t0 + min(t, nt - 1u)) * pc.x_stride;
+        scale[t] = 1.0;
+    }
 #ifdef INPUT_NORM
-    for (uint t = 0; t < nt; ++t) {
-        uint base = x_row(t0 + t) * pc.x_stride;
-        float ss = 0.0;
-        for (uint k = tid; k < K; k += wg) ss += x[base + k] * x[base + k];
-        ss = subgroupAdd(ss);
-        if (subgroupElect()) partial[gl_SubgroupID] = ss;
-        barrier();
-        if (tid == 0) {
-            float total = 0.0;
-            for (uint s = 0; s < gl_NumSubgroups; ++s) total += partial[s];
-            inv_rms[t] = inversesqrt(total / float(K) + pc.eps);
+    if (LANE_PER_ROW) {
+        for (uint t = 0; t < TOKENS; ++t)
+            if (t < nt) scale[t] = inv_rms(t0 + t);
+    } else {
+        // Split-K: the lanes share the sum of squares through shared memory.
+        for (uint t = 0; t < TOKENS; ++t) {
+            if (t >= nt) break;
+            float ss = 0.0;
+            for (uint k = tid; k < K; k += wg) ss += x[xbase[t] + k] * x[xbase[t] + k];
+            ss = subgroupAdd(ss);
+            if (subgroupElect()) partial[gl_SubgroupID] = ss;
+            barrier();
+            if (tid == 0u) {
+                float total = 0.0;
+                for (uint s = 0; s < gl_NumSubgroups; ++s) total += partial[s];
+                inv_rms_shared[t] = inversesqrt(total / float(K) + pc.eps);
+            }
+            barrier();
         }
-        barrier();
+        for (uint t = 0; t < TOKENS; ++t) scale[t] = inv_rms_shared[t];
     }
 #endif
 
-    float acc[ROWS][MAX_T];
-    for (uint r = 0; r < ROWS; ++r)
-        for (uint t = 0; t < MAX_T; ++t) acc[r][t] = 0.0;
+    if (LANE_PER_ROW) {
+        const uint row = gl_WorkGroupID.x * wg + tid;
+        const uint r = min(row, pc.N - 1u);  // tail lanes compute a clamped row, never stored
+        const uint row_unit = r * pc.row_units;
+        float acc[TOKENS];
+        for (uint t = 0; t < TOKENS; ++t) acc[t] = 0.0;
+        for (uint u = 0; u < full_units; ++u) {
+            vec4 w[VPU];
+            load_unit(row_unit + u, w);
+            for (uint t = 0; t < TOKENS; ++t) {
+                if (t < nt) {
+                    float a = 0.0;
+                    for (uint v = 0; v < VPU; ++v) a += dot(w[v], input4(xbase[t], u * EPU + 4u * v, scale[t]));
+                    acc[t] += a;
+                }
+            }
+        }
+        for (uint k = full_units * EPU; k < K; ++k) {
+            float wk = load1(row_unit, k);
+            for (uint t = 0; t < TOKENS; ++t)
+                if (t < nt) acc[t] += wk * input_at(xbase[t], k, scale[t]);
+        }
+        if (row < pc.N)
+            for (uint t = 0; t < TOKENS; ++t)
+                if (t < nt) store(row, t0 + t, acc[t]);
+        return;
+    }
 
-    const uint k8_end = (K / 8u) * 8u;
-    for (uint k = tid * 8u; k < k8_end; k += wg * 8u) {
-        vec4 w_lo[ROWS], w_hi[ROWS];
+    // Split-K.
+    const uint row0 = gl_WorkGroupID.x * ROWS;
+    float acc[ROWS * TOKENS];
+    for (uint i = 0; i < ROWS * TOKENS; ++i) acc[i] = 0.0;
+    for (uint u = tid; u < full_units; u += wg) {
         for (uint r = 0; r < ROWS; ++r) {
-            uint row = min(row0 + r, pc.N - 1u);  // clamped rows compute garbage that is never stored
-            load8(row * K + k, w_lo[r], w_hi[r]);
-        }
-        for (uint t = 0; t < nt; ++t) {
-            uint base = x_row(t0 + t) * pc.x_stride + k;
-            vec4 a = vec4(x[base], x[base + 1], x[base + 2], x[base + 3]);
-            vec4 b = vec4(x[base + 4], x[base + 5], x[base + 6], x[base + 7]);
-#if defined(INPUT_NORM)
-            float s = inv_rms[t];
-            a *= s * vec4(norm_w[k], norm_w[k + 1], norm_w[k + 2], norm_w[k + 3]);
-            b *= s * vec4(norm_w[k + 4], norm_w[k + 5], norm_w[k + 6], norm_w[k + 7]);
-#elif defined(INPUT_SILU)
-            vec4 ua = vec4(x[base + K], x[base + K + 1], x[base + K + 2], x[base + K + 3]);
-            vec4 ub = vec4(x[base + K + 4], x[base + K + 5], x[base + K + 6], x[base + K + 7]);
-            a = a / (1.0 + exp(-a)) * ua;
-            b = b / (1.0 + exp(-b)) * ub;
-#endif
-            for (uint r = 0; r < ROWS; ++r) acc[r][t] += dot(w_lo[r], a) + dot(w_hi[r], b);
+            vec4 w[VPU];
+            load_unit(min(row0 + r, pc.N - 1u) * pc.row_units + u, w);
+            for (uint t = 0; t < TOKENS; ++t) {
+                if (t < nt) {
+                    float a = 0.0;
+                    for (uint v = 0; v < VPU; ++v) a += dot(w[v], input4(xbase[t], u * EPU + 4u * v, scale[t]));
+                    acc[r * TOKENS + t] += a;
+                }
+            }
         }
     }
-    // Tail of rows whose length is not a multiple of 8 (only float weight types allow this).
-    for (uint k = k8_end + tid; k < K; k += wg) {
-        for (uint t = 0; t < nt; ++t) {
-            uint base = x_row(t0 + t) * pc.x_stride + k;
-            float v = x[base];
-#if defined(INPUT_NORM)
-            v *= inv_rms[t] * norm_w[k];
-#elif defined(INPUT_SILU)
-            v = v / (1.0 + exp(-v)) * x[base + K];
-#endif
-            for (uint r = 0; r < ROWS; ++r) acc[r][t] += load1(min(row0 + r, pc.N - 1u) * K + k) * v;
+    for (uint k = full_units * EPU + tid; k < K; k += wg)
+        for (uint r = 0; r < ROWS; ++r) {
+            float wk = load1(min(row0 + r, pc.N - 1u) * pc.row_units, k);
+            for (uint t = 0; t < TOKENS; ++t)
+                if (t < nt) acc[r * TOKENS + t] += wk * input_at(xbase[t], k, scale[t]);
         }
+    barrier();  // `partial` may still be read by the norm prologue
+    for (uint i = 0; i < ROWS * TOKENS; ++i) {
+        float s = subgroupAdd(acc[i]);
+        if (subgroupElect()) partial[i * MAX_SUBGROUPS + gl_SubgroupID] = s;
     }
-
-    barrier();  // `partial` was used by the norm prologue
-    for (uint r = 0; r < ROWS; ++r)
-        for (uint t = 0; t < nt; ++t) {
-            float s = subgroupAdd(acc[r][t]);
-            if (subgroupElect()) partial[(r * MAX_T + t) * MAX_SUBGROUPS + gl_SubgroupID] = s;
-        }
     barrier();
-    if (tid < ROWS * MAX_T) {
-        uint r = tid / MAX_T, t = tid % MAX_T;
+    for (uint i = tid; i < ROWS * TOKENS; i += wg) {
+        uint r = i / TOKENS, t = i % TOKENS;
         if (t < nt && row0 + r < pc.N) {
             float s = 0.0;
-            for (uint g = 0; g < gl_NumSubgroups; ++g) s += partial[(r * MAX_T + t) * MAX_SUBGROUPS + g];
-            uint o = (t0 + t) * pc.y_stride + pc.y_offset + row0 + r;
-            y[o] = ((pc.flags & 1u) != 0u) ? y[o] + s : s;
+            for (uint g = 0; g < gl_NumSubgroups; ++g) s += partial[i * MAX_SUBGROUPS + g];
+            store(row0 + r, t0 + t, s);
         }
     }
 }

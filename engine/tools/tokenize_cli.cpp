@@ -64,9 +64,9 @@ std::vector<int32_t> parse_ids(const std::string& csv, const Tokenizer& tokenize
             if (ec != std::errc() || ptr != item.data() + item.size())
                 throw Error(ErrorCode::InvalidArgument, "\"" + std::string(item) + "\" is not a token id");
             if (id < 0 || id >= tokenizer.vocab_size())
-                throw Error(ErrorCode::InvalidArgument,
-                            "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
-                                std::to_string(tokenizer.vocab_size() - 1) + ")");
+                throw Error(ErrorCode::InvalidArgument, "token id " + std::to_string(id) +
+                                                            " is outside the vocabulary (0.." +
+                                                            std::to_string(tokenizer.vocab_size() - 1) + ")");
             ids.push_back(static_cast<int32_t>(id));
         }
         pos = end + 1;

@@ -12,8 +12,8 @@ namespace lantern {
 // then each token's piece on a line of its own (control characters inside a piece are written as
 // escapes such as \n, so that every piece stays on one line). Returns the process exit status:
 // 0, or 1 after printing the error to `err`.
-int run_tokenize_command(const std::string& model_path, const std::string& text, std::ostream& out = std::cout,
-                         std::ostream& err = std::cerr);
+int run_tokenize_command(const std::string& model_path, const std::string& text,
+                         std::ostream& out = std::cout, std::ostream& err = std::cerr);
 
 // Prints the text of `ids_csv` ("1,2,3"; spaces allowed) followed by a newline. Returns 0, or 1
 // after printing the error (an unreadable model, an id that is not a number or not in the

@@ -5,7 +5,7 @@
 //
 //   Llama2   <s>[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {reply}</s><s>[INST] ...
 //   Mistral  <s>[INST] {user} [/INST] {reply}</s>[INST] ...   (no system role: folded into the
-//            next user turn)
+//            next user turn; "[INST] {user}[/INST]" where [INST] is a control token, as in v3)
 //   ChatML   <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
 //   Zephyr   <|{role}|>\n{content}</s>\n ... <|assistant|>\n            (TinyLlama chat)
 //   Phi3     <|{role}|>\n{content}<|end|>\n ... <|assistant|>\n
@@ -18,9 +18,13 @@
 // Rendering produces token ids directly. A marker becomes its single special token when the
 // vocabulary has one, and is encoded as plain text otherwise (TinyLlama spells <|user|> in ordinary
 // pieces). Message content is always encoded as text, so nothing a user types can become a
-// control token. Each message's content is a fragment of its own, which gives the property the KV
-// prefix cache relies on: the prompt for turn N, followed by the reply's tokens and the end-of-turn
-// tokens, is exactly the start of the prompt for turn N+1.
+// control token. Text is tokenized the way llama.cpp tokenizes a rendered template (a dummy-prefix
+// space at the start and after each special token), except that an assistant reply always starts
+// a fragment of its own. That gives the property the KV prefix cache relies on: the prompt for
+// turn N (with its generation prompt), followed by the reply's tokens, is exactly the start of the
+// prompt for turn N+1 — and so is the reply followed by end_of_turn_tokens() when the end-of-turn
+// marker is a special token (always, except when a vocabulary spells <|im_end|> and the like in
+// ordinary pieces; then generation stops on the text and the tokens after the reply may differ).
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -33,6 +33,7 @@ struct ModelInfo {
     bool tied_output = false;               // LM head = token_embd
     std::string weight_types;               // e.g. "Q8_0 x 36, F32 x 11"
     uint64_t parameters = 0, file_bytes = 0, weight_bytes = 0;  // weight_bytes: on the device
+    uint64_t decode_read_bytes = 0;  // weight bytes one decode step must read (all matmuls + LM head)
 };
 
 struct EngineOptions {

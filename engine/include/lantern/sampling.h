@@ -33,13 +33,13 @@
 //
 // Reproducibility: the PRNG (SplitMix64 seeding xoshiro256**, see Rng) is ours, so a seed gives
 // the same stream of numbers on every platform and compiler; probabilities are computed in double.
-// Same seed + settings + logits gives the same tokens.
+// Same seed + settings + logits gives the same tokens (across C libraries, exp() may differ in the
+// last bit, which can only matter when a draw lands within ~1e-16 of a boundary).
 //
 // Changing settings while generating: the UI thread stores a new SamplingSettings in a
 // SettingsSlot; the generating thread loads the current snapshot before each token, so the change
 // applies from the next token on. The seed is read once, when a generation starts.
 #pragma once
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,6 +51,8 @@
 
 namespace lantern {
 
+// Everything a user can set about one generation. The Sampler reads the chain's fields and
+// ignore_eos / n_probs; seed, max_new_tokens and stop are for the generation loop that drives it.
 struct SamplingSettings {
     // Defaults follow llama.cpp's, so results are comparable with the peer runner.
     float temperature = 0.8f;       // >= 0; 0 = greedy
@@ -78,7 +80,8 @@ void validate(const SamplingSettings& settings);
 // The current settings of a generation, shared between the thread that edits them (the UI) and
 // the thread that generates. Every load() returns a complete snapshot, never a mix of two stores;
 // a snapshot stays valid (and unchanged) for as long as its holder keeps the pointer. Neither side
-// ever waits for the other's work: store() and load() only swap or copy a pointer.
+// ever waits for the other's work: store() and load() only swap or copy a pointer (the standard
+// library guards that copy with a lock of its own, held for those few instructions only).
 class SettingsSlot {
 public:
     SettingsSlot();  // holds default settings
@@ -89,13 +92,10 @@ public:
     std::shared_ptr<const SamplingSettings> load() const;
 
 private:
-#if defined(__cpp_lib_atomic_shared_ptr)
-    std::atomic<std::shared_ptr<const SamplingSettings>> current_;
-#else
-    // Standard libraries without std::atomic<std::shared_ptr> (libc++) still have the C++11 free
-    // functions std::atomic_load/std::atomic_store for shared_ptr.
+    // Accessed only through std::atomic_load / std::atomic_store. Not std::atomic<shared_ptr>:
+    // libc++ lacks it, and GCC 12's version unlocks load() with relaxed ordering, which
+    // ThreadSanitizer reports as a race (google/sanitizers#1558).
     std::shared_ptr<const SamplingSettings> current_;
-#endif
 };
 
 // The sampler's PRNG, fixed so that a seed means the same numbers everywhere:

@@ -37,6 +37,7 @@ enum class TokenType : uint8_t {
     Byte = 6,         // <0xNN>: one raw byte (byte fallback for characters outside the vocabulary)
 };
 
+// Immutable once built: all methods are const and may be called from several threads at once.
 class Tokenizer {
 public:
     // Builds the tokenizer described by a GGUF's tokenizer.ggml.* metadata (tensors are not needed:
@@ -75,9 +76,12 @@ public:
     int32_t eos_id() const;  // -1 when the vocabulary has none
     int32_t unk_id() const;
     int32_t pad_id() const;  // -1 when the vocabulary has none
-    int32_t eot_id() const;  // end-of-turn token (tokenizer.ggml.eot_token_id), -1 when not declared
-    bool add_bos() const;    // whether prompts start with BOS (tokenizer.ggml.add_bos_token)
-    bool add_space_prefix() const;  // whether a text gets sentencepiece's dummy-prefix space
+    // End-of-turn token declared by tokenizer.ggml.eot_token_id, -1 when not declared.
+    int32_t eot_id() const;
+    // Whether prompts start with BOS (tokenizer.ggml.add_bos_token; always for .model files).
+    bool add_bos() const;
+    // Whether a text gets sentencepiece's dummy-prefix space (tokenizer.ggml.add_space_prefix).
+    bool add_space_prefix() const;
 
     // The piece as stored in the vocabulary ("▁the", "<0x0A>", "<s>"). Throws for a bad id.
     const std::string& piece(int32_t id) const;
@@ -96,7 +100,7 @@ public:
     // Where the vocabulary came from (a file path), for messages.
     const std::string& source() const;
 
-    struct Impl;
+    struct Impl;  // opaque: keeps sentencepiece out of this header
 
 private:
     explicit Tokenizer(std::unique_ptr<Impl> impl);
@@ -107,7 +111,7 @@ private:
 // complete with this token — possibly empty, when the token ends in the middle of a UTF-8
 // character (byte-fallback pieces) or is invisible — and never a partial character. flush() ends
 // the stream: bytes that never formed a character come out as U+FFFD, one per byte, as
-// sentencepiece decodes them.
+// sentencepiece decodes them. One per stream; the tokenizer must outlive it.
 class StreamingDetokenizer {
 public:
     // `at_text_start`: the first visible token begins a text, so the dummy-prefix space in front

@@ -95,7 +95,7 @@ void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> shape
 
 std::vector<uint8_t> GgufWriter::serialize(uint32_t version, uint64_t alignment) const {
     std::vector<uint8_t> out;
-    out.insert(out.end(), {'G', 'G', 'U', 'F'});
+    put_raw<uint32_t>(out, 0x46554747u);  // "GGUF" read as a little-endian uint32
     put_raw<uint32_t>(out, version);
     put_raw<uint64_t>(out, tensors_.size());
     bool has_alignment = false;

@@ -107,12 +107,11 @@ void BlockPool::free_sequence(SequenceId id) {
     seqs_.erase(id);
 }
 
-uint32_t BlockPool::reuse_prefix(SequenceId id, std::span<const int32_t> prompt) {
-    Sequence& s = seq(id);
-    last_query_ = static_cast<uint32_t>(prompt.size());
-    last_hit_ = 0;
-    query_tokens_ += prompt.size();
-    if (!s.tokens.empty() || prompt.size() < 2) return 0;
+void BlockPool::match_prefix(std::span<const int32_t> prompt, std::vector<uint32_t>& blocks,
+                             std::vector<uint64_t>& hashes) const {
+    blocks.clear();
+    hashes.clear();
+    if (prompt.size() < 2) return;
     uint64_t parent = 0;
     // Only full blocks, and never the last prompt token (its logits are needed).
     size_t max_blocks = (prompt.size() - 1) / block_tokens_;
@@ -121,15 +120,41 @@ uint32_t BlockPool::reuse_prefix(SequenceId id, std::span<const int32_t> prompt)
         uint64_t h = chain_hash(parent, toks);
         auto it = cache_.find(h);
         if (it == cache_.end()) break;
-        Block& blk = blocks_[it->second];
+        const Block& blk = blocks_[it->second];
         if (!blk.hashed || blk.parent != parent || !std::equal(toks.begin(), toks.end(), blk.tokens.begin()))
             break;  // hash collision: do not reuse
-        acquire(it->second);
-        s.table.push_back(it->second);
-        s.tokens.insert(s.tokens.end(), toks.begin(), toks.end());
-        s.hashes.push_back(h);
+        blocks.push_back(it->second);
+        hashes.push_back(h);
         parent = h;
     }
+}
+
+uint32_t BlockPool::peek_prefix(std::span<const int32_t> prompt, uint32_t* idle_blocks) const {
+    std::vector<uint32_t> blocks;
+    std::vector<uint64_t> hashes;
+    match_prefix(prompt, blocks, hashes);
+    if (idle_blocks) {
+        *idle_blocks = 0;
+        for (uint32_t b : blocks) *idle_blocks += blocks_[b].refcount == 0 ? 1 : 0;
+    }
+    return static_cast<uint32_t>(blocks.size()) * block_tokens_;
+}
+
+uint32_t BlockPool::reuse_prefix(SequenceId id, std::span<const int32_t> prompt) {
+    Sequence& s = seq(id);
+    last_query_ = static_cast<uint32_t>(prompt.size());
+    last_hit_ = 0;
+    query_tokens_ += prompt.size();
+    if (!s.tokens.empty()) return 0;
+    std::vector<uint32_t> blocks;
+    std::vector<uint64_t> hashes;
+    match_prefix(prompt, blocks, hashes);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+        acquire(blocks[i]);
+        s.table.push_back(blocks[i]);
+        s.hashes.push_back(hashes[i]);
+    }
+    s.tokens.assign(prompt.begin(), prompt.begin() + static_cast<ptrdiff_t>(blocks.size() * block_tokens_));
     s.hashed_blocks = static_cast<uint32_t>(s.hashes.size());
     last_hit_ = static_cast<uint32_t>(s.tokens.size());
     hit_tokens_ += last_hit_;
@@ -185,7 +210,26 @@ void BlockPool::register_full_blocks(Sequence& s) {
 void BlockPool::truncate(SequenceId id, uint32_t n) {
     Sequence& s = seq(id);
     n = std::min<uint32_t>(n, static_cast<uint32_t>(s.tokens.size()));
-    s.tokens.resize(s.tokens.size() - n);
+    if (n == 0) return;
+    uint32_t new_len = static_cast<uint32_t>(s.tokens.size()) - n;
+    uint32_t first_cut = new_len / block_tokens_;  // blocks from here on lose tokens
+    // The sequence's next tokens would be written into a kept partial block: another sequence
+    // sharing it would read them as its own.
+    if (new_len % block_tokens_ != 0 && blocks_[s.table[first_cut]].refcount > 1)
+        throw Error(ErrorCode::InvalidArgument, "cannot truncate sequence " + std::to_string(id) +
+                                                    " into a KV block it shares with another sequence");
+    // The dropped tokens were never computed (a failed step) or will be overwritten: blocks of this
+    // sequence alone that lose tokens leave the prefix cache, or a later prompt would reuse K/V
+    // that does not belong to its tokens. Shared blocks were computed by whoever shares them.
+    for (uint32_t i = first_cut; i < s.table.size(); ++i) {
+        Block& blk = blocks_[s.table[i]];
+        if (blk.refcount != 1 || !blk.hashed) continue;
+        auto it = cache_.find(blk.hash);
+        if (it != cache_.end() && it->second == s.table[i]) cache_.erase(it);
+        blk.hashed = false;
+        blk.tokens.clear();
+    }
+    s.tokens.resize(new_len);
     uint32_t keep_blocks = static_cast<uint32_t>((s.tokens.size() + block_tokens_ - 1) / block_tokens_);
     while (s.table.size() > keep_blocks) {
         release(s.table.back());

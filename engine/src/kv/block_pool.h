@@ -36,13 +36,19 @@ public:
     // Reuses cached full blocks matching the start of `prompt` for an empty sequence. Always leaves
     // at least the last prompt token to compute. Returns the number of tokens reused.
     uint32_t reuse_prefix(SequenceId seq, std::span<const int32_t> prompt);
+    // What reuse_prefix would reuse for `prompt`, changing nothing. `idle_blocks` gets how many of
+    // those blocks are free now (cached: reusing them takes them off the free queue).
+    uint32_t peek_prefix(std::span<const int32_t> prompt, uint32_t* idle_blocks = nullptr) const;
     // Blocks needed to append n tokens to seq (0 if they fit in its last block).
     uint32_t blocks_needed(SequenceId seq, uint32_t n) const;
     uint32_t free_blocks() const { return static_cast<uint32_t>(free_queue_.size()); }
     // Appends tokens: allocates blocks, returns the physical slot of each new token.
     // Throws Error(ContextFull) (and changes nothing) when the pool cannot supply the blocks.
     std::vector<uint32_t> append(SequenceId seq, std::span<const int32_t> tokens);
-    // Drops the last n tokens (e.g. a step that failed), releasing emptied blocks.
+    // Drops the last n tokens (e.g. a step that failed), releasing emptied blocks. The dropped tokens
+    // count as never computed: this sequence's own blocks that lose tokens leave the prefix cache.
+    // Throws Error(InvalidArgument) (and changes nothing) when the cut would leave a partial block
+    // that another sequence shares (the next token would overwrite its K/V).
     void truncate(SequenceId seq, uint32_t n_tokens);
 
     const std::vector<uint32_t>& block_table(SequenceId seq) const;
@@ -73,6 +79,9 @@ private:
     };
 
     uint64_t chain_hash(uint64_t parent, std::span<const int32_t> tokens) const;
+    // Cached full blocks matching the start of prompt (never its last token), with their hashes.
+    void match_prefix(std::span<const int32_t> prompt, std::vector<uint32_t>& blocks,
+                      std::vector<uint64_t>& hashes) const;
     uint32_t take_block();
     void acquire(uint32_t block);
     void release(uint32_t block);

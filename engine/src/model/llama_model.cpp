@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <map>
 
 #include "lantern/error.h"
@@ -18,6 +19,15 @@ constexpr uint64_t kSlabBytes = 256ull << 20;
 
 LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& m, const ModelLimits& limits)
     : ctx_(ctx), info_(m), limits_(limits) {
+    // The destructor does not run for a constructor that throws (an unsupported tensor type halfway
+    // through, device memory running out): release what was allocated so far on the way out.
+    struct ReleaseOnThrow {
+        LlamaModel* model;
+        int pending = std::uncaught_exceptions();
+        ~ReleaseOnThrow() {
+            if (std::uncaught_exceptions() > pending) model->release();
+        }
+    } release_on_throw{this};
     const auto& lim = ctx.limits();
     const uint64_t kv_dim = static_cast<uint64_t>(m.n_kv_heads) * m.head_dim;
     qkv_width_ = static_cast<uint32_t>(m.dim + 2 * kv_dim);
@@ -108,7 +118,9 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     for (auto& op : lm_head_op_) dispatches_ += op.dispatches();
 }
 
-LlamaModel::~LlamaModel() {
+LlamaModel::~LlamaModel() { release(); }
+
+void LlamaModel::release() {
     for (auto* b : {&x_, &qkv_, &attn_, &gate_up_, &logits_, &tokens_, &tok_info_, &tables_, &rowmap_, &capture_,
                     &rope_, &dummy_})
         ctx_.destroy(*b);
@@ -152,20 +164,19 @@ const ops::DeviceWeight& LlamaModel::upload(const GgufFile& gguf, const std::str
     w.format = &fmt;
     w.rows = rows;
     w.cols = cols;
+    w.row_units = r.row_units;
     // Split by rows so that no binding exceeds maxStorageBufferRange.
-    const uint64_t value_row_bytes = r.values.size() * 4 / rows;
+    const uint64_t value_row_bytes = r.row_units * 16;
     const uint64_t scale_row_bytes = r.scales.size() * 4 / rows;
     const uint64_t range = ctx_.limits().maxStorageBufferRange;
     uint64_t rows_per_part = std::max<uint64_t>(1, std::min(range / std::max<uint64_t>(value_row_bytes, 1), rows));
-    if (value_row_bytes * rows != r.values.size() * 4 && rows_per_part < rows)
-        throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " is too large for one storage-buffer binding");
     for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_part) {
         uint64_t n = std::min(rows_per_part, rows - r0);
         ops::DeviceWeight::Part part;
         part.first_row = r0;
         part.rows = n;
-        uint64_t vbytes = rows_per_part < rows ? n * value_row_bytes : r.values.size() * 4;
-        part.values = place(reinterpret_cast<const uint8_t*>(r.values.data()) + r0 * value_row_bytes, vbytes);
+        part.values = place(reinterpret_cast<const uint8_t*>(r.values.data()) + r0 * value_row_bytes,
+                            n * value_row_bytes);
         if (!r.scales.empty())
             part.scales = place(reinterpret_cast<const uint8_t*>(r.scales.data()) + r0 * scale_row_bytes,
                                 n * scale_row_bytes);
@@ -180,6 +191,8 @@ void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint3
                               vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm) {
     uint32_t off = 0;
     for (const auto* w : weights) {
+        for (const auto& part : w->parts)
+            matmul_bytes_ += part.values.size + (part.scales.buffer ? part.scales.size : 0);
         out.emplace_back(ctx_, *w, input, x, y, norm, vk::BufferRange{&rowmap_});
         offsets.push_back(off);
         off += static_cast<uint32_t>(w->rows);

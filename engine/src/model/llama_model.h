@@ -43,6 +43,7 @@ public:
                  AttentionSnapshot* capture);
 
     uint64_t weight_bytes() const { return weight_bytes_; }
+    uint64_t matmul_weight_bytes() const { return matmul_bytes_; }
     uint64_t kv_bytes() const { return kv_bytes_; }
     static uint64_t kv_bytes_per_token(const ModelInfo& m, bool f16) {
         return 2ull * m.n_layers * m.n_kv_heads * m.head_dim * (f16 ? 2 : 4);
@@ -59,6 +60,7 @@ private:
         ops::AttentionOp attention;
     };
 
+    void release();  // destroys every buffer (destructor, and a constructor that throws)
     const ops::DeviceWeight& upload(const GgufFile& gguf, const std::string& name, uint64_t rows_expected,
                                     uint64_t cols_expected);
     vk::BufferRange place(const void* data, uint64_t bytes);
@@ -72,7 +74,7 @@ private:
     std::vector<vk::Buffer> slabs_;
     uint64_t slab_used_ = 0;
     std::deque<ops::DeviceWeight> weights_;
-    uint64_t weight_bytes_ = 0, kv_bytes_ = 0;
+    uint64_t weight_bytes_ = 0, kv_bytes_ = 0, matmul_bytes_ = 0;
     uint32_t qkv_width_ = 0;
     // activations and step inputs
     vk::Buffer x_, qkv_, attn_, gate_up_, logits_, tokens_, tok_info_, tables_, rowmap_, capture_, rope_, dummy_;

@@ -13,6 +13,7 @@ namespace lantern::ops {
 struct DeviceWeight {
     const WeightFormat* format = nullptr;
     uint64_t rows = 0, cols = 0;
+    uint64_t row_units = 0;  // 16-byte units per row (see shaders/weights.glsl)
     struct Part {
         vk::BufferRange values, scales;
         uint64_t first_row = 0, rows = 0;

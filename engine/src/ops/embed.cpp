@@ -8,7 +8,7 @@ namespace lantern::ops {
 
 namespace {
 struct Push {
-    uint32_t K, T, vocab;
+    uint32_t K, T, vocab, row_units;
 };
 constexpr uint32_t kGroup = 64;
 }  // namespace
@@ -27,8 +27,9 @@ EmbedOp::EmbedOp(vk::Context& ctx, const DeviceWeight& table, vk::BufferRange to
 }
 
 void EmbedOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
-    Push p{static_cast<uint32_t>(w_->cols), tokens, static_cast<uint32_t>(w_->rows)};
-    ctx_->dispatch(cmd, *kernel_, set_, &p, static_cast<uint32_t>((w_->cols + kGroup - 1) / kGroup), tokens);
+    Push p{static_cast<uint32_t>(w_->cols), tokens, static_cast<uint32_t>(w_->rows),
+           static_cast<uint32_t>(w_->row_units)};
+    ctx_->dispatch(cmd, *kernel_, set_, &p, static_cast<uint32_t>((w_->row_units + kGroup - 1) / kGroup), tokens);
 }
 
 void reference_embed(std::span<const float> table, uint32_t dim, std::span<const int32_t> tokens, float* out) {

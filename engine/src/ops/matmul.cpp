@@ -10,6 +10,7 @@ namespace {
 struct Push {
     uint32_t K, N, T, x_stride, y_stride, y_offset, flags;
     float eps;
+    uint32_t row_units;
 };
 constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
 }  // namespace
@@ -20,16 +21,19 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     shaders::ShaderId id = input == MatmulInput::Norm   ? w.format->matmul_norm
                            : input == MatmulInput::Silu ? w.format->matmul_silu
                                                         : w.format->matmul;
-    // Work-group shape: 64 invocations (>= ROWS * 8 so the final write has one lane per output),
-    // 4 rows each: on lavapipe a workgroup runs on one CPU thread, so fewer, fatter groups win;
-    // on GPUs 64 lanes with 4 rows keep enough groups in flight for every layer size we run.
-    uint32_t wg = 64;
-    rows_per_group_ = 4;
-    kernel_ = &ctx.kernel(id, 6, sizeof(Push), {wg, rows_per_group_});
+    // CPU drivers (lavapipe) run a workgroup's lanes as SIMD lanes of one thread, and every
+    // per-lane memory access costs a scalar load: there each lane owns a whole row and the input
+    // is read by uniform (broadcast) loads. GPUs want coalesced weight reads: lanes split the row.
+    lane_per_row_ = ctx.info().type == DeviceType::Cpu;
+    group_ = lane_per_row_ ? 16 : 64;
+    rows_per_group_ = lane_per_row_ ? group_ : 4;
+    const uint32_t lpr = lane_per_row_ ? 1 : 0;
+    decode_ = &ctx.kernel(id, 6, sizeof(Push), {group_, lane_per_row_ ? 1 : rows_per_group_, 1, lpr});
+    prefill_ = &ctx.kernel(id, 6, sizeof(Push), {group_, lane_per_row_ ? 1 : rows_per_group_, kTokensPerGroup, lpr});
     for (const auto& part : w.parts) {
         vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;  // float types: unused
         vk::BufferRange ranges[] = {part.values, scales, x, y, norm_weight, rowmap};
-        sets_.push_back(ctx.make_set(*kernel_, ranges));
+        sets_.push_back(ctx.make_set(*decode_, ranges));
     }
 }
 
@@ -43,10 +47,12 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
                s.y_stride,
                s.y_offset + static_cast<uint32_t>(part.first_row),
                (s.accumulate ? 1u : 0u) | (s.use_rowmap ? 2u : 0u),
-               s.eps};
+               s.eps,
+               static_cast<uint32_t>(w_->row_units)};
+        const bool one = s.tokens == 1;
         uint32_t gx = static_cast<uint32_t>((part.rows + rows_per_group_ - 1) / rows_per_group_);
-        uint32_t gy = (s.tokens + kTokensPerGroup - 1) / kTokensPerGroup;
-        ctx_->dispatch(cmd, *kernel_, sets_[i], &p, gx, gy);
+        uint32_t gy = one ? 1 : (s.tokens + kTokensPerGroup - 1) / kTokensPerGroup;
+        ctx_->dispatch(cmd, one ? *decode_ : *prefill_, sets_[i], &p, gx, gy);
     }
 }
 

@@ -32,8 +32,10 @@ public:
 private:
     vk::Context* ctx_ = nullptr;
     const DeviceWeight* w_ = nullptr;
-    const vk::Kernel* kernel_ = nullptr;
-    uint32_t rows_per_group_ = 4;
+    const vk::Kernel* decode_ = nullptr;   // one token per workgroup
+    const vk::Kernel* prefill_ = nullptr;  // kTokensPerGroup tokens per workgroup
+    bool lane_per_row_ = false;
+    uint32_t group_ = 64, rows_per_group_ = 4;
     std::vector<VkDescriptorSet> sets_;
 };
 

@@ -61,21 +61,26 @@ uint16_t float_to_half(float f) {
 namespace {
 
 // ---- F32 ----
-Repacked repack_f32(std::span<const uint8_t> src, uint64_t, uint64_t) {
+// Float rows are copied into zero-padded rows of whole 16-byte units.
+Repacked repack_padded(std::span<const uint8_t> src, uint64_t rows, uint64_t cols, uint64_t elem_bytes) {
+    const uint64_t per_unit = 16 / elem_bytes;
     Repacked r;
-    r.values.resize(src.size() / 4);
-    std::memcpy(r.values.data(), src.data(), src.size());
+    r.row_units = (cols + per_unit - 1) / per_unit;
+    r.values.assign(rows * r.row_units * 4, 0);
+    auto* out = reinterpret_cast<uint8_t*>(r.values.data());
+    for (uint64_t i = 0; i < rows; ++i)
+        std::memcpy(out + i * r.row_units * 16, src.data() + i * cols * elem_bytes, cols * elem_bytes);
     return r;
+}
+Repacked repack_f32(std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
+    return repack_padded(src, rows, cols, 4);
 }
 void dequant_f32(const uint8_t* src, float* dst, uint64_t n) { std::memcpy(dst, src, n * 4); }
 void quant_f32(const float* src, uint8_t* dst, uint64_t n) { std::memcpy(dst, src, n * 4); }
 
 // ---- F16 ----
-Repacked repack_f16(std::span<const uint8_t> src, uint64_t, uint64_t) {
-    Repacked r;
-    r.values.resize((src.size() + 3) / 4, 0);
-    std::memcpy(r.values.data(), src.data(), src.size());
-    return r;
+Repacked repack_f16(std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
+    return repack_padded(src, rows, cols, 2);
 }
 void dequant_f16(const uint8_t* src, float* dst, uint64_t n) {
     for (uint64_t i = 0; i < n; ++i) {
@@ -100,6 +105,7 @@ float block_scale(const uint8_t* block) {
 Repacked repack_q8_0(std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
     uint64_t blocks = rows * cols / 32;
     Repacked r;
+    r.row_units = cols / 16;
     r.values.resize(blocks * 8);
     r.scales.resize(blocks);
     auto* out = reinterpret_cast<uint8_t*>(r.values.data());
@@ -136,6 +142,7 @@ void quant_q8_0(const float* src, uint8_t* dst, uint64_t n) {
 Repacked repack_q4_0(std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
     uint64_t blocks = rows * cols / 32;
     Repacked r;
+    r.row_units = cols / 32;
     r.values.resize(blocks * 4);
     r.scales.resize(blocks);
     for (uint64_t b = 0; b < blocks; ++b) {

@@ -18,8 +18,9 @@ float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);  // round to nearest even
 
 struct Repacked {
-    std::vector<uint32_t> values;  // binding 0 (wq)
+    std::vector<uint32_t> values;  // binding 0 (wq): rows of row_units 16-byte units
     std::vector<float> scales;     // binding 1 (ws); empty for float types
+    uint64_t row_units = 0;        // float rows are zero-padded to whole units
 };
 
 struct WeightFormat {

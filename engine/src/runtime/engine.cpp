@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 
 #include "kv/block_pool.h"
 #include "lantern/chat_template.h"
@@ -62,18 +63,17 @@ public:
         lim.block_tokens = std::max<uint32_t>(1, o.kv_block_tokens);
         lim.kv_f16 = o.kv_f16;
         uint64_t per_token = model::LlamaModel::kv_bytes_per_token(info_, o.kv_f16);
-        uint64_t budget = o.kv_budget_bytes ? o.kv_budget_bytes
-                                            : per_token * context_ * std::max<uint32_t>(1, o.max_sequences);
-        lim.kv_blocks = static_cast<uint32_t>(budget / (per_token * lim.block_tokens));
-        uint32_t min_blocks = (context_ + lim.block_tokens - 1) / lim.block_tokens;
-        if (lim.kv_blocks < 1)
-            throw Error(ErrorCode::InvalidArgument, "the KV budget holds not even one block");
-        // A budget smaller than one full context is allowed (ContextFull comes earlier), but say so.
-        (void)min_blocks;
+        // Default budget: every sequence can reach the full context at once.
+        uint64_t blocks_per_context = (context_ + lim.block_tokens - 1) / lim.block_tokens;
+        uint64_t blocks = o.kv_budget_bytes ? o.kv_budget_bytes / (per_token * lim.block_tokens)
+                                            : blocks_per_context * std::max<uint32_t>(1, o.max_sequences);
+        if (blocks < 1) throw Error(ErrorCode::InvalidArgument, "the KV budget holds not even one block");
+        lim.kv_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, 1u << 24));
         auto tp = Clock::now();
         model_ = std::make_unique<model::LlamaModel>(*ctx_, *gguf_, info_, lim);
         pipelines_ms_ = ms_since(tp);
         info_.weight_bytes = model_->weight_bytes();
+        info_.decode_read_bytes = model_->matmul_weight_bytes();
         pool_ = std::make_unique<kv::BlockPool>(lim.kv_blocks, lim.block_tokens, model_identity(*gguf_, info_));
         limits_ = lim;
         ctx_->save_pipeline_cache();
@@ -113,25 +113,53 @@ public:
         if (len + tokens.size() > context_)
             throw Error(ErrorCode::ContextFull, "the conversation needs " + std::to_string(len + tokens.size()) +
                                                     " tokens but the context holds " + std::to_string(context_));
+        // Room in the pool, checked before anything is touched: the cached blocks a prefix hit takes
+        // off the free queue, plus new blocks for the rest.
+        uint32_t reusable = 0, idle = 0;
+        if (len == 0) reusable = pool_->peek_prefix(tokens, &idle);
+        uint32_t need = pool_->blocks_needed(seq, static_cast<uint32_t>(tokens.size()) - reusable) + idle;
+        if (need > pool_->free_blocks())
+            throw Error(ErrorCode::ContextFull, "the KV cache is full: the prompt needs " + std::to_string(need) +
+                                                    " more blocks, " + std::to_string(pool_->free_blocks()) +
+                                                    " free");
         uint32_t reused = 0;
         if (len == 0) reused = pool_->reuse_prefix(seq, tokens);
         last_reused_ = reused;
         last_computed_ = static_cast<uint32_t>(tokens.size()) - reused;
-        return run_prefill(seq, tokens.subspan(reused), true);
+        try {
+            return run_prefill(seq, tokens.subspan(reused), true);
+        } catch (...) {
+            // All or nothing: earlier chunks and the reused prefix are dropped too.
+            pool_->truncate(seq, sequence_length(seq) - len);
+            throw;
+        }
     }
 
     std::vector<std::vector<float>> step(std::span<const StepItem> items) override {
+        // The whole step is checked before any sequence is touched: it fails as a whole, and a
+        // failed step must not have evicted cached blocks for items that never ran.
+        std::map<SequenceId, uint32_t> adding;
+        for (const auto& it : items) {
+            if (it.tokens.empty()) throw Error(ErrorCode::InvalidArgument, "a step item has no tokens");
+            uint32_t& n = adding[it.sequence];
+            n += static_cast<uint32_t>(it.tokens.size());
+            if (sequence_length(it.sequence) + n > context_)
+                throw Error(ErrorCode::ContextFull, "sequence " + std::to_string(it.sequence) +
+                                                        " reached the context length (" + std::to_string(context_) +
+                                                        " tokens)");
+        }
+        uint32_t need = 0;
+        for (const auto& [seq, n] : adding) need += pool_->blocks_needed(seq, n);
+        if (need > pool_->free_blocks())
+            throw Error(ErrorCode::ContextFull, "the KV cache is full: this step needs " + std::to_string(need) +
+                                                    " more blocks, " + std::to_string(pool_->free_blocks()) +
+                                                    " free");
         model::StepInput in;
         std::vector<std::pair<SequenceId, uint32_t>> appended;
         try {
             for (size_t i = 0; i < items.size(); ++i) {
                 const auto& it = items[i];
-                if (it.tokens.empty()) throw Error(ErrorCode::InvalidArgument, "a step item has no tokens");
                 uint32_t len = sequence_length(it.sequence);
-                if (len + it.tokens.size() > context_)
-                    throw Error(ErrorCode::ContextFull, "sequence " + std::to_string(it.sequence) +
-                                                            " reached the context length (" +
-                                                            std::to_string(context_) + " tokens)");
                 auto slots = pool_->append(it.sequence, it.tokens);
                 appended.emplace_back(it.sequence, static_cast<uint32_t>(it.tokens.size()));
                 uint32_t table_off = static_cast<uint32_t>(in.tables.size());

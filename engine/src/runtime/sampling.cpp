@@ -3,6 +3,7 @@
 #include "lantern/sampling.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -17,16 +18,21 @@ namespace {
 constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
 constexpr float kPlusInfinity = std::numeric_limits<float>::infinity();
 
-void require(bool ok, const std::string& message) {
-    if (!ok) throw Error(ErrorCode::InvalidArgument, message);
+[[noreturn]] void invalid(const std::string& message) {
+    throw Error(ErrorCode::InvalidArgument, message);
+}
+
+// For fixed messages only: per-token checks build their message after the test fails, since
+// formatting it on every call would cost more than the whole sampler.
+void require(bool ok, const char* message) {
+    if (!ok) invalid(message);
 }
 
 template <typename T>
 void require_field(bool ok, const char* field, T value, const char* expected) {
     if (!ok)
-        throw Error(ErrorCode::InvalidArgument, std::string("sampling setting ") + field + " = " +
-                                                    std::to_string(value) + " is out of range (" +
-                                                    expected + ")");
+        invalid(std::string("sampling setting ") + field + " = " + std::to_string(value) +
+                " is out of range (" + expected + ")");
 }
 
 uint64_t splitmix64(uint64_t& state) {
@@ -76,23 +82,21 @@ SettingsSlot::SettingsSlot() : SettingsSlot(SamplingSettings{}) {}
 SettingsSlot::SettingsSlot(SamplingSettings initial)
     : current_(std::make_shared<const SamplingSettings>(validated(std::move(initial)))) {}
 
+// The shared_ptr overloads of std::atomic_load/std::atomic_store are deprecated in C++20 in
+// favour of std::atomic<std::shared_ptr>, which we avoid (see the header); they remain correct.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 void SettingsSlot::store(SamplingSettings settings) {
     // The snapshot is built completely before it is published, so a reader sees all or nothing.
-    auto next = std::make_shared<const SamplingSettings>(validated(std::move(settings)));
-#if defined(__cpp_lib_atomic_shared_ptr)
-    current_.store(std::move(next));
-#else
-    std::atomic_store(&current_, std::move(next));
-#endif
+    std::atomic_store(&current_, std::make_shared<const SamplingSettings>(validated(std::move(settings))));
 }
 
 std::shared_ptr<const SamplingSettings> SettingsSlot::load() const {
-#if defined(__cpp_lib_atomic_shared_ptr)
-    return current_.load();
-#else
     return std::atomic_load(&current_);
-#endif
 }
+
+#pragma GCC diagnostic pop
 
 // ---------------------------------------------------------------------------------------------
 // Rng
@@ -163,8 +167,9 @@ void Sampler::apply_penalties(const SamplingSettings& settings, std::span<const 
         while (j < n && window_[j] == id) ++j;
         const size_t count = j - i;
         i = j;
-        require(id >= 0 && id < vocab, "sampling: recent token id " + std::to_string(id) +
-                                           " is outside the vocabulary of " + std::to_string(vocab));
+        if (id < 0 || id >= vocab)
+            invalid("sampling: recent token id " + std::to_string(id) +
+                    " is outside the vocabulary of " + std::to_string(vocab));
         // candidates_ is still indexed by token id here.
         float& logit = candidates_[static_cast<size_t>(id)].logit;
         if (settings.repeat_penalty != 1.0f)
@@ -175,8 +180,8 @@ void Sampler::apply_penalties(const SamplingSettings& settings, std::span<const 
 
 void Sampler::mask_eos_tokens() {
     for (int32_t id : eos_tokens_) {
-        require(id >= 0 && static_cast<size_t>(id) < candidates_.size(),
-                "sampling: end-of-generation token id " + std::to_string(id) +
+        if (id < 0 || static_cast<size_t>(id) >= candidates_.size())
+            invalid("sampling: end-of-generation token id " + std::to_string(id) +
                     " is outside the vocabulary of " + std::to_string(candidates_.size()));
         candidates_[static_cast<size_t>(id)].logit = kMinusInfinity;
     }
@@ -190,8 +195,8 @@ float Sampler::max_logit() const {
 }
 
 double Sampler::weight_sum(float max, double temperature) const {
-    // Summed in the current candidate order: the draw and top-p walk the same order, so their
-    // running sums end exactly at this total.
+    // Summed in the current candidate order: the draw walks the same order, so its running sum
+    // ends exactly at this total.
     double total = 0.0;
     for (const Candidate& c : candidates_) total += weight(c.logit, max, temperature);
     return total;
@@ -217,31 +222,46 @@ void Sampler::truncate(const SamplingSettings& settings, double temperature) {
     }
 
     if (settings.top_p < 1.0f) {
+        const float max = max_logit();
+        const double total = weight_sum(max, temperature);
+        const double threshold = static_cast<double>(settings.top_p) * total;
+        const auto first = candidates_.begin();
+        auto sorted_end = candidates_.end();
         if (!sorted_) {
-            std::sort(candidates_.begin(), candidates_.end(), RanksBefore{});
-            sorted_ = true;
+            // Tokens lighter than (1 - top_p) * total / n weigh less than (1 - top_p) * total all
+            // together, so the heavier ones already reach top_p and the nucleus ends among them:
+            // only those need ordering, usually a small part of the vocabulary. (Compared in the
+            // log domain to spare an exp per token.)
+            const double n = static_cast<double>(candidates_.size());
+            const double log_light = std::log((1.0 - static_cast<double>(settings.top_p)) * total / n);
+            sorted_end = std::partition(first, candidates_.end(), [&](const Candidate& c) {
+                return (static_cast<double>(c.logit) - max) / temperature >= log_light;
+            });
+            std::sort(first, sorted_end, RanksBefore{});
         }
-        const float max = candidates_.front().logit;
-        const double threshold = static_cast<double>(settings.top_p) * weight_sum(max, temperature);
-        double cumulative = 0.0;
         size_t keep = candidates_.size();
-        for (size_t i = 0; i < candidates_.size(); ++i) {
-            cumulative += weight(candidates_[i].logit, max, temperature);
+        double cumulative = 0.0;
+        for (auto it = first; it != candidates_.end(); ++it) {
+            if (it == sorted_end)  // rounding left the heavy tokens just short: order the rest too
+                std::sort(it, candidates_.end(), RanksBefore{});
+            cumulative += weight(it->logit, max, temperature);
             if (cumulative >= threshold) {
-                keep = i + 1;
+                keep = static_cast<size_t>(it - first) + 1;
                 break;
             }
         }
         candidates_.resize(keep);
+        sorted_ = true;  // the kept tokens are a sorted prefix
     }
 
     if (settings.min_p > 0.0f) {
-        // p_i / p_max = exp((l_i - l_max) / T): no normalisation needed, and the best token
-        // always passes since min_p <= 1.
-        const float max = max_logit();
-        const double min_p = settings.min_p;
-        std::erase_if(candidates_,
-                      [&](const Candidate& c) { return weight(c.logit, max, temperature) < min_p; });
+        // p_i / p_max = exp((l_i - l_max) / T) >= min_p, compared in the log domain to spare an
+        // exp per token. The best token always passes since min_p <= 1; ties with it too.
+        const double max = max_logit();
+        const double log_min_p = std::log(static_cast<double>(settings.min_p));
+        std::erase_if(candidates_, [&](const Candidate& c) {
+            return (static_cast<double>(c.logit) - max) / temperature < log_min_p;
+        });
     }
 }
 
@@ -269,8 +289,8 @@ Sample Sampler::sample(std::span<const float> logits, const SamplingSettings& se
     // The one copy of the vocabulary; everything after works on it in place.
     candidates_.resize(logits.size());
     for (size_t i = 0; i < logits.size(); ++i) {
-        require(!std::isnan(logits[i]) && logits[i] != kPlusInfinity,
-                "sampling: the logit of token " + std::to_string(i) + " is not a finite number");
+        if (std::isnan(logits[i]) || logits[i] == kPlusInfinity)
+            invalid("sampling: the logit of token " + std::to_string(i) + " is not a finite number");
         candidates_[i] = {static_cast<int32_t>(i), logits[i]};
     }
     sorted_ = false;
@@ -281,8 +301,8 @@ Sample Sampler::sample(std::span<const float> logits, const SamplingSettings& se
     // Best token after the penalties: the greedy choice, and the reference for every softmax.
     Candidate best{0, kMinusInfinity};
     for (const Candidate& c : candidates_) {
-        require(!std::isnan(c.logit) && c.logit != kPlusInfinity,
-                "sampling: the penalised logit of token " + std::to_string(c.id) +
+        if (std::isnan(c.logit) || c.logit == kPlusInfinity)
+            invalid("sampling: the penalised logit of token " + std::to_string(c.id) +
                     " is not a finite number");
         if (c.logit > best.logit) best = c;  // strict: the lowest id wins a tie
     }

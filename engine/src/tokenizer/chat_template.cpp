@@ -22,30 +22,32 @@ std::vector<int32_t> marker_tokens(const Tokenizer& tokenizer, std::string_view 
     return tokenizer.encode_fragment(marker, false);
 }
 
-// Collects a prompt as a list of parts and encodes it. Text is encoded in fragments: fixed text of
-// the format joins into one fragment, while each message's content and each end-of-turn marker is
-// a fragment of its own. Fragment boundaries are what make a rendered prompt a token prefix of the
-// next turn's prompt: the reply that follows a generation prompt is always a new fragment, so the
-// tokens before it do not depend on what the reply says.
+// Collects a prompt as a list of parts and encodes it. Adjacent text — fixed text of the format,
+// markers the vocabulary has no token for, message content — is encoded as one fragment, the way
+// llama.cpp and Hugging Face tokenize a rendered template, with one exception: an assistant reply
+// always starts a fragment of its own. That boundary is what makes a prompt rendered with a
+// generation prompt a token prefix of the next turn's prompt: the tokens before the reply cannot
+// depend on what the reply says (sentencepiece could otherwise merge across the seam).
 class PromptBuilder {
 public:
     explicit PromptBuilder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
 
     void special(int32_t id) {
-        if (id >= 0) parts_.push_back({Kind::Special, tokenizer_.piece(id), {id}, false});
+        if (id >= 0) parts_.push_back({Kind::Special, tokenizer_.piece(id), {id}});
     }
     void bos() {
         if (tokenizer_.add_bos()) special(tokenizer_.bos_id());
     }
-    // Fixed text of the format; continues a fixed text right before it.
+    // Text: fixed text of the format or message content (which is never parsed for special
+    // tokens). Continues the text right before it.
     void text(std::string_view s) {
-        if (!parts_.empty() && parts_.back().kind == Kind::Text && parts_.back().open) {
+        if (!parts_.empty() && parts_.back().kind == Kind::Text) {
             parts_.back().text += s;
         } else {
-            parts_.push_back({Kind::Text, std::string(s), {}, true});
+            parts_.push_back({Kind::Text, std::string(s), {}});
         }
     }
-    // A format marker: its special token when the vocabulary has one, else fixed text.
+    // A format marker: its special token when the vocabulary has one, else text.
     void marker(std::string_view spelled) {
         if (const auto id = tokenizer_.special_token(spelled)) {
             special(*id);
@@ -53,22 +55,13 @@ public:
             text(spelled);
         }
     }
-    // The marker that ends a turn: a part of its own, so it encodes as end_of_turn_tokens() does.
-    void end_marker(std::string_view spelled) {
-        if (const auto id = tokenizer_.special_token(spelled)) {
-            special(*id);
-        } else {
-            parts_.push_back({Kind::Text, std::string(spelled), {}, false});
-        }
-    }
-    // Message content (always text, never special tokens), a fragment of its own.
-    void content(std::string_view s) { parts_.push_back({Kind::Text, std::string(s), {}, false}); }
-    // An assistant reply as the model generated it, shown as `display`.
+    // An assistant reply, shown as `display`: its generated ids when known, else `display`
+    // encoded as a new fragment. Text after it continues that fragment.
     void reply(const ChatMessage& message, std::string_view display) {
         if (message.tokens.empty()) {
-            content(display);
+            parts_.push_back({Kind::Text, std::string(display), {}});
         } else {
-            parts_.push_back({Kind::Tokens, std::string(display), message.tokens, false});
+            parts_.push_back({Kind::Tokens, std::string(display), message.tokens});
         }
     }
 
@@ -98,7 +91,6 @@ private:
         Kind kind;
         std::string text;
         std::vector<int32_t> ids;
-        bool open;  // fixed format text that the next fixed text may join
     };
     const Tokenizer& tokenizer_;
     std::vector<Part> parts_;
@@ -123,7 +115,7 @@ void render_completion(PromptBuilder& b, std::span<const ChatMessage> messages) 
         if (m.role == ChatRole::Assistant) {
             b.reply(m, m.content);
         } else {
-            b.content(m.content);
+            b.text(m.content);
         }
     }
 }
@@ -131,8 +123,10 @@ void render_completion(PromptBuilder& b, std::span<const ChatMessage> messages) 
 // Meta's Llama 2 chat layout: each [INST] block starts with BOS, the system prompt sits inside
 // the first user turn between <<SYS>> markers, a reply is " {reply}</s>". (Meta also writes a
 // space before </s>; we leave it out because models end their replies without one, and the prompt
-// must continue exactly the tokens the model produced.)
-void render_llama2(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages, bool mistral) {
+// must continue exactly the tokens the model produced.) There is no separate generation prompt:
+// a user turn already ends with the [/INST] the reply follows.
+void render_llama2(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages,
+                   bool mistral) {
     std::string pending_system;
     bool first = true;
     for (const auto& m : messages) {
@@ -146,14 +140,16 @@ void render_llama2(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMes
                 b.marker("[INST]");
                 if (!mistral && !pending_system.empty()) {
                     b.text(" <<SYS>>\n");
-                    b.content(pending_system);
+                    b.text(pending_system);
                     b.text("\n<</SYS>>\n\n");
-                    b.content(trim(m.content));
+                    b.text(trim(m.content));
                     pending_system.clear();
                 } else {
-                    b.content(" " + with_pending_system(pending_system, m.content));
+                    b.text(" " + with_pending_system(pending_system, m.content));
                 }
-                b.text(" ");
+                // "[INST] hi [/INST]" as text; vocabularies with [INST] control tokens (Mistral
+                // v3) are trained on "[INST] hi[/INST]".
+                if (!t.special_token("[/INST]")) b.text(" ");
                 b.marker("[/INST]");
                 break;
             case ChatRole::Assistant:
@@ -168,9 +164,9 @@ void render_llama2(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMes
 
 // Formats whose every turn is "<header for role>\n{content}<end marker>\n".
 struct TurnStyle {
-    std::string_view start;   // marker before the role name ("<|im_start|>") or empty
-    bool role_in_marker;      // Zephyr/Phi-3: the role is the marker itself ("<|user|>")
-    std::string_view end;     // end-of-turn marker; empty = the vocabulary's EOS
+    std::string_view start;  // marker before the role name ("<|im_start|>") or empty
+    bool role_in_marker;     // Zephyr/Phi-3: the role is the marker itself ("<|user|>")
+    std::string_view end;    // end-of-turn marker; empty = the vocabulary's EOS
     std::string_view assistant_name;
     bool system_role;
     bool trim_content;
@@ -191,7 +187,7 @@ void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMess
         if (style.end.empty()) {
             b.special(t.eos_id());
         } else {
-            b.end_marker(style.end);
+            b.marker(style.end);
         }
         b.text("\n");
     };
@@ -204,7 +200,7 @@ void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMess
             case ChatRole::System:
                 if (style.system_role) {
                     header("system");
-                    b.content(body(m.content));
+                    b.text(body(m.content));
                     end_turn();
                 } else {
                     append_system(pending_system, m.content);
@@ -212,7 +208,7 @@ void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMess
                 break;
             case ChatRole::User:
                 header("user");
-                b.content(style.system_role ? body(m.content) : with_pending_system(pending_system, m.content));
+                b.text(style.system_role ? body(m.content) : with_pending_system(pending_system, m.content));
                 end_turn();
                 break;
             case ChatRole::Assistant:
@@ -234,13 +230,20 @@ constexpr TurnStyle kGemma{"<start_of_turn>", false, "<end_of_turn>", "model", f
 
 const char* chat_format_name(ChatFormat format) {
     switch (format) {
-        case ChatFormat::Completion: return "completion";
-        case ChatFormat::Llama2: return "llama2";
-        case ChatFormat::Mistral: return "mistral";
-        case ChatFormat::ChatML: return "chatml";
-        case ChatFormat::Zephyr: return "zephyr";
-        case ChatFormat::Phi3: return "phi3";
-        case ChatFormat::Gemma: return "gemma";
+        case ChatFormat::Completion:
+            return "completion";
+        case ChatFormat::Llama2:
+            return "llama2";
+        case ChatFormat::Mistral:
+            return "mistral";
+        case ChatFormat::ChatML:
+            return "chatml";
+        case ChatFormat::Zephyr:
+            return "zephyr";
+        case ChatFormat::Phi3:
+            return "phi3";
+        case ChatFormat::Gemma:
+            return "gemma";
     }
     return "unknown";
 }
@@ -280,13 +283,27 @@ RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const 
                                     bool add_generation_prompt) const {
     PromptBuilder b(tokenizer);
     switch (format_) {
-        case ChatFormat::Completion: render_completion(b, messages); break;
-        case ChatFormat::Llama2: render_llama2(b, tokenizer, messages, false); break;
-        case ChatFormat::Mistral: render_llama2(b, tokenizer, messages, true); break;
-        case ChatFormat::ChatML: render_turns(b, tokenizer, messages, add_generation_prompt, kChatML); break;
-        case ChatFormat::Zephyr: render_turns(b, tokenizer, messages, add_generation_prompt, kZephyr); break;
-        case ChatFormat::Phi3: render_turns(b, tokenizer, messages, add_generation_prompt, kPhi3); break;
-        case ChatFormat::Gemma: render_turns(b, tokenizer, messages, add_generation_prompt, kGemma); break;
+        case ChatFormat::Completion:
+            render_completion(b, messages);
+            break;
+        case ChatFormat::Llama2:
+            render_llama2(b, tokenizer, messages, false);
+            break;
+        case ChatFormat::Mistral:
+            render_llama2(b, tokenizer, messages, true);
+            break;
+        case ChatFormat::ChatML:
+            render_turns(b, tokenizer, messages, add_generation_prompt, kChatML);
+            break;
+        case ChatFormat::Zephyr:
+            render_turns(b, tokenizer, messages, add_generation_prompt, kZephyr);
+            break;
+        case ChatFormat::Phi3:
+            render_turns(b, tokenizer, messages, add_generation_prompt, kPhi3);
+            break;
+        case ChatFormat::Gemma:
+            render_turns(b, tokenizer, messages, add_generation_prompt, kGemma);
+            break;
     }
     return b.finish();
 }
@@ -300,9 +317,12 @@ std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer
         case ChatFormat::Zephyr:
             if (tokenizer.eos_id() < 0) return {};
             return {tokenizer.eos_id()};
-        case ChatFormat::ChatML: return marker_tokens(tokenizer, "<|im_end|>");
-        case ChatFormat::Phi3: return marker_tokens(tokenizer, "<|end|>");
-        case ChatFormat::Gemma: return marker_tokens(tokenizer, "<end_of_turn>");
+        case ChatFormat::ChatML:
+            return marker_tokens(tokenizer, "<|im_end|>");
+        case ChatFormat::Phi3:
+            return marker_tokens(tokenizer, "<|end|>");
+        case ChatFormat::Gemma:
+            return marker_tokens(tokenizer, "<end_of_turn>");
     }
     return {};
 }

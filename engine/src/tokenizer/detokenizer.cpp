@@ -15,7 +15,9 @@ namespace {
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";           // "▁"
 
-bool is_continuation(uint8_t byte) { return (byte & 0xC0) == 0x80; }
+bool is_continuation(uint8_t byte) {
+    return (byte & 0xC0) == 0x80;
+}
 
 // Length of the UTF-8 sequence a lead byte starts, 0 if it cannot start one.
 size_t sequence_length(uint8_t lead) {
@@ -30,11 +32,16 @@ size_t sequence_length(uint8_t lead) {
 // overlong forms, UTF-16 surrogates and code points past U+10FFFF.
 bool valid_second_byte(uint8_t lead, uint8_t byte) {
     switch (lead) {
-        case 0xE0: return byte >= 0xA0 && byte <= 0xBF;
-        case 0xED: return byte >= 0x80 && byte <= 0x9F;
-        case 0xF0: return byte >= 0x90 && byte <= 0xBF;
-        case 0xF4: return byte >= 0x80 && byte <= 0x8F;
-        default: return is_continuation(byte);
+        case 0xE0:
+            return byte >= 0xA0 && byte <= 0xBF;
+        case 0xED:
+            return byte >= 0x80 && byte <= 0x9F;
+        case 0xF0:
+            return byte >= 0x90 && byte <= 0xBF;
+        case 0xF4:
+            return byte >= 0x80 && byte <= 0x8F;
+        default:
+            return is_continuation(byte);
     }
 }
 
@@ -92,7 +99,9 @@ std::string StreamingDetokenizer::push(int32_t token) {
     return take_complete(pending_, false);
 }
 
-std::string StreamingDetokenizer::flush() { return take_complete(pending_, true); }
+std::string StreamingDetokenizer::flush() {
+    return take_complete(pending_, true);
+}
 
 void StreamingDetokenizer::reset() {
     pending_.clear();

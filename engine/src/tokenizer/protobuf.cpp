@@ -53,13 +53,16 @@ void ProtoWriter::copy(const ProtoField& field) {
         case WireType::Fixed64: {
             tag(field.number, field.type);
             const int width = field.type == WireType::Fixed32 ? 4 : 8;
-            for (int i = 0; i < width; ++i) out_.push_back(static_cast<char>((field.value >> (8 * i)) & 0xff));
+            for (int i = 0; i < width; ++i)
+                out_.push_back(static_cast<char>((field.value >> (8 * i)) & 0xff));
             break;
         }
     }
 }
 
-float ProtoField::as_float() const { return std::bit_cast<float>(static_cast<uint32_t>(value)); }
+float ProtoField::as_float() const {
+    return std::bit_cast<float>(static_cast<uint32_t>(value));
+}
 
 void ProtoReader::fail(const std::string& problem) const {
     throw Error(ErrorCode::InvalidModelFile,

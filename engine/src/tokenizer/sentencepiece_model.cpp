@@ -54,13 +54,26 @@ void parse_trainer_spec(std::string_view bytes, SentencePieceVocab& vocab, const
     while (reader.next(f)) {
         if (f.type != WireType::Varint) continue;
         switch (f.number) {
-            case kModelType: vocab.model_type = static_cast<ModelType>(f.as_int32()); break;
-            case kByteFallback: vocab.byte_fallback = f.value != 0; break;
-            case kUnkId: vocab.unk_id = f.as_int32(); break;
-            case kBosId: vocab.bos_id = f.as_int32(); break;
-            case kEosId: vocab.eos_id = f.as_int32(); break;
-            case kPadId: vocab.pad_id = f.as_int32(); break;
-            default: break;
+            case kModelType:
+                vocab.model_type = static_cast<ModelType>(f.as_int32());
+                break;
+            case kByteFallback:
+                vocab.byte_fallback = f.value != 0;
+                break;
+            case kUnkId:
+                vocab.unk_id = f.as_int32();
+                break;
+            case kBosId:
+                vocab.bos_id = f.as_int32();
+                break;
+            case kEosId:
+                vocab.eos_id = f.as_int32();
+                break;
+            case kPadId:
+                vocab.pad_id = f.as_int32();
+                break;
+            default:
+                break;
         }
     }
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -23,8 +24,8 @@ using tokenizer::SentencePieceVocab;
 
 namespace {
 
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";           // "▁", sentencepiece's space
-constexpr std::string_view kUnknownSurface = " \xE2\x81\x87 ";      // " ⁇ ", how <unk> decodes
+constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";       // "▁", sentencepiece's space
+constexpr std::string_view kUnknownSurface = " \xE2\x81\x87 ";  // " ⁇ ", how <unk> decodes
 
 // Chat-format markers our templates place by id. Some vocabularies type them USER_DEFINED, which
 // sentencepiece would match inside any text — a user could then type "<start_of_turn>" and forge a
@@ -32,10 +33,9 @@ constexpr std::string_view kUnknownSurface = " \xE2\x81\x87 ";      // " ⁇ ", 
 // user-defined pieces (Gemma's "<table>", runs of spaces) stay matchable: they are ordinary text.
 bool is_chat_marker(std::string_view text) {
     static const std::set<std::string_view> markers = {
-        "<s>",          "</s>",          "<bos>",       "<eos>",           "<pad>",
-        "[INST]",       "[/INST]",       "<<SYS>>",     "<</SYS>>",        "<|im_start|>",
-        "<|im_end|>",   "<|system|>",    "<|user|>",    "<|assistant|>",   "<|end|>",
-        "<|endoftext|>", "<start_of_turn>", "<end_of_turn>",
+        "<s>",      "</s>",          "<bos>",    "<eos>",         "<pad>",           "[INST]",
+        "[/INST]",  "<<SYS>>",       "<</SYS>>", "<|im_start|>",  "<|im_end|>",      "<|system|>",
+        "<|user|>", "<|assistant|>", "<|end|>",  "<|endoftext|>", "<start_of_turn>", "<end_of_turn>",
     };
     return markers.contains(text);
 }
@@ -43,15 +43,10 @@ bool is_chat_marker(std::string_view text) {
 // "<0x0A>" → 0x0A; -1 if `text` is not a byte piece.
 int parse_byte_piece(std::string_view text) {
     if (text.size() != 6 || !text.starts_with("<0x") || text[5] != '>') return -1;
-    int value = 0;
-    for (char c : text.substr(3, 2)) {
-        value <<= 4;
-        if (c >= '0' && c <= '9') value |= c - '0';
-        else if (c >= 'A' && c <= 'F') value |= c - 'A' + 10;
-        else if (c >= 'a' && c <= 'f') value |= c - 'a' + 10;
-        else return -1;
-    }
-    return value;
+    unsigned value = 0;
+    const auto [end, error] = std::from_chars(text.data() + 3, text.data() + 5, value, 16);
+    if (error != std::errc() || end != text.data() + 5) return -1;
+    return static_cast<int>(value);
 }
 
 std::string replace_space_markers(std::string_view piece) {
@@ -87,8 +82,8 @@ struct Tokenizer::Impl {
     std::vector<std::string> pieces;
     std::vector<float> scores;
     std::vector<TokenType> types;
-    std::vector<std::string> texts;              // token_text()
-    std::vector<uint8_t> special;                // is_special()
+    std::vector<std::string> texts;  // token_text()
+    std::vector<uint8_t> special;    // is_special()
     std::unordered_map<std::string_view, int32_t> special_by_text;
     // Candidates for encode_with_specials, by first byte, longest first.
     std::array<std::vector<int32_t>, 256> specials_by_first_byte;
@@ -114,7 +109,8 @@ struct Tokenizer::Impl {
         std::vector<int> ids;
         if (text.empty()) return {};
         const auto status = sp.Encode(text, &ids);
-        if (!status.ok()) throw Error(ErrorCode::Internal, std::string("sentencepiece: ") + status.ToString());
+        if (!status.ok())
+            throw Error(ErrorCode::Internal, std::string("sentencepiece: ") + status.ToString());
         return {ids.begin(), ids.end()};
     }
 
@@ -164,10 +160,11 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(SentencePieceVocab vocab
         impl->pieces.push_back(p.text);
         impl->scores.push_back(p.score);
         impl->types.push_back(p.type);
-        const bool declared_special = id == impl->bos || id == impl->eos || id == impl->pad || id == impl->eot;
-        impl->special[id] = id != impl->unk &&
-                            (p.type == TokenType::Control || p.type == TokenType::Unknown || declared_special ||
-                             (p.type == TokenType::UserDefined && is_chat_marker(p.text)));
+        const bool declared_special =
+            id == impl->bos || id == impl->eos || id == impl->pad || id == impl->eot;
+        impl->special[id] = id != impl->unk && (p.type == TokenType::Control ||
+                                                p.type == TokenType::Unknown || declared_special ||
+                                                (p.type == TokenType::UserDefined && is_chat_marker(p.text)));
     }
 
     // What sentencepiece loads: specials become CONTROL (never matched in text), and pieces it
@@ -192,8 +189,8 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(SentencePieceVocab vocab
     if (loaded.trainer_spec.empty()) loaded.byte_fallback = has_byte_pieces;
 
     const auto load = [&](sentencepiece::SentencePieceProcessor& sp, bool dummy_prefix, bool remove_ws) {
-        const auto status = sp.LoadFromSerializedProto(
-            tokenizer::serialize_model_proto(loaded, dummy_prefix, remove_ws));
+        const auto status =
+            sp.LoadFromSerializedProto(tokenizer::serialize_model_proto(loaded, dummy_prefix, remove_ws));
         if (!status.ok()) throw invalid_file("sentencepiece rejected the vocabulary: " + status.ToString());
     };
     load(impl->starting, vocab.add_dummy_prefix, vocab.remove_extra_whitespaces);
@@ -248,11 +245,11 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
     const auto types = gguf.get_int_array("tokenizer.ggml.token_type");
     if (tokens.empty()) throw invalid_file("tokenizer.ggml.tokens is missing or empty");
     if (!scores.empty() && scores.size() != tokens.size())
-        throw invalid_file("tokenizer.ggml.scores has " + std::to_string(scores.size()) +
-                           " entries for " + std::to_string(tokens.size()) + " tokens");
+        throw invalid_file("tokenizer.ggml.scores has " + std::to_string(scores.size()) + " entries for " +
+                           std::to_string(tokens.size()) + " tokens");
     if (!types.empty() && types.size() != tokens.size())
-        throw invalid_file("tokenizer.ggml.token_type has " + std::to_string(types.size()) +
-                           " entries for " + std::to_string(tokens.size()) + " tokens");
+        throw invalid_file("tokenizer.ggml.token_type has " + std::to_string(types.size()) + " entries for " +
+                           std::to_string(tokens.size()) + " tokens");
 
     const auto id_or = [&](std::string_view key, int64_t fallback) -> int32_t {
         const int64_t v = gguf.get_int(key).value_or(fallback);
@@ -278,7 +275,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
         if (!types.empty()) {
             const int64_t t = types[i];
             if (t < 0 || t > 6)
-                throw invalid_file("token " + std::to_string(i) + " has unknown token_type " + std::to_string(t));
+                throw invalid_file("token " + std::to_string(i) + " has unknown token_type " +
+                                   std::to_string(t));
             // GGUF's 0 ("undefined") is an ordinary piece; 1..6 are sentencepiece's numbers.
             p.type = t == 0 ? TokenType::Normal : static_cast<TokenType>(t);
         } else if (parse_byte_piece(p.text) >= 0) {
@@ -290,7 +288,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
 
     const bool add_bos = gguf.get_bool("tokenizer.ggml.add_bos_token").value_or(true);
     const int32_t eot = id_or("tokenizer.ggml.eot_token_id", -1);
-    return std::unique_ptr<Tokenizer>(new Tokenizer(Impl::build(std::move(vocab), eot, add_bos, gguf.path())));
+    return std::unique_ptr<Tokenizer>(
+        new Tokenizer(Impl::build(std::move(vocab), eot, add_bos, gguf.path())));
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::from_model_file(const std::string& path) {
@@ -352,15 +351,33 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
     return text;
 }
 
-int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->pieces.size()); }
-int32_t Tokenizer::bos_id() const { return impl_->bos; }
-int32_t Tokenizer::eos_id() const { return impl_->eos; }
-int32_t Tokenizer::unk_id() const { return impl_->unk; }
-int32_t Tokenizer::pad_id() const { return impl_->pad; }
-int32_t Tokenizer::eot_id() const { return impl_->eot; }
-bool Tokenizer::add_bos() const { return impl_->add_bos; }
-bool Tokenizer::add_space_prefix() const { return impl_->add_space_prefix; }
-const std::string& Tokenizer::source() const { return impl_->source; }
+int32_t Tokenizer::vocab_size() const {
+    return static_cast<int32_t>(impl_->pieces.size());
+}
+int32_t Tokenizer::bos_id() const {
+    return impl_->bos;
+}
+int32_t Tokenizer::eos_id() const {
+    return impl_->eos;
+}
+int32_t Tokenizer::unk_id() const {
+    return impl_->unk;
+}
+int32_t Tokenizer::pad_id() const {
+    return impl_->pad;
+}
+int32_t Tokenizer::eot_id() const {
+    return impl_->eot;
+}
+bool Tokenizer::add_bos() const {
+    return impl_->add_bos;
+}
+bool Tokenizer::add_space_prefix() const {
+    return impl_->add_space_prefix;
+}
+const std::string& Tokenizer::source() const {
+    return impl_->source;
+}
 
 const std::string& Tokenizer::piece(int32_t id) const {
     impl_->check_id(id);

@@ -1,0 +1,27 @@
+// lantern/synthetic.h — random-weight Llama models written with our own GGUF writer, so that
+// benchmarks and tests need no download. The weights are random (N(0, 0.02) for matrices, 1 for
+// norms); the vocabulary is a valid sentencepiece-style one (<unk>, <s>, </s>, 256 byte pieces,
+// then filler pieces), so the tokenizer, chat session and CLI work on them too.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace lantern {
+
+struct SyntheticShape {
+    std::string name;
+    uint32_t dim = 64, n_layers = 5, n_heads = 8, n_kv_heads = 4, ffn_dim = 172, vocab = 512;
+    uint32_t context_length = 2048;
+    bool tied_output = true;
+};
+
+// "tiny" (stories260K-like), "110m" (768/12 layers/12 heads/FFN 2048/vocab 32000),
+// "tinyllama" (2048/22 layers/32 heads/4 KV heads/FFN 5632/vocab 32000).
+// Throws Error(InvalidArgument) for other names.
+SyntheticShape synthetic_shape(const std::string& name);
+
+// Writes the model to `path`. `ggml_type`: type of the 2-D weights (F32, F16, Q8_0, Q4_0).
+void write_synthetic_model(const SyntheticShape& shape, uint32_t ggml_type, const std::string& path,
+                           uint64_t seed = 1234);
+
+}  // namespace lantern

@@ -1,0 +1,82 @@
+#include "lantern/rooflines.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "vulkan/context.h"
+
+namespace lantern {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+}  // namespace
+
+Rooflines measure_rooflines(const std::string& selector, double budget) {
+    vk::ContextOptions o;
+    o.device_selector = selector;
+    vk::Context ctx(o);
+    Rooflines r;
+    r.device = ctx.info().name;
+
+    // Read roofline: a buffer well beyond any cache (256 MiB, capped by the binding range).
+    uint64_t bytes = std::min<uint64_t>(256ull << 20, ctx.limits().maxStorageBufferRange) & ~uint64_t(15);
+    auto src = ctx.create_buffer(bytes, vk::MemoryUse::DeviceLocal);
+    auto dst = ctx.create_buffer(4096 * 4, vk::MemoryUse::DeviceLocal);
+    const auto& read = ctx.kernel(shaders::ShaderId::bench_read, 2, 4, {64});
+    vk::BufferRange rr[] = {{&src}, {&dst}};
+    auto set = ctx.make_set(read, rr);
+    uint32_t n_vec4 = static_cast<uint32_t>(bytes / 16);
+    // Fill once so the pages exist (a never-written buffer may read as shared zero pages).
+    {
+        std::vector<uint8_t> ones(1 << 20, 1);
+        for (uint64_t off = 0; off < bytes; off += ones.size())
+            ctx.upload(src, off, ones.data(), std::min<uint64_t>(ones.size(), bytes - off));
+    }
+    auto run_read = [&]() {
+        VkCommandBuffer cmd = ctx.begin();
+        ctx.dispatch(cmd, read, set, &n_vec4, 1024);
+        ctx.submit_and_wait(cmd);
+    };
+    run_read();  // warm-up (and shader compile)
+    double best = 1e30;
+    auto t_all = Clock::now();
+    do {
+        auto t = Clock::now();
+        run_read();
+        best = std::min(best, seconds(t));
+    } while (seconds(t_all) < budget);
+    r.read_gb_per_s = bytes / best / 1e9;
+
+    // Dispatch overhead: a chain of N tiny dispatches, with and without barriers.
+    const auto& empty = ctx.kernel(shaders::ShaderId::bench_empty, 1, 0, {});
+    vk::BufferRange er[] = {{&dst}};
+    auto eset = ctx.make_set(empty, er);
+    auto chain = [&](uint32_t n, bool barriers) {
+        VkCommandBuffer cmd = ctx.begin();
+        for (uint32_t i = 0; i < n; ++i) {
+            ctx.dispatch(cmd, empty, eset, nullptr, 1);
+            if (barriers) ctx.barrier(cmd);
+        }
+        auto t = Clock::now();
+        ctx.submit_and_wait(cmd);
+        return seconds(t);
+    };
+    chain(8, true);
+    const uint32_t N = 200;
+    double with = 1e30, without = 1e30, empty_submit = 1e30;
+    t_all = Clock::now();
+    do {
+        with = std::min(with, chain(N, true));
+        without = std::min(without, chain(N, false));
+        empty_submit = std::min(empty_submit, chain(0, false));
+    } while (seconds(t_all) < budget);
+    r.submit_wait_us = empty_submit * 1e6;
+    r.dispatch_us = (with - empty_submit) / N * 1e6;
+    r.dispatch_no_barrier_us = (without - empty_submit) / N * 1e6;
+    ctx.destroy(src);
+    ctx.destroy(dst);
+    return r;
+}
+
+}  // namespace lantern

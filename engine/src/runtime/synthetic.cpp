@@ -1,0 +1,98 @@
+#include "lantern/synthetic.h"
+
+#include <cmath>
+
+#include "lantern/error.h"
+#include "lantern/gguf.h"
+#include "lantern/sampling.h"
+#include "ops/weight_format.h"
+
+namespace lantern {
+
+SyntheticShape synthetic_shape(const std::string& name) {
+    SyntheticShape s;
+    s.name = name;
+    if (name == "tiny") return s;
+    if (name == "110m") {
+        s.dim = 768, s.n_layers = 12, s.n_heads = 12, s.n_kv_heads = 12, s.ffn_dim = 2048, s.vocab = 32000;
+        return s;
+    }
+    if (name == "tinyllama") {
+        s.dim = 2048, s.n_layers = 22, s.n_heads = 32, s.n_kv_heads = 4, s.ffn_dim = 5632, s.vocab = 32000;
+        s.tied_output = false;
+        return s;
+    }
+    throw Error(ErrorCode::InvalidArgument, "unknown synthetic shape \"" + name + "\" (tiny, 110m, tinyllama)");
+}
+
+void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::string& path, uint64_t seed) {
+    Rng rng(seed);
+    // Box-Muller normal samples from our own PRNG: the same file on every machine.
+    auto normal = [&]() {
+        double u1 = std::max(rng.next_double(), 1e-300), u2 = rng.next_double();
+        return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+    };
+    GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    w.set_string("general.name", "synthetic-" + s.name);
+    w.set_u32("llama.embedding_length", s.dim);
+    w.set_u32("llama.block_count", s.n_layers);
+    w.set_u32("llama.feed_forward_length", s.ffn_dim);
+    w.set_u32("llama.attention.head_count", s.n_heads);
+    w.set_u32("llama.attention.head_count_kv", s.n_kv_heads);
+    w.set_u32("llama.context_length", s.context_length);
+    w.set_u32("llama.rope.dimension_count", s.dim / s.n_heads);
+    w.set_f32("llama.rope.freq_base", 10000.0f);
+    w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+
+    std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
+    std::vector<int32_t> types{2, 3, 3};
+    for (int b = 0; b < 256; ++b) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+        tokens.push_back(buf);
+        types.push_back(6);
+    }
+    for (uint32_t i = static_cast<uint32_t>(tokens.size()); i < s.vocab; ++i) {
+        tokens.push_back("\xe2\x96\x81w" + std::to_string(i));  // "▁w<i>": unique whole-word pieces
+        types.push_back(1);
+    }
+    std::vector<float> scores(s.vocab);
+    for (uint32_t i = 0; i < s.vocab; ++i) scores[i] = -static_cast<float>(i);
+    w.set_string("tokenizer.ggml.model", "llama");
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    w.set_f32_array("tokenizer.ggml.scores", scores);
+    w.set_i32_array("tokenizer.ggml.token_type", types);
+    w.set_u32("tokenizer.ggml.bos_token_id", 1);
+    w.set_u32("tokenizer.ggml.eos_token_id", 2);
+    w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+
+    auto matrix = [&](const std::string& name, uint32_t rows, uint32_t cols) {
+        std::vector<float> v(static_cast<size_t>(rows) * cols);
+        for (auto& x : v) x = 0.02f * normal();
+        w.add_tensor(name, {cols, rows}, type, ops::quantize(type, v, cols));
+    };
+    auto norm = [&](const std::string& name, uint32_t n) {
+        std::vector<float> v(n, 1.0f);
+        w.add_tensor(name, {n}, 0, ops::quantize(0, v, n));
+    };
+    const uint32_t kv = s.dim / s.n_heads * s.n_kv_heads;
+    matrix("token_embd.weight", s.vocab, s.dim);
+    norm("output_norm.weight", s.dim);
+    if (!s.tied_output) matrix("output.weight", s.vocab, s.dim);
+    for (uint32_t l = 0; l < s.n_layers; ++l) {
+        std::string p = "blk." + std::to_string(l) + ".";
+        norm(p + "attn_norm.weight", s.dim);
+        norm(p + "ffn_norm.weight", s.dim);
+        matrix(p + "attn_q.weight", s.dim, s.dim);
+        matrix(p + "attn_k.weight", kv, s.dim);
+        matrix(p + "attn_v.weight", kv, s.dim);
+        matrix(p + "attn_output.weight", s.dim, s.dim);
+        matrix(p + "ffn_gate.weight", s.ffn_dim, s.dim);
+        matrix(p + "ffn_up.weight", s.ffn_dim, s.dim);
+        matrix(p + "ffn_down.weight", s.dim, s.ffn_dim);
+    }
+    w.write(path);
+}
+
+}  // namespace lantern

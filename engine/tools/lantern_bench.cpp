@@ -1,0 +1,317 @@
+// lantern-bench: reproducible speed figures. Prefill (pp) and decode (tg) like llama-bench, several
+// sequences per step, a sustained steady-state mode, per-op GPU timing, and the device's own
+// rooflines measured in the same run so every figure can be read as a fraction of what the device
+// can do. Output: a table on stdout and, with --json, one JSON object per line.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "lantern/engine.h"
+#include "lantern/error.h"
+#include "lantern/gguf.h"
+#include "lantern/rooflines.h"
+#include "lantern/sampling.h"
+#include "lantern/synthetic.h"
+
+using namespace lantern;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAPE:TYPE]... [options]
+  --synthetic S:T   random-weight model, S = tiny | 110m | tinyllama, T = f32 | f16 | q8_0 | q4_0
+  -p N              prefill tokens (default 128; 0 = skip)
+  -n N              decode tokens (default 128; 0 = skip)
+  -r N              repetitions (default 3, after one warm-up)
+  -b LIST           sequences decoding together, e.g. 1,4 (default 1)
+  --steady N        sustained decode of N tokens: transient, steady-state rate, degradation
+  --profile         per-op GPU time of one decode step
+  --rooflines       measure read bandwidth and dispatch/submit overhead (on by default; --no-rooflines)
+  --startup         cold vs warm engine start (pipeline cache)
+  --json            also print JSON lines
+  --device SEL      Vulkan device
+)";
+
+struct Options {
+    std::vector<std::string> models;
+    std::vector<std::pair<std::string, std::string>> synthetic;
+    int pp = 128, tg = 128, reps = 3, steady = 0;
+    std::vector<int> batches{1};
+    bool profile = false, rooflines = true, json = false, startup = false;
+    std::string device;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+}
+double stdev(const std::vector<double>& v) {
+    if (v.size() < 2) return 0;
+    double m = std::accumulate(v.begin(), v.end(), 0.0) / v.size(), s = 0;
+    for (double x : v) s += (x - m) * (x - m);
+    return std::sqrt(s / (v.size() - 1));
+}
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+uint32_t type_id(const std::string& t) {
+    if (t == "f32") return 0;
+    if (t == "f16") return 1;
+    if (t == "q8_0") return 8;
+    if (t == "q4_0") return 2;
+    throw Error(ErrorCode::InvalidArgument, "unknown weight type " + t + " (f32, f16, q8_0, q4_0)");
+}
+
+std::vector<int32_t> random_tokens(Rng& rng, uint32_t vocab, int n) {
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = static_cast<int32_t>(3 + rng.next() % (vocab - 3));
+    return t;
+}
+
+struct Result {
+    std::string model, test;
+    int tokens = 0, batch = 1;
+    double tok_s = 0, spread = 0, ms_per_token = 0;
+    double read_fraction = -1;  // of the read roofline (decode only)
+};
+
+void print_result(const Result& r, bool json) {
+    std::printf("| %-28s | %-10s | %5d | %3d | %10.2f ± %-7.2f | %9.3f |", r.model.c_str(), r.test.c_str(), r.tokens,
+                r.batch, r.tok_s, r.spread, r.ms_per_token);
+    if (r.read_fraction >= 0) std::printf(" %5.1f %% |", 100 * r.read_fraction);
+    else std::printf("        |");
+    std::printf("\n");
+    if (json)
+        std::printf("{\"model\":\"%s\",\"test\":\"%s\",\"tokens\":%d,\"batch\":%d,\"tok_s\":%.3f,\"stdev\":%.3f,"
+                    "\"ms_per_token\":%.4f,\"read_roofline_fraction\":%.4f}\n",
+                    r.model.c_str(), r.test.c_str(), r.tokens, r.batch, r.tok_s, r.spread, r.ms_per_token,
+                    r.read_fraction);
+    std::fflush(stdout);
+}
+
+void bench_model(const std::string& path, const std::string& label, const Options& o, const Rooflines& roof) {
+    EngineOptions eo;
+    eo.device_selector = o.device;
+    int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+    eo.max_sequences = static_cast<uint32_t>(std::max(1, max_batch));
+    eo.max_step_tokens = static_cast<uint32_t>(std::max({o.pp, max_batch, 1}));
+    eo.context_length = static_cast<uint32_t>(std::max(o.pp + 8, std::max(o.tg, o.steady) + 8));
+    eo.kv_budget_bytes = 0;
+    if (o.startup) {
+        std::string dir = (std::filesystem::temp_directory_path() / "lantern-bench-pipelines").string();
+        std::filesystem::remove_all(dir);
+        EngineOptions cold = eo;
+        cold.pipeline_cache_dir = dir;
+        double cold_ms, warm_ms, cold_pipe, warm_pipe;
+        {
+            auto e = Engine::load(path, cold);
+            cold_ms = e->load_ms();
+            cold_pipe = e->pipelines_ms();
+        }
+        {
+            auto e = Engine::load(path, cold);
+            warm_ms = e->load_ms();
+            warm_pipe = e->pipelines_ms();
+        }
+        std::printf("startup %s: cold %.0f ms (pipelines+upload %.0f ms), warm %.0f ms (%.0f ms) — pipeline cache saves %.0f ms\n",
+                    label.c_str(), cold_ms, cold_pipe, warm_ms, warm_pipe, cold_ms - warm_ms);
+        if (o.json)
+            std::printf("{\"model\":\"%s\",\"test\":\"startup\",\"cold_ms\":%.1f,\"warm_ms\":%.1f}\n", label.c_str(),
+                        cold_ms, warm_ms);
+    }
+    auto engine = Engine::load(path, eo);
+    const auto& m = engine->model();
+    Rng rng(42);
+    const double roof_bytes_per_s = roof.read_gb_per_s * 1e9;
+
+    if (o.pp > 0) {
+        std::vector<double> rates;
+        for (int r = 0; r <= o.reps; ++r) {
+            auto toks = random_tokens(rng, m.vocab, o.pp);
+            auto seq = engine->create_sequence();
+            auto t = Clock::now();
+            StepItem item{seq, toks, true, false};
+            engine->step(std::span<const StepItem>(&item, 1));
+            double ms = ms_since(t);
+            engine->free_sequence(seq);
+            if (r > 0) rates.push_back(o.pp / (ms / 1e3));
+        }
+        Result res{label, "pp" + std::to_string(o.pp), o.pp, 1, median(rates), stdev(rates), 1e3 / median(rates)};
+        print_result(res, o.json);
+    }
+    if (o.tg > 0) {
+        for (int b : o.batches) {
+            std::vector<double> rates;
+            for (int r = 0; r <= o.reps; ++r) {
+                std::vector<SequenceId> seqs;
+                std::vector<StepItem> items;
+                for (int i = 0; i < b; ++i) {
+                    seqs.push_back(engine->create_sequence());
+                    items.push_back({seqs.back(), random_tokens(rng, m.vocab, 1), true, false});
+                }
+                engine->step(items);  // position 0 (not timed)
+                auto t = Clock::now();
+                for (int k = 0; k < o.tg; ++k) {
+                    for (auto& it : items) it.tokens[0] = static_cast<int32_t>(3 + rng.next() % (m.vocab - 3));
+                    engine->step(items);
+                }
+                double ms = ms_since(t);
+                for (auto s : seqs) engine->free_sequence(s);
+                if (r > 0) rates.push_back(o.tg * b / (ms / 1e3));
+            }
+            double rate = median(rates);
+            Result res{label, "tg" + std::to_string(o.tg), o.tg, b, rate, stdev(rates), 1e3 / rate * b};
+            // Each step reads every weight once, whatever the batch.
+            double steps_per_s = rate / b;
+            res.read_fraction = roof_bytes_per_s > 0 ? m.decode_read_bytes * steps_per_s / roof_bytes_per_s : -1;
+            print_result(res, o.json);
+        }
+    }
+    if (o.steady > 0) {
+        auto seq = engine->create_sequence();
+        StepItem item{seq, {1}, true, false};
+        std::vector<double> lat;
+        for (int k = 0; k < o.steady; ++k) {
+            item.tokens[0] = static_cast<int32_t>(3 + rng.next() % (m.vocab - 3));
+            auto t = Clock::now();
+            engine->step(std::span<const StepItem>(&item, 1));
+            lat.push_back(ms_since(t));
+        }
+        engine->free_sequence(seq);
+        // End of the transient: first window of 32 tokens whose coefficient of variation < 5 %.
+        const size_t W = std::min<size_t>(32, lat.size());
+        size_t transient = lat.size();
+        for (size_t i = 0; i + W <= lat.size(); ++i) {
+            std::vector<double> w(lat.begin() + i, lat.begin() + i + W);
+            double mean = std::accumulate(w.begin(), w.end(), 0.0) / W;
+            if (stdev(w) / mean < 0.05) {
+                transient = i;
+                break;
+            }
+        }
+        size_t burst_n = std::min<size_t>(16, lat.size());
+        double burst = burst_n / (std::accumulate(lat.begin(), lat.begin() + burst_n, 0.0) / 1e3);
+        std::vector<double> steady(lat.begin() + std::min(transient, lat.size()), lat.end());
+        double steady_rate = steady.empty() ? 0 : 1e3 / median(steady);
+        // Degradation: least-squares slope of latency over the steady part (ms per 100 tokens),
+        // and the rate of the last quarter relative to the first quarter of the steady part.
+        double slope = 0, drop = 0;
+        if (steady.size() >= 8) {
+            double n = steady.size(), sx = 0, sy = 0, sxx = 0, sxy = 0;
+            for (size_t i = 0; i < steady.size(); ++i) {
+                sx += i, sy += steady[i], sxx += double(i) * i, sxy += i * steady[i];
+            }
+            slope = (n * sxy - sx * sy) / (n * sxx - sx * sx) * 100;
+            size_t q = steady.size() / 4;
+            double first = median(std::vector<double>(steady.begin(), steady.begin() + q));
+            double last = median(std::vector<double>(steady.end() - q, steady.end()));
+            drop = 1 - first / last;
+        }
+        std::printf("steady %s: %d tokens; transient %s%zu tokens; burst %.1f tok/s; steady %.1f tok/s "
+                    "(%.1f %% of read roofline); latency slope %+.3f ms/100 tok; last-vs-first quarter %+.1f %%\n",
+                    label.c_str(), o.steady, transient == lat.size() ? "not over after " : "", transient, burst,
+                    steady_rate,
+                    roof_bytes_per_s > 0 ? 100 * m.decode_read_bytes * steady_rate / roof_bytes_per_s : 0.0, slope,
+                    100 * drop);
+        if (o.json)
+            std::printf("{\"model\":\"%s\",\"test\":\"steady\",\"tokens\":%d,\"transient_tokens\":%zu,\"burst_tok_s\":%.3f,"
+                        "\"steady_tok_s\":%.3f,\"latency_slope_ms_per_100\":%.4f,\"last_vs_first_quarter\":%.4f}\n",
+                        label.c_str(), o.steady, transient, burst, steady_rate, slope, drop);
+    }
+    if (o.profile) {
+        EngineOptions po = eo;
+        po.profile = true;
+        auto pe = Engine::load(path, po);
+        auto seq = pe->create_sequence();
+        auto toks = random_tokens(rng, m.vocab, 32);
+        pe->prefill(seq, toks);
+        StepItem item{seq, {5}, true, false};
+        pe->step(std::span<const StepItem>(&item, 1));
+        pe->step(std::span<const StepItem>(&item, 1));
+        const auto& p = pe->last_step_profile();
+        std::printf("profile %s (decode step at position 34): wall %.3f ms, GPU %.3f ms, %u dispatches\n",
+                    label.c_str(), p.total_ms, p.gpu_ms, p.dispatches);
+        for (const auto& op : p.ops)
+            std::printf("  %-14s %8.3f ms  %5.1f %%\n", op.op.c_str(), op.ms, p.gpu_ms > 0 ? 100 * op.ms / p.gpu_ms : 0.0);
+        std::printf("  weights read per token: %.1f MiB\n", m.decode_read_bytes / 1048576.0);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        std::string f = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "%s needs a value\n%s", f.c_str(), kUsage);
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (f == "--model" || f == "-m") o.models.push_back(value());
+        else if (f == "--synthetic") {
+            std::string v = value();
+            auto c = v.find(':');
+            o.synthetic.emplace_back(v.substr(0, c), c == std::string::npos ? "q8_0" : v.substr(c + 1));
+        } else if (f == "-p") o.pp = std::stoi(value());
+        else if (f == "-n") o.tg = std::stoi(value());
+        else if (f == "-r") o.reps = std::max(1, std::stoi(value()));
+        else if (f == "-b") {
+            o.batches.clear();
+            std::string v = value();
+            for (size_t s = 0; s < v.size();) {
+                size_t e = v.find(',', s);
+                o.batches.push_back(std::stoi(v.substr(s, e - s)));
+                s = e == std::string::npos ? v.size() : e + 1;
+            }
+        } else if (f == "--steady") o.steady = std::stoi(value());
+        else if (f == "--profile") o.profile = true;
+        else if (f == "--rooflines") o.rooflines = true;
+        else if (f == "--no-rooflines") o.rooflines = false;
+        else if (f == "--startup") o.startup = true;
+        else if (f == "--json") o.json = true;
+        else if (f == "--device") o.device = value();
+        else {
+            std::fprintf(stderr, "unknown option %s\n%s", f.c_str(), kUsage);
+            return 2;
+        }
+    }
+    if (o.models.empty() && o.synthetic.empty()) {
+        std::fprintf(stderr, "%s", kUsage);
+        return 2;
+    }
+    try {
+        Rooflines roof;
+        if (o.rooflines) {
+            roof = measure_rooflines(o.device);
+            std::printf("device %s: read roofline %.2f GB/s; dispatch %.1f us (%.1f us without barrier); "
+                        "submit+wait %.1f us\n",
+                        roof.device.c_str(), roof.read_gb_per_s, roof.dispatch_us, roof.dispatch_no_barrier_us,
+                        roof.submit_wait_us);
+            if (o.json)
+                std::printf("{\"test\":\"rooflines\",\"device\":\"%s\",\"read_gb_s\":%.3f,\"dispatch_us\":%.2f,"
+                            "\"dispatch_no_barrier_us\":%.2f,\"submit_wait_us\":%.2f}\n",
+                            roof.device.c_str(), roof.read_gb_per_s, roof.dispatch_us, roof.dispatch_no_barrier_us,
+                            roof.submit_wait_us);
+        }
+        std::printf("| %-28s | %-10s | %5s | %3s | %20s | %9s | %6s |\n", "model", "test", "tok", "seq", "tok/s",
+                    "ms/tok", "read %");
+        for (const auto& m : o.models) bench_model(m, std::filesystem::path(m).filename().string(), o, roof);
+        for (const auto& [shape, type] : o.synthetic) {
+            auto path = std::filesystem::temp_directory_path() / ("lantern-synthetic-" + shape + "-" + type + ".gguf");
+            if (!std::filesystem::exists(path)) write_synthetic_model(synthetic_shape(shape), type_id(type), path.string());
+            bench_model(path.string(), "synthetic-" + shape + ":" + type, o, roof);
+        }
+    } catch (const Error& e) {
+        std::fprintf(stderr, "lantern-bench: %s: %s\n", error_code_name(e.code()), e.what());
+        return 1;
+    }
+    return 0;
+}
