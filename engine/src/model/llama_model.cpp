@@ -90,18 +90,16 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         std::string p = "blk." + std::to_string(l) + ".";
         L.attn_norm = &upload(gguf, p + "attn_norm.weight", 1, m.dim);
         L.ffn_norm = &upload(gguf, p + "ffn_norm.weight", 1, m.dim);
-        const auto* wq = &upload(gguf, p + "attn_q.weight", m.dim, m.dim);
-        const auto* wk = &upload(gguf, p + "attn_k.weight", kv_dim, m.dim);
-        const auto* wv = &upload(gguf, p + "attn_v.weight", kv_dim, m.dim);
+        auto wqkv = upload_stacked(gguf, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
+                                   {m.dim, kv_dim, kv_dim}, m.dim);
         const auto* wo = &upload(gguf, p + "attn_output.weight", m.dim, m.dim);
-        const auto* wg = &upload(gguf, p + "ffn_gate.weight", m.ffn_dim, m.dim);
-        const auto* wu = &upload(gguf, p + "ffn_up.weight", m.ffn_dim, m.dim);
+        auto wgu = upload_stacked(gguf, {p + "ffn_gate.weight", p + "ffn_up.weight"}, {m.ffn_dim, m.ffn_dim}, m.dim);
         const auto* wd = &upload(gguf, p + "ffn_down.weight", m.dim, m.ffn_dim);
         vk::BufferRange attn_norm_w = L.attn_norm->parts[0].values, ffn_norm_w = L.ffn_norm->parts[0].values;
-        build_linear(L.qkv, L.qkv_offsets, {wq, wk, wv}, ops::MatmulInput::Norm, {&x_}, {&qkv_}, attn_norm_w);
+        build_linear(L.qkv, L.qkv_offsets, wqkv, ops::MatmulInput::Norm, {&x_}, {&qkv_}, attn_norm_w);
         std::vector<uint32_t> unused;
         build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, {&attn_}, {&x_}, {&dummy_});
-        build_linear(L.gate_up, L.gate_up_offsets, {wg, wu}, ops::MatmulInput::Norm, {&x_}, {&gate_up_}, ffn_norm_w);
+        build_linear(L.gate_up, L.gate_up_offsets, wgu, ops::MatmulInput::Norm, {&x_}, {&gate_up_}, ffn_norm_w);
         build_linear(L.down, unused, {wd}, ops::MatmulInput::Silu, {&gate_up_}, {&x_}, {&dummy_});
         L.k_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
         L.v_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
@@ -149,8 +147,8 @@ vk::BufferRange LlamaModel::place(const void* data, uint64_t bytes) {
     return {&slabs_.back(), off, bytes};
 }
 
-const ops::DeviceWeight& LlamaModel::upload(const GgufFile& gguf, const std::string& name, uint64_t rows,
-                                            uint64_t cols) {
+const GgufTensorInfo& LlamaModel::checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows,
+                                                uint64_t cols) {
     const auto* t = gguf.find_tensor(name);
     if (!t) throw Error(ErrorCode::InvalidModelFile, gguf.path() + ": tensor " + name + " is missing");
     uint64_t t_cols = t->shape[0], t_rows = t->elements() / t->shape[0];
@@ -158,8 +156,45 @@ const ops::DeviceWeight& LlamaModel::upload(const GgufFile& gguf, const std::str
         throw Error(ErrorCode::InvalidModelFile, gguf.path() + ": tensor " + name + " has shape " +
                                                      std::to_string(t_cols) + " x " + std::to_string(t_rows) +
                                                      ", expected " + std::to_string(cols) + " x " + std::to_string(rows));
-    const auto& fmt = ops::weight_format_for(t->type, name);
-    ops::Repacked r = fmt.repack(gguf.tensor_data(*t), rows, cols);
+    return *t;
+}
+
+const ops::DeviceWeight& LlamaModel::upload(const GgufFile& gguf, const std::string& name, uint64_t rows,
+                                            uint64_t cols) {
+    const auto& t = checked_tensor(gguf, name, rows, cols);
+    const auto& fmt = ops::weight_format_for(t.type, name);
+    return upload_repacked(name, fmt, fmt.repack(gguf.tensor_data(t), rows, cols), rows, cols);
+}
+
+std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile& gguf,
+                                                                 const std::vector<std::string>& names,
+                                                                 const std::vector<uint64_t>& rows, uint64_t cols) {
+    std::vector<const GgufTensorInfo*> ts;
+    for (size_t i = 0; i < names.size(); ++i) ts.push_back(&checked_tensor(gguf, names[i], rows[i], cols));
+    bool same = std::all_of(ts.begin(), ts.end(), [&](const GgufTensorInfo* t) { return t->type == ts[0]->type; });
+    std::vector<const ops::DeviceWeight*> out;
+    if (!same) {
+        for (size_t i = 0; i < names.size(); ++i) out.push_back(&upload(gguf, names[i], rows[i], cols));
+        return out;
+    }
+    const auto& fmt = ops::weight_format_for(ts[0]->type, names[0]);
+    ops::Repacked all;
+    uint64_t total_rows = 0;
+    for (size_t i = 0; i < ts.size(); ++i) {
+        ops::Repacked r = fmt.repack(gguf.tensor_data(*ts[i]), rows[i], cols);
+        all.row_units = r.row_units;
+        all.values.insert(all.values.end(), r.values.begin(), r.values.end());
+        all.scales.insert(all.scales.end(), r.scales.begin(), r.scales.end());
+        total_rows += rows[i];
+    }
+    std::string label = names[0];
+    for (size_t i = 1; i < names.size(); ++i) label += "+" + names[i];
+    out.push_back(&upload_repacked(label, fmt, all, total_rows, cols));
+    return out;
+}
+
+const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, const ops::WeightFormat& fmt,
+                                                     const ops::Repacked& r, uint64_t rows, uint64_t cols) {
     ops::DeviceWeight w;
     w.format = &fmt;
     w.rows = rows;
@@ -170,6 +205,8 @@ const ops::DeviceWeight& LlamaModel::upload(const GgufFile& gguf, const std::str
     const uint64_t scale_row_bytes = r.scales.size() * 4 / rows;
     const uint64_t range = ctx_.limits().maxStorageBufferRange;
     uint64_t rows_per_part = std::max<uint64_t>(1, std::min(range / std::max<uint64_t>(value_row_bytes, 1), rows));
+    if (rows_per_part < rows && fmt.block_elements > 1 && (rows_per_part * cols) % fmt.block_elements != 0)
+        throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " cannot be split for the device's binding range");
     for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_part) {
         uint64_t n = std::min(rows_per_part, rows - r0);
         ops::DeviceWeight::Part part;

@@ -63,6 +63,14 @@ private:
     void release();  // destroys every buffer (destructor, and a constructor that throws)
     const ops::DeviceWeight& upload(const GgufFile& gguf, const std::string& name, uint64_t rows_expected,
                                     uint64_t cols_expected);
+    // Uploads several matrices that read the same input (Q/K/V, gate/up). When they share a type
+    // they become one matrix (rows stacked) so one dispatch computes all of them; otherwise one
+    // weight each. Returns the weights in order.
+    std::vector<const ops::DeviceWeight*> upload_stacked(const GgufFile& gguf, const std::vector<std::string>& names,
+                                                         const std::vector<uint64_t>& rows, uint64_t cols);
+    const ops::DeviceWeight& upload_repacked(const std::string& name, const ops::WeightFormat& fmt,
+                                             const ops::Repacked& r, uint64_t rows, uint64_t cols);
+    const GgufTensorInfo& checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows, uint64_t cols);
     vk::BufferRange place(const void* data, uint64_t bytes);
     void build_linear(std::vector<ops::MatmulOp>& ops, std::vector<uint32_t>& offsets,
                       const std::vector<const ops::DeviceWeight*>& weights, ops::MatmulInput input,
