@@ -55,20 +55,20 @@ namespace lantern {
 // ignore_eos / n_probs; seed, max_new_tokens and stop are for the generation loop that drives it.
 struct SamplingSettings {
     // Defaults follow llama.cpp's, so results are comparable with the peer runner.
-    float temperature = 0.8f;       // >= 0; 0 = greedy
-    int32_t top_k = 40;             // >= 0; 0 = off
-    float top_p = 0.95f;            // [0, 1]; 1 = off
-    float min_p = 0.05f;            // [0, 1]; 0 = off
-    float repeat_penalty = 1.0f;    // > 0; 1 = off
-    float presence_penalty = 0.0f;  // any finite value; 0 = off
-    float frequency_penalty = 0.0f; // any finite value; 0 = off
-    int32_t penalty_last_n = 64;    // window of recent tokens the penalties look at; 0 = none,
-                                    // -1 = every token passed to Sampler::sample
-    std::optional<uint64_t> seed;   // nullopt = pick one with Sampler::random_seed() and report it
-    int32_t max_new_tokens = 512;   // >= 0; 0 = no limit but the context length
-    std::vector<std::string> stop;  // stop strings, matched on decoded text (StopStringMatcher)
-    bool ignore_eos = false;        // never pick an end-of-generation token
-    int32_t n_probs = 0;            // how many top candidates to report with each token; 0 = none
+    float temperature = 0.8f;        // >= 0; 0 = greedy
+    int32_t top_k = 40;              // >= 0; 0 = off
+    float top_p = 0.95f;             // [0, 1]; 1 = off
+    float min_p = 0.05f;             // [0, 1]; 0 = off
+    float repeat_penalty = 1.0f;     // > 0; 1 = off
+    float presence_penalty = 0.0f;   // any finite value; 0 = off
+    float frequency_penalty = 0.0f;  // any finite value; 0 = off
+    int32_t penalty_last_n = 64;     // window of recent tokens the penalties look at; 0 = none,
+                                     // -1 = every token passed to Sampler::sample
+    std::optional<uint64_t> seed;    // nullopt = pick one with Sampler::random_seed() and report it
+    int32_t max_new_tokens = 512;    // >= 0; 0 = no limit but the context length
+    std::vector<std::string> stop;   // stop strings, matched on decoded text (StopStringMatcher)
+    bool ignore_eos = false;         // never pick an end-of-generation token
+    int32_t n_probs = 0;             // how many top candidates to report with each token; 0 = none
 
     bool operator==(const SamplingSettings&) const = default;
 };

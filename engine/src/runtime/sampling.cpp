@@ -136,8 +136,8 @@ void Sampler::set_eos_tokens(std::vector<int32_t> ids) {
 uint64_t Sampler::random_seed() {
     // Two seeds asked for within one clock tick must still differ.
     static std::atomic<uint64_t> calls{0};
-    uint64_t state = static_cast<uint64_t>(
-        std::chrono::high_resolution_clock::now().time_since_epoch().count());
+    uint64_t state =
+        static_cast<uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
     state ^= calls.fetch_add(1) * 0xd1b54a32d192ed03ULL;
     try {
         std::random_device device;
@@ -168,8 +168,8 @@ void Sampler::apply_penalties(const SamplingSettings& settings, std::span<const 
         const size_t count = j - i;
         i = j;
         if (id < 0 || id >= vocab)
-            invalid("sampling: recent token id " + std::to_string(id) +
-                    " is outside the vocabulary of " + std::to_string(vocab));
+            invalid("sampling: recent token id " + std::to_string(id) + " is outside the vocabulary of " +
+                    std::to_string(vocab));
         // candidates_ is still indexed by token id here.
         float& logit = candidates_[static_cast<size_t>(id)].logit;
         if (settings.repeat_penalty != 1.0f)
@@ -274,8 +274,7 @@ void Sampler::report(Sample& out, size_t n_probs, float max, double temperature,
     out.candidates.reserve(count);
     for (size_t i = 0; i < count; ++i) {
         const Candidate& c = candidates_[i];
-        out.candidates.push_back(
-            {c.id, static_cast<float>(weight(c.logit, max, temperature) / total)});
+        out.candidates.push_back({c.id, static_cast<float>(weight(c.logit, max, temperature) / total)});
     }
 }
 

@@ -1,0 +1,57 @@
+// lantern/scheduler.h — continuous batching: several generations share every engine step.
+//
+// Each step() builds one batch: first every running generation's next token (decode), then
+// prompt chunks of waiting generations (chunked prefill) until the per-step token budget is used.
+// A generation's prompt may take several steps; a new request joins at the next step while the
+// others keep decoding, so a long prompt never stalls the running replies. One step = one
+// Engine::step = one command buffer, one submit.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lantern/engine.h"
+#include "lantern/sampling.h"
+
+namespace lantern {
+
+using RequestId = uint32_t;
+
+struct GenerationRequest {
+    std::vector<int32_t> prompt;          // token ids, BOS included if wanted
+    SamplingSettings settings;            // max_new_tokens bounds the reply
+    std::vector<int32_t> stop_tokens;     // e.g. EOS; generation ends when one is sampled
+    // Called for each generated token (not for a stop token), on the thread that calls step().
+    std::function<void(RequestId, int32_t token)> on_token;
+    // Called once when the request ends: "eos", "max_tokens", "context_full" or "cancelled".
+    std::function<void(RequestId, const std::string& reason)> on_finish;
+};
+
+struct SchedulerStepStats {
+    uint32_t decode_tokens = 0, prefill_tokens = 0, sequences = 0;
+    double ms = 0;
+};
+
+class Scheduler {
+public:
+    // `token_budget`: most tokens per step (decodes count one each); at most the engine's
+    // max_step_tokens. `max_running`: generations decoding at once (the engine's max_sequences).
+    Scheduler(Engine& engine, uint32_t token_budget, uint32_t max_running);
+    ~Scheduler();
+
+    RequestId submit(GenerationRequest request);
+    void cancel(RequestId id);
+    // Runs one engine step. Returns false when there is nothing to do.
+    bool step(SchedulerStepStats* stats = nullptr);
+    // Steps until every request has finished.
+    void run();
+    size_t pending() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lantern
