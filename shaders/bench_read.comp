@@ -1,20 +1,30 @@
 #version 450
-// Read roofline: every invocation streams consecutive vec4s (stride = all invocations) through a
-// running sum; one float per workgroup is written so the reads cannot be optimised away.
+// Read roofline: streams a buffer through a running sum; one float per workgroup is written so
+// the reads cannot be optimised away. MODE (specialization constant) picks the access pattern:
+//   0: grid-stride — lane i of the dispatch reads vec4 i, i + stride, ... (coalesced on GPUs)
+//   1: lane-contiguous — each lane reads its own contiguous chunk of vec4s
+//   2: uniform — every lane of a workgroup reads the same vec4 (broadcast loads); workgroups
+//      split the buffer, so each byte is read once per workgroup lane group
 layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint MODE = 0;
 layout(std430, binding = 0) readonly buffer Src { vec4 src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { float dst[]; };
 layout(push_constant) uniform Push { uint n_vec4; } pc;
-shared float part[256];
 void main() {
-    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    uint lanes = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     vec4 acc = vec4(0.0);
-    for (uint i = gl_GlobalInvocationID.x; i < pc.n_vec4; i += stride) acc += src[i];
-    part[gl_LocalInvocationID.x] = acc.x + acc.y + acc.z + acc.w;
-    barrier();
-    if (gl_LocalInvocationID.x == 0) {
-        float s = 0.0;
-        for (uint i = 0; i < gl_WorkGroupSize.x; ++i) s += part[i];
-        dst[gl_WorkGroupID.x] = s;
+    if (MODE == 0u) {
+        for (uint i = gl_GlobalInvocationID.x; i < pc.n_vec4; i += lanes) acc += src[i];
+    } else if (MODE == 1u) {
+        uint chunk = (pc.n_vec4 + lanes - 1u) / lanes;
+        uint begin = gl_GlobalInvocationID.x * chunk, end = min(begin + chunk, pc.n_vec4);
+        for (uint i = begin; i < end; ++i) acc += src[i];
+    } else {
+        uint chunk = (pc.n_vec4 + gl_NumWorkGroups.x - 1u) / gl_NumWorkGroups.x;
+        uint begin = gl_WorkGroupID.x * chunk, end = min(begin + chunk, pc.n_vec4);
+        for (uint i = begin; i < end; ++i) acc += src[i];
     }
+    float s = acc.x + acc.y + acc.z + acc.w;
+    if (s == 12345.678) dst[gl_GlobalInvocationID.x] = s;  // practically never: keeps the loads alive
+    if (gl_LocalInvocationID.x == 0u) dst[gl_WorkGroupID.x] = s;
 }

@@ -6,9 +6,11 @@
 // Workgroup (x, y) covers a band of output rows for up to TOKENS tokens (token group y), so each
 // weight unit is loaded once and used for all of them. Two ways to split the work, chosen per
 // device by the specialization constant LANE_PER_ROW:
-//  * LANE_PER_ROW (CPU drivers such as lavapipe): invocation i owns row (band + i) and walks its
-//    whole row; the input values are the same for every lane, so they are uniform loads (one load,
-//    broadcast) and only the weight unit is a per-lane load. No reduction, no shared memory.
+//  * LANE_PER_ROW (CPU drivers such as lavapipe): invocation i owns ROWS rows (band + i * ROWS ..)
+//    and walks them whole. On such drivers every lane's load is a separate memory access and the
+//    cost is the bytes summed over lanes (lane-contiguous streams are the fast pattern, see
+//    lantern-bench's read rooflines); the input vector is loaded by every lane, so each lane owns
+//    several rows to spread one input load over ROWS weight rows. No reduction, no shared memory.
 //  * split-K (GPUs): the workgroup owns ROWS rows; lanes take consecutive 16-byte units of a row
 //    (coalesced), and partial sums are reduced with subgroupAdd, then across subgroups.
 //
@@ -16,18 +18,21 @@
 //   INPUT_PLAIN : in = x[row][k]
 //   INPUT_NORM  : in = x[row][k] * rsqrt(mean(x[row]^2) + eps) * norm_w[k]    (RMSNorm fused)
 //   INPUT_SILU  : in = silu(x[row][k]) * x[row][K + k]   (x holds [gate | up]; SwiGLU fused)
-// flags bit 0: accumulate into y (residual add fused); bit 1: x row of token t is rowmap[t].
+// flags bit 0: accumulate into y (residual add fused); bit 1: x row of token t is rowmap[t];
+// bit 2: rows of x and K are multiples of 4 floats, so the input can be read as vec4.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint ROWS = 4;        // split-K: rows per workgroup
+layout(constant_id = 1) const uint ROWS = 4;        // rows per workgroup (split-K) or per lane (LANE_PER_ROW)
 layout(constant_id = 2) const uint TOKENS = 8;      // tokens per workgroup (1 = decode)
 layout(constant_id = 3) const bool LANE_PER_ROW = false;
 #define MAX_SUBGROUPS 32
 #include "weights.glsl"
 layout(std430, binding = 2) readonly buffer X { float x[]; };
+layout(std430, binding = 2) readonly buffer X4 { vec4 x4[]; };  // same buffer, 16-byte loads
 layout(std430, binding = 3) buffer Y { float y[]; };
 layout(std430, binding = 4) readonly buffer NormW { float norm_w[]; };
+layout(std430, binding = 4) readonly buffer NormW4 { vec4 norm_w4[]; };
 layout(std430, binding = 5) readonly buffer RowMap { uint rowmap[]; };
 layout(push_constant) uniform Push {
     uint K;          // input length (row length of W)
@@ -49,7 +54,13 @@ uint x_row(uint t) { return ((pc.flags & 2u) != 0u) ? rowmap[t] : t; }
 float inv_rms(uint t) {
     uint base = x_row(t) * pc.x_stride;
     float ss = 0.0;
-    for (uint k = 0; k < pc.K; ++k) ss += x[base + k] * x[base + k];
+    uint k = 0;
+    if ((pc.flags & 4u) != 0u)
+        for (; k + 4u <= pc.K; k += 4u) {
+            vec4 v = x4[(base + k) / 4u];
+            ss += dot(v, v);
+        }
+    for (; k < pc.K; ++k) ss += x[base + k] * x[base + k];
     return inversesqrt(ss / float(pc.K) + pc.eps);
 }
 
@@ -66,6 +77,16 @@ float input_at(uint base, uint k, float s) {
 }
 
 vec4 input4(uint base, uint k, float s) {
+    if ((pc.flags & 4u) != 0u) {
+#if defined(INPUT_NORM)
+        return x4[(base + k) / 4u] * s * norm_w4[k / 4u];
+#elif defined(INPUT_SILU)
+        vec4 g = x4[(base + k) / 4u];
+        return g / (1.0 + exp(-g)) * x4[(base + pc.K + k) / 4u];
+#else
+        return x4[(base + k) / 4u];
+#endif
+    }
 #if defined(INPUT_NORM)
     return vec4(x[base + k], x[base + k + 1u], x[base + k + 2u], x[base + k + 3u]) * s *
            vec4(norm_w[k], norm_w[k + 1u], norm_w[k + 2u], norm_w[k + 3u]);
@@ -122,30 +143,36 @@ void main() {
 #endif
 
     if (LANE_PER_ROW) {
-        const uint row = gl_WorkGroupID.x * wg + tid;
-        const uint r = min(row, pc.N - 1u);  // tail lanes compute a clamped row, never stored
-        const uint row_unit = r * pc.row_units;
-        float acc[TOKENS];
-        for (uint t = 0; t < TOKENS; ++t) acc[t] = 0.0;
+        const uint row0 = (gl_WorkGroupID.x * wg + tid) * ROWS;
+        uint row_unit[ROWS];
+        for (uint r = 0; r < ROWS; ++r) row_unit[r] = min(row0 + r, pc.N - 1u) * pc.row_units;  // clamped rows are never stored
+        float acc[ROWS * TOKENS];
+        for (uint i = 0; i < ROWS * TOKENS; ++i) acc[i] = 0.0;
         for (uint u = 0; u < full_units; ++u) {
-            vec4 w[VPU];
-            load_unit(row_unit + u, w);
-            for (uint t = 0; t < TOKENS; ++t) {
-                if (t < nt) {
+            vec4 in_t[TOKENS][VPU];
+            for (uint t = 0; t < TOKENS; ++t)
+                for (uint v = 0; v < VPU; ++v) in_t[t][v] = t < nt ? input4(xbase[t], u * EPU + 4u * v, scale[t]) : vec4(0.0);
+            for (uint r = 0; r < ROWS; ++r) {
+                vec4 w[VPU];
+                load_unit(row_unit[r] + u, w);
+                for (uint t = 0; t < TOKENS; ++t) {
                     float a = 0.0;
-                    for (uint v = 0; v < VPU; ++v) a += dot(w[v], input4(xbase[t], u * EPU + 4u * v, scale[t]));
-                    acc[t] += a;
+                    for (uint v = 0; v < VPU; ++v) a += dot(w[v], in_t[t][v]);
+                    acc[r * TOKENS + t] += a;
                 }
             }
         }
         for (uint k = full_units * EPU; k < K; ++k) {
-            float wk = load1(row_unit, k);
-            for (uint t = 0; t < TOKENS; ++t)
-                if (t < nt) acc[t] += wk * input_at(xbase[t], k, scale[t]);
+            for (uint t = 0; t < TOKENS; ++t) {
+                if (t >= nt) continue;
+                float xin = input_at(xbase[t], k, scale[t]);
+                for (uint r = 0; r < ROWS; ++r) acc[r * TOKENS + t] += load1(row_unit[r], k) * xin;
+            }
         }
-        if (row < pc.N)
-            for (uint t = 0; t < TOKENS; ++t)
-                if (t < nt) store(row, t0 + t, acc[t]);
+        for (uint r = 0; r < ROWS; ++r)
+            if (row0 + r < pc.N)
+                for (uint t = 0; t < TOKENS; ++t)
+                    if (t < nt) store(row0 + r, t0 + t, acc[r * TOKENS + t]);
         return;
     }
 

@@ -36,6 +36,7 @@ const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAP
   --startup         cold vs warm engine start (pipeline cache)
   --json            also print JSON lines
   --device SEL      Vulkan device
+  --write-synthetic S:T FILE   write a synthetic model to FILE and exit (for peers)
 )";
 
 struct Options {
@@ -278,7 +279,18 @@ int main(int argc, char** argv) {
         else if (f == "--startup") o.startup = true;
         else if (f == "--json") o.json = true;
         else if (f == "--device") o.device = value();
-        else {
+        else if (f == "--write-synthetic") {
+            std::string v = value(), file = value();
+            auto c = v.find(':');
+            try {
+                write_synthetic_model(synthetic_shape(v.substr(0, c)),
+                                      type_id(c == std::string::npos ? "q8_0" : v.substr(c + 1)), file);
+            } catch (const Error& e) {
+                std::fprintf(stderr, "lantern-bench: %s\n", e.what());
+                return 1;
+            }
+            return 0;
+        } else {
             std::fprintf(stderr, "unknown option %s\n%s", f.c_str(), kUsage);
             return 2;
         }
@@ -291,10 +303,11 @@ int main(int argc, char** argv) {
         Rooflines roof;
         if (o.rooflines) {
             roof = measure_rooflines(o.device);
-            std::printf("device %s: read roofline %.2f GB/s; dispatch %.1f us (%.1f us without barrier); "
-                        "submit+wait %.1f us\n",
-                        roof.device.c_str(), roof.read_gb_per_s, roof.dispatch_us, roof.dispatch_no_barrier_us,
-                        roof.submit_wait_us);
+            std::printf("device %s: read roofline %.2f GB/s (grid-stride %.2f, lane-contiguous %.2f, uniform %.2f); "
+                        "dispatch %.1f us (%.1f us without barrier); submit+wait %.1f us\n",
+                        roof.device.c_str(), roof.read_gb_per_s, roof.read_gb_per_s_by_pattern[0],
+                        roof.read_gb_per_s_by_pattern[1], roof.read_gb_per_s_by_pattern[2], roof.dispatch_us,
+                        roof.dispatch_no_barrier_us, roof.submit_wait_us);
             if (o.json)
                 std::printf("{\"test\":\"rooflines\",\"device\":\"%s\",\"read_gb_s\":%.3f,\"dispatch_us\":%.2f,"
                             "\"dispatch_no_barrier_us\":%.2f,\"submit_wait_us\":%.2f}\n",

@@ -7,7 +7,8 @@ namespace lantern {
 
 struct Rooflines {
     std::string device;
-    double read_gb_per_s = 0;        // streaming storage-buffer read throughput (bench_read.comp)
+    double read_gb_per_s = 0;        // streaming storage-buffer read throughput (bench_read.comp), best pattern
+    double read_gb_per_s_by_pattern[3] = {0, 0, 0};  // grid-stride, lane-contiguous, uniform
     double dispatch_us = 0;          // per dispatch in a chain with a barrier after each
     double dispatch_no_barrier_us = 0;  // per dispatch in a chain without barriers
     double submit_wait_us = 0;       // one empty submit + fence wait
