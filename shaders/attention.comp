@@ -2,21 +2,26 @@
 #extension GL_GOOGLE_include_directive : require
 // Causal self-attention over the paged KV cache, one workgroup per (query head, token).
 // Token t (position pos, in a sequence whose block table starts at tok[t].y) attends to positions
-// 0..pos, read through the block table. Keys are processed in chunks of WG: each invocation scores
-// one key into shared memory, then a numerically stable online softmax (running max m and sum l)
-// rescales the accumulator, and each invocation accumulates the head dimensions it owns.
-// GQA: query head h reads KV head h / (n_head / n_kv).
+// 0..pos, read through the block table. GQA: query head h reads KV head h / (n_head / n_kv).
+//
+// Lanes split the keys (lane i takes keys i, i + WG, ...). Each lane keeps its own numerically
+// stable online softmax — running max m, running sum l, and an output accumulator o[head_dim] in
+// registers — so every K and V row is read by exactly one lane as a contiguous stream (the fast
+// pattern on CPU drivers, and one coalesced row per lane on GPUs). At the end the lanes' partial
+// results are merged: M = max m_i, l = sum l_i e^(m_i - M), o = sum o_i e^(m_i - M) / l.
 // Capture (flags bit 0): for token pc.capture_token the raw scores of every head go to
-// `scores[h][j]` and (m, l) to `stats[h]`, so the host can draw the attention heatmap.
+// capture[h][j] and (M, l) to the tail, so the host can draw the attention heatmap.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 layout(local_size_x_id = 0) in;
 #define MAX_HD 256
-#define MAX_WG 256
+#define MAX_SUBGROUPS 64
 #include "kv.glsl"
 layout(std430, binding = 0) readonly buffer QKV { float qkv[]; };
 layout(std430, binding = 1) readonly buffer KCache { uint kc[]; };
 layout(std430, binding = 2) readonly buffer VCache { uint vc[]; };
+layout(std430, binding = 1) readonly buffer KCache4 { uvec4 kc4[]; };
+layout(std430, binding = 2) readonly buffer VCache4 { uvec4 vc4[]; };
 layout(std430, binding = 3) readonly buffer TokInfo { uvec4 tok[]; };
 layout(std430, binding = 4) readonly buffer Tables { uint tables[]; };
 layout(std430, binding = 5) writeonly buffer Out { float o[]; };
@@ -26,87 +31,149 @@ layout(push_constant) uniform Push {
     float scale; uint flags; uint capture_token; uint capture_stride;
 } pc;
 
-shared float q[MAX_HD];
-shared float s[MAX_WG];
-shared float red[32];
-
-float kv_load(bool is_k, uint i) {
+// Elements per 16-byte load of the cache; rows are read 16 bytes at a time when hd allows it.
 #if defined(KV_F16)
-    uint w = is_k ? kc[i / 2u] : vc[i / 2u];
-    return unpackHalf2x16(w >> ((i & 1u) * 16u)).x;
+#define KV_EPL 8u
 #else
-    return uintBitsToFloat(is_k ? kc[i] : vc[i]);
+#define KV_EPL 4u
 #endif
-}
+#define MAX_CHUNKS (MAX_HD / KV_EPL)
 
-float wg_max(float v) {
-    v = subgroupMax(v);
-    if (subgroupElect()) red[gl_SubgroupID] = v;
-    barrier();
-    float r = red[0];
-    for (uint i = 1; i < gl_NumSubgroups; ++i) r = max(r, red[i]);
-    barrier();
-    return r;
-}
-float wg_sum(float v) {
-    v = subgroupAdd(v);
-    if (subgroupElect()) red[gl_SubgroupID] = v;
-    barrier();
-    float r = 0.0;
-    for (uint i = 0; i < gl_NumSubgroups; ++i) r += red[i];
-    barrier();
-    return r;
+shared float red_m[MAX_SUBGROUPS];
+shared float red_l[MAX_SUBGROUPS];
+shared float red_o[MAX_SUBGROUPS * 4];
+
+// Loads elements [c * KV_EPL, (c + 1) * KV_EPL) of a cache row starting at element `base`.
+void load_chunk(bool is_k, uint base, uint c, out vec4 a, out vec4 b) {
+    uint e = base + c * KV_EPL;
+    if (pc.hd % KV_EPL == 0u) {
+        uvec4 w = is_k ? kc4[e / KV_EPL] : vc4[e / KV_EPL];
+#if defined(KV_F16)
+        a = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+        b = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+#else
+        a = uintBitsToFloat(w);
+        b = vec4(0.0);
+#endif
+        return;
+    }
+    // Head dims that are not a multiple of the 16-byte chunk: element by element, zero-padded.
+    float v[8];
+    for (uint i = 0; i < 8u; ++i) {
+        uint d = c * KV_EPL + i;
+        v[i] = 0.0;
+        if (i < KV_EPL && d < pc.hd) {
+#if defined(KV_F16)
+            uint w = is_k ? kc[(e + i) / 2u] : vc[(e + i) / 2u];
+            v[i] = unpackHalf2x16(w >> (((e + i) & 1u) * 16u)).x;
+#else
+            v[i] = uintBitsToFloat(is_k ? kc[e + i] : vc[e + i]);
+#endif
+        }
+    }
+    a = vec4(v[0], v[1], v[2], v[3]);
+    b = vec4(v[4], v[5], v[6], v[7]);
 }
 
 void main() {
     const uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
     const uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
     const uint hd = pc.hd;
+    const uint chunks = (hd + KV_EPL - 1u) / KV_EPL;
     const uint kvh = h / (pc.n_head / pc.n_kv);
     const uvec4 info = tok[t];
     const uint n_ctx = info.x + 1u, table = info.y;
     const bool capturing = (pc.flags & 1u) != 0u && t == pc.capture_token;
 
-    for (uint d = tid; d < hd; d += wg) q[d] = qkv[t * pc.qkv_stride + h * hd + d] * pc.scale;
-    barrier();
+    // q (pre-scaled) in registers, in the same chunk layout as the cache rows.
+    vec4 qa[MAX_CHUNKS], qb[MAX_CHUNKS];
+    const uint qbase = t * pc.qkv_stride + h * hd;
+    for (uint c = 0; c < MAX_CHUNKS; ++c) {
+        if (c >= chunks) break;
+        float v[8];
+        for (uint i = 0; i < 8u; ++i) {
+            uint d = c * KV_EPL + i;
+            v[i] = (i < KV_EPL && d < hd) ? qkv[qbase + d] * pc.scale : 0.0;
+        }
+        qa[c] = vec4(v[0], v[1], v[2], v[3]);
+        qb[c] = vec4(v[4], v[5], v[6], v[7]);
+    }
 
     float m = -1.0 / 0.0, l = 0.0;
-    float acc[MAX_HD / 32];  // dims tid, tid + wg, ... (wg >= 32 guaranteed by the host)
-    for (uint i = 0; i < MAX_HD / 32; ++i) acc[i] = 0.0;
-
-    for (uint c0 = 0; c0 < n_ctx; c0 += wg) {
-        uint j = c0 + tid;
-        float score = -1.0 / 0.0;
-        if (j < n_ctx) {
-            uint slot = tables[table + j / pc.block] * pc.block + j % pc.block;
-            uint kb = kv_index(slot, kvh, 0u, pc.n_kv, hd, pc.block);
-            float dotv = 0.0;
-            for (uint d = 0; d < hd; ++d) dotv += q[d] * kv_load(true, kb + d);
-            score = dotv;
-            if (capturing) capture[h * pc.capture_stride + j] = score;
-        }
-        float m_new = max(m, wg_max(score));
-        float p = (j < n_ctx) ? exp(score - m_new) : 0.0;
-        s[tid] = p;
-        float correction = exp(m - m_new);  // 0 on the first chunk (m = -inf)
-        l = l * correction + wg_sum(p);     // wg_sum's barriers also publish s[]
-        m = m_new;
-        uint n_here = min(wg, n_ctx - c0);
-        for (uint i = 0; i * wg + tid < hd; ++i) {
-            uint d = i * wg + tid;
-            float a = acc[i] * correction;
-            for (uint jj = 0; jj < n_here; ++jj) {
-                uint jg = c0 + jj;
-                uint slot = tables[table + jg / pc.block] * pc.block + jg % pc.block;
-                a += s[jj] * kv_load(false, kv_index(slot, kvh, d, pc.n_kv, hd, pc.block));
-            }
-            acc[i] = a;
-        }
-        barrier();  // s[] is rewritten by the next chunk
+    vec4 oa[MAX_CHUNKS], ob[MAX_CHUNKS];
+    for (uint c = 0; c < MAX_CHUNKS; ++c) {
+        oa[c] = vec4(0.0);
+        ob[c] = vec4(0.0);
     }
-    for (uint i = 0; i * wg + tid < hd; ++i) o[t * pc.out_stride + h * hd + i * wg + tid] = acc[i] / l;
-    if (capturing && tid == 0) {
-        capture[pc.n_head * pc.capture_stride + 2u * h] = m;
-        capture[pc.n_head * pc.capture_stride + 2u * h + 1u] = l;
+    for (uint j = tid; j < n_ctx; j += wg) {
+        uint slot = tables[table + j / pc.block] * pc.block + j % pc.block;
+        uint base = kv_index(slot, kvh, 0u, pc.n_kv, hd, pc.block);
+        float s = 0.0;
+        for (uint c = 0; c < MAX_CHUNKS; ++c) {
+            if (c >= chunks) break;
+            vec4 ka, kb;
+            load_chunk(true, base, c, ka, kb);
+            s += dot(qa[c], ka) + dot(qb[c], kb);
+        }
+        if (capturing) capture[h * pc.capture_stride + j] = s;
+        float m_new = max(m, s);
+        float correction = exp(m - m_new);  // 0 on this lane's first key (m = -inf)
+        float p = exp(s - m_new);
+        l = l * correction + p;
+        for (uint c = 0; c < MAX_CHUNKS; ++c) {
+            if (c >= chunks) break;
+            vec4 va, vb;
+            load_chunk(false, base, c, va, vb);
+            oa[c] = oa[c] * correction + p * va;
+            ob[c] = ob[c] * correction + p * vb;
+        }
+        m = m_new;
+    }
+
+    // Merge the lanes: first within the subgroup, then across subgroups through shared memory.
+    float M = subgroupMax(m);
+    if (gl_NumSubgroups > 1u) {
+        if (subgroupElect()) red_m[gl_SubgroupID] = M;
+        barrier();
+        M = red_m[0];
+        for (uint s = 1; s < gl_NumSubgroups; ++s) M = max(M, red_m[s]);
+        barrier();
+    }
+    float f = (m == -1.0 / 0.0) ? 0.0 : exp(m - M);  // lanes that saw no key contribute nothing
+    float L = subgroupAdd(l * f);
+    if (gl_NumSubgroups > 1u) {
+        if (subgroupElect()) red_l[gl_SubgroupID] = L;
+        barrier();
+        L = 0.0;
+        for (uint s = 0; s < gl_NumSubgroups; ++s) L += red_l[s];
+        barrier();
+    }
+    const uint obase = t * pc.out_stride + h * hd;
+    for (uint c = 0; c < MAX_CHUNKS; ++c) {
+        if (c >= chunks) break;
+        vec4 sa = subgroupAdd(oa[c] * f), sb = subgroupAdd(ob[c] * f);
+        if (gl_NumSubgroups > 1u) {
+            for (uint half_ = 0; half_ < 2u; ++half_) {
+                vec4 v = half_ == 0u ? sa : sb;
+                if (subgroupElect())
+                    for (uint i = 0; i < 4u; ++i) red_o[gl_SubgroupID * 4u + i] = v[i];
+                barrier();
+                v = vec4(0.0);
+                for (uint s = 0; s < gl_NumSubgroups; ++s)
+                    v += vec4(red_o[s * 4u], red_o[s * 4u + 1u], red_o[s * 4u + 2u], red_o[s * 4u + 3u]);
+                barrier();
+                if (half_ == 0u) sa = v; else sb = v;
+            }
+        }
+        if (tid == 0u) {
+            for (uint i = 0; i < 8u; ++i) {
+                uint d = c * KV_EPL + i;
+                if (i < KV_EPL && d < hd) o[obase + d] = (i < 4u ? sa[i] : sb[i - 4u]) / L;
+            }
+        }
+    }
+    if (capturing && tid == 0u) {
+        capture[pc.n_head * pc.capture_stride + 2u * h] = M;
+        capture[pc.n_head * pc.capture_stride + 2u * h + 1u] = L;
     }
 }

@@ -1,5 +1,6 @@
 #include "ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "lantern/error.h"
@@ -56,7 +57,9 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
         throw Error(ErrorCode::InvalidModelFile, "attention heads (" + std::to_string(shape.n_head) +
                                                      ") are not a multiple of KV heads (" +
                                                      std::to_string(shape.n_kv) + ")");
-    group_ = 64;  // >= 32 (the per-invocation accumulator covers head_dim <= 256 in steps of 32)
+    // One subgroup per workgroup where possible (8 lanes on lavapipe, 32/64 on GPUs): the lanes'
+    // partial softmax results then merge with subgroup operations alone.
+    group_ = std::clamp<uint32_t>(ctx.info().subgroup_size, 8, 64);
     kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::attention_f16 : shaders::ShaderId::attention_f32, 7,
                           sizeof(AttnPush), {group_});
     vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, tables, out, capture};
