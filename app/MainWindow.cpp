@@ -1,11 +1,769 @@
 #include "MainWindow.h"
 
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDesktopServices>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFileSystemWatcher>
+#include <QHBoxLayout>
+#include <QInputDialog>
+#include <QKeyEvent>
 #include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QUrl>
+#include <QVBoxLayout>
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+#include "Format.h"
+#include "Language.h"
+#include "Preferences.h"
+#include "Theme.h"
+#include "chat/ChatModel.h"
+#include "chat/ChatView.h"
+#include "chat/ConversationDelegate.h"
+#include "chat/ConversationStore.h"
+#include "panels/AttentionPanel.h"
+#include "panels/KvCachePanel.h"
+#include "panels/ModelInfoPanel.h"
+#include "panels/PerformancePanel.h"
+#include "panels/SamplingPanel.h"
+#include "worker/InferenceWorker.h"
+
+namespace {
+
+constexpr int kConversationIdRole = Qt::UserRole + 1;
+constexpr int kModelPathRole = Qt::UserRole + 2;
+
+QString conversationTitleFrom(const QString& text) {
+    QString title = text.simplified();
+    if (title.size() > 48) title = title.left(47) + QChar(0x2026);
+    return title;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(parent) {
+    registerEngineMetaTypes();
     setWindowTitle(tr("Lantern"));
-    auto* label = new QLabel(tr("No model loaded."), this);
-    label->setAlignment(Qt::AlignCenter);
-    setCentralWidget(label);
-    resize(1000, 700);
+    setWindowIcon(theme::appIcon());
+    setDockNestingEnabled(true);
+
+    store_ = std::make_unique<ConversationStore>(storePath.isEmpty() ? ConversationStore::defaultPath() : storePath);
+
+    worker_ = new InferenceWorker();
+    worker_->moveToThread(&workerThread_);
+    connect(&workerThread_, &QThread::finished, worker_, &QObject::deleteLater);
+    workerThread_.setObjectName(QStringLiteral("InferenceWorker"));
+    workerThread_.start();
+
+    buildCentralArea();
+    buildDocks();
+    buildActions();
+    buildStatusBar();
+    connectWorker();
+
+    partialSaveTimer_.setInterval(400);
+    connect(&partialSaveTimer_, &QTimer::timeout, this, &MainWindow::savePartialReply);
+
+    // Restore what the user had.
+    const lantern::SamplingSettings sampling = preferences::samplingSettings();
+    samplingPanel_->setSettings(sampling);
+    worker_->setSamplingSettings(sampling);
+    systemPrompt_->setText(preferences::systemPrompt());
+    emit systemPromptChanged(systemPrompt_->text());
+    deviceSelector_ = preferences::deviceSelector();
+
+    resize(1400, 880);
+    if (const QByteArray g = preferences::windowGeometry(); !g.isEmpty()) restoreGeometry(g);
+    if (const QByteArray s = preferences::windowState(); !s.isEmpty()) restoreState(s);
+
+    if (!store_->isOpen()) {
+        QMessageBox::warning(this, tr("Conversations unavailable"),
+                             tr("The conversation database could not be opened, so chats will not be saved.\n\n%1")
+                                 .arg(store_->lastError()));
+    }
+    refreshConversationList();
+    refreshModelPicker();
+    setState(State::NoModel);
+    if (const qint64 last = preferences::lastConversation(); last >= 0 && store_->conversation(last).id >= 0)
+        openConversation(last);
+    emit listDevicesRequested();
+}
+
+MainWindow::~MainWindow() {
+    worker_->requestStop();
+    workerThread_.quit();
+    workerThread_.wait();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Construction
+
+void MainWindow::buildCentralArea() {
+    auto* central = new QWidget(this);
+    auto* layout = new QVBoxLayout(central);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+
+    auto* promptBar = new QWidget(central);
+    promptBar->setAutoFillBackground(true);
+    QPalette barPalette = promptBar->palette();
+    barPalette.setColor(QPalette::Window, theme::window());
+    promptBar->setPalette(barPalette);
+    auto* promptLayout = new QHBoxLayout(promptBar);
+    promptLayout->setContentsMargins(18, 10, 18, 4);
+    auto* promptLabel = new QLabel(tr("System prompt"), promptBar);
+    promptLabel->setProperty("role", QStringLiteral("caption"));
+    systemPrompt_ = new QLineEdit(promptBar);
+    systemPrompt_->setObjectName(QStringLiteral("systemPrompt"));
+    systemPrompt_->setPlaceholderText(tr("Optional instructions the model sees before the conversation"));
+    systemPrompt_->setClearButtonEnabled(true);
+    promptLayout->addWidget(promptLabel);
+    promptLayout->addWidget(systemPrompt_, 1);
+    layout->addWidget(promptBar);
+
+    chatModel_ = new ChatModel(this);
+    chatView_ = new ChatView(central);
+    chatView_->setObjectName(QStringLiteral("chatView"));
+    chatView_->setModel(chatModel_);
+    layout->addWidget(chatView_, 1);
+
+    auto* inputBar = new QWidget(central);
+    inputBar->setAutoFillBackground(true);
+    inputBar->setPalette(barPalette);
+    auto* inputLayout = new QHBoxLayout(inputBar);
+    inputLayout->setContentsMargins(18, 8, 18, 14);
+    input_ = new QPlainTextEdit(inputBar);
+    input_->setObjectName(QStringLiteral("messageInput"));
+    input_->setPlaceholderText(tr("Write a message… (Enter sends, Shift+Enter starts a new line)"));
+    input_->setFixedHeight(QFontMetrics(input_->font()).lineSpacing() * 3 + 20);
+    input_->setTabChangesFocus(true);
+    input_->installEventFilter(this);
+    inputLayout->addWidget(input_, 1);
+
+    auto* buttons = new QVBoxLayout();
+    buttons->setSpacing(6);
+    sendButton_ = new QPushButton(tr("Send"), inputBar);
+    sendButton_->setObjectName(QStringLiteral("sendButton"));
+    sendButton_->setCursor(Qt::PointingHandCursor);
+    stopButton_ = new QPushButton(tr("Stop"), inputBar);
+    stopButton_->setObjectName(QStringLiteral("stopButton"));
+    stopButton_->setToolTip(tr("Stop generating (Esc). The text so far is kept."));
+    regenerateButton_ = new QPushButton(tr("Regenerate"), inputBar);
+    regenerateButton_->setObjectName(QStringLiteral("regenerateButton"));
+    regenerateButton_->setToolTip(tr("Replace the last reply with a new one"));
+    buttons->addWidget(sendButton_);
+    auto* secondary = new QHBoxLayout();
+    secondary->setSpacing(6);
+    secondary->addWidget(stopButton_);
+    secondary->addWidget(regenerateButton_);
+    buttons->addLayout(secondary);
+    buttons->addStretch(1);
+    inputLayout->addLayout(buttons);
+    layout->addWidget(inputBar);
+
+    setCentralWidget(central);
+
+    connect(sendButton_, &QPushButton::clicked, this, &MainWindow::sendMessage);
+    connect(stopButton_, &QPushButton::clicked, this, &MainWindow::stopGeneration);
+    connect(regenerateButton_, &QPushButton::clicked, this, &MainWindow::regenerateReply);
+    connect(input_, &QPlainTextEdit::textChanged, this, [this] { setState(state_); });
+    connect(systemPrompt_, &QLineEdit::editingFinished, this, [this] {
+        const QString text = systemPrompt_->text().trimmed();
+        preferences::setSystemPrompt(text);
+        if (conversationId_ >= 0) store_->setConversationSystemPrompt(conversationId_, text);
+        emit systemPromptChanged(text);
+    });
+}
+
+void MainWindow::buildDocks() {
+    auto makeDock = [this](const QString& title, const char* name, QWidget* content, Qt::DockWidgetArea area) {
+        auto* dock = new QDockWidget(title, this);
+        dock->setObjectName(QString::fromLatin1(name));
+        dock->setWidget(content);
+        dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
+        addDockWidget(area, dock);
+        return dock;
+    };
+
+    // Left: conversations.
+    auto* sidebar = new QWidget(this);
+    auto* sideLayout = new QVBoxLayout(sidebar);
+    sideLayout->setContentsMargins(6, 6, 6, 6);
+    auto* newChat = new QPushButton(tr("New Chat"), sidebar);
+    newChat->setObjectName(QStringLiteral("newChatButton"));
+    sideLayout->addWidget(newChat);
+    conversationList_ = new QListWidget(sidebar);
+    conversationList_->setObjectName(QStringLiteral("conversationList"));
+    conversationList_->setContextMenuPolicy(Qt::CustomContextMenu);
+    conversationList_->setItemDelegate(new ConversationDelegate(conversationList_));
+    conversationList_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    conversationList_->setMouseTracking(true);
+    sideLayout->addWidget(conversationList_, 1);
+    QDockWidget* conversationsDock = makeDock(tr("Conversations"), "conversationsDock", sidebar, Qt::LeftDockWidgetArea);
+    connect(newChat, &QPushButton::clicked, this, &MainWindow::newConversation);
+    connect(conversationList_, &QListWidget::itemClicked, this, [this](QListWidgetItem* item) {
+        const qint64 id = item->data(kConversationIdRole).toLongLong();
+        if (id != conversationId_) openConversation(id);
+    });
+    connect(conversationList_, &QListWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+        QListWidgetItem* item = conversationList_->itemAt(pos);
+        if (item == nullptr) return;
+        const qint64 id = item->data(kConversationIdRole).toLongLong();
+        QMenu menu(this);
+        QAction* rename = menu.addAction(tr("Rename…"));
+        QAction* remove = menu.addAction(tr("Delete"));
+        remove->setEnabled(state_ != State::Generating || id != conversationId_);
+        QAction* chosen = menu.exec(conversationList_->viewport()->mapToGlobal(pos));
+        if (chosen == rename) renameConversation(id);
+        if (chosen == remove) deleteConversation(id);
+    });
+
+    // Right: the panels.
+    samplingPanel_ = new SamplingPanel(this);
+    kvPanel_ = new KvCachePanel(this);
+    performancePanel_ = new PerformancePanel(this);
+    attentionPanel_ = new AttentionPanel(this);
+    modelInfoPanel_ = new ModelInfoPanel(this);
+    QDockWidget* kvDock = makeDock(tr("KV Cache"), "kvCacheDock", kvPanel_, Qt::RightDockWidgetArea);
+    QDockWidget* samplingDock = makeDock(tr("Sampling"), "samplingDock", samplingPanel_, Qt::RightDockWidgetArea);
+    QDockWidget* performanceDock = makeDock(tr("Performance"), "performanceDock", performancePanel_, Qt::RightDockWidgetArea);
+    QDockWidget* attentionDock = makeDock(tr("Attention"), "attentionDock", attentionPanel_, Qt::RightDockWidgetArea);
+    QDockWidget* modelDock = makeDock(tr("Model"), "modelDock", modelInfoPanel_, Qt::RightDockWidgetArea);
+    splitDockWidget(kvDock, samplingDock, Qt::Vertical);
+    tabifyDockWidget(kvDock, performanceDock);
+    tabifyDockWidget(performanceDock, attentionDock);
+    tabifyDockWidget(samplingDock, modelDock);
+    kvDock->raise();
+    samplingDock->raise();
+    resizeDocks({conversationsDock, kvDock}, {230, 430}, Qt::Horizontal);
+    resizeDocks({kvDock, samplingDock}, {430, 420}, Qt::Vertical);
+
+    // Every knob change goes straight into the worker's SettingsSlot (thread-safe, see
+    // InferenceWorker.h): a queued call would wait until the running reply had finished.
+    connect(samplingPanel_, &SamplingPanel::settingsChanged, this, [this](const lantern::SamplingSettings& s) {
+        if (worker_->setSamplingSettings(s)) preferences::setSamplingSettings(s);
+    });
+    connect(attentionPanel_, &AttentionPanel::captureLayerChanged, this, [this](int layer) { worker_->setAttentionLayer(layer); });
+}
+
+void MainWindow::buildActions() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    openAction_ = file->addAction(tr("&Open Model…"), this, [this] {
+        QString dir = QFileInfo(modelPath_).absolutePath();
+        if (modelPath_.isEmpty()) dir = preferences::modelsDirectory();
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open Model"), dir, tr("GGUF models (*.gguf);;All files (*)"));
+        if (!path.isEmpty()) openModel(path);
+    });
+    openAction_->setShortcut(QKeySequence::Open);
+    file->addAction(tr("Open Models &Folder"), this, [] {
+        QDir().mkpath(preferences::modelsDirectory());
+        QDesktopServices::openUrl(QUrl::fromLocalFile(preferences::modelsDirectory()));
+    });
+    deviceMenu_ = file->addMenu(tr("&Device"));
+    deviceGroup_ = new QActionGroup(this);
+    file->addSeparator();
+    newChatAction_ = file->addAction(tr("&New Chat"), this, &MainWindow::newConversation);
+    newChatAction_->setShortcut(QKeySequence::New);
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    viewMenu_ = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* dock : findChildren<QDockWidget*>()) viewMenu_->addAction(dock->toggleViewAction());
+    viewMenu_->addSeparator();
+    QMenu* languageMenu = viewMenu_->addMenu(tr("&Language"));
+    auto* languageGroup = new QActionGroup(this);
+    const QString current = preferences::language();
+    auto addLanguage = [&](const QString& label, const QString& name) {
+        QAction* a = languageMenu->addAction(label, this, [this, name] { chooseLanguage(name); });
+        a->setCheckable(true);
+        a->setChecked(current == name);
+        languageGroup->addAction(a);
+    };
+    addLanguage(tr("Automatic (System)"), QString());
+    addLanguage(QStringLiteral("English"), QStringLiteral("en"));
+    for (const QString& name : language::available()) addLanguage(language::nativeName(name), name);
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About Lantern"), this, &MainWindow::showAbout);
+
+    auto* toolbar = addToolBar(tr("Model"));
+    toolbar->setObjectName(QStringLiteral("modelToolbar"));
+    toolbar->setMovable(false);
+    auto* modelLabel = new QLabel(tr("Model"), toolbar);
+    modelLabel->setProperty("role", QStringLiteral("caption"));
+    toolbar->addWidget(modelLabel);
+    modelPicker_ = new QComboBox(toolbar);
+    modelPicker_->setObjectName(QStringLiteral("modelPicker"));
+    modelPicker_->setMinimumContentsLength(28);
+    modelPicker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    modelPicker_->setToolTip(tr("Models in %1, and models you opened").arg(QDir::toNativeSeparators(preferences::modelsDirectory())));
+    toolbar->addWidget(modelPicker_);
+    toolbar->addAction(openAction_);
+    toolbar->addSeparator();
+    toolbar->addAction(newChatAction_);
+    connect(modelPicker_, &QComboBox::activated, this, [this](int index) {
+        const QString path = modelPicker_->itemData(index, kModelPathRole).toString();
+        if (!path.isEmpty() && path != modelPath_) openModel(path);
+    });
+
+    modelsWatcher_ = new QFileSystemWatcher(this);
+    QDir().mkpath(preferences::modelsDirectory());
+    modelsWatcher_->addPath(preferences::modelsDirectory());
+    connect(modelsWatcher_, &QFileSystemWatcher::directoryChanged, this, &MainWindow::refreshModelPicker);
+}
+
+void MainWindow::buildStatusBar() {
+    stateLabel_ = new QLabel(this);
+    stateLabel_->setObjectName(QStringLiteral("stateLabel"));
+    contextLabel_ = new QLabel(this);
+    contextLabel_->setObjectName(QStringLiteral("contextLabel"));
+    deviceLabel_ = new QLabel(tr("No device"), this);
+    deviceLabel_->setObjectName(QStringLiteral("deviceLabel"));
+    statusBar()->addPermanentWidget(stateLabel_);
+    statusBar()->addPermanentWidget(contextLabel_);
+    statusBar()->addPermanentWidget(deviceLabel_);
+}
+
+void MainWindow::connectWorker() {
+    // Requests: queued, because the worker lives on workerThread_.
+    connect(this, &MainWindow::loadModelRequested, worker_, &InferenceWorker::loadModel);
+    connect(this, &MainWindow::sendRequested, worker_, &InferenceWorker::send);
+    connect(this, &MainWindow::regenerateRequested, worker_, &InferenceWorker::regenerate);
+    connect(this, &MainWindow::systemPromptChanged, worker_, &InferenceWorker::setSystemPrompt);
+    connect(this, &MainWindow::resetConversationRequested, worker_, &InferenceWorker::resetConversation);
+    connect(this, &MainWindow::listDevicesRequested, worker_, &InferenceWorker::listDevices);
+    // Results: queued back to this (UI) thread, carrying values.
+    connect(worker_, &InferenceWorker::modelLoaded, this, &MainWindow::onModelLoaded);
+    connect(worker_, &InferenceWorker::loadFailed, this, &MainWindow::onLoadFailed);
+    connect(worker_, &InferenceWorker::modelUnloaded, this, &MainWindow::onModelUnloaded);
+    connect(worker_, &InferenceWorker::tokenGenerated, this, &MainWindow::onToken);
+    connect(worker_, &InferenceWorker::turnFinished, this, &MainWindow::onTurnFinished);
+    connect(worker_, &InferenceWorker::kvStatsChanged, this, &MainWindow::onKvStats);
+    connect(worker_, &InferenceWorker::attentionCaptured, attentionPanel_, &AttentionPanel::setSnapshot);
+    connect(worker_, &InferenceWorker::errorOccurred, this, &MainWindow::onError);
+    connect(worker_, &InferenceWorker::devicesListed, this, &MainWindow::onDevicesListed);
+    connect(worker_, &InferenceWorker::settingsRejected, this,
+            [this](const QString& message) { statusBar()->showMessage(tr("Sampling settings not applied: %1").arg(message), 6000); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// State
+
+void MainWindow::setState(State state) {
+    state_ = state;
+    const bool ready = state == State::Ready;
+    const bool generating = state == State::Generating;
+    sendButton_->setEnabled(ready && !input_->toPlainText().trimmed().isEmpty());
+    stopButton_->setEnabled(generating);
+    regenerateButton_->setEnabled(ready && canRegenerate_);
+    modelPicker_->setEnabled(!generating && state != State::Loading);
+    openAction_->setEnabled(!generating && state != State::Loading);
+    deviceMenu_->setEnabled(!generating && state != State::Loading);
+    conversationList_->setEnabled(!generating);
+    newChatAction_->setEnabled(!generating);
+    switch (state) {
+    case State::NoModel:
+        stateLabel_->setText(tr("No model"));
+        chatView_->setEmptyText(tr("Welcome to Lantern"),
+                                tr("Open a GGUF model (File > Open Model…) or pick one from the toolbar. "
+                                   "Models in %1 are listed automatically.")
+                                    .arg(QDir::toNativeSeparators(preferences::modelsDirectory())));
+        break;
+    case State::Loading:
+        stateLabel_->setText(tr("Loading %1…").arg(QFileInfo(modelPath_).fileName()));
+        chatView_->setEmptyText(tr("Loading the model…"), tr("Weights are uploaded to the device and the compute pipelines are built."));
+        break;
+    case State::Ready:
+        stateLabel_->setText(tr("Ready"));
+        chatView_->setEmptyText(tr("Ready when you are"), tr("%1 is loaded. Write a message below to start.").arg(loadedModelName_));
+        break;
+    case State::Generating:
+        stateLabel_->setText(tr("Generating…"));
+        break;
+    }
+}
+
+void MainWindow::refreshModelPicker() {
+    QStringList paths;
+    const QDir dir(preferences::modelsDirectory());
+    for (const QFileInfo& info : dir.entryInfoList({QStringLiteral("*.gguf")}, QDir::Files | QDir::Readable, QDir::Name))
+        paths << info.absoluteFilePath();
+    for (const QString& extra : {preferences::lastModel(), modelPath_})
+        if (!extra.isEmpty() && !paths.contains(QFileInfo(extra).absoluteFilePath()) && QFileInfo::exists(extra))
+            paths << QFileInfo(extra).absoluteFilePath();
+
+    const QSignalBlocker block(modelPicker_);
+    modelPicker_->clear();
+    modelPicker_->addItem(paths.isEmpty() ? tr("No models found — use Open Model…") : tr("Choose a model…"));
+    modelPicker_->setItemData(0, QString(), kModelPathRole);
+    for (const QString& path : paths) {
+        const QFileInfo info(path);
+        modelPicker_->addItem(tr("%1  (%2)").arg(info.completeBaseName(), display::bytes(static_cast<uint64_t>(info.size()))));
+        modelPicker_->setItemData(modelPicker_->count() - 1, path, kModelPathRole);
+        modelPicker_->setItemData(modelPicker_->count() - 1, QDir::toNativeSeparators(path), Qt::ToolTipRole);
+    }
+    const int current = modelPicker_->findData(QFileInfo(modelPath_).absoluteFilePath(), kModelPathRole);
+    modelPicker_->setCurrentIndex(current >= 0 ? current : 0);
+}
+
+void MainWindow::refreshConversationList() {
+    const QSignalBlocker block(conversationList_);
+    conversationList_->clear();
+    const QLocale locale;
+    for (const ConversationSummary& c : store_->conversations()) {
+        auto* item = new QListWidgetItem(conversationList_);
+        item->setText(c.title);
+        item->setData(ConversationDelegate::SubtitleRole,
+                      tr("%1 · %n message(s)", nullptr, c.message_count)
+                          .arg(c.updated.date() == QDate::currentDate() ? locale.toString(c.updated.time(), QStringLiteral("HH:mm"))
+                                                                        : locale.toString(c.updated.date(), QLocale::ShortFormat)));
+        item->setData(kConversationIdRole, c.id);
+        item->setToolTip(c.model.isEmpty() ? c.title : tr("%1\nModel: %2").arg(c.title, c.model));
+        if (c.id == conversationId_) conversationList_->setCurrentItem(item);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models
+
+void MainWindow::openModel(const QString& path, const QString& deviceSelector) {
+    if (state_ == State::Generating || state_ == State::Loading) return;
+    if (!deviceSelector.isEmpty()) deviceSelector_ = deviceSelector;
+    modelPath_ = path;
+    canRegenerate_ = false;
+    setState(State::Loading);
+    statusBar()->showMessage(tr("Loading %1…").arg(QDir::toNativeSeparators(path)));
+    kvPanel_->clear();
+    modelInfoPanel_->clear();
+    emit loadModelRequested(path, deviceSelector_);
+}
+
+void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report) {
+    loadedModelName_ = model.name.empty() ? QFileInfo(modelPath_).completeBaseName() : QString::fromStdString(model.name);
+    contextLength_ = report.context_length;
+    preferences::setLastModel(modelPath_);
+    refreshModelPicker();
+    setWindowTitle(tr("%1 — Lantern").arg(loadedModelName_));
+    chatView_->setAssistantName(loadedModelName_);
+
+    QString deviceText = QString::fromStdString(device.name);
+    if (device.type == lantern::DeviceType::Cpu) deviceText += QStringLiteral(" · ") + deviceTypeDescription(device.type);
+    deviceLabel_->setText(deviceText);
+    deviceLabel_->setToolTip(tr("%1\nDriver: %2").arg(deviceDescription(device), QString::fromStdString(device.driver)));
+    for (QAction* a : deviceGroup_->actions())
+        if (a->data().toString().isEmpty() ? deviceSelector_.isEmpty() : a->data().toString() == deviceSelector_) a->setChecked(true);
+
+    modelInfoPanel_->setModel(model, device, report);
+    performancePanel_->setLoadReport(report);
+    attentionPanel_->setModelShape(model.n_layers, model.n_heads);
+    worker_->setAttentionLayer(attentionPanel_->captureLayer());
+    statusBar()->showMessage(tr("Loaded %1 on %2 in %3").arg(loadedModelName_, QString::fromStdString(device.name),
+                                                             display::milliseconds(report.load_ms)),
+                             8000);
+    if (conversationId_ >= 0) store_->setConversationModel(conversationId_, QFileInfo(modelPath_).fileName());
+    if (chatModel_->rowCount() > 0)
+        addNotice(tr("%1 loaded. It starts from here: the messages above are not in its context.").arg(loadedModelName_));
+    if (!report.chat_template)
+        statusBar()->showMessage(tr("%1 has no chat template: it continues your text (completion mode).").arg(loadedModelName_), 10000);
+    setState(State::Ready);
+    input_->setFocus();
+}
+
+void MainWindow::onLoadFailed(const QString& message) {
+    const QString path = modelPath_;
+    modelPath_.clear();
+    loadedModelName_.clear();
+    setWindowTitle(tr("Lantern"));
+    deviceLabel_->setText(tr("No device"));
+    refreshModelPicker();
+    setState(State::NoModel);
+    statusBar()->showMessage(tr("Could not load the model."), 8000);
+    QMessageBox box(QMessageBox::Critical, tr("Could not load the model"),
+                    tr("Lantern could not load %1.").arg(QDir::toNativeSeparators(path)), QMessageBox::Ok, this);
+    box.setInformativeText(message);
+    box.exec();
+}
+
+void MainWindow::onModelUnloaded() {
+    if (state_ == State::Loading) return;  // the old model is dropped before a new one loads
+    if (state_ == State::Generating) endAssistantReply(false, tr("the device was lost"));
+    modelPath_.clear();
+    loadedModelName_.clear();
+    canRegenerate_ = false;
+    deviceLabel_->setText(tr("No device"));
+    kvPanel_->clear();
+    modelInfoPanel_->clear();
+    attentionPanel_->setModelShape(0, 0);
+    setState(State::NoModel);
+}
+
+void MainWindow::onDevicesListed(const DeviceList& devices) {
+    deviceMenu_->clear();
+    for (QAction* a : deviceGroup_->actions()) deviceGroup_->removeAction(a);
+    auto addDevice = [this](const QString& label, const QString& selector) {
+        QAction* a = deviceMenu_->addAction(label);
+        a->setCheckable(true);
+        a->setData(selector);
+        a->setChecked(selector == deviceSelector_);
+        deviceGroup_->addAction(a);
+        connect(a, &QAction::triggered, this, [this, selector] {
+            deviceSelector_ = selector;
+            preferences::setDeviceSelector(selector);
+            if (!modelPath_.isEmpty() && state_ == State::Ready) openModel(modelPath_);
+        });
+    };
+    addDevice(tr("Automatic (best available)"), QString());
+    deviceMenu_->addSeparator();
+    for (const lantern::DeviceInfo& d : devices) addDevice(deviceDescription(d), QString::number(d.index));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversations
+
+void MainWindow::newConversation() {
+    if (state_ == State::Generating) return;
+    conversationId_ = -1;
+    preferences::setLastConversation(-1);
+    chatModel_->clear();
+    canRegenerate_ = false;
+    conversationList_->clearSelection();
+    emit resetConversationRequested();
+    setState(state_);
+    input_->setFocus();
+}
+
+void MainWindow::openConversation(qint64 id) {
+    if (state_ == State::Generating) return;
+    const ConversationSummary summary = store_->conversation(id);
+    if (summary.id < 0) return;
+    conversationId_ = id;
+    preferences::setLastConversation(id);
+    QVector<ChatMessage> messages;
+    for (const StoredMessage& m : store_->messages(id)) {
+        ChatMessage msg;
+        msg.role = ChatModel::roleFromName(m.role);
+        msg.text = m.content;
+        msg.complete = m.complete;
+        msg.details = m.details;
+        msg.store_id = m.id;
+        messages.push_back(msg);
+    }
+    chatModel_->setMessages(messages);
+    if (!messages.isEmpty() && state_ == State::Ready)
+        addNotice(tr("Earlier messages are shown for reference; the model starts this conversation afresh from here."));
+    systemPrompt_->setText(summary.system_prompt);
+    emit systemPromptChanged(summary.system_prompt);
+    emit resetConversationRequested();
+    canRegenerate_ = false;
+    setState(state_);
+    chatView_->scrollToEnd();
+}
+
+void MainWindow::deleteConversation(qint64 id) {
+    const ConversationSummary c = store_->conversation(id);
+    if (QMessageBox::question(this, tr("Delete conversation"), tr("Delete “%1” and all its messages?").arg(c.title)) !=
+        QMessageBox::Yes)
+        return;
+    store_->deleteConversation(id);
+    if (id == conversationId_) newConversation();
+    refreshConversationList();
+}
+
+void MainWindow::renameConversation(qint64 id) {
+    const ConversationSummary c = store_->conversation(id);
+    bool ok = false;
+    const QString title = QInputDialog::getText(this, tr("Rename conversation"), tr("Title:"), QLineEdit::Normal, c.title, &ok);
+    if (!ok || title.trimmed().isEmpty()) return;
+    store_->renameConversation(id, title.trimmed());
+    refreshConversationList();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Turns
+
+void MainWindow::sendMessage() {
+    const QString text = input_->toPlainText().trimmed();
+    if (text.isEmpty() || state_ != State::Ready) return;
+    if (conversationId_ < 0) {
+        conversationId_ = store_->createConversation(conversationTitleFrom(text), systemPrompt_->text().trimmed(),
+                                                     QFileInfo(modelPath_).fileName());
+        preferences::setLastConversation(conversationId_);
+    }
+    ChatMessage user;
+    user.role = ChatMessage::Role::User;
+    user.text = text;
+    user.store_id = store_->appendMessage(conversationId_, QStringLiteral("user"), text);
+    chatModel_->append(user);
+    input_->clear();
+    beginAssistantReply();
+    emit sendRequested(text);
+    refreshConversationList();
+}
+
+void MainWindow::regenerateReply() {
+    if (state_ != State::Ready || !canRegenerate_) return;
+    const int row = chatModel_->lastRow(ChatMessage::Role::Assistant);
+    if (row < 0) return;
+    if (chatModel_->message(row).store_id >= 0) store_->deleteMessage(chatModel_->message(row).store_id);
+    chatModel_->removeMessage(row);
+    beginAssistantReply();
+    emit regenerateRequested();
+}
+
+void MainWindow::beginAssistantReply() {
+    ChatMessage reply;
+    reply.role = ChatMessage::Role::Assistant;
+    reply.streaming = true;
+    reply.complete = false;
+    if (conversationId_ >= 0) reply.store_id = store_->appendMessage(conversationId_, QStringLiteral("assistant"), QString(), false);
+    streamingRow_ = chatModel_->append(reply);
+    streamingStoreId_ = reply.store_id;
+    streamingText_.clear();
+    streamingTokens_ = 0;
+    canRegenerate_ = false;
+    performancePanel_->beginTurn();
+    turnClock_.start();
+    partialSaveTimer_.start();
+    chatView_->scrollToEnd();
+    setState(State::Generating);
+}
+
+void MainWindow::stopGeneration() {
+    if (state_ != State::Generating) return;
+    worker_->requestStop();  // thread-safe: the worker polls it between steps
+    stateLabel_->setText(tr("Stopping…"));
+}
+
+void MainWindow::savePartialReply() {
+    if (streamingStoreId_ >= 0) store_->updateMessage(streamingStoreId_, streamingText_, false);
+}
+
+void MainWindow::endAssistantReply(bool complete, const QString& details) {
+    partialSaveTimer_.stop();
+    if (streamingRow_ >= 0) {
+        chatModel_->setDetails(streamingRow_, details);
+        chatModel_->finish(streamingRow_, complete);
+    }
+    if (streamingStoreId_ >= 0) store_->updateMessage(streamingStoreId_, streamingText_, complete, details);
+    streamingRow_ = -1;
+    streamingStoreId_ = -1;
+    refreshConversationList();
+}
+
+void MainWindow::onToken(const QString& delta, const TokenCandidates& candidates, double stepMs, quint32 position, qint32 token) {
+    if (state_ != State::Generating || streamingRow_ < 0) return;
+    if (!delta.isEmpty()) {
+        streamingText_ += delta;
+        chatModel_->appendToMessage(streamingRow_, delta);
+    }
+    if (token < 0) return;  // text held back earlier (a possible stop string), released at the end
+    ++streamingTokens_;
+    performancePanel_->addToken(stepMs);
+    samplingPanel_->showCandidates(candidates, token);
+    stateLabel_->setText(tr("Generating… %n token(s)", nullptr, streamingTokens_));
+    if (contextLength_ > 0)
+        contextLabel_->setText(tr("Context %1 / %2").arg(display::count(position + 1), display::count(contextLength_)));
+}
+
+void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
+    if (state_ != State::Generating) return;
+    QStringList details;
+    details << tr("%n token(s)", nullptr, static_cast<int>(stats.generated_tokens));
+    if (stats.decode_tokens_per_s > 0) details << display::tokensPerSecond(stats.decode_tokens_per_s);
+    details << tr("first token %1").arg(display::milliseconds(stats.ttft_ms));
+    details << tr("ended by %1").arg(display::stopReason(stats.stop_reason));
+    endAssistantReply(true, details.join(QStringLiteral(" · ")));
+    performancePanel_->finishTurn(stats);
+    samplingPanel_->setSeedUsed(stats.seed);
+    canRegenerate_ = true;
+    if (stats.dropped_turns > 0)
+        addNotice(tr("%n earlier turn(s) were dropped to make room in the context.", nullptr, static_cast<int>(stats.dropped_turns)));
+    if (stats.stop_reason == "context_full")
+        addNotice(tr("The context is full. Start a new chat to continue."));
+    setState(State::Ready);
+}
+
+void MainWindow::onKvStats(const KvSnapshot& snapshot) {
+    kvPanel_->setSnapshot(snapshot);
+    for (const lantern::KvSequenceStats& seq : snapshot.stats.sequences) {
+        if (seq.id == snapshot.active_sequence && contextLength_ > 0)
+            contextLabel_->setText(tr("Context %1 / %2").arg(display::count(seq.tokens), display::count(contextLength_)));
+    }
+}
+
+void MainWindow::onError(const QString& message) {
+    if (state_ == State::Generating) {
+        endAssistantReply(false, tr("failed"));
+        canRegenerate_ = false;
+        setState(modelPath_.isEmpty() ? State::NoModel : State::Ready);
+        addNotice(message);
+        QMessageBox::warning(this, tr("Generation failed"), message);
+        return;
+    }
+    statusBar()->showMessage(message, 10000);
+}
+
+void MainWindow::addNotice(const QString& text) {
+    ChatMessage notice;
+    notice.role = ChatMessage::Role::Notice;
+    notice.text = text;
+    chatModel_->append(notice);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Window
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == input_ && event->type() == QEvent::KeyPress) {
+        auto* key = static_cast<QKeyEvent*>(event);
+        if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) && !(key->modifiers() & Qt::ShiftModifier)) {
+            sendMessage();
+            return true;
+        }
+        if (key->key() == Qt::Key_Escape) {
+            stopGeneration();
+            return true;
+        }
+    }
+    return QMainWindow::eventFilter(watched, event);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (state_ == State::Generating) {
+        // Keep what was generated so far: stored as an interrupted reply.
+        worker_->requestStop();
+        endAssistantReply(false, tr("the app was closed while generating"));
+    }
+    preferences::setWindowLayout(saveGeometry(), saveState());
+    preferences::setSamplingSettings(samplingPanel_->settings());
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::chooseLanguage(const QString& name) {
+    if (name == preferences::language()) return;
+    preferences::setLanguage(name);
+    QMessageBox::information(this, tr("Language"), tr("The new language is used from the next start of Lantern."));
+}
+
+void MainWindow::showAbout() {
+    QMessageBox::about(this, tr("About Lantern"),
+                       tr("<h3>Lantern %1</h3>"
+                          "<p>Chat with Llama models on your own computer, on its own Vulkan inference engine — "
+                          "and see what happens inside: the KV cache, attention, sampling and honest speed figures.</p>")
+                           .arg(QCoreApplication::applicationVersion()));
 }

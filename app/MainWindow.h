@@ -1,8 +1,140 @@
+// MainWindow — the chat (centre), conversations (left), and the inside-the-engine panels (right):
+// sampling knobs, KV cache map, performance, attention heatmap and model facts.
+//
+// It owns the UI-side models (ChatModel, the conversation list) and the ConversationStore, and
+// talks to the InferenceWorker on its thread only through queued signals; the two exceptions are
+// the thread-safe requestStop() and setSamplingSettings(), which must reach a running generation.
 #pragma once
+#include <QElapsedTimer>
 #include <QMainWindow>
+#include <QThread>
+#include <QTimer>
+#include <memory>
+
+#include "worker/EngineTypes.h"
+
+class AttentionPanel;
+class ChatModel;
+class ChatView;
+class ConversationStore;
+class KvCachePanel;
+class ModelInfoPanel;
+class PerformancePanel;
+class SamplingPanel;
+class InferenceWorker;
+class QActionGroup;
+class QComboBox;
+class QDockWidget;
+class QFileSystemWatcher;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QListWidgetItem;
+class QMenu;
+class QPlainTextEdit;
+class QPushButton;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    explicit MainWindow(QWidget* parent = nullptr);
+    enum class State { NoModel, Loading, Ready, Generating };
+
+    // storePath: the conversation database (tests pass a temporary one).
+    explicit MainWindow(const QString& storePath = {}, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Loads a model on the worker thread (also what --model does). deviceSelector "" = preference.
+    void openModel(const QString& path, const QString& deviceSelector = {});
+    State state() const { return state_; }
+
+signals:
+    // Requests to the InferenceWorker (queued: it lives on its own thread).
+    void loadModelRequested(const QString& path, const QString& deviceSelector);
+    void sendRequested(const QString& text);
+    void regenerateRequested();
+    void systemPromptChanged(const QString& text);
+    void resetConversationRequested();
+    void listDevicesRequested();
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
+private:
+    void buildActions();
+    void buildCentralArea();
+    void buildDocks();
+    void buildStatusBar();
+    void connectWorker();
+    void setState(State state);
+    void refreshModelPicker();
+    void refreshConversationList();
+    void openConversation(qint64 id);
+    void newConversation();
+    void deleteConversation(qint64 id);
+    void renameConversation(qint64 id);
+    void sendMessage();
+    void stopGeneration();
+    void regenerateReply();
+    void beginAssistantReply();
+    void savePartialReply();
+    void endAssistantReply(bool complete, const QString& details);
+    void addNotice(const QString& text);
+    void chooseLanguage(const QString& name);
+    void showAbout();
+
+    // Worker results.
+    void onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report);
+    void onLoadFailed(const QString& message);
+    void onModelUnloaded();
+    void onToken(const QString& delta, const TokenCandidates& candidates, double stepMs, quint32 position, qint32 token);
+    void onTurnFinished(const lantern::TurnStats& stats);
+    void onKvStats(const KvSnapshot& snapshot);
+    void onError(const QString& message);
+    void onDevicesListed(const DeviceList& devices);
+
+    std::unique_ptr<ConversationStore> store_;
+    QThread workerThread_;
+    InferenceWorker* worker_ = nullptr;
+
+    ChatModel* chatModel_ = nullptr;
+    ChatView* chatView_ = nullptr;
+    QPlainTextEdit* input_ = nullptr;
+    QLineEdit* systemPrompt_ = nullptr;
+    QPushButton* sendButton_ = nullptr;
+    QPushButton* stopButton_ = nullptr;
+    QPushButton* regenerateButton_ = nullptr;
+    QComboBox* modelPicker_ = nullptr;
+    QListWidget* conversationList_ = nullptr;
+    QFileSystemWatcher* modelsWatcher_ = nullptr;
+
+    SamplingPanel* samplingPanel_ = nullptr;
+    KvCachePanel* kvPanel_ = nullptr;
+    PerformancePanel* performancePanel_ = nullptr;
+    AttentionPanel* attentionPanel_ = nullptr;
+    ModelInfoPanel* modelInfoPanel_ = nullptr;
+
+    QLabel* stateLabel_ = nullptr;
+    QLabel* contextLabel_ = nullptr;
+    QLabel* deviceLabel_ = nullptr;
+
+    QMenu* viewMenu_ = nullptr;
+    QMenu* deviceMenu_ = nullptr;
+    QActionGroup* deviceGroup_ = nullptr;
+    QAction* openAction_ = nullptr;
+    QAction* newChatAction_ = nullptr;
+
+    State state_ = State::NoModel;
+    QString modelPath_;         // loaded (or loading) model
+    QString loadedModelName_;
+    QString deviceSelector_;
+    uint32_t contextLength_ = 0;
+    qint64 conversationId_ = -1;
+    int streamingRow_ = -1;
+    qint64 streamingStoreId_ = -1;
+    QString streamingText_;
+    int streamingTokens_ = 0;
+    bool canRegenerate_ = false;  // the last reply was made by the loaded model in this session
+    QTimer partialSaveTimer_;
+    QElapsedTimer turnClock_;
 };

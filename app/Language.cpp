@@ -1,0 +1,32 @@
+#include "Language.h"
+
+#include <QCoreApplication>
+#include <QTranslator>
+
+namespace language {
+
+QStringList available() { return {QStringLiteral("zh_CN")}; }
+
+QTranslator* install(const QString& name) {
+    QLocale locale = name.isEmpty() ? QLocale::system() : QLocale(name);
+    if (locale.language() == QLocale::C) locale = QLocale(QLocale::English);  // LANG=C / POSIX
+    // English is the source language; its file only supplies plural forms.
+    auto* translator = new QTranslator(QCoreApplication::instance());
+    // Finds lantern_zh_CN.qm for zh_CN (also zh_Hans_CN and the UI languages of the locale).
+    if (!translator->load(locale, QStringLiteral("lantern"), QStringLiteral("_"), QStringLiteral(":/i18n"))) {
+        delete translator;
+        return nullptr;
+    }
+    QCoreApplication::installTranslator(translator);
+    return translator;
+}
+
+QString nativeName(const QString& name) {
+    const QLocale locale(name);
+    QString native = locale.nativeLanguageName();
+    if (locale.language() == QLocale::Chinese && locale.script() != QLocale::TraditionalChineseScript)
+        native = QStringLiteral("简体中文");
+    return native.isEmpty() ? name : native;
+}
+
+}  // namespace language

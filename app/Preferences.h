@@ -1,0 +1,38 @@
+// Preferences — what Lantern remembers between runs, stored with QSettings: the last model and
+// device, the sampling settings, the system prompt, the interface language, window layout.
+#pragma once
+#include <QByteArray>
+#include <QString>
+
+#include "lantern/sampling.h"
+
+class QSettings;
+
+namespace preferences {
+
+QString lastModel();
+void setLastModel(const QString& path);
+QString deviceSelector();  // "" = automatic
+void setDeviceSelector(const QString& selector);
+QString systemPrompt();
+void setSystemPrompt(const QString& text);
+// "" = follow the system locale, otherwise a locale name such as "zh_CN" or "en".
+QString language();
+void setLanguage(const QString& language);
+qint64 lastConversation();
+void setLastConversation(qint64 id);
+
+lantern::SamplingSettings samplingSettings();
+void setSamplingSettings(const lantern::SamplingSettings& settings);
+// The same, against an explicit QSettings (tests use a temporary file).
+lantern::SamplingSettings readSamplingSettings(const QSettings& settings);
+void writeSamplingSettings(QSettings& settings, const lantern::SamplingSettings& sampling);
+
+QByteArray windowGeometry();
+QByteArray windowState();
+void setWindowLayout(const QByteArray& geometry, const QByteArray& state);
+
+// Where the model picker looks for *.gguf files: AppDataLocation/models.
+QString modelsDirectory();
+
+}  // namespace preferences

@@ -1,0 +1,55 @@
+// ChatModel — the messages of the open conversation, owned by the UI thread.
+//
+// The streaming reply is the last row; InferenceWorker's text deltas are appended to it with
+// appendToMessage(), so the worker never touches this model.
+#pragma once
+#include <QAbstractListModel>
+#include <QString>
+#include <QVector>
+
+struct ChatMessage {
+    enum class Role { User, Assistant, System, Notice };
+    Role role = Role::User;
+    QString text;
+    QString details;         // small print under the message (speed, why it stopped)
+    bool complete = true;    // false: an interrupted reply
+    bool streaming = false;  // being generated right now
+    qint64 store_id = -1;    // ConversationStore message id, -1 when not stored (notices)
+};
+
+class ChatModel : public QAbstractListModel {
+    Q_OBJECT
+public:
+    enum DataRole {
+        MessageRole = Qt::UserRole + 1,  // int(ChatMessage::Role)
+        TextRole,
+        DetailsRole,
+        CompleteRole,
+        StreamingRole,
+    };
+
+    explicit ChatModel(QObject* parent = nullptr);
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role) const override;
+    QHash<int, QByteArray> roleNames() const override;
+
+    void clear();
+    void setMessages(const QVector<ChatMessage>& messages);
+    int append(const ChatMessage& message);  // returns the row
+    void appendToMessage(int row, const QString& delta);
+    void setText(int row, const QString& text);
+    void setDetails(int row, const QString& details);
+    void finish(int row, bool complete);  // ends streaming
+    void setStoreId(int row, qint64 id);
+    void removeMessage(int row);
+    const ChatMessage& message(int row) const { return messages_.at(row); }
+    int lastRow(ChatMessage::Role role) const;  // -1 if none
+
+    static QString roleName(ChatMessage::Role role);  // "user", "assistant", ... (storage names)
+    static ChatMessage::Role roleFromName(const QString& name);
+
+private:
+    void changed(int row);
+    QVector<ChatMessage> messages_;
+};

@@ -1,0 +1,283 @@
+#include "chat/ChatView.h"
+
+#include <QAbstractTextDocumentLayout>
+#include <QApplication>
+#include <QClipboard>
+#include <QContextMenuEvent>
+#include <QMenu>
+#include <QPainter>
+#include <QPainterPath>
+#include <QScrollBar>
+#include <QTextDocument>
+#include <QTextOption>
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "Theme.h"
+#include "chat/ChatModel.h"
+
+namespace {
+
+constexpr int kSideMargin = 18;
+constexpr int kVerticalMargin = 7;
+constexpr int kPadX = 13;
+constexpr int kPadY = 9;
+constexpr int kRadius = 11;
+constexpr int kMaxBubbleWidth = 760;
+const QChar kCursor(0x258D);  // ▍ shown at the end of a reply being generated
+
+QFont smallFont(const QFont& base) {
+    QFont f = base;
+    f.setPointSizeF(base.pointSizeF() * 0.85);
+    return f;
+}
+
+}  // namespace
+
+struct MessageDelegate::Layout {
+    ChatMessage::Role role = ChatMessage::Role::User;
+    std::shared_ptr<QTextDocument> doc;
+    QRect label, bubble, details;
+    QString labelText, detailsText;
+    int height = 0;
+};
+
+MessageDelegate::MessageDelegate(QObject* parent) : QStyledItemDelegate(parent) {}
+
+MessageDelegate::Layout MessageDelegate::layout(const QStyleOptionViewItem& option, const QModelIndex& index) const {
+    Layout l;
+    l.role = static_cast<ChatMessage::Role>(index.data(ChatModel::MessageRole).toInt());
+    const bool streaming = index.data(ChatModel::StreamingRole).toBool();
+    const bool complete = index.data(ChatModel::CompleteRole).toBool();
+    QString text = index.data(ChatModel::TextRole).toString();
+    if (streaming) text += kCursor;
+
+    int width = option.rect.width();
+    if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget)) width = view->viewport()->width();
+    width = std::max(width, 200);
+
+    const QFont font = option.font;
+    const QFontMetrics small(smallFont(font));
+
+    l.doc = std::make_shared<QTextDocument>();
+    l.doc->setDefaultFont(font);
+    l.doc->setDocumentMargin(0);
+    QTextOption textOption;
+    textOption.setWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
+    l.doc->setDefaultTextOption(textOption);
+    l.doc->setPlainText(text);
+
+    if (l.role == ChatMessage::Role::Notice) {
+        const int textWidth = std::min(width - 2 * kSideMargin, kMaxBubbleWidth);
+        QFont italic = smallFont(font);
+        italic.setItalic(true);
+        l.doc->setDefaultFont(italic);
+        l.doc->setTextWidth(textWidth);
+        textOption.setAlignment(Qt::AlignHCenter);
+        l.doc->setDefaultTextOption(textOption);
+        const int h = static_cast<int>(std::ceil(l.doc->size().height()));
+        l.bubble = QRect((width - textWidth) / 2, kVerticalMargin, textWidth, h);
+        l.height = h + 2 * kVerticalMargin;
+        return l;
+    }
+
+    const int maxBubble = std::min(static_cast<int>(width * 0.82), kMaxBubbleWidth);
+    l.doc->setTextWidth(maxBubble - 2 * kPadX);
+    const int textWidth = std::min(static_cast<int>(std::ceil(l.doc->idealWidth())), maxBubble - 2 * kPadX);
+    l.doc->setTextWidth(std::max(textWidth, 8));
+    const int textHeight = static_cast<int>(std::ceil(l.doc->size().height()));
+    const int bubbleWidth = static_cast<int>(std::max(l.doc->textWidth(), 8.0)) + 2 * kPadX;
+
+    switch (l.role) {
+    case ChatMessage::Role::User:
+        l.labelText = tr("You");
+        break;
+    case ChatMessage::Role::System:
+        l.labelText = tr("System prompt");
+        break;
+    default:
+        l.labelText = assistantName_.isEmpty() ? tr("Assistant") : assistantName_;
+        break;
+    }
+    l.detailsText = index.data(ChatModel::DetailsRole).toString();
+    if (!complete && !streaming) {
+        const QString interrupted = tr("interrupted");
+        l.detailsText = l.detailsText.isEmpty() ? interrupted : l.detailsText + QStringLiteral(" · ") + interrupted;
+    }
+
+    const bool right = l.role == ChatMessage::Role::User;
+    int y = kVerticalMargin;
+    const int labelH = small.height();
+    const int x = right ? width - kSideMargin - bubbleWidth : kSideMargin;
+    QFont labelFont = smallFont(font);
+    labelFont.setBold(true);  // as painted
+    const int labelWidth = std::max(bubbleWidth, QFontMetrics(labelFont).horizontalAdvance(l.labelText) + 2);
+    l.label = QRect(right ? width - kSideMargin - labelWidth : kSideMargin, y, labelWidth, labelH);
+    y += labelH + 3;
+    l.bubble = QRect(x, y, bubbleWidth, textHeight + 2 * kPadY);
+    y += l.bubble.height();
+    if (!l.detailsText.isEmpty()) {
+        y += 3;
+        const int detailsWidth = std::max(bubbleWidth, small.horizontalAdvance(l.detailsText));
+        l.details = QRect(right ? width - kSideMargin - detailsWidth : kSideMargin, y, detailsWidth, labelH);
+        y += labelH;
+    }
+    l.height = y + kVerticalMargin;
+    return l;
+}
+
+QSize MessageDelegate::sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const {
+    const Layout l = layout(option, index);
+    int width = option.rect.width();
+    if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget)) width = view->viewport()->width();
+    return {width, l.height};
+}
+
+void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const {
+    const Layout l = layout(option, index);
+    painter->save();
+    painter->setRenderHint(QPainter::Antialiasing);
+    painter->translate(option.rect.topLeft());
+
+    if (l.role == ChatMessage::Role::Notice) {
+        painter->translate(l.bubble.topLeft());
+        QAbstractTextDocumentLayout::PaintContext ctx;
+        ctx.palette.setColor(QPalette::Text, theme::mutedText());
+        l.doc->documentLayout()->draw(painter, ctx);
+        painter->restore();
+        return;
+    }
+
+    const QFont small = smallFont(option.font);
+    QFont labelFont = small;
+    labelFont.setBold(true);
+    painter->setFont(labelFont);
+    painter->setPen(l.role == ChatMessage::Role::User ? theme::accentDark() : theme::mutedText());
+    painter->drawText(l.label, (l.role == ChatMessage::Role::User ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter,
+                      l.labelText);
+
+    QPainterPath path;
+    path.addRoundedRect(QRectF(l.bubble).adjusted(0.5, 0.5, -0.5, -0.5), kRadius, kRadius);
+    QColor fill = theme::surface();
+    QColor stroke = theme::border();
+    if (l.role == ChatMessage::Role::User) {
+        fill = theme::userBubble();
+        stroke = fill.darker(108);
+    } else if (l.role == ChatMessage::Role::System) {
+        fill = QColor(0xEE, 0xF2, 0xF8);
+    }
+    painter->fillPath(path, fill);
+    painter->setPen(QPen(stroke, 1));
+    painter->drawPath(path);
+
+    painter->save();
+    painter->translate(l.bubble.topLeft() + QPoint(kPadX, kPadY));
+    QAbstractTextDocumentLayout::PaintContext ctx;
+    ctx.palette.setColor(QPalette::Text, theme::text());
+    l.doc->documentLayout()->draw(painter, ctx);
+    painter->restore();
+
+    if (!l.detailsText.isEmpty()) {
+        painter->setFont(small);
+        painter->setPen(theme::mutedText());
+        painter->drawText(l.details, (l.role == ChatMessage::Role::User ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter,
+                          l.detailsText);
+    }
+    painter->restore();
+}
+
+ChatView::ChatView(QWidget* parent) : QListView(parent), delegate_(new MessageDelegate(this)) {
+    setItemDelegate(delegate_);
+    setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
+    setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    setSelectionMode(QAbstractItemView::NoSelection);
+    setResizeMode(QListView::Adjust);
+    setUniformItemSizes(false);
+    setFrameShape(QFrame::NoFrame);
+    setEditTriggers(QAbstractItemView::NoEditTriggers);
+    setFocusPolicy(Qt::NoFocus);
+    QPalette p = palette();
+    p.setColor(QPalette::Base, theme::window());
+    setPalette(p);
+    setAutoFillBackground(true);
+
+    QScrollBar* bar = verticalScrollBar();
+    connect(bar, &QScrollBar::valueChanged, this, [this, bar](int value) { followTail_ = value >= bar->maximum() - 8; });
+    connect(bar, &QScrollBar::rangeChanged, this, [this, bar](int, int max) {
+        if (followTail_) bar->setValue(max);
+    });
+}
+
+void ChatView::setModel(QAbstractItemModel* model) {
+    QListView::setModel(model);
+    if (model == nullptr) return;
+    // Geometry of a streaming row changes with every delta: re-measure it.
+    connect(model, &QAbstractItemModel::dataChanged, this, [this] { scheduleDelayedItemsLayout(); });
+    connect(model, &QAbstractItemModel::modelReset, this, [this] { followTail_ = true; });
+}
+
+void ChatView::setEmptyText(const QString& title, const QString& hint) {
+    emptyTitle_ = title;
+    emptyHint_ = hint;
+    viewport()->update();
+}
+
+void ChatView::setAssistantName(const QString& name) {
+    delegate_->setAssistantName(name);
+    scheduleDelayedItemsLayout();
+    viewport()->update();
+}
+
+void ChatView::scrollToEnd() {
+    followTail_ = true;
+    scrollToBottom();
+}
+
+void ChatView::paintEvent(QPaintEvent* event) {
+    QListView::paintEvent(event);
+    if (model() != nullptr && model()->rowCount() > 0) return;
+    QPainter painter(viewport());
+    painter.setRenderHint(QPainter::Antialiasing);
+    const QRect r = viewport()->rect();
+    if (emptyIcon_.isNull()) emptyIcon_ = theme::paintAppIcon(72);
+    const QPixmap& icon = emptyIcon_;
+    const int top = r.center().y() - 90;
+    painter.setOpacity(0.9);
+    painter.drawPixmap(r.center().x() - 36, top, icon);
+    painter.setOpacity(1.0);
+    QFont titleFont = font();
+    titleFont.setPointSizeF(titleFont.pointSizeF() * 1.35);
+    titleFont.setBold(true);
+    painter.setFont(titleFont);
+    painter.setPen(theme::text());
+    const QRect titleRect(r.left() + 20, top + 84, r.width() - 40, QFontMetrics(titleFont).height() + 4);
+    painter.drawText(titleRect, Qt::AlignHCenter | Qt::AlignTop, emptyTitle_);
+    painter.setFont(font());
+    painter.setPen(theme::mutedText());
+    const QRect hintRect(r.left() + 40, titleRect.bottom() + 8, r.width() - 80, 80);
+    painter.drawText(hintRect, Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, emptyHint_);
+}
+
+void ChatView::contextMenuEvent(QContextMenuEvent* event) {
+    const QModelIndex index = indexAt(viewport()->mapFrom(this, event->pos()));
+    QMenu menu(this);
+    QAction* copyMessage = menu.addAction(tr("Copy Message"));
+    copyMessage->setEnabled(index.isValid());
+    QAction* copyAll = menu.addAction(tr("Copy Conversation"));
+    copyAll->setEnabled(model() != nullptr && model()->rowCount() > 0);
+    QAction* chosen = menu.exec(event->globalPos());
+    if (chosen == copyMessage && index.isValid()) {
+        QApplication::clipboard()->setText(index.data(ChatModel::TextRole).toString());
+    } else if (chosen == copyAll) {
+        QStringList parts;
+        for (int row = 0; row < model()->rowCount(); ++row) {
+            const QModelIndex i = model()->index(row, 0);
+            const auto role = static_cast<ChatMessage::Role>(i.data(ChatModel::MessageRole).toInt());
+            if (role == ChatMessage::Role::Notice) continue;
+            const QString who = role == ChatMessage::Role::User ? tr("You") : role == ChatMessage::Role::System ? tr("System prompt") : tr("Assistant");
+            parts << who + QStringLiteral(":\n") + i.data(ChatModel::TextRole).toString();
+        }
+        QApplication::clipboard()->setText(parts.join(QStringLiteral("\n\n")));
+    }
+}

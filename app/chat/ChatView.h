@@ -1,0 +1,42 @@
+// ChatView — the conversation as message bubbles (a QListView over ChatModel with a painting
+// delegate). It follows the streaming reply while the user is at the bottom and stays put when
+// they have scrolled up to read.
+#pragma once
+#include <QListView>
+#include <QPixmap>
+#include <QStyledItemDelegate>
+
+class MessageDelegate : public QStyledItemDelegate {
+    Q_OBJECT
+public:
+    explicit MessageDelegate(QObject* parent = nullptr);
+    void paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const override;
+    QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override;
+
+    void setAssistantName(const QString& name) { assistantName_ = name; }
+
+private:
+    struct Layout;
+    Layout layout(const QStyleOptionViewItem& option, const QModelIndex& index) const;
+    QString assistantName_;
+};
+
+class ChatView : public QListView {
+    Q_OBJECT
+public:
+    explicit ChatView(QWidget* parent = nullptr);
+    void setModel(QAbstractItemModel* model) override;
+    void setEmptyText(const QString& title, const QString& hint);
+    void setAssistantName(const QString& name);
+    void scrollToEnd();
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    void contextMenuEvent(QContextMenuEvent* event) override;
+
+private:
+    MessageDelegate* delegate_;
+    QString emptyTitle_, emptyHint_;
+    QPixmap emptyIcon_;
+    bool followTail_ = true;
+};

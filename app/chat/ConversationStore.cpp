@@ -1,0 +1,271 @@
+#include "chat/ConversationStore.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QSqlDatabase>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QStandardPaths>
+#include <QUuid>
+#include <QVariant>
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+QSqlDatabase databaseFor(const QString& connection) { return QSqlDatabase::database(connection, false); }
+
+qint64 nowMs() { return QDateTime::currentMSecsSinceEpoch(); }
+
+// A null QString binds as SQL NULL; the text columns are NOT NULL, so bind "" instead.
+QString text(const QString& s) { return s.isNull() ? QStringLiteral("") : s; }
+
+}  // namespace
+
+QString ConversationStore::defaultPath() {
+    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/conversations.sqlite");
+}
+
+ConversationStore::ConversationStore(const QString& path)
+    : path_(path), connection_(QStringLiteral("lantern-store-") + QUuid::createUuid().toString(QUuid::WithoutBraces)) {
+    QDir().mkpath(QFileInfo(path_).absolutePath());
+    QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), connection_);
+    db.setDatabaseName(path_);
+    if (!db.open()) {
+        lastError_ = db.lastError().text();
+        return;
+    }
+    const bool ok = exec(QStringLiteral("PRAGMA journal_mode=WAL")) && exec(QStringLiteral("PRAGMA synchronous=NORMAL")) &&
+                    exec(QStringLiteral("PRAGMA foreign_keys=ON")) &&
+                    exec(QStringLiteral("CREATE TABLE IF NOT EXISTS conversations ("
+                                        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                                        " title TEXT NOT NULL,"
+                                        " system_prompt TEXT NOT NULL DEFAULT '',"
+                                        " model TEXT NOT NULL DEFAULT '',"
+                                        " created_at INTEGER NOT NULL,"
+                                        " updated_at INTEGER NOT NULL)")) &&
+                    exec(QStringLiteral("CREATE TABLE IF NOT EXISTS messages ("
+                                        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                                        " conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,"
+                                        " role TEXT NOT NULL,"
+                                        " content TEXT NOT NULL,"
+                                        " complete INTEGER NOT NULL DEFAULT 1,"
+                                        " details TEXT NOT NULL DEFAULT '',"
+                                        " created_at INTEGER NOT NULL)")) &&
+                    exec(QStringLiteral("CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id)")) &&
+                    exec(QStringLiteral("PRAGMA user_version=%1").arg(kSchemaVersion));
+    if (!ok) db.close();
+}
+
+ConversationStore::~ConversationStore() {
+    {
+        QSqlDatabase db = databaseFor(connection_);
+        if (db.isOpen()) db.close();
+    }
+    QSqlDatabase::removeDatabase(connection_);
+}
+
+bool ConversationStore::isOpen() const { return databaseFor(connection_).isOpen(); }
+
+QString ConversationStore::lastError() const { return lastError_; }
+
+bool ConversationStore::exec(const QString& sql) {
+    QSqlQuery q(databaseFor(connection_));
+    if (!q.exec(sql)) {
+        lastError_ = q.lastError().text();
+        return false;
+    }
+    return true;
+}
+
+QString ConversationStore::journalMode() const {
+    QSqlQuery q(databaseFor(connection_));
+    if (q.exec(QStringLiteral("PRAGMA journal_mode")) && q.next()) return q.value(0).toString().toLower();
+    return {};
+}
+
+bool ConversationStore::touch(qint64 conversationId) {
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("UPDATE conversations SET updated_at = ? WHERE id = ?"));
+    q.addBindValue(nowMs());
+    q.addBindValue(conversationId);
+    if (!q.exec()) {
+        lastError_ = q.lastError().text();
+        return false;
+    }
+    return true;
+}
+
+qint64 ConversationStore::createConversation(const QString& title, const QString& systemPrompt, const QString& model) {
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("INSERT INTO conversations (title, system_prompt, model, created_at, updated_at) "
+                             "VALUES (?, ?, ?, ?, ?)"));
+    const qint64 now = nowMs();
+    q.addBindValue(text(title));
+    q.addBindValue(text(systemPrompt));
+    q.addBindValue(text(model));
+    q.addBindValue(now);
+    q.addBindValue(now);
+    if (!q.exec()) {
+        lastError_ = q.lastError().text();
+        return -1;
+    }
+    return q.lastInsertId().toLongLong();
+}
+
+bool ConversationStore::renameConversation(qint64 id, const QString& title) {
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("UPDATE conversations SET title = ? WHERE id = ?"));
+    q.addBindValue(text(title));
+    q.addBindValue(id);
+    if (!q.exec()) {
+        lastError_ = q.lastError().text();
+        return false;
+    }
+    return q.numRowsAffected() == 1;
+}
+
+bool ConversationStore::setConversationSystemPrompt(qint64 id, const QString& systemPrompt) {
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("UPDATE conversations SET system_prompt = ? WHERE id = ?"));
+    q.addBindValue(text(systemPrompt));
+    q.addBindValue(id);
+    if (!q.exec()) {
+        lastError_ = q.lastError().text();
+        return false;
+    }
+    return q.numRowsAffected() == 1;
+}
+
+bool ConversationStore::setConversationModel(qint64 id, const QString& model) {
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("UPDATE conversations SET model = ? WHERE id = ?"));
+    q.addBindValue(text(model));
+    q.addBindValue(id);
+    if (!q.exec()) {
+        lastError_ = q.lastError().text();
+        return false;
+    }
+    return q.numRowsAffected() == 1;
+}
+
+bool ConversationStore::deleteConversation(qint64 id) {
+    QSqlDatabase db = databaseFor(connection_);
+    if (!db.transaction()) {
+        lastError_ = db.lastError().text();
+        return false;
+    }
+    QSqlQuery q(db);
+    q.prepare(QStringLiteral("DELETE FROM messages WHERE conversation_id = ?"));
+    q.addBindValue(id);
+    bool ok = q.exec();
+    if (ok) {
+        q.prepare(QStringLiteral("DELETE FROM conversations WHERE id = ?"));
+        q.addBindValue(id);
+        ok = q.exec() && q.numRowsAffected() == 1;
+    }
+    if (!ok) {
+        lastError_ = q.lastError().text();
+        db.rollback();
+        return false;
+    }
+    return db.commit();
+}
+
+QVector<ConversationSummary> ConversationStore::conversations() const {
+    QVector<ConversationSummary> out;
+    QSqlQuery q(databaseFor(connection_));
+    if (!q.exec(QStringLiteral("SELECT c.id, c.title, c.system_prompt, c.model, c.created_at, c.updated_at, "
+                               "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) "
+                               "FROM conversations c ORDER BY c.updated_at DESC, c.id DESC"))) {
+        lastError_ = q.lastError().text();
+        return out;
+    }
+    while (q.next()) {
+        ConversationSummary c;
+        c.id = q.value(0).toLongLong();
+        c.title = q.value(1).toString();
+        c.system_prompt = q.value(2).toString();
+        c.model = q.value(3).toString();
+        c.created = QDateTime::fromMSecsSinceEpoch(q.value(4).toLongLong());
+        c.updated = QDateTime::fromMSecsSinceEpoch(q.value(5).toLongLong());
+        c.message_count = q.value(6).toInt();
+        out.push_back(c);
+    }
+    return out;
+}
+
+ConversationSummary ConversationStore::conversation(qint64 id) const {
+    for (const ConversationSummary& c : conversations())
+        if (c.id == id) return c;
+    return {};
+}
+
+qint64 ConversationStore::appendMessage(qint64 conversationId, const QString& role, const QString& content,
+                                        bool complete, const QString& details) {
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, role, content, complete, details, created_at) "
+                             "VALUES (?, ?, ?, ?, ?, ?)"));
+    q.addBindValue(conversationId);
+    q.addBindValue(text(role));
+    q.addBindValue(text(content));
+    q.addBindValue(complete ? 1 : 0);
+    q.addBindValue(text(details));
+    q.addBindValue(nowMs());
+    if (!q.exec()) {
+        lastError_ = q.lastError().text();
+        return -1;
+    }
+    const qint64 id = q.lastInsertId().toLongLong();
+    touch(conversationId);
+    return id;
+}
+
+bool ConversationStore::updateMessage(qint64 messageId, const QString& content, bool complete, const QString& details) {
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("UPDATE messages SET content = ?, complete = ?, details = ? WHERE id = ?"));
+    q.addBindValue(text(content));
+    q.addBindValue(complete ? 1 : 0);
+    q.addBindValue(text(details));
+    q.addBindValue(messageId);
+    if (!q.exec()) {
+        lastError_ = q.lastError().text();
+        return false;
+    }
+    return q.numRowsAffected() == 1;
+}
+
+bool ConversationStore::deleteMessage(qint64 messageId) {
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("DELETE FROM messages WHERE id = ?"));
+    q.addBindValue(messageId);
+    if (!q.exec()) {
+        lastError_ = q.lastError().text();
+        return false;
+    }
+    return q.numRowsAffected() == 1;
+}
+
+QVector<StoredMessage> ConversationStore::messages(qint64 conversationId) const {
+    QVector<StoredMessage> out;
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("SELECT id, role, content, complete, details, created_at FROM messages "
+                             "WHERE conversation_id = ? ORDER BY id"));
+    q.addBindValue(conversationId);
+    if (!q.exec()) {
+        lastError_ = q.lastError().text();
+        return out;
+    }
+    while (q.next()) {
+        StoredMessage m;
+        m.id = q.value(0).toLongLong();
+        m.conversation_id = conversationId;
+        m.role = q.value(1).toString();
+        m.content = q.value(2).toString();
+        m.complete = q.value(3).toInt() != 0;
+        m.details = q.value(4).toString();
+        m.created = QDateTime::fromMSecsSinceEpoch(q.value(5).toLongLong());
+        out.push_back(m);
+    }
+    return out;
+}

@@ -1,0 +1,70 @@
+// ConversationStore — every conversation and message on disk, in one SQLite database (QtSql).
+//
+// The database runs in WAL mode with synchronous=NORMAL: a message written here survives the app
+// being closed or killed, and writing the growing partial reply every few hundred milliseconds
+// stays cheap. Messages carry a `complete` flag; a reply interrupted by closing the app or by Stop
+// is stored with complete = false and shown as such when the conversation is reopened.
+//
+// Used from the UI thread only (a QSqlDatabase connection belongs to the thread that opened it).
+#pragma once
+#include <QDateTime>
+#include <QString>
+#include <QVector>
+
+struct ConversationSummary {
+    qint64 id = -1;
+    QString title;
+    QString system_prompt;
+    QString model;  // file name of the model last used in it
+    QDateTime created, updated;
+    int message_count = 0;
+};
+
+struct StoredMessage {
+    qint64 id = -1;
+    qint64 conversation_id = -1;
+    QString role;  // "user", "assistant" or "system"
+    QString content;
+    bool complete = true;
+    QString details;  // one line about how it was made (speed, stop reason), shown under the message
+    QDateTime created;
+};
+
+class ConversationStore {
+public:
+    // The default database lives in QStandardPaths::AppDataLocation. Tests pass their own path.
+    static QString defaultPath();
+
+    explicit ConversationStore(const QString& path = defaultPath());
+    ~ConversationStore();
+    ConversationStore(const ConversationStore&) = delete;
+    ConversationStore& operator=(const ConversationStore&) = delete;
+
+    bool isOpen() const;
+    QString lastError() const;
+    QString path() const { return path_; }
+    QString journalMode() const;  // "wal" once opened
+
+    qint64 createConversation(const QString& title, const QString& systemPrompt = {}, const QString& model = {});
+    bool renameConversation(qint64 id, const QString& title);
+    bool setConversationSystemPrompt(qint64 id, const QString& systemPrompt);
+    bool setConversationModel(qint64 id, const QString& model);
+    bool deleteConversation(qint64 id);  // with its messages
+    QVector<ConversationSummary> conversations() const;  // most recently updated first
+    ConversationSummary conversation(qint64 id) const;
+
+    qint64 appendMessage(qint64 conversationId, const QString& role, const QString& content, bool complete = true,
+                         const QString& details = {});
+    // Rewrites a message's text (the streaming reply), its completion flag and details.
+    bool updateMessage(qint64 messageId, const QString& content, bool complete, const QString& details = {});
+    bool deleteMessage(qint64 messageId);
+    QVector<StoredMessage> messages(qint64 conversationId) const;
+
+private:
+    bool exec(const QString& sql);
+    bool touch(qint64 conversationId);
+
+    QString path_;
+    QString connection_;
+    mutable QString lastError_;
+};

@@ -1,0 +1,250 @@
+#include "panels/KvCachePanel.h"
+
+#include <QGridLayout>
+#include <QHelpEvent>
+#include <QLabel>
+#include <QPainter>
+#include <QScrollArea>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "Format.h"
+#include "Theme.h"
+
+namespace {
+
+QColor ownerColorFor(lantern::SequenceId owner, lantern::SequenceId active) {
+    if (owner == active) return theme::usedBlock();
+    return theme::ownerColor(1 + owner % 7);
+}
+
+QString ownerList(const std::vector<lantern::SequenceId>& owners) {
+    QStringList parts;
+    for (lantern::SequenceId id : owners) parts << QString::number(id);
+    return parts.join(QStringLiteral(", "));
+}
+
+}  // namespace
+
+KvBlockGrid::KvBlockGrid(QWidget* parent) : QWidget(parent) {
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+    setMouseTracking(true);
+}
+
+QSize KvBlockGrid::sizeHint() const { return {300, 160}; }
+QSize KvBlockGrid::minimumSizeHint() const { return {120, 80}; }
+
+void KvBlockGrid::setSnapshot(const KvSnapshot& snapshot) {
+    snapshot_ = snapshot;
+    relayout();
+    update();
+}
+
+void KvBlockGrid::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    relayout();
+}
+
+void KvBlockGrid::relayout() {
+    const int n = std::max<int>(1, static_cast<int>(std::max<size_t>(snapshot_.blocks.size(), snapshot_.stats.total_blocks)));
+    const int w = std::max(1, width() - 2), h = std::max(1, height() - 2);
+    // The largest square (cell + gap) that lets n blocks fit in w x h.
+    int best = 3;
+    for (int pitch = 26; pitch >= 4; --pitch) {
+        const int cols = std::max(1, w / pitch);
+        const int rows = (n + cols - 1) / cols;
+        if (rows * pitch <= h) {
+            best = pitch;
+            break;
+        }
+    }
+    gap_ = best >= 10 ? 2 : 1;
+    cell_ = std::max(2, best - gap_);
+    columns_ = std::max(1, w / (cell_ + gap_));
+}
+
+QColor KvBlockGrid::blockColor(const lantern::KvBlockInfo& block) const {
+    if (!block.owners.empty()) return ownerColorFor(block.owners.front(), snapshot_.active_sequence);
+    if (block.cached) return theme::cachedBlock();
+    return theme::emptyBlock();
+}
+
+QRect KvBlockGrid::blockRect(int index) const {
+    const int pitch = cell_ + gap_;
+    return {1 + (index % columns_) * pitch, 1 + (index / columns_) * pitch, cell_, cell_};
+}
+
+int KvBlockGrid::blockAt(const QPoint& pos) const {
+    const int pitch = cell_ + gap_;
+    const int col = (pos.x() - 1) / pitch, row = (pos.y() - 1) / pitch;
+    if (pos.x() < 1 || pos.y() < 1 || col >= columns_) return -1;
+    const int index = row * columns_ + col;
+    return index < static_cast<int>(snapshot_.blocks.size()) ? index : -1;
+}
+
+void KvBlockGrid::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing, cell_ >= 6);
+    const int pitch = cell_ + gap_;
+    const double radius = cell_ >= 8 ? 2.0 : 0.0;
+    const uint32_t blockTokens = std::max<uint32_t>(1, snapshot_.stats.block_tokens);
+    const int shown = static_cast<int>(std::max<size_t>(snapshot_.blocks.size(), snapshot_.stats.total_blocks));
+    for (int i = 0; i < shown; ++i) {
+        const QRectF r(1 + (i % columns_) * pitch, 1 + (i / columns_) * pitch, cell_, cell_);
+        if (i >= static_cast<int>(snapshot_.blocks.size())) {
+            p.setPen(Qt::NoPen);
+            p.setBrush(theme::emptyBlock());
+            p.drawRoundedRect(r, radius, radius);
+            continue;
+        }
+        const lantern::KvBlockInfo& b = snapshot_.blocks[static_cast<size_t>(i)];
+        const QColor color = blockColor(b);
+        p.setPen(Qt::NoPen);
+        if (!b.owners.empty() && b.filled < blockTokens) {
+            // Partly written block: a pale square filled from the bottom to its fill level.
+            QColor pale = color;
+            pale.setAlphaF(0.28f);
+            p.setBrush(pale);
+            p.drawRoundedRect(r, radius, radius);
+            const double level = static_cast<double>(b.filled) / blockTokens;
+            QRectF filled = r;
+            filled.setTop(r.bottom() - r.height() * level);
+            p.setBrush(color);
+            p.drawRect(filled);
+        } else {
+            p.setBrush(color);
+            p.drawRoundedRect(r, radius, radius);
+        }
+        if (b.owners.size() > 1 && cell_ >= 6) {
+            // Shared by several sequences (a forked prefix): a white dot.
+            p.setBrush(Qt::white);
+            const double d = std::max(2.0, cell_ / 3.5);
+            p.drawEllipse(r.center(), d / 2, d / 2);
+        }
+    }
+}
+
+bool KvBlockGrid::event(QEvent* event) {
+    if (event->type() == QEvent::ToolTip) {
+        auto* help = static_cast<QHelpEvent*>(event);
+        const int i = blockAt(help->pos());
+        if (i < 0) {
+            QToolTip::hideText();
+            event->ignore();
+            return true;
+        }
+        const lantern::KvBlockInfo& b = snapshot_.blocks[static_cast<size_t>(i)];
+        QString state;
+        if (!b.owners.empty())
+            state = tr("in use by sequence %1").arg(ownerList(b.owners));
+        else if (b.cached)
+            state = tr("cached for prefix reuse");
+        else
+            state = tr("empty");
+        QString text = tr("Block %1: %2\n%3 of %4 tokens written")
+                           .arg(b.block)
+                           .arg(state)
+                           .arg(b.filled)
+                           .arg(snapshot_.stats.block_tokens);
+        if (b.first_position >= 0)
+            text += QLatin1Char('\n') + tr("positions %1–%2").arg(b.first_position).arg(b.first_position + std::max<int>(0, static_cast<int>(b.filled) - 1));
+        if (b.full_hashed) text += QLatin1Char('\n') + tr("registered in the prefix cache");
+        QToolTip::showText(help->globalPos(), text, this);
+        return true;
+    }
+    return QWidget::event(event);
+}
+
+KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(10, 6, 10, 8);
+    grid_ = new KvBlockGrid(this);
+    grid_->setObjectName(QStringLiteral("blockGrid"));
+    layout->addWidget(grid_, 1);
+
+    legend_ = new QLabel(this);
+    legend_->setObjectName(QStringLiteral("legend"));
+    legend_->setTextFormat(Qt::RichText);
+    legend_->setWordWrap(true);
+    layout->addWidget(legend_);
+
+    auto* numbers = new QGridLayout();
+    numbers->setHorizontalSpacing(10);
+    numbers->setVerticalSpacing(3);
+    layout->addLayout(numbers);
+    addValue(numbers, 0, 0, tr("Used"), "usedBlocks");
+    addValue(numbers, 0, 2, tr("Cached"), "cachedBlocks");
+    addValue(numbers, 1, 0, tr("Empty"), "emptyBlocks");
+    addValue(numbers, 1, 2, tr("Total"), "totalBlocks");
+    addValue(numbers, 2, 0, tr("Peak used"), "peakBlocks");
+    addValue(numbers, 2, 2, tr("Evictions"), "evictions");
+    addValue(numbers, 3, 0, tr("Capacity"), "capacity");
+    addValue(numbers, 4, 0, tr("Per token"), "bytesPerToken");
+    addValue(numbers, 5, 0, tr("Prefix hit (last)"), "prefixHitLast");
+    addValue(numbers, 6, 0, tr("Prefix hit (all)"), "prefixHitTotal");
+    numbers->setColumnStretch(1, 1);
+    numbers->setColumnStretch(3, 1);
+    clear();
+}
+
+QLabel* KvCachePanel::addValue(QGridLayout* grid, int row, int column, const QString& caption, const char* name) {
+    auto* captionLabel = new QLabel(caption, this);
+    captionLabel->setProperty("role", QStringLiteral("caption"));
+    auto* value = new QLabel(this);
+    value->setObjectName(QString::fromLatin1(name));
+    value->setProperty("role", QStringLiteral("value"));
+    value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    grid->addWidget(captionLabel, row, column);
+    // Values in the first column of the wide rows (capacity, ...) span the rest of the row.
+    const bool wide = column == 0 && row >= 3;
+    value->setWordWrap(wide);
+    grid->addWidget(value, row, column + 1, 1, wide ? 3 : 1);
+    values_.insert(QString::fromLatin1(name), value);
+    return value;
+}
+
+void KvCachePanel::clear() {
+    snapshot_ = {};
+    grid_->setSnapshot(snapshot_);
+    for (QLabel* l : std::as_const(values_)) l->setText(QStringLiteral("—"));
+    legend_->setText(tr("No model loaded."));
+}
+
+void KvCachePanel::setSnapshot(const KvSnapshot& snapshot) {
+    snapshot_ = snapshot;
+    grid_->setSnapshot(snapshot);
+    const lantern::KvStats& s = snapshot.stats;
+    auto set = [this](const char* name, const QString& text) { values_.value(QString::fromLatin1(name))->setText(text); };
+    set("usedBlocks", display::count(s.used_blocks));
+    set("cachedBlocks", display::count(s.cached_blocks));
+    set("emptyBlocks", display::count(s.empty_blocks));
+    set("totalBlocks", tr("%1 × %2 tokens").arg(display::count(s.total_blocks)).arg(s.block_tokens));
+    set("peakBlocks", display::count(s.peak_used_blocks));
+    set("evictions", display::count(s.evictions));
+    set("capacity", tr("%1 tokens · %2").arg(display::count(s.capacity_tokens), display::bytes(s.capacity_bytes)));
+    set("bytesPerToken", tr("%1 = 2 (K,V) × %2 layers × %3 KV heads × %4 dims × %5 B")
+                             .arg(display::bytes(s.bytes_per_token))
+                             .arg(s.layers)
+                             .arg(s.kv_heads)
+                             .arg(s.head_dim)
+                             .arg(s.element_bytes));
+    set("prefixHitLast", tr("%1 of %2 tokens").arg(display::count(s.last_hit_tokens), display::count(s.last_query_tokens)));
+    const double ratio = s.prefix_query_tokens > 0 ? static_cast<double>(s.prefix_hit_tokens) / static_cast<double>(s.prefix_query_tokens) : 0.0;
+    set("prefixHitTotal", tr("%1 of %2 tokens (%3)")
+                              .arg(display::count(s.prefix_hit_tokens), display::count(s.prefix_query_tokens), display::percent(ratio)));
+
+    auto swatch = [](const QColor& c) {
+        return QStringLiteral("<span style=\"color:%1; font-size:large\">■</span>").arg(c.name());
+    };
+    QStringList parts;
+    for (const lantern::KvSequenceStats& seq : s.sequences) {
+        const QString who = seq.id == snapshot.active_sequence ? tr("this chat") : tr("sequence %1").arg(seq.id);
+        parts << swatch(ownerColorFor(seq.id, snapshot.active_sequence)) + QStringLiteral("&nbsp;") +
+                     tr("%1: %2 tokens in %3 blocks").arg(who, display::count(seq.tokens), display::count(seq.blocks));
+    }
+    parts << swatch(theme::cachedBlock()) + QStringLiteral("&nbsp;") + tr("cached");
+    parts << swatch(theme::emptyBlock()) + QStringLiteral("&nbsp;") + tr("empty");
+    legend_->setText(parts.join(QStringLiteral(" &nbsp; ")));
+}

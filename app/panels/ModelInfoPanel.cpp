@@ -1,0 +1,99 @@
+#include "panels/ModelInfoPanel.h"
+
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QLabel>
+#include <QScrollArea>
+#include <QVBoxLayout>
+
+#include "Format.h"
+
+namespace {
+
+QString parameterCount(uint64_t n) {
+    if (n >= 1'000'000'000ULL) return QStringLiteral("%1 B").arg(static_cast<double>(n) / 1e9, 0, 'f', 2);
+    if (n >= 1'000'000ULL) return QStringLiteral("%1 M").arg(static_cast<double>(n) / 1e6, 0, 'f', 1);
+    if (n >= 1'000ULL) return QStringLiteral("%1 K").arg(static_cast<double>(n) / 1e3, 0, 'f', 1);
+    return QString::number(n);
+}
+
+}  // namespace
+
+ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* content = new QWidget(scroll);
+    scroll->setWidget(content);
+    outer->addWidget(scroll);
+    auto* form = new QFormLayout(content);
+    form->setContentsMargins(10, 6, 10, 8);
+    form->setVerticalSpacing(4);
+    addRow(form, tr("Name"), "name");
+    addRow(form, tr("File"), "file");
+    addRow(form, tr("Architecture"), "architecture");
+    addRow(form, tr("Parameters"), "parameters");
+    addRow(form, tr("Weights"), "weightTypes");
+    addRow(form, tr("Size"), "size");
+    addRow(form, tr("Layers"), "layers");
+    addRow(form, tr("Embedding / FFN"), "dims");
+    addRow(form, tr("Heads / KV heads"), "heads");
+    addRow(form, tr("Head dim / RoPE"), "rope");
+    addRow(form, tr("Context"), "context");
+    addRow(form, tr("Vocabulary"), "vocab");
+    addRow(form, tr("Chat template"), "template");
+    addRow(form, tr("Device"), "device");
+    addRow(form, tr("Driver"), "driver");
+    addRow(form, tr("Device memory"), "deviceMemory");
+    addRow(form, tr("Subgroup size"), "subgroup");
+    clear();
+}
+
+void ModelInfoPanel::addRow(QFormLayout* form, const QString& caption, const char* name) {
+    auto* captionLabel = new QLabel(caption, this);
+    captionLabel->setProperty("role", QStringLiteral("caption"));
+    auto* value = new QLabel(this);
+    value->setObjectName(QString::fromLatin1(name));
+    value->setProperty("role", QStringLiteral("value"));
+    value->setWordWrap(true);
+    value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    form->addRow(captionLabel, value);
+    values_.insert(QString::fromLatin1(name), value);
+}
+
+void ModelInfoPanel::set(const char* name, const QString& text) {
+    if (QLabel* l = values_.value(QString::fromLatin1(name))) l->setText(text);
+}
+
+QString ModelInfoPanel::valueText(const QString& name) const {
+    const QLabel* l = values_.value(name);
+    return l != nullptr ? l->text() : QString();
+}
+
+void ModelInfoPanel::clear() {
+    for (QLabel* l : std::as_const(values_)) l->setText(QStringLiteral("—"));
+}
+
+void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::DeviceInfo& d, const LoadReport& report) {
+    const QString path = QString::fromStdString(m.path);
+    set("name", m.name.empty() ? QFileInfo(path).completeBaseName() : QString::fromStdString(m.name));
+    set("file", QFileInfo(path).fileName());
+    values_.value(QStringLiteral("file"))->setToolTip(path);
+    set("architecture", QString::fromStdString(m.architecture));
+    set("parameters", parameterCount(m.parameters));
+    set("weightTypes", QString::fromStdString(m.weight_types));
+    set("size", tr("%1 file, %2 on the device").arg(display::bytes(m.file_bytes), display::bytes(m.weight_bytes)));
+    set("layers", QString::number(m.n_layers));
+    set("dims", tr("%1 / %2").arg(m.dim).arg(m.ffn_dim));
+    set("heads", tr("%1 / %2").arg(m.n_heads).arg(m.n_kv_heads));
+    set("rope", tr("%1 / %2 dims, base %3").arg(m.head_dim).arg(m.n_rot).arg(static_cast<double>(m.rope_freq_base)));
+    set("context", tr("%1 tokens (trained: %2)").arg(display::count(report.context_length), display::count(m.context_length)));
+    set("vocab", tr("%1 tokens%2").arg(display::count(m.vocab)).arg(m.tied_output ? tr(", output tied to embeddings") : QString()));
+    set("template", report.chat_template ? report.template_name : tr("none — completion mode (your text is continued)"));
+    set("device", deviceDescription(d));
+    set("driver", QString::fromStdString(d.driver));
+    set("deviceMemory", display::bytes(d.device_local_bytes));
+    set("subgroup", QString::number(d.subgroup_size));
+}

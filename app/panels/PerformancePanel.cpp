@@ -1,0 +1,198 @@
+#include "panels/PerformancePanel.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QGridLayout>
+#include <QLabel>
+#include <QLineSeries>
+#include <QPainter>
+#include <QValueAxis>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "Format.h"
+#include "Theme.h"
+
+// Reused vs computed prompt tokens as one stacked bar.
+class SplitBar : public QWidget {
+public:
+    explicit SplitBar(QWidget* parent) : QWidget(parent) { setFixedHeight(10); }
+    void setSplit(uint64_t reused, uint64_t computed) {
+        reused_ = reused;
+        computed_ = computed;
+        update();
+    }
+
+protected:
+    void paintEvent(QPaintEvent*) override {
+        QPainter p(this);
+        p.setRenderHint(QPainter::Antialiasing);
+        p.setPen(Qt::NoPen);
+        const QRectF r = QRectF(rect()).adjusted(0.5, 0.5, -0.5, -0.5);
+        p.setBrush(theme::emptyBlock());
+        p.drawRoundedRect(r, 4, 4);
+        const double total = static_cast<double>(reused_ + computed_);
+        if (total <= 0) return;
+        QRectF reused = r;
+        reused.setWidth(r.width() * static_cast<double>(reused_) / total);
+        QRectF computed = r;
+        computed.setLeft(reused.right());
+        p.setBrush(theme::cachedBlock());
+        p.drawRoundedRect(reused, 4, 4);
+        p.setBrush(theme::accent());
+        p.drawRoundedRect(computed, 4, 4);
+    }
+
+private:
+    uint64_t reused_ = 0, computed_ = 0;
+};
+
+PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(10, 6, 10, 8);
+    auto* grid = new QGridLayout();
+    grid->setHorizontalSpacing(10);
+    grid->setVerticalSpacing(3);
+    layout->addLayout(grid);
+    addValue(grid, 0, 0, tr("Time to first token"), "ttft");
+    addValue(grid, 0, 2, tr("Generated"), "generated");
+    addValue(grid, 1, 0, tr("Prefill"), "prefillRate");
+    addValue(grid, 1, 2, tr("Decode"), "decodeRate");
+    addValue(grid, 2, 0, tr("Prompt tokens"), "promptTokens");
+    addValue(grid, 2, 2, tr("Ended by"), "stopReason");
+    addValue(grid, 3, 0, tr("Reused / computed"), "reuse");
+    addValue(grid, 3, 2, tr("Last step"), "lastStep");
+    grid->setColumnStretch(1, 1);
+    grid->setColumnStretch(3, 1);
+
+    reuseBar_ = new SplitBar(this);
+    reuseBar_->setToolTip(tr("Blue: prompt tokens whose K/V came from the prefix cache. Amber: prompt tokens computed now."));
+    layout->addWidget(reuseBar_);
+
+    auto* load = new QGridLayout();
+    load->setHorizontalSpacing(10);
+    layout->addLayout(load);
+    addValue(load, 0, 0, tr("Model load"), "loadTime");
+    load->setColumnStretch(1, 1);
+
+    latency_ = new QLineSeries();
+    latency_->setName(tr("step latency"));
+    latency_->setPen(QPen(theme::accent(), 1.6));
+    average_ = new QLineSeries();
+    average_->setName(tr("moving average"));
+    average_->setPen(QPen(theme::cachedBlock(), 2.0));
+    chart_ = new QChart();
+    chart_->addSeries(latency_);
+    chart_->addSeries(average_);
+    chart_->setTitle(tr("Per-token latency (decode)"));
+    QFont titleFont = font();
+    titleFont.setBold(true);
+    chart_->setTitleFont(titleFont);
+    chart_->legend()->setAlignment(Qt::AlignBottom);
+    chart_->legend()->setFont(font());
+    chart_->setMargins(QMargins(2, 2, 2, 2));
+    chart_->setBackgroundRoundness(6);
+    axisX_ = new QValueAxis();
+    axisX_->setTitleText(tr("token"));
+    axisX_->setLabelFormat(QStringLiteral("%d"));
+    axisX_->setRange(0, 32);
+    axisY_ = new QValueAxis();
+    axisY_->setTitleText(tr("ms"));
+    axisY_->setLabelFormat(QStringLiteral("%.1f"));
+    axisY_->setRange(0, 1);
+    for (QValueAxis* axis : {axisX_, axisY_}) {
+        axis->setLabelsFont(font());
+        axis->setTitleFont(font());
+        axis->setGridLineColor(theme::border());
+    }
+    chart_->addAxis(axisX_, Qt::AlignBottom);
+    chart_->addAxis(axisY_, Qt::AlignLeft);
+    for (QLineSeries* s : {latency_, average_}) {
+        s->attachAxis(axisX_);
+        s->attachAxis(axisY_);
+    }
+    chartView_ = new QChartView(chart_, this);
+    chartView_->setObjectName(QStringLiteral("latencyChart"));
+    chartView_->setRenderHint(QPainter::Antialiasing);
+    chartView_->setMinimumHeight(170);
+    layout->addWidget(chartView_, 1);
+    clear();
+}
+
+QLabel* PerformancePanel::addValue(QGridLayout* grid, int row, int column, const QString& caption, const char* name) {
+    auto* captionLabel = new QLabel(caption, this);
+    captionLabel->setProperty("role", QStringLiteral("caption"));
+    auto* value = new QLabel(QStringLiteral("—"), this);
+    value->setObjectName(QString::fromLatin1(name));
+    value->setProperty("role", QStringLiteral("value"));
+    value->setWordWrap(true);
+    grid->addWidget(captionLabel, row, column);
+    grid->addWidget(value, row, column + 1);
+    values_.insert(QString::fromLatin1(name), value);
+    return value;
+}
+
+void PerformancePanel::setValue(const char* name, const QString& text) {
+    if (QLabel* l = values_.value(QString::fromLatin1(name))) l->setText(text);
+}
+
+QString PerformancePanel::valueText(const QString& name) const {
+    const QLabel* l = values_.value(name);
+    return l != nullptr ? l->text() : QString();
+}
+
+int PerformancePanel::chartedPoints() const { return static_cast<int>(latency_->count()); }
+
+void PerformancePanel::clear() {
+    for (auto it = values_.begin(); it != values_.end(); ++it)
+        if (it.key() != QLatin1String("loadTime")) it.value()->setText(QStringLiteral("—"));
+    reuseBar_->setSplit(0, 0);
+    latency_->clear();
+    average_->clear();
+    tokensThisTurn_ = 0;
+    maxLatency_ = 1.0;
+    emaMs_ = 0.0;
+    axisX_->setRange(0, 32);
+    axisY_->setRange(0, 1);
+}
+
+void PerformancePanel::setLoadReport(const LoadReport& report) {
+    setValue("loadTime", tr("%1 (pipelines %2, cache %3)")
+                             .arg(display::milliseconds(report.load_ms), display::milliseconds(report.pipelines_ms),
+                                  report.pipeline_cache_warm ? tr("warm") : tr("cold")));
+}
+
+void PerformancePanel::beginTurn() {
+    clear();
+    setValue("stopReason", tr("generating…"));
+}
+
+void PerformancePanel::addToken(double stepMs) {
+    ++tokensThisTurn_;
+    setValue("generated", display::count(static_cast<uint64_t>(tokensThisTurn_)));
+    setValue("lastStep", display::milliseconds(stepMs));
+    if (tokensThisTurn_ == 1) {
+        setValue("ttft", tr("%1 (prefill step)").arg(display::milliseconds(stepMs)));
+        return;
+    }
+    const int x = tokensThisTurn_ - 1;
+    emaMs_ = x == 1 ? stepMs : emaMs_ * 0.85 + stepMs * 0.15;
+    latency_->append(x, stepMs);
+    average_->append(x, emaMs_);
+    if (emaMs_ > 0) setValue("decodeRate", tr("%1 (live)").arg(display::tokensPerSecond(1000.0 / emaMs_)));
+    maxLatency_ = std::max(maxLatency_, stepMs);
+    axisY_->setRange(0, std::ceil(maxLatency_ * 1.15 * 10.0) / 10.0);
+    if (x > axisX_->max()) axisX_->setRange(0, std::max(32.0, std::ceil(x * 1.25)));
+}
+
+void PerformancePanel::finishTurn(const lantern::TurnStats& stats) {
+    setValue("ttft", display::milliseconds(stats.ttft_ms));
+    setValue("generated", tr("%1 tokens").arg(display::count(stats.generated_tokens)));
+    setValue("prefillRate", tr("%1 · %2").arg(display::tokensPerSecond(stats.prefill_tokens_per_s), display::milliseconds(stats.prefill_ms)));
+    setValue("decodeRate", tr("%1 · %2").arg(display::tokensPerSecond(stats.decode_tokens_per_s), display::milliseconds(stats.decode_ms)));
+    setValue("promptTokens", display::count(stats.prompt_tokens));
+    setValue("reuse", tr("%1 / %2").arg(display::count(stats.reused_tokens), display::count(stats.computed_tokens)));
+    reuseBar_->setSplit(stats.reused_tokens, stats.computed_tokens);
+    setValue("stopReason", display::stopReason(stats.stop_reason));
+}

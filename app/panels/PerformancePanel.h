@@ -1,0 +1,47 @@
+// PerformancePanel — honest speed figures of the last reply: time to first token, prefill and
+// decode throughput, how much of the prompt came from the KV prefix cache, and a live chart of
+// every decode step's latency.
+#pragma once
+#include <QHash>
+#include <QWidget>
+
+#include "worker/EngineTypes.h"
+
+class QChart;
+class QChartView;
+class QLabel;
+class QLineSeries;
+class QValueAxis;
+class SplitBar;
+
+class PerformancePanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit PerformancePanel(QWidget* parent = nullptr);
+
+    void setLoadReport(const LoadReport& report);
+    void beginTurn();
+    // A generated token; the first of a turn is the prefill step and is not charted.
+    void addToken(double stepMs);
+    void finishTurn(const lantern::TurnStats& stats);
+    void clear();
+
+    QString valueText(const QString& name) const;  // for tests and the status bar
+    int chartedPoints() const;
+
+private:
+    QLabel* addValue(class QGridLayout* grid, int row, int column, const QString& caption, const char* name);
+    void setValue(const char* name, const QString& text);
+
+    QHash<QString, QLabel*> values_;
+    SplitBar* reuseBar_;
+    QChart* chart_;
+    QChartView* chartView_;
+    QLineSeries* latency_;
+    QLineSeries* average_;
+    QValueAxis* axisX_;
+    QValueAxis* axisY_;
+    int tokensThisTurn_ = 0;
+    double maxLatency_ = 1.0;
+    double emaMs_ = 0.0;
+};

@@ -1,0 +1,52 @@
+// Value types that cross the thread boundary between InferenceWorker and the UI.
+//
+// They are the engine's own plain structs (no pointers into engine state), registered with Qt's
+// meta-type system so queued signals can copy them from the worker thread to the UI thread.
+#pragma once
+#include <QMetaType>
+#include <QString>
+#include <vector>
+
+#include "lantern/chat.h"
+#include "lantern/device.h"
+#include "lantern/engine.h"
+#include "lantern/kv_cache.h"
+#include "lantern/sampling.h"
+
+// Timings and facts of one successful model load, next to ModelInfo and DeviceInfo.
+struct LoadReport {
+    double load_ms = 0;           // the whole Engine::load()
+    double pipelines_ms = 0;      // pipeline creation within it
+    bool pipeline_cache_warm = false;
+    uint32_t context_length = 0;  // per conversation
+    bool chat_template = false;   // false: completion mode (the text is continued)
+    QString template_name;
+};
+
+// The KV cache as the worker saw it after a step: counters plus one entry per block.
+struct KvSnapshot {
+    lantern::KvStats stats;
+    std::vector<lantern::KvBlockInfo> blocks;
+    lantern::SequenceId active_sequence = 0;  // the conversation's own sequence
+};
+
+using TokenCandidates = std::vector<lantern::TokenCandidate>;
+using DeviceList = std::vector<lantern::DeviceInfo>;
+
+Q_DECLARE_METATYPE(lantern::SamplingSettings)
+Q_DECLARE_METATYPE(lantern::ModelInfo)
+Q_DECLARE_METATYPE(lantern::DeviceInfo)
+Q_DECLARE_METATYPE(lantern::TurnStats)
+Q_DECLARE_METATYPE(lantern::AttentionSnapshot)
+Q_DECLARE_METATYPE(LoadReport)
+Q_DECLARE_METATYPE(KvSnapshot)
+Q_DECLARE_METATYPE(TokenCandidates)
+Q_DECLARE_METATYPE(DeviceList)
+
+// Registers the types above for queued connections. Safe to call more than once.
+void registerEngineMetaTypes();
+
+// "NVIDIA GeForce RTX 4070 (discrete GPU)" / "llvmpipe (CPU (software Vulkan))": what the status
+// bar and the model panel show for a device.
+QString deviceDescription(const lantern::DeviceInfo& device);
+QString deviceTypeDescription(lantern::DeviceType type);

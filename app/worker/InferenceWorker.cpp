@@ -1,0 +1,197 @@
+#include "worker/InferenceWorker.h"
+
+#include <algorithm>
+#include <new>
+
+#include "lantern/error.h"
+
+namespace {
+
+QString messageOf(const std::exception& e) {
+    if (dynamic_cast<const lantern::Error*>(&e) != nullptr) return QString::fromStdString(e.what());
+    if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr)
+        return InferenceWorker::tr("The computer ran out of memory.");
+    return InferenceWorker::tr("Unexpected internal error: %1").arg(QString::fromStdString(e.what()));
+}
+
+}  // namespace
+
+InferenceWorker::InferenceWorker(QObject* parent) : QObject(parent) {
+    registerEngineMetaTypes();
+    lantern::SamplingSettings initial;
+    initial.n_probs = kCandidateCount;
+    settings_.store(initial);
+    kvThrottle_.start();
+    attentionThrottle_.start();
+}
+
+InferenceWorker::~InferenceWorker() {
+    // Runs on the worker thread (deleteLater when the thread finishes): the engine is destroyed on
+    // the thread that used it. The session refers to the engine, so it goes first.
+    session_.reset();
+    engine_.reset();
+}
+
+void InferenceWorker::requestStop() { stop_.store(true); }
+
+bool InferenceWorker::setSamplingSettings(const lantern::SamplingSettings& settings) {
+    lantern::SamplingSettings copy = settings;
+    copy.n_probs = std::max(copy.n_probs, kCandidateCount);
+    try {
+        settings_.store(std::move(copy));
+        return true;
+    } catch (const std::exception& e) {
+        emit settingsRejected(messageOf(e));
+        return false;
+    }
+}
+
+lantern::SamplingSettings InferenceWorker::samplingSettings() const { return *settings_.load(); }
+
+void InferenceWorker::setAttentionLayer(int layer) { attentionLayer_.store(std::max(layer, -1)); }
+
+void InferenceWorker::dropEngine() {
+    const bool had = engine_ != nullptr;
+    session_.reset();
+    engine_.reset();
+    capturedLayer_ = -1;
+    if (had) emit modelUnloaded();
+}
+
+void InferenceWorker::loadModel(const QString& path, const QString& deviceSelector) {
+    dropEngine();
+    try {
+        lantern::EngineOptions options;
+        options.device_selector = deviceSelector.toStdString();
+        engine_ = lantern::Engine::load(path.toStdString(), options);
+        session_ = std::make_unique<lantern::ChatSession>(*engine_);
+        session_->set_system_prompt(systemPrompt_);
+        session_->set_context_policy(lantern::ContextPolicy::DropOldestTurns);
+
+        LoadReport report;
+        report.load_ms = engine_->load_ms();
+        report.pipelines_ms = engine_->pipelines_ms();
+        report.pipeline_cache_warm = engine_->pipeline_cache_was_warm();
+        report.context_length = engine_->context_length();
+        report.chat_template = session_->has_chat_template();
+        report.template_name = QString::fromStdString(session_->template_name());
+        emit modelLoaded(engine_->model(), engine_->device(), report);
+        publishKvStats();
+    } catch (const std::exception& e) {
+        session_.reset();
+        engine_.reset();
+        emit loadFailed(messageOf(e));
+    }
+}
+
+void InferenceWorker::unloadModel() { dropEngine(); }
+
+void InferenceWorker::setSystemPrompt(const QString& text) {
+    systemPrompt_ = text.toStdString();
+    if (session_) session_->set_system_prompt(systemPrompt_);
+}
+
+void InferenceWorker::resetConversation() {
+    if (!session_) return;
+    try {
+        session_->reset();
+        publishKvStats();
+    } catch (const std::exception& e) {
+        reportFailure(tr("Could not start a new conversation"), e);
+    }
+}
+
+void InferenceWorker::send(const QString& text) {
+    const std::string utf8 = text.toStdString();
+    runTurn([this, utf8](const std::function<bool(const lantern::TokenEvent&)>& onToken) {
+        return session_->respond(utf8, settings_, onToken, &stop_);
+    });
+}
+
+void InferenceWorker::regenerate() {
+    runTurn([this](const std::function<bool(const lantern::TokenEvent&)>& onToken) {
+        return session_->regenerate(settings_, onToken, &stop_);
+    });
+}
+
+void InferenceWorker::listDevices() {
+    try {
+        emit devicesListed(lantern::list_devices());
+    } catch (const std::exception& e) {
+        emit errorOccurred(tr("Could not list the Vulkan devices: %1").arg(messageOf(e)));
+    }
+}
+
+void InferenceWorker::runTurn(const TurnFunction& turn) {
+    if (!session_) {
+        emit errorOccurred(tr("No model is loaded. Open a model first (File > Open Model…)."));
+        return;
+    }
+    stop_.store(false);
+    lastAttentionPosition_ = UINT32_MAX;
+    emit turnStarted();
+    kvThrottle_.restart();
+    attentionThrottle_.restart();
+    const auto onToken = [this](const lantern::TokenEvent& event) {
+        emit tokenGenerated(QString::fromStdString(event.text), event.candidates, event.step_ms, event.position,
+                            event.token);
+        if (kvThrottle_.elapsed() >= 50) {
+            publishKvStats();
+            kvThrottle_.restart();
+        }
+        publishAttention(false);
+        applyAttentionLayer();
+        return !stop_.load();
+    };
+    try {
+        applyAttentionLayer();
+        const lantern::TurnStats stats = turn(onToken);
+        publishKvStats();
+        publishAttention(true);
+        emit turnFinished(stats);
+    } catch (const std::exception& e) {
+        reportFailure(tr("Generation failed"), e);
+    }
+}
+
+void InferenceWorker::reportFailure(const QString& what, const std::exception& e) {
+    emit errorOccurred(tr("%1: %2").arg(what, messageOf(e)));
+    const auto* error = dynamic_cast<const lantern::Error*>(&e);
+    if (error != nullptr && error->code() == lantern::ErrorCode::DeviceLost) {
+        // The engine cannot be used after a device loss; the user reloads the model.
+        dropEngine();
+        return;
+    }
+    if (engine_) publishKvStats();
+}
+
+void InferenceWorker::applyAttentionLayer() {
+    if (!engine_) return;
+    int layer = attentionLayer_.load();
+    if (layer >= 0) layer = std::min<int>(layer, static_cast<int>(engine_->model().n_layers) - 1);
+    // Re-armed before every step while capturing, so a one-shot capture and a standing one both work.
+    if (layer != capturedLayer_ || layer >= 0) {
+        engine_->capture_attention(layer);
+        capturedLayer_ = layer;
+    }
+}
+
+void InferenceWorker::publishAttention(bool force) {
+    if (!engine_ || capturedLayer_ < 0) return;
+    if (!force && attentionThrottle_.elapsed() < 80) return;
+    const lantern::AttentionSnapshot& snapshot = engine_->last_attention();
+    if (snapshot.n_positions == 0 || snapshot.probs.empty()) return;
+    if (snapshot.position == lastAttentionPosition_ && !force) return;
+    lastAttentionPosition_ = snapshot.position;
+    attentionThrottle_.restart();
+    emit attentionCaptured(snapshot);
+}
+
+void InferenceWorker::publishKvStats() {
+    if (!engine_) return;
+    KvSnapshot snapshot;
+    snapshot.stats = engine_->kv_stats();
+    snapshot.blocks = engine_->kv_block_map();
+    if (session_) snapshot.active_sequence = session_->sequence();
+    emit kvStatsChanged(snapshot);
+}

@@ -1,0 +1,88 @@
+// InferenceWorker — the only code in the app that touches lantern::Engine and lantern::ChatSession.
+//
+// It lives on its own QThread (GPT4All's pattern). Requests arrive as queued slot calls and results
+// leave as queued signals that carry values only (strings, engine stats structs), never pointers
+// into engine state; the UI thread owns every model and widget.
+//
+// A turn (send/regenerate) blocks this thread until it ends, so two requests are deliberately NOT
+// slots: they must reach a generation that is already running.
+//  - requestStop() sets an atomic flag that ChatSession polls between steps.
+//  - setSamplingSettings() stores a snapshot into a lantern::SettingsSlot, which the generating
+//    loop reads before every token; the change applies from the next token on.
+//  - setAttentionLayer() sets an atomic read after every token.
+// All three are thread-safe and are called directly from the UI thread.
+#pragma once
+#include <QElapsedTimer>
+#include <QObject>
+#include <QString>
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "worker/EngineTypes.h"
+
+class InferenceWorker : public QObject {
+    Q_OBJECT
+public:
+    explicit InferenceWorker(QObject* parent = nullptr);
+    ~InferenceWorker() override;
+
+    // Thread-safe (see the top of this file).
+    void requestStop();
+    // Returns false (and emits settingsRejected) when the settings are out of range; the previous
+    // settings stay in force then.
+    bool setSamplingSettings(const lantern::SamplingSettings& settings);
+    lantern::SamplingSettings samplingSettings() const;
+    void setAttentionLayer(int layer);  // -1 = no capture
+    // How many next-token candidates every tokenGenerated carries.
+    static constexpr int kCandidateCount = 5;
+
+public slots:
+    // Loads a GGUF file; any previous model and conversation are dropped first. deviceSelector is a
+    // device index or a name substring ("" = the engine's preference, see lantern/device.h).
+    void loadModel(const QString& path, const QString& deviceSelector);
+    void unloadModel();
+    void setSystemPrompt(const QString& text);
+    // Forgets the conversation (the KV blocks of earlier prompts stay reusable by the prefix cache).
+    void resetConversation();
+    void send(const QString& text);
+    void regenerate();
+    // Enumerates the Vulkan devices (answers with devicesListed or errorOccurred).
+    void listDevices();
+
+signals:
+    void devicesListed(const DeviceList& devices);
+    void modelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report);
+    void loadFailed(const QString& message);
+    void modelUnloaded();
+    void turnStarted();
+    // One generated token: its visible text (possibly empty), the most likely candidates for that
+    // position, the wall time of the step that produced it, its position and its id.
+    void tokenGenerated(const QString& delta, const TokenCandidates& candidates, double stepMs, quint32 position,
+                        qint32 token);
+    void turnFinished(const lantern::TurnStats& stats);
+    void kvStatsChanged(const KvSnapshot& snapshot);
+    void attentionCaptured(const lantern::AttentionSnapshot& snapshot);
+    // A request failed; when it was a turn, the turn has ended (turnFinished is not emitted).
+    void errorOccurred(const QString& message);
+    void settingsRejected(const QString& message);
+
+private:
+    using TurnFunction = std::function<lantern::TurnStats(const std::function<bool(const lantern::TokenEvent&)>&)>;
+    void runTurn(const TurnFunction& turn);
+    void publishKvStats();
+    void publishAttention(bool force);
+    void applyAttentionLayer();
+    void dropEngine();
+    void reportFailure(const QString& what, const std::exception& e);
+
+    std::unique_ptr<lantern::Engine> engine_;
+    std::unique_ptr<lantern::ChatSession> session_;
+    lantern::SettingsSlot settings_;
+    std::atomic<bool> stop_{false};
+    std::atomic<int> attentionLayer_{-1};
+    int capturedLayer_ = -1;  // what the engine was last told (worker thread only)
+    uint32_t lastAttentionPosition_ = UINT32_MAX;
+    std::string systemPrompt_;
+    QElapsedTimer kvThrottle_, attentionThrottle_;
+};

@@ -1,0 +1,135 @@
+// ConversationStore: what is written comes back, the database runs in WAL mode, and a reply that
+// was being generated when the app died is still there (marked incomplete) on the next start.
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chat/ConversationStore.h"
+
+class TestConversationStore : public QObject {
+    Q_OBJECT
+private slots:
+    void conversationsAndMessagesRoundTrip();
+    void databaseUsesWriteAheadLog();
+    void partialReplySurvivesClosingTheStore();
+    void partialReplySurvivesTheProcessDyingMidGeneration();
+    void deletingAConversationDeletesItsMessages();
+};
+
+void TestConversationStore::conversationsAndMessagesRoundTrip() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("sub/conversations.sqlite"));
+    qint64 first = -1, second = -1;
+    {
+        ConversationStore store(path);
+        QVERIFY2(store.isOpen(), qPrintable(store.lastError()));
+        first = store.createConversation(QStringLiteral("Stories"), QStringLiteral("You tell stories."), QStringLiteral("stories260K.gguf"));
+        QVERIFY(first > 0);
+        QVERIFY2(store.appendMessage(first, QStringLiteral("user"), QStringLiteral("Once upon a time")) > 0, qPrintable(store.lastError()));
+        QVERIFY(store.appendMessage(first, QStringLiteral("assistant"), QStringLiteral("there was a cat. 🐈 猫"), true,
+                                    QStringLiteral("12 tokens")) > 0);
+        QTest::qWait(5);  // distinct update times: the newest conversation is listed first
+        second = store.createConversation(QStringLiteral("Second"));
+        QVERIFY(store.appendMessage(second, QStringLiteral("user"), QStringLiteral("Hello")) > 0);
+        QVERIFY(store.renameConversation(first, QStringLiteral("Cat stories")));
+    }
+    ConversationStore reopened(path);
+    const QVector<ConversationSummary> list = reopened.conversations();
+    QCOMPARE(list.size(), 2);
+    QCOMPARE(list[0].id, second);
+    QCOMPARE(list[1].id, first);
+    QCOMPARE(list[1].title, QStringLiteral("Cat stories"));
+    QCOMPARE(list[1].system_prompt, QStringLiteral("You tell stories."));
+    QCOMPARE(list[1].model, QStringLiteral("stories260K.gguf"));
+    QCOMPARE(list[1].message_count, 2);
+
+    const QVector<StoredMessage> messages = reopened.messages(first);
+    QCOMPARE(messages.size(), 2);
+    QCOMPARE(messages[0].role, QStringLiteral("user"));
+    QCOMPARE(messages[0].content, QStringLiteral("Once upon a time"));
+    QCOMPARE(messages[1].role, QStringLiteral("assistant"));
+    QCOMPARE(messages[1].content, QStringLiteral("there was a cat. 🐈 猫"));
+    QCOMPARE(messages[1].details, QStringLiteral("12 tokens"));
+    QVERIFY(messages[1].complete);
+}
+
+void TestConversationStore::databaseUsesWriteAheadLog() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("wal.sqlite"));
+    ConversationStore store(path);
+    QVERIFY2(store.isOpen(), qPrintable(store.lastError()));
+    QCOMPARE(store.journalMode(), QStringLiteral("wal"));
+    QVERIFY(store.createConversation(QStringLiteral("x")) > 0);
+    QVERIFY2(QFile::exists(path + QStringLiteral("-wal")), "a write in WAL mode leaves a -wal file next to the database");
+}
+
+void TestConversationStore::partialReplySurvivesClosingTheStore() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("partial.sqlite"));
+    qint64 conversation = -1, reply = -1;
+    {
+        ConversationStore store(path);
+        conversation = store.createConversation(QStringLiteral("Interrupted"));
+        store.appendMessage(conversation, QStringLiteral("user"), QStringLiteral("Tell me a story"));
+        reply = store.appendMessage(conversation, QStringLiteral("assistant"), QString(), false);
+        QVERIFY(store.updateMessage(reply, QStringLiteral("Once"), false));
+        QVERIFY(store.updateMessage(reply, QStringLiteral("Once upon a"), false, QStringLiteral("closed")));
+    }
+    ConversationStore reopened(path);
+    const QVector<StoredMessage> messages = reopened.messages(conversation);
+    QCOMPARE(messages.size(), 2);
+    QCOMPARE(messages[1].id, reply);
+    QCOMPARE(messages[1].content, QStringLiteral("Once upon a"));
+    QVERIFY2(!messages[1].complete, "an interrupted reply must be stored as incomplete");
+    QCOMPARE(messages[1].details, QStringLiteral("closed"));
+}
+
+void TestConversationStore::partialReplySurvivesTheProcessDyingMidGeneration() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("killed.sqlite"));
+    const pid_t child = fork();
+    QVERIFY(child >= 0);
+    if (child == 0) {
+        // The "app": writes the growing reply and dies without closing anything.
+        auto* store = new ConversationStore(path);
+        const qint64 c = store->createConversation(QStringLiteral("Killed"));
+        store->appendMessage(c, QStringLiteral("user"), QStringLiteral("Go"));
+        const qint64 r = store->appendMessage(c, QStringLiteral("assistant"), QString(), false);
+        store->updateMessage(r, QStringLiteral("The little dog ran"), false);
+        _exit(store->isOpen() ? 0 : 3);
+    }
+    int status = 0;
+    QCOMPARE(waitpid(child, &status, 0), child);
+    QVERIFY(WIFEXITED(status));
+    QCOMPARE(WEXITSTATUS(status), 0);
+
+    ConversationStore reopened(path);
+    QVERIFY2(reopened.isOpen(), qPrintable(reopened.lastError()));
+    const QVector<ConversationSummary> list = reopened.conversations();
+    QCOMPARE(list.size(), 1);
+    const QVector<StoredMessage> messages = reopened.messages(list[0].id);
+    QCOMPARE(messages.size(), 2);
+    QCOMPARE(messages[1].content, QStringLiteral("The little dog ran"));
+    QVERIFY(!messages[1].complete);
+}
+
+void TestConversationStore::deletingAConversationDeletesItsMessages() {
+    QTemporaryDir dir;
+    ConversationStore store(dir.filePath(QStringLiteral("delete.sqlite")));
+    const qint64 keep = store.createConversation(QStringLiteral("keep"));
+    const qint64 drop = store.createConversation(QStringLiteral("drop"));
+    store.appendMessage(keep, QStringLiteral("user"), QStringLiteral("a"));
+    const qint64 m = store.appendMessage(drop, QStringLiteral("user"), QStringLiteral("b"));
+    QVERIFY(store.deleteConversation(drop));
+    QCOMPARE(store.conversations().size(), 1);
+    QCOMPARE(store.messages(drop).size(), 0);
+    QCOMPARE(store.messages(keep).size(), 1);
+    QVERIFY2(!store.updateMessage(m, QStringLiteral("x"), true), "a deleted message cannot be updated");
+    QVERIFY(!store.deleteConversation(drop));
+}
+
+QTEST_MAIN(TestConversationStore)
+#include "test_conversation_store.moc"

@@ -1,0 +1,252 @@
+// End to end through the app's worker: the real stories260K model loaded by InferenceWorker on its
+// own QThread, tokens streamed back by queued signals, sampling settings changed in the middle of a
+// reply, and Stop. Missing test data fails (shared_path throws), it never skips.
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
+#include <atomic>
+#include <cmath>
+
+#include "test_support.h"
+#include "worker/InferenceWorker.h"
+
+namespace {
+
+constexpr int kLoadTimeoutMs = 600'000;
+constexpr int kTurnTimeoutMs = 300'000;
+
+struct Reply {
+    std::vector<int32_t> tokens;
+    QString text;
+    lantern::TurnStats stats;
+};
+
+// Collects one turn's queued signals until turnFinished.
+Reply collectTurn(QSignalSpy& tokens, QSignalSpy& finished, QSignalSpy& errors) {
+    Reply r;
+    if (!QTest::qWaitFor([&] { return finished.count() > 0 || errors.count() > 0; }, kTurnTimeoutMs)) {
+        qWarning("the turn did not finish in time");
+        return r;
+    }
+    if (errors.count() > 0) qWarning("worker error: %s", qPrintable(errors.first().at(0).toString()));
+    for (const QList<QVariant>& args : std::as_const(tokens)) {
+        r.text += args.at(0).toString();
+        const qint32 token = args.at(4).value<qint32>();
+        if (token >= 0) r.tokens.push_back(token);  // -1: the held-back text flushed at the end
+    }
+    if (finished.count() > 0) r.stats = finished.first().at(0).value<lantern::TurnStats>();
+    return r;
+}
+
+lantern::SamplingSettings greedy(int maxTokens) {
+    lantern::SamplingSettings s;
+    s.temperature = 0.0f;
+    s.max_new_tokens = maxTokens;
+    s.ignore_eos = true;  // a fixed length, so runs can be compared token by token
+    s.seed = 1234;
+    return s;
+}
+
+}  // namespace
+
+class TestInferenceWorker : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void cleanupTestCase();
+    void aBrokenFileIsReportedNotFatal();
+    void loadsStoriesModelOnTheWorkerThread();
+    void streamsTokensByQueuedSignals();
+    void regenerateRepeatsAGreedyReply();
+    void temperatureChangedMidGenerationAppliesFromTheNextToken();
+    void stopEndsTheReplyAtTheNextStep();
+    void nextTurnReusesTheConversationsKvCache();
+
+private:
+    Reply run(const QString& prompt, bool regenerate = false);
+
+    QThread thread_;
+    InferenceWorker* worker_ = nullptr;
+    Reply greedyReply_;
+};
+
+void TestInferenceWorker::initTestCase() {
+    registerEngineMetaTypes();
+    worker_ = new InferenceWorker();
+    worker_->moveToThread(&thread_);
+    connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
+    thread_.start();
+}
+
+void TestInferenceWorker::cleanupTestCase() {
+    worker_->requestStop();
+    thread_.quit();
+    QVERIFY(thread_.wait(60'000));
+}
+
+Reply TestInferenceWorker::run(const QString& prompt, bool regenerate) {
+    QSignalSpy tokens(worker_, &InferenceWorker::tokenGenerated);
+    QSignalSpy finished(worker_, &InferenceWorker::turnFinished);
+    QSignalSpy errors(worker_, &InferenceWorker::errorOccurred);
+    if (regenerate)
+        QMetaObject::invokeMethod(worker_, "regenerate", Qt::QueuedConnection);
+    else
+        QMetaObject::invokeMethod(worker_, "send", Qt::QueuedConnection, Q_ARG(QString, prompt));
+    Reply r = collectTurn(tokens, finished, errors);
+    if (errors.count() > 0) r.stats.stop_reason = "error: " + errors.first().at(0).toString().toStdString();
+    return r;
+}
+
+void TestInferenceWorker::aBrokenFileIsReportedNotFatal() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("broken.gguf"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("GGUF\x03\x00\x00\x00this is not a model", 26);
+    f.close();
+    QSignalSpy failed(worker_, &InferenceWorker::loadFailed);
+    QSignalSpy loaded(worker_, &InferenceWorker::modelLoaded);
+    QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection, Q_ARG(QString, path), Q_ARG(QString, QString()));
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, kLoadTimeoutMs);
+    QCOMPARE(loaded.count(), 0);
+    QVERIFY2(!failed.first().at(0).toString().isEmpty(), "the user gets a message saying what is wrong");
+
+    // With no model, a request is answered with an error, not a crash.
+    QSignalSpy errors(worker_, &InferenceWorker::errorOccurred);
+    QMetaObject::invokeMethod(worker_, "send", Qt::QueuedConnection, Q_ARG(QString, QStringLiteral("hello")));
+    QTRY_COMPARE_WITH_TIMEOUT(errors.count(), 1, 10'000);
+}
+
+void TestInferenceWorker::loadsStoriesModelOnTheWorkerThread() {
+    std::string path;
+    try {
+        path = lantern::test::shared_path("models/stories260K.gguf");
+    } catch (const std::exception& e) {
+        QFAIL(e.what());
+    }
+    QSignalSpy loaded(worker_, &InferenceWorker::modelLoaded);
+    QSignalSpy failed(worker_, &InferenceWorker::loadFailed);
+    QSignalSpy kv(worker_, &InferenceWorker::kvStatsChanged);
+    QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection, Q_ARG(QString, QString::fromStdString(path)),
+                              Q_ARG(QString, QString()));
+    QVERIFY(QTest::qWaitFor([&] { return loaded.count() + failed.count() > 0; }, kLoadTimeoutMs));
+    if (failed.count() > 0) QFAIL(qPrintable(QStringLiteral("load failed: ") + failed.first().at(0).toString()));
+    const auto model = loaded.first().at(0).value<lantern::ModelInfo>();
+    const auto device = loaded.first().at(1).value<lantern::DeviceInfo>();
+    const auto report = loaded.first().at(2).value<LoadReport>();
+    QCOMPARE(model.n_layers, 5u);
+    QCOMPARE(model.dim, 64u);
+    QCOMPARE(model.vocab, 512u);
+    QVERIFY(!device.name.empty());
+    QVERIFY(report.context_length > 0);
+    QVERIFY2(!report.chat_template, "stories260K has no chat template: completion mode");
+    QTRY_VERIFY_WITH_TIMEOUT(kv.count() > 0, 10'000);
+    const auto snapshot = kv.last().at(0).value<KvSnapshot>();
+    QVERIFY(snapshot.stats.total_blocks > 0);
+    QCOMPARE(static_cast<uint32_t>(snapshot.blocks.size()), snapshot.stats.total_blocks);
+}
+
+void TestInferenceWorker::streamsTokensByQueuedSignals() {
+    QVERIFY(worker_->setSamplingSettings(greedy(24)));
+    worker_->setAttentionLayer(4);
+    QSignalSpy attention(worker_, &InferenceWorker::attentionCaptured);
+    QSignalSpy kv(worker_, &InferenceWorker::kvStatsChanged);
+    QThread* tokenThread = nullptr;
+    auto probe = connect(worker_, &InferenceWorker::tokenGenerated, worker_, [&tokenThread] { tokenThread = QThread::currentThread(); },
+                         Qt::DirectConnection);
+    greedyReply_ = run(QStringLiteral("Once upon a time"));
+    disconnect(probe);
+    worker_->setAttentionLayer(-1);
+
+    QCOMPARE(greedyReply_.stats.stop_reason, std::string("max_tokens"));
+    QCOMPARE(greedyReply_.stats.generated_tokens, 24u);
+    QCOMPARE(static_cast<int>(greedyReply_.tokens.size()), 24);
+    QVERIFY2(!greedyReply_.text.trimmed().isEmpty(), "the streamed deltas add up to text");
+    QVERIFY2(tokenThread == &thread_, "tokens are produced on the worker's thread, not the UI thread");
+    QVERIFY(greedyReply_.stats.ttft_ms > 0);
+    QCOMPARE(greedyReply_.stats.seed, uint64_t{1234});
+
+    QVERIFY2(attention.count() > 0, "attention of layer 4 was captured and sent");
+    const auto snap = attention.last().at(0).value<lantern::AttentionSnapshot>();
+    QCOMPARE(snap.layer, 4u);
+    QCOMPARE(snap.n_heads, 8u);
+    QVERIFY(snap.n_positions > 0);
+    QCOMPARE(snap.probs.size(), static_cast<size_t>(snap.n_heads) * snap.n_positions);
+    double sum = 0;
+    for (uint32_t j = 0; j < snap.n_positions; ++j) sum += snap.probs[j];
+    QVERIFY2(std::abs(sum - 1.0) < 1e-3, "each head's attention weights add up to 1");
+
+    QVERIFY(kv.count() > 0);
+    const auto kvs = kv.last().at(0).value<KvSnapshot>();
+    QVERIFY(kvs.stats.used_blocks > 0);
+    QVERIFY(!kvs.stats.sequences.empty());
+}
+
+void TestInferenceWorker::regenerateRepeatsAGreedyReply() {
+    QVERIFY(!greedyReply_.tokens.empty());
+    const Reply again = run({}, true);
+    QCOMPARE(again.stats.stop_reason, std::string("max_tokens"));
+    QCOMPARE(again.tokens, greedyReply_.tokens);
+    QCOMPARE(again.text, greedyReply_.text);
+}
+
+void TestInferenceWorker::temperatureChangedMidGenerationAppliesFromTheNextToken() {
+    QVERIFY(!greedyReply_.tokens.empty());
+    QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
+    QVERIFY(worker_->setSamplingSettings(greedy(24)));
+
+    // After the 5th token (inside the worker's token callback, i.e. mid-generation) the sampler
+    // becomes hot and untruncated. The UI does the same from its own thread at any moment.
+    lantern::SamplingSettings hot = greedy(24);
+    hot.temperature = 1.8f;
+    hot.top_k = 0;
+    hot.top_p = 1.0f;
+    hot.min_p = 0.0f;
+    std::atomic<int> seen{0};
+    auto changer = connect(
+        worker_, &InferenceWorker::tokenGenerated, worker_,
+        [this, &seen, hot](const QString&, const TokenCandidates&, double, quint32, qint32 token) {
+            if (token >= 0 && ++seen == 5) worker_->setSamplingSettings(hot);
+        },
+        Qt::DirectConnection);
+    const Reply mixed = run(QStringLiteral("Once upon a time"));
+    disconnect(changer);
+
+    QCOMPARE(mixed.stats.stop_reason, std::string("max_tokens"));
+    QCOMPARE(static_cast<int>(mixed.tokens.size()), 24);
+    const std::vector<int32_t> head(mixed.tokens.begin(), mixed.tokens.begin() + 5);
+    const std::vector<int32_t> greedyHead(greedyReply_.tokens.begin(), greedyReply_.tokens.begin() + 5);
+    QCOMPARE(head, greedyHead);  // before the change: greedy
+    QVERIFY2(mixed.tokens != greedyReply_.tokens, "after the change the reply is sampled at temperature 1.8, not greedily");
+    QCOMPARE(worker_->samplingSettings().temperature, 1.8f);
+}
+
+void TestInferenceWorker::stopEndsTheReplyAtTheNextStep() {
+    QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
+    QVERIFY(worker_->setSamplingSettings(greedy(400)));
+    std::atomic<int> seen{0};
+    auto stopper = connect(
+        worker_, &InferenceWorker::tokenGenerated, worker_,
+        [this, &seen](const QString&, const TokenCandidates&, double, quint32, qint32 token) {
+            if (token >= 0 && ++seen == 8) worker_->requestStop();
+        },
+        Qt::DirectConnection);
+    const Reply stopped = run(QStringLiteral("The dog"));
+    disconnect(stopper);
+    QCOMPARE(stopped.stats.stop_reason, std::string("user"));
+    QCOMPARE(stopped.stats.generated_tokens, 8u);
+    QCOMPARE(static_cast<int>(stopped.tokens.size()), 8);
+}
+
+void TestInferenceWorker::nextTurnReusesTheConversationsKvCache() {
+    QVERIFY(worker_->setSamplingSettings(greedy(8)));
+    const Reply second = run(QStringLiteral(" Then the dog"));
+    QCOMPARE(second.stats.stop_reason, std::string("max_tokens"));
+    QVERIFY2(second.stats.reused_tokens > 0, "the previous turn's KV is reused, not recomputed");
+    QVERIFY(second.stats.computed_tokens > 0);
+}
+
+QTEST_MAIN(TestInferenceWorker)
+#include "test_inference_worker.moc"

@@ -1,0 +1,137 @@
+// KvCachePanel: paints a synthetic KV cache (no engine) and shows the right numbers.
+#include <QImage>
+#include <QLabel>
+#include <QLocale>
+#include <QTest>
+
+#include "Theme.h"
+#include "panels/KvCachePanel.h"
+
+namespace {
+
+// 8 blocks of 16 tokens: sequence 1 holds blocks 0-2 (the last one 5/16 full), blocks 3-4 are
+// cached for prefix reuse, 5-7 are empty. 2 x 5 layers x 4 KV heads x 8 dims x 2 bytes = 640 B/token.
+KvSnapshot syntheticSnapshot() {
+    KvSnapshot s;
+    lantern::KvStats& k = s.stats;
+    k.block_tokens = 16;
+    k.total_blocks = 8;
+    k.used_blocks = 3;
+    k.cached_blocks = 2;
+    k.empty_blocks = 3;
+    k.capacity_tokens = 128;
+    k.layers = 5;
+    k.kv_heads = 4;
+    k.head_dim = 8;
+    k.element_bytes = 2;
+    k.bytes_per_token = 2ULL * 5 * 4 * 8 * 2;
+    k.capacity_bytes = k.capacity_tokens * k.bytes_per_token;
+    k.prefix_query_tokens = 120;
+    k.prefix_hit_tokens = 48;
+    k.last_query_tokens = 20;
+    k.last_hit_tokens = 16;
+    k.evictions = 1;
+    k.peak_used_blocks = 5;
+    k.sequences = {{1, 37, 3}};
+    for (uint32_t b = 0; b < 8; ++b) {
+        lantern::KvBlockInfo info;
+        info.block = b;
+        if (b < 3) {
+            info.owners = {1};
+            info.filled = b < 2 ? 16 : 5;
+            info.full_hashed = b < 2;
+            info.first_position = static_cast<int32_t>(b * 16);
+        } else if (b < 5) {
+            info.filled = 16;
+            info.cached = true;
+            info.full_hashed = true;
+        }
+        s.blocks.push_back(info);
+    }
+    s.active_sequence = 1;
+    return s;
+}
+
+QString labelText(const KvCachePanel& panel, const char* name) {
+    const auto* label = panel.findChild<QLabel*>(QString::fromLatin1(name));
+    if (label == nullptr) qFatal("KvCachePanel has no label named '%s'", name);
+    return label->text();
+}
+
+}  // namespace
+
+class TestKvCachePanel : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { QLocale::setDefault(QLocale::c()); }
+    void labelsShowTheNumbersOfTheSnapshot();
+    void gridPaintsEachBlockInItsStateColour();
+    void paintsEmptyAndHugeCachesWithoutCrashing();
+};
+
+void TestKvCachePanel::labelsShowTheNumbersOfTheSnapshot() {
+    KvCachePanel panel;
+    panel.setSnapshot(syntheticSnapshot());
+    QCOMPARE(labelText(panel, "usedBlocks"), QStringLiteral("3"));
+    QCOMPARE(labelText(panel, "cachedBlocks"), QStringLiteral("2"));
+    QCOMPARE(labelText(panel, "emptyBlocks"), QStringLiteral("3"));
+    QCOMPARE(labelText(panel, "totalBlocks"), QStringLiteral("8 × 16 tokens"));
+    QCOMPARE(labelText(panel, "peakBlocks"), QStringLiteral("5"));
+    QCOMPARE(labelText(panel, "evictions"), QStringLiteral("1"));
+    QCOMPARE(labelText(panel, "capacity"), QStringLiteral("128 tokens · 80.0 KiB"));
+    QCOMPARE(labelText(panel, "bytesPerToken"), QStringLiteral("640 B = 2 (K,V) × 5 layers × 4 KV heads × 8 dims × 2 B"));
+    QCOMPARE(labelText(panel, "prefixHitLast"), QStringLiteral("16 of 20 tokens"));
+    QCOMPARE(labelText(panel, "prefixHitTotal"), QStringLiteral("48 of 120 tokens (40%)"));
+    QVERIFY2(labelText(panel, "legend").contains(QStringLiteral("37 tokens in 3 blocks")), qPrintable(labelText(panel, "legend")));
+
+    panel.clear();
+    QCOMPARE(labelText(panel, "usedBlocks"), QStringLiteral("—"));
+}
+
+void TestKvCachePanel::gridPaintsEachBlockInItsStateColour() {
+    KvCachePanel panel;
+    panel.resize(420, 520);
+    panel.setSnapshot(syntheticSnapshot());
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    KvBlockGrid* grid = panel.grid();
+    QVERIFY(grid->cellSize() >= 8);
+    const QImage image = grid->grab().toImage();
+    QVERIFY(!image.isNull());
+    auto colorAt = [&](int block, double fy) {
+        const QRect r = grid->blockRect(block);
+        const QPoint p(r.center().x(), r.top() + static_cast<int>(r.height() * fy));
+        return QColor(image.pixel(p * image.devicePixelRatio()));
+    };
+    QCOMPARE(colorAt(0, 0.5).name(), theme::usedBlock().name());   // full, in use
+    QCOMPARE(colorAt(3, 0.5).name(), theme::cachedBlock().name()); // cached
+    QCOMPARE(colorAt(7, 0.5).name(), theme::emptyBlock().name());  // empty
+    // Block 2 is 5/16 full: solid at the bottom, pale at the top.
+    QCOMPARE(colorAt(2, 0.9).name(), theme::usedBlock().name());
+    QVERIFY2(colorAt(2, 0.15).name() != theme::usedBlock().name(), "the unwritten part of a block is drawn pale");
+}
+
+void TestKvCachePanel::paintsEmptyAndHugeCachesWithoutCrashing() {
+    KvCachePanel panel;
+    panel.resize(300, 300);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QVERIFY(!panel.grab().isNull());
+
+    KvSnapshot huge;
+    huge.stats.block_tokens = 16;
+    huge.stats.total_blocks = 20000;
+    huge.stats.empty_blocks = 19999;
+    huge.stats.used_blocks = 1;
+    lantern::KvBlockInfo one;
+    one.owners = {3, 4};  // shared by two sequences
+    one.filled = 16;
+    huge.blocks.push_back(one);
+    huge.blocks.resize(20000);
+    panel.setSnapshot(huge);
+    QVERIFY(!panel.grab().isNull());
+    QCOMPARE(panel.grid()->cellSize(), 2);
+}
+
+QTEST_MAIN(TestKvCachePanel)
+#include "test_kv_cache_panel.moc"

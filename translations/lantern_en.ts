@@ -1,0 +1,35 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="en" sourcelanguage="en">
+<context>
+    <name>MainWindow</name>
+    <message numerus="yes">
+        <source>%1 · %n message(s)</source>
+        <translation>
+            <numerusform>%1 · %n message</numerusform>
+            <numerusform>%1 · %n messages</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Generating… %n token(s)</source>
+        <translation>
+            <numerusform>Generating… %n token</numerusform>
+            <numerusform>Generating… %n tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n token(s)</source>
+        <translation>
+            <numerusform>%n token</numerusform>
+            <numerusform>%n tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n earlier turn(s) were dropped to make room in the context.</source>
+        <translation>
+            <numerusform>%n earlier turn was dropped to make room in the context.</numerusform>
+            <numerusform>%n earlier turns were dropped to make room in the context.</numerusform>
+        </translation>
+    </message>
+</context>
+</TS>

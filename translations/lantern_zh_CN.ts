@@ -1,0 +1,1027 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN" sourcelanguage="en">
+<context>
+    <name>AttentionHeatmap</name>
+    <message>
+        <source>Turn capture on and generate a reply to see where each head of the chosen layer looks.</source>
+        <translation>打开“捕获”并生成回复，即可看到所选层的每个注意力头关注的位置。</translation>
+    </message>
+    <message>
+        <source>Head %1 → position %2: %3%</source>
+        <translation>注意力头 %1 → 位置 %2：%3%</translation>
+    </message>
+</context>
+<context>
+    <name>AttentionPanel</name>
+    <message>
+        <source>Capture</source>
+        <translation>捕获</translation>
+    </message>
+    <message>
+        <source>Read back the attention weights of the newest token (costs a little speed).</source>
+        <translation>读回最新词元的注意力权重（会稍微降低速度）。</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Head</source>
+        <translation>注意力头</translation>
+    </message>
+    <message>
+        <source>All heads</source>
+        <translation>所有注意力头</translation>
+    </message>
+    <message>
+        <source>Head %1</source>
+        <translation>注意力头 %1</translation>
+    </message>
+    <message>
+        <source>Last layer by default; weights are normalised per head.</source>
+        <translation>默认显示最后一层；权重按每个注意力头归一化。</translation>
+    </message>
+    <message>
+        <source>No model loaded.</source>
+        <translation>未加载模型。</translation>
+    </message>
+    <message>
+        <source>Layer %1, token at position %2 attending over %3 positions</source>
+        <translation>第 %1 层：位置 %2 的词元关注 %3 个位置</translation>
+    </message>
+</context>
+<context>
+    <name>CandidateBars</name>
+    <message>
+        <source>Candidates appear while a reply is generated.</source>
+        <translation>生成回复时会在此显示候选词元。</translation>
+    </message>
+</context>
+<context>
+    <name>ChatView</name>
+    <message>
+        <source>Copy Message</source>
+        <translation>复制消息</translation>
+    </message>
+    <message>
+        <source>Copy Conversation</source>
+        <translation>复制整个对话</translation>
+    </message>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>System prompt</source>
+        <translation>系统提示词</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+</context>
+<context>
+    <name>Device</name>
+    <message>
+        <source>discrete GPU</source>
+        <translation>独立显卡</translation>
+    </message>
+    <message>
+        <source>integrated GPU</source>
+        <translation>集成显卡</translation>
+    </message>
+    <message>
+        <source>virtual GPU</source>
+        <translation>虚拟显卡</translation>
+    </message>
+    <message>
+        <source>CPU (software Vulkan)</source>
+        <translation>CPU（软件 Vulkan）</translation>
+    </message>
+    <message>
+        <source>other device</source>
+        <translation>其他设备</translation>
+    </message>
+    <message>
+        <source>%1 — %2</source>
+        <translation>%1 — %2</translation>
+    </message>
+</context>
+<context>
+    <name>Format</name>
+    <message>
+        <source>%1 B</source>
+        <translation>%1 字节</translation>
+    </message>
+    <message>
+        <source>%1 s</source>
+        <translation>%1 秒</translation>
+    </message>
+    <message>
+        <source>%1 ms</source>
+        <translation>%1 毫秒</translation>
+    </message>
+    <message>
+        <source>%1 tok/s</source>
+        <translation>%1 词元/秒</translation>
+    </message>
+    <message>
+        <source>end of text</source>
+        <translation>文本结束</translation>
+    </message>
+    <message>
+        <source>stop string</source>
+        <translation>停止字符串</translation>
+    </message>
+    <message>
+        <source>token limit</source>
+        <translation>词元上限</translation>
+    </message>
+    <message>
+        <source>you</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>full context</source>
+        <translation>上下文已满</translation>
+    </message>
+</context>
+<context>
+    <name>InferenceWorker</name>
+    <message>
+        <source>The computer ran out of memory.</source>
+        <translation>计算机内存不足。</translation>
+    </message>
+    <message>
+        <source>Unexpected internal error: %1</source>
+        <translation>意外的内部错误：%1</translation>
+    </message>
+    <message>
+        <source>Could not start a new conversation</source>
+        <translation>无法开始新对话</translation>
+    </message>
+    <message>
+        <source>Could not list the Vulkan devices: %1</source>
+        <translation>无法列出 Vulkan 设备：%1</translation>
+    </message>
+    <message>
+        <source>No model is loaded. Open a model first (File &gt; Open Model…).</source>
+        <translation>尚未加载模型。请先打开一个模型（文件 &gt; 打开模型…）。</translation>
+    </message>
+    <message>
+        <source>Generation failed</source>
+        <translation>生成失败</translation>
+    </message>
+    <message>
+        <source>%1: %2</source>
+        <translation>%1：%2</translation>
+    </message>
+</context>
+<context>
+    <name>KvBlockGrid</name>
+    <message>
+        <source>in use by sequence %1</source>
+        <translation>正被序列 %1 使用</translation>
+    </message>
+    <message>
+        <source>cached for prefix reuse</source>
+        <translation>已缓存，可供前缀复用</translation>
+    </message>
+    <message>
+        <source>empty</source>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <source>Block %1: %2
+%3 of %4 tokens written</source>
+        <translation>块 %1：%2
+已写入 %3 / %4 个词元</translation>
+    </message>
+    <message>
+        <source>positions %1–%2</source>
+        <translation>位置 %1–%2</translation>
+    </message>
+    <message>
+        <source>registered in the prefix cache</source>
+        <translation>已登记到前缀缓存</translation>
+    </message>
+</context>
+<context>
+    <name>KvCachePanel</name>
+    <message>
+        <source>Used</source>
+        <translation>已用</translation>
+    </message>
+    <message>
+        <source>Cached</source>
+        <translation>已缓存</translation>
+    </message>
+    <message>
+        <source>Empty</source>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <source>Total</source>
+        <translation>总计</translation>
+    </message>
+    <message>
+        <source>Peak used</source>
+        <translation>使用峰值</translation>
+    </message>
+    <message>
+        <source>Evictions</source>
+        <translation>驱逐次数</translation>
+    </message>
+    <message>
+        <source>Capacity</source>
+        <translation>容量</translation>
+    </message>
+    <message>
+        <source>Per token</source>
+        <translation>每词元</translation>
+    </message>
+    <message>
+        <source>Prefix hit (last)</source>
+        <translation>前缀命中（上次）</translation>
+    </message>
+    <message>
+        <source>Prefix hit (all)</source>
+        <translation>前缀命中（累计）</translation>
+    </message>
+    <message>
+        <source>No model loaded.</source>
+        <translation>未加载模型。</translation>
+    </message>
+    <message>
+        <source>%1 × %2 tokens</source>
+        <translation>%1 × %2 个词元</translation>
+    </message>
+    <message>
+        <source>%1 tokens · %2</source>
+        <translation>%1 个词元 · %2</translation>
+    </message>
+    <message>
+        <source>%1 = 2 (K,V) × %2 layers × %3 KV heads × %4 dims × %5 B</source>
+        <translation>%1 = 2（K、V）× %2 层 × %3 个 KV 头 × %4 维 × %5 字节</translation>
+    </message>
+    <message>
+        <source>%1 of %2 tokens</source>
+        <translation>%2 个词元中命中 %1 个</translation>
+    </message>
+    <message>
+        <source>%1 of %2 tokens (%3)</source>
+        <translation>%2 个词元中命中 %1 个（%3）</translation>
+    </message>
+    <message>
+        <source>this chat</source>
+        <translation>当前对话</translation>
+    </message>
+    <message>
+        <source>sequence %1</source>
+        <translation>序列 %1</translation>
+    </message>
+    <message>
+        <source>%1: %2 tokens in %3 blocks</source>
+        <translation>%1：%2 个词元，占 %3 个块</translation>
+    </message>
+    <message>
+        <source>cached</source>
+        <translation>已缓存</translation>
+    </message>
+    <message>
+        <source>empty</source>
+        <translation>空闲</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>Lantern</source>
+        <translation>Lantern</translation>
+    </message>
+    <message>
+        <source>Conversations unavailable</source>
+        <translation>对话记录不可用</translation>
+    </message>
+    <message>
+        <source>The conversation database could not be opened, so chats will not be saved.
+
+%1</source>
+        <translation>无法打开对话数据库，聊天内容将不会被保存。
+
+%1</translation>
+    </message>
+    <message>
+        <source>System prompt</source>
+        <translation>系统提示词</translation>
+    </message>
+    <message>
+        <source>Optional instructions the model sees before the conversation</source>
+        <translation>可选：模型在对话开始前看到的指示</translation>
+    </message>
+    <message>
+        <source>Write a message… (Enter sends, Shift+Enter starts a new line)</source>
+        <translation>输入消息…（Enter 发送，Shift+Enter 换行）</translation>
+    </message>
+    <message>
+        <source>Send</source>
+        <translation>发送</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Stop generating (Esc). The text so far is kept.</source>
+        <translation>停止生成（Esc）。已生成的文字会保留。</translation>
+    </message>
+    <message>
+        <source>Regenerate</source>
+        <translation>重新生成</translation>
+    </message>
+    <message>
+        <source>Replace the last reply with a new one</source>
+        <translation>用新的回复替换上一条回复</translation>
+    </message>
+    <message>
+        <source>New Chat</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <source>Conversations</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>Rename…</source>
+        <translation>重命名…</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>KV Cache</source>
+        <translation>KV 缓存</translation>
+    </message>
+    <message>
+        <source>Sampling</source>
+        <translation>采样</translation>
+    </message>
+    <message>
+        <source>Performance</source>
+        <translation>性能</translation>
+    </message>
+    <message>
+        <source>Attention</source>
+        <translation>注意力</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Open Model…</source>
+        <translation>打开模型(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>Open Model</source>
+        <translation>打开模型</translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf);;All files (*)</source>
+        <translation>GGUF 模型 (*.gguf);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Open Models &amp;Folder</source>
+        <translation>打开模型文件夹(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Device</source>
+        <translation>设备(&amp;D)</translation>
+    </message>
+    <message>
+        <source>&amp;New Chat</source>
+        <translation>新对话(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <source>Automatic (System)</source>
+        <translation>自动（跟随系统）</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;About Lantern</source>
+        <translation>关于 Lantern(&amp;A)</translation>
+    </message>
+    <message>
+        <source>Models in %1, and models you opened</source>
+        <translation>%1 中的模型，以及你打开过的模型</translation>
+    </message>
+    <message>
+        <source>No device</source>
+        <translation>无设备</translation>
+    </message>
+    <message>
+        <source>Sampling settings not applied: %1</source>
+        <translation>采样设置未生效：%1</translation>
+    </message>
+    <message>
+        <source>No model</source>
+        <translation>无模型</translation>
+    </message>
+    <message>
+        <source>Welcome to Lantern</source>
+        <translation>欢迎使用 Lantern</translation>
+    </message>
+    <message>
+        <source>Open a GGUF model (File &gt; Open Model…) or pick one from the toolbar. Models in %1 are listed automatically.</source>
+        <translation>打开一个 GGUF 模型（文件 &gt; 打开模型…），或从工具栏中选择。%1 中的模型会自动列出。</translation>
+    </message>
+    <message>
+        <source>Loading %1…</source>
+        <translation>正在加载 %1…</translation>
+    </message>
+    <message>
+        <source>Loading the model…</source>
+        <translation>正在加载模型…</translation>
+    </message>
+    <message>
+        <source>Weights are uploaded to the device and the compute pipelines are built.</source>
+        <translation>正在把权重上传到设备并构建计算管线。</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <source>Ready when you are</source>
+        <translation>一切就绪</translation>
+    </message>
+    <message>
+        <source>%1 is loaded. Write a message below to start.</source>
+        <translation>%1 已加载。在下方输入消息即可开始。</translation>
+    </message>
+    <message>
+        <source>Generating…</source>
+        <translation>正在生成…</translation>
+    </message>
+    <message>
+        <source>No models found — use Open Model…</source>
+        <translation>未找到模型 — 请使用“打开模型…”</translation>
+    </message>
+    <message>
+        <source>Choose a model…</source>
+        <translation>选择模型…</translation>
+    </message>
+    <message>
+        <source>%1  (%2)</source>
+        <translation>%1  （%2）</translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 · %n message(s)</source>
+        <translation>
+            <numerusform>%1 · %n 条消息</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>%1
+Model: %2</source>
+        <translation>%1
+模型：%2</translation>
+    </message>
+    <message>
+        <source>%1 — Lantern</source>
+        <translation>%1 — Lantern</translation>
+    </message>
+    <message>
+        <source>%1
+Driver: %2</source>
+        <translation>%1
+驱动：%2</translation>
+    </message>
+    <message>
+        <source>Loaded %1 on %2 in %3</source>
+        <translation>已在 %2 上加载 %1，用时 %3</translation>
+    </message>
+    <message>
+        <source>%1 loaded. It starts from here: the messages above are not in its context.</source>
+        <translation>%1 已加载。它从这里开始：上面的消息不在它的上下文中。</translation>
+    </message>
+    <message>
+        <source>%1 has no chat template: it continues your text (completion mode).</source>
+        <translation>%1 没有聊天模板：它会续写你的文字（补全模式）。</translation>
+    </message>
+    <message>
+        <source>Could not load the model.</source>
+        <translation>无法加载模型。</translation>
+    </message>
+    <message>
+        <source>Could not load the model</source>
+        <translation>无法加载模型</translation>
+    </message>
+    <message>
+        <source>Lantern could not load %1.</source>
+        <translation>Lantern 无法加载 %1。</translation>
+    </message>
+    <message>
+        <source>the device was lost</source>
+        <translation>设备已丢失</translation>
+    </message>
+    <message>
+        <source>Automatic (best available)</source>
+        <translation>自动（最佳可用设备）</translation>
+    </message>
+    <message>
+        <source>Earlier messages are shown for reference; the model starts this conversation afresh from here.</source>
+        <translation>之前的消息仅供参考；模型从这里重新开始这段对话。</translation>
+    </message>
+    <message>
+        <source>Delete conversation</source>
+        <translation>删除对话</translation>
+    </message>
+    <message>
+        <source>Delete “%1” and all its messages?</source>
+        <translation>删除“%1”及其所有消息吗？</translation>
+    </message>
+    <message>
+        <source>Rename conversation</source>
+        <translation>重命名对话</translation>
+    </message>
+    <message>
+        <source>Title:</source>
+        <translation>标题：</translation>
+    </message>
+    <message>
+        <source>Stopping…</source>
+        <translation>正在停止…</translation>
+    </message>
+    <message numerus="yes">
+        <source>Generating… %n token(s)</source>
+        <translation>
+            <numerusform>正在生成… %n 个词元</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Context %1 / %2</source>
+        <translation>上下文 %1 / %2</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n token(s)</source>
+        <translation>
+            <numerusform>%n 个词元</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>first token %1</source>
+        <translation>首词元 %1</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n earlier turn(s) were dropped to make room in the context.</source>
+        <translation>
+            <numerusform>为腾出上下文空间，丢弃了 %n 轮较早的对话。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>The context is full. Start a new chat to continue.</source>
+        <translation>上下文已满。请开始新对话以继续。</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Generation failed</source>
+        <translation>生成失败</translation>
+    </message>
+    <message>
+        <source>the app was closed while generating</source>
+        <translation>生成过程中应用被关闭</translation>
+    </message>
+    <message>
+        <source>Language</source>
+        <translation>语言</translation>
+    </message>
+    <message>
+        <source>The new language is used from the next start of Lantern.</source>
+        <translation>新的语言将在下次启动 Lantern 时生效。</translation>
+    </message>
+    <message>
+        <source>About Lantern</source>
+        <translation>关于 Lantern</translation>
+    </message>
+    <message>
+        <source>&lt;h3&gt;Lantern %1&lt;/h3&gt;&lt;p&gt;Chat with Llama models on your own computer, on its own Vulkan inference engine — and see what happens inside: the KV cache, attention, sampling and honest speed figures.&lt;/p&gt;</source>
+        <translation>&lt;h3&gt;Lantern %1&lt;/h3&gt;&lt;p&gt;在你自己的电脑上，用 Lantern 自带的 Vulkan 推理引擎与 Llama 模型聊天——并看清其中发生的一切：KV 缓存、注意力、采样，以及真实的速度数据。&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <source>ended by %1</source>
+        <translation>结束原因：%1</translation>
+    </message>
+</context>
+<context>
+    <name>MessageDelegate</name>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>System prompt</source>
+        <translation>系统提示词</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+    <message>
+        <source>interrupted</source>
+        <translation>已中断</translation>
+    </message>
+</context>
+<context>
+    <name>ModelInfoPanel</name>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>File</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <source>Architecture</source>
+        <translation>架构</translation>
+    </message>
+    <message>
+        <source>Parameters</source>
+        <translation>参数量</translation>
+    </message>
+    <message>
+        <source>Weights</source>
+        <translation>权重</translation>
+    </message>
+    <message>
+        <source>Size</source>
+        <translation>大小</translation>
+    </message>
+    <message>
+        <source>Layers</source>
+        <translation>层数</translation>
+    </message>
+    <message>
+        <source>Embedding / FFN</source>
+        <translation>嵌入 / FFN</translation>
+    </message>
+    <message>
+        <source>Heads / KV heads</source>
+        <translation>注意力头 / KV 头</translation>
+    </message>
+    <message>
+        <source>Head dim / RoPE</source>
+        <translation>头维度 / RoPE</translation>
+    </message>
+    <message>
+        <source>Context</source>
+        <translation>上下文</translation>
+    </message>
+    <message>
+        <source>Vocabulary</source>
+        <translation>词表</translation>
+    </message>
+    <message>
+        <source>Chat template</source>
+        <translation>聊天模板</translation>
+    </message>
+    <message>
+        <source>Device</source>
+        <translation>设备</translation>
+    </message>
+    <message>
+        <source>Driver</source>
+        <translation>驱动</translation>
+    </message>
+    <message>
+        <source>Device memory</source>
+        <translation>设备内存</translation>
+    </message>
+    <message>
+        <source>Subgroup size</source>
+        <translation>子组大小</translation>
+    </message>
+    <message>
+        <source>%1 file, %2 on the device</source>
+        <translation>文件 %1，设备上 %2</translation>
+    </message>
+    <message>
+        <source>%1 / %2</source>
+        <translation>%1 / %2</translation>
+    </message>
+    <message>
+        <source>%1 / %2 dims, base %3</source>
+        <translation>%1 / %2 维，基数 %3</translation>
+    </message>
+    <message>
+        <source>%1 tokens (trained: %2)</source>
+        <translation>%1 个词元（训练时：%2）</translation>
+    </message>
+    <message>
+        <source>%1 tokens%2</source>
+        <translation>%1 个词元%2</translation>
+    </message>
+    <message>
+        <source>, output tied to embeddings</source>
+        <translation>，输出层与嵌入层共享权重</translation>
+    </message>
+    <message>
+        <source>none — completion mode (your text is continued)</source>
+        <translation>无 — 补全模式（续写你的文字）</translation>
+    </message>
+</context>
+<context>
+    <name>PerformancePanel</name>
+    <message>
+        <source>Time to first token</source>
+        <translation>首词元时间</translation>
+    </message>
+    <message>
+        <source>Generated</source>
+        <translation>已生成</translation>
+    </message>
+    <message>
+        <source>Prefill</source>
+        <translation>预填充</translation>
+    </message>
+    <message>
+        <source>Decode</source>
+        <translation>解码</translation>
+    </message>
+    <message>
+        <source>Prompt tokens</source>
+        <translation>提示词元</translation>
+    </message>
+    <message>
+        <source>Reused / computed</source>
+        <translation>复用 / 计算</translation>
+    </message>
+    <message>
+        <source>Last step</source>
+        <translation>最近一步</translation>
+    </message>
+    <message>
+        <source>Blue: prompt tokens whose K/V came from the prefix cache. Amber: prompt tokens computed now.</source>
+        <translation>蓝色：K/V 来自前缀缓存的提示词元。琥珀色：本次计算的提示词元。</translation>
+    </message>
+    <message>
+        <source>Model load</source>
+        <translation>模型加载</translation>
+    </message>
+    <message>
+        <source>step latency</source>
+        <translation>单步延迟</translation>
+    </message>
+    <message>
+        <source>moving average</source>
+        <translation>移动平均</translation>
+    </message>
+    <message>
+        <source>Per-token latency (decode)</source>
+        <translation>每词元延迟（解码）</translation>
+    </message>
+    <message>
+        <source>token</source>
+        <translation>词元</translation>
+    </message>
+    <message>
+        <source>ms</source>
+        <translation>毫秒</translation>
+    </message>
+    <message>
+        <source>%1 (pipelines %2, cache %3)</source>
+        <translation>%1（管线 %2，缓存%3）</translation>
+    </message>
+    <message>
+        <source>warm</source>
+        <translation>已预热</translation>
+    </message>
+    <message>
+        <source>cold</source>
+        <translation>未预热</translation>
+    </message>
+    <message>
+        <source>generating…</source>
+        <translation>生成中…</translation>
+    </message>
+    <message>
+        <source>%1 (prefill step)</source>
+        <translation>%1（预填充步骤）</translation>
+    </message>
+    <message>
+        <source>%1 (live)</source>
+        <translation>%1（实时）</translation>
+    </message>
+    <message>
+        <source>%1 tokens</source>
+        <translation>%1 个词元</translation>
+    </message>
+    <message>
+        <source>%1 · %2</source>
+        <translation>%1 · %2</translation>
+    </message>
+    <message>
+        <source>%1 / %2</source>
+        <translation>%1 / %2</translation>
+    </message>
+    <message>
+        <source>Ended by</source>
+        <translation>结束原因</translation>
+    </message>
+</context>
+<context>
+    <name>SamplingPanel</name>
+    <message>
+        <source>Randomness</source>
+        <translation>随机性</translation>
+    </message>
+    <message>
+        <source>0 = always the most likely token (greedy). Higher = more surprising text.</source>
+        <translation>0 = 总是选最可能的词元（贪心）。越高，文字越出人意料。</translation>
+    </message>
+    <message>
+        <source>Temperature</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <source>Keep only the k most likely tokens (0 = off).</source>
+        <translation>只保留最可能的 k 个词元（0 = 关闭）。</translation>
+    </message>
+    <message>
+        <source>Top-k</source>
+        <translation>Top-k</translation>
+    </message>
+    <message>
+        <source>Keep the most likely tokens that together reach this probability (1 = off).</source>
+        <translation>保留累计概率达到该值的最可能词元（1 = 关闭）。</translation>
+    </message>
+    <message>
+        <source>Top-p</source>
+        <translation>Top-p</translation>
+    </message>
+    <message>
+        <source>Drop tokens less likely than this fraction of the best one (0 = off).</source>
+        <translation>丢弃概率低于最佳词元该比例的词元（0 = 关闭）。</translation>
+    </message>
+    <message>
+        <source>Min-p</source>
+        <translation>Min-p</translation>
+    </message>
+    <message>
+        <source>Repetition</source>
+        <translation>重复控制</translation>
+    </message>
+    <message>
+        <source>Divides the scores of recently used tokens (1 = off).</source>
+        <translation>对最近用过的词元的分数进行缩减（1 = 关闭）。</translation>
+    </message>
+    <message>
+        <source>Repeat penalty</source>
+        <translation>重复惩罚</translation>
+    </message>
+    <message>
+        <source>Subtracted once from every token already used (0 = off).</source>
+        <translation>每个已用过的词元减去一次该值（0 = 关闭）。</translation>
+    </message>
+    <message>
+        <source>Presence penalty</source>
+        <translation>存在惩罚</translation>
+    </message>
+    <message>
+        <source>Subtracted for every time a token was used (0 = off).</source>
+        <translation>词元每使用一次就减去一次该值（0 = 关闭）。</translation>
+    </message>
+    <message>
+        <source>Frequency penalty</source>
+        <translation>频率惩罚</translation>
+    </message>
+    <message>
+        <source>whole text</source>
+        <translation>全部文本</translation>
+    </message>
+    <message>
+        <source> tokens</source>
+        <translation> 个词元</translation>
+    </message>
+    <message>
+        <source>How many recent tokens the penalties look at.</source>
+        <translation>惩罚项考虑的最近词元数量。</translation>
+    </message>
+    <message>
+        <source>Penalty window</source>
+        <translation>惩罚窗口</translation>
+    </message>
+    <message>
+        <source>Length and seed</source>
+        <translation>长度与种子</translation>
+    </message>
+    <message>
+        <source>no limit</source>
+        <translation>不限</translation>
+    </message>
+    <message>
+        <source>The reply ends after this many tokens (0 = only the context length limits it).</source>
+        <translation>回复达到该词元数后结束（0 = 仅受上下文长度限制）。</translation>
+    </message>
+    <message>
+        <source>Max tokens</source>
+        <translation>最大词元数</translation>
+    </message>
+    <message>
+        <source>Fixed</source>
+        <translation>固定</translation>
+    </message>
+    <message>
+        <source>random each reply</source>
+        <translation>每次回复随机</translation>
+    </message>
+    <message>
+        <source>Seed</source>
+        <translation>种子</translation>
+    </message>
+    <message>
+        <source>Keep</source>
+        <translation>保留</translation>
+    </message>
+    <message>
+        <source>Fix the seed to the one the last reply used, to reproduce it.</source>
+        <translation>把种子固定为上一条回复所用的种子，以便重现。</translation>
+    </message>
+    <message>
+        <source>Last seed used</source>
+        <translation>上次使用的种子</translation>
+    </message>
+    <message>
+        <source>One per line; \n is a newline</source>
+        <translation>每行一个；\n 表示换行</translation>
+    </message>
+    <message>
+        <source>Stop strings</source>
+        <translation>停止字符串</translation>
+    </message>
+    <message>
+        <source>Reset to Defaults</source>
+        <translation>恢复默认值</translation>
+    </message>
+    <message>
+        <source>Last token&apos;s candidates</source>
+        <translation>最近词元的候选项</translation>
+    </message>
+</context>
+<context>
+    <name>main</name>
+    <message>
+        <source>Chat with Llama models locally and see inside the engine.</source>
+        <translation>在本地与 Llama 模型聊天，并看清引擎内部。</translation>
+    </message>
+    <message>
+        <source>Load the GGUF model in &lt;file&gt; at start.</source>
+        <translation>启动时加载 &lt;file&gt; 中的 GGUF 模型。</translation>
+    </message>
+    <message>
+        <source>file</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <source>Run on the Vulkan device &lt;selector&gt;: an index or part of its name.</source>
+        <translation>在 Vulkan 设备 &lt;selector&gt; 上运行：设备序号或名称的一部分。</translation>
+    </message>
+    <message>
+        <source>selector</source>
+        <translation>选择器</translation>
+    </message>
+    <message>
+        <source>A GGUF model to load (same as --model).</source>
+        <translation>要加载的 GGUF 模型（与 --model 相同）。</translation>
+    </message>
+</context>
+</TS>
