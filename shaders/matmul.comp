@@ -11,6 +11,9 @@
 //    cost is the bytes summed over lanes (lane-contiguous streams are the fast pattern, see
 //    lantern-bench's read rooflines); the input vector is loaded by every lane, so each lane owns
 //    several rows to spread one input load over ROWS weight rows. No reduction, no shared memory.
+//  * LANE_PER_TOKEN (prefill on CPU drivers): lane i owns token (group + i) and ROWS rows; each
+//    lane streams its own input row, and the weight units are the same for every lane (uniform
+//    loads, the cheap case there), so a weight unit is fetched once per workgroup for all tokens.
 //  * split-K (GPUs): the workgroup owns ROWS rows; lanes take consecutive 16-byte units of a row
 //    (coalesced), and partial sums are reduced with subgroupAdd, then across subgroups.
 //
@@ -26,6 +29,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 4;        // rows per workgroup (split-K) or per lane (LANE_PER_ROW)
 layout(constant_id = 2) const uint TOKENS = 8;      // tokens per workgroup (1 = decode)
 layout(constant_id = 3) const bool LANE_PER_ROW = false;
+layout(constant_id = 4) const bool LANE_PER_TOKEN = false;  // prefill on CPU drivers (see below)
 #define MAX_SUBGROUPS 32
 #include "weights.glsl"
 layout(std430, binding = 2) readonly buffer X { float x[]; };
@@ -141,6 +145,38 @@ void main() {
         for (uint t = 0; t < TOKENS; ++t) scale[t] = inv_rms_shared[t];
     }
 #endif
+
+    if (LANE_PER_TOKEN) {
+        const uint t = gl_WorkGroupID.y * wg + tid;
+        const bool in_range = t < pc.T;
+        const uint xb = x_row(min(t, pc.T - 1u)) * pc.x_stride;
+        float s = 1.0;
+#ifdef INPUT_NORM
+        s = inv_rms(min(t, pc.T - 1u));
+#endif
+        const uint row0 = gl_WorkGroupID.x * ROWS;
+        float acc[ROWS];
+        for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
+        for (uint u = 0; u < full_units; ++u) {
+            vec4 in_v[VPU];
+            for (uint v = 0; v < VPU; ++v) in_v[v] = input4(xb, u * EPU + 4u * v, s);
+            for (uint r = 0; r < ROWS; ++r) {
+                vec4 w[VPU];
+                load_unit(min(row0 + r, pc.N - 1u) * pc.row_units + u, w);
+                float a = 0.0;
+                for (uint v = 0; v < VPU; ++v) a += dot(w[v], in_v[v]);
+                acc[r] += a;
+            }
+        }
+        for (uint k = full_units * EPU; k < K; ++k) {
+            float xin = input_at(xb, k, s);
+            for (uint r = 0; r < ROWS; ++r) acc[r] += load1(min(row0 + r, pc.N - 1u) * pc.row_units, k) * xin;
+        }
+        if (in_range)
+            for (uint r = 0; r < ROWS; ++r)
+                if (row0 + r < pc.N) store(row0 + r, t, acc[r]);
+        return;
+    }
 
     if (LANE_PER_ROW) {
         const uint row0 = (gl_WorkGroupID.x * wg + tid) * ROWS;

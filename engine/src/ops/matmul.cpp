@@ -25,19 +25,22 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     // per-lane memory access costs a scalar load: there each lane owns a whole row and the input
     // is read by uniform (broadcast) loads. GPUs want coalesced weight reads: lanes split the row.
     lane_per_row_ = ctx.info().type == DeviceType::Cpu;
-    const uint32_t lpr = lane_per_row_ ? 1 : 0;
+    const uint32_t cpu = lane_per_row_ ? 1 : 0;
     if (lane_per_row_) {
-        // Each lane loads the input once per unit and uses it for ROWS rows (x TOKENS tokens):
-        // decode takes 8 rows per lane, prefill 4 rows x 8 tokens (32 accumulators per lane).
+        // Decode: each lane owns 16 rows, so one (uniform) load of the input serves 16 weight rows.
+        // Prefill: each lane owns a token and 16 rows; weights are uniform loads shared by the
+        // workgroup's tokens.
         group_ = 8;
-        decode_rows_ = 8;
-        prefill_rows_ = 4;
+        decode_rows_ = 16;
+        prefill_rows_ = 16;
+        decode_ = &ctx.kernel(id, 6, sizeof(Push), {group_, decode_rows_, 1, cpu, 0});
+        prefill_ = &ctx.kernel(id, 6, sizeof(Push), {prefill_group_, prefill_rows_, 1, 0, cpu});
     } else {
         group_ = 64;
         decode_rows_ = prefill_rows_ = 4;
+        decode_ = &ctx.kernel(id, 6, sizeof(Push), {group_, decode_rows_, 1, 0, 0});
+        prefill_ = &ctx.kernel(id, 6, sizeof(Push), {group_, prefill_rows_, kTokensPerGroup, 0, 0});
     }
-    decode_ = &ctx.kernel(id, 6, sizeof(Push), {group_, decode_rows_, 1, lpr});
-    prefill_ = &ctx.kernel(id, 6, sizeof(Push), {group_, prefill_rows_, kTokensPerGroup, lpr});
     for (const auto& part : w.parts) {
         vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;  // float types: unused
         vk::BufferRange ranges[] = {part.values, scales, x, y, norm_weight, rowmap};
@@ -59,9 +62,16 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
                static_cast<uint32_t>(w_->row_units)};
         const bool one = s.tokens == 1;
         if (s.x_stride % 4 == 0 && w_->cols % 4 == 0) p.flags |= 4u;  // vec4 input loads
-        uint64_t rows_per_group = (one ? decode_rows_ : prefill_rows_) * (lane_per_row_ ? group_ : 1);
-        uint32_t gx = static_cast<uint32_t>((part.rows + rows_per_group - 1) / rows_per_group);
-        uint32_t gy = one ? 1 : (s.tokens + kTokensPerGroup - 1) / kTokensPerGroup;
+        uint32_t gx, gy;
+        if (one) {
+            uint64_t rows_per_group = decode_rows_ * (lane_per_row_ ? group_ : 1);
+            gx = static_cast<uint32_t>((part.rows + rows_per_group - 1) / rows_per_group);
+            gy = 1;
+        } else {
+            gx = static_cast<uint32_t>((part.rows + prefill_rows_ - 1) / prefill_rows_);
+            uint32_t tokens_per_group = lane_per_row_ ? prefill_group_ : kTokensPerGroup;
+            gy = (s.tokens + tokens_per_group - 1) / tokens_per_group;
+        }
         ctx_->dispatch(cmd, one ? *decode_ : *prefill_, sets_[i], &p, gx, gy);
     }
 }

@@ -35,7 +35,7 @@ private:
     const vk::Kernel* decode_ = nullptr;   // one token per workgroup
     const vk::Kernel* prefill_ = nullptr;  // kTokensPerGroup tokens per workgroup
     bool lane_per_row_ = false;
-    uint32_t group_ = 64, decode_rows_ = 4, prefill_rows_ = 4;
+    uint32_t group_ = 64, prefill_group_ = 32, decode_rows_ = 4, prefill_rows_ = 4;
     std::vector<VkDescriptorSet> sets_;
 };
 
