@@ -346,6 +346,7 @@ void MainWindow::connectWorker() {
     connect(this, &MainWindow::regenerateRequested, worker_, &InferenceWorker::regenerate);
     connect(this, &MainWindow::systemPromptChanged, worker_, &InferenceWorker::setSystemPrompt);
     connect(this, &MainWindow::resetConversationRequested, worker_, &InferenceWorker::resetConversation);
+    connect(this, &MainWindow::restoreConversationRequested, worker_, &InferenceWorker::restoreConversation);
     connect(this, &MainWindow::listDevicesRequested, worker_, &InferenceWorker::listDevices);
     // Results: queued back to this (UI) thread, carrying values.
     connect(worker_, &InferenceWorker::modelLoaded, this, &MainWindow::onModelLoaded);
@@ -476,8 +477,7 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
                                                              display::milliseconds(report.load_ms)),
                              8000);
     if (conversationId_ >= 0) store_->setConversationModel(conversationId_, QFileInfo(modelPath_).fileName());
-    if (chatModel_->rowCount() > 0)
-        addNotice(tr("%1 loaded. It starts from here: the messages above are not in its context.").arg(loadedModelName_));
+    if (chatModel_->rowCount() > 0) restoreConversationToModel();
     if (!report.chat_template)
         statusBar()->showMessage(tr("%1 has no chat template: it continues your text (completion mode).").arg(loadedModelName_), 10000);
     setState(State::Ready);
@@ -564,14 +564,23 @@ void MainWindow::openConversation(qint64 id) {
         messages.push_back(msg);
     }
     chatModel_->setMessages(messages);
-    if (!messages.isEmpty() && state_ == State::Ready)
-        addNotice(tr("Earlier messages are shown for reference; the model starts this conversation afresh from here."));
     systemPrompt_->setText(summary.system_prompt);
     emit systemPromptChanged(summary.system_prompt);
-    emit resetConversationRequested();
+    restoreConversationToModel();
     canRegenerate_ = false;
     setState(state_);
     chatView_->scrollToEnd();
+}
+
+void MainWindow::restoreConversationToModel() {
+    QStringList roles, contents;
+    for (int row = 0; row < chatModel_->rowCount(); ++row) {
+        const ChatMessage& m = chatModel_->message(row);
+        if (m.role != ChatMessage::Role::User && m.role != ChatMessage::Role::Assistant) continue;
+        roles << ChatModel::roleName(m.role);
+        contents << m.text;
+    }
+    emit restoreConversationRequested(roles, contents);
 }
 
 void MainWindow::deleteConversation(qint64 id) {

@@ -54,6 +54,7 @@ signals:
     void regenerateRequested();
     void systemPromptChanged(const QString& text);
     void resetConversationRequested();
+    void restoreConversationRequested(const QStringList& roles, const QStringList& contents);
     void listDevicesRequested();
 
 protected:
@@ -74,6 +75,9 @@ private:
     void deleteConversation(qint64 id);
     void renameConversation(qint64 id);
     void sendMessage();
+    // Gives the model the open conversation's user/assistant turns (after opening a stored
+    // conversation or loading another model), so the next reply continues it.
+    void restoreConversationToModel();
     void stopGeneration();
     void regenerateReply();
     void beginAssistantReply();

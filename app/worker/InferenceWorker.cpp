@@ -101,6 +101,19 @@ void InferenceWorker::resetConversation() {
     }
 }
 
+void InferenceWorker::restoreConversation(const QStringList& roles, const QStringList& contents) {
+    if (!session_) return;
+    try {
+        std::vector<lantern::ChatTurn> turns;
+        for (qsizetype i = 0; i < roles.size() && i < contents.size(); ++i)
+            turns.push_back({roles[i].toStdString(), contents[i].toStdString()});
+        session_->restore(turns);
+        publishKvStats();
+    } catch (const std::exception& e) {
+        reportFailure(tr("Could not start a new conversation"), e);
+    }
+}
+
 void InferenceWorker::send(const QString& text) {
     const std::string utf8 = text.toStdString();
     runTurn([this, utf8](const std::function<bool(const lantern::TokenEvent&)>& onToken) {

@@ -45,6 +45,9 @@ public slots:
     void setSystemPrompt(const QString& text);
     // Forgets the conversation (the KV blocks of earlier prompts stay reusable by the prefix cache).
     void resetConversation();
+    // Replaces the conversation with earlier turns (roles "user"/"assistant", same length lists),
+    // e.g. a conversation reopened from disk; the next send() renders them all into the prompt.
+    void restoreConversation(const QStringList& roles, const QStringList& contents);
     void send(const QString& text);
     void regenerate();
     // Enumerates the Vulkan devices (answers with devicesListed or errorOccurred).

@@ -9,6 +9,7 @@
 #include <QTest>
 
 #include "lantern/chat.h"
+#include "lantern/chat_template.h"
 #include "lantern/engine.h"
 #include "lantern/error.h"
 #include "lantern/scheduler.h"
@@ -163,6 +164,36 @@ private slots:
         Run r = respond(*e, prompt, slot);
         QCOMPARE(r.stats.stop_reason, std::string("stop_string"));
         QCOMPARE(r.text, expected);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    void restored_conversation_is_rendered_whole_and_reuses_the_prefix_cache() {
+        auto e = Engine::load(model(), options());
+        std::vector<ChatTurn> turns{{"user", "Once upon a time there was a cat"},
+                                    {"assistant", " named Tom. Tom liked to play with his ball in the garden every day."},
+                                    {"user", " One day, the ball rolled away and"}};
+        std::vector<ChatMessage> msgs{{ChatRole::User, turns[0].content, {}},
+                                      {ChatRole::Assistant, turns[1].content, {}},
+                                      {ChatRole::User, turns[2].content, {}},
+                                      {ChatRole::User, "Tom ran", {}}};
+        const size_t expected = e->chat_template().render(e->tokenizer(), msgs, true).tokens.size();
+        SamplingSettings s;
+        s.temperature = 0;
+        s.max_new_tokens = 8;
+        SettingsSlot slot(s);
+        auto quiet = [](const TokenEvent&) { return true; };
+        ChatSession first(*e);
+        first.restore(turns);
+        QCOMPARE(first.history().size(), size_t(3));
+        TurnStats a = first.respond("Tom ran", slot, quiet);
+        QCOMPARE(size_t(a.prompt_tokens), expected);
+        QCOMPARE(a.reused_tokens, 0u);
+        ChatSession second(*e);
+        second.restore(turns);
+        TurnStats b = second.respond("Tom ran", slot, quiet);
+        QCOMPARE(b.prompt_tokens, a.prompt_tokens);
+        QCOMPARE(b.reused_tokens, a.prompt_tokens / 16 * 16 - (a.prompt_tokens % 16 == 0 ? 16 : 0));
+        QCOMPARE(first.history().back().content, second.history().back().content);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

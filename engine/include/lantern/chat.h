@@ -78,6 +78,11 @@ public:
 
     const std::vector<ChatTurn>& history() const;
     void reset();  // forget the conversation (cached KV blocks stay reusable)
+    // Replaces the conversation with `turns` ("user"/"assistant"; other roles are ignored — the
+    // system prompt is set apart), e.g. a conversation reopened from disk. Nothing is computed
+    // now: the next respond() renders the whole history, and the prefix cache supplies whatever
+    // an earlier sequence already computed.
+    void restore(const std::vector<ChatTurn>& turns);
     SequenceId sequence() const;
 
 private:

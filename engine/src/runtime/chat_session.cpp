@@ -235,6 +235,16 @@ void ChatSession::reset() {
     impl_->drop_sequence();
 }
 
+void ChatSession::restore(const std::vector<ChatTurn>& turns) {
+    impl_->messages.clear();
+    for (const auto& t : turns) {
+        if (t.role == "user") impl_->messages.push_back({ChatRole::User, t.content, {}});
+        else if (t.role == "assistant") impl_->messages.push_back({ChatRole::Assistant, t.content, {}});
+    }
+    impl_->rebuild_turns();
+    impl_->drop_sequence();
+}
+
 SequenceId ChatSession::sequence() const { return impl_->seq; }
 
 }  // namespace lantern
