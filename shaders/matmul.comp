@@ -162,10 +162,10 @@ void main() {
             for (uint v = 0; v < VPU; ++v) in_v[v] = input4(xb, u * EPU + 4u * v, s);
             for (uint r = 0; r < ROWS; ++r) {
                 vec4 w[VPU];
-                load_unit(min(row0 + r, pc.N - 1u) * pc.row_units + u, w);
+                float d = load_unit(min(row0 + r, pc.N - 1u) * pc.row_units + u, w);
                 float a = 0.0;
                 for (uint v = 0; v < VPU; ++v) a += dot(w[v], in_v[v]);
-                acc[r] += a;
+                acc[r] += a * d;
             }
         }
         for (uint k = full_units * EPU; k < K; ++k) {
@@ -190,11 +190,11 @@ void main() {
                 for (uint v = 0; v < VPU; ++v) in_t[t][v] = t < nt ? input4(xbase[t], u * EPU + 4u * v, scale[t]) : vec4(0.0);
             for (uint r = 0; r < ROWS; ++r) {
                 vec4 w[VPU];
-                load_unit(row_unit[r] + u, w);
+                float d = load_unit(row_unit[r] + u, w);
                 for (uint t = 0; t < TOKENS; ++t) {
                     float a = 0.0;
                     for (uint v = 0; v < VPU; ++v) a += dot(w[v], in_t[t][v]);
-                    acc[r * TOKENS + t] += a;
+                    acc[r * TOKENS + t] += a * d;
                 }
             }
         }
@@ -219,12 +219,12 @@ void main() {
     for (uint u = tid; u < full_units; u += wg) {
         for (uint r = 0; r < ROWS; ++r) {
             vec4 w[VPU];
-            load_unit(min(row0 + r, pc.N - 1u) * pc.row_units + u, w);
+            float d = load_unit(min(row0 + r, pc.N - 1u) * pc.row_units + u, w);
             for (uint t = 0; t < TOKENS; ++t) {
                 if (t < nt) {
                     float a = 0.0;
                     for (uint v = 0; v < VPU; ++v) a += dot(w[v], input4(xbase[t], u * EPU + 4u * v, scale[t]));
-                    acc[r * TOKENS + t] += a;
+                    acc[r * TOKENS + t] += a * d;
                 }
             }
         }

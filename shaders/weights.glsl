@@ -30,34 +30,38 @@ vec4 signed_bytes(uint u) {
     return vec4(int(u << 24) >> 24, int(u << 16) >> 24, int(u << 8) >> 24, int(u) >> 24);
 }
 
-// Dequantizes unit `i` (a global unit index) into w[0..VPU).
-void load_unit(uint i, out vec4 w[VPU]) {
+// Loads unit `i` (a global unit index) into w[0..VPU) *without* its block scale, and returns the
+// scale (1 for float types): value = w * scale. Kernels multiply a unit's partial dot product by
+// the scale once instead of scaling every element.
+float load_unit(uint i, out vec4 w[VPU]) {
     uvec4 q = wq[i];
 #if defined(WTYPE_F32)
     w[0] = uintBitsToFloat(q);
+    return 1.0;
 #elif defined(WTYPE_F16)
     w[0] = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
     w[1] = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
+    return 1.0;
 #elif defined(WTYPE_Q8_0)
-    float d = ws[i >> 1];
-    w[0] = signed_bytes(q.x) * d;
-    w[1] = signed_bytes(q.y) * d;
-    w[2] = signed_bytes(q.z) * d;
-    w[3] = signed_bytes(q.w) * d;
+    w[0] = signed_bytes(q.x);
+    w[1] = signed_bytes(q.y);
+    w[2] = signed_bytes(q.z);
+    w[3] = signed_bytes(q.w);
+    return ws[i >> 1];
 #elif defined(WTYPE_Q4_0)
-    float d = ws[i];
     for (uint c = 0; c < 4u; ++c) {
         uint u = q[c];
-        w[2u * c] = (vec4(u & 15u, (u >> 4) & 15u, (u >> 8) & 15u, (u >> 12) & 15u) - 8.0) * d;
-        w[2u * c + 1u] = (vec4((u >> 16) & 15u, (u >> 20) & 15u, (u >> 24) & 15u, u >> 28) - 8.0) * d;
+        w[2u * c] = vec4(u & 15u, (u >> 4) & 15u, (u >> 8) & 15u, (u >> 12) & 15u) - 8.0;
+        w[2u * c + 1u] = vec4((u >> 16) & 15u, (u >> 20) & 15u, (u >> 24) & 15u, u >> 28) - 8.0;
     }
+    return ws[i];
 #endif
 }
 
 // One element: element e of the row starting at unit `row_unit`.
 float load1(uint row_unit, uint e) {
     vec4 w[VPU];
-    load_unit(row_unit + e / EPU, w);
+    float d = load_unit(row_unit + e / EPU, w);
     uint k = e % EPU;
-    return w[k / 4u][k % 4u];
+    return w[k / 4u][k % 4u] * d;
 }
