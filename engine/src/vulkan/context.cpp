@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 
 #include "lantern/error.h"
 #include "vulkan/pipeline_cache.h"
@@ -403,8 +404,18 @@ Buffer Context::create_buffer(VkDeviceSize size, MemoryUse use) {
     }
     b.owns_memory = true;
     check(vkBindBufferMemory(device_, b.buffer, b.memory, 0), "vkBindBufferMemory");
-    if (mem_props_.memoryTypes[ai.memoryTypeIndex].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
+    if (mem_props_.memoryTypes[ai.memoryTypeIndex].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
         check(vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
+        // On a CPU device the "device memory" is ordinary process memory, and kernels stream
+        // weights through it: ask for transparent huge pages (fewer TLB misses) before the
+        // memory is first written. Only a hint; the kernel may ignore it.
+        if (info_.type == DeviceType::Cpu && size >= (4u << 20)) {
+            const uintptr_t huge = 2u << 20;
+            uintptr_t begin = (reinterpret_cast<uintptr_t>(b.mapped) + huge - 1) & ~(huge - 1);
+            uintptr_t end = (reinterpret_cast<uintptr_t>(b.mapped) + size) & ~(huge - 1);
+            if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+        }
+    }
     bytes_allocated_ += req.size;
     return b;
 }
