@@ -197,6 +197,48 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    void full_context_stops_or_drops_the_oldest_turns_as_chosen() {
+        EngineOptions o = options();
+        o.context_length = 96;  // a few turns fill it
+        auto e = Engine::load(model(), o);
+        SamplingSettings s;
+        s.temperature = 0;
+        s.max_new_tokens = 20;
+        SettingsSlot slot(s);
+        auto quiet = [](const TokenEvent&) { return true; };
+        const std::string line = "Once upon a time there was a little dog who liked to run";
+
+        // Stop: the turn that no longer fits ends at once with "context_full"; nothing is lost.
+        ChatSession stop(*e);
+        stop.set_context_policy(ContextPolicy::Stop);
+        TurnStats st;
+        int turns = 0;
+        do {
+            st = stop.respond(line, slot, quiet);
+            ++turns;
+        } while (st.stop_reason != "context_full" && turns < 20);
+        QCOMPARE(st.stop_reason, std::string("context_full"));
+        QVERIFY(turns >= 2);
+        QCOMPARE(st.dropped_turns, 0u);
+        QCOMPARE(st.generated_tokens, 0u);
+        QVERIFY(stop.history().size() >= 2u * (turns - 1));
+
+        // DropOldestTurns: the same conversation keeps going; the oldest turns leave, and it says so.
+        ChatSession drop(*e);
+        drop.set_context_policy(ContextPolicy::DropOldestTurns);
+        uint32_t dropped = 0;
+        for (int i = 0; i < turns + 3; ++i) {
+            TurnStats d = drop.respond(line, slot, quiet);
+            QVERIFY2(d.stop_reason != "context_full" || d.generated_tokens > 0,
+                     "DropOldestTurns must make room instead of refusing the turn");
+            QVERIFY(d.prompt_tokens <= e->context_length());
+            dropped += d.dropped_turns;
+        }
+        QVERIFY2(dropped > 0, "no turn was dropped although the context filled up");
+        QCOMPARE(drop.history().front().role, std::string("user"));
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void batched_generations_match_each_alone() {
         auto e = Engine::load(model(), options());
         const Tokenizer& tok = e->tokenizer();
