@@ -90,6 +90,24 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    void weights_spread_over_many_slabs_give_the_same_logits() {
+        // Models larger than one weight slab (256 MiB by default) are placed in several; 64 KiB
+        // slabs force that layout on stories260K (about 20 slabs) so it is tested on every run.
+        auto ref = reference_json();
+        auto toks = ids(ref["logits_tokens"].toArray());
+        auto want = reference_logits();
+        EngineOptions o = options(false, 64);
+        o.weight_slab_bytes = 64 << 10;
+        auto engine = Engine::load(test::shared_path("models/stories260K.gguf"), o);
+        auto seq = engine->create_sequence();
+        StepItem item{seq, toks, true, true};
+        auto rows = engine->step(std::span<const StepItem>(&item, 1));
+        double worst = 0;
+        for (size_t i = 0; i < 64; ++i) worst = std::max(worst, compare_row(rows[i].data(), want.data() + i * 512, 512).max_abs);
+        QVERIFY2(worst <= 1e-3, qPrintable(QString("max abs diff %1 > 1e-3").arg(worst)));
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void decode_one_token_at_a_time_matches_reference_logits() {
         auto ref = reference_json();
         auto toks = ids(ref["logits_tokens"].toArray());

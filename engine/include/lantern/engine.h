@@ -49,6 +49,7 @@ struct EngineOptions {
     uint32_t max_step_tokens = 256;    // prefill chunk / per-step token budget
     uint32_t max_logit_rows = 0;       // logit rows per step; 0 = max_sequences
     bool profile = false;              // per-op GPU timestamps (see last_step_profile)
+    uint64_t weight_slab_bytes = 0;    // weight sub-allocation block; 0 = 256 MiB (tests use tiny ones)
 };
 
 // One sequence's slice of a batched step.

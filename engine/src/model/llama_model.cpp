@@ -14,7 +14,6 @@ namespace lantern::model {
 namespace {
 enum OpLabel : uint32_t { kEmbed, kMatmul, kRope, kAttention, kLmHead, kLabelCount };
 const char* kLabelNames[] = {"embed", "matmul", "rope+kv store", "attention", "lm_head"};
-constexpr uint64_t kSlabBytes = 256ull << 20;
 }  // namespace
 
 LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& m, const ModelLimits& limits)
@@ -133,7 +132,7 @@ vk::BufferRange LlamaModel::place(const void* data, uint64_t bytes) {
     const uint64_t align = std::max<uint64_t>(ctx_.limits().minStorageBufferOffsetAlignment, 16);
     uint64_t off = (slab_used_ + align - 1) / align * align;
     if (slabs_.empty() || off + bytes > slabs_.back().size) {
-        uint64_t size = std::max<uint64_t>(kSlabBytes, bytes);
+        uint64_t size = std::max<uint64_t>(limits_.weight_slab_bytes, bytes);
         if (ctx_.info().max_allocation_bytes) size = std::min<uint64_t>(size, ctx_.info().max_allocation_bytes);
         if (bytes > size)
             throw Error(ErrorCode::ModelTooLarge, "a weight part of " + std::to_string(bytes >> 20) +

@@ -22,6 +22,7 @@ struct ModelLimits {
     uint32_t kv_blocks = 0;           // pool size
     uint32_t block_tokens = 16;
     bool kv_f16 = true;
+    uint64_t weight_slab_bytes = 256ull << 20;  // weights are sub-allocated from slabs of this size
 };
 
 // Host-side description of one step.
@@ -79,7 +80,7 @@ private:
     vk::Context& ctx_;
     ModelInfo info_;
     ModelLimits limits_;
-    std::vector<vk::Buffer> slabs_;
+    std::deque<vk::Buffer> slabs_;  // deque: BufferRanges point at slabs, so they must never move
     uint64_t slab_used_ = 0;
     std::deque<ops::DeviceWeight> weights_;
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0, matmul_bytes_ = 0;
