@@ -1,6 +1,8 @@
 #include "test_support.h"
 
 #include <QDir>
+#include <QFile>
+#include <QJsonDocument>
 #include <QTemporaryDir>
 #include <cstdlib>
 #include <filesystem>
@@ -49,6 +51,27 @@ vk::ContextOptions validated_options() {
     o.on_validation_message = [](const std::string& m) { validation_log().add(m); };
     o.pipeline_cache_dir = temp_dir() + "/pipeline-cache";
     return o;
+}
+
+EngineOptions validated_engine_options() {
+    EngineOptions o;
+    auto vo = validated_options();
+    o.validation = true;
+    o.on_validation_message = vo.on_validation_message;
+    o.pipeline_cache_dir = vo.pipeline_cache_dir;
+    return o;
+}
+
+QJsonObject stories_reference() {
+    QFile f(QString::fromStdString(shared_path("reference/stories260K_reference.json")));
+    if (!f.open(QIODevice::ReadOnly)) throw Error(ErrorCode::Io, "cannot read the stories260K reference JSON");
+    return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+std::vector<int32_t> token_ids(const QJsonArray& array) {
+    std::vector<int32_t> v;
+    for (const auto& x : array) v.push_back(x.toInt());
+    return v;
 }
 
 vk::Context& context() {

@@ -5,6 +5,8 @@
 //    records every warning/error; tests call expect_clean() (or use LANTERN_VERIFY_CLEAN) so any
 //    validation message fails the test.
 #pragma once
+#include <QJsonArray>
+#include <QJsonObject>
 #include <QString>
 #include <QTest>
 #include <memory>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "lantern/engine.h"
 #include "vulkan/context.h"
 
 namespace lantern::test {
@@ -34,6 +37,12 @@ private:
 vk::Context& context();
 ValidationLog& validation_log();
 vk::ContextOptions validated_options();  // for tests that create their own engine/context
+// Engine options with validation on and every message going to validation_log().
+EngineOptions validated_engine_options();
+
+// ../shared/reference/stories260K_reference.json, and a JSON array of token ids as a vector.
+QJsonObject stories_reference();
+std::vector<int32_t> token_ids(const QJsonArray& array);
 
 // Fails the current test if the validation layer reported anything since the last call.
 bool no_validation_messages(QString* report);

@@ -21,11 +21,7 @@ using namespace lantern;
 namespace {
 
 EngineOptions options() {
-    EngineOptions o;
-    auto vo = test::validated_options();
-    o.validation = true;
-    o.on_validation_message = vo.on_validation_message;
-    o.pipeline_cache_dir = vo.pipeline_cache_dir;
+    EngineOptions o = test::validated_engine_options();
     o.context_length = 512;
     o.max_sequences = 4;
     o.max_step_tokens = 64;
@@ -33,12 +29,6 @@ EngineOptions options() {
 }
 
 std::string model() { return test::shared_path("models/stories260K.gguf"); }
-
-QJsonObject reference_json() {
-    QFile f(QString::fromStdString(test::shared_path("reference/stories260K_reference.json")));
-    if (!f.open(QIODevice::ReadOnly)) throw Error(ErrorCode::Io, "cannot read the reference JSON");
-    return QJsonDocument::fromJson(f.readAll()).object();
-}
 
 struct Run {
     std::vector<int32_t> tokens;
@@ -148,7 +138,7 @@ private slots:
     }
 
     void stop_string_ends_the_reply_and_is_never_shown() {
-        auto ref = reference_json();
+        auto ref = test::stories_reference();
         std::string story = ref["greedy_from_bos_text"].toString().toStdString();
         const std::string prompt = "Once upon a time";
         size_t lily = story.find("Lily");

@@ -192,11 +192,7 @@ void write_tiny_model(const std::string& path, const std::string& arch, uint32_t
 }
 
 EngineOptions engine_options() {
-    EngineOptions o;
-    auto vo = test::validated_options();
-    o.validation = true;
-    o.on_validation_message = vo.on_validation_message;
-    o.pipeline_cache_dir = vo.pipeline_cache_dir;
+    EngineOptions o = test::validated_engine_options();
     o.context_length = 64;
     o.max_sequences = 1;
     o.max_step_tokens = 16;

@@ -80,11 +80,7 @@ struct Config {
 };
 
 EngineOptions options(const Config& c) {
-    EngineOptions o;
-    auto vo = test::validated_options();
-    o.validation = true;
-    o.on_validation_message = vo.on_validation_message;
-    o.pipeline_cache_dir = vo.pipeline_cache_dir;
+    EngineOptions o = test::validated_engine_options();
     o.kv_f16 = c.kv_f16;
     o.context_length = c.context;
     o.max_step_tokens = c.step_tokens;

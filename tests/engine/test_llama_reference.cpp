@@ -16,18 +16,6 @@ using namespace lantern;
 
 namespace {
 
-QJsonObject reference_json() {
-    QFile f(QString::fromStdString(test::shared_path("reference/stories260K_reference.json")));
-    if (!f.open(QIODevice::ReadOnly)) throw Error(ErrorCode::Io, "cannot read the reference JSON");
-    return QJsonDocument::fromJson(f.readAll()).object();
-}
-
-std::vector<int32_t> ids(const QJsonArray& a) {
-    std::vector<int32_t> v;
-    for (const auto& x : a) v.push_back(x.toInt());
-    return v;
-}
-
 std::vector<float> reference_logits() {
     QFile f(QString::fromStdString(test::shared_path("reference/stories260K_logits_64x512.f32")));
     if (!f.open(QIODevice::ReadOnly)) throw Error(ErrorCode::Io, "cannot read the reference logits");
@@ -38,11 +26,7 @@ std::vector<float> reference_logits() {
 }
 
 EngineOptions options(bool kv_f16, uint32_t logit_rows = 1) {
-    EngineOptions o;
-    auto vo = test::validated_options();
-    o.validation = true;
-    o.on_validation_message = vo.on_validation_message;
-    o.pipeline_cache_dir = vo.pipeline_cache_dir;
+    EngineOptions o = test::validated_engine_options();
     o.kv_f16 = kv_f16;
     o.max_logit_rows = logit_rows;
     o.max_step_tokens = 64;
@@ -70,8 +54,8 @@ class LlamaReferenceTest : public QObject {
     Q_OBJECT
 private slots:
     void prefill_of_64_tokens_matches_reference_logits() {
-        auto ref = reference_json();
-        auto toks = ids(ref["logits_tokens"].toArray());
+        auto ref = test::stories_reference();
+        auto toks = test::token_ids(ref["logits_tokens"].toArray());
         auto want = reference_logits();
         QCOMPARE(toks.size(), size_t(64));
         auto engine = Engine::load(test::shared_path("models/stories260K.gguf"), options(false, 64));
@@ -93,8 +77,8 @@ private slots:
     void weights_spread_over_many_slabs_give_the_same_logits() {
         // Models larger than one weight slab (256 MiB by default) are placed in several; 64 KiB
         // slabs force that layout on stories260K (about 20 slabs) so it is tested on every run.
-        auto ref = reference_json();
-        auto toks = ids(ref["logits_tokens"].toArray());
+        auto ref = test::stories_reference();
+        auto toks = test::token_ids(ref["logits_tokens"].toArray());
         auto want = reference_logits();
         EngineOptions o = options(false, 64);
         o.weight_slab_bytes = 64 << 10;
@@ -109,8 +93,8 @@ private slots:
     }
 
     void decode_one_token_at_a_time_matches_reference_logits() {
-        auto ref = reference_json();
-        auto toks = ids(ref["logits_tokens"].toArray());
+        auto ref = test::stories_reference();
+        auto toks = test::token_ids(ref["logits_tokens"].toArray());
         auto want = reference_logits();
         auto engine = Engine::load(test::shared_path("models/stories260K.gguf"), options(false));
         auto seq = engine->create_sequence();
@@ -142,8 +126,8 @@ private slots:
         QFETCH(QString, file);
         QFETCH(bool, kv_f16);
         QFETCH(int, min_agree);
-        auto ref = reference_json();
-        auto want = ids(ref["greedy_from_bos_tokens"].toArray());
+        auto ref = test::stories_reference();
+        auto want = test::token_ids(ref["greedy_from_bos_tokens"].toArray());
         QCOMPARE(want.size(), size_t(200));
         auto engine = Engine::load(test::shared_path("models/" + file.toStdString()), options(kv_f16));
         auto seq = engine->create_sequence();

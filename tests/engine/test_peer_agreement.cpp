@@ -21,24 +21,8 @@ using namespace lantern;
 
 namespace {
 
-QJsonObject reference_json() {
-    QFile f(QString::fromStdString(test::shared_path("reference/stories260K_reference.json")));
-    if (!f.open(QIODevice::ReadOnly)) throw Error(ErrorCode::Io, "cannot read the reference JSON");
-    return QJsonDocument::fromJson(f.readAll()).object();
-}
-
-std::vector<int32_t> ids(const QJsonArray& a) {
-    std::vector<int32_t> v;
-    for (const auto& x : a) v.push_back(x.toInt());
-    return v;
-}
-
 EngineOptions options(bool kv_f16) {
-    EngineOptions o;
-    auto vo = test::validated_options();
-    o.validation = true;
-    o.on_validation_message = vo.on_validation_message;
-    o.pipeline_cache_dir = vo.pipeline_cache_dir;
+    EngineOptions o = test::validated_engine_options();
     o.kv_f16 = kv_f16;
     o.context_length = 512;
     o.max_sequences = 1;
@@ -62,9 +46,9 @@ private slots:
         QFETCH(QString, file);
         QFETCH(bool, kv_f16);
         const int n_generate = 60;
-        auto ref = reference_json();
-        const auto greedy = ids(ref["greedy_from_bos_tokens"].toArray());
-        const auto want_prompt = ids(ref["prompt_once_upon_a_time_tokens"].toArray());
+        auto ref = test::stories_reference();
+        const auto greedy = test::token_ids(ref["greedy_from_bos_tokens"].toArray());
+        const auto want_prompt = test::token_ids(ref["prompt_once_upon_a_time_tokens"].toArray());
         const std::string ref_text = ref["greedy_from_bos_text"].toString().toStdString();
         QVERIFY(greedy.size() >= want_prompt.size() + n_generate);
         QVERIFY(std::equal(want_prompt.begin(), want_prompt.end(), greedy.begin()));  // the prompt is a prefix

@@ -239,11 +239,7 @@ int32_t argmax(const std::vector<float>& v, size_t offset, size_t n) {
 }
 
 EngineOptions options() {
-    EngineOptions o;
-    auto vo = test::validated_options();
-    o.validation = true;
-    o.on_validation_message = vo.on_validation_message;
-    o.pipeline_cache_dir = vo.pipeline_cache_dir;
+    EngineOptions o = test::validated_engine_options();
     o.kv_f16 = false;
     o.context_length = 128;
     o.max_sequences = 2;
