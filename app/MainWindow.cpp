@@ -278,6 +278,15 @@ void MainWindow::buildActions() {
     file->addSeparator();
     newChatAction_ = file->addAction(tr("&New Chat"), this, &MainWindow::newConversation);
     newChatAction_->setShortcut(QKeySequence::New);
+    QAction* dropOldest = file->addAction(tr("When the Context Is Full, Drop the Oldest Turns"));
+    dropOldest->setCheckable(true);
+    dropOldest->setChecked(preferences::dropOldestTurns());
+    dropOldest->setToolTip(tr("Otherwise the reply stops and you are told the context is full."));
+    worker_->setDropOldestTurns(dropOldest->isChecked());
+    connect(dropOldest, &QAction::toggled, this, [this](bool on) {
+        preferences::setDropOldestTurns(on);
+        worker_->setDropOldestTurns(on);
+    });
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);

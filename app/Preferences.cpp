@@ -18,6 +18,8 @@ QString systemPrompt() { return QSettings().value(QStringLiteral("chat/systemPro
 void setSystemPrompt(const QString& text) { QSettings().setValue(QStringLiteral("chat/systemPrompt"), text); }
 QString language() { return QSettings().value(QStringLiteral("ui/language")).toString(); }
 void setLanguage(const QString& language) { QSettings().setValue(QStringLiteral("ui/language"), language); }
+bool dropOldestTurns() { return QSettings().value(QStringLiteral("chat/dropOldestTurns"), true).toBool(); }
+void setDropOldestTurns(bool drop) { QSettings().setValue(QStringLiteral("chat/dropOldestTurns"), drop); }
 qint64 lastConversation() { return QSettings().value(QStringLiteral("chat/lastConversation"), -1).toLongLong(); }
 void setLastConversation(qint64 id) { QSettings().setValue(QStringLiteral("chat/lastConversation"), id); }
 

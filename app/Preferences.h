@@ -19,6 +19,10 @@ void setSystemPrompt(const QString& text);
 // "" = follow the system locale, otherwise a locale name such as "zh_CN" or "en".
 QString language();
 void setLanguage(const QString& language);
+// What happens when a conversation outgrows the context: true = drop the oldest turns (the
+// system prompt stays), false = stop and say so.
+bool dropOldestTurns();
+void setDropOldestTurns(bool drop);
 qint64 lastConversation();
 void setLastConversation(qint64 id);
 

@@ -413,6 +413,14 @@
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
+        <source>When the Context Is Full, Drop the Oldest Turns</source>
+        <translation>上下文已满时，丢弃最早的对话轮次</translation>
+    </message>
+    <message>
+        <source>Otherwise the reply stops and you are told the context is full.</source>
+        <translation>否则回复会停止，并提示上下文已满。</translation>
+    </message>
+    <message>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>

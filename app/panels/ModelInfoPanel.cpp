@@ -1,4 +1,5 @@
 #include "panels/ModelInfoPanel.h"
+#include "panels/ScrollablePanel.h"
 
 #include <QFileInfo>
 #include <QFormLayout>
@@ -20,14 +21,7 @@ QString parameterCount(uint64_t n) {
 }  // namespace
 
 ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    auto* content = new QWidget(scroll);
-    scroll->setWidget(content);
-    outer->addWidget(scroll);
+    QWidget* content = makeScrollableContent(this);
     auto* form = new QFormLayout(content);
     form->setContentsMargins(10, 6, 10, 8);
     form->setVerticalSpacing(4);

@@ -1,4 +1,5 @@
 #include "panels/SamplingPanel.h"
+#include "panels/ScrollablePanel.h"
 
 #include <QCheckBox>
 #include <QDoubleSpinBox>
@@ -48,14 +49,7 @@ QLabel* sectionLabel(const QString& text, QWidget* parent) {
 }  // namespace
 
 SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    auto* content = new QWidget(scroll);
-    scroll->setWidget(content);
-    outer->addWidget(scroll);
+    QWidget* content = makeScrollableContent(this);
 
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(10, 4, 10, 10);

@@ -49,6 +49,7 @@ bool InferenceWorker::setSamplingSettings(const lantern::SamplingSettings& setti
 lantern::SamplingSettings InferenceWorker::samplingSettings() const { return *settings_.load(); }
 
 void InferenceWorker::setAttentionLayer(int layer) { attentionLayer_.store(std::max(layer, -1)); }
+void InferenceWorker::setDropOldestTurns(bool drop) { dropOldestTurns_.store(drop); }
 
 void InferenceWorker::dropEngine() {
     const bool had = engine_ != nullptr;
@@ -66,7 +67,6 @@ void InferenceWorker::loadModel(const QString& path, const QString& deviceSelect
         engine_ = lantern::Engine::load(path.toStdString(), options);
         session_ = std::make_unique<lantern::ChatSession>(*engine_);
         session_->set_system_prompt(systemPrompt_);
-        session_->set_context_policy(lantern::ContextPolicy::DropOldestTurns);
 
         LoadReport report;
         report.load_ms = engine_->load_ms();
@@ -141,6 +141,8 @@ void InferenceWorker::runTurn(const TurnFunction& turn) {
         return;
     }
     stop_.store(false);
+    session_->set_context_policy(dropOldestTurns_.load() ? lantern::ContextPolicy::DropOldestTurns
+                                                         : lantern::ContextPolicy::Stop);
     lastAttentionPosition_ = UINT32_MAX;
     emit turnStarted();
     kvThrottle_.restart();

@@ -34,6 +34,8 @@ public:
     bool setSamplingSettings(const lantern::SamplingSettings& settings);
     lantern::SamplingSettings samplingSettings() const;
     void setAttentionLayer(int layer);  // -1 = no capture
+    // Context-full policy for the next turn: drop the oldest turns, or stop (thread-safe).
+    void setDropOldestTurns(bool drop);
     // How many next-token candidates every tokenGenerated carries.
     static constexpr int kCandidateCount = 5;
 
@@ -84,6 +86,7 @@ private:
     lantern::SettingsSlot settings_;
     std::atomic<bool> stop_{false};
     std::atomic<int> attentionLayer_{-1};
+    std::atomic<bool> dropOldestTurns_{true};
     int capturedLayer_ = -1;  // what the engine was last told (worker thread only)
     uint32_t lastAttentionPosition_ = UINT32_MAX;
     std::string systemPrompt_;

@@ -24,6 +24,7 @@
 #include "ops/embed.h"
 #include "ops/matmul.h"
 #include "ops/weight_format.h"
+#include "lantern/synthetic.h"
 #include "test_support.h"
 
 using namespace lantern;
@@ -40,38 +41,6 @@ struct Config {
     uint32_t kv_dim() const { return kv_heads * head_dim(); }
     uint32_t qkv_width() const { return dim + 2 * kv_dim(); }
 };
-
-// The vocabulary written into the model: <unk>, <s>, </s>, the 256 byte-fallback pieces, and
-// ordinary pieces ("▁", a-z, "▁a".."▁n") up to the model's vocabulary size.
-void add_tokenizer(GgufWriter& w, uint32_t vocab) {
-    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
-    std::vector<int32_t> types = {2, 3, 3};
-    std::vector<float> scores = {0, 0, 0};
-    for (int b = 0; b < 256; ++b) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
-        tokens.push_back(buf);
-        types.push_back(6);
-        scores.push_back(0);
-    }
-    const std::string space = "\xE2\x96\x81";
-    std::vector<std::string> normal = {space};
-    for (char c = 'a'; c <= 'z'; ++c) normal.push_back(std::string(1, c));
-    for (char c = 'a'; normal.size() + tokens.size() < vocab; ++c) normal.push_back(space + c);
-    for (size_t i = 0; i < normal.size(); ++i) {
-        tokens.push_back(normal[i]);
-        types.push_back(1);
-        scores.push_back(-static_cast<float>(i));
-    }
-    if (tokens.size() != vocab) throw std::logic_error("vocabulary size mismatch");
-    w.set_string("tokenizer.ggml.model", "llama");
-    w.set_string_array("tokenizer.ggml.tokens", tokens);
-    w.set_f32_array("tokenizer.ggml.scores", scores);
-    w.set_i32_array("tokenizer.ggml.token_type", types);
-    w.set_u32("tokenizer.ggml.bos_token_id", 1);
-    w.set_u32("tokenizer.ggml.eos_token_id", 2);
-    w.set_u32("tokenizer.ggml.unknown_token_id", 0);
-}
 
 // The CPU model: dequantized weights, a float KV cache with the engine's paged layout (one
 // sequence, identity block table), and forward() built only from the op references.
@@ -94,7 +63,7 @@ public:
         w.set_u32("llama.rope.dimension_count", c_.head_dim());
         w.set_f32("llama.rope.freq_base", c_.rope_base);
         w.set_f32("llama.attention.layer_norm_rms_epsilon", c_.eps);
-        add_tokenizer(w, c_.vocab);
+        add_synthetic_vocabulary(w, c_.vocab);
 
         // rows x cols matrix, uniform with variance ~1/cols (activations keep their scale).
         auto matrix = [&](const std::string& name, uint32_t rows, uint32_t cols, float scale) {

@@ -20,6 +20,13 @@ struct SyntheticShape {
 // Throws Error(InvalidArgument) for other names.
 SyntheticShape synthetic_shape(const std::string& name);
 
+class GgufWriter;
+
+// Writes a sentencepiece-style ("llama") vocabulary of `vocab` pieces: <unk>, <s>, </s>, the 256
+// byte-fallback pieces <0x00>..<0xFF>, "▁", the letters a-z, then numbered whole-word pieces.
+// Any text encodes (letters as pieces, everything else as bytes). Needs vocab >= 286.
+void add_synthetic_vocabulary(GgufWriter& writer, uint32_t vocab);
+
 // Writes the model to `path`. `ggml_type`: type of the 2-D weights (F32, F16, Q8_0, Q4_0).
 void write_synthetic_model(const SyntheticShape& shape, uint32_t ggml_type, const std::string& path,
                            uint64_t seed = 1234);

@@ -25,6 +25,39 @@ SyntheticShape synthetic_shape(const std::string& name) {
     throw Error(ErrorCode::InvalidArgument, "unknown synthetic shape \"" + name + "\" (tiny, 110m, tinyllama)");
 }
 
+void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab) {
+    if (vocab < 286) throw Error(ErrorCode::InvalidArgument, "a synthetic vocabulary needs at least 286 pieces");
+    const std::string space = "\xe2\x96\x81";  // "▁", sentencepiece's word-start marker
+    std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
+    std::vector<int32_t> types{2, 3, 3};
+    for (int b = 0; b < 256; ++b) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+        tokens.push_back(buf);
+        types.push_back(6);
+    }
+    tokens.push_back(space);
+    types.push_back(1);
+    for (char c = 'a'; c <= 'z'; ++c) {
+        tokens.push_back(std::string(1, c));
+        types.push_back(1);
+    }
+    for (uint32_t i = static_cast<uint32_t>(tokens.size()); i < vocab; ++i) {
+        tokens.push_back(space + "w" + std::to_string(i));  // unique whole-word pieces
+        types.push_back(1);
+    }
+    // Byte and control pieces score 0; ordinary pieces prefer earlier ones.
+    std::vector<float> scores(vocab, 0.0f);
+    for (uint32_t i = 259; i < vocab; ++i) scores[i] = -static_cast<float>(i - 259);
+    w.set_string("tokenizer.ggml.model", "llama");
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    w.set_f32_array("tokenizer.ggml.scores", scores);
+    w.set_i32_array("tokenizer.ggml.token_type", types);
+    w.set_u32("tokenizer.ggml.bos_token_id", 1);
+    w.set_u32("tokenizer.ggml.eos_token_id", 2);
+    w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+}
+
 void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::string& path, uint64_t seed) {
     Rng rng(seed);
     // Box-Muller normal samples from our own PRNG: the same file on every machine.
@@ -45,27 +78,7 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
     w.set_f32("llama.rope.freq_base", 10000.0f);
     w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
 
-    std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
-    std::vector<int32_t> types{2, 3, 3};
-    for (int b = 0; b < 256; ++b) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
-        tokens.push_back(buf);
-        types.push_back(6);
-    }
-    for (uint32_t i = static_cast<uint32_t>(tokens.size()); i < s.vocab; ++i) {
-        tokens.push_back("\xe2\x96\x81w" + std::to_string(i));  // "▁w<i>": unique whole-word pieces
-        types.push_back(1);
-    }
-    std::vector<float> scores(s.vocab);
-    for (uint32_t i = 0; i < s.vocab; ++i) scores[i] = -static_cast<float>(i);
-    w.set_string("tokenizer.ggml.model", "llama");
-    w.set_string_array("tokenizer.ggml.tokens", tokens);
-    w.set_f32_array("tokenizer.ggml.scores", scores);
-    w.set_i32_array("tokenizer.ggml.token_type", types);
-    w.set_u32("tokenizer.ggml.bos_token_id", 1);
-    w.set_u32("tokenizer.ggml.eos_token_id", 2);
-    w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+    add_synthetic_vocabulary(w, s.vocab);
 
     auto matrix = [&](const std::string& name, uint32_t rows, uint32_t cols) {
         std::vector<float> v(static_cast<size_t>(rows) * cols);
