@@ -3,41 +3,47 @@
 // y[t][n] (+)= sum_k W[n][k] * in(t, k)  — every linear layer of the model (Q/K/V, output
 // projection, gate/up, down, LM head), for decode (T = 1) and prefill (T up to the step budget).
 //
-// Workgroup (x, y) covers a band of output rows for up to TOKENS tokens (token group y), so each
-// weight unit is loaded once and used for all of them. Two ways to split the work, chosen per
-// device by the specialization constant LANE_PER_ROW:
-//  * LANE_PER_ROW (CPU drivers such as lavapipe): invocation i owns ROWS rows (band + i * ROWS ..)
-//    and walks them whole. On such drivers every lane's load is a separate memory access and the
-//    cost is the bytes summed over lanes (lane-contiguous streams are the fast pattern, see
-//    lantern-bench's read rooflines); the input vector is loaded by every lane, so each lane owns
-//    several rows to spread one input load over ROWS weight rows. No reduction, no shared memory.
-//  * LANE_PER_TOKEN (prefill on CPU drivers): lane i owns token (group + i) and ROWS rows; each
-//    lane streams its own input row, and the weight units are the same for every lane (uniform
-//    loads, the cheap case there), so a weight unit is fetched once per workgroup for all tokens.
-//  * split-K (GPUs): the workgroup owns ROWS rows; lanes take consecutive 16-byte units of a row
-//    (coalesced), and partial sums are reduced with subgroupAdd, then across subgroups.
+// Three ways to split the work, chosen per device and step by specialization constants:
+//  * LANE_PER_ROW (decode on CPU drivers such as lavapipe): invocation i of workgroup (x, t)
+//    owns ROWS consecutive rows for token t and walks them whole. A workgroup's lanes are SIMD
+//    lanes of one CPU thread there, so the input loads are the same for every lane and are shared
+//    by ROWS weight rows; no reduction, no shared memory.
+//  * LANE_PER_TOKEN (prefill on CPU drivers): lane i of workgroup (x, y) owns token y * WG + i and
+//    the ROWS rows of band x; the weight units are the same for every lane, so one fetch serves
+//    all the workgroup's tokens. Both CPU layouts run dot_rows() below.
+//  * split-K (GPUs): the workgroup owns ROWS rows for TOKENS tokens; lanes take consecutive 16-byte
+//    units of a row (coalesced), and partial sums are reduced with subgroupAdd, then across subgroups.
+// Weights, input and norm weight are read through texel views (see weights.glsl for why).
 //
 // The input is transformed on the fly ("prologue"), saving a dispatch and a round trip:
 //   INPUT_PLAIN : in = x[row][k]
 //   INPUT_NORM  : in = x[row][k] * rsqrt(mean(x[row]^2) + eps) * norm_w[k]    (RMSNorm fused)
 //   INPUT_SILU  : in = silu(x[row][k]) * x[row][K + k]   (x holds [gate | up]; SwiGLU fused)
-// flags bit 0: accumulate into y (residual add fused); bit 1: x row of token t is rowmap[t];
-// bit 2: rows of x and K are multiples of 4 floats, so the input can be read as vec4.
+// flags bit 0: accumulate into y (residual add fused); bit 1: x row of token t is rowmap[t].
+// VEC4_INPUT (specialization constant): rows of x and K are multiples of 4 floats, so the input is
+// fetched as vec4 texels; a constant rather than a flag so that each variant compiles only its path.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint ROWS = 4;        // rows per workgroup (split-K) or per lane (LANE_PER_ROW)
+layout(constant_id = 1) const uint ROWS = 4;        // rows per workgroup (split-K, LANE_PER_TOKEN) or per lane (LANE_PER_ROW)
 layout(constant_id = 2) const uint TOKENS = 8;      // tokens per workgroup (1 = decode)
 layout(constant_id = 3) const bool LANE_PER_ROW = false;
-layout(constant_id = 4) const bool LANE_PER_TOKEN = false;  // prefill on CPU drivers (see below)
+layout(constant_id = 4) const bool LANE_PER_TOKEN = false;  // prefill on CPU drivers (see above)
+layout(constant_id = 5) const bool VEC4_INPUT = false;
 #define MAX_SUBGROUPS 32
 #include "weights.glsl"
-layout(std430, binding = 2) readonly buffer X { float x[]; };
-layout(std430, binding = 2) readonly buffer X4 { vec4 x4[]; };  // same buffer, 16-byte loads
+// The input and the norm weight are read through texel views (floats at 2 and 4, vec4s of the
+// same buffers at 6 and 7); the output is a storage buffer.
+layout(binding = 2) uniform samplerBuffer x_float;
 layout(std430, binding = 3) buffer Y { float y[]; };
-layout(std430, binding = 4) readonly buffer NormW { float norm_w[]; };
-layout(std430, binding = 4) readonly buffer NormW4 { vec4 norm_w4[]; };
+layout(binding = 4) uniform samplerBuffer norm_float;
 layout(std430, binding = 5) readonly buffer RowMap { uint rowmap[]; };
+layout(binding = 6) uniform samplerBuffer x_vec4;
+layout(binding = 7) uniform samplerBuffer norm_vec4;
+float x(uint i) { return texelFetch(x_float, int(i)).x; }
+vec4 x4(uint i) { return texelFetch(x_vec4, int(i)); }
+float norm_w(uint i) { return texelFetch(norm_float, int(i)).x; }
+vec4 norm_w4(uint i) { return texelFetch(norm_vec4, int(i)); }
 layout(push_constant) uniform Push {
     uint K;          // input length (row length of W)
     uint N;          // output rows in this weight part
@@ -59,47 +65,47 @@ float inv_rms(uint t) {
     uint base = x_row(t) * pc.x_stride;
     float ss = 0.0;
     uint k = 0;
-    if ((pc.flags & 4u) != 0u)
+    if (VEC4_INPUT)
         for (; k + 4u <= pc.K; k += 4u) {
-            vec4 v = x4[(base + k) / 4u];
+            vec4 v = x4((base + k) / 4u);
             ss += dot(v, v);
         }
-    for (; k < pc.K; ++k) ss += x[base + k] * x[base + k];
+    for (; k < pc.K; ++k) ss += x(base + k) * x(base + k);
     return inversesqrt(ss / float(pc.K) + pc.eps);
 }
 
 // Input element k of token t, prologue applied (s = that token's RMS scale, NORM only).
 float input_at(uint base, uint k, float s) {
 #if defined(INPUT_NORM)
-    return x[base + k] * s * norm_w[k];
+    return x(base + k) * s * norm_w(k);
 #elif defined(INPUT_SILU)
-    float g = x[base + k];
-    return g / (1.0 + exp(-g)) * x[base + pc.K + k];
+    float g = x(base + k);
+    return g / (1.0 + exp(-g)) * x(base + pc.K + k);
 #else
-    return x[base + k];
+    return x(base + k);
 #endif
 }
 
 vec4 input4(uint base, uint k, float s) {
-    if ((pc.flags & 4u) != 0u) {
+    if (VEC4_INPUT) {
 #if defined(INPUT_NORM)
-        return x4[(base + k) / 4u] * s * norm_w4[k / 4u];
+        return x4((base + k) / 4u) * s * norm_w4(k / 4u);
 #elif defined(INPUT_SILU)
-        vec4 g = x4[(base + k) / 4u];
-        return g / (1.0 + exp(-g)) * x4[(base + pc.K + k) / 4u];
+        vec4 g = x4((base + k) / 4u);
+        return g / (1.0 + exp(-g)) * x4((base + pc.K + k) / 4u);
 #else
-        return x4[(base + k) / 4u];
+        return x4((base + k) / 4u);
 #endif
     }
 #if defined(INPUT_NORM)
-    return vec4(x[base + k], x[base + k + 1u], x[base + k + 2u], x[base + k + 3u]) * s *
-           vec4(norm_w[k], norm_w[k + 1u], norm_w[k + 2u], norm_w[k + 3u]);
+    return vec4(x(base + k), x(base + k + 1u), x(base + k + 2u), x(base + k + 3u)) * s *
+           vec4(norm_w(k), norm_w(k + 1u), norm_w(k + 2u), norm_w(k + 3u));
 #elif defined(INPUT_SILU)
-    vec4 g = vec4(x[base + k], x[base + k + 1u], x[base + k + 2u], x[base + k + 3u]);
-    vec4 u = vec4(x[base + pc.K + k], x[base + pc.K + k + 1u], x[base + pc.K + k + 2u], x[base + pc.K + k + 3u]);
+    vec4 g = vec4(x(base + k), x(base + k + 1u), x(base + k + 2u), x(base + k + 3u));
+    vec4 u = vec4(x(base + pc.K + k), x(base + pc.K + k + 1u), x(base + pc.K + k + 2u), x(base + pc.K + k + 3u));
     return g / (1.0 + exp(-g)) * u;
 #else
-    return vec4(x[base + k], x[base + k + 1u], x[base + k + 2u], x[base + k + 3u]);
+    return vec4(x(base + k), x(base + k + 1u), x(base + k + 2u), x(base + k + 3u));
 #endif
 }
 
@@ -108,14 +114,62 @@ void store(uint row, uint t, float v) {
     y[o] = ((pc.flags & 1u) != 0u) ? y[o] + v : v;
 }
 
+// acc[r] = sum_k W[row0 + r][k] * in(xb, k) for the CPU layouts (rows past N are clamped, their
+// sums never stored). Whole groups of GPS units run in the main loop, one scale fetch per row and
+// group; only float rows can end inside a group (quantized rows are whole blocks, checked on load).
+void dot_rows(uint row0, uint xb, float s, out float acc[ROWS]) {
+    uint first_unit[ROWS];
+    for (uint r = 0; r < ROWS; ++r) {
+        acc[r] = 0.0;
+        first_unit[r] = min(row0 + r, pc.N - 1u) * pc.row_units;
+    }
+    const uint groups = pc.K / EPG;
+    for (uint g = 0; g < groups; ++g) {
+        vec4 in_v[VPG];
+        for (uint v = 0; v < VPG; ++v) in_v[v] = input4(xb, g * EPG + 4u * v, s);
+        for (uint r = 0; r < ROWS; ++r) {
+            const uint first = first_unit[r] + g * GPS;
+            float a = 0.0;
+            for (uint h = 0; h < GPS; ++h) {
+                vec4 w[VPU];
+                load_values(first + h, w);
+                for (uint v = 0; v < VPU; ++v) a += dot(w[v], in_v[h * VPU + v]);
+            }
+            acc[r] += a * unit_scale(first);
+        }
+    }
+#if !defined(WTYPE_Q8_0) && !defined(WTYPE_Q4_0)
+    for (uint k = groups * EPG; k < pc.K; ++k) {
+        const float xin = input_at(xb, k, s);
+        for (uint r = 0; r < ROWS; ++r) acc[r] += load1(first_unit[r], k) * xin;
+    }
+#endif
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint wg = gl_WorkGroupSize.x;
+
+    if (LANE_PER_ROW || LANE_PER_TOKEN) {
+        const uint row0 = LANE_PER_ROW ? (gl_WorkGroupID.x * wg + tid) * ROWS : gl_WorkGroupID.x * ROWS;
+        const uint t = LANE_PER_ROW ? gl_WorkGroupID.y : gl_WorkGroupID.y * wg + tid;
+        const uint tc = min(t, pc.T - 1u);  // lanes past the last token compute a copy, never stored
+        float s = 1.0;
+#ifdef INPUT_NORM
+        s = inv_rms(tc);
+#endif
+        float acc[ROWS];
+        dot_rows(row0, x_row(tc) * pc.x_stride, s, acc);
+        if (t < pc.T)
+            for (uint r = 0; r < ROWS; ++r)
+                if (row0 + r < pc.N) store(row0 + r, t, acc[r]);
+        return;
+    }
+
     const uint t0 = gl_WorkGroupID.y * TOKENS;
     const uint nt = min(TOKENS, pc.T - t0);
     const uint K = pc.K;
     const uint full_units = K / EPU;
-
     float scale[TOKENS];
     uint xbase[TOKENS];
     for (uint t = 0; t < TOKENS; ++t) {
@@ -123,94 +177,23 @@ void main() {
         scale[t] = 1.0;
     }
 #ifdef INPUT_NORM
-    if (LANE_PER_ROW) {
-        for (uint t = 0; t < TOKENS; ++t)
-            if (t < nt) scale[t] = inv_rms(t0 + t);
-    } else {
-        // Split-K: the lanes share the sum of squares through shared memory.
-        for (uint t = 0; t < TOKENS; ++t) {
-            if (t >= nt) break;
-            float ss = 0.0;
-            for (uint k = tid; k < K; k += wg) ss += x[xbase[t] + k] * x[xbase[t] + k];
-            ss = subgroupAdd(ss);
-            if (subgroupElect()) partial[gl_SubgroupID] = ss;
-            barrier();
-            if (tid == 0u) {
-                float total = 0.0;
-                for (uint s = 0; s < gl_NumSubgroups; ++s) total += partial[s];
-                inv_rms_shared[t] = inversesqrt(total / float(K) + pc.eps);
-            }
-            barrier();
+    // The lanes share the sum of squares through shared memory.
+    for (uint t = 0; t < TOKENS; ++t) {
+        if (t >= nt) break;
+        float ss = 0.0;
+        for (uint k = tid; k < K; k += wg) ss += x(xbase[t] + k) * x(xbase[t] + k);
+        ss = subgroupAdd(ss);
+        if (subgroupElect()) partial[gl_SubgroupID] = ss;
+        barrier();
+        if (tid == 0u) {
+            float total = 0.0;
+            for (uint s = 0; s < gl_NumSubgroups; ++s) total += partial[s];
+            inv_rms_shared[t] = inversesqrt(total / float(K) + pc.eps);
         }
-        for (uint t = 0; t < TOKENS; ++t) scale[t] = inv_rms_shared[t];
+        barrier();
     }
+    for (uint t = 0; t < TOKENS; ++t) scale[t] = inv_rms_shared[t];
 #endif
-
-    if (LANE_PER_TOKEN) {
-        const uint t = gl_WorkGroupID.y * wg + tid;
-        const bool in_range = t < pc.T;
-        const uint xb = x_row(min(t, pc.T - 1u)) * pc.x_stride;
-        float s = 1.0;
-#ifdef INPUT_NORM
-        s = inv_rms(min(t, pc.T - 1u));
-#endif
-        const uint row0 = gl_WorkGroupID.x * ROWS;
-        float acc[ROWS];
-        for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
-        for (uint u = 0; u < full_units; ++u) {
-            vec4 in_v[VPU];
-            for (uint v = 0; v < VPU; ++v) in_v[v] = input4(xb, u * EPU + 4u * v, s);
-            for (uint r = 0; r < ROWS; ++r) {
-                vec4 w[VPU];
-                float d = load_unit(min(row0 + r, pc.N - 1u) * pc.row_units + u, w);
-                float a = 0.0;
-                for (uint v = 0; v < VPU; ++v) a += dot(w[v], in_v[v]);
-                acc[r] += a * d;
-            }
-        }
-        for (uint k = full_units * EPU; k < K; ++k) {
-            float xin = input_at(xb, k, s);
-            for (uint r = 0; r < ROWS; ++r) acc[r] += load1(min(row0 + r, pc.N - 1u) * pc.row_units, k) * xin;
-        }
-        if (in_range)
-            for (uint r = 0; r < ROWS; ++r)
-                if (row0 + r < pc.N) store(row0 + r, t, acc[r]);
-        return;
-    }
-
-    if (LANE_PER_ROW) {
-        const uint row0 = (gl_WorkGroupID.x * wg + tid) * ROWS;
-        uint row_unit[ROWS];
-        for (uint r = 0; r < ROWS; ++r) row_unit[r] = min(row0 + r, pc.N - 1u) * pc.row_units;  // clamped rows are never stored
-        float acc[ROWS * TOKENS];
-        for (uint i = 0; i < ROWS * TOKENS; ++i) acc[i] = 0.0;
-        for (uint u = 0; u < full_units; ++u) {
-            vec4 in_t[TOKENS][VPU];
-            for (uint t = 0; t < TOKENS; ++t)
-                for (uint v = 0; v < VPU; ++v) in_t[t][v] = t < nt ? input4(xbase[t], u * EPU + 4u * v, scale[t]) : vec4(0.0);
-            for (uint r = 0; r < ROWS; ++r) {
-                vec4 w[VPU];
-                float d = load_unit(row_unit[r] + u, w);
-                for (uint t = 0; t < TOKENS; ++t) {
-                    float a = 0.0;
-                    for (uint v = 0; v < VPU; ++v) a += dot(w[v], in_t[t][v]);
-                    acc[r * TOKENS + t] += a * d;
-                }
-            }
-        }
-        for (uint k = full_units * EPU; k < K; ++k) {
-            for (uint t = 0; t < TOKENS; ++t) {
-                if (t >= nt) continue;
-                float xin = input_at(xbase[t], k, scale[t]);
-                for (uint r = 0; r < ROWS; ++r) acc[r * TOKENS + t] += load1(row_unit[r], k) * xin;
-            }
-        }
-        for (uint r = 0; r < ROWS; ++r)
-            if (row0 + r < pc.N)
-                for (uint t = 0; t < TOKENS; ++t)
-                    if (t < nt) store(row0 + r, t0 + t, acc[r * TOKENS + t]);
-        return;
-    }
 
     // Split-K.
     const uint row0 = gl_WorkGroupID.x * ROWS;

@@ -432,7 +432,7 @@ private slots:
         for (uint32_t t : kTypes) QTest::newRow(ggml_type_name(t)) << t;
     }
     // A DeviceWeight of several row parts, each in its own buffers (what the loader builds for a
-    // tensor larger than maxStorageBufferRange): one dispatch per part, outputs at first_row.
+    // tensor larger than one texel view may hold): one dispatch per part, outputs at first_row.
     void matmul_with_weight_split_in_parts() {
         QFETCH(uint32_t, type);
         const bool quantized = ops::find_weight_format(type)->block_elements > 1;

@@ -129,7 +129,8 @@ void LlamaModel::release() {
 }
 
 vk::BufferRange LlamaModel::place(const void* data, uint64_t bytes) {
-    const uint64_t align = std::max<uint64_t>(ctx_.limits().minStorageBufferOffsetAlignment, 16);
+    const uint64_t align = std::max<uint64_t>({ctx_.limits().minStorageBufferOffsetAlignment,
+                                               ctx_.limits().minTexelBufferOffsetAlignment, 16});
     uint64_t off = (slab_used_ + align - 1) / align * align;
     if (slabs_.empty() || off + bytes > slabs_.back().size) {
         uint64_t size = std::max<uint64_t>(limits_.weight_slab_bytes, bytes);
@@ -199,11 +200,14 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
     w.rows = rows;
     w.cols = cols;
     w.row_units = r.row_units;
-    // Split by rows so that no binding exceeds maxStorageBufferRange.
+    // Split by rows so that no texel view exceeds maxTexelBufferElements (16-byte value texels,
+    // 4-byte scale texels; weights are read only through texel views, see shaders/weights.glsl).
     const uint64_t value_row_bytes = r.row_units * 16;
     const uint64_t scale_row_bytes = r.scales.size() * 4 / rows;
-    const uint64_t range = ctx_.limits().maxStorageBufferRange;
-    uint64_t rows_per_part = std::max<uint64_t>(1, std::min(range / std::max<uint64_t>(value_row_bytes, 1), rows));
+    const uint64_t texels = ctx_.limits().maxTexelBufferElements;
+    uint64_t rows_per_part = std::min(texels / std::max<uint64_t>(r.row_units, 1), rows);
+    if (scale_row_bytes) rows_per_part = std::min(rows_per_part, texels / (scale_row_bytes / 4));
+    rows_per_part = std::max<uint64_t>(1, rows_per_part);
     if (rows_per_part < rows && fmt.block_elements > 1 && (rows_per_part * cols) % fmt.block_elements != 0)
         throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " cannot be split for the device's binding range");
     for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_part) {

@@ -1,6 +1,6 @@
 // A weight matrix as it lives on the device: repacked values + scales, split by rows into parts
-// when it is larger than one storage-buffer binding may be (maxStorageBufferRange: 128 MiB on
-// lavapipe; a 32000 x 4096 F16 embedding is 250 MB).
+// when it is larger than one texel view may be (maxTexelBufferElements: 2^27 16-byte texels on
+// lavapipe and most desktop GPUs, but as few as 65536 where the spec minimum applies).
 #pragma once
 #include <cstdint>
 #include <vector>

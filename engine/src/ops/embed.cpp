@@ -18,8 +18,11 @@ EmbedOp::EmbedOp(vk::Context& ctx, const DeviceWeight& table, vk::BufferRange to
     // The lookup reads single rows anywhere in the table, so it must be one binding; a table too
     // large for one binding is rejected at load with a clear message (see LlamaModel).
     if (table.parts.size() != 1)
-        throw Error(ErrorCode::ModelTooLarge, "the token embedding table does not fit one storage-buffer binding");
-    kernel_ = &ctx.kernel(table.format->embed, 4, sizeof(Push), {kGroup});
+        throw Error(ErrorCode::ModelTooLarge, "the token embedding table does not fit one texel-buffer binding");
+    kernel_ = &ctx.kernel(table.format->embed,
+                          {vk::BindingKind::TexelUint4, vk::BindingKind::TexelFloat, vk::BindingKind::Storage,
+                           vk::BindingKind::Storage},
+                          sizeof(Push), {kGroup});
     const auto& part = table.parts[0];
     vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;
     vk::BufferRange ranges[] = {part.values, scales, tokens, out};

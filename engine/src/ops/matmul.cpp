@@ -1,6 +1,7 @@
 #include "ops/matmul.h"
 
 #include <cmath>
+#include <string>
 
 #include "lantern/error.h"
 
@@ -18,37 +19,48 @@ constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
 MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, vk::BufferRange x,
                    vk::BufferRange y, vk::BufferRange norm_weight, vk::BufferRange rowmap)
     : ctx_(&ctx), w_(&w) {
+    // The kernel's main loop takes whole groups of units (one scale fetch each, see GPS in
+    // shaders/weights.glsl); quantized rows must therefore be whole blocks, as GGUF requires.
+    if (w.format->block_elements > 1 && w.cols % w.format->block_elements != 0)
+        throw Error(ErrorCode::InvalidModelFile, "a quantized weight row of " + std::to_string(w.cols) +
+                                                     " elements is not a whole number of blocks");
     shaders::ShaderId id = input == MatmulInput::Norm   ? w.format->matmul_norm
                            : input == MatmulInput::Silu ? w.format->matmul_silu
                                                         : w.format->matmul;
-    // CPU drivers (lavapipe) run a workgroup's lanes as SIMD lanes of one thread, and every
-    // per-lane memory access costs a scalar load: there each lane owns a whole row and the input
-    // is read by uniform (broadcast) loads. GPUs want coalesced weight reads: lanes split the row.
+    // CPU drivers (lavapipe) run a workgroup's lanes as SIMD lanes of one thread: there each lane
+    // owns whole rows (decode) or a token (prefill), so that one fetch of the input (decode) or of
+    // a weight unit (prefill) serves many rows or tokens. GPUs want coalesced weight reads: lanes
+    // split the row (split-K).
     lane_per_row_ = ctx.info().type == DeviceType::Cpu;
     const uint32_t cpu = lane_per_row_ ? 1 : 0;
-    if (lane_per_row_) {
-        // Decode: each lane owns 16 rows, so one (uniform) load of the input serves 16 weight rows.
-        // Prefill: each lane owns a token and 16 rows; weights are uniform loads shared by the
-        // workgroup's tokens.
-        group_ = 8;
-        decode_rows_ = 16;
-        prefill_rows_ = 16;
-        decode_ = &ctx.kernel(id, 6, sizeof(Push), {group_, decode_rows_, 1, cpu, 0});
-        prefill_ = &ctx.kernel(id, 6, sizeof(Push), {prefill_group_, prefill_rows_, 1, 0, cpu});
-    } else {
-        group_ = 64;
-        decode_rows_ = prefill_rows_ = 4;
-        decode_ = &ctx.kernel(id, 6, sizeof(Push), {group_, decode_rows_, 1, 0, 0});
-        prefill_ = &ctx.kernel(id, 6, sizeof(Push), {group_, prefill_rows_, kTokensPerGroup, 0, 0});
+    using vk::BindingKind;
+    const std::vector<BindingKind> kinds = {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,
+                                            BindingKind::Storage,    BindingKind::TexelFloat, BindingKind::Storage,
+                                            BindingKind::TexelFloat4, BindingKind::TexelFloat4};
+    for (uint32_t vec4 = 0; vec4 < 2; ++vec4) {
+        if (lane_per_row_) {
+            // 16 rows per lane: one input fetch serves 16 weight rows (more rows spill registers).
+            group_ = 8;
+            decode_rows_ = 16;
+            prefill_rows_ = 16;
+            decode_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), {group_, decode_rows_, 1, cpu, 0, vec4});
+            prefill_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), {prefill_group_, prefill_rows_, 1, 0, cpu, vec4});
+        } else {
+            group_ = 64;
+            decode_rows_ = prefill_rows_ = 4;
+            decode_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), {group_, decode_rows_, 1, 0, 0, vec4});
+            prefill_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), {group_, prefill_rows_, kTokensPerGroup, 0, 0, vec4});
+        }
     }
     for (const auto& part : w.parts) {
         vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;  // float types: unused
-        vk::BufferRange ranges[] = {part.values, scales, x, y, norm_weight, rowmap};
-        sets_.push_back(ctx.make_set(*decode_, ranges));
+        vk::BufferRange ranges[] = {part.values, scales, x, y, norm_weight, rowmap, x, norm_weight};
+        sets_.push_back(ctx.make_set(*decode_[0], ranges));
     }
 }
 
 void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
+    const uint32_t vec4 = (s.x_stride % 4 == 0 && w_->cols % 4 == 0) ? 1 : 0;
     for (size_t i = 0; i < sets_.size(); ++i) {
         const auto& part = w_->parts[i];
         Push p{static_cast<uint32_t>(w_->cols),
@@ -61,7 +73,6 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
                s.eps,
                static_cast<uint32_t>(w_->row_units)};
         const bool one = s.tokens == 1;
-        if (s.x_stride % 4 == 0 && w_->cols % 4 == 0) p.flags |= 4u;  // vec4 input loads
         uint32_t gx, gy;
         if (one) {
             uint64_t rows_per_group = decode_rows_ * (lane_per_row_ ? group_ : 1);
@@ -72,7 +83,7 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
             uint32_t tokens_per_group = lane_per_row_ ? prefill_group_ : kTokensPerGroup;
             gy = (s.tokens + tokens_per_group - 1) / tokens_per_group;
         }
-        ctx_->dispatch(cmd, one ? *decode_ : *prefill_, sets_[i], &p, gx, gy);
+        ctx_->dispatch(cmd, one ? *decode_[vec4] : *prefill_[vec4], sets_[i], &p, gx, gy);
     }
 }
 

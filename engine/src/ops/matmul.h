@@ -32,8 +32,10 @@ public:
 private:
     vk::Context* ctx_ = nullptr;
     const DeviceWeight* w_ = nullptr;
-    const vk::Kernel* decode_ = nullptr;   // one token per workgroup
-    const vk::Kernel* prefill_ = nullptr;  // kTokensPerGroup tokens per workgroup
+    // [vec4 input?]: the variant that fetches the input as vec4 texels needs rows of x and K to be
+    // multiples of 4 floats (true for every real model; tests also cover odd shapes).
+    const vk::Kernel* decode_[2] = {};   // one token per workgroup
+    const vk::Kernel* prefill_[2] = {};  // several tokens per workgroup
     bool lane_per_row_ = false;
     uint32_t group_ = 64, prefill_group_ = 32, decode_rows_ = 4, prefill_rows_ = 4;
     std::vector<VkDescriptorSet> sets_;

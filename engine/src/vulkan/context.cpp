@@ -213,6 +213,7 @@ Context::~Context() {
             vkDestroyDescriptorSetLayout(device_, k->set_layout, nullptr);
         }
         for (auto p : desc_pools_) vkDestroyDescriptorPool(device_, p, nullptr);
+        for (auto& [key, v] : views_) vkDestroyBufferView(device_, v, nullptr);
         if (query_pool_) vkDestroyQueryPool(device_, query_pool_, nullptr);
         if (pipeline_cache_) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
         vkDestroyFence(device_, fence_, nullptr);
@@ -385,7 +386,8 @@ Buffer Context::create_buffer(VkDeviceSize size, MemoryUse use) {
     b.size = size;
     VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bi.size = size;
-    bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+               VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     check(vkCreateBuffer(device_, &bi, nullptr, &b.buffer), "vkCreateBuffer");
     VkMemoryRequirements req;
@@ -421,6 +423,14 @@ Buffer Context::create_buffer(VkDeviceSize size, MemoryUse use) {
 }
 
 void Context::destroy(Buffer& b) {
+    for (auto it = views_.begin(); it != views_.end();) {
+        if (std::get<0>(it->first) == b.buffer) {
+            vkDestroyBufferView(device_, it->second, nullptr);
+            it = views_.erase(it);
+        } else {
+            ++it;
+        }
+    }
     if (b.buffer) vkDestroyBuffer(device_, b.buffer, nullptr);
     if (b.owns_memory && b.memory) {
         VkMemoryRequirements req{};
@@ -485,6 +495,28 @@ void Context::download(const Buffer& src, VkDeviceSize off, void* dst, VkDeviceS
 
 const Kernel& Context::kernel(shaders::ShaderId shader, uint32_t bindings, uint32_t push_bytes,
                               std::vector<uint32_t> spec) {
+    return kernel(shader, std::vector<BindingKind>(bindings, BindingKind::Storage), push_bytes, std::move(spec));
+}
+
+namespace {
+VkDescriptorType descriptor_type(BindingKind k) {
+    return k == BindingKind::Storage ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+}
+VkFormat texel_format(BindingKind k) {
+    switch (k) {
+        case BindingKind::TexelFloat: return VK_FORMAT_R32_SFLOAT;
+        case BindingKind::TexelFloat4: return VK_FORMAT_R32G32B32A32_SFLOAT;
+        case BindingKind::TexelUint4: return VK_FORMAT_R32G32B32A32_UINT;
+        case BindingKind::Storage: break;
+    }
+    return VK_FORMAT_UNDEFINED;
+}
+VkDeviceSize texel_bytes(BindingKind k) { return k == BindingKind::TexelFloat ? 4 : 16; }
+}  // namespace
+
+const Kernel& Context::kernel(shaders::ShaderId shader, std::vector<BindingKind> kinds, uint32_t push_bytes,
+                              std::vector<uint32_t> spec) {
+    const auto bindings = static_cast<uint32_t>(kinds.size());
     std::lock_guard lock(kernels_mutex_);
     auto key = std::make_pair(static_cast<uint32_t>(shader), spec);
     if (auto it = kernels_.find(key); it != kernels_.end()) return *it->second;
@@ -494,10 +526,11 @@ const Kernel& Context::kernel(shaders::ShaderId shader, uint32_t bindings, uint3
     k->shader = shader;
     k->spec = spec;
     k->bindings = bindings;
+    k->kinds = kinds;
     k->push_bytes = push_bytes;
     std::vector<VkDescriptorSetLayoutBinding> b(bindings);
     for (uint32_t i = 0; i < bindings; ++i)
-        b[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+        b[i] = {i, descriptor_type(kinds[i]), 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
     VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     dl.bindingCount = bindings;
     dl.pBindings = b.data();
@@ -546,34 +579,67 @@ VkDescriptorSet Context::make_set(const Kernel& k, std::span<const BufferRange> 
         return vkAllocateDescriptorSets(device_, &ai, &set);
     };
     if (try_alloc() != VK_SUCCESS) {
-        VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096};
+        VkDescriptorPoolSize ps[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096},
+                                     {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 4096}};
         VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
         pci.maxSets = 1024;
-        pci.poolSizeCount = 1;
-        pci.pPoolSizes = &ps;
+        pci.poolSizeCount = 2;
+        pci.pPoolSizes = ps;
         VkDescriptorPool pool;
         check(vkCreateDescriptorPool(device_, &pci, nullptr, &pool), "vkCreateDescriptorPool");
         desc_pools_.push_back(pool);
         check(try_alloc(), "vkAllocateDescriptorSets");
     }
     std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+    std::vector<VkBufferView> views(buffers.size());
     std::vector<VkWriteDescriptorSet> writes(buffers.size());
     for (size_t i = 0; i < buffers.size(); ++i) {
         const auto& br = buffers[i];
+        const BindingKind kind = k.kinds[i];
         VkDeviceSize range = br.size == VK_WHOLE_SIZE ? br.buffer->size - br.offset : br.size;
-        if (range > props_.limits.maxStorageBufferRange)
-            throw Error(ErrorCode::Internal, "binding of " + std::to_string(range) +
-                                                 " bytes exceeds maxStorageBufferRange (split the tensor)");
-        infos[i] = {br.buffer->buffer, br.offset, range};
         writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
         writes[i].dstSet = set;
         writes[i].dstBinding = static_cast<uint32_t>(i);
         writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &infos[i];
+        writes[i].descriptorType = descriptor_type(kind);
+        if (kind == BindingKind::Storage) {
+            if (range > props_.limits.maxStorageBufferRange)
+                throw Error(ErrorCode::Internal, "binding of " + std::to_string(range) +
+                                                     " bytes exceeds maxStorageBufferRange (split the tensor)");
+            infos[i] = {br.buffer->buffer, br.offset, range};
+            writes[i].pBufferInfo = &infos[i];
+        } else {
+            // Whole texels only: a view's range is a multiple of its texel size, and shaders never
+            // read a partial texel (kernels that bind vec4 views use them only for whole vec4s).
+            const VkDeviceSize texel = texel_bytes(kind);
+            range -= range % texel;
+            if (range == 0) range = texel;  // an empty binding still needs a valid view
+            if (range / texel > props_.limits.maxTexelBufferElements)
+                throw Error(ErrorCode::Internal, "binding of " + std::to_string(range) +
+                                                     " bytes exceeds maxTexelBufferElements (split the tensor)");
+            if (br.offset % props_.limits.minTexelBufferOffsetAlignment != 0)
+                throw Error(ErrorCode::Internal, "texel binding offset " + std::to_string(br.offset) +
+                                                     " is not a multiple of minTexelBufferOffsetAlignment");
+            views[i] = texel_view(br, range, texel_format(kind));
+            writes[i].pTexelBufferView = &views[i];
+        }
     }
     vkUpdateDescriptorSets(device_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
     return set;
+}
+
+VkBufferView Context::texel_view(const BufferRange& br, VkDeviceSize range, VkFormat format) {
+    auto key = std::make_tuple(br.buffer->buffer, br.offset, range, format);
+    if (auto it = views_.find(key); it != views_.end()) return it->second;
+    VkBufferViewCreateInfo vi{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+    vi.buffer = br.buffer->buffer;
+    vi.format = format;
+    vi.offset = br.offset;
+    vi.range = range;
+    VkBufferView view;
+    check(vkCreateBufferView(device_, &vi, nullptr, &view), "vkCreateBufferView");
+    views_.emplace(key, view);
+    return view;
 }
 
 VkCommandBuffer Context::begin() {

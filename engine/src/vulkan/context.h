@@ -11,6 +11,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "lantern/device.h"
@@ -55,12 +56,25 @@ struct BufferRange {
     VkDeviceSize size = VK_WHOLE_SIZE;
 };
 
-// A compute pipeline from an embedded shader, with N storage-buffer bindings (0..N-1) and a push
-// constant block. Specialization constants are given as (constant_id = index, uint32 value).
+// How a shader sees a binding. Storage buffers are the general case. Read-only data that a kernel
+// streams (weights, the input of a matrix product) can instead be bound as a uniform texel buffer:
+// on lavapipe a texel fetch compiles to one straight-line gather per SIMD group, while a storage
+// buffer load is a loop over the lanes with a bounds branch per component — the texel path streams
+// about 3x faster there (lantern-bench --rooflines measures both), and GPUs read both at full speed.
+enum class BindingKind : uint8_t {
+    Storage,      // layout(std430) buffer
+    TexelFloat,   // uniform samplerBuffer, VK_FORMAT_R32_SFLOAT (one float per texel)
+    TexelFloat4,  // uniform samplerBuffer, VK_FORMAT_R32G32B32A32_SFLOAT (a vec4 per texel)
+    TexelUint4,   // uniform usamplerBuffer, VK_FORMAT_R32G32B32A32_UINT (a uvec4 per texel)
+};
+
+// A compute pipeline from an embedded shader, with one binding per entry of `kinds` (0..N-1) and a
+// push constant block. Specialization constants are given as (constant_id = index, uint32 value).
 struct Kernel {
     shaders::ShaderId shader{};
     std::vector<uint32_t> spec;
     uint32_t bindings = 0;
+    std::vector<BindingKind> kinds;
     uint32_t push_bytes = 0;
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
     VkPipelineLayout layout = VK_NULL_HANDLE;
@@ -89,7 +103,10 @@ public:
     uint64_t bytes_allocated() const { return bytes_allocated_; }
 
     // Kernels are created once per (shader, spec constants) and cached in memory and on disk.
+    // `bindings` storage buffers, or one binding per entry of `kinds`.
     const Kernel& kernel(shaders::ShaderId shader, uint32_t bindings, uint32_t push_bytes,
+                         std::vector<uint32_t> spec = {});
+    const Kernel& kernel(shaders::ShaderId shader, std::vector<BindingKind> kinds, uint32_t push_bytes,
                          std::vector<uint32_t> spec = {});
     // Descriptor sets live as long as the context (the engine builds them once per model).
     VkDescriptorSet make_set(const Kernel& k, std::span<const BufferRange> buffers);
@@ -136,6 +153,10 @@ private:
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
     std::vector<VkDescriptorPool> desc_pools_;
+    // Texel views made by make_set, shared by every set that binds the same range the same way and
+    // destroyed with their buffer. Key: (buffer, offset, range, format).
+    std::map<std::tuple<VkBuffer, VkDeviceSize, VkDeviceSize, VkFormat>, VkBufferView> views_;
+    VkBufferView texel_view(const BufferRange& br, VkDeviceSize range, VkFormat format);
     VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
     std::string pipeline_cache_path_;
     bool pipeline_cache_loaded_ = false;
