@@ -11,17 +11,21 @@
 // results are merged: M = max m_i, l = sum l_i e^(m_i - M), o = sum o_i e^(m_i - M) / l.
 // Capture (flags bit 0): for token pc.capture_token the raw scores of every head go to
 // capture[h][j] and (M, l) to the tail, so the host can draw the attention heatmap.
+// The head dimension is a specialization constant (known at model load), so the per-row loops
+// unroll exactly and the whole-chunk path is chosen at compile time. q and the cache rows are read
+// through texel views (see shaders/weights.glsl for why); the storage views of the caches serve
+// head dimensions that are not a whole number of 16-byte chunks.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 layout(local_size_x_id = 0) in;
-#define MAX_HD 256
+layout(constant_id = 1) const uint HD = 64;  // head dimension (even, at most 256)
 #define MAX_SUBGROUPS 64
 #include "kv.glsl"
-layout(std430, binding = 0) readonly buffer QKV { float qkv[]; };
+layout(binding = 0) uniform samplerBuffer qkv_texels;
 layout(std430, binding = 1) readonly buffer KCache { uint kc[]; };
 layout(std430, binding = 2) readonly buffer VCache { uint vc[]; };
-layout(std430, binding = 1) readonly buffer KCache4 { uvec4 kc4[]; };
-layout(std430, binding = 2) readonly buffer VCache4 { uvec4 vc4[]; };
+layout(binding = 7) uniform usamplerBuffer kc4;
+layout(binding = 8) uniform usamplerBuffer vc4;
 layout(std430, binding = 3) readonly buffer TokInfo { uvec4 tok[]; };
 layout(std430, binding = 4) readonly buffer Tables { uint tables[]; };
 layout(std430, binding = 5) writeonly buffer Out { float o[]; };
@@ -37,7 +41,8 @@ layout(push_constant) uniform Push {
 #else
 #define KV_EPL 4u
 #endif
-#define MAX_CHUNKS (MAX_HD / KV_EPL)
+const uint CHUNKS = (HD + KV_EPL - 1u) / KV_EPL;
+const bool WHOLE_CHUNKS = HD % KV_EPL == 0u;
 
 shared float red_m[MAX_SUBGROUPS];
 shared float red_l[MAX_SUBGROUPS];
@@ -46,8 +51,8 @@ shared float red_o[MAX_SUBGROUPS * 4];
 // Loads elements [c * KV_EPL, (c + 1) * KV_EPL) of a cache row starting at element `base`.
 void load_chunk(bool is_k, uint base, uint c, out vec4 a, out vec4 b) {
     uint e = base + c * KV_EPL;
-    if (pc.hd % KV_EPL == 0u) {
-        uvec4 w = is_k ? kc4[e / KV_EPL] : vc4[e / KV_EPL];
+    if (WHOLE_CHUNKS) {
+        uvec4 w = is_k ? texelFetch(kc4, int(e / KV_EPL)) : texelFetch(vc4, int(e / KV_EPL));
 #if defined(KV_F16)
         a = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
         b = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
@@ -62,7 +67,7 @@ void load_chunk(bool is_k, uint base, uint c, out vec4 a, out vec4 b) {
     for (uint i = 0; i < 8u; ++i) {
         uint d = c * KV_EPL + i;
         v[i] = 0.0;
-        if (i < KV_EPL && d < pc.hd) {
+        if (i < KV_EPL && d < HD) {
 #if defined(KV_F16)
             uint w = is_k ? kc[(e + i) / 2u] : vc[(e + i) / 2u];
             v[i] = unpackHalf2x16(w >> (((e + i) & 1u) * 16u)).x;
@@ -78,30 +83,28 @@ void load_chunk(bool is_k, uint base, uint c, out vec4 a, out vec4 b) {
 void main() {
     const uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
     const uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
-    const uint hd = pc.hd;
-    const uint chunks = (hd + KV_EPL - 1u) / KV_EPL;
+    const uint hd = HD;
     const uint kvh = h / (pc.n_head / pc.n_kv);
     const uvec4 info = tok[t];
     const uint n_ctx = info.x + 1u, table = info.y;
     const bool capturing = (pc.flags & 1u) != 0u && t == pc.capture_token;
 
     // q (pre-scaled) in registers, in the same chunk layout as the cache rows.
-    vec4 qa[MAX_CHUNKS], qb[MAX_CHUNKS];
+    vec4 qa[CHUNKS], qb[CHUNKS];
     const uint qbase = t * pc.qkv_stride + h * hd;
-    for (uint c = 0; c < MAX_CHUNKS; ++c) {
-        if (c >= chunks) break;
+    for (uint c = 0; c < CHUNKS; ++c) {
         float v[8];
         for (uint i = 0; i < 8u; ++i) {
             uint d = c * KV_EPL + i;
-            v[i] = (i < KV_EPL && d < hd) ? qkv[qbase + d] * pc.scale : 0.0;
+            v[i] = (i < KV_EPL && d < hd) ? texelFetch(qkv_texels, int(qbase + d)).x * pc.scale : 0.0;
         }
         qa[c] = vec4(v[0], v[1], v[2], v[3]);
         qb[c] = vec4(v[4], v[5], v[6], v[7]);
     }
 
     float m = -1.0 / 0.0, l = 0.0;
-    vec4 oa[MAX_CHUNKS], ob[MAX_CHUNKS];
-    for (uint c = 0; c < MAX_CHUNKS; ++c) {
+    vec4 oa[CHUNKS], ob[CHUNKS];
+    for (uint c = 0; c < CHUNKS; ++c) {
         oa[c] = vec4(0.0);
         ob[c] = vec4(0.0);
     }
@@ -109,8 +112,7 @@ void main() {
         uint slot = tables[table + j / pc.block] * pc.block + j % pc.block;
         uint base = kv_index(slot, kvh, 0u, pc.n_kv, hd, pc.block);
         float s = 0.0;
-        for (uint c = 0; c < MAX_CHUNKS; ++c) {
-            if (c >= chunks) break;
+        for (uint c = 0; c < CHUNKS; ++c) {
             vec4 ka, kb;
             load_chunk(true, base, c, ka, kb);
             s += dot(qa[c], ka) + dot(qb[c], kb);
@@ -120,8 +122,7 @@ void main() {
         float correction = exp(m - m_new);  // 0 on this lane's first key (m = -inf)
         float p = exp(s - m_new);
         l = l * correction + p;
-        for (uint c = 0; c < MAX_CHUNKS; ++c) {
-            if (c >= chunks) break;
+        for (uint c = 0; c < CHUNKS; ++c) {
             vec4 va, vb;
             load_chunk(false, base, c, va, vb);
             oa[c] = oa[c] * correction + p * va;
@@ -149,8 +150,7 @@ void main() {
         barrier();
     }
     const uint obase = t * pc.out_stride + h * hd;
-    for (uint c = 0; c < MAX_CHUNKS; ++c) {
-        if (c >= chunks) break;
+    for (uint c = 0; c < CHUNKS; ++c) {
         vec4 sa = subgroupAdd(oa[c] * f), sb = subgroupAdd(ob[c] * f);
         if (gl_NumSubgroups > 1u) {
             for (uint half_ = 0; half_ < 2u; ++half_) {

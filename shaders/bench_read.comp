@@ -1,28 +1,36 @@
 #version 450
 // Read roofline: streams a buffer through a running sum; one float per workgroup is written so
-// the reads cannot be optimised away. MODE (specialization constant) picks the access pattern:
+// the reads cannot be optimised away. Built twice: reading a storage buffer, and (TEXEL) reading
+// the same buffer as R32G32B32A32 texels, the way the matmul kernels read weights.
+// MODE (specialization constant) picks the access pattern:
 //   0: grid-stride — lane i of the dispatch reads vec4 i, i + stride, ... (coalesced on GPUs)
 //   1: lane-contiguous — each lane reads its own contiguous chunk of vec4s
 //   2: uniform — every lane of a workgroup reads the same vec4 (broadcast loads); workgroups
 //      split the buffer, so each byte is read once per workgroup lane group
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint MODE = 0;
+#ifdef TEXEL
+layout(binding = 0) uniform samplerBuffer src_texels;
+#define SRC(i) texelFetch(src_texels, int(i))
+#else
 layout(std430, binding = 0) readonly buffer Src { vec4 src[]; };
+#define SRC(i) src[i]
+#endif
 layout(std430, binding = 1) writeonly buffer Dst { float dst[]; };
 layout(push_constant) uniform Push { uint n_vec4; } pc;
 void main() {
     uint lanes = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     vec4 acc = vec4(0.0);
     if (MODE == 0u) {
-        for (uint i = gl_GlobalInvocationID.x; i < pc.n_vec4; i += lanes) acc += src[i];
+        for (uint i = gl_GlobalInvocationID.x; i < pc.n_vec4; i += lanes) acc += SRC(i);
     } else if (MODE == 1u) {
         uint chunk = (pc.n_vec4 + lanes - 1u) / lanes;
         uint begin = gl_GlobalInvocationID.x * chunk, end = min(begin + chunk, pc.n_vec4);
-        for (uint i = begin; i < end; ++i) acc += src[i];
+        for (uint i = begin; i < end; ++i) acc += SRC(i);
     } else {
         uint chunk = (pc.n_vec4 + gl_NumWorkGroups.x - 1u) / gl_NumWorkGroups.x;
         uint begin = gl_WorkGroupID.x * chunk, end = min(begin + chunk, pc.n_vec4);
-        for (uint i = begin; i < end; ++i) acc += src[i];
+        for (uint i = begin; i < end; ++i) acc += SRC(i);
     }
     float s = acc.x + acc.y + acc.z + acc.w;
     if (s == 12345.678) dst[gl_GlobalInvocationID.x] = s;  // practically never: keeps the loads alive

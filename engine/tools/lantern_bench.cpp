@@ -303,10 +303,10 @@ int main(int argc, char** argv) {
         Rooflines roof;
         if (o.rooflines) {
             roof = measure_rooflines(o.device);
-            std::printf("device %s: read roofline %.2f GB/s (grid-stride %.2f, lane-contiguous %.2f, uniform %.2f); "
-                        "dispatch %.1f us (%.1f us without barrier); submit+wait %.1f us\n",
-                        roof.device.c_str(), roof.read_gb_per_s, roof.read_gb_per_s_by_pattern[0],
-                        roof.read_gb_per_s_by_pattern[1], roof.read_gb_per_s_by_pattern[2], roof.dispatch_us,
+            std::printf("device %s: read roofline %.2f GB/s (", roof.device.c_str(), roof.read_gb_per_s);
+            for (int i = 0; i < Rooflines::kReadPatterns; ++i)
+                std::printf("%s%s %.2f", i ? ", " : "", Rooflines::kReadPatternNames[i], roof.read_gb_per_s_by_pattern[i]);
+            std::printf("); dispatch %.1f us (%.1f us without barrier); submit+wait %.1f us\n", roof.dispatch_us,
                         roof.dispatch_no_barrier_us, roof.submit_wait_us);
             if (o.json)
                 std::printf("{\"test\":\"rooflines\",\"device\":\"%s\",\"read_gb_s\":%.3f,\"dispatch_us\":%.2f,"

@@ -36,7 +36,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     uint64_t kv_layer_bytes = static_cast<uint64_t>(limits.kv_blocks) * limits.block_tokens * kv_dim *
                               (limits.kv_f16 ? 2 : 4);
     kv_bytes_ = kv_layer_bytes * 2 * m.n_layers;
-    if (kv_layer_bytes > lim.maxStorageBufferRange)
+    if (kv_layer_bytes > lim.maxStorageBufferRange || kv_layer_bytes / 16 > lim.maxTexelBufferElements)
         throw Error(ErrorCode::ModelTooLarge, "the KV cache of one layer (" + std::to_string(kv_layer_bytes >> 20) +
                                                   " MiB) exceeds the device's storage-buffer range; lower the context");
     uint64_t act = 4ull * T * (m.dim * 2 + qkv_width_ + 2ull * m.ffn_dim) + 4ull * S * m.vocab;

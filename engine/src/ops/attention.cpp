@@ -60,9 +60,13 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
     // One subgroup per workgroup where possible (8 lanes on lavapipe, 32/64 on GPUs): the lanes'
     // partial softmax results then merge with subgroup operations alone.
     group_ = std::clamp<uint32_t>(ctx.info().subgroup_size, 8, 64);
-    kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::attention_f16 : shaders::ShaderId::attention_f32, 7,
-                          sizeof(AttnPush), {group_});
-    vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, tables, out, capture};
+    using vk::BindingKind;
+    kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::attention_f16 : shaders::ShaderId::attention_f32,
+                          {BindingKind::TexelFloat, BindingKind::Storage, BindingKind::Storage, BindingKind::Storage,
+                           BindingKind::Storage, BindingKind::Storage, BindingKind::Storage, BindingKind::TexelUint4,
+                           BindingKind::TexelUint4},
+                          sizeof(AttnPush), {group_, shape.head_dim});
+    vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, tables, out, capture, k_cache, v_cache};
     set_ = ctx.make_set(*kernel_, r);
 }
 

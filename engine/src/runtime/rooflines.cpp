@@ -19,8 +19,10 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
     Rooflines r;
     r.device = ctx.info().name;
 
-    // Read roofline: a buffer well beyond any cache (256 MiB, capped by the binding range).
-    uint64_t bytes = std::min<uint64_t>(256ull << 20, ctx.limits().maxStorageBufferRange) & ~uint64_t(15);
+    // Read roofline: a buffer well beyond any cache (256 MiB, capped by the binding ranges).
+    uint64_t bytes = std::min<uint64_t>({256ull << 20, ctx.limits().maxStorageBufferRange,
+                                         uint64_t(ctx.limits().maxTexelBufferElements) * 16}) &
+                     ~uint64_t(15);
     auto src = ctx.create_buffer(bytes, vk::MemoryUse::DeviceLocal);
     auto dst = ctx.create_buffer(4096 * 4, vk::MemoryUse::DeviceLocal);
     vk::BufferRange rr[] = {{&src}, {&dst}};
@@ -31,11 +33,17 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
         for (uint64_t off = 0; off < bytes; off += ones.size())
             ctx.upload(src, off, ones.data(), std::min<uint64_t>(ones.size(), bytes - off));
     }
-    // Three access patterns (see bench_read.comp); the roofline is the best of them, and each is
-    // reported so kernels can be designed for the pattern this device does best.
+    // Access patterns of bench_read.comp: storage buffer modes 0-2, then texel modes 0-1. The
+    // roofline is the best of them, and each is reported so kernels can be designed for the
+    // pattern this device does best.
     auto t_all = Clock::now();
-    for (uint32_t mode = 0; mode < 3; ++mode) {
-        const auto& read = ctx.kernel(shaders::ShaderId::bench_read, 2, 4, {64, mode});
+    for (int pattern = 0; pattern < Rooflines::kReadPatterns; ++pattern) {
+        const bool texel = pattern >= 3;
+        const uint32_t mode = texel ? pattern - 3 : pattern;
+        const auto& read =
+            texel ? ctx.kernel(shaders::ShaderId::bench_read_texel, {vk::BindingKind::TexelFloat4, vk::BindingKind::Storage},
+                               4, {64, mode})
+                  : ctx.kernel(shaders::ShaderId::bench_read, 2, 4, {64, mode});
         auto set = ctx.make_set(read, rr);
         uint32_t groups = mode == 2 ? 64 : 256;
         auto run_read = [&]() {
@@ -50,10 +58,10 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
             auto t = Clock::now();
             run_read();
             best = std::min(best, seconds(t));
-        } while (seconds(t_all) < budget / 3);
+        } while (seconds(t_all) < budget / Rooflines::kReadPatterns);
         // Mode 2 reads each byte once per workgroup (all lanes share each load).
-        r.read_gb_per_s_by_pattern[mode] = bytes / best / 1e9;
-        r.read_gb_per_s = std::max(r.read_gb_per_s, r.read_gb_per_s_by_pattern[mode]);
+        r.read_gb_per_s_by_pattern[pattern] = bytes / best / 1e9;
+        r.read_gb_per_s = std::max(r.read_gb_per_s, r.read_gb_per_s_by_pattern[pattern]);
     }
 
     // Dispatch overhead: a chain of N tiny dispatches, with and without barriers.
