@@ -588,7 +588,7 @@ private slots:
         }
         Enc big;  // a power of two, but an absurd one
         big.header(3, 0, 1).kv_u32("general.alignment", 1u << 24);
-        EXPECT_INVALID(big.bytes, "general.alignment");
+        EXPECT_INVALID(big.bytes, "general.alignment of 16777216 bytes is above the 1 MiB this reader accepts");
         Enc e;
         e.header(3, 0, 1).key("general.alignment", GgufType::String).str("32");
         EXPECT_INVALID(e.bytes, "general.alignment must be a power of two (got non-integer)");

@@ -256,8 +256,10 @@ void GgufFile::parse() {
     }
     if (const auto* a = find("general.alignment")) {
         auto al = a->as_int();
-        if (!al || *al <= 0 || (*al & (*al - 1)) != 0 || *al > (1 << 20))
+        if (!al || *al <= 0 || (*al & (*al - 1)) != 0)
             c.fail("general.alignment must be a power of two (got " + (al ? std::to_string(*al) : "non-integer") + ")");
+        if (*al > (1 << 20))  // padding of up to the alignment per tensor: refuse absurd values
+            c.fail("general.alignment of " + std::to_string(*al) + " bytes is above the 1 MiB this reader accepts");
         alignment_ = static_cast<uint64_t>(*al);
     }
 
