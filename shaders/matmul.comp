@@ -8,9 +8,10 @@
 //    owns ROWS consecutive rows for token t and walks them whole. A workgroup's lanes are SIMD
 //    lanes of one CPU thread there, so the input loads are the same for every lane and are shared
 //    by ROWS weight rows; no reduction, no shared memory.
-//  * LANE_PER_TOKEN (prefill on CPU drivers): lane i of workgroup (x, y) owns token y * WG + i and
-//    the ROWS rows of band x; the weight units are the same for every lane, so one fetch serves
-//    all the workgroup's tokens. Both CPU layouts run dot_rows() below.
+//  * LANE_PER_TOKEN (prefill on CPU drivers): lane i of workgroup (x, y) owns TOKENS_PER_LANE
+//    tokens and the ROWS rows of band x; the weight units are the same for every lane, so one fetch
+//    serves all the workgroup's tokens, and one unpack serves the lane's tokens. Both CPU layouts
+//    run dot_rows() below.
 //  * split-K (GPUs): the workgroup owns ROWS rows for TOKENS tokens; lanes take consecutive 16-byte
 //    units of a row (coalesced), and partial sums are reduced with subgroupAdd, then across subgroups.
 // Weights, input and norm weight are read through texel views (see weights.glsl for why).
@@ -30,6 +31,10 @@ layout(constant_id = 2) const uint TOKENS = 8;      // tokens per workgroup (1 =
 layout(constant_id = 3) const bool LANE_PER_ROW = false;
 layout(constant_id = 4) const bool LANE_PER_TOKEN = false;  // prefill on CPU drivers (see above)
 layout(constant_id = 5) const bool VEC4_INPUT = false;
+// Tokens per lane (LANE_PER_TOKEN): each unpacked weight unit serves LT tokens of the lane, so the
+// int8/f16 unpack — the largest cost on CPU drivers — is paid once per LT tokens.
+layout(constant_id = 6) const uint TOKENS_PER_LANE = 1;
+const uint LT = LANE_PER_TOKEN ? TOKENS_PER_LANE : 1u;
 #define MAX_SUBGROUPS 32
 #include "weights.glsl"
 // The input and the norm weight are read through texel views (floats at 2 and 4, vec4s of the
@@ -114,34 +119,58 @@ void store(uint row, uint t, float v) {
     y[o] = ((pc.flags & 1u) != 0u) ? y[o] + v : v;
 }
 
-// acc[r] = sum_k W[row0 + r][k] * in(xb, k) for the CPU layouts (rows past N are clamped, their
-// sums never stored). Whole groups of GPS units run in the main loop, one scale fetch per row and
-// group; only float rows can end inside a group (quantized rows are whole blocks, checked on load).
-void dot_rows(uint row0, uint xb, float s, out float acc[ROWS]) {
+// Per-lane state of the CPU layouts, as globals: arrays sized by specialization constants cannot
+// be passed to functions (SPIR-V would copy between array types that do not match logically).
+uint lane_xb[LT];     // first input element of each of the lane's tokens
+float lane_s[LT];     // their RMS scale (INPUT_NORM), else 1
+float lane_acc[LT * ROWS];
+
+// lane_acc[j * ROWS + r] = sum_k W[row0 + r][k] * in(token j, k) for the CPU layouts (rows past N
+// are clamped, their sums never stored). Whole groups of GPS units run in the main loop, one scale
+// fetch per row and group, each unpacked unit serving all LT tokens. Only float rows can end
+// inside a group (quantized rows are whole blocks, checked on load); their remaining units are
+// zero-padded (weight_format.cpp), so the tail takes whole units against an input masked to 0
+// past K.
+void dot_rows(uint row0) {
     uint first_unit[ROWS];
-    for (uint r = 0; r < ROWS; ++r) {
-        acc[r] = 0.0;
-        first_unit[r] = min(row0 + r, pc.N - 1u) * pc.row_units;
-    }
+    for (uint r = 0; r < ROWS; ++r) first_unit[r] = min(row0 + r, pc.N - 1u) * pc.row_units;
+    for (uint i = 0; i < LT * ROWS; ++i) lane_acc[i] = 0.0;
     const uint groups = pc.K / EPG;
     for (uint g = 0; g < groups; ++g) {
-        vec4 in_v[VPG];
-        for (uint v = 0; v < VPG; ++v) in_v[v] = input4(xb, g * EPG + 4u * v, s);
+        vec4 in_v[LT][VPG];
+        for (uint j = 0; j < LT; ++j)
+            for (uint v = 0; v < VPG; ++v) in_v[j][v] = input4(lane_xb[j], g * EPG + 4u * v, lane_s[j]);
         for (uint r = 0; r < ROWS; ++r) {
             const uint first = first_unit[r] + g * GPS;
-            float a = 0.0;
+            float a[LT];
+            for (uint j = 0; j < LT; ++j) a[j] = 0.0;
             for (uint h = 0; h < GPS; ++h) {
                 vec4 w[VPU];
                 load_values(first + h, w);
-                for (uint v = 0; v < VPU; ++v) a += dot(w[v], in_v[h * VPU + v]);
+                for (uint j = 0; j < LT; ++j)
+                    for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
             }
-            acc[r] += a * unit_scale(first);
+            const float d = unit_scale(first);
+            for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS + r] += a[j] * d;
         }
     }
 #if !defined(WTYPE_Q8_0) && !defined(WTYPE_Q4_0)
-    for (uint k = groups * EPG; k < pc.K; ++k) {
-        const float xin = input_at(xb, k, s);
-        for (uint r = 0; r < ROWS; ++r) acc[r] += load1(first_unit[r], k) * xin;
+    for (uint u = groups * GPS; u < pc.row_units; ++u) {
+        float in_e[LT][EPU];
+        for (uint j = 0; j < LT; ++j)
+            for (uint e = 0; e < EPU; ++e) {
+                const uint k = u * EPU + e;
+                in_e[j][e] = 0.0;
+                if (k < pc.K) in_e[j][e] = input_at(lane_xb[j], k, lane_s[j]);  // never fetch past the row
+            }
+        for (uint r = 0; r < ROWS; ++r) {
+            vec4 w[VPU];
+            load_values(first_unit[r] + u, w);
+            for (uint j = 0; j < LT; ++j)
+                for (uint v = 0; v < VPU; ++v)
+                    lane_acc[j * ROWS + r] += dot(w[v], vec4(in_e[j][4u * v], in_e[j][4u * v + 1u],
+                                                             in_e[j][4u * v + 2u], in_e[j][4u * v + 3u]));
+        }
     }
 #endif
 }
@@ -151,18 +180,23 @@ void main() {
     const uint wg = gl_WorkGroupSize.x;
 
     if (LANE_PER_ROW || LANE_PER_TOKEN) {
+        // LANE_PER_TOKEN: lane i owns tokens y * WG * LT + j * WG + i (j < LT).
         const uint row0 = LANE_PER_ROW ? (gl_WorkGroupID.x * wg + tid) * ROWS : gl_WorkGroupID.x * ROWS;
-        const uint t = LANE_PER_ROW ? gl_WorkGroupID.y : gl_WorkGroupID.y * wg + tid;
-        const uint tc = min(t, pc.T - 1u);  // lanes past the last token compute a copy, never stored
-        float s = 1.0;
+        uint t[LT];
+        for (uint j = 0; j < LT; ++j) {
+            t[j] = LANE_PER_ROW ? gl_WorkGroupID.y : (gl_WorkGroupID.y * LT + j) * wg + tid;
+            const uint tc = min(t[j], pc.T - 1u);  // lanes past the last token compute a copy, never stored
+            lane_xb[j] = x_row(tc) * pc.x_stride;
+            lane_s[j] = 1.0;
 #ifdef INPUT_NORM
-        s = inv_rms(tc);
+            lane_s[j] = inv_rms(tc);
 #endif
-        float acc[ROWS];
-        dot_rows(row0, x_row(tc) * pc.x_stride, s, acc);
-        if (t < pc.T)
-            for (uint r = 0; r < ROWS; ++r)
-                if (row0 + r < pc.N) store(row0 + r, t, acc[r]);
+        }
+        dot_rows(row0);
+        for (uint j = 0; j < LT; ++j)
+            if (t[j] < pc.T)
+                for (uint r = 0; r < ROWS; ++r)
+                    if (row0 + r < pc.N) store(row0 + r, t[j], lane_acc[j * ROWS + r]);
         return;
     }
 

@@ -32,27 +32,33 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     // a weight unit (prefill) serves many rows or tokens. GPUs want coalesced weight reads: lanes
     // split the row (split-K).
     lane_per_row_ = ctx.info().type == DeviceType::Cpu;
-    const uint32_t cpu = lane_per_row_ ? 1 : 0;
     using vk::BindingKind;
     const std::vector<BindingKind> kinds = {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,
                                             BindingKind::Storage,    BindingKind::TexelFloat, BindingKind::Storage,
                                             BindingKind::TexelFloat4, BindingKind::TexelFloat4};
+    // Spec constants: {workgroup size, ROWS, TOKENS, LANE_PER_ROW, LANE_PER_TOKEN, VEC4_INPUT,
+    // TOKENS_PER_LANE}.
+    std::vector<uint32_t> decode_spec, prefill_spec;
+    if (lane_per_row_) {
+        // 32 rows per lane (decode) or per workgroup (prefill): one input fetch serves 32 weight
+        // rows. Measured on lavapipe with interleaved runs (110M Q8_0): 32 beats 16 by 10-25 %
+        // for decode and 5-10 % for prefill; 48 and 64 lose again (register spills). Prefill lanes
+        // own 2 tokens each, so one weight unpack serves both: +17-35 % over 1; 4 is no better.
+        group_ = 8;
+        decode_rows_ = prefill_rows_ = 32;
+        prefill_tokens_per_lane_ = 2;
+        decode_spec = {group_, decode_rows_, 1, 1, 0, 0, 1};
+        prefill_spec = {prefill_group_, prefill_rows_, 1, 0, 1, 0, prefill_tokens_per_lane_};
+    } else {
+        group_ = 64;
+        decode_rows_ = prefill_rows_ = 4;
+        decode_spec = {group_, decode_rows_, 1, 0, 0, 0, 1};
+        prefill_spec = {group_, prefill_rows_, kTokensPerGroup, 0, 0, 0, 1};
+    }
     for (uint32_t vec4 = 0; vec4 < 2; ++vec4) {
-        if (lane_per_row_) {
-            // 32 rows per lane (decode) or per workgroup (prefill): one input fetch serves 32 weight
-            // rows. Measured on lavapipe with interleaved runs (110M Q8_0): 32 beats 16 by 10-25 %
-            // for decode and 5-10 % for prefill; 48 and 64 lose again (register spills).
-            group_ = 8;
-            decode_rows_ = 32;
-            prefill_rows_ = 32;
-            decode_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), {group_, decode_rows_, 1, cpu, 0, vec4});
-            prefill_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), {prefill_group_, prefill_rows_, 1, 0, cpu, vec4});
-        } else {
-            group_ = 64;
-            decode_rows_ = prefill_rows_ = 4;
-            decode_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), {group_, decode_rows_, 1, 0, 0, vec4});
-            prefill_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), {group_, prefill_rows_, kTokensPerGroup, 0, 0, vec4});
-        }
+        decode_spec[5] = prefill_spec[5] = vec4;
+        decode_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), decode_spec);
+        prefill_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), prefill_spec);
     }
     for (const auto& part : w.parts) {
         vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;  // float types: unused
@@ -82,7 +88,7 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
             gy = 1;
         } else {
             gx = static_cast<uint32_t>((part.rows + prefill_rows_ - 1) / prefill_rows_);
-            uint32_t tokens_per_group = lane_per_row_ ? prefill_group_ : kTokensPerGroup;
+            uint32_t tokens_per_group = lane_per_row_ ? prefill_group_ * prefill_tokens_per_lane_ : kTokensPerGroup;
             gy = (s.tokens + tokens_per_group - 1) / tokens_per_group;
         }
         ctx_->dispatch(cmd, one ? *decode_[vec4] : *prefill_[vec4], sets_[i], &p, gx, gy);

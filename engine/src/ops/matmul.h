@@ -37,7 +37,7 @@ private:
     const vk::Kernel* decode_[2] = {};   // one token per workgroup
     const vk::Kernel* prefill_[2] = {};  // several tokens per workgroup
     bool lane_per_row_ = false;
-    uint32_t group_ = 64, prefill_group_ = 32, decode_rows_ = 4, prefill_rows_ = 4;
+    uint32_t group_ = 64, prefill_group_ = 32, decode_rows_ = 4, prefill_rows_ = 4, prefill_tokens_per_lane_ = 1;
     std::vector<VkDescriptorSet> sets_;
 };
 

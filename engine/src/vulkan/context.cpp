@@ -525,7 +525,6 @@ const Kernel& Context::kernel(shaders::ShaderId shader, std::vector<BindingKind>
     auto k = std::make_unique<Kernel>();
     k->shader = shader;
     k->spec = spec;
-    k->bindings = bindings;
     k->kinds = kinds;
     k->push_bytes = push_bytes;
     std::vector<VkDescriptorSetLayoutBinding> b(bindings);
@@ -568,7 +567,7 @@ const Kernel& Context::kernel(shaders::ShaderId shader, std::vector<BindingKind>
 }
 
 VkDescriptorSet Context::make_set(const Kernel& k, std::span<const BufferRange> buffers) {
-    if (buffers.size() != k.bindings) throw Error(ErrorCode::Internal, "descriptor set: wrong number of buffers");
+    if (buffers.size() != k.kinds.size()) throw Error(ErrorCode::Internal, "descriptor set: wrong number of buffers");
     VkDescriptorSet set = VK_NULL_HANDLE;
     auto try_alloc = [&]() -> VkResult {
         if (desc_pools_.empty()) return VK_ERROR_OUT_OF_POOL_MEMORY;

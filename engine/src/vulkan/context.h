@@ -73,8 +73,7 @@ enum class BindingKind : uint8_t {
 struct Kernel {
     shaders::ShaderId shader{};
     std::vector<uint32_t> spec;
-    uint32_t bindings = 0;
-    std::vector<BindingKind> kinds;
+    std::vector<BindingKind> kinds;  // one per binding
     uint32_t push_bytes = 0;
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
     VkPipelineLayout layout = VK_NULL_HANDLE;
