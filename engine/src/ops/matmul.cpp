@@ -58,7 +58,10 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     for (uint32_t vec4 = 0; vec4 < 2; ++vec4) {
         decode_spec[5] = prefill_spec[5] = vec4;
         decode_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), decode_spec);
-        prefill_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), prefill_spec);
+        auto one_per_lane = prefill_spec;
+        one_per_lane[6] = 1;
+        prefill_[vec4][0] = &ctx.kernel(id, kinds, sizeof(Push), one_per_lane);
+        prefill_[vec4][1] = &ctx.kernel(id, kinds, sizeof(Push), prefill_spec);
     }
     for (const auto& part : w.parts) {
         vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;  // float types: unused
@@ -81,6 +84,7 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
                s.eps,
                static_cast<uint32_t>(w_->row_units)};
         const bool one = s.tokens == 1;
+        const bool two = s.tokens > prefill_group_ && prefill_tokens_per_lane_ > 1;
         uint32_t gx, gy;
         if (one) {
             uint64_t rows_per_group = decode_rows_ * (lane_per_row_ ? group_ : 1);
@@ -88,10 +92,10 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
             gy = 1;
         } else {
             gx = static_cast<uint32_t>((part.rows + prefill_rows_ - 1) / prefill_rows_);
-            uint32_t tokens_per_group = lane_per_row_ ? prefill_group_ * prefill_tokens_per_lane_ : kTokensPerGroup;
+            uint32_t tokens_per_group = lane_per_row_ ? prefill_group_ * (two ? prefill_tokens_per_lane_ : 1) : kTokensPerGroup;
             gy = (s.tokens + tokens_per_group - 1) / tokens_per_group;
         }
-        ctx_->dispatch(cmd, one ? *decode_[vec4] : *prefill_[vec4], sets_[i], &p, gx, gy);
+        ctx_->dispatch(cmd, one ? *decode_[vec4] : *prefill_[vec4][two], sets_[i], &p, gx, gy);
     }
 }
 

@@ -35,9 +35,11 @@ private:
     // [vec4 input?]: the variant that fetches the input as vec4 texels needs rows of x and K to be
     // multiples of 4 floats (true for every real model; tests also cover odd shapes).
     const vk::Kernel* decode_[2] = {};   // one token per workgroup
-    const vk::Kernel* prefill_[2] = {};  // several tokens per workgroup
+    // [vec4][two tokens per lane?] (CPU drivers only: one token per lane while a step has at most
+    // one workgroup of tokens, so short prompts do not leave half the lanes idle).
+    const vk::Kernel* prefill_[2][2] = {};  // several tokens per workgroup
     bool lane_per_row_ = false;
-    uint32_t group_ = 64, prefill_group_ = 32, decode_rows_ = 4, prefill_rows_ = 4, prefill_tokens_per_lane_ = 1;
+    uint32_t group_ = 64, prefill_group_ = 32, decode_rows_ = 4, prefill_rows_ = 4, prefill_tokens_per_lane_ = 1;  // the long-step choice
     std::vector<VkDescriptorSet> sets_;
 };
 
