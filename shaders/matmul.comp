@@ -102,16 +102,8 @@ vec4 input4(uint base, uint k, float s) {
         return x4((base + k) / 4u);
 #endif
     }
-#if defined(INPUT_NORM)
-    return vec4(x(base + k), x(base + k + 1u), x(base + k + 2u), x(base + k + 3u)) * s *
-           vec4(norm_w(k), norm_w(k + 1u), norm_w(k + 2u), norm_w(k + 3u));
-#elif defined(INPUT_SILU)
-    vec4 g = vec4(x(base + k), x(base + k + 1u), x(base + k + 2u), x(base + k + 3u));
-    vec4 u = vec4(x(base + pc.K + k), x(base + pc.K + k + 1u), x(base + pc.K + k + 2u), x(base + pc.K + k + 3u));
-    return g / (1.0 + exp(-g)) * u;
-#else
-    return vec4(x(base + k), x(base + k + 1u), x(base + k + 2u), x(base + k + 3u));
-#endif
+    return vec4(input_at(base, k, s), input_at(base, k + 1u, s), input_at(base, k + 2u, s),
+                input_at(base, k + 3u, s));
 }
 
 void store(uint row, uint t, float v) {
