@@ -6,13 +6,13 @@ layout(local_size_x_id = 0) in;
 #include "weights.glsl"
 layout(std430, binding = 2) readonly buffer Tokens { uint tokens[]; };
 layout(std430, binding = 3) writeonly buffer Out { float x[]; };
-layout(push_constant) uniform Push { uint K; uint T; uint vocab; uint row_units; } pc;
+layout(push_constant) uniform Push { uint K; uint T; uint vocab; uint row_units; uint tile_rows; } pc;
 void main() {
     uint u = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;
     if (u >= pc.row_units || t >= pc.T) return;
     uint tok = min(tokens[t], pc.vocab - 1u);  // the host validates ids; never read out of bounds
     vec4 w[VPU];
-    float d = load_unit(tok * pc.row_units + u, w);
+    float d = load_unit(unit_at(row_walk(tok, pc.vocab, pc.row_units, pc.tile_rows), u), w);
     for (uint v = 0; v < VPU; ++v)
         for (uint c = 0; c < 4u; ++c) {
             uint k = u * EPU + 4u * v + c;

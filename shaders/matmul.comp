@@ -5,9 +5,11 @@
 //
 // Three ways to split the work, chosen per device and step by specialization constants:
 //  * LANE_PER_ROW (decode on CPU drivers such as lavapipe): invocation i of workgroup (x, t)
-//    owns ROWS consecutive rows for token t and walks them whole. A workgroup's lanes are SIMD
-//    lanes of one CPU thread there, so the input loads are the same for every lane and are shared
-//    by ROWS weight rows; no reduction, no shared memory.
+//    owns ROWS rows for token t, i, i + WG, i + 2 WG, ... of the workgroup's band, and walks them
+//    whole. A workgroup's lanes are SIMD lanes of one CPU thread there, so the input loads are
+//    the same for every lane and are shared by ROWS weight rows; no reduction, no shared memory.
+//    The band is one weight tile (see weights.glsl), so at each step the lanes read neighbouring
+//    rows' units and the workgroup streams through the tile.
 //  * LANE_PER_TOKEN (prefill on CPU drivers): lane i of workgroup (x, y) owns TOKENS_PER_LANE
 //    tokens and the ROWS rows of band x; the weight units are the same for every lane, so one fetch
 //    serves all the workgroup's tokens, and one unpack serves the lane's tokens. Both CPU layouts
@@ -58,7 +60,8 @@ layout(push_constant) uniform Push {
     uint y_offset;   // first output column written (weight parts split by rows)
     uint flags;
     float eps;
-    uint row_units;  // 16-byte units per weight row (rows are padded to whole units)
+    uint row_units;  // 16-byte units per weight row (rows are padded to whole groups)
+    uint tile_rows;  // weight layout (weights.glsl); a CPU-layout band never crosses a tile
 } pc;
 
 shared float partial[ROWS * TOKENS * MAX_SUBGROUPS];
@@ -106,6 +109,26 @@ vec4 input4(uint base, uint k, float s) {
                 input_at(base, k + 3u, s));
 }
 
+// input4 for the CPU layouts' groups: float rows may end inside their last group, whose weights
+// are zero-padded, so the input is masked to 0 past K (it may hold anything there, even NaNs).
+// A clamped fetch and a select rather than a branch: lavapipe runs both sides of a branch.
+vec4 group_input4(uint base, uint k, float s) {
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+    return input4(base, k, s);  // quantized rows are whole groups (checked on load)
+#else
+    if (VEC4_INPUT) {  // K is a multiple of 4
+        const vec4 v = input4(base, min(k, pc.K - 4u), s);
+        return k < pc.K ? v : vec4(0.0);
+    }
+    vec4 v;
+    for (uint c = 0; c < 4u; ++c) {
+        const float e = input_at(base, min(k + c, pc.K - 1u), s);
+        v[c] = k + c < pc.K ? e : 0.0;
+    }
+    return v;
+#endif
+}
+
 void store(uint row, uint t, float v) {
     uint o = t * pc.y_stride + pc.y_offset + row;
     y[o] = ((pc.flags & 1u) != 0u) ? y[o] + v : v;
@@ -117,23 +140,31 @@ uint lane_xb[LT];     // first input element of each of the lane's tokens
 float lane_s[LT];     // their RMS scale (INPUT_NORM), else 1
 float lane_acc[LT * ROWS];
 
-// lane_acc[j * ROWS + r] = sum_k W[row0 + r][k] * in(token j, k) for the CPU layouts (rows past N
-// are clamped, their sums never stored). Whole groups of GPS units run in the main loop, one scale
-// fetch per row and group, each unpacked unit serving all LT tokens. Only float rows can end
-// inside a group (quantized rows are whole blocks, checked on load); their remaining units are
-// zero-padded (weight_format.cpp), so the tail takes whole units against an input masked to 0
-// past K.
-void dot_rows(uint row0) {
+// lane_acc[j * ROWS + r] = sum_k W[row0 + r * rstep][k] * in(token j, k) for the CPU layouts
+// (rows past N are clamped, their sums never stored). One scale fetch per row and group, each
+// unpacked unit serving all LT tokens, raw values against the input with the zero point taken
+// off once per group (sum(raw * in) - WZERO * sum(in), see weights.glsl).
+void dot_rows(uint row0, uint rstep) {
     uint first_unit[ROWS];
-    for (uint r = 0; r < ROWS; ++r) first_unit[r] = min(row0 + r, pc.N - 1u) * pc.row_units;
+    for (uint r = 0; r < ROWS; ++r)
+        first_unit[r] = row_walk(min(row0 + r * rstep, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows).first;
+    // The band lies in one tile (the host checks tile_rows), so its rows share one group stride.
+    const uint stride = row_walk(min(row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows).stride;
     for (uint i = 0; i < LT * ROWS; ++i) lane_acc[i] = 0.0;
-    const uint groups = pc.K / EPG;
+    const uint groups = (pc.K + EPG - 1u) / EPG;
     for (uint g = 0; g < groups; ++g) {
         vec4 in_v[LT][VPG];
-        for (uint j = 0; j < LT; ++j)
-            for (uint v = 0; v < VPG; ++v) in_v[j][v] = input4(lane_xb[j], g * EPG + 4u * v, lane_s[j]);
+        float zero[LT];
+        for (uint j = 0; j < LT; ++j) {
+            vec4 sum = vec4(0.0);
+            for (uint v = 0; v < VPG; ++v) {
+                in_v[j][v] = group_input4(lane_xb[j], g * EPG + 4u * v, lane_s[j]);
+                sum += in_v[j][v];
+            }
+            zero[j] = WZERO * dot(sum, vec4(1.0));
+        }
         for (uint r = 0; r < ROWS; ++r) {
-            const uint first = first_unit[r] + g * GPS;
+            const uint first = first_unit[r] + g * stride;
             float a[LT];
             for (uint j = 0; j < LT; ++j) a[j] = 0.0;
             for (uint h = 0; h < GPS; ++h) {
@@ -142,29 +173,14 @@ void dot_rows(uint row0) {
                 for (uint j = 0; j < LT; ++j)
                     for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
             }
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
             const float d = unit_scale(first);
-            for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS + r] += a[j] * d;
-        }
-    }
-#if !defined(WTYPE_Q8_0) && !defined(WTYPE_Q4_0)
-    for (uint u = groups * GPS; u < pc.row_units; ++u) {
-        float in_e[LT][EPU];
-        for (uint j = 0; j < LT; ++j)
-            for (uint e = 0; e < EPU; ++e) {
-                const uint k = u * EPU + e;
-                in_e[j][e] = 0.0;
-                if (k < pc.K) in_e[j][e] = input_at(lane_xb[j], k, lane_s[j]);  // never fetch past the row
-            }
-        for (uint r = 0; r < ROWS; ++r) {
-            vec4 w[VPU];
-            load_values(first_unit[r] + u, w);
-            for (uint j = 0; j < LT; ++j)
-                for (uint v = 0; v < VPU; ++v)
-                    lane_acc[j * ROWS + r] += dot(w[v], vec4(in_e[j][4u * v], in_e[j][4u * v + 1u],
-                                                             in_e[j][4u * v + 2u], in_e[j][4u * v + 3u]));
-        }
-    }
+            for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS + r] += (a[j] - zero[j]) * d;
+#else
+            for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS + r] += a[j];
 #endif
+        }
+    }
 }
 
 void main() {
@@ -172,8 +188,10 @@ void main() {
     const uint wg = gl_WorkGroupSize.x;
 
     if (LANE_PER_ROW || LANE_PER_TOKEN) {
-        // LANE_PER_TOKEN: lane i owns tokens y * WG * LT + j * WG + i (j < LT).
-        const uint row0 = LANE_PER_ROW ? (gl_WorkGroupID.x * wg + tid) * ROWS : gl_WorkGroupID.x * ROWS;
+        // LANE_PER_ROW: lane i owns rows x * WG * ROWS + i + r * WG (r < ROWS). LANE_PER_TOKEN:
+        // the workgroup owns rows x * ROWS + r, lane i tokens y * WG * LT + j * WG + i (j < LT).
+        const uint row0 = LANE_PER_ROW ? gl_WorkGroupID.x * wg * ROWS + tid : gl_WorkGroupID.x * ROWS;
+        const uint rstep = LANE_PER_ROW ? wg : 1u;
         uint t[LT];
         for (uint j = 0; j < LT; ++j) {
             t[j] = LANE_PER_ROW ? gl_WorkGroupID.y : (gl_WorkGroupID.y * LT + j) * wg + tid;
@@ -184,11 +202,11 @@ void main() {
             lane_s[j] = inv_rms(tc);
 #endif
         }
-        dot_rows(row0);
+        dot_rows(row0, rstep);
         for (uint j = 0; j < LT; ++j)
             if (t[j] < pc.T)
                 for (uint r = 0; r < ROWS; ++r)
-                    if (row0 + r < pc.N) store(row0 + r, t[j], lane_acc[j * ROWS + r]);
+                    if (row0 + r * rstep < pc.N) store(row0 + r * rstep, t[j], lane_acc[j * ROWS + r]);
         return;
     }
 
@@ -225,10 +243,12 @@ void main() {
     const uint row0 = gl_WorkGroupID.x * ROWS;
     float acc[ROWS * TOKENS];
     for (uint i = 0; i < ROWS * TOKENS; ++i) acc[i] = 0.0;
+    RowWalk walk[ROWS];
+    for (uint r = 0; r < ROWS; ++r) walk[r] = row_walk(min(row0 + r, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
     for (uint u = tid; u < full_units; u += wg) {
         for (uint r = 0; r < ROWS; ++r) {
             vec4 w[VPU];
-            float d = load_unit(min(row0 + r, pc.N - 1u) * pc.row_units + u, w);
+            float d = load_unit(unit_at(walk[r], u), w);
             for (uint t = 0; t < TOKENS; ++t) {
                 if (t < nt) {
                     float a = 0.0;
@@ -240,7 +260,7 @@ void main() {
     }
     for (uint k = full_units * EPU + tid; k < K; k += wg)
         for (uint r = 0; r < ROWS; ++r) {
-            float wk = load1(min(row0 + r, pc.N - 1u) * pc.row_units, k);
+            float wk = load1(walk[r], k);
             for (uint t = 0; t < TOKENS; ++t)
                 if (t < nt) acc[r * TOKENS + t] += wk * input_at(xbase[t], k, scale[t]);
         }

@@ -1,14 +1,26 @@
-// Weight access for every supported tensor type. Each matrix is stored row-major as the engine
-// repacked it at load time (engine/src/ops/weight_format.cpp), in 16-byte units so that every load
-// is one uvec4 texel: one memory transaction on GPUs, and on lavapipe one straight-line gather for
-// the whole SIMD group (a storage-buffer load there is a per-lane loop with a bounds branch per
-// component, about 3x slower; see BindingKind in engine/src/vulkan/context.h):
-//   binding 0 (R32G32B32A32_UINT texels) = the values; binding 1 (R32_SFLOAT texels) = per-block scales
-//   F32  : 4 floats per unit;  rows padded with zeros to a whole number of units
-//   F16  : 8 halves per unit;  rows padded likewise
-//   Q8_0 : 16 int8 per unit (half a block), element order; value = q * ws[unit / 2]
-//   Q4_0 : 32 4-bit values per unit (one block), nibble i of word w = element 8w + i;
-//          value = (q - 8) * ws[unit]
+// Weight access for every supported tensor type. The engine repacks each matrix at load time
+// (engine/src/ops/weight_format.cpp) into 16-byte units so that every load is one uvec4 texel: one
+// memory transaction on GPUs, and on lavapipe one straight-line gather for the whole SIMD group (a
+// storage-buffer load there is a per-lane loop with a bounds branch per component, about 3x
+// slower; see BindingKind in engine/src/vulkan/context.h):
+//   binding 0 (R32G32B32A32_UINT texels) = the values; binding 1 (R32_SFLOAT texels) = per-group scales
+//   F32  : 4 floats per unit
+//   F16  : 8 halves per unit
+//   Q8_0 : 16 bytes per unit (half a block), element order, stored as q + 128 (unsigned)
+//   Q4_0 : 32 4-bit values per unit (one block), nibble i of word w = element 8w + i, stored as q
+// Value = (raw - WZERO) * scale. Kernels that sum many products take the raw values and subtract
+// WZERO * sum(input) once per group: on CPU drivers the unpack is the largest cost per weight, and
+// an unsigned byte unpacks with one shift and one mask (a signed one needs two shifts), and Q4_0
+// saves its subtraction per element.
+//
+// Layout: rows of whole groups (GPS units sharing one scale; float rows are zero-padded to whole
+// groups) stored in tiles of `tile_rows` rows (a part's last tile may be shorter): inside a tile,
+// group 0 of every row, row after row, then group 1 of every row, and so on; scales follow the
+// same order, one per group. tile_rows = 1 is plain row-major (GPUs, whose lanes split a row). On
+// CPU drivers a workgroup walks a whole tile, group by group: its weight reads form one sequential
+// stream instead of one stream per row, which the CPU's prefetchers cannot follow past a few dozen
+// (110M Q8_0 LM head on lavapipe: 8.6 -> 13 GB/s).
+//
 // Adding a type = one branch here + one row in the engine's weight-format table + its variants in
 // shaders/manifest.txt.
 layout(binding = 0) uniform usamplerBuffer weight_units;
@@ -16,18 +28,23 @@ layout(binding = 1) uniform samplerBuffer weight_scales;
 
 // EPU: elements per 16-byte unit. GPS: units per group — the units that share one scale, or for
 // float types enough units for 16 elements — so kernels fetch a scale once per group.
+// WZERO: the zero point of the raw values.
 #if defined(WTYPE_F32)
 #define EPU 4u
 #define GPS 4u
+#define WZERO 0.0
 #elif defined(WTYPE_F16)
 #define EPU 8u
 #define GPS 2u
+#define WZERO 0.0
 #elif defined(WTYPE_Q8_0)
 #define EPU 16u
 #define GPS 2u
+#define WZERO 128.0
 #elif defined(WTYPE_Q4_0)
 #define EPU 32u
 #define GPS 1u
+#define WZERO 8.0
 #else
 #error "define one WTYPE_*"
 #endif
@@ -35,14 +52,20 @@ layout(binding = 1) uniform samplerBuffer weight_scales;
 #define EPG (EPU * GPS)  // elements per group
 #define VPG (VPU * GPS)  // vec4s per group
 
-vec4 signed_bytes(uint u) {
-    return vec4(int(u << 24) >> 24, int(u << 16) >> 24, int(u << 8) >> 24, int(u) >> 24);
+// Where a row's units are: unit u of the row is unit_at(walk, u).
+struct RowWalk {
+    uint first;   // unit index of the row's unit 0
+    uint stride;  // units from one group of the row to its next
+};
+RowWalk row_walk(uint row, uint rows, uint row_units, uint tile_rows) {
+    const uint t0 = row - row % tile_rows;
+    return RowWalk(t0 * row_units + (row - t0) * GPS, min(tile_rows, rows - t0) * GPS);
 }
+uint unit_at(RowWalk walk, uint u) { return walk.first + (u / GPS) * walk.stride + u % GPS; }
 
-// Loads unit `i` (a global unit index) into w[0..VPU) *without* its block scale, and returns the
-// scale (1 for float types): value = w * scale. Kernels multiply a unit's partial dot product by
-// the scale once instead of scaling every element.
-// The values of unit `i` (a global unit index), unscaled.
+vec4 bytes4(uint u) { return vec4(u & 255u, (u >> 8) & 255u, (u >> 16) & 255u, u >> 24); }
+
+// The raw values of unit `i` (a unit index), before zero point and scale.
 void load_values(uint i, out vec4 w[VPU]) {
     uvec4 q = texelFetch(weight_units, int(i));
 #if defined(WTYPE_F32)
@@ -51,40 +74,42 @@ void load_values(uint i, out vec4 w[VPU]) {
     w[0] = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
     w[1] = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
 #elif defined(WTYPE_Q8_0)
-    w[0] = signed_bytes(q.x);
-    w[1] = signed_bytes(q.y);
-    w[2] = signed_bytes(q.z);
-    w[3] = signed_bytes(q.w);
+    w[0] = bytes4(q.x);
+    w[1] = bytes4(q.y);
+    w[2] = bytes4(q.z);
+    w[3] = bytes4(q.w);
 #elif defined(WTYPE_Q4_0)
     for (uint c = 0; c < 4u; ++c) {
         uint u = q[c];
-        w[2u * c] = vec4(u & 15u, (u >> 4) & 15u, (u >> 8) & 15u, (u >> 12) & 15u) - 8.0;
-        w[2u * c + 1u] = vec4((u >> 16) & 15u, (u >> 20) & 15u, (u >> 24) & 15u, u >> 28) - 8.0;
+        w[2u * c] = vec4(u & 15u, (u >> 4) & 15u, (u >> 8) & 15u, (u >> 12) & 15u);
+        w[2u * c + 1u] = vec4((u >> 16) & 15u, (u >> 20) & 15u, (u >> 24) & 15u, u >> 28);
     }
 #endif
 }
 
-// The scale of unit `i` (1 for float types). Units of one group share it when the group starts
-// at a multiple of GPS, which holds for every row start (rows are whole blocks).
+// The scale of unit `i` (1 for float types): the groups are whole and aligned, so the scale
+// index is the unit index / GPS.
 float unit_scale(uint i) {
-#if defined(WTYPE_Q8_0)
-    return texelFetch(weight_scales, int(i >> 1)).x;
-#elif defined(WTYPE_Q4_0)
-    return texelFetch(weight_scales, int(i)).x;
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+    return texelFetch(weight_scales, int(i / GPS)).x;
 #else
     return 1.0;
 #endif
 }
 
+// Unit `i` with its zero point applied, and its scale: value = w * scale.
 float load_unit(uint i, out vec4 w[VPU]) {
     load_values(i, w);
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+    for (uint v = 0; v < VPU; ++v) w[v] -= WZERO;
+#endif
     return unit_scale(i);
 }
 
-// One element: element e of the row starting at unit `row_unit`.
-float load1(uint row_unit, uint e) {
+// One element: element e of the row at `walk`.
+float load1(RowWalk walk, uint e) {
     vec4 w[VPU];
-    float d = load_unit(row_unit + e / EPU, w);
+    float d = load_unit(unit_at(walk, e / EPU), w);
     uint k = e % EPU;
     return w[k / 4u][k % 4u] * d;
 }

@@ -171,8 +171,10 @@ struct TestWeight {
     ops::DeviceWeight device;
 };
 
+// tile_rows 0 = the layout the device's matmul wants (ops::matmul_tile_rows).
 std::unique_ptr<TestWeight> make_weight(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols, Rng& rng,
-                                        const std::vector<uint64_t>& part_rows = {}) {
+                                        const std::vector<uint64_t>& part_rows = {}, uint32_t tile_rows = 0) {
+    if (tile_rows == 0) tile_rows = ops::matmul_tile_rows(ctx);
     auto w = std::make_unique<TestWeight>();
     w->format = ops::find_weight_format(type);
     w->rows = rows;
@@ -188,8 +190,10 @@ std::unique_ptr<TestWeight> make_weight(vk::Context& ctx, uint32_t type, uint64_
     uint64_t first = 0;
     for (uint64_t n : parts) {
         auto src = std::span<const uint8_t>(w->encoded).subspan(first * row_bytes, n * row_bytes);
-        ops::Repacked r = w->format->repack(src, n, cols);
+        ops::Repacked r =
+            ops::tile_rows_of(w->format->repack(src, n, cols), 0, n, tile_rows, w->format->group_units);
         w->device.row_units = r.row_units;
+        w->device.tile_rows = tile_rows;
         ops::DeviceWeight::Part part;
         part.first_row = first;
         part.rows = n;
@@ -215,13 +219,14 @@ struct MatmulCase {
     bool accumulate, rowmap;
     uint32_t K, N, T;
     std::vector<uint64_t> parts;  // empty = one part
+    uint32_t tile_rows = 0;       // weight layout; 0 = the device's (ops::matmul_tile_rows)
 };
 
 // Runs one matmul on the device and on the CPU; returns "" or what went wrong. `worst` collects
 // the largest NMSE seen.
 std::string run_matmul(const MatmulCase& c, Rng& rng, double* worst, double* worst_abs) {
     auto& ctx = test::context();
-    auto w = make_weight(ctx, c.type, c.N, c.K, rng, c.parts);
+    auto w = make_weight(ctx, c.type, c.N, c.K, rng, c.parts, c.tile_rows);
     const uint32_t in_width = c.input == ops::MatmulInput::Silu ? 2 * c.K : c.K;
     const uint32_t x_stride = in_width + 3;        // rows of x are not packed: the stride matters
     const uint32_t x_rows = c.rowmap ? c.T + 5 : c.T;
@@ -283,7 +288,7 @@ std::string describe(const MatmulCase& c) {
     for (auto p : c.parts) parts += (parts.empty() ? " parts " : "+") + std::to_string(p);
     return std::string(ggml_type_name(c.type)) + " " + input_name(c.input) + (c.accumulate ? " +acc" : "") +
            (c.rowmap ? " +rowmap" : "") + " K=" + std::to_string(c.K) + " N=" + std::to_string(c.N) +
-           " T=" + std::to_string(c.T) + parts;
+           " T=" + std::to_string(c.T) + parts + (c.tile_rows ? " tiles of " + std::to_string(c.tile_rows) : "");
 }
 
 // ---- attention ----
@@ -401,13 +406,14 @@ private slots:
     }
     // Every input mode x accumulate x rowmap, each over all token counts; K and N cycle through
     // sizes that are not multiples of 8 (float types), of the 512-element k stride of a workgroup,
-    // or of the 4 rows per workgroup.
+    // of the 4 rows per workgroup, or of the weight tile (300 rows: a whole tile of 256 and a short
+    // one on CPU drivers). Then the other weight layout: plain rows (tiles of 1, what GPUs use).
     void matmul_matches_reference() {
         QFETCH(uint32_t, type);
         const bool quantized = ops::find_weight_format(type)->block_elements > 1;
         const std::vector<uint32_t> Ks = quantized ? std::vector<uint32_t>{32, 96, 288, 1056}
                                                    : std::vector<uint32_t>{3, 45, 259, 1030};
-        const uint32_t Ns[] = {1, 7, 13, 66};
+        const uint32_t Ns[] = {1, 7, 13, 66, 300};
         Rng rng(200 + type);
         double worst = 0, worst_abs = 0;
         int cases = 0, mode = 0;
@@ -423,6 +429,13 @@ private slots:
                     }
                     ++mode;
                 }
+        for (auto input : {ops::MatmulInput::Plain, ops::MatmulInput::Norm, ops::MatmulInput::Silu})
+            for (uint32_t T : {1u, 70u}) {
+                MatmulCase c{type, input, T == 1, false, Ks[cases % Ks.size()], 300, T, {}, 1};
+                auto err = run_matmul(c, rng, &worst, &worst_abs);
+                QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(c) + ": " + err)));
+                ++cases;
+            }
         qInfo("matmul %s: %d cases, worst NMSE %.3g, max |diff| %.3g (bound %.0e)", ggml_type_name(type), cases,
               worst, worst_abs, kMatmulNmse);
         LANTERN_VERIFY_NO_VALIDATION();

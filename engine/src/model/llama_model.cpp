@@ -200,26 +200,24 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
     w.rows = rows;
     w.cols = cols;
     w.row_units = r.row_units;
+    w.tile_rows = ops::matmul_tile_rows(ctx_);
     // Split by rows so that no texel view exceeds maxTexelBufferElements (16-byte value texels,
-    // 4-byte scale texels; weights are read only through texel views, see shaders/weights.glsl).
-    const uint64_t value_row_bytes = r.row_units * 16;
-    const uint64_t scale_row_bytes = r.scales.size() * 4 / rows;
+    // 4-byte scale texels; weights are read only through texel views, see shaders/weights.glsl);
+    // each part is laid out as a matrix of its own.
+    const uint64_t groups_per_row = r.row_units / fmt.group_units;
     const uint64_t texels = ctx_.limits().maxTexelBufferElements;
     uint64_t rows_per_part = std::min(texels / std::max<uint64_t>(r.row_units, 1), rows);
-    if (scale_row_bytes) rows_per_part = std::min(rows_per_part, texels / (scale_row_bytes / 4));
-    rows_per_part = std::max<uint64_t>(1, rows_per_part);
-    if (rows_per_part < rows && fmt.block_elements > 1 && (rows_per_part * cols) % fmt.block_elements != 0)
+    if (!r.scales.empty()) rows_per_part = std::min(rows_per_part, texels / std::max<uint64_t>(groups_per_row, 1));
+    if (rows_per_part == 0)
         throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " cannot be split for the device's binding range");
     for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_part) {
         uint64_t n = std::min(rows_per_part, rows - r0);
+        ops::Repacked tiled = ops::tile_rows_of(r, r0, n, w.tile_rows, fmt.group_units);
         ops::DeviceWeight::Part part;
         part.first_row = r0;
         part.rows = n;
-        part.values = place(reinterpret_cast<const uint8_t*>(r.values.data()) + r0 * value_row_bytes,
-                            n * value_row_bytes);
-        if (!r.scales.empty())
-            part.scales = place(reinterpret_cast<const uint8_t*>(r.scales.data()) + r0 * scale_row_bytes,
-                                n * scale_row_bytes);
+        part.values = place(tiled.values.data(), tiled.values.size() * 4);
+        if (!tiled.scales.empty()) part.scales = place(tiled.scales.data(), tiled.scales.size() * 4);
         w.parts.push_back(part);
     }
     weights_.push_back(std::move(w));

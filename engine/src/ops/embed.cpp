@@ -8,7 +8,7 @@ namespace lantern::ops {
 
 namespace {
 struct Push {
-    uint32_t K, T, vocab, row_units;
+    uint32_t K, T, vocab, row_units, tile_rows;
 };
 constexpr uint32_t kGroup = 64;
 }  // namespace
@@ -31,7 +31,7 @@ EmbedOp::EmbedOp(vk::Context& ctx, const DeviceWeight& table, vk::BufferRange to
 
 void EmbedOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
     Push p{static_cast<uint32_t>(w_->cols), tokens, static_cast<uint32_t>(w_->rows),
-           static_cast<uint32_t>(w_->row_units)};
+           static_cast<uint32_t>(w_->row_units), w_->tile_rows};
     ctx_->dispatch(cmd, *kernel_, set_, &p, static_cast<uint32_t>((w_->row_units + kGroup - 1) / kGroup), tokens);
 }
 

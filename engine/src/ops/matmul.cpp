@@ -11,10 +11,19 @@ namespace {
 struct Push {
     uint32_t K, N, T, x_stride, y_stride, y_offset, flags;
     float eps;
-    uint32_t row_units;
+    uint32_t row_units, tile_rows;
 };
 constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
+// CPU layouts: lanes per workgroup and rows per lane (decode) or per workgroup (prefill). Measured
+// on lavapipe with interleaved runs (110M Q8_0): 32 rows beat 16 by 10-25 % for decode and 5-10 %
+// for prefill; 48 and 64 lose again (register spills).
+constexpr uint32_t kCpuLanes = 8, kCpuRows = 32;
 }  // namespace
+
+uint32_t matmul_tile_rows(const vk::Context& ctx) {
+    // One decode workgroup's band (which prefill's bands of kCpuRows divide).
+    return ctx.info().type == DeviceType::Cpu ? kCpuLanes * kCpuRows : 1;
+}
 
 MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, vk::BufferRange x,
                    vk::BufferRange y, vk::BufferRange norm_weight, vk::BufferRange rowmap)
@@ -40,13 +49,16 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     // TOKENS_PER_LANE}.
     std::vector<uint32_t> decode_spec, prefill_spec;
     if (lane_per_row_) {
-        // 32 rows per lane (decode) or per workgroup (prefill): one input fetch serves 32 weight
-        // rows. Measured on lavapipe with interleaved runs (110M Q8_0): 32 beats 16 by 10-25 %
-        // for decode and 5-10 % for prefill; 48 and 64 lose again (register spills). Prefill lanes
-        // own 2 tokens each, so one weight unpack serves both: +17-35 % over 1; 4 is no better.
-        group_ = 8;
-        decode_rows_ = prefill_rows_ = 32;
+        // kCpuRows rows per lane (decode) or per workgroup (prefill): one input fetch serves that
+        // many weight rows. Prefill lanes own 2 tokens each, so one weight unpack serves both:
+        // +17-35 % over 1; 4 is no better.
+        group_ = kCpuLanes;
+        decode_rows_ = prefill_rows_ = kCpuRows;
         prefill_tokens_per_lane_ = 2;
+        // A workgroup's band of rows must lie in one weight tile (shaders/matmul.comp, dot_rows).
+        if (w.tile_rows != 1 && (w.tile_rows % (group_ * decode_rows_) != 0 || w.tile_rows % prefill_rows_ != 0))
+            throw Error(ErrorCode::Internal, "weight tiles of " + std::to_string(w.tile_rows) +
+                                                 " rows do not fit the matmul's row bands");
         decode_spec = {group_, decode_rows_, 1, 1, 0, 0, 1};
         prefill_spec = {prefill_group_, prefill_rows_, 1, 0, 1, 0, prefill_tokens_per_lane_};
     } else {
@@ -82,7 +94,8 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
                s.y_offset + static_cast<uint32_t>(part.first_row),
                (s.accumulate ? 1u : 0u) | (s.use_rowmap ? 2u : 0u),
                s.eps,
-               static_cast<uint32_t>(w_->row_units)};
+               static_cast<uint32_t>(w_->row_units),
+               w_->tile_rows};
         const bool one = s.tokens == 1;
         const bool two = s.tokens > prefill_group_ && prefill_tokens_per_lane_ > 1;
         uint32_t gx, gy;

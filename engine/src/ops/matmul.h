@@ -19,6 +19,10 @@ struct MatmulShape {
     float eps = 1e-5f;        // RMSNorm epsilon (Norm input only)
 };
 
+// Rows per weight tile (DeviceWeight::tile_rows, see shaders/weights.glsl) that the matmul kernel
+// wants on this device: CPU drivers stream a tile per workgroup, GPUs read rows whole (1).
+uint32_t matmul_tile_rows(const vk::Context& ctx);
+
 // One call site of a matmul: binds its buffers once (descriptor sets built at model load) and
 // records a dispatch per weight part each step.
 class MatmulOp {

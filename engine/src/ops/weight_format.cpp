@@ -1,5 +1,6 @@
 #include "ops/weight_format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -61,11 +62,11 @@ uint16_t float_to_half(float f) {
 namespace {
 
 // ---- F32 ----
-// Float rows are copied into zero-padded rows of whole 16-byte units.
+// Float rows are copied into zero-padded rows of whole groups: 16 elements (4 F32 or 2 F16 units).
 Repacked repack_padded(std::span<const uint8_t> src, uint64_t rows, uint64_t cols, uint64_t elem_bytes) {
     const uint64_t per_unit = 16 / elem_bytes;
     Repacked r;
-    r.row_units = (cols + per_unit - 1) / per_unit;
+    r.row_units = (cols + 15) / 16 * (16 / per_unit);
     r.values.assign(rows * r.row_units * 4, 0);
     auto* out = reinterpret_cast<uint8_t*>(r.values.data());
     for (uint64_t i = 0; i < rows; ++i)
@@ -96,7 +97,8 @@ void quant_f16(const float* src, uint8_t* dst, uint64_t n) {
     }
 }
 
-// ---- Q8_0: block = f16 scale d, then 32 x int8 q; value = q * d ----
+// ---- Q8_0: block = f16 scale d, then 32 x int8 q; value = q * d. On the device each byte is q + 128
+// (unsigned: cheaper to unpack, see shaders/weights.glsl). ----
 float block_scale(const uint8_t* block) {
     uint16_t h;
     std::memcpy(&h, block, 2);
@@ -112,7 +114,7 @@ Repacked repack_q8_0(std::span<const uint8_t> src, uint64_t rows, uint64_t cols)
     for (uint64_t b = 0; b < blocks; ++b) {
         const uint8_t* blk = src.data() + b * 34;
         r.scales[b] = block_scale(blk);
-        std::memcpy(out + b * 32, blk + 2, 32);
+        for (int i = 0; i < 32; ++i) out[b * 32 + i] = static_cast<uint8_t>(blk[2 + i] ^ 0x80u);
     }
     return r;
 }
@@ -198,17 +200,40 @@ void quant_q4_0(const float* src, uint8_t* dst, uint64_t n) {
 }
 
 const WeightFormat kWeightFormats[] = {
-    {0, "F32", 1, 4, ShaderId::embed_f32, ShaderId::matmul_f32, ShaderId::matmul_norm_f32, ShaderId::matmul_silu_f32,
+    {0, "F32", 1, 4, 4, ShaderId::embed_f32, ShaderId::matmul_f32, ShaderId::matmul_norm_f32, ShaderId::matmul_silu_f32,
      repack_f32, dequant_f32, quant_f32},
-    {1, "F16", 1, 2, ShaderId::embed_f16, ShaderId::matmul_f16, ShaderId::matmul_norm_f16, ShaderId::matmul_silu_f16,
+    {1, "F16", 1, 2, 2, ShaderId::embed_f16, ShaderId::matmul_f16, ShaderId::matmul_norm_f16, ShaderId::matmul_silu_f16,
      repack_f16, dequant_f16, quant_f16},
-    {8, "Q8_0", 32, 34, ShaderId::embed_q8_0, ShaderId::matmul_q8_0, ShaderId::matmul_norm_q8_0,
+    {8, "Q8_0", 32, 34, 2, ShaderId::embed_q8_0, ShaderId::matmul_q8_0, ShaderId::matmul_norm_q8_0,
      ShaderId::matmul_silu_q8_0, repack_q8_0, dequant_q8_0, quant_q8_0},
-    {2, "Q4_0", 32, 18, ShaderId::embed_q4_0, ShaderId::matmul_q4_0, ShaderId::matmul_norm_q4_0,
+    {2, "Q4_0", 32, 18, 1, ShaderId::embed_q4_0, ShaderId::matmul_q4_0, ShaderId::matmul_norm_q4_0,
      ShaderId::matmul_silu_q4_0, repack_q4_0, dequant_q4_0, quant_q4_0},
 };
 
 }  // namespace
+
+Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows,
+                      uint32_t group_units) {
+    const uint64_t groups = r.row_units / group_units;
+    const uint64_t group_words = group_units * 4;  // uint32 words per group
+    const bool scaled = !r.scales.empty();
+    Repacked out;
+    out.row_units = r.row_units;
+    out.values.resize(rows * r.row_units * 4);
+    if (scaled) out.scales.resize(rows * groups);
+    for (uint64_t t0 = 0; t0 < rows; t0 += tile_rows) {
+        const uint64_t n = std::min(tile_rows, rows - t0);
+        for (uint64_t g = 0; g < groups; ++g)
+            for (uint64_t i = 0; i < n; ++i) {
+                const uint64_t src_group = (first_row + t0 + i) * groups + g;  // row-major
+                const uint64_t dst_group = t0 * groups + g * n + i;             // tiled
+                std::memcpy(&out.values[dst_group * group_words], &r.values[src_group * group_words],
+                            group_words * 4);
+                if (scaled) out.scales[dst_group] = r.scales[src_group];
+            }
+    }
+    return out;
+}
 
 const WeightFormat* find_weight_format(uint32_t ggml_type) {
     for (const auto& f : kWeightFormats)

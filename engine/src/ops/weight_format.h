@@ -19,8 +19,8 @@ uint16_t float_to_half(float f);  // round to nearest even
 
 struct Repacked {
     std::vector<uint32_t> values;  // binding 0 (wq): rows of row_units 16-byte units
-    std::vector<float> scales;     // binding 1 (ws); empty for float types
-    uint64_t row_units = 0;        // float rows are zero-padded to whole units
+    std::vector<float> scales;     // binding 1 (ws): one per group; empty for float types
+    uint64_t row_units = 0;        // a whole number of groups (float rows are zero-padded)
 };
 
 struct WeightFormat {
@@ -28,6 +28,7 @@ struct WeightFormat {
     const char* name;
     uint32_t block_elements;
     uint32_t block_bytes;
+    uint32_t group_units;  // 16-byte units sharing one scale (GPS in shaders/weights.glsl)
     // Shader variants for this type.
     shaders::ShaderId embed, matmul, matmul_norm, matmul_silu;
     // GGUF bytes of `rows` x `cols` -> device layout.
@@ -37,6 +38,12 @@ struct WeightFormat {
     // floats -> GGUF bytes of one row (for writing test/synthetic models).
     void (*quantize_row)(const float* src, uint8_t* dst, uint64_t n);
 };
+
+// Rows [first_row, first_row + rows) of a row-major repacked matrix in the device layout: tiles of
+// `tile_rows` rows, inside each tile group 0 of every row, then group 1, ... (see
+// shaders/weights.glsl); tile_rows = 1 keeps the rows as they are.
+Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows,
+                      uint32_t group_units);
 
 // nullptr when the type has no kernels.
 const WeightFormat* find_weight_format(uint32_t ggml_type);
