@@ -12,13 +12,16 @@
 // Capture (flags bit 0): for token pc.capture_token the raw scores of every head go to
 // capture[h][j] and (M, l) to the tail, so the host can draw the attention heatmap.
 // The head dimension is a specialization constant (known at model load), so the per-row loops
-// unroll exactly and the whole-chunk path is chosen at compile time. q and the cache rows are read
-// through texel views (see shaders/weights.glsl for why); the storage views of the caches serve
-// head dimensions that are not a whole number of 16-byte chunks.
+// unroll exactly and the whole-chunk path is chosen at compile time. Everything read (q, the
+// cache rows, the token info and block tables) goes through texel views (see shaders/weights.glsl
+// for why); the storage views of the caches serve head dimensions that are not a whole number of
+// 16-byte chunks. Each lane writes its share of the output row (a storage store on lavapipe is a
+// loop over the lanes, so one lane storing the whole row cost head_dim such loops).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HD = 64;  // head dimension (even, at most 256)
+layout(constant_id = 2) const bool Q_VEC4 = false;  // q rows start at multiples of 4 floats: vec4 fetches
 #define MAX_SUBGROUPS 64
 #include "kv.glsl"
 layout(binding = 0) uniform samplerBuffer qkv_texels;
@@ -26,8 +29,9 @@ layout(std430, binding = 1) readonly buffer KCache { uint kc[]; };
 layout(std430, binding = 2) readonly buffer VCache { uint vc[]; };
 layout(binding = 7) uniform usamplerBuffer kc4;
 layout(binding = 8) uniform usamplerBuffer vc4;
-layout(std430, binding = 3) readonly buffer TokInfo { uvec4 tok[]; };
-layout(std430, binding = 4) readonly buffer Tables { uint tables[]; };
+layout(binding = 3) uniform usamplerBuffer tok;     // (pos, table offset, slot, seq) per token
+layout(binding = 4) uniform usamplerBuffer tables;  // block tables
+layout(binding = 9) uniform samplerBuffer qkv_vec4;
 layout(std430, binding = 5) writeonly buffer Out { float o[]; };
 layout(std430, binding = 6) writeonly buffer Capture { float capture[]; };
 layout(push_constant) uniform Push {
@@ -85,7 +89,7 @@ void main() {
     const uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
     const uint hd = HD;
     const uint kvh = h / (pc.n_head / pc.n_kv);
-    const uvec4 info = tok[t];
+    const uvec4 info = texelFetch(tok, int(t));
     const uint n_ctx = info.x + 1u, table = info.y;
     const bool capturing = (pc.flags & 1u) != 0u && t == pc.capture_token;
 
@@ -93,6 +97,11 @@ void main() {
     vec4 qa[CHUNKS], qb[CHUNKS];
     const uint qbase = t * pc.qkv_stride + h * hd;
     for (uint c = 0; c < CHUNKS; ++c) {
+        if (Q_VEC4 && WHOLE_CHUNKS) {
+            qa[c] = texelFetch(qkv_vec4, int((qbase + c * KV_EPL) / 4u)) * pc.scale;
+            qb[c] = KV_EPL == 8u ? texelFetch(qkv_vec4, int((qbase + c * KV_EPL) / 4u + 1u)) * pc.scale : vec4(0.0);
+            continue;
+        }
         float v[8];
         for (uint i = 0; i < 8u; ++i) {
             uint d = c * KV_EPL + i;
@@ -109,7 +118,7 @@ void main() {
         ob[c] = vec4(0.0);
     }
     for (uint j = tid; j < n_ctx; j += wg) {
-        uint slot = tables[table + j / pc.block] * pc.block + j % pc.block;
+        uint slot = texelFetch(tables, int(table + j / pc.block)).x * pc.block + j % pc.block;
         uint base = kv_index(slot, kvh, 0u, pc.n_kv, hd, pc.block);
         float s = 0.0;
         for (uint c = 0; c < CHUNKS; ++c) {
@@ -165,11 +174,9 @@ void main() {
                 if (half_ == 0u) sa = v; else sb = v;
             }
         }
-        if (tid == 0u) {
-            for (uint i = 0; i < 8u; ++i) {
-                uint d = c * KV_EPL + i;
-                if (i < KV_EPL && d < hd) o[obase + d] = (i < 4u ? sa[i] : sb[i - 4u]) / L;
-            }
+        for (uint i = 0; i < 8u; ++i) {  // element i of the chunk is lane i % wg's to store
+            uint d = c * KV_EPL + i;
+            if (i % wg == tid && i < KV_EPL && d < hd) o[obase + d] = (i < 4u ? sa[i] : sb[i - 4u]) / L;
         }
     }
     if (capturing && tid == 0u) {

@@ -174,7 +174,7 @@ struct TestWeight {
 // tile_rows 0 = the layout the device's matmul wants (ops::matmul_tile_rows).
 std::unique_ptr<TestWeight> make_weight(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols, Rng& rng,
                                         const std::vector<uint64_t>& part_rows = {}, uint32_t tile_rows = 0) {
-    if (tile_rows == 0) tile_rows = ops::matmul_tile_rows(ctx);
+    if (tile_rows == 0) tile_rows = ops::matmul_tile_rows(ctx, rows);
     auto w = std::make_unique<TestWeight>();
     w->format = ops::find_weight_format(type);
     w->rows = rows;
@@ -501,7 +501,9 @@ private slots:
         shape.block = block;
         shape.n_rot = n_rot;
         const uint32_t qkv_used = (shape.n_head + 2 * n_kv) * head_dim;
-        shape.qkv_stride = qkv_used + 6;
+        // Padded rows; with 16-token blocks the stride is a multiple of 4 floats, so attention
+        // fetches q as vec4s, with 5-token blocks it is not and q comes float by float.
+        shape.qkv_stride = qkv_used + (block % 4 == 0 ? 4 : 6);
         shape.out_stride = shape.n_head * head_dim + 5;
         shape.kv_f16 = kv_f16;
 

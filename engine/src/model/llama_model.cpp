@@ -200,7 +200,7 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
     w.rows = rows;
     w.cols = cols;
     w.row_units = r.row_units;
-    w.tile_rows = ops::matmul_tile_rows(ctx_);
+    w.tile_rows = ops::matmul_tile_rows(ctx_, rows);
     // Split by rows so that no texel view exceeds maxTexelBufferElements (16-byte value texels,
     // 4-byte scale texels; weights are read only through texel views, see shaders/weights.glsl);
     // each part is laid out as a matrix of its own.

@@ -33,17 +33,23 @@ std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_ba
 RopeStoreOp::RopeStoreOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
                          vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange rope)
     : ctx_(&ctx), shape_(shape) {
-    kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::rope_store_f16 : shaders::ShaderId::rope_store_f32, 5,
+    using vk::BindingKind;
+    kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::rope_store_f16 : shaders::ShaderId::rope_store_f32,
+                          {BindingKind::Storage, BindingKind::Storage, BindingKind::Storage, BindingKind::TexelUint4,
+                           BindingKind::TexelFloat, BindingKind::TexelFloat},
                           sizeof(RopePush), {kRopeGroup});
-    vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, rope};
+    vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, rope, qkv};
     set_ = ctx.make_set(*kernel_, r);
+    one_group_per_token_ = ctx.info().type == DeviceType::Cpu;
 }
 
 void RopeStoreOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
     const auto& s = shape_;
     RopePush p{tokens, s.n_head, s.n_kv, s.head_dim, s.qkv_stride, s.block, s.n_rot};
     uint32_t pairs = (s.n_head + 2 * s.n_kv) * s.head_dim / 2;
-    ctx_->dispatch(cmd, *kernel_, set_, &p, (pairs + kRopeGroup - 1) / kRopeGroup, tokens);
+    // The kernel strides over a token's pairs. CPU drivers: one workgroup per token (a decode step
+    // is then one workgroup, run without waking the driver's thread pool); GPUs: one per 64 pairs.
+    ctx_->dispatch(cmd, *kernel_, set_, &p, one_group_per_token_ ? 1 : (pairs + kRopeGroup - 1) / kRopeGroup, tokens);
 }
 
 AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
@@ -62,11 +68,12 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
     group_ = std::clamp<uint32_t>(ctx.info().subgroup_size, 8, 64);
     using vk::BindingKind;
     kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::attention_f16 : shaders::ShaderId::attention_f32,
-                          {BindingKind::TexelFloat, BindingKind::Storage, BindingKind::Storage, BindingKind::Storage,
-                           BindingKind::Storage, BindingKind::Storage, BindingKind::Storage, BindingKind::TexelUint4,
-                           BindingKind::TexelUint4},
-                          sizeof(AttnPush), {group_, shape.head_dim});
-    vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, tables, out, capture, k_cache, v_cache};
+                          {BindingKind::TexelFloat, BindingKind::Storage, BindingKind::Storage, BindingKind::TexelUint4,
+                           BindingKind::TexelUint, BindingKind::Storage, BindingKind::Storage, BindingKind::TexelUint4,
+                           BindingKind::TexelUint4, BindingKind::TexelFloat4},
+                          sizeof(AttnPush),
+                          {group_, shape.head_dim, shape.qkv_stride % 4 == 0 && shape.head_dim % 4 == 0 ? 1u : 0u});
+    vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, tables, out, capture, k_cache, v_cache, qkv};
     set_ = ctx.make_set(*kernel_, r);
 }
 

@@ -37,6 +37,7 @@ private:
     AttentionShape shape_;
     const vk::Kernel* kernel_ = nullptr;
     VkDescriptorSet set_ = VK_NULL_HANDLE;
+    bool one_group_per_token_ = false;
 };
 
 class AttentionOp {

@@ -1,7 +1,11 @@
 #include "ops/matmul.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "lantern/error.h"
 
@@ -14,15 +18,47 @@ struct Push {
     uint32_t row_units, tile_rows;
 };
 constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
-// CPU layouts: lanes per workgroup and rows per lane (decode) or per workgroup (prefill). Measured
-// on lavapipe with interleaved runs (110M Q8_0): 32 rows beat 16 by 10-25 % for decode and 5-10 %
-// for prefill; 48 and 64 lose again (register spills).
+// CPU layouts: lanes per workgroup and rows per workgroup (prefill) or at most per lane (decode,
+// see decode_rows_for). Measured on lavapipe with interleaved runs (110M Q8_0): 32 rows beat 16 by
+// 5-10 % for prefill; 48 and 64 lose again (register spills).
 constexpr uint32_t kCpuLanes = 8, kCpuRows = 32;
+
+// Threads a CPU driver spreads a dispatch over: lavapipe uses one per CPU (at most 16) unless
+// LP_NUM_THREADS says otherwise.
+uint32_t cpu_driver_threads() {
+    if (const char* env = std::getenv("LP_NUM_THREADS"); env && std::atoi(env) > 0)
+        return static_cast<uint32_t>(std::atoi(env));
+    return std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+}
+
+// Rows per decode lane for a matrix of `rows` rows. A workgroup (8 lanes) is the unit of work a
+// CPU driver's thread takes, so a small matrix in big bands leaves threads idle (768 rows in bands
+// of 256 are 3 bands for 2 threads: one thread idles half the time). Fewer rows per lane reuse
+// each input fetch less (GEMV microbenchmark on lavapipe, tiles matching the bands: 16 rows ~10 %
+// slower per weight than 32, 8 rows ~20 %). Picks the best product of the two; on this 2-core
+// machine the 110M model's 768-row matrices get 16 rows (A/B within noise), on a 16-thread one 8.
+uint32_t decode_rows_for(uint64_t rows, uint32_t threads) {
+    uint32_t best = kCpuRows;
+    double best_score = 0;
+    for (auto [r, speed] : {std::pair{kCpuRows, 1.0}, std::pair{kCpuRows / 2, 0.9}, std::pair{kCpuRows / 4, 0.8}}) {
+        const uint64_t band = uint64_t{kCpuLanes} * r;
+        const uint64_t bands = (rows + band - 1) / band, rounds = (bands + threads - 1) / threads;
+        const double score = speed * static_cast<double>(rows) / static_cast<double>(rounds * threads * band);
+        if (score > best_score + 1e-9) {
+            best = r;
+            best_score = score;
+        }
+    }
+    return best;
+}
 }  // namespace
 
-uint32_t matmul_tile_rows(const vk::Context& ctx) {
-    // One decode workgroup's band (which prefill's bands of kCpuRows divide).
-    return ctx.info().type == DeviceType::Cpu ? kCpuLanes * kCpuRows : 1;
+uint32_t matmul_tile_rows(const vk::Context& ctx, uint64_t rows) {
+    // One decode workgroup's band, so that each workgroup streams through whole tiles (bands of half
+    // a tile read 4 KiB pieces 8 KiB apart, which the prefetchers do not follow: 110M Q8_0 decode
+    // ran at 36 instead of 56 tok/s). Prefill's bands of kCpuRows rows divide it.
+    if (ctx.info().type != DeviceType::Cpu) return 1;
+    return kCpuLanes * decode_rows_for(rows, cpu_driver_threads());
 }
 
 MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, vk::BufferRange x,
@@ -53,10 +89,13 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         // many weight rows. Prefill lanes own 2 tokens each, so one weight unpack serves both:
         // +17-35 % over 1; 4 is no better.
         group_ = kCpuLanes;
-        decode_rows_ = prefill_rows_ = kCpuRows;
+        prefill_rows_ = kCpuRows;
+        // Each decode workgroup walks one weight tile (see matmul_tile_rows); row-major weights
+        // (tiles of 1 row, as on GPUs) take the default band.
+        decode_rows_ = w.tile_rows > 1 ? w.tile_rows / group_ : kCpuRows;
         prefill_tokens_per_lane_ = 2;
         // A workgroup's band of rows must lie in one weight tile (shaders/matmul.comp, dot_rows).
-        if (w.tile_rows != 1 && (w.tile_rows % (group_ * decode_rows_) != 0 || w.tile_rows % prefill_rows_ != 0))
+        if (w.tile_rows != 1 && (w.tile_rows % group_ != 0 || decode_rows_ > kCpuRows || w.tile_rows % prefill_rows_ != 0))
             throw Error(ErrorCode::Internal, "weight tiles of " + std::to_string(w.tile_rows) +
                                                  " rows do not fit the matmul's row bands");
         decode_spec = {group_, decode_rows_, 1, 1, 0, 0, 1};

@@ -20,8 +20,10 @@ struct MatmulShape {
 };
 
 // Rows per weight tile (DeviceWeight::tile_rows, see shaders/weights.glsl) that the matmul kernel
-// wants on this device: CPU drivers stream a tile per workgroup, GPUs read rows whole (1).
-uint32_t matmul_tile_rows(const vk::Context& ctx);
+// wants for a matrix of `rows` rows on this device: CPU drivers stream one tile per decode
+// workgroup (64 to 256 rows, sized so that the driver's threads share the work evenly), GPUs read
+// rows whole (1).
+uint32_t matmul_tile_rows(const vk::Context& ctx, uint64_t rows);
 
 // One call site of a matmul: binds its buffers once (descriptor sets built at model load) and
 // records a dispatch per weight part each step.

@@ -507,11 +507,14 @@ VkFormat texel_format(BindingKind k) {
         case BindingKind::TexelFloat: return VK_FORMAT_R32_SFLOAT;
         case BindingKind::TexelFloat4: return VK_FORMAT_R32G32B32A32_SFLOAT;
         case BindingKind::TexelUint4: return VK_FORMAT_R32G32B32A32_UINT;
+        case BindingKind::TexelUint: return VK_FORMAT_R32_UINT;
         case BindingKind::Storage: break;
     }
     return VK_FORMAT_UNDEFINED;
 }
-VkDeviceSize texel_bytes(BindingKind k) { return k == BindingKind::TexelFloat ? 4 : 16; }
+VkDeviceSize texel_bytes(BindingKind k) {
+    return k == BindingKind::TexelFloat || k == BindingKind::TexelUint ? 4 : 16;
+}
 }  // namespace
 
 const Kernel& Context::kernel(shaders::ShaderId shader, std::vector<BindingKind> kinds, uint32_t push_bytes,
