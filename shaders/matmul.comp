@@ -69,19 +69,6 @@ shared float inv_rms_shared[TOKENS];
 
 uint x_row(uint t) { return ((pc.flags & 2u) != 0u) ? rowmap[t] : t; }
 
-float inv_rms(uint t) {
-    uint base = x_row(t) * pc.x_stride;
-    float ss = 0.0;
-    uint k = 0;
-    if (VEC4_INPUT)
-        for (; k + 4u <= pc.K; k += 4u) {
-            vec4 v = x4((base + k) / 4u);
-            ss += dot(v, v);
-        }
-    for (; k < pc.K; ++k) ss += x(base + k) * x(base + k);
-    return inversesqrt(ss / float(pc.K) + pc.eps);
-}
-
 // Input element k of token t, prologue applied (s = that token's RMS scale, NORM only).
 float input_at(uint base, uint k, float s) {
 #if defined(INPUT_NORM)
@@ -129,6 +116,32 @@ vec4 group_input4(uint base, uint k, float s) {
 #endif
 }
 
+#if defined(INPUT_NORM)
+// RMSNorm on the CPU layouts: x itself and the norm weight, for the group loop, which gathers the
+// sum of squares on the way and scales the row sums by rsqrt(mean + eps) at the end (the scale is
+// the same for every k), instead of a separate pass over x per workgroup before the rows.
+float x_masked(uint base, uint k) {
+    const float e = x(base + min(k, pc.K - 1u));
+    return k < pc.K ? e : 0.0;
+}
+vec4 group_x4(uint base, uint k) {
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+    if (VEC4_INPUT) return x4((base + k) / 4u);  // quantized rows are whole groups
+#else
+    if (VEC4_INPUT) {
+        const vec4 v = x4((base + min(k, pc.K - 4u)) / 4u);
+        return k < pc.K ? v : vec4(0.0);
+    }
+#endif
+    return vec4(x_masked(base, k), x_masked(base, k + 1u), x_masked(base, k + 2u), x_masked(base, k + 3u));
+}
+vec4 group_norm4(uint k) {  // any finite value past K (x is 0 there)
+    if (VEC4_INPUT) return norm_w4(min(k, pc.K - 4u) / 4u);
+    return vec4(norm_w(min(k, pc.K - 1u)), norm_w(min(k + 1u, pc.K - 1u)), norm_w(min(k + 2u, pc.K - 1u)),
+                norm_w(min(k + 3u, pc.K - 1u)));
+}
+#endif
+
 void store(uint row, uint t, float v) {
     uint o = t * pc.y_stride + pc.y_offset + row;
     y[o] = ((pc.flags & 1u) != 0u) ? y[o] + v : v;
@@ -137,13 +150,14 @@ void store(uint row, uint t, float v) {
 // Per-lane state of the CPU layouts, as globals: arrays sized by specialization constants cannot
 // be passed to functions (SPIR-V would copy between array types that do not match logically).
 uint lane_xb[LT];     // first input element of each of the lane's tokens
-float lane_s[LT];     // their RMS scale (INPUT_NORM), else 1
+float lane_ss[LT];    // sum of their squares (INPUT_NORM)
 float lane_acc[LT * ROWS];
 
 // lane_acc[j * ROWS + r] = sum_k W[row0 + r * rstep][k] * in(token j, k) for the CPU layouts
 // (rows past N are clamped, their sums never stored). One scale fetch per row and group, each
 // unpacked unit serving all LT tokens, raw values against the input with the zero point taken
-// off once per group (sum(raw * in) - WZERO * sum(in), see weights.glsl).
+// off once per group (sum(raw * in) - WZERO * sum(in), see weights.glsl). INPUT_NORM: the sums
+// are of x * norm_w; the caller applies each token's RMS scale (lane_ss).
 void dot_rows(uint row0, uint rstep) {
     uint first_unit[ROWS];
     for (uint r = 0; r < ROWS; ++r)
@@ -151,6 +165,7 @@ void dot_rows(uint row0, uint rstep) {
     // The band lies in one tile (the host checks tile_rows), so its rows share one group stride.
     const uint stride = row_walk(min(row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows).stride;
     for (uint i = 0; i < LT * ROWS; ++i) lane_acc[i] = 0.0;
+    for (uint j = 0; j < LT; ++j) lane_ss[j] = 0.0;
     const uint groups = (pc.K + EPG - 1u) / EPG;
     for (uint g = 0; g < groups; ++g) {
         vec4 in_v[LT][VPG];
@@ -158,7 +173,13 @@ void dot_rows(uint row0, uint rstep) {
         for (uint j = 0; j < LT; ++j) {
             vec4 sum = vec4(0.0);
             for (uint v = 0; v < VPG; ++v) {
-                in_v[j][v] = group_input4(lane_xb[j], g * EPG + 4u * v, lane_s[j]);
+#if defined(INPUT_NORM)
+                const vec4 xv = group_x4(lane_xb[j], g * EPG + 4u * v);
+                lane_ss[j] += dot(xv, xv);
+                in_v[j][v] = xv * group_norm4(g * EPG + 4u * v);
+#else
+                in_v[j][v] = group_input4(lane_xb[j], g * EPG + 4u * v, 1.0);
+#endif
                 sum += in_v[j][v];
             }
             zero[j] = WZERO * dot(sum, vec4(1.0));
@@ -197,12 +218,14 @@ void main() {
             t[j] = LANE_PER_ROW ? gl_WorkGroupID.y : (gl_WorkGroupID.y * LT + j) * wg + tid;
             const uint tc = min(t[j], pc.T - 1u);  // lanes past the last token compute a copy, never stored
             lane_xb[j] = x_row(tc) * pc.x_stride;
-            lane_s[j] = 1.0;
-#ifdef INPUT_NORM
-            lane_s[j] = inv_rms(tc);
-#endif
         }
         dot_rows(row0, rstep);
+#if defined(INPUT_NORM)
+        for (uint j = 0; j < LT; ++j) {
+            const float s = inversesqrt(lane_ss[j] / float(pc.K) + pc.eps);
+            for (uint r = 0; r < ROWS; ++r) lane_acc[j * ROWS + r] *= s;
+        }
+#endif
         for (uint j = 0; j < LT; ++j)
             if (t[j] < pc.T)
                 for (uint r = 0; r < ROWS; ++r)
