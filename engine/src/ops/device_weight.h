@@ -14,7 +14,7 @@ struct DeviceWeight {
     const WeightFormat* format = nullptr;
     uint64_t rows = 0, cols = 0;
     uint64_t row_units = 0;  // 16-byte units per row (see shaders/weights.glsl)
-    uint32_t tile_rows = 1;  // device layout: rows per tile (matmul_tile_rows); parts start at tiles
+    uint32_t tile_rows = 1;  // device layout: rows per tile (matmul_tile_rows); each part is tiled on its own
     struct Part {
         vk::BufferRange values, scales;
         uint64_t first_row = 0, rows = 0;
