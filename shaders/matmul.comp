@@ -160,10 +160,19 @@ float lane_acc[LT * ROWS];
 // are of x * norm_w; the caller applies each token's RMS scale (lane_ss).
 void dot_rows(uint row0, uint rstep) {
     uint first_unit[ROWS];
-    for (uint r = 0; r < ROWS; ++r)
-        first_unit[r] = row_walk(min(row0 + r * rstep, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows).first;
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+    uint first_scale[ROWS];
+#endif
+    for (uint r = 0; r < ROWS; ++r) {
+        const RowWalk walk = row_walk(min(row0 + r * rstep, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
+        first_unit[r] = walk.first;
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+        first_scale[r] = walk.scale_first;
+#endif
+    }
     // The band lies in one tile (the host checks tile_rows), so its rows share one group stride.
-    const uint stride = row_walk(min(row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows).stride;
+    const RowWalk walk0 = row_walk(min(row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
+    const uint stride = walk0.stride;
     for (uint i = 0; i < LT * ROWS; ++i) lane_acc[i] = 0.0;
     for (uint j = 0; j < LT; ++j) lane_ss[j] = 0.0;
     const uint groups = (pc.K + EPG - 1u) / EPG;
@@ -195,7 +204,7 @@ void dot_rows(uint row0, uint rstep) {
                     for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
             }
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
-            const float d = unit_scale(first);
+            const float d = texelFetch(weight_scales, int(first_scale[r] + g * walk0.scale_stride)).x;
             for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS + r] += (a[j] - zero[j]) * d;
 #else
             for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS + r] += a[j];
@@ -271,7 +280,7 @@ void main() {
     for (uint u = tid; u < full_units; u += wg) {
         for (uint r = 0; r < ROWS; ++r) {
             vec4 w[VPU];
-            float d = load_unit(unit_at(walk[r], u), w);
+            float d = load_unit(walk[r], u, w);
             for (uint t = 0; t < TOKENS; ++t) {
                 if (t < nt) {
                     float a = 0.0;

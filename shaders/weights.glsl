@@ -3,7 +3,8 @@
 // memory transaction on GPUs, and on lavapipe one straight-line gather for the whole SIMD group (a
 // storage-buffer load there is a per-lane loop with a bounds branch per component, about 3x
 // slower; see BindingKind in engine/src/vulkan/context.h):
-//   binding 0 (R32G32B32A32_UINT texels) = the values; binding 1 (R32_SFLOAT texels) = per-group scales
+//   binding 0 (R32G32B32A32_UINT texels) = the values; binding 1 (R32_SFLOAT texels) = per-group
+//   scales: their own array in row-major weights, else a float view of the values buffer itself
 //   F32  : 4 floats per unit
 //   F16  : 8 halves per unit
 //   Q8_0 : 16 bytes per unit (half a block), element order, stored as q + 128 (unsigned)
@@ -14,12 +15,15 @@
 // saves its subtraction per element.
 //
 // Layout: rows of whole groups (GPS units sharing one scale; float rows are zero-padded to whole
-// groups) stored in tiles of `tile_rows` rows (a part's last tile may be shorter): inside a tile,
-// group 0 of every row, row after row, then group 1 of every row, and so on; scales follow the
-// same order, one per group. tile_rows = 1 is plain row-major (GPUs, whose lanes split a row). On
-// CPU drivers a workgroup walks a whole tile, group by group: its weight reads form one sequential
-// stream instead of one stream per row, which the CPU's prefetchers cannot follow past a few dozen
-// (110M Q8_0 LM head on lavapipe: 8.6 -> 13 GB/s).
+// groups). tile_rows = 1: plain row-major, scales in their own array (GPUs, whose lanes split a
+// row). Otherwise (CPU drivers; tile_rows a multiple of 8) rows are stored in tiles of tile_rows
+// rows (a part's last tile may be shorter): inside a tile, group 0 of every row, then group 1 of
+// every row, and so on; within a group, rows come in octets of 8 (the last may be shorter), each
+// octet's units followed by its 8 scales (two texels; quantized types only). A workgroup walks a
+// whole tile, group by group, so its weight reads — scales included — form one sequential stream
+// instead of one stream per row, which the CPU's prefetchers cannot follow past a few dozen (110M
+// Q8_0 LM head on lavapipe: 8.6 -> 13 GB/s), and scales in their own array were a second stream
+// that the gathers missed (GEMV over a 110 MB matrix: 8.2 -> 7.2 ms).
 //
 // Adding a type = one branch here + one row in the engine's weight-format table + its variants in
 // shaders/manifest.txt.
@@ -52,14 +56,30 @@ layout(binding = 1) uniform samplerBuffer weight_scales;
 #define EPG (EPU * GPS)  // elements per group
 #define VPG (VPU * GPS)  // vec4s per group
 
-// Where a row's units are: unit u of the row is unit_at(walk, u).
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+uint octet_scale_texels(uint rows) { return (rows + 3u) / 4u; }
+#else
+uint octet_scale_texels(uint rows) { return 0u; }
+#endif
+
+// Where a row's units and scales are: unit u of the row is unit_at(walk, u), the scale of its
+// group g is at float index walk.scale_first + g * walk.scale_stride of the scales view.
 struct RowWalk {
-    uint first;   // unit index of the row's unit 0
-    uint stride;  // units from one group of the row to its next
+    uint first;         // unit index of the row's unit 0
+    uint stride;        // units from one group of the row to its next
+    uint scale_first;   // float index of the row's group-0 scale
+    uint scale_stride;  // floats from one group's scale to the next
 };
 RowWalk row_walk(uint row, uint rows, uint row_units, uint tile_rows) {
-    const uint t0 = row - row % tile_rows;
-    return RowWalk(t0 * row_units + (row - t0) * GPS, min(tile_rows, rows - t0) * GPS);
+    if (tile_rows == 1u) return RowWalk(row * row_units, GPS, row * (row_units / GPS), 1u);
+    const uint t0 = row - row % tile_rows, n = min(tile_rows, rows - t0), rr = row - t0;
+    const uint full = 8u * GPS + octet_scale_texels(8u);  // texels per whole octet and group
+    const uint tail = n % 8u;
+    const uint stride = (n / 8u) * full + (tail != 0u ? tail * GPS + octet_scale_texels(tail) : 0u);
+    const uint octet_rows = min(8u, n - (rr / 8u) * 8u);
+    // Every earlier tile is whole: tile_rows / 8 octets per group.
+    const uint octet = (t0 / tile_rows) * (row_units / GPS) * (tile_rows / 8u) * full + (rr / 8u) * full;
+    return RowWalk(octet + (rr % 8u) * GPS, stride, (octet + octet_rows * GPS) * 4u + rr % 8u, stride * 4u);
 }
 uint unit_at(RowWalk walk, uint u) { return walk.first + (u / GPS) * walk.stride + u % GPS; }
 
@@ -87,29 +107,28 @@ void load_values(uint i, out vec4 w[VPU]) {
 #endif
 }
 
-// The scale of unit `i` (1 for float types): the groups are whole and aligned, so the scale
-// index is the unit index / GPS.
-float unit_scale(uint i) {
+// The scale of group g of the row at `walk` (1 for float types).
+float group_scale(RowWalk walk, uint g) {
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
-    return texelFetch(weight_scales, int(i / GPS)).x;
+    return texelFetch(weight_scales, int(walk.scale_first + g * walk.scale_stride)).x;
 #else
     return 1.0;
 #endif
 }
 
-// Unit `i` with its zero point applied, and its scale: value = w * scale.
-float load_unit(uint i, out vec4 w[VPU]) {
-    load_values(i, w);
+// Unit u of the row at `walk` with its zero point applied, and its scale: value = w * scale.
+float load_unit(RowWalk walk, uint u, out vec4 w[VPU]) {
+    load_values(unit_at(walk, u), w);
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
     for (uint v = 0; v < VPU; ++v) w[v] -= WZERO;
 #endif
-    return unit_scale(i);
+    return group_scale(walk, u / GPS);
 }
 
 // One element: element e of the row at `walk`.
 float load1(RowWalk walk, uint e) {
     vec4 w[VPU];
-    float d = load_unit(unit_at(walk, e / EPU), w);
+    float d = load_unit(walk, e / EPU, w);
     uint k = e % EPU;
     return w[k / 4u][k % 4u] * d;
 }

@@ -207,7 +207,10 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
     const uint64_t groups_per_row = r.row_units / fmt.group_units;
     const uint64_t texels = ctx_.limits().maxTexelBufferElements;
     uint64_t rows_per_part = std::min(texels / std::max<uint64_t>(r.row_units, 1), rows);
-    if (!r.scales.empty()) rows_per_part = std::min(rows_per_part, texels / std::max<uint64_t>(groups_per_row, 1));
+    if (!r.scales.empty() && w.tile_rows == 1)  // scales in their own array
+        rows_per_part = std::min(rows_per_part, texels / std::max<uint64_t>(groups_per_row, 1));
+    if (!r.scales.empty() && w.tile_rows > 1)  // scales inline, read through a float view of the values
+        rows_per_part = std::min(rows_per_part, texels / 4 / (r.row_units + groups_per_row));
     if (rows_per_part == 0)
         throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " cannot be split for the device's binding range");
     for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_part) {

@@ -219,17 +219,35 @@ Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint
     const bool scaled = !r.scales.empty();
     Repacked out;
     out.row_units = r.row_units;
-    out.values.resize(rows * r.row_units * 4);
-    if (scaled) out.scales.resize(rows * groups);
+    auto group = [&](uint64_t row, uint64_t g) { return r.values.begin() + static_cast<std::ptrdiff_t>((row * groups + g) * group_words); };
+    if (tile_rows == 1) {  // row-major, scales in their own array
+        out.values.assign(group(first_row, 0), group(first_row + rows, 0));
+        if (scaled)
+            out.scales.assign(r.scales.begin() + static_cast<std::ptrdiff_t>(first_row * groups),
+                              r.scales.begin() + static_cast<std::ptrdiff_t>((first_row + rows) * groups));
+        return out;
+    }
+    if (tile_rows % 8 != 0) throw Error(ErrorCode::Internal, "weight tiles must be whole octets of rows");
+    // Per tile and group: octets of 8 rows (the tile's last may be shorter), each octet's groups
+    // followed by its scales padded to whole 16-byte texels (shaders/weights.glsl, row_walk).
+    out.values.reserve(rows * r.row_units * 4 + (scaled ? (rows + 7) / 8 * groups * 8 : 0));
     for (uint64_t t0 = 0; t0 < rows; t0 += tile_rows) {
         const uint64_t n = std::min(tile_rows, rows - t0);
         for (uint64_t g = 0; g < groups; ++g)
-            for (uint64_t i = 0; i < n; ++i) {
-                const uint64_t src_group = (first_row + t0 + i) * groups + g;  // row-major
-                const uint64_t dst_group = t0 * groups + g * n + i;             // tiled
-                std::memcpy(&out.values[dst_group * group_words], &r.values[src_group * group_words],
-                            group_words * 4);
-                if (scaled) out.scales[dst_group] = r.scales[src_group];
+            for (uint64_t o = 0; o < n; o += 8) {
+                const uint64_t m = std::min<uint64_t>(8, n - o);
+                for (uint64_t i = 0; i < m; ++i) {
+                    auto src = group(first_row + t0 + o + i, g);
+                    out.values.insert(out.values.end(), src, src + static_cast<std::ptrdiff_t>(group_words));
+                }
+                if (!scaled) continue;
+                const uint64_t words = (m + 3) / 4 * 4;
+                for (uint64_t i = 0; i < words; ++i) {
+                    float v = i < m ? r.scales[(first_row + t0 + o + i) * groups + g] : 0.0f;
+                    uint32_t bits;
+                    std::memcpy(&bits, &v, 4);
+                    out.values.push_back(bits);
+                }
             }
     }
     return out;
