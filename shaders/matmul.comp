@@ -96,20 +96,30 @@ vec4 input4(uint base, uint k, float s) {
                 input_at(base, k + 3u, s));
 }
 
-// input4 for the CPU layouts' groups: float rows may end inside their last group, whose weights
-// are zero-padded, so the input is masked to 0 past K (it may hold anything there, even NaNs).
-// A clamped fetch and a select rather than a branch: lavapipe runs both sides of a branch.
-vec4 group_input4(uint base, uint k, float s) {
+// x itself at k (no prologue): one vec4 texel when rows allow, else four floats.
+vec4 x4_at(uint base, uint k) {
+    if (VEC4_INPUT) return x4((base + k) / 4u);
+    return vec4(x(base + k), x(base + k + 1u), x(base + k + 2u), x(base + k + 3u));
+}
+
+// The input vec4 at k for the CPU layouts' groups: the prologue applied, or (raw) x itself —
+// INPUT_NORM takes x raw and dot_rows applies the norm. Float rows may end inside their last
+// group, whose weights are zero-padded, so the input is masked to 0 past K (it may hold anything
+// there, even NaNs), by a clamped fetch and a select rather than a branch: lavapipe runs both
+// sides of a branch. `raw` is a constant at every call, so each call compiles one path.
+vec4 group_input4(uint base, uint k, bool raw) {
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
-    return input4(base, k, s);  // quantized rows are whole groups (checked on load)
+    return raw ? x4_at(base, k) : input4(base, k, 1.0);  // quantized rows are whole groups (checked on load)
 #else
     if (VEC4_INPUT) {  // K is a multiple of 4
-        const vec4 v = input4(base, min(k, pc.K - 4u), s);
+        const uint kc = min(k, pc.K - 4u);
+        const vec4 v = raw ? x4((base + kc) / 4u) : input4(base, kc, 1.0);
         return k < pc.K ? v : vec4(0.0);
     }
     vec4 v;
     for (uint c = 0; c < 4u; ++c) {
-        const float e = input_at(base, min(k + c, pc.K - 1u), s);
+        const uint kc = min(k + c, pc.K - 1u);
+        const float e = raw ? x(base + kc) : input_at(base, kc, 1.0);
         v[c] = k + c < pc.K ? e : 0.0;
     }
     return v;
@@ -117,25 +127,10 @@ vec4 group_input4(uint base, uint k, float s) {
 }
 
 #if defined(INPUT_NORM)
-// RMSNorm on the CPU layouts: x itself and the norm weight, for the group loop, which gathers the
-// sum of squares on the way and scales the row sums by rsqrt(mean + eps) at the end (the scale is
-// the same for every k), instead of a separate pass over x per workgroup before the rows.
-float x_masked(uint base, uint k) {
-    const float e = x(base + min(k, pc.K - 1u));
-    return k < pc.K ? e : 0.0;
-}
-vec4 group_x4(uint base, uint k) {
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
-    if (VEC4_INPUT) return x4((base + k) / 4u);  // quantized rows are whole groups
-#else
-    if (VEC4_INPUT) {
-        const vec4 v = x4((base + min(k, pc.K - 4u)) / 4u);
-        return k < pc.K ? v : vec4(0.0);
-    }
-#endif
-    return vec4(x_masked(base, k), x_masked(base, k + 1u), x_masked(base, k + 2u), x_masked(base, k + 3u));
-}
-vec4 group_norm4(uint k) {  // any finite value past K (x is 0 there)
+// The norm weight at k for the CPU layouts' groups (RMSNorm is applied in dot_rows: the sum of
+// squares is gathered in the group loop and the row sums scaled by rsqrt(mean + eps) at the end,
+// the scale being the same for every k). Past K any finite value will do: x is 0 there.
+vec4 group_norm4(uint k) {
     if (VEC4_INPUT) return norm_w4(min(k, pc.K - 4u) / 4u);
     return vec4(norm_w(min(k, pc.K - 1u)), norm_w(min(k + 1u, pc.K - 1u)), norm_w(min(k + 2u, pc.K - 1u)),
                 norm_w(min(k + 3u, pc.K - 1u)));
@@ -183,11 +178,11 @@ void dot_rows(uint row0, uint rstep) {
             vec4 sum = vec4(0.0);
             for (uint v = 0; v < VPG; ++v) {
 #if defined(INPUT_NORM)
-                const vec4 xv = group_x4(lane_xb[j], g * EPG + 4u * v);
+                const vec4 xv = group_input4(lane_xb[j], g * EPG + 4u * v, true);
                 lane_ss[j] += dot(xv, xv);
                 in_v[j][v] = xv * group_norm4(g * EPG + 4u * v);
 #else
-                in_v[j][v] = group_input4(lane_xb[j], g * EPG + 4u * v, 1.0);
+                in_v[j][v] = group_input4(lane_xb[j], g * EPG + 4u * v, false);
 #endif
                 sum += in_v[j][v];
             }
