@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAPE:TYPE]... [options]
-  --synthetic S:T   random-weight model, S = tiny | 110m | tinyllama, T = f32 | f16 | q8_0 | q4_0
+  --synthetic S:T   random-weight model, S = tiny | 110m | tinyllama | 7b, T = f32 | f16 | q8_0 | q4_0
   -p N              prefill tokens (default 128; 0 = skip)
   -n N              decode tokens (default 128; 0 = skip)
   -r N              repetitions (default 3, after one warm-up)

@@ -16,7 +16,8 @@ struct SyntheticShape {
 };
 
 // "tiny" (stories260K-like), "110m" (768/12 layers/12 heads/FFN 2048/vocab 32000),
-// "tinyllama" (2048/22 layers/32 heads/4 KV heads/FFN 5632/vocab 32000).
+// "tinyllama" (2048/22 layers/32 heads/4 KV heads/FFN 5632/vocab 32000),
+// "7b" (Llama 2 7B: 4096/32 layers/32 heads/FFN 11008/vocab 32000; for GPUs).
 // Throws Error(InvalidArgument) for other names.
 SyntheticShape synthetic_shape(const std::string& name);
 

@@ -1,6 +1,11 @@
 #include "lantern/synthetic.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "lantern/error.h"
 #include "lantern/gguf.h"
@@ -22,7 +27,12 @@ SyntheticShape synthetic_shape(const std::string& name) {
         s.tied_output = false;
         return s;
     }
-    throw Error(ErrorCode::InvalidArgument, "unknown synthetic shape \"" + name + "\" (tiny, 110m, tinyllama)");
+    if (name == "7b") {  // Llama 2 7B: the size where a GPU's decode is bound by memory, not launches
+        s.dim = 4096, s.n_layers = 32, s.n_heads = 32, s.n_kv_heads = 32, s.ffn_dim = 11008, s.vocab = 32000;
+        s.tied_output = false;
+        return s;
+    }
+    throw Error(ErrorCode::InvalidArgument, "unknown synthetic shape \"" + name + "\" (tiny, 110m, tinyllama, 7b)");
 }
 
 void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab) {
@@ -59,12 +69,6 @@ void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab) {
 }
 
 void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::string& path, uint64_t seed) {
-    Rng rng(seed);
-    // Box-Muller normal samples from our own PRNG: the same file on every machine.
-    auto normal = [&]() {
-        double u1 = std::max(rng.next_double(), 1e-300), u2 = rng.next_double();
-        return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
-    };
     GgufWriter w;
     w.set_string("general.architecture", "llama");
     w.set_string("general.name", "synthetic-" + s.name);
@@ -80,15 +84,16 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
 
     add_synthetic_vocabulary(w, s.vocab);
 
+    struct Tensor {
+        std::string name;
+        uint32_t rows, cols;  // cols == 0: a norm vector of `rows` ones
+        std::vector<uint8_t> data;
+    };
+    std::vector<Tensor> tensors;
     auto matrix = [&](const std::string& name, uint32_t rows, uint32_t cols) {
-        std::vector<float> v(static_cast<size_t>(rows) * cols);
-        for (auto& x : v) x = 0.02f * normal();
-        w.add_tensor(name, {cols, rows}, type, ops::quantize(type, v, cols));
+        tensors.push_back({name, rows, cols, {}});
     };
-    auto norm = [&](const std::string& name, uint32_t n) {
-        std::vector<float> v(n, 1.0f);
-        w.add_tensor(name, {n}, 0, ops::quantize(0, v, n));
-    };
+    auto norm = [&](const std::string& name, uint32_t n) { tensors.push_back({name, n, 0, {}}); };
     const uint32_t kv = s.dim / s.n_heads * s.n_kv_heads;
     matrix("token_embd.weight", s.vocab, s.dim);
     norm("output_norm.weight", s.dim);
@@ -104,6 +109,53 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
         matrix(p + "ffn_gate.weight", s.ffn_dim, s.dim);
         matrix(p + "ffn_up.weight", s.ffn_dim, s.dim);
         matrix(p + "ffn_down.weight", s.dim, s.ffn_dim);
+    }
+
+    // Each tensor draws from its own stream (seed, index), so tensors are made in parallel and the
+    // file is still the same on every machine and for any thread count (a 7B shape is 7e9 samples).
+    auto fill = [&](size_t i) {
+        Tensor& t = tensors[i];
+        if (t.cols == 0) {
+            t.data = ops::quantize(0, std::vector<float>(t.rows, 1.0f), t.rows);
+            return;
+        }
+        Rng rng(seed * 0x9E3779B97F4A7C15ull + i);
+        std::vector<float> v(static_cast<size_t>(t.rows) * t.cols);
+        // Box-Muller from our own PRNG; both outputs of each pair are used.
+        for (size_t k = 0; k < v.size(); k += 2) {
+            double u1 = std::max(rng.next_double(), 1e-300), u2 = rng.next_double();
+            double r = 0.02 * std::sqrt(-2.0 * std::log(u1)), a = 6.283185307179586 * u2;
+            v[k] = static_cast<float>(r * std::cos(a));
+            if (k + 1 < v.size()) v[k + 1] = static_cast<float>(r * std::sin(a));
+        }
+        t.data = ops::quantize(type, v, t.cols);
+    };
+    std::atomic<size_t> next{0};
+    std::mutex failed_mutex;
+    std::exception_ptr failed;
+    auto worker = [&]() {
+        for (size_t i; (i = next.fetch_add(1)) < tensors.size();) {
+            try {
+                fill(i);
+            } catch (...) {
+                std::lock_guard lock(failed_mutex);
+                if (!failed) failed = std::current_exception();
+                next = tensors.size();
+            }
+        }
+    };
+    const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+    std::vector<std::thread> threads;
+    for (unsigned t = 1; t < n_threads; ++t) threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads) t.join();
+    if (failed) std::rethrow_exception(failed);
+
+    for (auto& t : tensors) {
+        if (t.cols == 0)
+            w.add_tensor(t.name, {t.rows}, 0, std::move(t.data));
+        else
+            w.add_tensor(t.name, {t.cols, t.rows}, type, std::move(t.data));
     }
     w.write(path);
 }
