@@ -266,21 +266,35 @@ void main() {
     for (uint t = 0; t < TOKENS; ++t) scale[t] = inv_rms_shared[t];
 #endif
 
-    // Split-K.
+    // Split-K. Each lane loads unit u of all ROWS rows first, then fetches each token's input for
+    // that unit once and applies it to every row: the input is read once per unit instead of once
+    // per row and unit (on an H200 the input fetches, 4x the weight fetches, bound a 7B Q8_0 decode
+    // at ~0.8 TB/s). Raw values with the zero point taken off per unit, as in dot_rows.
     const uint row0 = gl_WorkGroupID.x * ROWS;
     float acc[ROWS * TOKENS];
     for (uint i = 0; i < ROWS * TOKENS; ++i) acc[i] = 0.0;
     RowWalk walk[ROWS];
     for (uint r = 0; r < ROWS; ++r) walk[r] = row_walk(min(row0 + r, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
     for (uint u = tid; u < full_units; u += wg) {
+        vec4 w[ROWS][VPU];
+        float d[ROWS];
         for (uint r = 0; r < ROWS; ++r) {
-            vec4 w[VPU];
-            float d = load_unit(walk[r], u, w);
-            for (uint t = 0; t < TOKENS; ++t) {
-                if (t < nt) {
+            load_values(unit_at(walk[r], u), w[r]);
+            d[r] = group_scale(walk[r], u / GPS);
+        }
+        for (uint t = 0; t < TOKENS; ++t) {
+            if (t < nt) {
+                vec4 in_v[VPU];
+                vec4 sum = vec4(0.0);
+                for (uint v = 0; v < VPU; ++v) {
+                    in_v[v] = input4(xbase[t], u * EPU + 4u * v, scale[t]);
+                    sum += in_v[v];
+                }
+                const float zero = WZERO * dot(sum, vec4(1.0));
+                for (uint r = 0; r < ROWS; ++r) {
                     float a = 0.0;
-                    for (uint v = 0; v < VPU; ++v) a += dot(w[v], input4(xbase[t], u * EPU + 4u * v, scale[t]));
-                    acc[r * TOKENS + t] += a * d;
+                    for (uint v = 0; v < VPU; ++v) a += dot(w[r][v], in_v[v]);
+                    acc[r * TOKENS + t] += (a - zero) * d[r];
                 }
             }
         }

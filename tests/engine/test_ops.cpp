@@ -173,8 +173,9 @@ struct TestWeight {
 
 // tile_rows 0 = the layout the device's matmul wants (ops::matmul_tile_rows).
 std::unique_ptr<TestWeight> make_weight(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols, Rng& rng,
-                                        const std::vector<uint64_t>& part_rows = {}, uint32_t tile_rows = 0) {
-    if (tile_rows == 0) tile_rows = ops::matmul_tile_rows(ctx, rows);
+                                        const std::vector<uint64_t>& part_rows = {}, uint32_t tile_rows = 0,
+                                        ops::MatmulSplit split = ops::MatmulSplit::ForDevice) {
+    if (tile_rows == 0) tile_rows = ops::matmul_tile_rows(ctx, rows, split);
     auto w = std::make_unique<TestWeight>();
     w->format = ops::find_weight_format(type);
     w->rows = rows;
@@ -219,14 +220,21 @@ struct MatmulCase {
     bool accumulate, rowmap;
     uint32_t K, N, T;
     std::vector<uint64_t> parts;  // empty = one part
-    uint32_t tile_rows = 0;       // weight layout; 0 = the device's (ops::matmul_tile_rows)
+    uint32_t tile_rows = 0;       // weight layout; 0 = the one `split` wants (ops::matmul_tile_rows)
+    ops::MatmulSplit split = ops::MatmulSplit::ForDevice;
 };
+
+// The kernel layout this device does not pick by itself: split-K (GPUs) on CPU drivers and lanes
+// owning rows (CPU drivers) on GPUs, so every machine checks both.
+ops::MatmulSplit other_split(const vk::Context& ctx) {
+    return ctx.info().type == DeviceType::Cpu ? ops::MatmulSplit::SplitK : ops::MatmulSplit::LanesOwnRows;
+}
 
 // Runs one matmul on the device and on the CPU; returns "" or what went wrong. `worst` collects
 // the largest NMSE seen.
 std::string run_matmul(const MatmulCase& c, Rng& rng, double* worst, double* worst_abs) {
     auto& ctx = test::context();
-    auto w = make_weight(ctx, c.type, c.N, c.K, rng, c.parts, c.tile_rows);
+    auto w = make_weight(ctx, c.type, c.N, c.K, rng, c.parts, c.tile_rows, c.split);
     const uint32_t in_width = c.input == ops::MatmulInput::Silu ? 2 * c.K : c.K;
     const uint32_t x_stride = in_width + 3;        // rows of x are not packed: the stride matters
     const uint32_t x_rows = c.rowmap ? c.T + 5 : c.T;
@@ -247,7 +255,7 @@ std::string run_matmul(const MatmulCase& c, Rng& rng, double* worst, double* wor
     Guarded yb(ctx, y0.size());
     yb.write(y0.data(), y0.size() * 4);
 
-    ops::MatmulOp op(ctx, w->device, c.input, xb.range(), yb.range(), nb.range(), rb.range());
+    ops::MatmulOp op(ctx, w->device, c.input, xb.range(), yb.range(), nb.range(), rb.range(), c.split);
     if (op.dispatches() != w->device.parts.size()) return "one dispatch per weight part expected";
     ops::MatmulShape s;
     s.tokens = c.T;
@@ -288,7 +296,10 @@ std::string describe(const MatmulCase& c) {
     for (auto p : c.parts) parts += (parts.empty() ? " parts " : "+") + std::to_string(p);
     return std::string(ggml_type_name(c.type)) + " " + input_name(c.input) + (c.accumulate ? " +acc" : "") +
            (c.rowmap ? " +rowmap" : "") + " K=" + std::to_string(c.K) + " N=" + std::to_string(c.N) +
-           " T=" + std::to_string(c.T) + parts + (c.tile_rows ? " tiles of " + std::to_string(c.tile_rows) : "");
+           " T=" + std::to_string(c.T) + parts + (c.tile_rows ? " tiles of " + std::to_string(c.tile_rows) : "") +
+           (c.split == ops::MatmulSplit::SplitK         ? " split-K"
+            : c.split == ops::MatmulSplit::LanesOwnRows ? " lanes own rows"
+                                                        : "");
 }
 
 // ---- attention ----
@@ -407,7 +418,8 @@ private slots:
     // Every input mode x accumulate x rowmap, each over all token counts; K and N cycle through
     // sizes that are not multiples of 8 (float types), of the 512-element k stride of a workgroup,
     // of the 4 rows per workgroup, or of the weight tile (300 rows: a whole tile of 256 and a short
-    // one on CPU drivers). Then the other weight layout: plain rows (tiles of 1, what GPUs use).
+    // one on CPU drivers). Then plain rows (tiles of 1, what GPUs use) in the device's kernels, and
+    // the kernel layout of the other kind of device (other_split).
     void matmul_matches_reference() {
         QFETCH(uint32_t, type);
         const bool quantized = ops::find_weight_format(type)->block_elements > 1;
@@ -432,6 +444,14 @@ private slots:
         for (auto input : {ops::MatmulInput::Plain, ops::MatmulInput::Norm, ops::MatmulInput::Silu})
             for (uint32_t T : {1u, 70u}) {
                 MatmulCase c{type, input, T == 1, false, Ks[cases % Ks.size()], 300, T, {}, 1};
+                auto err = run_matmul(c, rng, &worst, &worst_abs);
+                QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(c) + ": " + err)));
+                ++cases;
+            }
+        for (auto input : {ops::MatmulInput::Plain, ops::MatmulInput::Norm, ops::MatmulInput::Silu})
+            for (uint32_t T : {1u, 9u, 70u}) {
+                MatmulCase c{type, input, T != 9, T == 9, Ks[cases % Ks.size()], Ns[cases % std::size(Ns)], T,
+                             {}, 0, other_split(test::context())};
                 auto err = run_matmul(c, rng, &worst, &worst_abs);
                 QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(c) + ": " + err)));
                 ++cases;

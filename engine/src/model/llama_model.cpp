@@ -240,27 +240,10 @@ void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint3
     }
 }
 
-void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool profile, StepProfile* prof,
-                         AttentionSnapshot* capture) {
-    const auto t_start = std::chrono::steady_clock::now();
+// Records one step of T tokens with S logit rows (see forward).
+void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool timing, int32_t capture_layer,
+                             int32_t capture_token) {
     const auto& m = info_;
-    const uint32_t T = static_cast<uint32_t>(in.tokens.size());
-    const uint32_t S = static_cast<uint32_t>(in.logit_rows.size());
-    if (T == 0 || T > limits_.max_step_tokens || S > limits_.max_logit_rows || in.info.size() != T)
-        throw Error(ErrorCode::InvalidArgument, "step of " + std::to_string(T) + " tokens / " + std::to_string(S) +
-                                                    " logit rows is outside the engine's limits");
-    if (in.tables.size() * 4 > tables_.size) throw Error(ErrorCode::InvalidArgument, "block tables too large");
-    for (int32_t tok : in.tokens)
-        if (tok < 0 || static_cast<uint32_t>(tok) >= m.vocab)
-            throw Error(ErrorCode::InvalidArgument, "token id " + std::to_string(tok) + " is outside the vocabulary");
-
-    ctx_.upload(tokens_, 0, in.tokens.data(), 4ull * T);
-    ctx_.upload(tok_info_, 0, in.info.data(), 16ull * T);
-    if (!in.tables.empty()) ctx_.upload(tables_, 0, in.tables.data(), 4 * in.tables.size());
-    if (S) ctx_.upload(rowmap_, 0, in.logit_rows.data(), 4ull * S);
-
-    const bool timing = profile && ctx_.timestamps_supported();
-    VkCommandBuffer cmd = ctx_.begin();
     if (timing) ctx_.begin_timing(cmd);
     auto mark = [&](uint32_t label) {
         if (timing) ctx_.mark(cmd, label);
@@ -278,8 +261,6 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
             ops[i].record(cmd, s);
         }
     };
-    int32_t capture_token = -1;
-    if (capture && in.capture_layer >= 0 && S > 0) capture_token = static_cast<int32_t>(in.logit_rows.back());
 
     embed_op_.record(cmd, T);
     mark(kEmbed);
@@ -293,7 +274,7 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
         L.rope.record(cmd, T);
         mark(kRope);
         ctx_.barrier(cmd);
-        L.attention.record(cmd, T, static_cast<int32_t>(l) == in.capture_layer ? capture_token : -1,
+        L.attention.record(cmd, T, static_cast<int32_t>(l) == capture_layer ? capture_token : -1,
                            limits_.context_length);
         mark(kAttention);
         ctx_.barrier(cmd);
@@ -320,8 +301,59 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
         mark(kLmHead);
         ctx_.barrier(cmd);
     }
-    ctx_.submit_and_wait(cmd);
+}
 
+void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool profile, StepProfile* prof,
+                         AttentionSnapshot* capture) {
+    const auto t_start = std::chrono::steady_clock::now();
+    const auto& m = info_;
+    const uint32_t T = static_cast<uint32_t>(in.tokens.size());
+    const uint32_t S = static_cast<uint32_t>(in.logit_rows.size());
+    if (T == 0 || T > limits_.max_step_tokens || S > limits_.max_logit_rows || in.info.size() != T)
+        throw Error(ErrorCode::InvalidArgument, "step of " + std::to_string(T) + " tokens / " + std::to_string(S) +
+                                                    " logit rows is outside the engine's limits");
+    if (in.tables.size() * 4 > tables_.size) throw Error(ErrorCode::InvalidArgument, "block tables too large");
+    for (int32_t tok : in.tokens)
+        if (tok < 0 || static_cast<uint32_t>(tok) >= m.vocab)
+            throw Error(ErrorCode::InvalidArgument, "token id " + std::to_string(tok) + " is outside the vocabulary");
+
+    ctx_.upload(tokens_, 0, in.tokens.data(), 4ull * T);
+    ctx_.upload(tok_info_, 0, in.info.data(), 16ull * T);
+    if (!in.tables.empty()) ctx_.upload(tables_, 0, in.tables.data(), 4 * in.tables.size());
+    if (S) ctx_.upload(rowmap_, 0, in.logit_rows.data(), 4ull * S);
+
+    const bool timing = profile && ctx_.timestamps_supported();
+    int32_t capture_token = -1;
+    if (capture && in.capture_layer >= 0 && S > 0) capture_token = static_cast<int32_t>(in.logit_rows.back());
+    // Every step-dependent value lives in the buffers uploaded above, except the counts T and S
+    // (push constants, grid sizes) and the capture and timing commands: a step like the last one
+    // resubmits its recording.
+    const bool reusable = !timing && capture_token < 0;
+    if (reusable && step_recorded_ && step_tokens_ == T && step_logit_rows_ == S) {
+        ctx_.submit_recorded_and_wait(step_cmd_);
+    } else {
+        VkCommandBuffer cmd;
+        if (reusable) {
+            if (!step_cmd_) step_cmd_ = ctx_.create_reusable_command_buffer();
+            step_recorded_ = false;
+            ctx_.begin_reusable(step_cmd_);
+            cmd = step_cmd_;
+        } else {
+            cmd = ctx_.begin();
+        }
+        record_step(cmd, T, S, timing, in.capture_layer, capture_token);
+        if (reusable) {
+            ctx_.end(cmd);
+            ctx_.submit_recorded_and_wait(cmd);
+            step_recorded_ = true;
+            step_tokens_ = T;
+            step_logit_rows_ = S;
+        } else {
+            ctx_.submit_and_wait(cmd);
+        }
+    }
+
+    logits.resize(static_cast<size_t>(S) * m.vocab);
     logits.resize(static_cast<size_t>(S) * m.vocab);
     if (S) ctx_.download(logits_, 0, logits.data(), logits.size() * 4);
 

@@ -52,6 +52,8 @@ public:
     uint32_t dispatches_per_step() const { return dispatches_; }
 
 private:
+    void record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool timing, int32_t capture_layer,
+                     int32_t capture_token);
     struct Layer {
         const ops::DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
         std::vector<ops::MatmulOp> qkv, o, gate_up, down;
@@ -92,6 +94,11 @@ private:
     std::vector<ops::MatmulOp> lm_head_op_;
     std::vector<Layer> layers_;
     uint32_t dispatches_ = 0;
+    // The last step recorded for resubmission (any step without profiling or attention capture):
+    // its command buffer depends only on the step's token and logit-row counts.
+    VkCommandBuffer step_cmd_ = VK_NULL_HANDLE;
+    bool step_recorded_ = false;
+    uint32_t step_tokens_ = 0, step_logit_rows_ = 0;
 };
 
 }  // namespace lantern::model

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "lantern/error.h"
@@ -53,16 +55,41 @@ uint32_t decode_rows_for(uint64_t rows, uint32_t threads) {
 }
 }  // namespace
 
-uint32_t matmul_tile_rows(const vk::Context& ctx, uint64_t rows) {
+// Split-K on GPUs: {workgroup size, rows per workgroup} for decode. 64 lanes and 4 rows unless
+// LANTERN_SPLITK_DECODE="WG,ROWS" says otherwise — a knob for tuning sweeps on a new GPU
+// (lantern-bench under several settings), not a user setting.
+std::pair<uint32_t, uint32_t> splitk_decode_shape() {
+    static const std::pair<uint32_t, uint32_t> shape = [] {
+        std::pair<uint32_t, uint32_t> s{64, 4};
+        if (const char* env = std::getenv("LANTERN_SPLITK_DECODE")) {
+            unsigned wg = 0, rows = 0;
+            if (std::sscanf(env, "%u,%u", &wg, &rows) == 2 && wg >= 32 && wg <= 1024 && wg % 32 == 0 && rows >= 1 &&
+                rows <= 16)
+                s = {wg, rows};
+            else
+                throw Error(ErrorCode::InvalidArgument,
+                            std::string("LANTERN_SPLITK_DECODE must be \"WG,ROWS\" (WG a multiple of 32 up to 1024, "
+                                        "ROWS 1-16), not \"") + env + "\"");
+        }
+        return s;
+    }();
+    return shape;
+}
+
+bool lanes_own_rows(const vk::Context& ctx, MatmulSplit split) {
+    return split == MatmulSplit::ForDevice ? ctx.info().type == DeviceType::Cpu : split == MatmulSplit::LanesOwnRows;
+}
+
+uint32_t matmul_tile_rows(const vk::Context& ctx, uint64_t rows, MatmulSplit split) {
     // One decode workgroup's band, so that each workgroup streams through whole tiles (bands of half
     // a tile read 4 KiB pieces 8 KiB apart, which the prefetchers do not follow: 110M Q8_0 decode
     // ran at 36 instead of 56 tok/s). Prefill's bands of kCpuRows rows divide it.
-    if (ctx.info().type != DeviceType::Cpu) return 1;
+    if (!lanes_own_rows(ctx, split)) return 1;
     return kCpuLanes * decode_rows_for(rows, cpu_driver_threads());
 }
 
 MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, vk::BufferRange x,
-                   vk::BufferRange y, vk::BufferRange norm_weight, vk::BufferRange rowmap)
+                   vk::BufferRange y, vk::BufferRange norm_weight, vk::BufferRange rowmap, MatmulSplit split)
     : ctx_(&ctx), w_(&w) {
     // The kernel's main loop takes whole groups of units (one scale fetch each, see GPS in
     // shaders/weights.glsl); quantized rows must therefore be whole blocks, as GGUF requires.
@@ -76,7 +103,7 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     // owns whole rows (decode) or a token (prefill), so that one fetch of the input (decode) or of
     // a weight unit (prefill) serves many rows or tokens. GPUs want coalesced weight reads: lanes
     // split the row (split-K).
-    lane_per_row_ = ctx.info().type == DeviceType::Cpu;
+    lane_per_row_ = lanes_own_rows(ctx, split);
     using vk::BindingKind;
     const std::vector<BindingKind> kinds = {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,
                                             BindingKind::Storage,    BindingKind::TexelFloat, BindingKind::Storage,
@@ -88,7 +115,7 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         // kCpuRows rows per lane (decode) or per workgroup (prefill): one input fetch serves that
         // many weight rows. Prefill lanes own 2 tokens each, so one weight unpack serves both:
         // +17-35 % over 1; 4 is no better.
-        group_ = kCpuLanes;
+        group_ = decode_group_ = kCpuLanes;
         prefill_rows_ = kCpuRows;
         // Each decode workgroup walks one weight tile (see matmul_tile_rows); row-major weights
         // (tiles of 1 row, as on GPUs) take the default band.
@@ -98,12 +125,14 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         if (w.tile_rows != 1 && (w.tile_rows % group_ != 0 || decode_rows_ > kCpuRows || w.tile_rows % prefill_rows_ != 0))
             throw Error(ErrorCode::Internal, "weight tiles of " + std::to_string(w.tile_rows) +
                                                  " rows do not fit the matmul's row bands");
-        decode_spec = {group_, decode_rows_, 1, 1, 0, 0, 1};
+        decode_spec = {decode_group_, decode_rows_, 1, 1, 0, 0, 1};
         prefill_spec = {prefill_group_, prefill_rows_, 1, 0, 1, 0, prefill_tokens_per_lane_};
     } else {
+        if (w.tile_rows != 1) throw Error(ErrorCode::Internal, "split-K matmuls read row-major weights (tiles of 1 row)");
+        std::tie(decode_group_, decode_rows_) = splitk_decode_shape();
         group_ = 64;
-        decode_rows_ = prefill_rows_ = 4;
-        decode_spec = {group_, decode_rows_, 1, 0, 0, 0, 1};
+        prefill_rows_ = 4;
+        decode_spec = {decode_group_, decode_rows_, 1, 0, 0, 0, 1};
         prefill_spec = {group_, prefill_rows_, kTokensPerGroup, 0, 0, 0, 1};
     }
     for (uint32_t vec4 = 0; vec4 < 2; ++vec4) {
@@ -139,7 +168,7 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
         const bool two = s.tokens > prefill_group_ && prefill_tokens_per_lane_ > 1;
         uint32_t gx, gy;
         if (one) {
-            uint64_t rows_per_group = decode_rows_ * (lane_per_row_ ? group_ : 1);
+            uint64_t rows_per_group = decode_rows_ * (lane_per_row_ ? decode_group_ : 1);
             gx = static_cast<uint32_t>((part.rows + rows_per_group - 1) / rows_per_group);
             gy = 1;
         } else {

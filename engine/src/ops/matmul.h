@@ -19,11 +19,16 @@ struct MatmulShape {
     float eps = 1e-5f;        // RMSNorm epsilon (Norm input only)
 };
 
+// How a matmul's lanes share the work (shaders/matmul.comp). ForDevice: lanes own whole rows
+// (decode) or tokens (prefill) on CPU drivers, lanes split each row (split-K) on GPUs. Tests
+// force SplitK on lavapipe, so the GPU kernels are checked on every machine.
+enum class MatmulSplit { ForDevice, LanesOwnRows, SplitK };
+
 // Rows per weight tile (DeviceWeight::tile_rows, see shaders/weights.glsl) that the matmul kernel
 // wants for a matrix of `rows` rows on this device: CPU drivers stream one tile per decode
 // workgroup (64 to 256 rows, sized so that the driver's threads share the work evenly), GPUs read
 // rows whole (1).
-uint32_t matmul_tile_rows(const vk::Context& ctx, uint64_t rows);
+uint32_t matmul_tile_rows(const vk::Context& ctx, uint64_t rows, MatmulSplit split = MatmulSplit::ForDevice);
 
 // One call site of a matmul: binds its buffers once (descriptor sets built at model load) and
 // records a dispatch per weight part each step.
@@ -31,7 +36,7 @@ class MatmulOp {
 public:
     MatmulOp() = default;
     MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, vk::BufferRange x, vk::BufferRange y,
-             vk::BufferRange norm_weight, vk::BufferRange rowmap);
+             vk::BufferRange norm_weight, vk::BufferRange rowmap, MatmulSplit split = MatmulSplit::ForDevice);
     void record(VkCommandBuffer cmd, const MatmulShape& shape) const;
     uint32_t dispatches() const { return static_cast<uint32_t>(sets_.size()); }
 
@@ -45,7 +50,7 @@ private:
     // one workgroup of tokens, so short prompts do not leave half the lanes idle).
     const vk::Kernel* prefill_[2][2] = {};  // several tokens per workgroup
     bool lane_per_row_ = false;
-    uint32_t group_ = 64, prefill_group_ = 32, decode_rows_ = 4, prefill_rows_ = 4, prefill_tokens_per_lane_ = 1;  // the long-step choice
+    uint32_t group_ = 64, decode_group_ = 64, prefill_group_ = 32, decode_rows_ = 4, prefill_rows_ = 4, prefill_tokens_per_lane_ = 1;  // the long-step choice
     std::vector<VkDescriptorSet> sets_;
 };
 

@@ -654,7 +654,29 @@ VkCommandBuffer Context::begin() {
 }
 
 void Context::submit_and_wait(VkCommandBuffer cmd) {
-    check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+    end(cmd);
+    submit_recorded_and_wait(cmd);
+}
+
+VkCommandBuffer Context::create_reusable_command_buffer() {
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = cmd_pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    check(vkAllocateCommandBuffers(device_, &ai, &cmd), "vkAllocateCommandBuffers");
+    return cmd;
+}
+
+void Context::begin_reusable(VkCommandBuffer cmd) {
+    check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+}
+
+void Context::end(VkCommandBuffer cmd) { check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer"); }
+
+void Context::submit_recorded_and_wait(VkCommandBuffer cmd) {
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cmd;

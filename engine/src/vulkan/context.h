@@ -111,9 +111,17 @@ public:
     // Descriptor sets live as long as the context (the engine builds them once per model).
     VkDescriptorSet make_set(const Kernel& k, std::span<const BufferRange> buffers);
 
-    // Command buffers.
+    // Command buffers. begin() records into the context's one-time buffer; submit_and_wait ends,
+    // submits and waits for it.
     VkCommandBuffer begin();
     void submit_and_wait(VkCommandBuffer cmd);
+    // A command buffer that keeps its commands, to be submitted again and again: a decode step
+    // records the same 70-200 commands every token (only buffer contents change), which on a GPU
+    // costs as much host time as a small model's whole step. Freed with the context.
+    VkCommandBuffer create_reusable_command_buffer();
+    void begin_reusable(VkCommandBuffer cmd);  // resets it and starts recording
+    void end(VkCommandBuffer cmd);
+    void submit_recorded_and_wait(VkCommandBuffer cmd);  // an ended buffer, as often as wanted
     void dispatch(VkCommandBuffer cmd, const Kernel& k, VkDescriptorSet set, const void* push,
                   uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
     // Full compute->compute (and compute->host) memory barrier: later dispatches see earlier writes.
