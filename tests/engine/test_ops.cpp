@@ -226,7 +226,7 @@ struct MatmulCase {
 
 // The kernel layout this device does not pick by itself: split-K (GPUs) on CPU drivers and lanes
 // owning rows (CPU drivers) on GPUs, so every machine checks both.
-ops::MatmulSplit other_split(const vk::Context& ctx) {
+ops::MatmulSplit other_split_of(const vk::Context& ctx) {
     return ctx.info().type == DeviceType::Cpu ? ops::MatmulSplit::SplitK : ops::MatmulSplit::LanesOwnRows;
 }
 
@@ -255,7 +255,7 @@ std::string run_matmul(const MatmulCase& c, Rng& rng, double* worst, double* wor
     Guarded yb(ctx, y0.size());
     yb.write(y0.data(), y0.size() * 4);
 
-    ops::MatmulOp op(ctx, w->device, c.input, xb.range(), yb.range(), nb.range(), rb.range(), c.split);
+    ops::MatmulOp op(ctx, w->device, c.input, xb.range(), yb.range(), nb.range(), rb.range(), {c.split});
     if (op.dispatches() != w->device.parts.size()) return "one dispatch per weight part expected";
     ops::MatmulShape s;
     s.tokens = c.T;
@@ -419,7 +419,7 @@ private slots:
     // sizes that are not multiples of 8 (float types), of the 512-element k stride of a workgroup,
     // of the 4 rows per workgroup, or of the weight tile (300 rows: a whole tile of 256 and a short
     // one on CPU drivers). Then plain rows (tiles of 1, what GPUs use) in the device's kernels, and
-    // the kernel layout of the other kind of device (other_split).
+    // the kernel layout of the other kind of device (other_split_of).
     void matmul_matches_reference() {
         QFETCH(uint32_t, type);
         const bool quantized = ops::find_weight_format(type)->block_elements > 1;
@@ -451,7 +451,7 @@ private slots:
         for (auto input : {ops::MatmulInput::Plain, ops::MatmulInput::Norm, ops::MatmulInput::Silu})
             for (uint32_t T : {1u, 9u, 70u}) {
                 MatmulCase c{type, input, T != 9, T == 9, Ks[cases % Ks.size()], Ns[cases % std::size(Ns)], T,
-                             {}, 0, other_split(test::context())};
+                             {}, 0, other_split_of(test::context())};
                 auto err = run_matmul(c, rng, &worst, &worst_abs);
                 QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(c) + ": " + err)));
                 ++cases;
@@ -485,32 +485,43 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
-    void rope_store_and_attention_match_reference_data() {
+    void qkv_rope_store_and_attention_match_reference_data() {
         QTest::addColumn<uint32_t>("n_kv");
         QTest::addColumn<uint32_t>("head_dim");
         QTest::addColumn<uint32_t>("n_rot");
         QTest::addColumn<uint32_t>("block");
         QTest::addColumn<bool>("kv_f16");
+        QTest::addColumn<bool>("other_split");  // the other kind of device's matmul kernels
+        QTest::addColumn<bool>("parts");        // the Q/K/V weight in two row parts
         for (bool f16 : {false, true})
             for (uint32_t n_kv : {2u, 4u})
                 for (uint32_t hd : {64u, 48u, 128u})
                     for (uint32_t block : {16u, 5u})
                         QTest::addRow("kv %s, n_kv %u, head_dim %u, block %u", f16 ? "f16" : "f32", n_kv, hd, block)
-                            << n_kv << hd << hd << block << f16;
+                            << n_kv << hd << hd << block << f16 << false << false;
         // Partial rotary embedding (rope.dimension_count < head_dim).
-        QTest::newRow("kv f32, n_kv 2, head_dim 64, n_rot 32") << 2u << 64u << 32u << 16u << false;
-        QTest::newRow("kv f16, n_kv 4, head_dim 48, n_rot 16") << 4u << 48u << 16u << 5u << true;
+        QTest::newRow("kv f32, n_kv 2, head_dim 64, n_rot 32") << 2u << 64u << 32u << 16u << false << false << false;
+        QTest::newRow("kv f16, n_kv 4, head_dim 48, n_rot 16") << 4u << 48u << 16u << 5u << true << false << false;
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, other split") << 2u << 64u << 64u << 16u << true << true << false;
+        QTest::newRow("kv f32, n_kv 4, head_dim 48, n_rot 16, other split") << 4u << 48u << 16u << 5u << false << true
+                                                                             << false;
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, parts") << 2u << 64u << 64u << 16u << true << false << true;
+        QTest::newRow("kv f32, n_kv 4, head_dim 48, parts, other split") << 4u << 48u << 48u << 5u << false << true
+                                                                          << true;
     }
     // Several sequences in one step (a decode at position 299, prefill chunks, a first token), with
     // block tables drawn from a shuffled pool so no sequence's blocks are contiguous. A first step
-    // fills the history through rope_store; the step under test then runs rope_store + attention in
-    // one command buffer, as the model does.
-    void rope_store_and_attention_match_reference() {
+    // fills the history through the Q/K/V matmul with its RoPE + KV-store epilogue; the step under
+    // test then runs that matmul + attention in one command buffer, as the model does. The
+    // reference: the plain matmul, then RoPE + KV store, then attention, all on the CPU.
+    void qkv_rope_store_and_attention_match_reference() {
         QFETCH(uint32_t, n_kv);
         QFETCH(uint32_t, head_dim);
         QFETCH(uint32_t, n_rot);
         QFETCH(uint32_t, block);
         QFETCH(bool, kv_f16);
+        QFETCH(bool, other_split);
+        QFETCH(bool, parts);
         auto& ctx = test::context();
         Rng rng(400 + n_kv * 1000 + head_dim * 10 + block + (kv_f16 ? 7 : 0));
 
@@ -561,11 +572,22 @@ private slots:
         const uint32_t T1 = static_cast<uint32_t>(hist_info.size()), T2 = static_cast<uint32_t>(step_info.size());
 
         auto rope = ops::rope_table(320, n_rot, 10000.0);
-        auto qkv1 = rng.floats(static_cast<size_t>(T1) * shape.qkv_stride, -2.0f, 2.0f);
-        auto qkv2 = rng.floats(static_cast<size_t>(T2) * shape.qkv_stride, -2.0f, 2.0f);
-        for (auto* q : {&qkv1, &qkv2})  // padding columns are guard words
-            for (size_t i = 0; i < q->size(); ++i)
-                if (i % shape.qkv_stride >= qkv_used) (*q)[i] = bits_to_float(kSentinel);
+        // The Q/K/V matmul: F32 weights (the epilogue is what is under test; the weight types are
+        // covered by the matmul tests), an input row length that is not a multiple of 4.
+        const uint32_t K = 37;
+        const ops::MatmulSplit split = other_split ? other_split_of(ctx) : ops::MatmulSplit::ForDevice;
+        std::vector<uint64_t> part_rows;
+        if (parts) {  // an even split that does not fall on a head boundary
+            const uint64_t first = qkv_used / 3 / 2 * 2 + 2;
+            part_rows = {first, qkv_used - first};
+        }
+        auto wqkv = make_weight(ctx, 0, qkv_used, K, rng, part_rows, 0, split);
+        auto x1 = rng.floats(static_cast<size_t>(T1) * K, -2.0f, 2.0f);
+        auto x2 = rng.floats(static_cast<size_t>(T2) * K, -2.0f, 2.0f);
+        auto norm = rng.floats(K, 0.5f, 1.5f);
+        // The output rows start as guard words: the epilogue writes Q and nothing else of them.
+        std::vector<float> qkv1(static_cast<size_t>(T1) * shape.qkv_stride, bits_to_float(kSentinel));
+        std::vector<float> qkv2(static_cast<size_t>(T2) * shape.qkv_stride, bits_to_float(kSentinel));
 
         const size_t kv_elems = static_cast<size_t>(pool_blocks) * n_kv * block * head_dim;
         const size_t kv_words = kv_f16 ? kv_elems / 2 : kv_elems;
@@ -577,12 +599,28 @@ private slots:
         const uint32_t capture_stride = 304;
         Guarded capture(ctx, static_cast<size_t>(shape.n_head) * capture_stride + 2 * shape.n_head);
         DeviceBuffer rope_b(ctx, rope.data(), rope.size() * 4), info1(ctx, hist_info.data(), hist_info.size() * 16),
-            info2(ctx, step_info.data(), step_info.size() * 16), tables_b(ctx, tables.data(), tables.size() * 4);
+            info2(ctx, step_info.data(), step_info.size() * 16), tables_b(ctx, tables.data(), tables.size() * 4),
+            x1_b(ctx, x1.data(), x1.size() * 4), x2_b(ctx, x2.data(), x2.size() * 4),
+            norm_b(ctx, norm.data(), norm.size() * 4), rowmap_b(ctx, tables.data(), 4);
 
-        ops::RopeStoreOp store1(ctx, shape, qkv1_b.range(), k_cache.range(), v_cache.range(), info1.range(),
-                                rope_b.range());
-        ops::RopeStoreOp store2(ctx, shape, qkv2_b.range(), k_cache.range(), v_cache.range(), info2.range(),
-                                rope_b.range());
+        ops::RopeKvEpilogue epi;
+        epi.n_head = shape.n_head;
+        epi.n_kv = n_kv;
+        epi.head_dim = head_dim;
+        epi.n_rot = n_rot;
+        epi.block = block;
+        epi.kv_f16 = kv_f16;
+        epi.rope = rope_b.range();
+        epi.k_cache = k_cache.range();
+        epi.v_cache = v_cache.range();
+        ops::RopeKvEpilogue epi1 = epi, epi2 = epi;
+        epi1.tok_info = info1.range();
+        epi2.tok_info = info2.range();
+        ops::MatmulOptions o1{split, &epi1}, o2{split, &epi2};
+        ops::MatmulOp qkv_op1(ctx, wqkv->device, ops::MatmulInput::Norm, x1_b.range(), qkv1_b.range(), norm_b.range(),
+                              rowmap_b.range(), o1);
+        ops::MatmulOp qkv_op2(ctx, wqkv->device, ops::MatmulInput::Norm, x2_b.range(), qkv2_b.range(), norm_b.range(),
+                              rowmap_b.range(), o2);
         ops::AttentionOp attention(ctx, shape, qkv2_b.range(), k_cache.range(), v_cache.range(), info2.range(),
                                    tables_b.range(), out.range(), capture.range());
         // Capture the heads of the decode token at position 299 (context 300).
@@ -591,12 +629,20 @@ private slots:
             if (step_info[t].pos == 299) capture_token = static_cast<int32_t>(t);
         QVERIFY(capture_token >= 0);
 
+        auto qkv_shape = [&](uint32_t T) {
+            ops::MatmulShape ms;
+            ms.tokens = T;
+            ms.x_stride = K;
+            ms.y_stride = shape.qkv_stride;
+            ms.eps = 1e-5f;
+            return ms;
+        };
         VkCommandBuffer cmd = ctx.begin();
-        store1.record(cmd, T1);
+        qkv_op1.record(cmd, qkv_shape(T1));
         ctx.barrier(cmd);
         ctx.submit_and_wait(cmd);
         cmd = ctx.begin();
-        store2.record(cmd, T2);
+        qkv_op2.record(cmd, qkv_shape(T2));
         ctx.barrier(cmd);
         attention.record(cmd, T2, capture_token, capture_stride);
         ctx.barrier(cmd);
@@ -610,20 +656,21 @@ private slots:
                 for (auto& x : *v) x = ops::half_to_float(ops::float_to_half(x));
         };
         std::vector<float> ref_qkv1 = qkv1, ref_qkv2 = qkv2;
+        ops::reference_matmul(wqkv->dequantized, qkv_used, K, ops::MatmulInput::Norm, x1, ref_qkv1, norm, {},
+                              qkv_shape(T1));
+        ops::reference_matmul(wqkv->dequantized, qkv_used, K, ops::MatmulInput::Norm, x2, ref_qkv2, norm, {},
+                              qkv_shape(T2));
         ops::reference_rope_store(shape, ref_qkv1, hist_info, rope, ref);
         round_kv();
         ops::reference_rope_store(shape, ref_qkv2, step_info, rope, ref);
         round_kv();
-        std::vector<float> want_out(static_cast<size_t>(T2) * shape.out_stride, bits_to_float(kSentinel));
-        ops::reference_attention(shape, ref_qkv2, step_info, tables, ref, want_out);
 
-        // Q rotated in place; K/V columns of qkv and its padding untouched.
+        // Rotated Q in the output; its K/V columns and padding untouched.
         for (int phase = 0; phase < 2; ++phase) {
             Guarded& b = phase == 0 ? qkv1_b : qkv2_b;
-            const auto& orig = phase == 0 ? qkv1 : qkv2;
             const auto& ref_q = phase == 0 ? ref_qkv1 : ref_qkv2;
             auto got = b.read_words();
-            QVERIFY2(b.guards_ok(), "rope_store wrote outside the qkv buffer");
+            QVERIFY2(b.guards_ok(), "the Q/K/V matmul wrote outside its output buffer");
             std::vector<float> gq, wq;
             for (size_t i = 0; i < got.size(); ++i) {
                 size_t col = i % shape.qkv_stride;
@@ -631,8 +678,8 @@ private slots:
                     gq.push_back(bits_to_float(got[i]));
                     wq.push_back(ref_q[i]);
                 } else {
-                    QVERIFY2(got[i] == float_bits(orig[i]),
-                             qPrintable(QString("qkv word %1 (column %2) changed: only Q is rotated in place")
+                    QVERIFY2(got[i] == kSentinel,
+                             qPrintable(QString("qkv word %1 (column %2) written: only Q goes to the output")
                                             .arg(i).arg(col)));
                 }
             }
@@ -643,11 +690,15 @@ private slots:
         }
 
         // KV cache: written slots hold the reference values, every other slot its guard words.
+        // `stored` keeps what the device stored: attention is checked against the cache it read
+        // (an f16 cache rounds the device's float K/V, which may sit an ulp from the double
+        // reference's, to the other neighbouring half; the cache check above bounds that).
+        ops::ReferenceKv stored = ref;
         for (int which = 0; which < 2; ++which) {
             Guarded& cache = which == 0 ? k_cache : v_cache;
             const auto& want = which == 0 ? ref.k : ref.v;
             auto words = cache.read_words();
-            QVERIFY2(cache.guards_ok(), "rope_store wrote outside the KV cache buffer");
+            QVERIFY2(cache.guards_ok(), "the Q/K/V epilogue wrote outside the KV cache buffer");
             std::vector<float> got_v, want_v;
             uint32_t half_mismatch = 0;
             for (uint32_t slot = 0; slot < pool_blocks * block; ++slot)
@@ -666,6 +717,7 @@ private slots:
                         if (kv_f16 && ops::float_to_half(g) != ops::float_to_half(want[e])) ++half_mismatch;
                         got_v.push_back(g);
                         want_v.push_back(want[e]);
+                        (which == 0 ? stored.k : stored.v)[e] = g;
                     }
             Stats s = compare(got_v, want_v);
             auto err = check(which ? "V cache" : "K cache", s, kElementwiseNmse);
@@ -673,6 +725,9 @@ private slots:
             qInfo("%s cache: NMSE %.3g, max |diff| %.3g%s", which ? "V" : "K", s.nmse, s.max_abs,
                   kv_f16 ? qPrintable(QString(", %1 halves differ from round-to-nearest-even").arg(half_mismatch)) : "");
         }
+
+        std::vector<float> want_out(static_cast<size_t>(T2) * shape.out_stride, bits_to_float(kSentinel));
+        ops::reference_attention(shape, ref_qkv2, step_info, tables, stored, want_out);
 
         // Attention output: the heads of every token, guard words in the stride gaps.
         auto got_words = out.read_words();
@@ -713,7 +768,7 @@ private slots:
             for (uint32_t j = 0; j < n_ctx; ++j) {
                 uint32_t slot = tables[ct.table_offset + j / block] * block + j % block;
                 double d = 0;
-                for (uint32_t i = 0; i < head_dim; ++i) d += double(q[i]) * ref.k[ref.index(slot, h / group, i)];
+                for (uint32_t i = 0; i < head_dim; ++i) d += double(q[i]) * stored.k[stored.index(slot, h / group, i)];
                 sc[j] = d / std::sqrt(double(head_dim));
                 mx = std::max(mx, sc[j]);
             }

@@ -61,7 +61,7 @@ struct StepItem {
 };
 
 struct OpTime {
-    std::string op;     // "matmul", "attention", "rope+kv", "embed", "lm_head"
+    std::string op;     // "embed", "qkv+rope+kv" (Q/K/V matmul, RoPE, KV store), "matmul", "attention", "lm_head"
     double ms = 0;
     uint32_t dispatches = 0;
 };

@@ -12,8 +12,8 @@
 namespace lantern::model {
 
 namespace {
-enum OpLabel : uint32_t { kEmbed, kMatmul, kRope, kAttention, kLmHead, kLabelCount };
-const char* kLabelNames[] = {"embed", "matmul", "rope+kv store", "attention", "lm_head"};
+enum OpLabel : uint32_t { kEmbed, kQkv, kMatmul, kAttention, kLmHead, kLabelCount };
+const char* kLabelNames[] = {"embed", "qkv+rope+kv", "matmul", "attention", "lm_head"};
 }  // namespace
 
 LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& m, const ModelLimits& limits)
@@ -95,19 +95,30 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         auto wgu = upload_stacked(gguf, {p + "ffn_gate.weight", p + "ffn_up.weight"}, {m.ffn_dim, m.ffn_dim}, m.dim);
         const auto* wd = &upload(gguf, p + "ffn_down.weight", m.dim, m.ffn_dim);
         vk::BufferRange attn_norm_w = L.attn_norm->parts[0].values, ffn_norm_w = L.ffn_norm->parts[0].values;
-        build_linear(L.qkv, L.qkv_offsets, wqkv, ops::MatmulInput::Norm, {&x_}, {&qkv_}, attn_norm_w);
+        L.k_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
+        L.v_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
+        // Q/K/V with RoPE and the KV-cache store fused into the matmul's epilogue.
+        ops::RopeKvEpilogue rope_kv;
+        rope_kv.n_head = m.n_heads;
+        rope_kv.n_kv = m.n_kv_heads;
+        rope_kv.head_dim = m.head_dim;
+        rope_kv.n_rot = m.n_rot;
+        rope_kv.block = limits.block_tokens;
+        rope_kv.kv_f16 = limits.kv_f16;
+        rope_kv.tok_info = {&tok_info_};
+        rope_kv.rope = {&rope_};
+        rope_kv.k_cache = {&L.k_cache};
+        rope_kv.v_cache = {&L.v_cache};
+        build_linear(L.qkv, L.qkv_offsets, wqkv, ops::MatmulInput::Norm, {&x_}, {&qkv_}, attn_norm_w, &rope_kv);
         std::vector<uint32_t> unused;
         build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, {&attn_}, {&x_}, {&dummy_});
         build_linear(L.gate_up, L.gate_up_offsets, wgu, ops::MatmulInput::Norm, {&x_}, {&gate_up_}, ffn_norm_w);
         build_linear(L.down, unused, {wd}, ops::MatmulInput::Silu, {&gate_up_}, {&x_}, {&dummy_});
-        L.k_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
-        L.v_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
-        L.rope = ops::RopeStoreOp(ctx, ashape, {&qkv_}, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&rope_});
         L.attention = ops::AttentionOp(ctx, ashape, {&qkv_}, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&tables_},
                                        {&attn_}, {&capture_});
         for (auto* v : {&L.qkv, &L.o, &L.gate_up, &L.down})
             for (auto& op : *v) dispatches_ += op.dispatches();
-        dispatches_ += 2;
+        dispatches_ += 1;  // attention
     }
     std::vector<uint32_t> unused;
     build_linear(lm_head_op_, unused, {lm_head_}, ops::MatmulInput::Norm, {&x_}, {&logits_},
@@ -211,6 +222,8 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
         rows_per_part = std::min(rows_per_part, texels / std::max<uint64_t>(groups_per_row, 1));
     if (!r.scales.empty() && w.tile_rows > 1)  // scales inline, read through a float view of the values
         rows_per_part = std::min(rows_per_part, texels / 4 / (r.row_units + groups_per_row));
+    // Parts start at even rows: the Q/K/V matmul's epilogue finishes RoPE pairs of rows together.
+    if (rows_per_part < rows) rows_per_part -= rows_per_part % 2;
     if (rows_per_part == 0)
         throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " cannot be split for the device's binding range");
     for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_part) {
@@ -229,12 +242,15 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
 
 void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint32_t>& offsets,
                               const std::vector<const ops::DeviceWeight*>& weights, ops::MatmulInput input,
-                              vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm) {
+                              vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm,
+                              const ops::RopeKvEpilogue* rope_kv) {
     uint32_t off = 0;
     for (const auto* w : weights) {
         for (const auto& part : w->parts)
             matmul_bytes_ += part.values.size + (part.scales.buffer ? part.scales.size : 0);
-        out.emplace_back(ctx_, *w, input, x, y, norm, vk::BufferRange{&rowmap_});
+        ops::MatmulOptions options;
+        options.rope_kv = rope_kv;
+        out.emplace_back(ctx_, *w, input, x, y, norm, vk::BufferRange{&rowmap_}, options);
         offsets.push_back(off);
         off += static_cast<uint32_t>(w->rows);
     }
@@ -269,10 +285,7 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         auto& L = layers_[l];
         linear(L.qkv, L.qkv_offsets, m.dim, qkv_width_, false);
-        mark(kMatmul);
-        ctx_.barrier(cmd);
-        L.rope.record(cmd, T);
-        mark(kRope);
+        mark(kQkv);
         ctx_.barrier(cmd);
         L.attention.record(cmd, T, static_cast<int32_t>(l) == capture_layer ? capture_token : -1,
                            limits_.context_length);

@@ -59,7 +59,6 @@ private:
         std::vector<ops::MatmulOp> qkv, o, gate_up, down;
         std::vector<uint32_t> qkv_offsets, gate_up_offsets;
         vk::Buffer k_cache, v_cache;
-        ops::RopeStoreOp rope;
         ops::AttentionOp attention;
     };
 
@@ -77,7 +76,8 @@ private:
     vk::BufferRange place(const void* data, uint64_t bytes);
     void build_linear(std::vector<ops::MatmulOp>& ops, std::vector<uint32_t>& offsets,
                       const std::vector<const ops::DeviceWeight*>& weights, ops::MatmulInput input,
-                      vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm);
+                      vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm,
+                      const ops::RopeKvEpilogue* rope_kv = nullptr);
 
     vk::Context& ctx_;
     ModelInfo info_;

@@ -8,15 +8,11 @@
 namespace lantern::ops {
 
 namespace {
-struct RopePush {
-    uint32_t T, n_head, n_kv, hd, qkv_stride, block, n_rot;
-};
 struct AttnPush {
     uint32_t n_head, n_kv, hd, qkv_stride, out_stride, block;
     float scale;
     uint32_t flags, capture_token, capture_stride;
 };
-constexpr uint32_t kRopeGroup = 64;
 }  // namespace
 
 std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base) {
@@ -28,28 +24,6 @@ std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_ba
             t[(static_cast<size_t>(p) * (n_rot / 2) + i) * 2 + 1] = static_cast<float>(std::sin(theta));
         }
     return t;
-}
-
-RopeStoreOp::RopeStoreOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
-                         vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange rope)
-    : ctx_(&ctx), shape_(shape) {
-    using vk::BindingKind;
-    kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::rope_store_f16 : shaders::ShaderId::rope_store_f32,
-                          {BindingKind::Storage, BindingKind::Storage, BindingKind::Storage, BindingKind::TexelUint4,
-                           BindingKind::TexelFloat, BindingKind::TexelFloat},
-                          sizeof(RopePush), {kRopeGroup});
-    vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, rope, qkv};
-    set_ = ctx.make_set(*kernel_, r);
-    one_group_per_token_ = ctx.info().type == DeviceType::Cpu;
-}
-
-void RopeStoreOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
-    const auto& s = shape_;
-    RopePush p{tokens, s.n_head, s.n_kv, s.head_dim, s.qkv_stride, s.block, s.n_rot};
-    uint32_t pairs = (s.n_head + 2 * s.n_kv) * s.head_dim / 2;
-    // The kernel strides over a token's pairs. CPU drivers: one workgroup per token (a decode step
-    // is then one workgroup, run without waking the driver's thread pool); GPUs: one per 64 pairs.
-    ctx_->dispatch(cmd, *kernel_, set_, &p, one_group_per_token_ ? 1 : (pairs + kRopeGroup - 1) / kRopeGroup, tokens);
 }
 
 AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,

@@ -1,5 +1,6 @@
-// Attention family: RoPE + KV store (shaders/rope_store.comp) and causal GQA attention over the
-// paged KV cache (shaders/attention.comp), with their CPU references.
+// Attention family: causal GQA attention over the paged KV cache (shaders/attention.comp) and the
+// CPU references of it and of RoPE + KV store (which the device runs as the Q/K/V matmul's
+// epilogue, see RopeKvEpilogue in ops/matmul.h).
 //
 // Per-token step inputs (uvec4 per token): (position, offset of its sequence's block table in the
 // flat table array, physical KV slot to write, batch item index).
@@ -24,21 +25,6 @@ struct TokenInfo {
 
 // cos/sin table [position][i] for i < n_rot/2, computed in double precision.
 std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base);
-
-class RopeStoreOp {
-public:
-    RopeStoreOp() = default;
-    RopeStoreOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
-                vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange rope);
-    void record(VkCommandBuffer cmd, uint32_t tokens) const;
-
-private:
-    vk::Context* ctx_ = nullptr;
-    AttentionShape shape_;
-    const vk::Kernel* kernel_ = nullptr;
-    VkDescriptorSet set_ = VK_NULL_HANDLE;
-    bool one_group_per_token_ = false;
-};
 
 class AttentionOp {
 public:

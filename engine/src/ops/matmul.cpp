@@ -18,6 +18,7 @@ struct Push {
     uint32_t K, N, T, x_stride, y_stride, y_offset, flags;
     float eps;
     uint32_t row_units, tile_rows;
+    uint32_t n_head, n_kv, hd, n_rot, block;  // RoPE + KV-store epilogue only
 };
 constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
 // CPU layouts: lanes per workgroup and rows per workgroup (prefill) or at most per lane (decode,
@@ -92,8 +93,9 @@ uint32_t matmul_tile_rows(const vk::Context& ctx, uint64_t rows, MatmulSplit spl
 }
 
 MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, vk::BufferRange x,
-                   vk::BufferRange y, vk::BufferRange norm_weight, vk::BufferRange rowmap, MatmulSplit split)
+                   vk::BufferRange y, vk::BufferRange norm_weight, vk::BufferRange rowmap, const MatmulOptions& options)
     : ctx_(&ctx), w_(&w) {
+    const MatmulSplit split = options.split;
     // The kernel's main loop takes whole groups of units (one scale fetch each, see GPS in
     // shaders/weights.glsl); quantized rows must therefore be whole blocks, as GGUF requires.
     if (w.format->block_elements > 1 && w.cols % w.format->block_elements != 0)
@@ -102,15 +104,31 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     shaders::ShaderId id = input == MatmulInput::Norm   ? w.format->matmul_norm
                            : input == MatmulInput::Silu ? w.format->matmul_silu
                                                         : w.format->matmul;
+    if (options.rope_kv) {
+        rope_kv_ = *options.rope_kv;
+        const auto& e = rope_kv_;
+        if (input != MatmulInput::Norm)
+            throw Error(ErrorCode::Internal, "the RoPE + KV-store epilogue comes with the RMSNorm input only");
+        if (e.n_head == 0 || e.n_kv == 0 || e.head_dim % 2 != 0 || e.n_rot > e.head_dim || e.n_rot % 2 != 0 ||
+            e.block == 0 || w.rows % 2 != 0 || w.rows > uint64_t{e.n_head + 2 * e.n_kv} * e.head_dim)
+            throw Error(ErrorCode::Internal, "RoPE + KV-store epilogue: the weight is not (part of) the Q/K/V heads");
+        for (const auto& part : w.parts)
+            if (part.first_row % 2 != 0)
+                throw Error(ErrorCode::Internal, "RoPE + KV-store epilogue: a weight part starts at an odd row");
+        id = e.kv_f16 ? w.format->matmul_rope_kvf16 : w.format->matmul_rope_kvf32;
+    }
     // CPU drivers (lavapipe) run a workgroup's lanes as SIMD lanes of one thread: there each lane
     // owns whole rows (decode) or a token (prefill), so that one fetch of the input (decode) or of
     // a weight unit (prefill) serves many rows or tokens. GPUs want coalesced weight reads: lanes
     // split the row (split-K).
     lane_per_row_ = lanes_own_rows(ctx, split);
     using vk::BindingKind;
-    const std::vector<BindingKind> kinds = {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,
-                                            BindingKind::Storage,    BindingKind::TexelFloat, BindingKind::Storage,
-                                            BindingKind::TexelFloat4, BindingKind::TexelFloat4};
+    std::vector<BindingKind> kinds = {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,
+                                      BindingKind::Storage,    BindingKind::TexelFloat, BindingKind::Storage,
+                                      BindingKind::TexelFloat4, BindingKind::TexelFloat4};
+    if (rope_kv_.n_head)  // token info, RoPE table, K cache, V cache
+        kinds.insert(kinds.end(), {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::Storage,
+                                   BindingKind::Storage});
     // Spec constants: {workgroup size, ROWS, TOKENS, LANE_PER_ROW, LANE_PER_TOKEN, VEC4_INPUT,
     // TOKENS_PER_LANE}.
     std::vector<uint32_t> decode_spec, prefill_spec;
@@ -133,6 +151,7 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     } else {
         if (w.tile_rows != 1) throw Error(ErrorCode::Internal, "split-K matmuls read row-major weights (tiles of 1 row)");
         std::tie(decode_group_, decode_rows_) = splitk_decode_shape();
+        if (rope_kv_.n_head) decode_rows_ += decode_rows_ % 2;  // the epilogue takes row pairs
         group_ = 64;
         prefill_rows_ = 4;
         decode_spec = {decode_group_, decode_rows_, 1, 0, 0, 0, 1};
@@ -148,7 +167,9 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     }
     for (const auto& part : w.parts) {
         vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;  // float types: unused
-        vk::BufferRange ranges[] = {part.values, scales, x, y, norm_weight, rowmap, x, norm_weight};
+        std::vector<vk::BufferRange> ranges = {part.values, scales, x, y, norm_weight, rowmap, x, norm_weight};
+        if (rope_kv_.n_head)
+            ranges.insert(ranges.end(), {rope_kv_.tok_info, rope_kv_.rope, rope_kv_.k_cache, rope_kv_.v_cache});
         sets_.push_back(ctx.make_set(*decode_[0], ranges));
     }
 }
@@ -166,7 +187,12 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
                (s.accumulate ? 1u : 0u) | (s.use_rowmap ? 2u : 0u),
                s.eps,
                static_cast<uint32_t>(w_->row_units),
-               w_->tile_rows};
+               w_->tile_rows,
+               rope_kv_.n_head,
+               rope_kv_.n_kv,
+               rope_kv_.head_dim,
+               rope_kv_.n_rot,
+               rope_kv_.block};
         const bool one = s.tokens == 1;
         const bool two = s.tokens > prefill_group_ && prefill_tokens_per_lane_ > 1;
         uint32_t gx, gy;

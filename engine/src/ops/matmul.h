@@ -24,6 +24,21 @@ struct MatmulShape {
 // force SplitK on lavapipe, so the GPU kernels are checked on every machine.
 enum class MatmulSplit { ForDevice, LanesOwnRows, SplitK };
 
+// The Q/K/V matmul's epilogue (EPILOGUE_ROPE_KV in shaders/matmul.comp): y's rows are the stacked
+// [Q | K | V] heads; Q and K row pairs rotate by RoPE at each token's position (tok_info, see
+// ops/attention.h), Q goes to y, K and V into the layer's paged KV cache. Needs the Norm input
+// and row parts that start at even rows.
+struct RopeKvEpilogue {
+    uint32_t n_head = 0, n_kv = 0, head_dim = 0, n_rot = 0, block = 16;
+    bool kv_f16 = true;
+    vk::BufferRange tok_info, rope, k_cache, v_cache;
+};
+
+struct MatmulOptions {
+    MatmulSplit split = MatmulSplit::ForDevice;
+    const RopeKvEpilogue* rope_kv = nullptr;  // copied; none = plain store
+};
+
 // Rows per weight tile (DeviceWeight::tile_rows, see shaders/weights.glsl) that the matmul kernel
 // wants for a matrix of `rows` rows on this device: CPU drivers stream one tile per decode
 // workgroup (64 to 256 rows, sized so that the driver's threads share the work evenly), GPUs read
@@ -36,7 +51,7 @@ class MatmulOp {
 public:
     MatmulOp() = default;
     MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, vk::BufferRange x, vk::BufferRange y,
-             vk::BufferRange norm_weight, vk::BufferRange rowmap, MatmulSplit split = MatmulSplit::ForDevice);
+             vk::BufferRange norm_weight, vk::BufferRange rowmap, const MatmulOptions& options = {});
     void record(VkCommandBuffer cmd, const MatmulShape& shape) const;
     uint32_t dispatches() const { return static_cast<uint32_t>(sets_.size()); }
 
@@ -50,6 +65,7 @@ private:
     // one workgroup of tokens, so short prompts do not leave half the lanes idle).
     const vk::Kernel* prefill_[2][2] = {};  // several tokens per workgroup
     bool lane_per_row_ = false;
+    RopeKvEpilogue rope_kv_;  // n_head 0 = none
     uint32_t group_ = 64, decode_group_ = 64, prefill_group_ = 32, decode_rows_ = 4, prefill_rows_ = 4, prefill_tokens_per_lane_ = 1;  // the long-step choice
     std::vector<VkDescriptorSet> sets_;
 };

@@ -31,6 +31,7 @@ struct WeightFormat {
     uint32_t group_units;  // 16-byte units sharing one scale (GPS in shaders/weights.glsl)
     // Shader variants for this type.
     shaders::ShaderId embed, matmul, matmul_norm, matmul_silu;
+    shaders::ShaderId matmul_rope_kvf16, matmul_rope_kvf32;  // Q/K/V: norm in, RoPE + KV store out
     // GGUF bytes of `rows` x `cols` -> device layout.
     Repacked (*repack)(std::span<const uint8_t> src, uint64_t rows, uint64_t cols);
     // GGUF bytes of one row -> floats (the CPU reference).
