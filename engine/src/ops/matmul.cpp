@@ -149,7 +149,8 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         decode_spec = {decode_group_, decode_rows_, 1, 1, 0, 0, 1};
         prefill_spec = {prefill_group_, prefill_rows_, 1, 0, 1, 0, prefill_tokens_per_lane_};
     } else {
-        if (w.tile_rows != 1) throw Error(ErrorCode::Internal, "split-K matmuls read row-major weights (tiles of 1 row)");
+        if (w.tile_rows != 1)
+            throw Error(ErrorCode::Internal, "split-K matmuls read row-major weights (tiles of 1 row)");
         std::tie(decode_group_, decode_rows_) = splitk_decode_shape();
         if (rope_kv_.n_head) decode_rows_ += decode_rows_ % 2;  // the epilogue takes row pairs
         group_ = 64;

@@ -66,7 +66,10 @@ private:
     const vk::Kernel* prefill_[2][2] = {};  // several tokens per workgroup
     bool lane_per_row_ = false;
     RopeKvEpilogue rope_kv_;  // n_head 0 = none
-    uint32_t group_ = 64, decode_group_ = 64, prefill_group_ = 32, decode_rows_ = 4, prefill_rows_ = 4, prefill_tokens_per_lane_ = 1;  // the long-step choice
+    // Lanes per workgroup (prefill, decode, and the CPU layouts' long-step prefill), rows per
+    // workgroup or lane, tokens per lane.
+    uint32_t group_ = 64, decode_group_ = 64, prefill_group_ = 32;
+    uint32_t decode_rows_ = 4, prefill_rows_ = 4, prefill_tokens_per_lane_ = 1;
     std::vector<VkDescriptorSet> sets_;
 };
 
