@@ -227,6 +227,7 @@ void bench_model(const std::string& path, const std::string& label, const Option
     if (o.profile) {
         EngineOptions po = eo;
         po.profile = true;
+        po.context_length = std::max(po.context_length, 64u);  // the profiled step is at position 34
         auto pe = Engine::load(path, po);
         auto seq = pe->create_sequence();
         auto toks = random_tokens(rng, m.vocab, 32);
