@@ -28,6 +28,10 @@
 // Q goes to y, K and V go straight into the paged KV cache (y's K and V columns stay unwritten).
 // This replaces a separate RoPE + KV-store dispatch per layer (one dispatch and barrier less per
 // layer; on lavapipe that dispatch alone cost 4-8 % of a 110M decode step).
+// EPILOGUE_SWIGLU (the gate/up matmul): y's rows are gate and up rows interleaved (gate i = row
+// 2i, up i = row 2i + 1) and each pair becomes y[t][i] = silu(gate) * up, so the down matmul reads
+// a plain input: SwiGLU's exp runs once per element instead of once per element and workgroup
+// of the down matmul.
 // VEC4_INPUT (specialization constant): rows of x and K are multiples of 4 floats, so the input is
 // fetched as vec4 texels; a constant rather than a flag so that each variant compiles only its path.
 #extension GL_KHR_shader_subgroup_basic : require
@@ -56,6 +60,9 @@ float x(uint i) { return texelFetch(x_float, int(i)).x; }
 vec4 x4(uint i) { return texelFetch(x_vec4, int(i)); }
 float norm_w(uint i) { return texelFetch(norm_float, int(i)).x; }
 vec4 norm_w4(uint i) { return texelFetch(norm_vec4, int(i)); }
+#if defined(EPILOGUE_ROPE_KV) || defined(EPILOGUE_SWIGLU)
+#define PAIR_EPILOGUE  // rows are finished in pairs (2i, 2i + 1) by store_pair
+#endif
 #if defined(EPILOGUE_ROPE_KV)
 #include "kv.glsl"
 layout(binding = 8) uniform usamplerBuffer tok;   // (pos, table offset, slot, item) per token
@@ -160,7 +167,17 @@ void store(uint row, uint t, float v) {
     y[o] = ((pc.flags & 1u) != 0u) ? y[o] + v : v;
 }
 
+#if defined(EPILOGUE_SWIGLU)
+uvec4 token_info(uint t) { return uvec4(0u); }
+// Rows (row, row + 1) of token t, row even: gate and up of FFN unit (y_offset + row) / 2 (parts of
+// the weight start at even rows).
+void store_pair(uint row, uint t, uvec4 info, float g, float u) {
+    y[t * pc.y_stride + (pc.y_offset + row) / 2u] = g / (1.0 + exp(-g)) * u;
+}
+#endif
+
 #if defined(EPILOGUE_ROPE_KV)
+uvec4 token_info(uint t) { return texelFetch(tok, int(t)); }
 // Rows (row, row + 1) of token t, row even: one RoPE pair of a Q, K or V head (see the top).
 // Parts of the weight start at even rows (the loader splits them so), so pairs never straddle.
 // `info` is the token's texel of `tok` (fetched once by callers that store many pairs).
@@ -278,7 +295,7 @@ void main() {
             for (uint r = 0; r < ROWS; ++r) lane_acc[j * ROWS + r] *= s;
         }
 #endif
-#if defined(EPILOGUE_ROPE_KV)
+#if defined(PAIR_EPILOGUE)
         if (LANE_PER_ROW) {
             // Row pairs sit in neighbouring lanes (row0 has the lane's parity, rstep is even): the
             // lanes swap their sums through shared memory, and each lane of a pair stores every
@@ -287,7 +304,7 @@ void main() {
             barrier();
             const uint odd = tid & 1u;
             if (t[0] < pc.T) {
-                const uvec4 info = texelFetch(tok, int(t[0]));
+                const uvec4 info = token_info(t[0]);
                 for (uint r = odd; r < ROWS; r += 2u) {
                     const float mine = lane_acc[r], other = partial[(tid ^ 1u) * ROWS + r];
                     const uint row = row0 + r * rstep - odd;  // the pair's even row
@@ -300,7 +317,7 @@ void main() {
                 if (t[j] < pc.T)
                     for (uint r = 0; r < ROWS; r += 2u)
                         if (row0 + r < pc.N)
-                            store_pair(row0 + r, t[j], texelFetch(tok, int(t[j])), lane_acc[j * ROWS + r],
+                            store_pair(row0 + r, t[j], token_info(t[j]), lane_acc[j * ROWS + r],
                                        lane_acc[j * ROWS + r + 1u]);
         }
 #else
@@ -386,7 +403,7 @@ void main() {
         if (subgroupElect()) partial[i * MAX_SUBGROUPS + gl_SubgroupID] = s;
     }
     barrier();
-#if defined(EPILOGUE_ROPE_KV)
+#if defined(PAIR_EPILOGUE)
     // ROWS is even here (the host makes it so) and row0 too: each lane finishes a row pair.
     for (uint i = tid; i < (ROWS / 2u) * TOKENS; i += wg) {
         const uint r = 2u * (i / TOKENS), t = i % TOKENS;
@@ -396,7 +413,7 @@ void main() {
                 a += partial[(r * TOKENS + t) * MAX_SUBGROUPS + g];
                 b += partial[((r + 1u) * TOKENS + t) * MAX_SUBGROUPS + g];
             }
-            store_pair(row0 + r, t0 + t, texelFetch(tok, int(t0 + t)), a, b);
+            store_pair(row0 + r, t0 + t, token_info(t0 + t), a, b);
         }
     }
 #else

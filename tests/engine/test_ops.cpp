@@ -461,6 +461,93 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    void gate_up_swiglu_matches_reference_data() {
+        QTest::addColumn<uint32_t>("type");
+        for (uint32_t t : kTypes) QTest::newRow(ggml_type_name(t)) << t;
+    }
+    // The gate/up matmul with its SwiGLU epilogue: rows of gate and up interleaved, y[t][i] =
+    // silu(gate i) * up i at y_offset + i; every other word of y keeps its guard. Odd FFN widths,
+    // every token count of a decode / short / long step, both kernel layouts, one or two row parts.
+    void gate_up_swiglu_matches_reference() {
+        QFETCH(uint32_t, type);
+        auto& ctx = test::context();
+        const bool quantized = ops::find_weight_format(type)->block_elements > 1;
+        Rng rng(500 + type);
+        double worst = 0, worst_abs = 0;
+        int cases = 0;
+        for (auto split : {ops::MatmulSplit::ForDevice, other_split_of(ctx)})
+            for (uint32_t F : {7u, 66u, 150u})
+                for (uint32_t T : {1u, 9u, 70u}) {
+                    const uint32_t K = quantized ? (F == 7 ? 64u : 96u) : (F == 7 ? 37u : 44u);
+                    std::vector<uint64_t> parts;
+                    if (F == 150) parts = {2 * 41, 2 * F - 2 * 41};  // an even split
+                    auto w = make_weight(ctx, type, 2 * F, K, rng, parts, 0, split);
+                    const uint32_t y_offset = 2, y_stride = y_offset + F + 3;
+                    auto x = rng.floats(static_cast<size_t>(T) * K, -2.0f, 2.0f);
+                    auto norm = rng.floats(K, 0.5f, 1.5f);
+                    std::vector<float> y0(static_cast<size_t>(T) * y_stride, bits_to_float(kSentinel));
+                    DeviceBuffer xb(ctx, x.data(), x.size() * 4), nb(ctx, norm.data(), norm.size() * 4),
+                        rb(ctx, x.data(), 4);
+                    Guarded yb(ctx, y0.size());
+                    yb.write(y0.data(), y0.size() * 4);
+                    ops::MatmulOptions opts;
+                    opts.split = split;
+                    opts.swiglu = true;
+                    ops::MatmulOp op(ctx, w->device, ops::MatmulInput::Norm, xb.range(), yb.range(), nb.range(),
+                                     rb.range(), opts);
+                    ops::MatmulShape ms;
+                    ms.tokens = T;
+                    ms.x_stride = K;
+                    ms.y_stride = y_stride;
+                    ms.y_offset = 2 * y_offset;  // in weight rows: two rows per output column
+                    ms.eps = 1e-5f;
+                    VkCommandBuffer cmd = ctx.begin();
+                    op.record(cmd, ms);
+                    ctx.barrier(cmd);
+                    ctx.submit_and_wait(cmd);
+
+                    // Reference: the plain matmul into [gate0, up0, gate1, up1, ...], then SwiGLU.
+                    std::vector<float> gu(static_cast<size_t>(T) * 2 * F);
+                    ops::MatmulShape rs;
+                    rs.tokens = T;
+                    rs.x_stride = K;
+                    rs.y_stride = 2 * F;
+                    rs.eps = 1e-5f;
+                    ops::reference_matmul(w->dequantized, 2 * F, K, ops::MatmulInput::Norm, x, gu, norm, {}, rs);
+                    auto got = yb.read_words();
+                    QVERIFY2(yb.guards_ok(), "the SwiGLU epilogue wrote outside its output buffer");
+                    std::vector<float> gv, wv;
+                    for (uint32_t t = 0; t < T; ++t)
+                        for (uint32_t c = 0; c < y_stride; ++c) {
+                            const uint32_t word = got[static_cast<size_t>(t) * y_stride + c];
+                            if (c < y_offset || c >= y_offset + F) {
+                                QVERIFY2(word == kSentinel, qPrintable(QString("F=%1 T=%2: column %3 of token %4 "
+                                                                               "written")
+                                                                           .arg(F).arg(T).arg(c).arg(t)));
+                                continue;
+                            }
+                            const uint32_t i = c - y_offset;
+                            const double g = gu[static_cast<size_t>(t) * 2 * F + 2 * i];
+                            const double u = gu[static_cast<size_t>(t) * 2 * F + 2 * i + 1];
+                            gv.push_back(bits_to_float(word));
+                            wv.push_back(static_cast<float>(g / (1.0 + std::exp(-g)) * u));
+                        }
+                    Stats st = compare(gv, wv);
+                    worst = std::max(worst, st.nmse);
+                    worst_abs = std::max(worst_abs, st.max_abs);
+                    auto err = check("silu(gate) * up", st, kMatmulNmse);
+                    QVERIFY2(err.empty(), qPrintable(QString("F=%1 K=%2 T=%3 %4: %5")
+                                                         .arg(F).arg(K).arg(T)
+                                                         .arg(split == ops::MatmulSplit::ForDevice ? "device kernels"
+                                                                                                   : "other kernels")
+                                                         .arg(err.c_str())));
+                    ++cases;
+                }
+        qInfo("gate/up SwiGLU %s: %d cases, worst NMSE %.3g, max |diff| %.3g (bound %.0e)", ggml_type_name(type),
+              cases, worst, worst_abs, kMatmulNmse);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void matmul_with_weight_split_in_parts_data() {
         QTest::addColumn<uint32_t>("type");
         for (uint32_t t : kTypes) QTest::newRow(ggml_type_name(t)) << t;

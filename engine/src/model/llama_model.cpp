@@ -92,7 +92,14 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         auto wqkv = upload_stacked(gguf, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
                                    {m.dim, kv_dim, kv_dim}, m.dim);
         const auto* wo = &upload(gguf, p + "attn_output.weight", m.dim, m.dim);
-        auto wgu = upload_stacked(gguf, {p + "ffn_gate.weight", p + "ffn_up.weight"}, {m.ffn_dim, m.ffn_dim}, m.dim);
+        // Gate and up rows interleaved, SwiGLU in the gate/up matmul's epilogue; when their types
+        // differ, two matmuls and SwiGLU in the down matmul's prologue.
+        const ops::DeviceWeight* wgu_pairs = upload_interleaved(gguf, p + "ffn_gate.weight", p + "ffn_up.weight",
+                                                                m.ffn_dim, m.dim);
+        L.swiglu_fused = wgu_pairs != nullptr;
+        auto wgu = L.swiglu_fused ? std::vector<const ops::DeviceWeight*>{wgu_pairs}
+                                  : upload_stacked(gguf, {p + "ffn_gate.weight", p + "ffn_up.weight"},
+                                                   {m.ffn_dim, m.ffn_dim}, m.dim);
         const auto* wd = &upload(gguf, p + "ffn_down.weight", m.dim, m.ffn_dim);
         vk::BufferRange attn_norm_w = L.attn_norm->parts[0].values, ffn_norm_w = L.ffn_norm->parts[0].values;
         L.k_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
@@ -112,8 +119,10 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         build_linear(L.qkv, L.qkv_offsets, wqkv, ops::MatmulInput::Norm, {&x_}, {&qkv_}, attn_norm_w, &rope_kv);
         std::vector<uint32_t> unused;
         build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, {&attn_}, {&x_}, {&dummy_});
-        build_linear(L.gate_up, L.gate_up_offsets, wgu, ops::MatmulInput::Norm, {&x_}, {&gate_up_}, ffn_norm_w);
-        build_linear(L.down, unused, {wd}, ops::MatmulInput::Silu, {&gate_up_}, {&x_}, {&dummy_});
+        build_linear(L.gate_up, L.gate_up_offsets, wgu, ops::MatmulInput::Norm, {&x_}, {&gate_up_}, ffn_norm_w,
+                     nullptr, L.swiglu_fused);
+        build_linear(L.down, unused, {wd}, L.swiglu_fused ? ops::MatmulInput::Plain : ops::MatmulInput::Silu,
+                     {&gate_up_}, {&x_}, {&dummy_});
         L.attention = ops::AttentionOp(ctx, ashape, {&qkv_}, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&tables_},
                                        {&attn_}, {&capture_});
         for (auto* v : {&L.qkv, &L.o, &L.gate_up, &L.down})
@@ -204,6 +213,27 @@ std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile&
     return out;
 }
 
+const ops::DeviceWeight* LlamaModel::upload_interleaved(const GgufFile& gguf, const std::string& first,
+                                                        const std::string& second, uint64_t rows, uint64_t cols) {
+    const auto& ta = checked_tensor(gguf, first, rows, cols);
+    const auto& tb = checked_tensor(gguf, second, rows, cols);
+    if (ta.type != tb.type) return nullptr;
+    const auto& fmt = ops::weight_format_for(ta.type, first);
+    const ops::Repacked a = fmt.repack(gguf.tensor_data(ta), rows, cols);
+    const ops::Repacked b = fmt.repack(gguf.tensor_data(tb), rows, cols);
+    ops::Repacked both;
+    both.row_units = a.row_units;
+    const size_t words = a.row_units * 4, groups = a.scales.size() / rows;
+    both.values.reserve(2 * a.values.size());
+    both.scales.reserve(2 * a.scales.size());
+    for (uint64_t r = 0; r < rows; ++r)
+        for (const ops::Repacked* m : {&a, &b}) {
+            both.values.insert(both.values.end(), m->values.begin() + r * words, m->values.begin() + (r + 1) * words);
+            both.scales.insert(both.scales.end(), m->scales.begin() + r * groups, m->scales.begin() + (r + 1) * groups);
+        }
+    return &upload_repacked(first + "|" + second, fmt, both, 2 * rows, cols);
+}
+
 const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, const ops::WeightFormat& fmt,
                                                      const ops::Repacked& r, uint64_t rows, uint64_t cols) {
     ops::DeviceWeight w;
@@ -243,13 +273,14 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
 void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint32_t>& offsets,
                               const std::vector<const ops::DeviceWeight*>& weights, ops::MatmulInput input,
                               vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm,
-                              const ops::RopeKvEpilogue* rope_kv) {
+                              const ops::RopeKvEpilogue* rope_kv, bool swiglu) {
     uint32_t off = 0;
     for (const auto* w : weights) {
         for (const auto& part : w->parts)
             matmul_bytes_ += part.values.size + (part.scales.buffer ? part.scales.size : 0);
         ops::MatmulOptions options;
         options.rope_kv = rope_kv;
+        options.swiglu = swiglu;
         out.emplace_back(ctx_, *w, input, x, y, norm, vk::BufferRange{&rowmap_}, options);
         offsets.push_back(off);
         off += static_cast<uint32_t>(w->rows);
@@ -294,10 +325,13 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
         linear(L.o, kNoOffsets, m.dim, m.dim, true);
         mark(kMatmul);
         ctx_.barrier(cmd);
-        linear(L.gate_up, L.gate_up_offsets, m.dim, 2 * m.ffn_dim, false);
+        // gate_up_ holds silu(gate) * up (ffn_dim per token) when SwiGLU is the epilogue, else
+        // [gate | up] (2 ffn_dim per token).
+        const uint32_t ffn_width = L.swiglu_fused ? m.ffn_dim : 2 * m.ffn_dim;
+        linear(L.gate_up, L.gate_up_offsets, m.dim, ffn_width, false);
         mark(kMatmul);
         ctx_.barrier(cmd);
-        linear(L.down, kNoOffsets, 2 * m.ffn_dim, m.dim, true);
+        linear(L.down, kNoOffsets, ffn_width, m.dim, true);
         mark(kMatmul);
         ctx_.barrier(cmd);
     }

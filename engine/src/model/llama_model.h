@@ -58,6 +58,7 @@ private:
         const ops::DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
         std::vector<ops::MatmulOp> qkv, o, gate_up, down;
         std::vector<uint32_t> qkv_offsets, gate_up_offsets;
+        bool swiglu_fused = false;  // gate/up rows interleaved, SwiGLU in their matmul's epilogue
         vk::Buffer k_cache, v_cache;
         ops::AttentionOp attention;
     };
@@ -77,7 +78,11 @@ private:
     void build_linear(std::vector<ops::MatmulOp>& ops, std::vector<uint32_t>& offsets,
                       const std::vector<const ops::DeviceWeight*>& weights, ops::MatmulInput input,
                       vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm,
-                      const ops::RopeKvEpilogue* rope_kv = nullptr);
+                      const ops::RopeKvEpilogue* rope_kv = nullptr, bool swiglu = false);
+    // Two tensors of the same type with rows interleaved (row 2i = first's row i, 2i + 1 = second's);
+    // nullptr when their types differ.
+    const ops::DeviceWeight* upload_interleaved(const GgufFile& gguf, const std::string& first,
+                                                const std::string& second, uint64_t rows, uint64_t cols);
 
     vk::Context& ctx_;
     ModelInfo info_;

@@ -112,11 +112,17 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         if (e.n_head == 0 || e.n_kv == 0 || e.head_dim % 2 != 0 || e.n_rot > e.head_dim || e.n_rot % 2 != 0 ||
             e.block == 0 || w.rows % 2 != 0 || w.rows > uint64_t{e.n_head + 2 * e.n_kv} * e.head_dim)
             throw Error(ErrorCode::Internal, "RoPE + KV-store epilogue: the weight is not (part of) the Q/K/V heads");
-        for (const auto& part : w.parts)
-            if (part.first_row % 2 != 0)
-                throw Error(ErrorCode::Internal, "RoPE + KV-store epilogue: a weight part starts at an odd row");
         id = e.kv_f16 ? w.format->matmul_rope_kvf16 : w.format->matmul_rope_kvf32;
     }
+    if (options.swiglu) {
+        if (options.rope_kv || input != MatmulInput::Norm || w.rows % 2 != 0)
+            throw Error(ErrorCode::Internal, "the SwiGLU epilogue needs the RMSNorm input and gate/up row pairs");
+        id = w.format->matmul_swiglu;
+    }
+    pairs_ = options.rope_kv || options.swiglu;
+    for (const auto& part : w.parts)
+        if (pairs_ && part.first_row % 2 != 0)
+            throw Error(ErrorCode::Internal, "a matmul epilogue over row pairs got a weight part at an odd row");
     // CPU drivers (lavapipe) run a workgroup's lanes as SIMD lanes of one thread: there each lane
     // owns whole rows (decode) or a token (prefill), so that one fetch of the input (decode) or of
     // a weight unit (prefill) serves many rows or tokens. GPUs want coalesced weight reads: lanes
@@ -152,7 +158,7 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         if (w.tile_rows != 1)
             throw Error(ErrorCode::Internal, "split-K matmuls read row-major weights (tiles of 1 row)");
         std::tie(decode_group_, decode_rows_) = splitk_decode_shape();
-        if (rope_kv_.n_head) decode_rows_ += decode_rows_ % 2;  // the epilogue takes row pairs
+        if (pairs_) decode_rows_ += decode_rows_ % 2;  // the epilogue takes row pairs
         group_ = 64;
         prefill_rows_ = 4;
         decode_spec = {decode_group_, decode_rows_, 1, 0, 0, 0, 1};

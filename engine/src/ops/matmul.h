@@ -37,6 +37,11 @@ struct RopeKvEpilogue {
 struct MatmulOptions {
     MatmulSplit split = MatmulSplit::ForDevice;
     const RopeKvEpilogue* rope_kv = nullptr;  // copied; none = plain store
+    // The gate/up matmul's epilogue (EPILOGUE_SWIGLU): the weight's rows are gate and up rows
+    // interleaved (gate i = row 2i, up i = row 2i + 1) and y[t][i] = silu(gate) * up, so y has
+    // half as many columns as the weight has rows (MatmulShape::y_offset still counts weight rows:
+    // output column = (y_offset + row) / 2). Needs the Norm input and parts at even rows.
+    bool swiglu = false;
 };
 
 // Rows per weight tile (DeviceWeight::tile_rows, see shaders/weights.glsl) that the matmul kernel
@@ -66,6 +71,7 @@ private:
     const vk::Kernel* prefill_[2][2] = {};  // several tokens per workgroup
     bool lane_per_row_ = false;
     RopeKvEpilogue rope_kv_;  // n_head 0 = none
+    bool pairs_ = false;      // an epilogue that finishes rows in pairs (RoPE + KV store, SwiGLU)
     // Lanes per workgroup (prefill, decode, and the CPU layouts' long-step prefill), rows per
     // workgroup or lane, tokens per lane.
     uint32_t group_ = 64, decode_group_ = 64, prefill_group_ = 32;
