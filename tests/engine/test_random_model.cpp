@@ -49,7 +49,11 @@ public:
     ReferenceModel(const Config& c, bool tied) : c_(c), tied_(tied) {}
 
     // Writes the GGUF (2-D weights in `type`, 1-D norms in F32) and keeps the dequantized weights.
-    void write(const std::string& path, uint32_t type, uint32_t seed) {
+    // `other_type` (if not `type`) goes to attn_k and ffn_up: Q/K/V and gate/up then cannot be
+    // stacked, and the engine runs them as separate matmuls (the RoPE epilogue on each, SwiGLU in
+    // the down matmul's prologue instead of the gate/up epilogue).
+    void write(const std::string& path, uint32_t type, uint32_t seed, uint32_t other_type = ~0u) {
+        if (other_type == ~0u) other_type = type;
         std::mt19937 rng(seed);
         GgufWriter w;
         w.set_string("general.architecture", "llama");
@@ -66,13 +70,14 @@ public:
         add_synthetic_vocabulary(w, c_.vocab);
 
         // rows x cols matrix, uniform with variance ~1/cols (activations keep their scale).
-        auto matrix = [&](const std::string& name, uint32_t rows, uint32_t cols, float scale) {
+        auto matrix = [&](const std::string& name, uint32_t rows, uint32_t cols, float scale, uint32_t t = ~0u) {
+            if (t == ~0u) t = type;
             std::uniform_real_distribution<float> u(-scale, scale);
             std::vector<float> v(static_cast<size_t>(rows) * cols);
             for (auto& x : v) x = u(rng);
-            auto enc = ops::quantize(type, v, cols);
-            auto deq = ops::dequantize(type, enc, v.size());
-            w.add_tensor(name, {cols, rows}, type, std::move(enc));
+            auto enc = ops::quantize(t, v, cols);
+            auto deq = ops::dequantize(t, enc, v.size());
+            w.add_tensor(name, {cols, rows}, t, std::move(enc));
             return deq;
         };
         auto vector = [&](const std::string& name, uint32_t n) {
@@ -95,14 +100,14 @@ public:
             L.attn_norm = vector(p + "attn_norm.weight", c_.dim);
             L.ffn_norm = vector(p + "ffn_norm.weight", c_.dim);
             auto q = matrix(p + "attn_q.weight", c_.dim, c_.dim, lin(c_.dim));
-            auto k = matrix(p + "attn_k.weight", c_.kv_dim(), c_.dim, lin(c_.dim));
+            auto k = matrix(p + "attn_k.weight", c_.kv_dim(), c_.dim, lin(c_.dim), other_type);
             auto v = matrix(p + "attn_v.weight", c_.kv_dim(), c_.dim, lin(c_.dim));
             L.wqkv = q;
             L.wqkv.insert(L.wqkv.end(), k.begin(), k.end());
             L.wqkv.insert(L.wqkv.end(), v.begin(), v.end());
             L.wo = matrix(p + "attn_output.weight", c_.dim, c_.dim, lin(c_.dim));
             auto g = matrix(p + "ffn_gate.weight", c_.ffn, c_.dim, lin(c_.dim));
-            auto u = matrix(p + "ffn_up.weight", c_.ffn, c_.dim, lin(c_.dim));
+            auto u = matrix(p + "ffn_up.weight", c_.ffn, c_.dim, lin(c_.dim), other_type);
             L.wgu = g;
             L.wgu.insert(L.wgu.end(), u.begin(), u.end());
             L.wd = matrix(p + "ffn_down.weight", c_.dim, c_.ffn, lin(c_.ffn));
@@ -225,18 +230,23 @@ private slots:
     void engine_matches_cpu_reference_data() {
         QTest::addColumn<uint32_t>("type");
         QTest::addColumn<bool>("tied");
+        QTest::addColumn<uint32_t>("other_type");  // of attn_k and ffn_up (see ReferenceModel::write)
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
             for (bool tied : {true, false})
                 QTest::addRow("%s, %s output", ggml_type_name(static_cast<uint32_t>(t)), tied ? "tied" : "untied")
-                    << static_cast<uint32_t>(t) << tied;
+                    << static_cast<uint32_t>(t) << tied << static_cast<uint32_t>(t);
+        QTest::newRow("Q8_0 with F16 attn_k and ffn_up") << static_cast<uint32_t>(GgmlType::Q8_0) << false
+                                                         << static_cast<uint32_t>(GgmlType::F16);
     }
     void engine_matches_cpu_reference() {
         QFETCH(uint32_t, type);
         QFETCH(bool, tied);
+        QFETCH(uint32_t, other_type);
         const Config c;
-        const std::string path = test::temp_dir() + "/random-" + ggml_type_name(type) + (tied ? "-tied" : "") + ".gguf";
+        const std::string path = test::temp_dir() + "/random-" + ggml_type_name(type) + (tied ? "-tied" : "") + "-" +
+                                 ggml_type_name(other_type) + ".gguf";
         ReferenceModel ref(c, tied);
-        ref.write(path, type, 1000 + type * 2 + (tied ? 1 : 0));
+        ref.write(path, type, 1000 + type * 2 + (tied ? 1 : 0), other_type);
         auto engine = Engine::load(path, options());
         QCOMPARE(engine->model().n_kv_heads, c.kv_heads);
         QCOMPARE(engine->model().tied_output, tied);
