@@ -691,12 +691,7 @@ private slots:
             norm_b(ctx, norm.data(), norm.size() * 4), rowmap_b(ctx, tables.data(), 4);
 
         ops::RopeKvEpilogue epi;
-        epi.n_head = shape.n_head;
-        epi.n_kv = n_kv;
-        epi.head_dim = head_dim;
-        epi.n_rot = n_rot;
-        epi.block = block;
-        epi.kv_f16 = kv_f16;
+        epi.shape = shape;
         epi.rope = rope_b.range();
         epi.k_cache = k_cache.range();
         epi.v_cache = v_cache.range();

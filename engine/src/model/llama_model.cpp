@@ -106,12 +106,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         L.v_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
         // Q/K/V with RoPE and the KV-cache store fused into the matmul's epilogue.
         ops::RopeKvEpilogue rope_kv;
-        rope_kv.n_head = m.n_heads;
-        rope_kv.n_kv = m.n_kv_heads;
-        rope_kv.head_dim = m.head_dim;
-        rope_kv.n_rot = m.n_rot;
-        rope_kv.block = limits.block_tokens;
-        rope_kv.kv_f16 = limits.kv_f16;
+        rope_kv.shape = ashape;
         rope_kv.tok_info = {&tok_info_};
         rope_kv.rope = {&rope_};
         rope_kv.k_cache = {&L.k_cache};

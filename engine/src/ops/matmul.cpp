@@ -106,7 +106,7 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
                                                         : w.format->matmul;
     if (options.rope_kv) {
         rope_kv_ = *options.rope_kv;
-        const auto& e = rope_kv_;
+        const auto& e = rope_kv_.shape;
         if (input != MatmulInput::Norm)
             throw Error(ErrorCode::Internal, "the RoPE + KV-store epilogue comes with the RMSNorm input only");
         if (e.n_head == 0 || e.n_kv == 0 || e.head_dim % 2 != 0 || e.n_rot > e.head_dim || e.n_rot % 2 != 0 ||
@@ -132,7 +132,7 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     std::vector<BindingKind> kinds = {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,
                                       BindingKind::Storage,    BindingKind::TexelFloat, BindingKind::Storage,
                                       BindingKind::TexelFloat4, BindingKind::TexelFloat4};
-    if (rope_kv_.n_head)  // token info, RoPE table, K cache, V cache
+    if (rope_kv_.shape.n_head)  // token info, RoPE table, K cache, V cache
         kinds.insert(kinds.end(), {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::Storage,
                                    BindingKind::Storage});
     // Spec constants: {workgroup size, ROWS, TOKENS, LANE_PER_ROW, LANE_PER_TOKEN, VEC4_INPUT,
@@ -175,7 +175,7 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     for (const auto& part : w.parts) {
         vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;  // float types: unused
         std::vector<vk::BufferRange> ranges = {part.values, scales, x, y, norm_weight, rowmap, x, norm_weight};
-        if (rope_kv_.n_head)
+        if (rope_kv_.shape.n_head)
             ranges.insert(ranges.end(), {rope_kv_.tok_info, rope_kv_.rope, rope_kv_.k_cache, rope_kv_.v_cache});
         sets_.push_back(ctx.make_set(*decode_[0], ranges));
     }
@@ -195,11 +195,11 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
                s.eps,
                static_cast<uint32_t>(w_->row_units),
                w_->tile_rows,
-               rope_kv_.n_head,
-               rope_kv_.n_kv,
-               rope_kv_.head_dim,
-               rope_kv_.n_rot,
-               rope_kv_.block};
+               rope_kv_.shape.n_head,
+               rope_kv_.shape.n_kv,
+               rope_kv_.shape.head_dim,
+               rope_kv_.shape.n_rot,
+               rope_kv_.shape.block};
         const bool one = s.tokens == 1;
         const bool two = s.tokens > prefill_group_ && prefill_tokens_per_lane_ > 1;
         uint32_t gx, gy;

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "ops/attention.h"
 #include "ops/device_weight.h"
 
 namespace lantern::ops {
@@ -29,8 +30,7 @@ enum class MatmulSplit { ForDevice, LanesOwnRows, SplitK };
 // ops/attention.h), Q goes to y, K and V into the layer's paged KV cache. Needs the Norm input
 // and row parts that start at even rows.
 struct RopeKvEpilogue {
-    uint32_t n_head = 0, n_kv = 0, head_dim = 0, n_rot = 0, block = 16;
-    bool kv_f16 = true;
+    AttentionShape shape;  // heads, head and rotary dimensions, KV block size and element type
     vk::BufferRange tok_info, rope, k_cache, v_cache;
 };
 
@@ -70,7 +70,7 @@ private:
     // one workgroup of tokens, so short prompts do not leave half the lanes idle).
     const vk::Kernel* prefill_[2][2] = {};  // several tokens per workgroup
     bool lane_per_row_ = false;
-    RopeKvEpilogue rope_kv_;  // n_head 0 = none
+    RopeKvEpilogue rope_kv_;  // shape.n_head 0 = none
     bool pairs_ = false;      // an epilogue that finishes rows in pairs (RoPE + KV store, SwiGLU)
     // Lanes per workgroup (prefill, decode, and the CPU layouts' long-step prefill), rows per
     // workgroup or lane, tokens per lane.
