@@ -247,7 +247,7 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
         rows_per_part = std::min(rows_per_part, texels / std::max<uint64_t>(groups_per_row, 1));
     if (!r.scales.empty() && w.tile_rows > 1)  // scales inline, read through a float view of the values
         rows_per_part = std::min(rows_per_part, texels / 4 / (r.row_units + groups_per_row));
-    // Parts start at even rows: the Q/K/V matmul's epilogue finishes RoPE pairs of rows together.
+    // Parts start at even rows: the RoPE and SwiGLU epilogues finish rows in pairs (2i, 2i + 1).
     if (rows_per_part < rows) rows_per_part -= rows_per_part % 2;
     if (rows_per_part == 0)
         throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " cannot be split for the device's binding range");
