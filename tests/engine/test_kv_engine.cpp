@@ -348,6 +348,52 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // A step shaped like the previous one resubmits its recorded command buffer; steps with an
+    // attention capture or per-op timing, and steps of another size, record fresh ones. Whatever
+    // the mix, every step's logits must be bit for bit those of the profiled run, which records
+    // every step afresh (same kernels, same data): a resubmitted buffer that went stale — a
+    // descriptor, a push constant or a grid of another step shape — would show here.
+    void resubmitted_steps_match_fresh_recordings() {
+        Config c;
+        auto plain = load(c);
+        EngineOptions po = options(c);
+        po.profile = true;
+        auto profiled = Engine::load(model_path(), po);
+        auto mixed = load(c);
+        const Tokens prompt = plain->tokenizer().encode("Once upon a time", true);
+        std::vector<std::pair<Engine*, SequenceId>> runs;
+        for (Engine* e : {plain.get(), profiled.get(), mixed.get()}) runs.emplace_back(e, e->create_sequence());
+        // The prompt goes in one token per step, so the first recording is of a one-token step and
+        // the two-token steps later cannot be served by a larger stale recording by accident.
+        const int n_prompt = static_cast<int>(prompt.size());
+        const int two_a = n_prompt + 3, two_b = n_prompt + 4;  // steps that feed two tokens
+        Tokens feed = {prompt[0]};
+        int captures = 0;
+        for (int step = 0; step < n_prompt + 10; ++step) {
+            const bool capture = step == 2 || step == n_prompt + 1 || step == two_a;
+            if (capture) {  // on the mixed engine only
+                mixed->capture_attention(step % 5);
+                ++captures;
+            }
+            std::vector<Logits> got;
+            for (auto& [e, seq] : runs) {
+                StepItem item{seq, feed, true, false};
+                got.push_back(e->step(std::span<const StepItem>(&item, 1)).at(0));
+            }
+            QVERIFY2(got[1] == got[0], qPrintable(QString("step %1: the profiled run's logits differ").arg(step)));
+            QVERIFY2(got[2] == got[0], qPrintable(QString("step %1: the run with captures differs").arg(step)));
+            if (capture) QVERIFY2(mixed->last_attention().n_positions > 0, "no attention was captured");
+            QVERIFY(profiled->last_step_profile().ops.size() > 0);
+            const int32_t next = argmax(got[0]);
+            if (step + 1 < n_prompt)
+                feed = {prompt[static_cast<size_t>(step) + 1]};
+            else
+                feed = (step + 1 == two_a || step + 1 == two_b) ? Tokens{next, next} : Tokens{next};
+        }
+        QCOMPARE(captures, 3);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void batched_step_matches_each_sequence_alone() {
         // Four sequences; each step carries every sequence: prefill chunks (of different sizes)
         // until its prompt is in, then one greedy decode token. d starts two steps late.
