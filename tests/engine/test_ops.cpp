@@ -580,21 +580,30 @@ private slots:
         QTest::addColumn<bool>("kv_f16");
         QTest::addColumn<bool>("other_split");  // the other kind of device's matmul kernels
         QTest::addColumn<bool>("parts");        // the Q/K/V weight in two row parts
+        QTest::addColumn<bool>("two_subgroups");  // attention workgroups of two subgroups
         for (bool f16 : {false, true})
             for (uint32_t n_kv : {2u, 4u})
                 for (uint32_t hd : {64u, 48u, 128u})
                     for (uint32_t block : {16u, 5u})
                         QTest::addRow("kv %s, n_kv %u, head_dim %u, block %u", f16 ? "f16" : "f32", n_kv, hd, block)
-                            << n_kv << hd << hd << block << f16 << false << false;
+                            << n_kv << hd << hd << block << f16 << false << false << false;
         // Partial rotary embedding (rope.dimension_count < head_dim).
-        QTest::newRow("kv f32, n_kv 2, head_dim 64, n_rot 32") << 2u << 64u << 32u << 16u << false << false << false;
-        QTest::newRow("kv f16, n_kv 4, head_dim 48, n_rot 16") << 4u << 48u << 16u << 5u << true << false << false;
-        QTest::newRow("kv f16, n_kv 2, head_dim 64, other split") << 2u << 64u << 64u << 16u << true << true << false;
+        QTest::newRow("kv f32, n_kv 2, head_dim 64, n_rot 32") << 2u << 64u << 32u << 16u << false << false << false
+                                                               << false;
+        QTest::newRow("kv f16, n_kv 4, head_dim 48, n_rot 16") << 4u << 48u << 16u << 5u << true << false << false
+                                                               << false;
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, other split") << 2u << 64u << 64u << 16u << true << true << false
+                                                                  << false;
         QTest::newRow("kv f32, n_kv 4, head_dim 48, n_rot 16, other split") << 4u << 48u << 16u << 5u << false << true
-                                                                             << false;
-        QTest::newRow("kv f16, n_kv 2, head_dim 64, parts") << 2u << 64u << 64u << 16u << true << false << true;
+                                                                             << false << false;
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, parts") << 2u << 64u << 64u << 16u << true << false << true
+                                                            << false;
         QTest::newRow("kv f32, n_kv 4, head_dim 48, parts, other split") << 4u << 48u << 48u << 5u << false << true
-                                                                          << true;
+                                                                          << true << false;
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, two subgroups") << 2u << 64u << 64u << 16u << true << false
+                                                                    << false << true;
+        QTest::newRow("kv f32, n_kv 8, head_dim 48, block 5, two subgroups") << 8u << 48u << 48u << 5u << false << false
+                                                                              << false << true;
     }
     // Several sequences in one step (a decode at position 299, prefill chunks, a first token), with
     // block tables drawn from a shuffled pool so no sequence's blocks are contiguous. A first step
@@ -609,6 +618,7 @@ private slots:
         QFETCH(bool, kv_f16);
         QFETCH(bool, other_split);
         QFETCH(bool, parts);
+        QFETCH(bool, two_subgroups);
         auto& ctx = test::context();
         Rng rng(400 + n_kv * 1000 + head_dim * 10 + block + (kv_f16 ? 7 : 0));
 
@@ -703,8 +713,11 @@ private slots:
                               rowmap_b.range(), o1);
         ops::MatmulOp qkv_op2(ctx, wqkv->device, ops::MatmulInput::Norm, x2_b.range(), qkv2_b.range(), norm_b.range(),
                               rowmap_b.range(), o2);
+        // Two subgroups per workgroup run the merge across subgroups (shared memory), which
+        // devices whose subgroup fills the workgroup never reach otherwise.
+        const uint32_t lanes = two_subgroups ? 2 * std::clamp<uint32_t>(ctx.subgroup_size(), 8, 64) : 0;
         ops::AttentionOp attention(ctx, shape, qkv2_b.range(), k_cache.range(), v_cache.range(), info2.range(),
-                                   tables_b.range(), out.range(), capture.range());
+                                   tables_b.range(), out.range(), capture.range(), lanes);
         // Capture the heads of the decode token at position 299 (context 300).
         int32_t capture_token = -1;
         for (uint32_t t = 0; t < T2; ++t)

@@ -28,7 +28,7 @@ std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_ba
 
 AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
                          vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange tables,
-                         vk::BufferRange out, vk::BufferRange capture)
+                         vk::BufferRange out, vk::BufferRange capture, uint32_t lanes)
     : ctx_(&ctx), shape_(shape) {
     if (shape.head_dim > 256 || shape.head_dim % 2 != 0)
         throw Error(ErrorCode::UnsupportedArchitecture,
@@ -39,7 +39,11 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
                                                      std::to_string(shape.n_kv) + ")");
     // One subgroup per workgroup where possible (8 lanes on lavapipe, 32/64 on GPUs): the lanes'
     // partial softmax results then merge with subgroup operations alone.
-    group_ = std::clamp<uint32_t>(ctx.info().subgroup_size, 8, 64);
+    group_ = lanes ? lanes : std::clamp<uint32_t>(ctx.info().subgroup_size, 8, 64);
+    // MAX_SUBGROUPS in the shader; a driver may run narrower subgroups than it reports, so the
+    // bound assumes 8-lane subgroups at the least.
+    if (group_ > 8 * std::max<uint32_t>(ctx.info().subgroup_size, 8) || group_ > 512)
+        throw Error(ErrorCode::Internal, "attention workgroups are at most 8 subgroups wide");
     using vk::BindingKind;
     kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::attention_f16 : shaders::ShaderId::attention_f32,
                           {BindingKind::TexelFloat, BindingKind::Storage, BindingKind::Storage, BindingKind::TexelUint4,
