@@ -714,8 +714,8 @@ private slots:
         ops::MatmulOp qkv_op2(ctx, wqkv->device, ops::MatmulInput::Norm, x2_b.range(), qkv2_b.range(), norm_b.range(),
                               rowmap_b.range(), o2);
         // Two subgroups per workgroup run the merge across subgroups (shared memory), which
-        // devices whose subgroup fills the workgroup never reach otherwise.
-        const uint32_t lanes = two_subgroups ? 2 * std::clamp<uint32_t>(ctx.subgroup_size(), 8, 64) : 0;
+        // devices whose subgroup fills the workgroup never reach otherwise (64-lane subgroups: one).
+        const uint32_t lanes = two_subgroups ? std::min(2 * std::clamp<uint32_t>(ctx.subgroup_size(), 8, 64), 64u) : 0;
         ops::AttentionOp attention(ctx, shape, qkv2_b.range(), k_cache.range(), v_cache.range(), info2.range(),
                                    tables_b.range(), out.range(), capture.range(), lanes);
         // Capture the heads of the decode token at position 299 (context 300).

@@ -32,8 +32,8 @@ public:
     AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
                 vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange tables, vk::BufferRange out,
                 vk::BufferRange capture, uint32_t lanes = 0);
-    // lanes: workgroup size; 0 = one subgroup (the lanes then merge with subgroup operations
-    // alone; tests ask for more to run the merge across subgroups, at most 8 of them).
+    // lanes: workgroup size, at most 64; 0 = one subgroup (the lanes then merge with subgroup
+    // operations alone; tests ask for more to run the merge across subgroups).
     // capture_token < 0: no capture. Else the scores of that token (all heads) are written to the
     // capture buffer: [n_head][capture_stride] scores, then (max, sum) per head.
     void record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token, uint32_t capture_stride) const;
