@@ -1,14 +1,21 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Causal self-attention over the paged KV cache, one workgroup per (query head, token).
-// Token t (position pos, in a sequence whose block table starts at tok[t].y) attends to positions
-// 0..pos, read through the block table. GQA: query head h reads KV head h / (n_head / n_kv).
-//
-// Lanes split the keys (lane i takes keys i, i + WG, ...). Each lane keeps its own numerically
-// stable online softmax — running max m, running sum l, and an output accumulator o[head_dim] in
-// registers — so every K and V row is read by exactly one lane as a contiguous stream (the fast
-// pattern on CPU drivers, and one coalesced row per lane on GPUs). At the end the lanes' partial
-// results are merged: M = max m_i, l = sum l_i e^(m_i - M), o = sum o_i e^(m_i - M) / l.
+// Causal self-attention over the paged KV cache. Token t (position pos, in a sequence whose block
+// table starts at tok[t].y) attends to positions 0..pos, read through the block table. GQA: query
+// head h reads KV head h / (n_head / n_kv). Two ways to spread the work, chosen per device by the
+// specialization constant LANES_OWN_HEADS:
+//  * Lanes split the keys (GPUs): one workgroup per (query head, token); lane i takes keys i,
+//    i + WG, ... Each lane keeps its own numerically stable online softmax — running max m,
+//    running sum l, and an output accumulator o[head_dim] in registers — so every K and V row is
+//    read by exactly one lane as one coalesced row. At the end the lanes' partial results are
+//    merged: M = max m_i, l = sum l_i e^(m_i - M), o = sum o_i e^(m_i - M) / l.
+//  * Lanes own heads (CPU drivers): workgroup (x, t) takes query heads x * WG + i, one per lane,
+//    each over all the token's keys, so no merge at all. On lavapipe a subgroup operation is a loop
+//    over the lanes with a branch per lane, and the merge's 2 + 2 * CHUNKS of them (plus the
+//    stores it leads to) were most of the attention time at short contexts: at position 4 of a
+//    110M decode, 80 % of the attention samples fell after the key loop. The work per key is the
+//    same (8 lanes take 8 heads instead of 8 keys), the key loop's trip count is the same for every
+//    lane, and the block-table lookups are shared by the workgroup.
 // Capture (flags bit 0): for token pc.capture_token the raw scores of every head go to
 // capture[h][j] and (M, l) to the tail, so the host can draw the attention heatmap.
 // The head dimension is a specialization constant (known at model load), so the per-row loops
@@ -30,6 +37,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HD = 64;  // head dimension (even, at most 256)
 layout(constant_id = 2) const bool Q_VEC4 = false;  // q rows start at multiples of 4 floats: vec4 fetches
+layout(constant_id = 3) const bool LANES_OWN_HEADS = false;  // see the top
 // Subgroups per workgroup at most (the host keeps the workgroup at most 8 subgroups wide).
 #define MAX_SUBGROUPS 8
 #include "kv.glsl"
@@ -100,8 +108,13 @@ void load_chunk(bool is_k, uint base, uint c, out vec4 a, out vec4 b) {
 uint token_of_row(uint y, uint rows) { return (y % 2u == 0u) ? y / 2u : rows - 1u - y / 2u; }
 
 void main() {
-    const uint h = gl_WorkGroupID.x, t = token_of_row(gl_WorkGroupID.y, gl_NumWorkGroups.y);
     const uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
+    const uint t = token_of_row(gl_WorkGroupID.y, gl_NumWorkGroups.y);
+    // Lanes own heads: lanes past the last head compute a copy of it and store nothing.
+    const uint h_lane = LANES_OWN_HEADS ? gl_WorkGroupID.x * wg + tid : gl_WorkGroupID.x;
+    const bool live = h_lane < pc.n_head;
+    const uint h = min(h_lane, pc.n_head - 1u);
+    const uint j_first = LANES_OWN_HEADS ? 0u : tid, j_step = LANES_OWN_HEADS ? 1u : wg;
     const uint hd = HD;
     const uint kvh = h / (pc.n_head / pc.n_kv);
     const uvec4 info = texelFetch(tok, int(t));
@@ -132,7 +145,7 @@ void main() {
         oa[c] = vec4(0.0);
         ob[c] = vec4(0.0);
     }
-    for (uint j = tid; j < n_ctx; j += wg) {
+    for (uint j = j_first; j < n_ctx; j += j_step) {
         uint slot = texelFetch(tables, int(table + j / pc.block)).x * pc.block + j % pc.block;
         uint base = kv_index(slot, kvh, 0u, pc.n_kv, hd, pc.block);
         float s = 0.0;
@@ -141,7 +154,7 @@ void main() {
             load_chunk(true, base, c, ka, kb);
             s += dot(qa[c], ka) + dot(qb[c], kb);
         }
-        if (capturing) capture[h * pc.capture_stride + j] = s;
+        if (capturing && live) capture[h * pc.capture_stride + j] = s;
         float m_new = max(m, s);
         float correction = exp(m - m_new);  // 0 on this lane's first key (m = -inf)
         float p = exp(s - m_new);
@@ -155,13 +168,28 @@ void main() {
         m = m_new;
     }
 
+    const uint obase = t * pc.out_stride + h * hd;
+    if (LANES_OWN_HEADS) {
+        // Each lane holds its head's whole result (l > 0: every token sees at least itself).
+        if (!live) return;
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c)
+            [[unroll]] for (uint i = 0; i < KV_EPL; ++i) {
+                const uint d = c * KV_EPL + i;
+                if (d < hd) o[obase + d] = (i < 4u ? oa[c][i] : ob[c][i - 4u]) / l;
+            }
+        if (capturing) {
+            capture[pc.n_head * pc.capture_stride + 2u * h] = m;
+            capture[pc.n_head * pc.capture_stride + 2u * h + 1u] = l;
+        }
+        return;
+    }
+
     // Merge the lanes: within each subgroup with subgroup operations, then (several subgroups)
     // across subgroups through shared memory.
     const bool one_subgroup = gl_NumSubgroups == 1u;
     const float M = subgroupMax(m);
     const float f = (m == -1.0 / 0.0) ? 0.0 : exp(m - M);  // lanes that saw no key contribute nothing
     const float L = subgroupAdd(l * f);
-    const uint obase = t * pc.out_stride + h * hd;
     const uint rbase = gl_SubgroupID * RED_STRIDE;
     if (!one_subgroup && subgroupElect()) {
         red[rbase] = M;

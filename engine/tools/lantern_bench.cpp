@@ -32,6 +32,7 @@ const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAP
   -b LIST           sequences decoding together, e.g. 1,4 (default 1)
   --steady N        sustained decode of N tokens: transient, steady-state rate, degradation
   --profile         per-op GPU time of one decode step
+  --profile-at N    position of the profiled step (default 34: after a 32-token prefill and one step)
   --rooflines       measure read bandwidth and dispatch/submit overhead (on by default; --no-rooflines)
   --startup         cold vs warm engine start (pipeline cache)
   --json            also print JSON lines
@@ -44,6 +45,7 @@ struct Options {
     std::vector<std::pair<std::string, std::string>> synthetic;
     int pp = 128, tg = 128, reps = 3, steady = 0;
     std::vector<int> batches{1};
+    int profile_at = 34;
     bool profile = false, rooflines = true, json = false, startup = false;
     std::string device;
 };
@@ -227,17 +229,18 @@ void bench_model(const std::string& path, const std::string& label, const Option
     if (o.profile) {
         EngineOptions po = eo;
         po.profile = true;
-        po.context_length = std::max(po.context_length, 64u);  // the profiled step is at position 34
+        // Prefill profile_at - 2 tokens, one step (warm), then the profiled step at profile_at.
+        po.context_length = std::max<uint32_t>(po.context_length, uint32_t(o.profile_at) + 2u);
         auto pe = Engine::load(path, po);
         auto seq = pe->create_sequence();
-        auto toks = random_tokens(rng, m.vocab, 32);
+        auto toks = random_tokens(rng, m.vocab, size_t(o.profile_at - 2));
         pe->prefill(seq, toks);
         StepItem item{seq, {5}, true, false};
         pe->step(std::span<const StepItem>(&item, 1));
         pe->step(std::span<const StepItem>(&item, 1));
         const auto& p = pe->last_step_profile();
-        std::printf("profile %s (decode step at position 34): wall %.3f ms, GPU %.3f ms, %u dispatches\n",
-                    label.c_str(), p.total_ms, p.gpu_ms, p.dispatches);
+        std::printf("profile %s (decode step at position %d): wall %.3f ms, GPU %.3f ms, %u dispatches\n",
+                    label.c_str(), o.profile_at, p.total_ms, p.gpu_ms, p.dispatches);
         for (const auto& op : p.ops)
             std::printf("  %-14s %8.3f ms  %5.1f %%\n", op.op.c_str(), op.ms, p.gpu_ms > 0 ? 100 * op.ms / p.gpu_ms : 0.0);
         std::printf("  weights read per token: %.1f MiB\n", m.decode_read_bytes / 1048576.0);
@@ -275,6 +278,11 @@ int main(int argc, char** argv) {
             }
         } else if (f == "--steady") o.steady = std::stoi(value());
         else if (f == "--profile") o.profile = true;
+        else if (f == "--profile-at") {
+            o.profile = true;
+            o.profile_at = std::stoi(value());
+            if (o.profile_at < 3) throw std::runtime_error("--profile-at needs a position of at least 3");
+        }
         else if (f == "--rooflines") o.rooflines = true;
         else if (f == "--no-rooflines") o.rooflines = false;
         else if (f == "--startup") o.startup = true;

@@ -229,6 +229,12 @@ struct MatmulCase {
 ops::MatmulSplit other_split_of(const vk::Context& ctx) {
     return ctx.info().type == DeviceType::Cpu ? ops::MatmulSplit::SplitK : ops::MatmulSplit::LanesOwnRows;
 }
+// The attention layout that ForDevice does not pick for a step of `groups` workgroups when lanes
+// own heads (see AttentionSplit).
+ops::AttentionSplit other_attention_split_of(const vk::Context& ctx, uint64_t groups) {
+    const bool device_owns_heads = ctx.info().type == DeviceType::Cpu && groups >= vk::cpu_driver_threads();
+    return device_owns_heads ? ops::AttentionSplit::LanesSplitKeys : ops::AttentionSplit::LanesOwnHeads;
+}
 
 // Runs one matmul on the device and on the CPU; returns "" or what went wrong. `worst` collects
 // the largest NMSE seen.
@@ -311,7 +317,10 @@ struct SeqPlan {
 
 // Sequences of the attention test: context lengths 1, 9, 63, 64, 65 and 300 at the end of the step
 // (crossing the kernel's 64-key chunks), decode and prefill chunks mixed in one step.
-const SeqPlan kPlans[] = {{0, 1}, {62, 3}, {299, 1}, {61, 2}, {0, 9}, {56, 8}};
+const std::vector<SeqPlan> kPlans = {{0, 1}, {62, 3}, {299, 1}, {61, 2}, {0, 9}, {56, 8}};
+// One sequence decoding one token at position 299: the step with the fewest attention workgroups
+// (with lanes owning heads one or two, fewer than a CPU driver's threads: then lanes split keys).
+const std::vector<SeqPlan> kOneDecode = {{299, 1}};
 
 uint16_t half_bits(uint32_t word, uint32_t which) { return static_cast<uint16_t>(word >> (16 * which)); }
 
@@ -580,30 +589,46 @@ private slots:
         QTest::addColumn<bool>("kv_f16");
         QTest::addColumn<bool>("other_split");  // the other kind of device's matmul kernels
         QTest::addColumn<bool>("parts");        // the Q/K/V weight in two row parts
-        QTest::addColumn<bool>("two_subgroups");  // attention workgroups of two subgroups
+        QTest::addColumn<bool>("two_subgroups");  // attention workgroups of two subgroups (lanes split keys)
+        QTest::addColumn<uint32_t>("n_head");
+        QTest::addColumn<bool>("one_decode");  // the step under test is one decode token (kOneDecode)
         for (bool f16 : {false, true})
             for (uint32_t n_kv : {2u, 4u})
                 for (uint32_t hd : {64u, 48u, 128u})
                     for (uint32_t block : {16u, 5u})
                         QTest::addRow("kv %s, n_kv %u, head_dim %u, block %u", f16 ? "f16" : "f32", n_kv, hd, block)
-                            << n_kv << hd << hd << block << f16 << false << false << false;
+                            << n_kv << hd << hd << block << f16 << false << false << false << 8u << false;
         // Partial rotary embedding (rope.dimension_count < head_dim).
         QTest::newRow("kv f32, n_kv 2, head_dim 64, n_rot 32") << 2u << 64u << 32u << 16u << false << false << false
-                                                               << false;
+                                                               << false << 8u << false;
         QTest::newRow("kv f16, n_kv 4, head_dim 48, n_rot 16") << 4u << 48u << 16u << 5u << true << false << false
-                                                               << false;
+                                                               << false << 8u << false;
         QTest::newRow("kv f16, n_kv 2, head_dim 64, other split") << 2u << 64u << 64u << 16u << true << true << false
-                                                                  << false;
+                                                                  << false << 8u << false;
         QTest::newRow("kv f32, n_kv 4, head_dim 48, n_rot 16, other split") << 4u << 48u << 16u << 5u << false << true
-                                                                             << false << false;
+                                                                             << false << false << 8u << false;
         QTest::newRow("kv f16, n_kv 2, head_dim 64, parts") << 2u << 64u << 64u << 16u << true << false << true
-                                                            << false;
+                                                            << false << 8u << false;
         QTest::newRow("kv f32, n_kv 4, head_dim 48, parts, other split") << 4u << 48u << 48u << 5u << false << true
-                                                                          << true << false;
+                                                                          << true << false << 8u << false;
         QTest::newRow("kv f16, n_kv 2, head_dim 64, two subgroups") << 2u << 64u << 64u << 16u << true << false
-                                                                    << false << true;
+                                                                    << false << true << 8u << false;
         QTest::newRow("kv f32, n_kv 8, head_dim 48, block 5, two subgroups") << 8u << 48u << 48u << 5u << false << false
-                                                                              << false << true;
+                                                                              << false << true << 8u << false;
+        // 12 heads: lanes owning heads leave part of their last workgroup empty; 6:1 and 3:1 GQA.
+        QTest::newRow("kv f16, 12 heads, n_kv 4, head_dim 64") << 4u << 64u << 64u << 16u << true << false << false
+                                                               << false << 12u << false;
+        QTest::newRow("kv f32, 12 heads, n_kv 2, head_dim 48, block 5, other split")
+            << 2u << 48u << 48u << 5u << false << true << false << false << 12u << false;
+        QTest::newRow("kv f16, 12 heads, n_kv 2, head_dim 64, other split") << 2u << 64u << 64u << 16u << true << true
+                                                                            << false << false << 12u << false;
+        // One decode token: the fewest workgroups.
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, one decode") << 2u << 64u << 64u << 16u << true << false << false
+                                                                 << false << 8u << true;
+        QTest::newRow("kv f32, 12 heads, n_kv 4, head_dim 128, block 5, one decode")
+            << 4u << 128u << 128u << 5u << false << false << false << false << 12u << true;
+        QTest::newRow("kv f16, n_kv 2, head_dim 48, one decode, other split") << 2u << 48u << 48u << 16u << true
+                                                                              << true << false << false << 8u << true;
     }
     // Several sequences in one step (a decode at position 299, prefill chunks, a first token), with
     // block tables drawn from a shuffled pool so no sequence's blocks are contiguous. A first step
@@ -619,11 +644,14 @@ private slots:
         QFETCH(bool, other_split);
         QFETCH(bool, parts);
         QFETCH(bool, two_subgroups);
+        QFETCH(uint32_t, n_head);
+        QFETCH(bool, one_decode);
+        const std::vector<SeqPlan>& plans = one_decode ? kOneDecode : kPlans;
         auto& ctx = test::context();
-        Rng rng(400 + n_kv * 1000 + head_dim * 10 + block + (kv_f16 ? 7 : 0));
+        Rng rng(400 + n_kv * 1000 + head_dim * 10 + block + (kv_f16 ? 7 : 0) + n_head * 100000 + (one_decode ? 3 : 0));
 
         ops::AttentionShape shape;
-        shape.n_head = 8;
+        shape.n_head = n_head;
         shape.n_kv = n_kv;
         shape.head_dim = head_dim;
         shape.block = block;
@@ -637,14 +665,14 @@ private slots:
 
         // Block tables from a shuffled pool with spare blocks that must stay untouched.
         uint32_t needed = 0;
-        for (const auto& p : kPlans) needed += (p.history + p.fresh + block - 1) / block;
+        for (const auto& p : plans) needed += (p.history + p.fresh + block - 1) / block;
         const uint32_t pool_blocks = needed + 7;
         std::vector<uint32_t> free_blocks(pool_blocks);
         std::iota(free_blocks.begin(), free_blocks.end(), 0u);
         std::shuffle(free_blocks.begin(), free_blocks.end(), rng.engine());
         std::vector<uint32_t> tables, table_offset;
         std::vector<uint8_t> slot_used(static_cast<size_t>(pool_blocks) * block, 0);
-        for (const auto& p : kPlans) {
+        for (const auto& p : plans) {
             table_offset.push_back(static_cast<uint32_t>(tables.size()));
             for (uint32_t b = 0; b < (p.history + p.fresh + block - 1) / block; ++b) {
                 tables.push_back(free_blocks.back());
@@ -656,10 +684,10 @@ private slots:
         };
         std::vector<ops::TokenInfo> hist_info, step_info;
         std::vector<size_t> step_seq;
-        for (size_t s = 0; s < std::size(kPlans); ++s) {
-            for (uint32_t pos = 0; pos < kPlans[s].history; ++pos)
+        for (size_t s = 0; s < plans.size(); ++s) {
+            for (uint32_t pos = 0; pos < plans[s].history; ++pos)
                 hist_info.push_back({pos, table_offset[s], slot_of(s, pos), static_cast<uint32_t>(s)});
-            for (uint32_t pos = kPlans[s].history; pos < kPlans[s].history + kPlans[s].fresh; ++pos) {
+            for (uint32_t pos = plans[s].history; pos < plans[s].history + plans[s].fresh; ++pos) {
                 step_info.push_back({pos, table_offset[s], slot_of(s, pos), static_cast<uint32_t>(s)});
                 step_seq.push_back(s);
             }
@@ -715,9 +743,24 @@ private slots:
                               rowmap_b.range(), o2);
         // Two subgroups per workgroup run the merge across subgroups (shared memory), which
         // devices whose subgroup fills the workgroup never reach otherwise (64-lane subgroups: one).
-        const uint32_t lanes = two_subgroups ? std::min(2 * std::clamp<uint32_t>(ctx.subgroup_size(), 8, 64), 64u) : 0;
+        const uint32_t one_subgroup = std::clamp<uint32_t>(ctx.subgroup_size(), 8, 64);
+        const uint32_t lanes = two_subgroups ? std::min(2 * one_subgroup, 64u) : 0;
+        const uint64_t own_heads_groups = uint64_t{(n_head + one_subgroup - 1) / one_subgroup} * T2;
+        const ops::AttentionSplit attn_split = two_subgroups ? ops::AttentionSplit::LanesSplitKeys
+                                               : other_split ? other_attention_split_of(ctx, own_heads_groups)
+                                                             : ops::AttentionSplit::ForDevice;
         ops::AttentionOp attention(ctx, shape, qkv2_b.range(), k_cache.range(), v_cache.range(), info2.range(),
-                                   tables_b.range(), out.range(), capture.range(), lanes);
+                                   tables_b.range(), out.range(), capture.range(), lanes, attn_split);
+        const bool own_heads = attention.lanes_own_heads(T2);
+        qInfo("attention: lanes %s, %u per workgroup", own_heads ? "own heads" : "split keys", attention.lanes());
+        if (attn_split != ops::AttentionSplit::ForDevice) {
+            QCOMPARE(own_heads, attn_split == ops::AttentionSplit::LanesOwnHeads);
+        } else if (ctx.info().type != DeviceType::Cpu) {
+            QVERIFY(!own_heads);
+        } else {  // a CPU driver: lanes own heads when the step has a workgroup per driver thread
+            const uint32_t groups = (n_head + attention.lanes() - 1) / attention.lanes() * T2;
+            QCOMPARE(own_heads, groups >= vk::cpu_driver_threads());
+        }
         // Capture the heads of the decode token at position 299 (context 300).
         int32_t capture_token = -1;
         for (uint32_t t = 0; t < T2; ++t)

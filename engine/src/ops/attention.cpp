@@ -28,7 +28,7 @@ std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_ba
 
 AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
                          vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange tables,
-                         vk::BufferRange out, vk::BufferRange capture, uint32_t lanes)
+                         vk::BufferRange out, vk::BufferRange capture, uint32_t lanes, AttentionSplit split)
     : ctx_(&ctx), shape_(shape) {
     if (shape.head_dim > 256 || shape.head_dim % 2 != 0)
         throw Error(ErrorCode::UnsupportedArchitecture,
@@ -37,21 +37,40 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
         throw Error(ErrorCode::InvalidModelFile, "attention heads (" + std::to_string(shape.n_head) +
                                                      ") are not a multiple of KV heads (" +
                                                      std::to_string(shape.n_kv) + ")");
-    // One subgroup per workgroup where possible (8 lanes on lavapipe, 32/64 on GPUs): the lanes'
-    // partial softmax results then merge with subgroup operations alone.
+    // One subgroup per workgroup where possible (8 lanes on lavapipe, 32/64 on GPUs): split keys'
+    // partial softmax results then merge with subgroup operations alone, and on a CPU driver a
+    // subgroup is one thread's SIMD group.
     group_ = lanes ? lanes : std::clamp<uint32_t>(ctx.info().subgroup_size, 8, 64);
     // At most MAX_SUBGROUPS (8) subgroups in the shader, even if a driver runs 8-lane subgroups
     // narrower than the size it reports: at most 64 lanes.
     if (group_ > 64) throw Error(ErrorCode::Internal, "attention workgroups have at most 64 lanes");
     using vk::BindingKind;
-    kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::attention_f16 : shaders::ShaderId::attention_f32,
-                          {BindingKind::TexelFloat, BindingKind::Storage, BindingKind::Storage, BindingKind::TexelUint4,
-                           BindingKind::TexelUint, BindingKind::Storage, BindingKind::Storage, BindingKind::TexelUint4,
-                           BindingKind::TexelUint4, BindingKind::TexelFloat4},
-                          sizeof(AttnPush),
-                          {group_, shape.head_dim, shape.qkv_stride % 4 == 0 && shape.head_dim % 4 == 0 ? 1u : 0u});
-    vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, tables, out, capture, k_cache, v_cache, qkv};
-    set_ = ctx.make_set(*kernel_, r);
+    const std::vector<BindingKind> kinds = {BindingKind::TexelFloat, BindingKind::Storage,    BindingKind::Storage,
+                                            BindingKind::TexelUint4, BindingKind::TexelUint,  BindingKind::Storage,
+                                            BindingKind::Storage,    BindingKind::TexelUint4, BindingKind::TexelUint4,
+                                            BindingKind::TexelFloat4};
+    const vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, tables, out, capture, k_cache, v_cache, qkv};
+    auto make = [&](bool own_heads, Layout& layout) {
+        layout.kernel = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::attention_f16 : shaders::ShaderId::attention_f32,
+                                    kinds, sizeof(AttnPush),
+                                    {group_, shape.head_dim,
+                                     shape.qkv_stride % 4 == 0 && shape.head_dim % 4 == 0 ? 1u : 0u, own_heads ? 1u : 0u});
+        layout.set = ctx.make_set(*layout.kernel, r);
+    };
+    // ForDevice on a CPU driver: lanes own heads wherever a step has a workgroup for each of the
+    // driver's threads; steps with fewer (one decode token of a model with few heads: 8 heads are
+    // one workgroup) split keys instead, so that every thread works. Narrower workgroups would not
+    // do it: each thread would still walk every key, its SIMD group merely emptier.
+    const bool cpu = ctx.info().type == DeviceType::Cpu;
+    if (split == AttentionSplit::ForDevice ? cpu : split == AttentionSplit::LanesOwnHeads) make(true, own_heads_);
+    if (split == AttentionSplit::ForDevice || split == AttentionSplit::LanesSplitKeys) make(false, split_keys_);
+    threads_ = cpu ? vk::cpu_driver_threads() : 1;
+}
+
+bool AttentionOp::lanes_own_heads(uint32_t tokens) const {
+    if (!own_heads_.kernel) return false;
+    if (!split_keys_.kernel) return true;
+    return uint64_t{(shape_.n_head + group_ - 1) / group_} * tokens >= threads_;
 }
 
 void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token, uint32_t capture_stride) const {
@@ -66,7 +85,9 @@ void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_t
                capture_token >= 0 ? 1u : 0u,
                capture_token >= 0 ? static_cast<uint32_t>(capture_token) : 0u,
                capture_stride};
-    ctx_->dispatch(cmd, *kernel_, set_, &p, s.n_head, tokens);
+    const bool own_heads = lanes_own_heads(tokens);
+    const Layout& l = own_heads ? own_heads_ : split_keys_;
+    ctx_->dispatch(cmd, *l.kernel, l.set, &p, own_heads ? (s.n_head + group_ - 1) / group_ : s.n_head, tokens);
 }
 
 void reference_rope_store(const AttentionShape& s, std::span<float> qkv, std::span<const TokenInfo> tok,

@@ -26,24 +26,36 @@ struct TokenInfo {
 // cos/sin table [position][i] for i < n_rot/2, computed in double precision.
 std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base);
 
+// How a workgroup's lanes share the work (see shaders/attention.comp): ForDevice picks LanesOwnHeads
+// on CPU drivers (subgroup operations are lane loops there) for steps with a workgroup per driver
+// thread, and LanesSplitKeys elsewhere; tests force one or the other so that both run everywhere.
+enum class AttentionSplit { ForDevice, LanesOwnHeads, LanesSplitKeys };
+
 class AttentionOp {
 public:
     AttentionOp() = default;
     AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
                 vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange tables, vk::BufferRange out,
-                vk::BufferRange capture, uint32_t lanes = 0);
-    // lanes: workgroup size, at most 64; 0 = one subgroup (the lanes then merge with subgroup
-    // operations alone; tests ask for more to run the merge across subgroups).
+                vk::BufferRange capture, uint32_t lanes = 0, AttentionSplit split = AttentionSplit::ForDevice);
+    // lanes: workgroup size, at most 64; 0 = one subgroup (split keys: the lanes then merge with
+    // subgroup operations alone; tests ask for more to run the merge across subgroups).
     // capture_token < 0: no capture. Else the scores of that token (all heads) are written to the
     // capture buffer: [n_head][capture_stride] scores, then (max, sum) per head.
     void record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token, uint32_t capture_stride) const;
+    // Whether a step of `tokens` tokens runs with lanes owning heads (else they split keys).
+    bool lanes_own_heads(uint32_t tokens) const;
+    uint32_t lanes() const { return group_; }  // per workgroup
 
 private:
     vk::Context* ctx_ = nullptr;
     AttentionShape shape_;
-    const vk::Kernel* kernel_ = nullptr;
-    VkDescriptorSet set_ = VK_NULL_HANDLE;
-    uint32_t group_ = 64;
+    struct Layout {
+        const vk::Kernel* kernel = nullptr;  // null: not used on this device / by this split
+        VkDescriptorSet set = VK_NULL_HANDLE;
+    };
+    Layout own_heads_, split_keys_;
+    uint32_t group_ = 64;   // lanes per workgroup
+    uint32_t threads_ = 1;  // a CPU driver's threads (vk::cpu_driver_threads)
 };
 
 // CPU references over a float KV pool with the same paged layout as the device.

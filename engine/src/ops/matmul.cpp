@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -25,14 +24,6 @@ constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
 // see decode_rows_for). Measured on lavapipe with interleaved runs (110M Q8_0): 32 rows beat 16 by
 // 5-10 % for prefill; 48 and 64 lose again (register spills).
 constexpr uint32_t kCpuLanes = 8, kCpuRows = 32;
-
-// Threads a CPU driver spreads a dispatch over: lavapipe uses one per CPU (at most 16) unless
-// LP_NUM_THREADS says otherwise.
-uint32_t cpu_driver_threads() {
-    if (const char* env = std::getenv("LP_NUM_THREADS"); env && std::atoi(env) > 0)
-        return static_cast<uint32_t>(std::atoi(env));
-    return std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-}
 
 // Rows per decode lane for a matrix of `rows` rows. A workgroup (8 lanes) is the unit of work a
 // CPU driver's thread takes, so a small matrix in big bands leaves threads idle (768 rows in bands
@@ -89,7 +80,7 @@ uint32_t matmul_tile_rows(const vk::Context& ctx, uint64_t rows, MatmulSplit spl
     // a tile read 4 KiB pieces 8 KiB apart, which the prefetchers do not follow: 110M Q8_0 decode
     // ran at 36 instead of 56 tok/s). Prefill's bands of kCpuRows rows divide it.
     if (!lanes_own_rows(ctx, split)) return 1;
-    return kCpuLanes * decode_rows_for(rows, cpu_driver_threads());
+    return kCpuLanes * decode_rows_for(rows, vk::cpu_driver_threads());
 }
 
 MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, vk::BufferRange x,

@@ -4,11 +4,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <sys/mman.h>
+#include <thread>
 
 #include "lantern/error.h"
 #include "vulkan/pipeline_cache.h"
 
 namespace lantern::vk {
+
+uint32_t cpu_driver_threads() {
+    if (const char* env = std::getenv("LP_NUM_THREADS"); env && std::atoi(env) > 0)
+        return static_cast<uint32_t>(std::atoi(env));
+    return std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+}
 
 void check(VkResult r, const char* what) {
     if (r == VK_SUCCESS) return;

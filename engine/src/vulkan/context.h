@@ -22,6 +22,11 @@ namespace lantern::vk {
 // Throws lantern::Error with a code derived from `r` (device lost, out of memory, ...).
 void check(VkResult r, const char* what);
 
+// Threads a CPU driver spreads a dispatch over: lavapipe uses one per CPU (at most 16) unless
+// LP_NUM_THREADS says otherwise. Its unit of work is a workgroup, so kernels on CPU drivers size
+// their grids to keep this many threads busy.
+uint32_t cpu_driver_threads();
+
 struct ContextOptions {
     std::string device_selector;  // see lantern/device.h; empty = env LANTERN_DEVICE, then preference
     // Enable VK_LAYER_KHRONOS_validation + a debug messenger. Also on when env LANTERN_VALIDATION=1.
