@@ -232,6 +232,10 @@ void bench_model(const std::string& path, const std::string& label, const Option
         // Prefill profile_at - 2 tokens, one step (warm), then the profiled step at profile_at.
         po.context_length = std::max<uint32_t>(po.context_length, uint32_t(o.profile_at) + 2u);
         auto pe = Engine::load(path, po);
+        if (pe->context_length() < uint32_t(o.profile_at) + 1u)
+            throw Error(ErrorCode::InvalidArgument, "--profile-at " + std::to_string(o.profile_at) +
+                                                        " is past the model's context of " +
+                                                        std::to_string(pe->context_length()) + " tokens");
         auto seq = pe->create_sequence();
         auto toks = random_tokens(rng, m.vocab, size_t(o.profile_at - 2));
         pe->prefill(seq, toks);
@@ -280,8 +284,11 @@ int main(int argc, char** argv) {
         else if (f == "--profile") o.profile = true;
         else if (f == "--profile-at") {
             o.profile = true;
-            o.profile_at = std::stoi(value());
-            if (o.profile_at < 3) throw std::runtime_error("--profile-at needs a position of at least 3");
+            o.profile_at = std::atoi(value().c_str());
+            if (o.profile_at < 3) {
+                std::fprintf(stderr, "--profile-at needs a position of at least 3\n%s", kUsage);
+                return 2;
+            }
         }
         else if (f == "--rooflines") o.rooflines = true;
         else if (f == "--no-rooflines") o.rooflines = false;
