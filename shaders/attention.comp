@@ -4,11 +4,12 @@
 // table starts at tok[t].y) attends to positions 0..pos, read through the block table. GQA: query
 // head h reads KV head h / (n_head / n_kv). Two ways to spread the work, chosen per device by the
 // specialization constant LANES_OWN_HEADS:
-//  * Lanes split the keys (GPUs): one workgroup per (query head, token); lane i takes keys i,
-//    i + WG, ... Each lane keeps its own numerically stable online softmax — running max m,
-//    running sum l, and an output accumulator o[head_dim] in registers — so every K and V row is
-//    read by exactly one lane as one coalesced row. At the end the lanes' partial results are
-//    merged: M = max m_i, l = sum l_i e^(m_i - M), o = sum o_i e^(m_i - M) / l.
+//  * Lanes split the keys (GPUs; on CPU drivers, steps that would have fewer own-heads workgroups
+//    than the driver has threads, see AttentionOp): one workgroup per (query head, token); lane i
+//    takes keys i, i + WG, ... Each lane keeps its own numerically stable online softmax — running
+//    max m, running sum l, and an output accumulator o[head_dim] in registers — so every K and V
+//    row is read by exactly one lane as one coalesced row. At the end the lanes' partial results
+//    are merged: M = max m_i, l = sum l_i e^(m_i - M), o = sum o_i e^(m_i - M) / l.
 //  * Lanes own heads (CPU drivers): workgroup (x, t) takes query heads x * WG + i, one per lane,
 //    each over all the token's keys, so no merge at all. On lavapipe a subgroup operation is a loop
 //    over the lanes with a branch per lane, and the merge's 2 + 2 * CHUNKS of them (plus the
