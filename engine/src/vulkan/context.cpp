@@ -12,8 +12,9 @@
 namespace lantern::vk {
 
 uint32_t cpu_driver_threads() {
-    if (const char* env = std::getenv("LP_NUM_THREADS"); env && std::atoi(env) > 0)
-        return static_cast<uint32_t>(std::atoi(env));
+    // LP_NUM_THREADS=0 runs every dispatch on the submitting thread: one thread.
+    if (const char* env = std::getenv("LP_NUM_THREADS"); env && *env >= '0' && *env <= '9')
+        return std::clamp(static_cast<uint32_t>(std::atoi(env)), 1u, 16u);
     return std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
 }
 

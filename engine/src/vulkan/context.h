@@ -23,8 +23,9 @@ namespace lantern::vk {
 void check(VkResult r, const char* what);
 
 // Threads a CPU driver spreads a dispatch over: lavapipe uses one per CPU (at most 16) unless
-// LP_NUM_THREADS says otherwise. Its unit of work is a workgroup, so kernels on CPU drivers size
-// their grids to keep this many threads busy.
+// LP_NUM_THREADS says otherwise (0: dispatches run on the submitting thread, counted as one). Its
+// unit of work is a workgroup, so kernels on CPU drivers size their grids to keep this many
+// threads busy.
 uint32_t cpu_driver_threads();
 
 struct ContextOptions {
