@@ -587,7 +587,9 @@ private slots:
         QTest::addColumn<uint32_t>("n_rot");
         QTest::addColumn<uint32_t>("block");
         QTest::addColumn<bool>("kv_f16");
-        QTest::addColumn<bool>("other_split");  // the other kind of device's matmul kernels
+        // other_split: the other kind of device's matmul kernels, and the attention layout the
+        // device would not pick for the step.
+        QTest::addColumn<bool>("other_split");
         QTest::addColumn<bool>("parts");        // the Q/K/V weight in two row parts
         QTest::addColumn<bool>("two_subgroups");  // attention workgroups of two subgroups (lanes split keys)
         QTest::addColumn<uint32_t>("n_head");
