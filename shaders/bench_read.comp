@@ -7,6 +7,10 @@
 //   1: lane-contiguous — each lane reads its own contiguous chunk of vec4s
 //   2: uniform — every lane of a workgroup reads the same vec4 (broadcast loads); workgroups
 //      split the buffer, so each byte is read once per workgroup lane group
+//   3: workgroup-contiguous — workgroup w reads its own contiguous chunk, its lanes consecutive
+//      vec4s: one sequential stream per workgroup, the way the CPU-driver matmuls stream a weight
+//      tile (the host runs it with one-subgroup workgroups on CPU drivers: lavapipe runs the
+//      subgroups of a wider workgroup one after another, each reading every WG-th 16 bytes)
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint MODE = 0;
 #ifdef TEXEL
@@ -27,6 +31,10 @@ void main() {
         uint chunk = (pc.n_vec4 + lanes - 1u) / lanes;
         uint begin = gl_GlobalInvocationID.x * chunk, end = min(begin + chunk, pc.n_vec4);
         for (uint i = begin; i < end; ++i) acc += SRC(i);
+    } else if (MODE == 3u) {
+        uint chunk = (pc.n_vec4 + gl_NumWorkGroups.x - 1u) / gl_NumWorkGroups.x;
+        uint begin = gl_WorkGroupID.x * chunk, end = min(begin + chunk, pc.n_vec4);
+        for (uint i = begin + gl_LocalInvocationID.x; i < end; i += gl_WorkGroupSize.x) acc += SRC(i);
     } else {
         uint chunk = (pc.n_vec4 + gl_NumWorkGroups.x - 1u) / gl_NumWorkGroups.x;
         uint begin = gl_WorkGroupID.x * chunk, end = min(begin + chunk, pc.n_vec4);

@@ -246,7 +246,9 @@ void bench_model(const std::string& path, const std::string& label, const Option
         std::printf("profile %s (decode step at position %d): wall %.3f ms, GPU %.3f ms, %u dispatches\n",
                     label.c_str(), o.profile_at, p.total_ms, p.gpu_ms, p.dispatches);
         for (const auto& op : p.ops)
-            std::printf("  %-14s %8.3f ms  %5.1f %%\n", op.op.c_str(), op.ms, p.gpu_ms > 0 ? 100 * op.ms / p.gpu_ms : 0.0);
+            std::printf("  %-14s %8.3f ms  %5.1f %%  %3u dispatches  %8.2f MiB  %6.2f GB/s\n", op.op.c_str(), op.ms,
+                        p.gpu_ms > 0 ? 100 * op.ms / p.gpu_ms : 0.0, op.dispatches, op.bytes / 1048576.0,
+                        op.ms > 0 ? op.bytes / (op.ms * 1e6) : 0.0);
         std::printf("  weights read per token: %.1f MiB\n", m.decode_read_bytes / 1048576.0);
     }
 }

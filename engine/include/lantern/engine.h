@@ -61,9 +61,11 @@ struct StepItem {
 };
 
 struct OpTime {
-    std::string op;     // "embed", "qkv+rope+kv" (Q/K/V matmul, RoPE, KV store), "matmul", "attention", "lm_head"
+    std::string op;     // "embed", "qkv+rope+kv" (Q/K/V matmul, RoPE, KV store), "attention", "attn_output",
+                        // "ffn_gate_up" (gate/up matmul with SwiGLU), "ffn_down", "lm_head"
     double ms = 0;
     uint32_t dispatches = 0;
+    uint64_t bytes = 0;  // what the op reads from memory in the step: weights, or (attention) K/V rows
 };
 
 struct StepProfile {

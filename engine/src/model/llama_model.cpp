@@ -12,8 +12,9 @@
 namespace lantern::model {
 
 namespace {
-enum OpLabel : uint32_t { kEmbed, kQkv, kMatmul, kAttention, kLmHead, kLabelCount };
-const char* kLabelNames[] = {"embed", "qkv+rope+kv", "matmul", "attention", "lm_head"};
+enum OpLabel : uint32_t { kEmbed, kQkv, kAttention, kAttnOut, kFfnGateUp, kFfnDown, kLmHead, kLabelCount };
+const char* kLabelNames[] = {"embed", "qkv+rope+kv", "attention", "attn_output", "ffn_gate_up", "ffn_down", "lm_head"};
+static_assert(kLabelCount <= LlamaModel::kProfileLabels);
 }  // namespace
 
 LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& m, const ModelLimits& limits)
@@ -111,13 +112,25 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         rope_kv.rope = {&rope_};
         rope_kv.k_cache = {&L.k_cache};
         rope_kv.v_cache = {&L.v_cache};
-        build_linear(L.qkv, L.qkv_offsets, wqkv, ops::MatmulInput::Norm, {&x_}, {&qkv_}, attn_norm_w, &rope_kv);
+        // Each matmul's weight bytes go to its profile label (bytes read per step, for GB/s per op).
+        auto counted = [&](uint32_t label, auto&& build) {
+            const uint64_t before = matmul_bytes_;
+            build();
+            label_bytes_[label] += matmul_bytes_ - before;
+        };
         std::vector<uint32_t> unused;
-        build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, {&attn_}, {&x_}, {&dummy_});
-        build_linear(L.gate_up, L.gate_up_offsets, wgu, ops::MatmulInput::Norm, {&x_}, {&gate_up_}, ffn_norm_w,
-                     nullptr, L.swiglu_fused);
-        build_linear(L.down, unused, {wd}, L.swiglu_fused ? ops::MatmulInput::Plain : ops::MatmulInput::Silu,
-                     {&gate_up_}, {&x_}, {&dummy_});
+        counted(kQkv, [&] {
+            build_linear(L.qkv, L.qkv_offsets, wqkv, ops::MatmulInput::Norm, {&x_}, {&qkv_}, attn_norm_w, &rope_kv);
+        });
+        counted(kAttnOut, [&] { build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, {&attn_}, {&x_}, {&dummy_}); });
+        counted(kFfnGateUp, [&] {
+            build_linear(L.gate_up, L.gate_up_offsets, wgu, ops::MatmulInput::Norm, {&x_}, {&gate_up_}, ffn_norm_w,
+                         nullptr, L.swiglu_fused);
+        });
+        counted(kFfnDown, [&] {
+            build_linear(L.down, unused, {wd}, L.swiglu_fused ? ops::MatmulInput::Plain : ops::MatmulInput::Silu,
+                         {&gate_up_}, {&x_}, {&dummy_});
+        });
         L.attention = ops::AttentionOp(ctx, ashape, {&qkv_}, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&tables_},
                                        {&attn_}, {&capture_});
         for (auto* v : {&L.qkv, &L.o, &L.gate_up, &L.down})
@@ -125,8 +138,10 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         dispatches_ += 1;  // attention
     }
     std::vector<uint32_t> unused;
+    const uint64_t before_lm_head = matmul_bytes_;
     build_linear(lm_head_op_, unused, {lm_head_}, ops::MatmulInput::Norm, {&x_}, {&logits_},
                  out_norm_->parts[0].values);
+    label_bytes_[kLmHead] = matmul_bytes_ - before_lm_head;
     for (auto& op : lm_head_op_) dispatches_ += op.dispatches();
 }
 
@@ -318,16 +333,16 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
         mark(kAttention);
         ctx_.barrier(cmd);
         linear(L.o, kNoOffsets, m.dim, m.dim, true);
-        mark(kMatmul);
+        mark(kAttnOut);
         ctx_.barrier(cmd);
         // gate_up_ holds silu(gate) * up (ffn_dim per token) when SwiGLU is the epilogue, else
         // [gate | up] (2 ffn_dim per token).
         const uint32_t ffn_width = L.swiglu_fused ? m.ffn_dim : 2 * m.ffn_dim;
         linear(L.gate_up, L.gate_up_offsets, m.dim, ffn_width, false);
-        mark(kMatmul);
+        mark(kFfnGateUp);
         ctx_.barrier(cmd);
         linear(L.down, kNoOffsets, ffn_width, m.dim, true);
-        mark(kMatmul);
+        mark(kFfnDown);
         ctx_.barrier(cmd);
     }
     if (S) {
@@ -423,9 +438,15 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
         prof->gpu_ms = 0;
         if (timing) {
             std::map<uint32_t, OpTime> by;
+            // The cache rows attention reads: every token's keys and values, all layers.
+            uint64_t keys = 0;
+            for (const auto& t : in.info) keys += t.pos + 1u;
+            const uint64_t kv_read = keys * kv_bytes_per_token(m, limits_.kv_f16);
             for (auto& [label, ns] : ctx_.read_timing()) {
                 auto& o = by[label];
                 o.op = kLabelNames[label];
+                o.bytes = label == kAttention ? kv_read : label == kLmHead ? (S ? label_bytes_[label] : 0)
+                                                                           : label_bytes_[label];
                 o.ms += ns / 1e6;
                 o.dispatches++;
                 prof->gpu_ms += ns / 1e6;

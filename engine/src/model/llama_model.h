@@ -2,6 +2,7 @@
 // step, every dispatch's descriptor set built at load, and forward() recording one step (any mix of
 // sequences and token counts) into one command buffer with one submit and one wait.
 #pragma once
+#include <array>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -50,6 +51,7 @@ public:
         return 2ull * m.n_layers * m.n_kv_heads * m.head_dim * (f16 ? 2 : 4);
     }
     uint32_t dispatches_per_step() const { return dispatches_; }
+    static constexpr size_t kProfileLabels = 8;  // at least llama_model.cpp's OpLabel count
 
 private:
     void record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool timing, int32_t capture_layer,
@@ -91,6 +93,7 @@ private:
     uint64_t slab_used_ = 0;
     std::deque<ops::DeviceWeight> weights_;
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0, matmul_bytes_ = 0;
+    std::array<uint64_t, kProfileLabels> label_bytes_{};  // weight bytes per step of each profile label
     uint32_t qkv_width_ = 0;
     // activations and step inputs
     vk::Buffer x_, qkv_, attn_, gate_up_, logits_, tokens_, tok_info_, tables_, rowmap_, capture_, rope_, dummy_;
