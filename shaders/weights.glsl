@@ -29,6 +29,12 @@
 // shaders/manifest.txt.
 layout(binding = 0) uniform usamplerBuffer weight_units;
 layout(binding = 1) uniform samplerBuffer weight_scales;
+// Where this matrix starts in those views: 0 when each matmul binds its own weight, the matrix's
+// first unit (and that times 4 floats) when several matrices share one view (decode_layer.comp).
+#ifndef WEIGHT_UNIT_BASE
+#define WEIGHT_UNIT_BASE 0u
+#define WEIGHT_FLOAT_BASE 0u
+#endif
 
 // EPU: elements per 16-byte unit. GPS: units per group — the units that share one scale, or for
 // float types enough units for 16 elements — so kernels fetch a scale once per group.
@@ -85,9 +91,12 @@ uint unit_at(RowWalk walk, uint u) { return walk.first + (u / GPS) * walk.stride
 
 vec4 bytes4(uint u) { return vec4(u & 255u, (u >> 8) & 255u, (u >> 16) & 255u, u >> 24); }
 
+// Float i of the scales view (a scale of a quantized matrix).
+float scale_at(uint i) { return texelFetch(weight_scales, int(WEIGHT_FLOAT_BASE + i)).x; }
+
 // The raw values of unit `i` (a unit index), before zero point and scale.
 void load_values(uint i, out vec4 w[VPU]) {
-    uvec4 q = texelFetch(weight_units, int(i));
+    uvec4 q = texelFetch(weight_units, int(WEIGHT_UNIT_BASE + i));
 #if defined(WTYPE_F32)
     w[0] = uintBitsToFloat(q);
 #elif defined(WTYPE_F16)
@@ -110,7 +119,7 @@ void load_values(uint i, out vec4 w[VPU]) {
 // The scale of group g of the row at `walk` (1 for float types).
 float group_scale(RowWalk walk, uint g) {
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
-    return texelFetch(weight_scales, int(walk.scale_first + g * walk.scale_stride)).x;
+    return scale_at(walk.scale_first + g * walk.scale_stride);
 #else
     return 1.0;
 #endif

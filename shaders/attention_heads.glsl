@@ -1,0 +1,196 @@
+// Causal self-attention over the paged KV cache: the body of shaders/attention.comp (see there for
+// the two ways a workgroup's lanes share the work) as a function, so that the fused decode-layer
+// kernel (shaders/decode_layer.comp) runs the same code.
+//
+// The including shader provides: `pc` with attention.comp's push-constant fields, constants HD,
+// Q_VEC4, LANES_OWN_HEADS and ATT_MAX_SUBGROUPS, kv.glsl, and accessors q_at(i), q4_at(i) (vec4
+// index) for the Q/K/V rows, k4_at(i), v4_at(i) (16-byte texels of the caches), k_word(e),
+// v_word(e) (the 32-bit word holding element e), tok_at(t), table_at(i), out_set(i, v) and
+// capture_set(i, v).
+
+// Elements per 16-byte load of the cache; rows are read 16 bytes at a time when hd allows it.
+#if defined(KV_F16)
+#define KV_EPL 8u
+#else
+#define KV_EPL 4u
+#endif
+const uint CHUNKS = (HD + KV_EPL - 1u) / KV_EPL;
+const bool WHOLE_CHUNKS = HD % KV_EPL == 0u;
+// Per subgroup: (max, sum, o[CHUNKS * KV_EPL]) of its lanes (workgroups of several subgroups only).
+const uint RED_STRIDE = CHUNKS * KV_EPL + 2u;
+shared float red[ATT_MAX_SUBGROUPS * RED_STRIDE];
+
+
+// Loads elements [c * KV_EPL, (c + 1) * KV_EPL) of a cache row starting at element `base`.
+void load_chunk(bool is_k, uint base, uint c, out vec4 a, out vec4 b) {
+    uint e = base + c * KV_EPL;
+    if (WHOLE_CHUNKS) {
+        uvec4 w = is_k ? k4_at(e / KV_EPL) : v4_at(e / KV_EPL);
+#if defined(KV_F16)
+        a = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+        b = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+#else
+        a = uintBitsToFloat(w);
+        b = vec4(0.0);
+#endif
+        return;
+    }
+    // Head dims that are not a multiple of the 16-byte chunk: element by element, zero-padded.
+    float v[8];
+    [[unroll]] for (uint i = 0; i < 8u; ++i) {
+        uint d = c * KV_EPL + i;
+        v[i] = 0.0;
+        if (i < KV_EPL && d < HD) {
+#if defined(KV_F16)
+            uint w = is_k ? k_word(e + i) : v_word(e + i);
+            v[i] = unpackHalf2x16(w >> (((e + i) & 1u) * 16u)).x;
+#else
+            v[i] = uintBitsToFloat(is_k ? k_word(e + i) : v_word(e + i));
+#endif
+        }
+    }
+    a = vec4(v[0], v[1], v[2], v[3]);
+    b = vec4(v[4], v[5], v[6], v[7]);
+}
+
+// Token of workgroup row y: rows are dealt light, heavy, light, ... (token 0, the last, 1, the
+// last but one, ...) so that each half of the workgroup range holds as many long contexts as short
+// ones: a CPU driver gives each thread a contiguous range of workgroups, and in a prefill later
+// tokens attend to more keys (110M pp256 on lavapipe +3.5 %).
+uint token_of_row(uint y, uint rows) { return (y % 2u == 0u) ? y / 2u : rows - 1u - y / 2u; }
+
+// One workgroup: `wg_id` is its place in a grid of `rows` workgroup rows (one per token).
+void attention_workgroup(uvec2 wg_id, uint rows) {
+    const uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
+    const uint t = token_of_row(wg_id.y, rows);
+    // Lanes own heads: lanes past the last head compute a copy of it and store nothing.
+    const uint h_lane = LANES_OWN_HEADS ? wg_id.x * wg + tid : wg_id.x;
+    const bool live = h_lane < pc.n_head;
+    const uint h = min(h_lane, pc.n_head - 1u);
+    const uint j_first = LANES_OWN_HEADS ? 0u : tid, j_step = LANES_OWN_HEADS ? 1u : wg;
+    const uint hd = HD;
+    const uint kvh = h / (pc.n_head / pc.n_kv);
+    const uvec4 info = tok_at(t);
+    const uint n_ctx = info.x + 1u, table = info.y;
+    const bool capturing = (pc.flags & 1u) != 0u && t == pc.capture_token;
+
+    // q (pre-scaled) in registers, in the same chunk layout as the cache rows.
+    vec4 qa[CHUNKS], qb[CHUNKS];
+    const uint qbase = t * pc.qkv_stride + h * hd;
+    [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+        if (Q_VEC4 && WHOLE_CHUNKS) {
+            qa[c] = q4_at((qbase + c * KV_EPL) / 4u) * pc.scale;
+            qb[c] = KV_EPL == 8u ? q4_at((qbase + c * KV_EPL) / 4u + 1u) * pc.scale : vec4(0.0);
+            continue;
+        }
+        float v[8];
+        [[unroll]] for (uint i = 0; i < 8u; ++i) {
+            uint d = c * KV_EPL + i;
+            v[i] = (i < KV_EPL && d < hd) ? q_at(qbase + d) * pc.scale : 0.0;
+        }
+        qa[c] = vec4(v[0], v[1], v[2], v[3]);
+        qb[c] = vec4(v[4], v[5], v[6], v[7]);
+    }
+
+    float m = -1.0 / 0.0, l = 0.0;
+    vec4 oa[CHUNKS], ob[CHUNKS];
+    [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+        oa[c] = vec4(0.0);
+        ob[c] = vec4(0.0);
+    }
+    for (uint j = j_first; j < n_ctx; j += j_step) {
+        uint slot = table_at(table + j / pc.block) * pc.block + j % pc.block;
+        uint base = kv_index(slot, kvh, 0u, pc.n_kv, hd, pc.block);
+        float s = 0.0;
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+            vec4 ka, kb;
+            load_chunk(true, base, c, ka, kb);
+            s += dot(qa[c], ka) + dot(qb[c], kb);
+        }
+        if (capturing && live) capture_set(h * pc.capture_stride + j, s);
+        float m_new = max(m, s);
+        float correction = exp(m - m_new);  // 0 on this lane's first key (m = -inf)
+        float p = exp(s - m_new);
+        l = l * correction + p;
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+            vec4 va, vb;
+            load_chunk(false, base, c, va, vb);
+            oa[c] = oa[c] * correction + p * va;
+            ob[c] = ob[c] * correction + p * vb;
+        }
+        m = m_new;
+    }
+
+    const uint obase = t * pc.out_stride + h * hd;
+    if (LANES_OWN_HEADS) {
+        // Each lane holds its head's whole result (l > 0: every token sees at least itself).
+        if (!live) return;
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c)
+            [[unroll]] for (uint i = 0; i < KV_EPL; ++i) {
+                const uint d = c * KV_EPL + i;
+                if (d < hd) out_set(obase + d, (i < 4u ? oa[c][i] : ob[c][i - 4u]) / l);
+            }
+        if (capturing) {
+            capture_set(pc.n_head * pc.capture_stride + 2u * h, m);
+            capture_set(pc.n_head * pc.capture_stride + 2u * h + 1u, l);
+        }
+        return;
+    }
+
+    // Merge the lanes: within each subgroup with subgroup operations, then (several subgroups)
+    // across subgroups through shared memory.
+    const bool one_subgroup = gl_NumSubgroups == 1u;
+    const float M = subgroupMax(m);
+    const float f = (m == -1.0 / 0.0) ? 0.0 : exp(m - M);  // lanes that saw no key contribute nothing
+    const float L = subgroupAdd(l * f);
+    const uint rbase = gl_SubgroupID * RED_STRIDE;
+    if (!one_subgroup && subgroupElect()) {
+        red[rbase] = M;
+        red[rbase + 1u] = L;
+    }
+    [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+        const vec4 sa = subgroupAdd(oa[c] * f), sb = subgroupAdd(ob[c] * f);
+        // Lane i of the subgroup stores element i of the chunk: one store per chunk (a store is a
+        // loop over the lanes on lavapipe); subgroups narrower than a chunk store element by
+        // element. Both unrolled: a loop with a run-time trip count here would keep oa/ob arrays.
+        const uint lane = gl_SubgroupInvocationID;
+        [[unroll]] for (uint i = 0; i < KV_EPL; ++i) {
+            const uint d = c * KV_EPL + i;
+            const bool mine = gl_SubgroupSize >= KV_EPL ? lane == i : lane == 0u;
+            if (d < hd && mine) {
+                const float v = i < 4u ? sa[i] : sb[i - 4u];
+                if (one_subgroup)
+                    out_set(obase + d, v / L);
+                else
+                    red[rbase + 2u + d] = v;  // every lane of the subgroup holds the same sums
+            }
+        }
+    }
+    if (one_subgroup) {
+        if (capturing && tid == 0u) {
+            capture_set(pc.n_head * pc.capture_stride + 2u * h, M);
+            capture_set(pc.n_head * pc.capture_stride + 2u * h + 1u, L);
+        }
+        return;
+    }
+    barrier();
+    // Element d (d == hd: the (M, L) pair for the capture): M = max M_g, L = sum L_g e^(M_g - M),
+    // o = sum o_g e^(M_g - M) / L over the subgroups g.
+    for (uint d = tid; d <= hd; d += wg) {
+        float Mw = -1.0 / 0.0;
+        for (uint g = 0; g < gl_NumSubgroups; ++g) Mw = max(Mw, red[g * RED_STRIDE]);
+        float Lw = 0.0, v = 0.0;
+        for (uint g = 0; g < gl_NumSubgroups; ++g) {
+            const uint r = g * RED_STRIDE;
+            const float w = red[r] == -1.0 / 0.0 ? 0.0 : exp(red[r] - Mw);
+            Lw += red[r + 1u] * w;
+            if (d < hd) v += red[r + 2u + d] * w;
+        }
+        if (d < hd) {
+            out_set(obase + d, v / Lw);
+        } else if (capturing) {
+            capture_set(pc.n_head * pc.capture_stride + 2u * h, Mw);
+            capture_set(pc.n_head * pc.capture_stride + 2u * h + 1u, Lw);
+        }
+    }
+}

@@ -1,0 +1,251 @@
+// The CPU-driver layouts of the matmul (LANE_PER_ROW for decode, LANE_PER_TOKEN for prefill; see
+// shaders/matmul.comp for what they are and why), as functions that the standalone matmul kernel
+// and the fused decode-layer kernel (shaders/decode_layer.comp) both run.
+//
+// Which input prologue and which output epilogue a call runs are arguments (IN_* and OUT_*), not
+// preprocessor branches, so that one shader can hold several matmuls: every call site passes
+// constants, and once the driver has inlined the call (every Vulkan driver inlines all functions)
+// the branches fold away, so each call compiles only its own path.
+//
+// The including shader provides, before including this file:
+//  - weights.glsl (with WEIGHT_UNIT_BASE / WEIGHT_FLOAT_BASE if the weights share a view);
+//  - `pc` with the fields of matmul.comp's push constants (a push-constant block there, a global
+//    variable filled before each matmul in the decode-layer kernel);
+//  - constants ROWS_MAX (the per-lane accumulator arrays' size; calls pass their own row count up
+//    to it), LT, LANE_PER_ROW, VEC4_INPUT, and shared float partial[] of at least 8 * ROWS_MAX;
+//  - accessors x(i), x4(i) (vec4 index), norm_w(i), norm_w4(i), y_get(o), y_set(o, v),
+//    rowmap_at(t); with HAS_ROPE_KV also tok_at(t), rope_at(i), k_store(i, v), v_store(i, v)
+//    (i: element index in the layer's cache, v: the RoPE pair at i, i + 1).
+
+const uint IN_PLAIN = 0u, IN_NORM = 1u, IN_SILU = 2u;           // input prologues
+const uint OUT_PLAIN = 0u, OUT_ROPE_KV = 1u, OUT_SWIGLU = 2u;    // output epilogues
+
+uint x_row(uint t) { return ((pc.flags & 2u) != 0u) ? rowmap_at(t) : t; }
+
+// Input element k of token t, prologue applied (s = that token's RMS scale, IN_NORM only).
+float input_at(uint base, uint k, float s, uint in_kind) {
+    if (in_kind == IN_NORM) return x(base + k) * s * norm_w(k);
+    if (in_kind == IN_SILU) {
+        float g = x(base + k);
+        return g / (1.0 + exp(-g)) * x(base + pc.K + k);
+    }
+    return x(base + k);
+}
+
+vec4 input4(uint base, uint k, float s, uint in_kind) {
+    if (VEC4_INPUT) {
+        if (in_kind == IN_NORM) return x4((base + k) / 4u) * s * norm_w4(k / 4u);
+        if (in_kind == IN_SILU) {
+            vec4 g = x4((base + k) / 4u);
+            return g / (1.0 + exp(-g)) * x4((base + pc.K + k) / 4u);
+        }
+        return x4((base + k) / 4u);
+    }
+    return vec4(input_at(base, k, s, in_kind), input_at(base, k + 1u, s, in_kind), input_at(base, k + 2u, s, in_kind),
+                input_at(base, k + 3u, s, in_kind));
+}
+
+// x itself at k (no prologue): one vec4 texel when rows allow, else four floats.
+vec4 x4_at(uint base, uint k) {
+    if (VEC4_INPUT) return x4((base + k) / 4u);
+    return vec4(x(base + k), x(base + k + 1u), x(base + k + 2u), x(base + k + 3u));
+}
+
+// The in_kind vec4 at k for the CPU layouts' groups: the prologue applied, or (raw) x itself —
+// IN_NORM takes x raw and dot_rows applies the norm. Float rows may end inside their last
+// group, whose weights are zero-padded, so the in_kind is masked to 0 past K (it may hold anything
+// there, even NaNs), by a clamped fetch and a select rather than a branch: lavapipe runs both
+// sides of a branch. `raw` is a constant at every call, so each call compiles one path.
+vec4 group_input4(uint base, uint k, bool raw, uint in_kind) {
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+    return raw ? x4_at(base, k) : input4(base, k, 1.0, in_kind);  // quantized rows are whole groups (checked on load)
+#else
+    if (VEC4_INPUT) {  // K is a multiple of 4
+        const uint kc = min(k, pc.K - 4u);
+        const vec4 v = raw ? x4((base + kc) / 4u) : input4(base, kc, 1.0, in_kind);
+        return k < pc.K ? v : vec4(0.0);
+    }
+    vec4 v;
+    for (uint c = 0; c < 4u; ++c) {
+        const uint kc = min(k + c, pc.K - 1u);
+        const float e = raw ? x(base + kc) : input_at(base, kc, 1.0, in_kind);
+        v[c] = k + c < pc.K ? e : 0.0;
+    }
+    return v;
+#endif
+}
+
+// The norm weight at k for the CPU layouts' groups (RMSNorm is applied in dot_rows: the sum of
+// squares is gathered in the group loop and the row sums scaled by rsqrt(mean + eps) at the end,
+// the scale being the same for every k). Past K any finite value will do: x is 0 there.
+vec4 group_norm4(uint k) {
+    if (VEC4_INPUT) return norm_w4(min(k, pc.K - 4u) / 4u);
+    return vec4(norm_w(min(k, pc.K - 1u)), norm_w(min(k + 1u, pc.K - 1u)), norm_w(min(k + 2u, pc.K - 1u)),
+                norm_w(min(k + 3u, pc.K - 1u)));
+}
+
+void store(uint row, uint t, float v) {
+    uint o = t * pc.y_stride + pc.y_offset + row;
+    y_set(o, ((pc.flags & 1u) != 0u) ? y_get(o) + v : v);
+}
+
+// The token's texel of `tok` (RoPE + KV store only; fetched once by callers that store many pairs).
+uvec4 token_info(uint t, uint out_kind) {
+#if defined(HAS_ROPE_KV)
+    if (out_kind == OUT_ROPE_KV) return tok_at(t);
+#endif
+    return uvec4(0u);
+}
+
+// Rows (row, row + 1) of token t, row even (parts of a weight start at even rows, so pairs never
+// straddle two of them). OUT_SWIGLU: gate and up of FFN unit (y_offset + row) / 2, y gets
+// silu(gate) * up. OUT_ROPE_KV: one RoPE pair of a Q, K or V head of the stacked [Q | K | V] rows;
+// Q goes to y, K and V into the paged KV cache. `info` is the token's texel of `tok`.
+void store_pair(uint row, uint t, uvec4 info, float a, float b, uint out_kind) {
+    if (out_kind == OUT_SWIGLU) {
+        y_set(t * pc.y_stride + (pc.y_offset + row) / 2u, a / (1.0 + exp(-a)) * b);
+        return;
+    }
+#if defined(HAS_ROPE_KV)
+    const uint col = pc.y_offset + row;  // column of the stacked [Q | K | V] row
+    const uint head = col / pc.hd, d = col % pc.hd;
+    vec2 v = vec2(a, b);
+    if (head < pc.n_head + pc.n_kv && d < pc.n_rot) {
+        const uint r = 2u * (info.x * (pc.n_rot / 2u) + d / 2u);
+        const vec2 cs = vec2(rope_at(r), rope_at(r + 1u));
+        v = vec2(v.x * cs.x - v.y * cs.y, v.x * cs.y + v.y * cs.x);
+    }
+    if (head < pc.n_head) {
+        const uint o = t * pc.y_stride + col;
+        y_set(o, v.x);
+        y_set(o + 1u, v.y);
+        return;
+    }
+    const bool is_k = head < pc.n_head + pc.n_kv;
+    const uint i = kv_index(info.z, head - pc.n_head - (is_k ? 0u : pc.n_kv), d, pc.n_kv, pc.hd, pc.block);
+    if (is_k) k_store(i, v); else v_store(i, v);
+#endif
+}
+
+// Per-lane state of the CPU layouts, as globals: arrays sized by specialization constants cannot
+// be passed to functions (SPIR-V would copy between array types that do not match logically).
+uint lane_xb[LT];     // first in_kind element of each of the lane's tokens
+float lane_ss[LT];    // sum of their squares (IN_NORM)
+float lane_acc[LT * ROWS_MAX];
+
+// lane_acc[j * ROWS_MAX + r] = sum_k W[row0 + r * rstep][k] * in(token j, k) for r < rows
+// (rows past N are clamped, their sums never stored). One scale fetch per row and group, each
+// unpacked unit serving all LT tokens, raw values against the in_kind with the zero point taken
+// off once per group (sum(raw * in) - WZERO * sum(in), see weights.glsl). IN_NORM: the sums
+// are of x * norm_w; the caller applies each token's RMS scale (lane_ss).
+void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
+    uint first_unit[ROWS_MAX];
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+    uint first_scale[ROWS_MAX];
+#endif
+    for (uint r = 0; r < rows; ++r) {
+        const RowWalk walk = row_walk(min(row0 + r * rstep, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
+        first_unit[r] = walk.first;
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+        first_scale[r] = walk.scale_first;
+#endif
+    }
+    // The band lies in one tile (the host checks tile_rows), so its rows share one group stride.
+    const RowWalk walk0 = row_walk(min(row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
+    const uint stride = walk0.stride;
+    for (uint i = 0; i < LT * ROWS_MAX; ++i) lane_acc[i] = 0.0;
+    for (uint j = 0; j < LT; ++j) lane_ss[j] = 0.0;
+    const uint groups = (pc.K + EPG - 1u) / EPG;
+    for (uint g = 0; g < groups; ++g) {
+        vec4 in_v[LT][VPG];
+        float zero[LT];
+        for (uint j = 0; j < LT; ++j) {
+            vec4 sum = vec4(0.0);
+            for (uint v = 0; v < VPG; ++v) {
+                if (in_kind == IN_NORM) {
+                    const vec4 xv = group_input4(lane_xb[j], g * EPG + 4u * v, true, in_kind);
+                    lane_ss[j] += dot(xv, xv);
+                    in_v[j][v] = xv * group_norm4(g * EPG + 4u * v);
+                } else {
+                    in_v[j][v] = group_input4(lane_xb[j], g * EPG + 4u * v, false, in_kind);
+                }
+                sum += in_v[j][v];
+            }
+            zero[j] = WZERO * dot(sum, vec4(1.0));
+        }
+        for (uint r = 0; r < rows; ++r) {
+            const uint first = first_unit[r] + g * stride;
+            float a[LT];
+            for (uint j = 0; j < LT; ++j) a[j] = 0.0;
+            for (uint h = 0; h < GPS; ++h) {
+                vec4 w[VPU];
+                load_values(first + h, w);
+                for (uint j = 0; j < LT; ++j)
+                    for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
+            }
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+            const float d = scale_at(first_scale[r] + g * walk0.scale_stride);
+            for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += (a[j] - zero[j]) * d;
+#else
+            for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j];
+#endif
+        }
+    }
+}
+
+// One workgroup of a CPU layout: `wg` is its (x, y) place in the grid, `rows` the rows per lane
+// (LANE_PER_ROW) or per workgroup (LANE_PER_TOKEN).
+// LANE_PER_ROW: lane i owns rows x * WG * rows + i + r * WG (r < rows) of token y. LANE_PER_TOKEN:
+// the workgroup owns rows x * rows + r, lane i tokens y * WG * LT + j * WG + i (j < LT).
+void matmul_rows(uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint wg = gl_WorkGroupSize.x;
+    const bool pairs = out_kind != OUT_PLAIN;
+    const uint row0 = LANE_PER_ROW ? wg_id.x * wg * rows + tid : wg_id.x * rows;
+    const uint rstep = LANE_PER_ROW ? wg : 1u;
+    uint t[LT];
+    for (uint j = 0; j < LT; ++j) {
+        t[j] = LANE_PER_ROW ? wg_id.y : (wg_id.y * LT + j) * wg + tid;
+        const uint tc = min(t[j], pc.T - 1u);  // lanes past the last token compute a copy, never stored
+        lane_xb[j] = x_row(tc) * pc.x_stride;
+    }
+    dot_rows(row0, rstep, rows, in_kind);
+    if (in_kind == IN_NORM) {
+        for (uint j = 0; j < LT; ++j) {
+            const float s = inversesqrt(lane_ss[j] / float(pc.K) + pc.eps);
+            for (uint r = 0; r < rows; ++r) lane_acc[j * ROWS_MAX + r] *= s;
+        }
+    }
+    if (!pairs) {
+        for (uint j = 0; j < LT; ++j)
+            if (t[j] < pc.T)
+                for (uint r = 0; r < rows; ++r)
+                    if (row0 + r * rstep < pc.N) store(row0 + r * rstep, t[j], lane_acc[j * ROWS_MAX + r]);
+        return;
+    }
+    if (LANE_PER_ROW) {
+        // Row pairs sit in neighbouring lanes (row0 has the lane's parity, rstep is even): the
+        // lanes swap their sums through shared memory, and each lane of a pair stores every
+        // other pair (the even lane those at even r, the odd lane those at odd r).
+        for (uint r = 0; r < rows; ++r) partial[tid * rows + r] = lane_acc[r];
+        barrier();
+        const uint odd = tid & 1u;
+        if (t[0] < pc.T) {
+            const uvec4 info = token_info(t[0], out_kind);
+            for (uint r = odd; r < rows; r += 2u) {
+                const float mine = lane_acc[r], other = partial[(tid ^ 1u) * rows + r];
+                const uint row = row0 + r * rstep - odd;  // the pair's even row
+                if (row < pc.N)
+                    store_pair(row, t[0], info, odd == 0u ? mine : other, odd == 0u ? other : mine, out_kind);
+            }
+        }
+    } else {
+        // LANE_PER_TOKEN: the workgroup's rows start even and each lane holds all of them.
+        for (uint j = 0; j < LT; ++j)
+            if (t[j] < pc.T)
+                for (uint r = 0; r < rows; r += 2u)
+                    if (row0 + r < pc.N)
+                        store_pair(row0 + r, t[j], token_info(t[j], out_kind), lane_acc[j * ROWS_MAX + r],
+                                   lane_acc[j * ROWS_MAX + r + 1u], out_kind);
+    }
+}
