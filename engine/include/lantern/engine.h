@@ -50,6 +50,9 @@ struct EngineOptions {
     uint32_t max_logit_rows = 0;       // logit rows per step; 0 = max_sequences
     bool profile = false;              // per-op GPU timestamps (see last_step_profile)
     uint64_t weight_slab_bytes = 0;    // weight sub-allocation block; 0 = 256 MiB (tests use tiny ones)
+    // On lavapipe, one-token steps run each layer as one dispatch (see engine/src/ops/decode_layer.h);
+    // false = the separate kernels (for comparisons).
+    bool fused_decode = true;
 };
 
 // One sequence's slice of a batched step.
@@ -62,7 +65,8 @@ struct StepItem {
 
 struct OpTime {
     std::string op;     // "embed", "qkv+rope+kv" (Q/K/V matmul, RoPE, KV store), "attention", "attn_output",
-                        // "ffn_gate_up" (gate/up matmul with SwiGLU), "ffn_down", "lm_head"
+                        // "ffn_gate_up" (gate/up matmul with SwiGLU), "ffn_down", "lm_head", or
+                        // "fused_layer" (a whole layer in one dispatch, see StepProfile::fused_layers)
     double ms = 0;
     uint32_t dispatches = 0;
     uint64_t bytes = 0;  // what the op reads from memory in the step: weights, or (attention) K/V rows
@@ -72,6 +76,7 @@ struct StepProfile {
     double total_ms = 0;       // wall time of the step (record + submit + wait + readback)
     double gpu_ms = 0;         // sum of op times (timestamps), 0 when not profiled
     uint32_t dispatches = 0;
+    bool fused_layers = false;  // each layer ran as one dispatch (one-token steps on lavapipe)
     std::vector<OpTime> ops;   // empty when not profiled
 };
 

@@ -12,8 +12,9 @@
 namespace lantern::model {
 
 namespace {
-enum OpLabel : uint32_t { kEmbed, kQkv, kAttention, kAttnOut, kFfnGateUp, kFfnDown, kLmHead, kLabelCount };
-const char* kLabelNames[] = {"embed", "qkv+rope+kv", "attention", "attn_output", "ffn_gate_up", "ffn_down", "lm_head"};
+enum OpLabel : uint32_t { kEmbed, kQkv, kAttention, kAttnOut, kFfnGateUp, kFfnDown, kFusedLayer, kLmHead, kLabelCount };
+const char* kLabelNames[] = {"embed",    "qkv+rope+kv", "attention",   "attn_output",
+                             "ffn_gate_up", "ffn_down", "fused_layer", "lm_head"};
 static_assert(kLabelCount <= LlamaModel::kProfileLabels);
 }  // namespace
 
@@ -55,10 +56,25 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     lm_head_ = m.tied_output ? embed_ : &upload(gguf, "output.weight", m.vocab, m.dim);
 
     using vk::MemoryUse;
-    x_ = ctx.create_buffer(4ull * T * m.dim, MemoryUse::DeviceLocal);
-    qkv_ = ctx.create_buffer(4ull * T * qkv_width_, MemoryUse::DeviceLocal);
-    attn_ = ctx.create_buffer(4ull * T * m.dim, MemoryUse::DeviceLocal);
-    gate_up_ = ctx.create_buffer(8ull * T * m.ffn_dim, MemoryUse::DeviceLocal);
+    {
+        // x | q/k/v | attention out | gate/up (or silu(gate) * up), each at an offset every binding
+        // kind accepts (and a multiple of 16 bytes, so vec4 views line up).
+        const uint64_t align = std::max<uint64_t>({lim.minStorageBufferOffsetAlignment, lim.minTexelBufferOffsetAlignment, 16});
+        uint64_t used = 0;
+        auto region = [&](uint64_t bytes) {
+            const uint64_t off = used;
+            used += (bytes + align - 1) / align * align;
+            return std::pair{off, bytes};
+        };
+        const auto rx = region(4ull * T * m.dim), rq = region(4ull * T * qkv_width_), ra = region(4ull * T * m.dim),
+                   rf = region(8ull * T * m.ffn_dim);
+        act_ = ctx.create_buffer(used, MemoryUse::DeviceLocal);
+        x_ = {&act_, rx.first, rx.second};
+        qkv_ = {&act_, rq.first, rq.second};
+        attn_ = {&act_, ra.first, ra.second};
+        gate_up_ = {&act_, rf.first, rf.second};
+    }
+    sync_ = ctx.create_buffer(4ull * (1 + 10 * m.n_layers), MemoryUse::Upload);
     logits_ = ctx.create_buffer(4ull * S * m.vocab, MemoryUse::Readback);
     tokens_ = ctx.create_buffer(4ull * T, MemoryUse::Upload);
     tok_info_ = ctx.create_buffer(16ull * T, MemoryUse::Upload);
@@ -71,7 +87,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     rope_ = ctx.create_buffer(rope.size() * 4, MemoryUse::DeviceLocal);
     ctx.upload(rope_, 0, rope.data(), rope.size() * 4);
 
-    embed_op_ = ops::EmbedOp(ctx, *embed_, {&tokens_}, {&x_});
+    embed_op_ = ops::EmbedOp(ctx, *embed_, {&tokens_}, x_);
     dispatches_ = 1;
 
     ops::AttentionShape ashape;
@@ -88,6 +104,14 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         auto& L = layers_[l];
         std::string p = "blk." + std::to_string(l) + ".";
+        // Keep each layer's weights in one slab, where a fresh slab can hold it (the fused decode
+        // layer reads them all through one view): estimated from the GGUF sizes, with room for
+        // the repacking (Q4_0 grows 11 %, Q8_0 6 %) and the alignment of each part.
+        uint64_t layer_bytes = 0;
+        for (const char* n : {"attn_norm", "ffn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate",
+                              "ffn_up", "ffn_down"})
+            if (const auto* t = gguf.find_tensor(p + n + ".weight")) layer_bytes += t->size_bytes;
+        keep_together(layer_bytes + layer_bytes / 4 + 4096);
         L.attn_norm = &upload(gguf, p + "attn_norm.weight", 1, m.dim);
         L.ffn_norm = &upload(gguf, p + "ffn_norm.weight", 1, m.dim);
         auto wqkv = upload_stacked(gguf, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
@@ -120,42 +144,76 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         };
         std::vector<uint32_t> unused;
         counted(kQkv, [&] {
-            build_linear(L.qkv, L.qkv_offsets, wqkv, ops::MatmulInput::Norm, {&x_}, {&qkv_}, attn_norm_w, &rope_kv);
+            build_linear(L.qkv, L.qkv_offsets, wqkv, ops::MatmulInput::Norm, x_, qkv_, attn_norm_w, &rope_kv);
         });
-        counted(kAttnOut, [&] { build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, {&attn_}, {&x_}, {&dummy_}); });
+        counted(kAttnOut, [&] { build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, attn_, x_, {&dummy_}); });
         counted(kFfnGateUp, [&] {
-            build_linear(L.gate_up, L.gate_up_offsets, wgu, ops::MatmulInput::Norm, {&x_}, {&gate_up_}, ffn_norm_w,
+            build_linear(L.gate_up, L.gate_up_offsets, wgu, ops::MatmulInput::Norm, x_, gate_up_, ffn_norm_w,
                          nullptr, L.swiglu_fused);
         });
         counted(kFfnDown, [&] {
             build_linear(L.down, unused, {wd}, L.swiglu_fused ? ops::MatmulInput::Plain : ops::MatmulInput::Silu,
-                         {&gate_up_}, {&x_}, {&dummy_});
+                         gate_up_, x_, {&dummy_});
         });
-        L.attention = ops::AttentionOp(ctx, ashape, {&qkv_}, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&tables_},
-                                       {&attn_}, {&capture_});
+        // The whole layer as one dispatch for one-token steps, where the device and the weights allow.
+        const ops::DecodeLayerWeights fw{wqkv.size() == 1 ? wqkv[0] : nullptr, wo,
+                                         L.swiglu_fused ? wgu[0] : nullptr, wd, L.attn_norm, L.ffn_norm};
+        ops::DecodeLayerShape fs;
+        fs.attention = ashape;
+        fs.dim = m.dim;
+        fs.ffn_dim = m.ffn_dim;
+        fs.eps = m.rms_eps;
+        const std::string why = limits.fused_decode ? ops::DecodeLayerOp::unsupported(ctx, fw, fs) : "turned off";
+        if (!why.empty() && fused_why_.empty()) fused_why_ = "layer " + std::to_string(l) + ": " + why;
+        L.has_fused = why.empty();
+        // A fused layer's attention lets lanes own heads (the layout the fused kernel runs), and
+        // so does this separate kernel: a one-token step that runs the separate kernels (an
+        // attention capture, a fallback) then computes exactly what the fused layer does.
+        L.attention = ops::AttentionOp(ctx, ashape, qkv_, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&tables_},
+                                       attn_, {&capture_}, 0,
+                                       L.has_fused ? ops::AttentionSplit::LanesOwnHeads : ops::AttentionSplit::ForDevice);
+        if (L.has_fused) {
+            const ops::DecodeLayerActivations arena{{&act_}, static_cast<uint32_t>(x_.offset / 4),
+                                                  static_cast<uint32_t>(qkv_.offset / 4),
+                                                  static_cast<uint32_t>(attn_.offset / 4),
+                                                  static_cast<uint32_t>(gate_up_.offset / 4)};
+            L.fused = ops::DecodeLayerOp(ctx, fw, fs, arena, {&tok_info_}, {&rope_}, {&tables_}, {&L.k_cache},
+                                         {&L.v_cache}, {&sync_}, l);
+        }
+        uint32_t separate = 1;  // attention
         for (auto* v : {&L.qkv, &L.o, &L.gate_up, &L.down})
-            for (auto& op : *v) dispatches_ += op.dispatches();
-        dispatches_ += 1;  // attention
+            for (auto& op : *v) separate += op.dispatches();
+        dispatches_ += separate;
+        fused_dispatches_ += L.has_fused ? 1 : separate;
     }
     std::vector<uint32_t> unused;
     const uint64_t before_lm_head = matmul_bytes_;
-    build_linear(lm_head_op_, unused, {lm_head_}, ops::MatmulInput::Norm, {&x_}, {&logits_},
+    build_linear(lm_head_op_, unused, {lm_head_}, ops::MatmulInput::Norm, x_, {&logits_},
                  out_norm_->parts[0].values);
     label_bytes_[kLmHead] = matmul_bytes_ - before_lm_head;
+    label_bytes_[kFusedLayer] = label_bytes_[kQkv] + label_bytes_[kAttnOut] + label_bytes_[kFfnGateUp] + label_bytes_[kFfnDown];
+    fused_ok_ = std::any_of(layers_.begin(), layers_.end(), [](const Layer& L) { return L.has_fused; });
+    fused_dispatches_ += 1 + static_cast<uint32_t>(lm_head_op_.size());  // embedding, LM head
     for (auto& op : lm_head_op_) dispatches_ += op.dispatches();
 }
 
 LlamaModel::~LlamaModel() { release(); }
 
 void LlamaModel::release() {
-    for (auto* b : {&x_, &qkv_, &attn_, &gate_up_, &logits_, &tokens_, &tok_info_, &tables_, &rowmap_, &capture_,
-                    &rope_, &dummy_})
+    for (auto* b : {&act_, &logits_, &tokens_, &tok_info_, &tables_, &rowmap_, &capture_, &rope_, &dummy_, &sync_})
         ctx_.destroy(*b);
     for (auto& L : layers_) {
         ctx_.destroy(L.k_cache);
         ctx_.destroy(L.v_cache);
     }
     for (auto& s : slabs_) ctx_.destroy(s);
+}
+
+void LlamaModel::keep_together(uint64_t bytes) {
+    uint64_t slab = limits_.weight_slab_bytes;
+    if (ctx_.info().max_allocation_bytes) slab = std::min<uint64_t>(slab, ctx_.info().max_allocation_bytes);
+    if (!slabs_.empty() && slab_used_ + bytes > slabs_.back().size && bytes <= slab)
+        slab_used_ = slabs_.back().size;  // the next place() starts a new slab
 }
 
 vk::BufferRange LlamaModel::place(const void* data, uint64_t bytes) {
@@ -297,9 +355,22 @@ void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint3
     }
 }
 
-// Records one step of T tokens with S logit rows (see forward).
+void LlamaModel::record_lm_head(VkCommandBuffer cmd, uint32_t S) {
+    for (const auto& op : lm_head_op_) {
+        ops::MatmulShape s;
+        s.tokens = S;
+        s.x_stride = info_.dim;
+        s.y_stride = info_.vocab;
+        s.use_rowmap = true;
+        s.eps = info_.rms_eps;
+        op.record(cmd, s);
+    }
+}
+
+// Records one step of T tokens with S logit rows (see forward); `fused`: one dispatch per layer
+// (one-token steps only).
 void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool timing, int32_t capture_layer,
-                             int32_t capture_token) {
+                             int32_t capture_token, bool fused) {
     const auto& m = info_;
     if (timing) ctx_.begin_timing(cmd);
     auto mark = [&](uint32_t label) {
@@ -325,6 +396,12 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
     static const std::vector<uint32_t> kNoOffsets;
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         auto& L = layers_[l];
+        if (fused && L.has_fused) {
+            L.fused.record(cmd);
+            mark(kFusedLayer);
+            ctx_.barrier(cmd);
+            continue;
+        }
         linear(L.qkv, L.qkv_offsets, m.dim, qkv_width_, false);
         mark(kQkv);
         ctx_.barrier(cmd);
@@ -346,15 +423,7 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
         ctx_.barrier(cmd);
     }
     if (S) {
-        for (const auto& op : lm_head_op_) {
-            ops::MatmulShape s;
-            s.tokens = S;
-            s.x_stride = m.dim;
-            s.y_stride = m.vocab;
-            s.use_rowmap = true;
-            s.eps = m.rms_eps;
-            op.record(cmd, s);
-        }
+        record_lm_head(cmd, S);
         mark(kLmHead);
         ctx_.barrier(cmd);
     }
@@ -386,9 +455,15 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     // (push constants, grid sizes) and the capture and timing commands: a step like the last one
     // resubmits its recording.
     const bool reusable = !timing && capture_token < 0;
-    if (reusable && step_recorded_ && step_tokens_ == T && step_logit_rows_ == S) {
-        ctx_.submit_recorded_and_wait(step_cmd_);
-    } else {
+    // One-token steps run each layer as one dispatch where possible (not while capturing attention:
+    // the capture is the separate attention kernel's).
+    bool fused = fused_ok_ && T == 1 && capture_token < 0;
+    auto run = [&](bool fused_step) {
+        if (fused_step) std::memset(sync_.mapped, 0, sync_.size);  // the op counters start at 0
+        if (reusable && step_recorded_ && step_tokens_ == T && step_logit_rows_ == S && step_fused_ == fused_step) {
+            ctx_.submit_recorded_and_wait(step_cmd_);
+            return;
+        }
         VkCommandBuffer cmd;
         if (reusable) {
             if (!step_cmd_) step_cmd_ = ctx_.create_reusable_command_buffer();
@@ -398,16 +473,31 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
         } else {
             cmd = ctx_.begin();
         }
-        record_step(cmd, T, S, timing, in.capture_layer, capture_token);
+        record_step(cmd, T, S, timing, in.capture_layer, capture_token, fused_step);
         if (reusable) {
             ctx_.end(cmd);
             ctx_.submit_recorded_and_wait(cmd);
             step_recorded_ = true;
             step_tokens_ = T;
             step_logit_rows_ = S;
+            step_fused_ = fused_step;
         } else {
             ctx_.submit_and_wait(cmd);
         }
+    };
+    run(fused);
+    if (fused && static_cast<const volatile uint32_t*>(sync_.mapped)[0] != 0) {
+        // A fused layer waited too long for an op's last item (the thread that claimed it was
+        // preempted for ~10 ms): run the step again with the separate kernels, which rewrite
+        // everything it wrote (x from the embedding, this step's KV slots). After a few such
+        // steps the fused layers stay off for this model.
+        ++fused_fallbacks_;
+        if (fused_fallbacks_ >= kFusedFallbackLimit) {
+            fused_ok_ = false;
+            fused_why_ = "its waits timed out " + std::to_string(fused_fallbacks_) + " times";
+        }
+        fused = false;
+        run(false);
     }
 
     logits.resize(static_cast<size_t>(S) * m.vocab);
@@ -433,7 +523,8 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     }
 
     if (prof) {
-        prof->dispatches = dispatches_;
+        prof->dispatches = fused ? fused_dispatches_ : dispatches_;
+        prof->fused_layers = fused;
         prof->ops.clear();
         prof->gpu_ms = 0;
         if (timing) {

@@ -10,6 +10,7 @@
 #include "lantern/engine.h"
 #include "lantern/gguf.h"
 #include "ops/attention.h"
+#include "ops/decode_layer.h"
 #include "ops/embed.h"
 #include "ops/matmul.h"
 #include "vulkan/context.h"
@@ -24,6 +25,7 @@ struct ModelLimits {
     uint32_t block_tokens = 16;
     bool kv_f16 = true;
     uint64_t weight_slab_bytes = 256ull << 20;  // weights are sub-allocated from slabs of this size
+    bool fused_decode = true;  // one dispatch per layer for one-token steps where possible (ops/decode_layer.h)
 };
 
 // Host-side description of one step.
@@ -51,11 +53,18 @@ public:
         return 2ull * m.n_layers * m.n_kv_heads * m.head_dim * (f16 ? 2 : 4);
     }
     uint32_t dispatches_per_step() const { return dispatches_; }
+    // Whether one-token steps run layers as one dispatch each (ops::DecodeLayerOp), and if not
+    // all of them do, why the first that does not cannot.
+    bool fused_decode() const { return fused_ok_; }
+    const std::string& fused_decode_unsupported() const { return fused_why_; }
+    // Steps whose fused layers gave up waiting for an op and ran again with the separate kernels.
+    uint32_t fused_decode_fallbacks() const { return fused_fallbacks_; }
     static constexpr size_t kProfileLabels = 8;  // at least llama_model.cpp's OpLabel count
 
 private:
     void record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool timing, int32_t capture_layer,
-                     int32_t capture_token);
+                     int32_t capture_token, bool fused);
+    void record_lm_head(VkCommandBuffer cmd, uint32_t S);
     struct Layer {
         const ops::DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
         std::vector<ops::MatmulOp> qkv, o, gate_up, down;
@@ -63,6 +72,8 @@ private:
         bool swiglu_fused = false;  // gate/up rows interleaved, SwiGLU in their matmul's epilogue
         vk::Buffer k_cache, v_cache;
         ops::AttentionOp attention;
+        ops::DecodeLayerOp fused;  // the whole layer in one dispatch (when has_fused)
+        bool has_fused = false;
     };
 
     void release();  // destroys every buffer (destructor, and a constructor that throws)
@@ -77,6 +88,9 @@ private:
                                              const ops::Repacked& r, uint64_t rows, uint64_t cols);
     const GgufTensorInfo& checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows, uint64_t cols);
     vk::BufferRange place(const void* data, uint64_t bytes);
+    // The next `bytes` of weights go into one slab: starts a new one if the current one is too
+    // full and a new one would hold them.
+    void keep_together(uint64_t bytes);
     void build_linear(std::vector<ops::MatmulOp>& ops, std::vector<uint32_t>& offsets,
                       const std::vector<const ops::DeviceWeight*>& weights, ops::MatmulInput input,
                       vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm,
@@ -95,8 +109,19 @@ private:
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0, matmul_bytes_ = 0;
     std::array<uint64_t, kProfileLabels> label_bytes_{};  // weight bytes per step of each profile label
     uint32_t qkv_width_ = 0;
-    // activations and step inputs
-    vk::Buffer x_, qkv_, attn_, gate_up_, logits_, tokens_, tok_info_, tables_, rowmap_, capture_, rope_, dummy_;
+    // Activations: one arena (the fused decode layer reads them all through one view), each at
+    // an aligned offset. Step inputs and outputs in buffers of their own.
+    vk::Buffer act_;
+    vk::BufferRange x_, qkv_, attn_, gate_up_;
+    vk::Buffer logits_, tokens_, tok_info_, tables_, rowmap_, capture_, rope_, dummy_;
+    // Fused decode: counters (sync_[0]: a wait gave up; then per layer and op, items claimed and
+    // finished; see shaders/decode_layer.comp), zeroed by the host before each fused step.
+    vk::Buffer sync_;
+    bool fused_ok_ = false;
+    std::string fused_why_;
+    uint32_t fused_fallbacks_ = 0, fused_dispatches_ = 0;
+    static constexpr uint32_t kFusedFallbackLimit = 3;
+    bool step_fused_ = false;  // the recorded step (step_cmd_) is fused
     const ops::DeviceWeight *embed_ = nullptr, *out_norm_ = nullptr, *lm_head_ = nullptr;
     ops::EmbedOp embed_op_;
     std::vector<ops::MatmulOp> lm_head_op_;

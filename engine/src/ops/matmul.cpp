@@ -20,10 +20,6 @@ struct Push {
     uint32_t n_head, n_kv, hd, n_rot, block;  // RoPE + KV-store epilogue only
 };
 constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
-// CPU layouts: lanes per workgroup and rows per workgroup (prefill) or at most per lane (decode,
-// see decode_rows_for). Measured on lavapipe with interleaved runs (110M Q8_0): 32 rows beat 16 by
-// 5-10 % for prefill; 48 and 64 lose again (register spills).
-constexpr uint32_t kCpuLanes = 8, kCpuRows = 32;
 
 // Rows per decode lane for a matrix of `rows` rows. A workgroup (8 lanes) is the unit of work a
 // CPU driver's thread takes, so a small matrix in big bands leaves threads idle (768 rows in bands

@@ -20,6 +20,12 @@ struct MatmulShape {
     float eps = 1e-5f;        // RMSNorm epsilon (Norm input only)
 };
 
+// CPU layouts: lanes per workgroup and rows per workgroup (prefill) or at most per lane (decode,
+// see decode_rows_for in matmul.cpp). Measured on lavapipe with interleaved runs (110M Q8_0): 32
+// rows beat 16 by 5-10 % for prefill; 48 and 64 lose again (register spills). The fused decode
+// layer (ops/decode_layer.h) uses the same.
+constexpr uint32_t kCpuLanes = 8, kCpuRows = 32;
+
 // How a matmul's lanes share the work (shaders/matmul.comp). ForDevice: lanes own whole rows
 // (decode) or tokens (prefill) on CPU drivers, lanes split each row (split-K) on GPUs. Tests
 // force SplitK on lavapipe, so the GPU kernels are checked on every machine.

@@ -201,17 +201,21 @@ void quant_q4_0(const float* src, uint8_t* dst, uint64_t n) {
 
 const WeightFormat kWeightFormats[] = {
     {0, "F32", 1, 4, 4, ShaderId::embed_f32, ShaderId::matmul_f32, ShaderId::matmul_norm_f32, ShaderId::matmul_silu_f32,
-     ShaderId::matmul_rope_f32_kvf16, ShaderId::matmul_rope_f32_kvf32, ShaderId::matmul_swiglu_f32, repack_f32,
+     ShaderId::matmul_rope_f32_kvf16, ShaderId::matmul_rope_f32_kvf32, ShaderId::matmul_swiglu_f32,
+     ShaderId::decode_layer_f32_kvf16, ShaderId::decode_layer_f32_kvf32, repack_f32,
      dequant_f32, quant_f32},
     {1, "F16", 1, 2, 2, ShaderId::embed_f16, ShaderId::matmul_f16, ShaderId::matmul_norm_f16, ShaderId::matmul_silu_f16,
-     ShaderId::matmul_rope_f16_kvf16, ShaderId::matmul_rope_f16_kvf32, ShaderId::matmul_swiglu_f16, repack_f16,
+     ShaderId::matmul_rope_f16_kvf16, ShaderId::matmul_rope_f16_kvf32, ShaderId::matmul_swiglu_f16,
+     ShaderId::decode_layer_f16_kvf16, ShaderId::decode_layer_f16_kvf32, repack_f16,
      dequant_f16, quant_f16},
     {8, "Q8_0", 32, 34, 2, ShaderId::embed_q8_0, ShaderId::matmul_q8_0, ShaderId::matmul_norm_q8_0,
      ShaderId::matmul_silu_q8_0, ShaderId::matmul_rope_q8_0_kvf16, ShaderId::matmul_rope_q8_0_kvf32,
-     ShaderId::matmul_swiglu_q8_0, repack_q8_0, dequant_q8_0, quant_q8_0},
+     ShaderId::matmul_swiglu_q8_0,
+     ShaderId::decode_layer_q8_0_kvf16, ShaderId::decode_layer_q8_0_kvf32, repack_q8_0, dequant_q8_0, quant_q8_0},
     {2, "Q4_0", 32, 18, 1, ShaderId::embed_q4_0, ShaderId::matmul_q4_0, ShaderId::matmul_norm_q4_0,
      ShaderId::matmul_silu_q4_0, ShaderId::matmul_rope_q4_0_kvf16, ShaderId::matmul_rope_q4_0_kvf32,
-     ShaderId::matmul_swiglu_q4_0, repack_q4_0, dequant_q4_0, quant_q4_0},
+     ShaderId::matmul_swiglu_q4_0,
+     ShaderId::decode_layer_q4_0_kvf16, ShaderId::decode_layer_q4_0_kvf32, repack_q4_0, dequant_q4_0, quant_q4_0},
 };
 
 }  // namespace

@@ -33,6 +33,7 @@ struct WeightFormat {
     shaders::ShaderId embed, matmul, matmul_norm, matmul_silu;
     shaders::ShaderId matmul_rope_kvf16, matmul_rope_kvf32;  // Q/K/V: norm in, RoPE + KV store out
     shaders::ShaderId matmul_swiglu;                         // gate/up: norm in, SwiGLU out
+    shaders::ShaderId decode_layer_kvf16, decode_layer_kvf32;  // a whole decode layer (CPU drivers)
     // GGUF bytes of `rows` x `cols` -> device layout.
     Repacked (*repack)(std::span<const uint8_t> src, uint64_t rows, uint64_t cols);
     // GGUF bytes of one row -> floats (the CPU reference).

@@ -1,0 +1,118 @@
+#include "ops/decode_layer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "lantern/error.h"
+#include "ops/matmul.h"
+
+namespace lantern::ops {
+
+namespace {
+const WeightFormat* matrix_format(const DecodeLayerWeights& w) { return w.qkv ? w.qkv->format : nullptr; }
+
+// The byte range of a layer's weights inside their slab: [first, end).
+std::pair<VkDeviceSize, VkDeviceSize> span_of(const DecodeLayerWeights& w) {
+    VkDeviceSize first = ~VkDeviceSize{0}, end = 0;
+    for (const DeviceWeight* d : {w.qkv, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm}) {
+        const auto& v = d->parts[0].values;
+        first = std::min(first, v.offset);
+        end = std::max(end, v.offset + v.size);
+    }
+    return {first, end};
+}
+}  // namespace
+
+std::string DecodeLayerOp::unsupported(const vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s) {
+    // Measured and tested on lavapipe only; the kernel is correct however a driver schedules its
+    // workgroups, but it reads data written earlier in the same dispatch through texel views,
+    // which only a CPU driver's plain memory makes safe. GPUs keep their separate kernels (their
+    // dispatches are cheap, and their layouts are not the CPU ones this kernel runs).
+    if (ctx.info().type != DeviceType::Cpu || ctx.info().name.find("llvmpipe") == std::string::npos)
+        return "not lavapipe";
+    const DeviceWeight* all[] = {w.qkv, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm};
+    for (const DeviceWeight* d : all)
+        if (!d) return "a layer matrix is split (Q/K/V or gate/up types differ)";
+    for (const DeviceWeight* d : all)
+        if (d->parts.size() != 1) return "a weight is split into parts";
+    const WeightFormat* f = matrix_format(w);
+    for (const DeviceWeight* d : {w.o, w.gate_up, w.down})
+        if (d->format != f) return "the layer's matrices have different types";
+    for (const DeviceWeight* d : {w.attn_norm, w.ffn_norm})
+        if (d->format->ggml_type != 0) return "a norm weight is not F32";
+    for (const DeviceWeight* d : all)
+        if (d->parts[0].values.buffer != w.qkv->parts[0].values.buffer) return "the layer's weights span two slabs";
+    for (const DeviceWeight* d : {w.qkv, w.o, w.gate_up, w.down})
+        if (d->tile_rows % kCpuLanes != 0 || d->tile_rows / kCpuLanes > kCpuRows)
+            return "a matrix is not in the CPU tile layout";
+    const auto [first, end] = span_of(w);
+    if ((end - first) / 4 > ctx.limits().maxTexelBufferElements) return "the layer's weights exceed one texel view";
+    if (s.attention.head_dim > 256 || s.attention.head_dim % 2 != 0) return "unsupported head dimension";
+    return {};
+}
+
+DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s,
+                             const DecodeLayerActivations& act, vk::BufferRange tok_info, vk::BufferRange rope,
+                             vk::BufferRange tables, vk::BufferRange k_cache, vk::BufferRange v_cache,
+                             vk::BufferRange sync, uint32_t slot)
+    : ctx_(&ctx) {
+    if (std::string why = unsupported(ctx, w, s); !why.empty())
+        throw Error(ErrorCode::Internal, "fused decode layer: " + why);
+    const auto& a = s.attention;
+    const WeightFormat& f = *matrix_format(w);
+    const auto [first, end] = span_of(w);
+    const vk::BufferRange weights{w.qkv->parts[0].values.buffer, first, end - first};
+    auto unit = [&](const DeviceWeight* d) { return static_cast<uint32_t>((d->parts[0].values.offset - first) / 16); };
+    auto lane_rows = [](const DeviceWeight* d) { return d->tile_rows / kCpuLanes; };
+
+    // One workgroup per driver thread, so every thread can take part (a late one finds less work).
+    groups_ = vk::cpu_driver_threads();
+    const bool vec4 = s.dim % 4 == 0 && s.ffn_dim % 4 == 0 && act.x % 4 == 0 && act.attn % 4 == 0 && act.ffn % 4 == 0;
+    const bool q_vec4 = a.qkv_stride % 4 == 0 && a.head_dim % 4 == 0 && act.qkv % 4 == 0;
+    using vk::BindingKind;
+    const std::vector<BindingKind> kinds = {
+        BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,  BindingKind::Storage,
+        BindingKind::TexelFloat4, BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::Storage,
+        BindingKind::Storage,    BindingKind::TexelUint4, BindingKind::TexelUint4, BindingKind::TexelUint,
+        BindingKind::Storage};
+    kernel_ = &ctx.kernel(a.kv_f16 ? f.decode_layer_kvf16 : f.decode_layer_kvf32, kinds, sizeof(Push),
+                          {kCpuLanes, lane_rows(w.qkv), lane_rows(w.o), lane_rows(w.gate_up), lane_rows(w.down),
+                           vec4 ? 1u : 0u, a.head_dim, q_vec4 ? 1u : 0u});
+    const vk::BufferRange r[] = {weights, weights, act.arena, act.arena, act.arena, tok_info, rope,
+                                 k_cache, v_cache, k_cache, v_cache, tables, sync};
+    set_ = ctx.make_set(*kernel_, r);
+
+    push_.T = 1;
+    push_.slot = slot;
+    push_.dim = s.dim;
+    push_.ffn = s.ffn_dim;
+    push_.qkv_rows = static_cast<uint32_t>(w.qkv->rows);
+    push_.w_qkv = unit(w.qkv);
+    push_.w_o = unit(w.o);
+    push_.w_gu = unit(w.gate_up);
+    push_.w_down = unit(w.down);
+    push_.norm_attn = unit(w.attn_norm) * 4;
+    push_.norm_ffn = unit(w.ffn_norm) * 4;
+    push_.ru_qkv = static_cast<uint32_t>(w.qkv->row_units);
+    push_.ru_o = static_cast<uint32_t>(w.o->row_units);
+    push_.ru_gu = static_cast<uint32_t>(w.gate_up->row_units);
+    push_.ru_down = static_cast<uint32_t>(w.down->row_units);
+    push_.tr_qkv = w.qkv->tile_rows;
+    push_.tr_o = w.o->tile_rows;
+    push_.tr_gu = w.gate_up->tile_rows;
+    push_.tr_down = w.down->tile_rows;
+    push_.act_x = act.x;
+    push_.act_qkv = act.qkv;
+    push_.act_attn = act.attn;
+    push_.act_ffn = act.ffn;
+    push_.n_head = a.n_head;
+    push_.n_kv = a.n_kv;
+    push_.n_rot = a.n_rot;
+    push_.block = a.block;
+    push_.eps = s.eps;
+    push_.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
+}
+
+void DecodeLayerOp::record(VkCommandBuffer cmd) const { ctx_->dispatch(cmd, *kernel_, set_, &push_, groups_); }
+
+}  // namespace lantern::ops

@@ -1,0 +1,69 @@
+// The fused decode layer (shaders/decode_layer.comp): on lavapipe a one-token decode step runs
+// each transformer layer as one dispatch instead of five; its workgroups (one per driver thread)
+// claim each op's work from atomic counters and wait for the op to finish before the next. What
+// it saves is lavapipe's per-dispatch thread hand-off; see the shader for the measurements and for
+// what happens when a wait gives up (the step is run again with the separate kernels).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ops/attention.h"
+#include "ops/device_weight.h"
+
+namespace lantern::ops {
+
+// One layer's weights as the model uploaded them: Q/K/V stacked, gate/up interleaved (SwiGLU
+// fused), each a single part.
+struct DecodeLayerWeights {
+    const DeviceWeight *qkv = nullptr, *o = nullptr, *gate_up = nullptr, *down = nullptr;
+    const DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
+};
+
+// Where the activations are: one arena buffer, each activation at a float offset (a multiple of
+// 4) with rows of the model's widths.
+struct DecodeLayerActivations {
+    vk::BufferRange arena;
+    uint32_t x = 0, qkv = 0, attn = 0, ffn = 0;  // first float of each
+};
+
+struct DecodeLayerShape {
+    AttentionShape attention;  // heads, head dim, KV block and type; qkv_stride = Q/K/V rows
+    uint32_t dim = 0, ffn_dim = 0;
+    float eps = 1e-5f;
+};
+
+class DecodeLayerOp {
+public:
+    // Empty when a layer with these weights can run fused on this device, else why not (a GPU,
+    // weights split in parts or spread over several slabs, mixed types, ...): the model then
+    // runs the separate kernels.
+    static std::string unsupported(const vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s);
+
+    DecodeLayerOp() = default;
+    // `slot`: this layer's counter in `sync` (which needs 1 + layers uints, zeroed before each step).
+    DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s,
+                  const DecodeLayerActivations& act, vk::BufferRange tok_info, vk::BufferRange rope,
+                  vk::BufferRange tables, vk::BufferRange k_cache, vk::BufferRange v_cache, vk::BufferRange sync,
+                  uint32_t slot);
+    void record(VkCommandBuffer cmd) const;  // one token
+    uint32_t workgroups() const { return groups_; }
+
+private:
+    struct Push {
+        uint32_t T, slot, dim, ffn, qkv_rows;
+        uint32_t w_qkv, w_o, w_gu, w_down;
+        uint32_t norm_attn, norm_ffn;
+        uint32_t ru_qkv, ru_o, ru_gu, ru_down;
+        uint32_t tr_qkv, tr_o, tr_gu, tr_down;
+        uint32_t act_x, act_qkv, act_attn, act_ffn;
+        uint32_t n_head, n_kv, n_rot, block;
+        float eps, scale;
+    };
+    vk::Context* ctx_ = nullptr;
+    const vk::Kernel* kernel_ = nullptr;
+    VkDescriptorSet set_ = VK_NULL_HANDLE;
+    Push push_{};
+    uint32_t groups_ = 1;
+};
+
+}  // namespace lantern::ops

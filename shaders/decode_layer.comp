@@ -1,0 +1,252 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+// A whole transformer layer of a one-token decode step in one dispatch, for CPU drivers (lavapipe):
+//   Q/K/V matmul (RMSNorm in; RoPE + KV store out) -> attention -> output projection (+= x)
+//   -> gate/up matmul (RMSNorm in; SwiGLU out) -> down matmul (+= x)
+// Why: lavapipe runs each dispatch by waking its worker threads and waiting for them all, and on
+// the machines measured that hand-off costs far more than an empty dispatch suggests: a chain of
+// dispatches that each stream 1-2 MiB of distinct data ran at 11-24 GB/s, against 41 GB/s for the
+// same access pattern in one dispatch (lantern-bench's workgroup-contiguous roofline), and a 110M
+// decode step was 62 dispatches. Here the grid is one workgroup per driver thread
+// (ops::DecodeLayerOp); the op code is the separate kernels' own (matmul_rows.glsl,
+// attention_heads.glsl), run once per op "item" — what a workgroup of the separate kernel did.
+//
+// Ops follow each other through counters in `sync`, not barriers: a workgroup claims the op's
+// items one at a time, and before the next op waits until every claimed item is finished. Vulkan
+// does not promise that a dispatch's workgroups run at the same time, and on lavapipe a worker
+// can start late (woken onto the CPU of a spinning one, it waits for the scheduler: waiting at a
+// barrier for all workgroups gave up after 65536 spins in most layers of a stories260K step).
+// With claiming nobody waits for a workgroup that has not started — the first one takes all the
+// work, a late one finds none left — so the kernel is correct however the driver schedules it;
+// only an item claimed and then not finished (its thread preempted for ~10 ms) ends the wait:
+// then sync[0] is set, every workgroup and the step's later layers stop, and the host runs the
+// step again with the separate kernels (LlamaModel::forward), which rewrite everything it wrote.
+//
+// Everything lives in a few shared views: the layer's weights are one contiguous span of a weight
+// slab (binding 0 as 16-byte units, binding 1 as floats: quantized scales and the norm weights),
+// the activations one arena (x | q/k/v | attention out | FFN), so each op reads at its offsets.
+// Reads of what an earlier op of the same dispatch wrote go through texel views of the same
+// memory: on a CPU driver that is plain memory, and the counters' atomics order it.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint ROWS_QKV = 32;   // rows per lane of each matmul (its tiles are 8x that)
+layout(constant_id = 2) const uint ROWS_O = 32;
+layout(constant_id = 3) const uint ROWS_GU = 32;
+layout(constant_id = 4) const uint ROWS_DOWN = 32;
+layout(constant_id = 5) const bool VEC4_INPUT = false;  // activation rows are multiples of 4 floats
+layout(constant_id = 6) const uint HD = 64;          // head dimension (even, at most 256)
+layout(constant_id = 7) const bool Q_VEC4 = false;
+const bool LANE_PER_ROW = true, LANE_PER_TOKEN = false, LANES_OWN_HEADS = true;
+const uint LT = 1;
+#define ROWS_MAX 32u          // kCpuRows in ops/matmul.cpp
+#define ATT_MAX_SUBGROUPS 1
+// Rounds of 32 counter reads before a wait gives up (~10 ms; below lavapipe's loop limit).
+#define SPIN_ROUNDS 16384u
+
+#include "kv.glsl"
+layout(binding = 2) uniform samplerBuffer act_float;
+layout(std430, binding = 3) buffer Act { float act[]; };
+layout(binding = 4) uniform samplerBuffer act_vec4;
+layout(binding = 5) uniform usamplerBuffer tok;      // (pos, table offset, slot, item) per token
+layout(binding = 6) uniform samplerBuffer rope;      // cos, sin of [pos][i]
+layout(std430, binding = 7) buffer KCache { uint kc[]; };
+layout(std430, binding = 8) buffer VCache { uint vc[]; };
+layout(binding = 9) uniform usamplerBuffer kc4;
+layout(binding = 10) uniform usamplerBuffer vc4;
+layout(binding = 11) uniform usamplerBuffer tables;  // block tables
+// sync[0]: a wait gave up this step; then per layer and op, items claimed and items finished
+// (op_counter). The host zeroes it before each step.
+layout(std430, binding = 12) coherent buffer Sync { uint sync[]; };
+
+layout(push_constant) uniform Layer {
+    uint T;          // tokens in the step
+    uint slot;       // this layer's counter in sync
+    uint dim;        // model width
+    uint ffn;        // FFN width
+    uint qkv_rows;   // rows of the stacked Q/K/V matrix
+    uint w_qkv, w_o, w_gu, w_down;        // first 16-byte unit of each matrix in binding 0
+    uint norm_attn, norm_ffn;             // first float of each norm weight in binding 1
+    uint ru_qkv, ru_o, ru_gu, ru_down;    // 16-byte units per row
+    uint tr_qkv, tr_o, tr_gu, tr_down;    // rows per tile
+    uint act_x, act_qkv, act_attn, act_ffn;  // first float of each activation in the arena
+    uint n_head, n_kv, n_rot, block;
+    float eps, scale;
+} lp;
+
+// The op being run: the push-constant fields of matmul.comp and attention.comp, plus where its
+// data starts in the shared views. Set by main() before each op from constants and `lp`, so the
+// op code sees the same values a separate dispatch would.
+struct Op {
+    uint K, N, T, x_stride, y_stride, y_offset, flags;
+    float eps;
+    uint row_units, tile_rows, n_head, n_kv, hd, n_rot, block;
+    uint qkv_stride, out_stride;
+    float scale;
+    uint capture_token, capture_stride;
+    uint w_base, x_base, y_base, norm_base;
+};
+Op pc;
+
+// Where the matrix being run starts in the weight views (see weights.glsl).
+#define WEIGHT_UNIT_BASE pc.w_base
+#define WEIGHT_FLOAT_BASE (pc.w_base * 4u)
+#include "weights.glsl"
+
+shared float partial[8u * ROWS_MAX];
+
+// Accessors for matmul_rows.glsl and attention_heads.glsl.
+float x(uint i) { return texelFetch(act_float, int(pc.x_base + i)).x; }
+vec4 x4(uint i) { return texelFetch(act_vec4, int(pc.x_base / 4u + i)); }
+float norm_w(uint i) { return texelFetch(weight_scales, int(pc.norm_base + i)).x; }
+vec4 norm_w4(uint i) { return uintBitsToFloat(texelFetch(weight_units, int(pc.norm_base / 4u + i))); }
+uint rowmap_at(uint t) { return t; }
+float y_get(uint o) { return act[pc.y_base + o]; }
+void y_set(uint o, float v) { act[pc.y_base + o] = v; }
+#define HAS_ROPE_KV
+uvec4 tok_at(uint t) { return texelFetch(tok, int(t)); }
+float rope_at(uint i) { return texelFetch(rope, int(i)).x; }
+#if defined(KV_F16)
+void k_store(uint i, vec2 v) { kc[i / 2u] = packHalf2x16(v); }
+void v_store(uint i, vec2 v) { vc[i / 2u] = packHalf2x16(v); }
+uint k_word(uint e) { return kc[e / 2u]; }
+uint v_word(uint e) { return vc[e / 2u]; }
+#else
+void k_store(uint i, vec2 v) { kc[i] = floatBitsToUint(v.x); kc[i + 1u] = floatBitsToUint(v.y); }
+void v_store(uint i, vec2 v) { vc[i] = floatBitsToUint(v.x); vc[i + 1u] = floatBitsToUint(v.y); }
+uint k_word(uint e) { return kc[e]; }
+uint v_word(uint e) { return vc[e]; }
+#endif
+float q_at(uint i) { return x(i); }
+vec4 q4_at(uint i) { return x4(i); }
+uvec4 k4_at(uint i) { return texelFetch(kc4, int(i)); }
+uvec4 v4_at(uint i) { return texelFetch(vc4, int(i)); }
+uint table_at(uint i) { return texelFetch(tables, int(i)).x; }
+void out_set(uint i, float v) { act[pc.y_base + i] = v; }
+void capture_set(uint i, float v) {}
+#include "matmul_rows.glsl"
+#include "attention_heads.glsl"
+
+// A matmul of the layer: K inputs, N rows, reading x at float x_base (rows x_stride apart),
+// writing y at y_base (rows y_stride apart; flags bit 0: add to y).
+void set_matmul(uint K, uint N, uint ru, uint tr, uint w, uint x_base, uint x_stride, uint y_base,
+                uint y_stride, uint flags, uint norm) {
+    pc.K = K;
+    pc.N = N;
+    pc.row_units = ru;
+    pc.tile_rows = tr;
+    pc.w_base = w;
+    pc.x_base = x_base;
+    pc.x_stride = x_stride;
+    pc.y_base = y_base;
+    pc.y_stride = y_stride;
+    pc.y_offset = 0u;
+    pc.flags = flags;
+    pc.norm_base = norm;
+}
+
+// Work sharing (see the top). The op's items — bands of a matmul, groups of 8 heads — are claimed
+// one at a time. Counters per op: sync[c] items claimed, sync[c + 1] items finished.
+uint op_counter(uint op) { return 1u + lp.slot * 10u + 2u * op; }
+
+shared uint claimed;
+
+// The next unclaimed item of `op` (n or more: none left).
+uint claim(uint op) {
+    if (gl_LocalInvocationIndex == 0u) claimed = atomicAdd(sync[op_counter(op)], 1u);
+    barrier();
+    const uint v = claimed;
+    barrier();
+    return v;
+}
+
+void finished(uint op) {
+    memoryBarrierBuffer();
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) atomicAdd(sync[op_counter(op) + 1u], 1u);
+}
+
+bool gave_up() { return atomicOr(sync[0], 0u) != 0u; }
+
+shared bool all_done;
+
+// Waits until all n items of `op` are finished, so their writes are visible. False: this step is
+// given up (a workgroup that claimed an item did not finish it within ~10 ms, here or in another
+// wait), and the host runs it again with the separate kernels. The waits are short loops because
+// lavapipe ends any loop after 65535 iterations; each iteration reads the counter 32 times.
+bool wait_done(uint op, uint n) {
+    if (gl_LocalInvocationIndex == 0u) {
+        const uint c = op_counter(op) + 1u;
+        bool ok = atomicOr(sync[c], 0u) >= n;
+        for (uint round = 0u; round < SPIN_ROUNDS && !ok; ++round) {
+            [[unroll]] for (uint i = 0u; i < 32u; ++i) ok = atomicOr(sync[c], 0u) >= n;
+            if (!ok && gave_up()) break;
+        }
+        if (!ok) atomicOr(sync[0], 1u);
+        all_done = ok;
+    }
+    barrier();
+    memoryBarrierBuffer();
+    return all_done;
+}
+
+// A matmul of the layer whose lanes own `rows` rows each, as op number `op`.
+bool run_matmul(uint op, uint rows, uint in_kind, uint out_kind) {
+    const uint bands = (pc.N + gl_WorkGroupSize.x * rows - 1u) / (gl_WorkGroupSize.x * rows);
+    const uint n = bands * pc.T;
+    for (uint v = claim(op); v < n; v = claim(op)) {
+        matmul_rows(uvec2(v % bands, v / bands), rows, in_kind, out_kind);
+        finished(op);
+    }
+    return wait_done(op, n);
+}
+
+void main() {
+    if (gave_up()) return;  // an earlier layer of this step gave up
+    pc.T = lp.T;
+    pc.eps = lp.eps;
+    pc.n_head = lp.n_head;
+    pc.n_kv = lp.n_kv;
+    pc.hd = HD;
+    pc.n_rot = lp.n_rot;
+    pc.block = lp.block;
+    pc.scale = lp.scale;
+    pc.capture_token = 0u;
+    pc.capture_stride = 0u;
+
+    // Q/K/V: RMSNorm of x in, RoPE'd Q to the q/k/v rows, K and V into the cache.
+    set_matmul(lp.dim, lp.qkv_rows, lp.ru_qkv, lp.tr_qkv, lp.w_qkv, lp.act_x, lp.dim, lp.act_qkv, lp.qkv_rows, 0u,
+               lp.norm_attn);
+    if (!run_matmul(0u, ROWS_QKV, IN_NORM, OUT_ROPE_KV)) return;
+
+    // Attention: lanes own heads, one item per 8 heads and token.
+    pc.x_base = lp.act_qkv;
+    pc.y_base = lp.act_attn;
+    pc.qkv_stride = lp.qkv_rows;
+    pc.out_stride = lp.dim;
+    pc.flags = 0u;
+    const uint groups = (lp.n_head + gl_WorkGroupSize.x - 1u) / gl_WorkGroupSize.x;
+    for (uint v = claim(1u); v < groups * lp.T; v = claim(1u)) {
+        attention_workgroup(uvec2(v % groups, v / groups), lp.T);
+        finished(1u);
+    }
+    if (!wait_done(1u, groups * lp.T)) return;
+
+    // Output projection, added to x.
+    set_matmul(lp.dim, lp.dim, lp.ru_o, lp.tr_o, lp.w_o, lp.act_attn, lp.dim, lp.act_x, lp.dim, 1u, 0u);
+    if (!run_matmul(2u, ROWS_O, IN_PLAIN, OUT_PLAIN)) return;
+
+    // Gate/up: RMSNorm of x in, silu(gate) * up out (gate and up rows interleaved).
+    set_matmul(lp.dim, 2u * lp.ffn, lp.ru_gu, lp.tr_gu, lp.w_gu, lp.act_x, lp.dim, lp.act_ffn, lp.ffn, 0u,
+               lp.norm_ffn);
+    if (!run_matmul(3u, ROWS_GU, IN_NORM, OUT_SWIGLU)) return;
+
+    // Down, added to x. The next dispatch starts after this one ends: no wait needed here.
+    set_matmul(lp.ffn, lp.dim, lp.ru_down, lp.tr_down, lp.w_down, lp.act_ffn, lp.ffn, lp.act_x, lp.dim, 1u, 0u);
+    const uint bands = (lp.dim + gl_WorkGroupSize.x * ROWS_DOWN - 1u) / (gl_WorkGroupSize.x * ROWS_DOWN);
+    for (uint v = claim(4u); v < bands * lp.T; v = claim(4u)) {
+        matmul_rows(uvec2(v % bands, v / bands), ROWS_DOWN, IN_PLAIN, OUT_PLAIN);
+        barrier();
+    }
+}
