@@ -38,7 +38,11 @@ layout(constant_id = 4) const uint ROWS_DOWN = 32;
 layout(constant_id = 5) const bool VEC4_INPUT = false;  // activation rows are multiples of 4 floats
 layout(constant_id = 6) const uint HD = 64;          // head dimension (even, at most 256)
 layout(constant_id = 7) const bool Q_VEC4 = false;
-const bool LANE_PER_ROW = true, LANE_PER_TOKEN = false, LANES_OWN_HEADS = true;
+// Attention's layout, as the separate kernel picks it for one token (so both compute the same):
+// lanes own heads, one item per 8 heads; or (fewer such items than driver threads) lanes split
+// the keys of one head, one item per head.
+layout(constant_id = 8) const bool LANES_OWN_HEADS = true;
+const bool LANE_PER_ROW = true, LANE_PER_TOKEN = false;
 const uint LT = 1;
 #define ROWS_MAX 32u          // kCpuRows in ops/matmul.cpp
 #define ATT_MAX_SUBGROUPS 1
@@ -220,13 +224,13 @@ void main() {
                lp.norm_attn);
     if (!run_matmul(0u, ROWS_QKV, IN_NORM, OUT_ROPE_KV)) return;
 
-    // Attention: lanes own heads, one item per 8 heads and token.
+    // Attention: one item per 8 heads (lanes own heads) or per head (lanes split keys), and token.
     pc.x_base = lp.act_qkv;
     pc.y_base = lp.act_attn;
     pc.qkv_stride = lp.qkv_rows;
     pc.out_stride = lp.dim;
     pc.flags = 0u;
-    const uint groups = (lp.n_head + gl_WorkGroupSize.x - 1u) / gl_WorkGroupSize.x;
+    const uint groups = LANES_OWN_HEADS ? (lp.n_head + gl_WorkGroupSize.x - 1u) / gl_WorkGroupSize.x : lp.n_head;
     for (uint v = claim(1u); v < groups * lp.T; v = claim(1u)) {
         attention_workgroup(uvec2(v % groups, v / groups), lp.T);
         finished(1u);

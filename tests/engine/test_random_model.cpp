@@ -284,11 +284,106 @@ private slots:
         qInfo("%s %s: prefill 40 x %u logits NMSE %.3g max |diff| %.3g; decode 10 steps NMSE %.3g max |diff| %.3g",
               ggml_type_name(type), tied ? "tied" : "untied", c.vocab, prefill.nmse(), prefill.max_abs, decode.nmse(),
               decode.max_abs);
+        // On lavapipe the decode steps ran each layer as one dispatch (the fused decode layer),
+        // unless Q/K/V or gate/up could not be stacked; elsewhere the separate kernels.
+        const bool lavapipe = engine->device().name.find("llvmpipe") != std::string::npos;
+        QCOMPARE(engine->last_step_profile().fused_layers, lavapipe && other_type == type);
         for (const auto* a : {&prefill, &decode}) {
             QVERIFY2(a->finite, "the engine produced NaN/Inf logits");
             QVERIFY2(a->nmse() < kLogitNmse, qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));
             QVERIFY2(a->max_abs < kLogitMaxAbs, qPrintable(QString("max |diff| %1").arg(a->max_abs)));
             QCOMPARE(a->argmax_mismatch, 0);
+        }
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // The fused decode layer (one dispatch per layer, ops::DecodeLayerOp) computes exactly what the
+    // separate kernels compute: same routines, same order of operations, so the logits of every
+    // decode step are bit for bit the same, for every weight and KV type. The odd shape (F32/F16:
+    // quantized rows need whole 32-element blocks) has rows that are not multiples of 4 floats,
+    // a head dimension of 10 (no whole 16-byte KV chunks) and 9 heads (a partial group of 8).
+    void fused_layers_match_separate_kernels_data() {
+        QTest::addColumn<uint32_t>("type");
+        QTest::addColumn<bool>("kv_f16");
+        QTest::addColumn<bool>("odd");
+        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
+            for (bool kv_f16 : {true, false})
+                for (bool odd : {false, true}) {
+                    if (odd && (t == GgmlType::Q8_0 || t == GgmlType::Q4_0)) continue;
+                    QTest::addRow("%s, %s KV%s", ggml_type_name(static_cast<uint32_t>(t)), kv_f16 ? "F16" : "F32",
+                                  odd ? ", odd shape" : "")
+                        << static_cast<uint32_t>(t) << kv_f16 << odd;
+                }
+    }
+    void fused_layers_match_separate_kernels() {
+        QFETCH(uint32_t, type);
+        QFETCH(bool, kv_f16);
+        QFETCH(bool, odd);
+        Config c;
+        if (odd) {
+            c.dim = 90;
+            c.heads = 9;
+            c.kv_heads = 3;
+            c.ffn = 150;
+        }
+        const std::string path = test::temp_dir() + "/fused-" + ggml_type_name(type) + (odd ? "-odd" : "") + ".gguf";
+        ReferenceModel ref(c, false);
+        ref.write(path, type, 3000 + type);
+        auto o = options();
+        o.kv_f16 = kv_f16;
+        auto fused = Engine::load(path, o);
+        // Elsewhere (GPUs) both engines run the separate kernels; the comparison still holds.
+        const bool lavapipe = fused->device().name.find("llvmpipe") != std::string::npos;
+        o.fused_decode = false;
+        auto separate = Engine::load(path, o);
+        std::mt19937 rng(5 + type);
+        std::vector<int32_t> prompt{1};
+        while (prompt.size() < 24) prompt.push_back(static_cast<int32_t>(3 + rng() % (c.vocab - 3)));
+        auto sf = fused->create_sequence(), ss = separate->create_sequence();
+        auto lf = fused->prefill(sf, prompt);
+        QCOMPARE(lf, separate->prefill(ss, prompt));
+        for (int step = 0; step < 12; ++step) {
+            const int32_t next = argmax(lf, 0, c.vocab);
+            StepItem a{sf, {next}, true, false}, b{ss, {next}, true, false};
+            lf = fused->step(std::span<const StepItem>(&a, 1))[0];
+            const auto ls = separate->step(std::span<const StepItem>(&b, 1))[0];
+            QCOMPARE(fused->last_step_profile().fused_layers, lavapipe);
+            QVERIFY(!separate->last_step_profile().fused_layers);
+            QVERIFY2(lf == ls, qPrintable(QString("decode step %1: fused and separate logits differ").arg(step)));
+        }
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // A fused step whose wait gives up (here: layer 1's attention items look claimed by a
+    // workgroup that never finishes them) runs again with the separate kernels after its first
+    // layer already wrote x and the KV cache: the rerun must rewrite all of it, so the logits are
+    // those of an engine without fused layers. After three such steps the fused layers stay off.
+    void fused_step_that_gives_up_reruns_with_separate_kernels() {
+        const Config c;
+        const std::string path = test::temp_dir() + "/fused-stall.gguf";
+        ReferenceModel ref(c, false);
+        ref.write(path, static_cast<uint32_t>(GgmlType::Q8_0), 4000);
+        auto o = options();
+        o.kv_f16 = true;
+        o.fused_decode_stall_layer_for_test = 1;
+        auto stalled = Engine::load(path, o);
+        const bool lavapipe = stalled->device().name.find("llvmpipe") != std::string::npos;  // else no fused layers
+        o.fused_decode_stall_layer_for_test = -1;
+        o.fused_decode = false;
+        auto separate = Engine::load(path, o);
+        const std::vector<int32_t> prompt{1, 17, 42, 99, 5};
+        auto s1 = stalled->create_sequence(), s2 = separate->create_sequence();
+        auto l1 = stalled->prefill(s1, prompt);
+        QCOMPARE(l1, separate->prefill(s2, prompt));
+        for (uint32_t step = 0; step < 5; ++step) {
+            const int32_t next = argmax(l1, 0, c.vocab);
+            StepItem a{s1, {next}, true, false}, b{s2, {next}, true, false};
+            l1 = stalled->step(std::span<const StepItem>(&a, 1))[0];
+            QVERIFY2(l1 == separate->step(std::span<const StepItem>(&b, 1))[0],
+                     qPrintable(QString("decode step %1: the rerun's logits differ").arg(step)));
+            const auto& p = stalled->last_step_profile();
+            QVERIFY(!p.fused_layers);  // every step ended on the separate kernels
+            QCOMPARE(p.fused_fallbacks, lavapipe ? std::min(step + 1, 3u) : 0u);
         }
         LANTERN_VERIFY_NO_VALIDATION();
     }

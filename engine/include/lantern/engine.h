@@ -53,6 +53,9 @@ struct EngineOptions {
     // On lavapipe, one-token steps run each layer as one dispatch (see engine/src/ops/decode_layer.h);
     // false = the separate kernels (for comparisons).
     bool fused_decode = true;
+    // Tests of the fused layers' fallback: every fused step stalls in this layer's attention, so
+    // its wait gives up and the step runs again with the separate kernels. -1 = off.
+    int32_t fused_decode_stall_layer_for_test = -1;
 };
 
 // One sequence's slice of a batched step.
@@ -76,7 +79,8 @@ struct StepProfile {
     double total_ms = 0;       // wall time of the step (record + submit + wait + readback)
     double gpu_ms = 0;         // sum of op times (timestamps), 0 when not profiled
     uint32_t dispatches = 0;
-    bool fused_layers = false;  // each layer ran as one dispatch (one-token steps on lavapipe)
+    bool fused_layers = false;  // layers ran as one dispatch each (one-token steps on lavapipe)
+    uint32_t fused_fallbacks = 0;  // fused steps so far that gave up and ran on the separate kernels
     std::vector<OpTime> ops;   // empty when not profiled
 };
 

@@ -166,12 +166,12 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         const std::string why = limits.fused_decode ? ops::DecodeLayerOp::unsupported(ctx, fw, fs) : "turned off";
         if (!why.empty() && fused_why_.empty()) fused_why_ = "layer " + std::to_string(l) + ": " + why;
         L.has_fused = why.empty();
-        // A fused layer's attention lets lanes own heads (the layout the fused kernel runs), and
-        // so does this separate kernel: a one-token step that runs the separate kernels (an
-        // attention capture, a fallback) then computes exactly what the fused layer does.
         L.attention = ops::AttentionOp(ctx, ashape, qkv_, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&tables_},
-                                       attn_, {&capture_}, 0,
-                                       L.has_fused ? ops::AttentionSplit::LanesOwnHeads : ops::AttentionSplit::ForDevice);
+                                       attn_, {&capture_});
+        // The fused layer's attention splits the work as the separate kernel does for one token, so
+        // a one-token step on the separate kernels (an attention capture, a fallback) computes
+        // exactly what the fused layer does.
+        fs.lanes_own_heads = L.attention.lanes_own_heads(1);
         if (L.has_fused) {
             const ops::DecodeLayerActivations arena{{&act_}, static_cast<uint32_t>(x_.offset / 4),
                                                   static_cast<uint32_t>(qkv_.offset / 4),
@@ -459,7 +459,11 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     // the capture is the separate attention kernel's).
     bool fused = fused_ok_ && T == 1 && capture_token < 0;
     auto run = [&](bool fused_step) {
-        if (fused_step) std::memset(sync_.mapped, 0, sync_.size);  // the op counters start at 0
+        if (fused_step) {
+            std::memset(sync_.mapped, 0, sync_.size);  // the op counters start at 0
+            if (const int32_t l = limits_.fused_stall_layer_for_test; l >= 0 && l < static_cast<int32_t>(m.n_layers))
+                static_cast<uint32_t*>(sync_.mapped)[1 + 10 * l + 2] = 1u << 30;  // attention's items look claimed
+        }
         if (reusable && step_recorded_ && step_tokens_ == T && step_logit_rows_ == S && step_fused_ == fused_step) {
             ctx_.submit_recorded_and_wait(step_cmd_);
             return;
@@ -525,6 +529,7 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     if (prof) {
         prof->dispatches = fused ? fused_dispatches_ : dispatches_;
         prof->fused_layers = fused;
+        prof->fused_fallbacks = fused_fallbacks_;
         prof->ops.clear();
         prof->gpu_ms = 0;
         if (timing) {

@@ -26,6 +26,7 @@ struct ModelLimits {
     bool kv_f16 = true;
     uint64_t weight_slab_bytes = 256ull << 20;  // weights are sub-allocated from slabs of this size
     bool fused_decode = true;  // one dispatch per layer for one-token steps where possible (ops/decode_layer.h)
+    int32_t fused_stall_layer_for_test = -1;  // see EngineOptions::fused_decode_stall_layer_for_test
 };
 
 // Host-side description of one step.

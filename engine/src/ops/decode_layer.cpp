@@ -77,7 +77,7 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
         BindingKind::Storage};
     kernel_ = &ctx.kernel(a.kv_f16 ? f.decode_layer_kvf16 : f.decode_layer_kvf32, kinds, sizeof(Push),
                           {kCpuLanes, lane_rows(w.qkv), lane_rows(w.o), lane_rows(w.gate_up), lane_rows(w.down),
-                           vec4 ? 1u : 0u, a.head_dim, q_vec4 ? 1u : 0u});
+                           vec4 ? 1u : 0u, a.head_dim, q_vec4 ? 1u : 0u, s.lanes_own_heads ? 1u : 0u});
     const vk::BufferRange r[] = {weights, weights, act.arena, act.arena, act.arena, tok_info, rope,
                                  k_cache, v_cache, k_cache, v_cache, tables, sync};
     set_ = ctx.make_set(*kernel_, r);

@@ -30,6 +30,7 @@ struct DecodeLayerShape {
     AttentionShape attention;  // heads, head dim, KV block and type; qkv_stride = Q/K/V rows
     uint32_t dim = 0, ffn_dim = 0;
     float eps = 1e-5f;
+    bool lanes_own_heads = true;  // attention's layout (see shaders/attention.comp): as AttentionOp picks for one token
 };
 
 class DecodeLayerOp {
