@@ -35,6 +35,7 @@ const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAP
   --profile-at N    position of the profiled step (default 34: after a 32-token prefill and one step)
   --rooflines       measure read bandwidth and dispatch/submit overhead (on by default; --no-rooflines)
   --startup         cold vs warm engine start (pipeline cache)
+  --no-fused-decode one-token steps run the separate kernels even on lavapipe (for comparisons)
   --json            also print JSON lines
   --device SEL      Vulkan device
   --write-synthetic S:T FILE   write a synthetic model to FILE and exit (for peers)
@@ -46,7 +47,7 @@ struct Options {
     int pp = 128, tg = 128, reps = 3, steady = 0;
     std::vector<int> batches{1};
     int profile_at = 34;
-    bool profile = false, rooflines = true, json = false, startup = false;
+    bool profile = false, rooflines = true, json = false, startup = false, fused_decode = true;
     std::string device;
 };
 
@@ -105,6 +106,7 @@ void bench_model(const std::string& path, const std::string& label, const Option
     eo.max_step_tokens = static_cast<uint32_t>(std::max({o.pp, max_batch, 1}));
     eo.context_length = static_cast<uint32_t>(std::max(o.pp + 8, std::max(o.tg, o.steady) + 8));
     eo.kv_budget_bytes = 0;
+    eo.fused_decode = o.fused_decode;
     if (o.startup) {
         std::string dir = (std::filesystem::temp_directory_path() / "lantern-bench-pipelines").string();
         std::filesystem::remove_all(dir);
@@ -243,8 +245,9 @@ void bench_model(const std::string& path, const std::string& label, const Option
         pe->step(std::span<const StepItem>(&item, 1));
         pe->step(std::span<const StepItem>(&item, 1));
         const auto& p = pe->last_step_profile();
-        std::printf("profile %s (decode step at position %d): wall %.3f ms, GPU %.3f ms, %u dispatches\n",
-                    label.c_str(), o.profile_at, p.total_ms, p.gpu_ms, p.dispatches);
+        std::printf("profile %s (decode step at position %d): wall %.3f ms, GPU %.3f ms, %u dispatches%s\n",
+                    label.c_str(), o.profile_at, p.total_ms, p.gpu_ms, p.dispatches,
+                    p.fused_layers ? " (fused layers: one dispatch each)" : "");
         for (const auto& op : p.ops)
             std::printf("  %-14s %8.3f ms  %5.1f %%  %3u dispatches  %8.2f MiB  %6.2f GB/s\n", op.op.c_str(), op.ms,
                         p.gpu_ms > 0 ? 100 * op.ms / p.gpu_ms : 0.0, op.dispatches, op.bytes / 1048576.0,
@@ -295,6 +298,7 @@ int main(int argc, char** argv) {
         else if (f == "--rooflines") o.rooflines = true;
         else if (f == "--no-rooflines") o.rooflines = false;
         else if (f == "--startup") o.startup = true;
+        else if (f == "--no-fused-decode") o.fused_decode = false;
         else if (f == "--json") o.json = true;
         else if (f == "--device") o.device = value();
         else if (f == "--write-synthetic") {
