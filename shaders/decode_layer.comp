@@ -21,7 +21,7 @@
 // barrier for all workgroups gave up after 65536 spins in most layers of a stories260K step).
 // With claiming nobody waits for a workgroup that has not started — the first one takes all the
 // work, a late one finds none left — so the kernel is correct however the driver schedules it;
-// only an item claimed and then not finished (its thread preempted for ~10 ms) ends the wait:
+// only an item claimed and then not finished (its thread preempted for ~50 ms) ends the wait:
 // then sync[0] is set, every workgroup and the step's later layers stop, and the host runs the
 // step again with the separate kernels (LlamaModel::forward), which rewrite everything it wrote.
 //
@@ -46,8 +46,9 @@ const bool LANE_PER_ROW = true, LANE_PER_TOKEN = false;
 const uint LT = 1;
 #define ROWS_MAX 32u          // kCpuRows in ops/matmul.cpp
 #define ATT_MAX_SUBGROUPS 1
-// Rounds of 32 counter reads before a wait gives up (~10 ms; below lavapipe's loop limit).
-#define SPIN_ROUNDS 16384u
+// Rounds of 32 counter reads before a wait gives up (~50 ms here; below lavapipe's loop limit
+// of 65535 iterations). A thread preempted in the middle of an item resumes well within that.
+#define SPIN_ROUNDS 49152u
 
 #include "kv.glsl"
 layout(binding = 2) uniform samplerBuffer act_float;
@@ -176,7 +177,7 @@ bool gave_up() { return atomicOr(sync[0], 0u) != 0u; }
 shared bool all_done;
 
 // Waits until all n items of `op` are finished, so their writes are visible. False: this step is
-// given up (a workgroup that claimed an item did not finish it within ~10 ms, here or in another
+// given up (a workgroup that claimed an item did not finish it within ~50 ms, here or in another
 // wait), and the host runs it again with the separate kernels. The waits are short loops because
 // lavapipe ends any loop after 65535 iterations; each iteration reads the counter 32 times.
 bool wait_done(uint op, uint n) {

@@ -285,9 +285,12 @@ private slots:
               ggml_type_name(type), tied ? "tied" : "untied", c.vocab, prefill.nmse(), prefill.max_abs, decode.nmse(),
               decode.max_abs);
         // On lavapipe the decode steps ran each layer as one dispatch (the fused decode layer),
-        // unless Q/K/V or gate/up could not be stacked; elsewhere the separate kernels.
+        // unless Q/K/V or gate/up could not be stacked; elsewhere the separate kernels. (A fused
+        // step can fall back to the separate kernels when a thread is preempted for ~50 ms on a
+        // loaded machine; it is then counted.)
         const bool lavapipe = engine->device().name.find("llvmpipe") != std::string::npos;
-        QCOMPARE(engine->last_step_profile().fused_layers, lavapipe && other_type == type);
+        const auto& prof = engine->last_step_profile();
+        QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0, lavapipe && other_type == type);
         for (const auto* a : {&prefill, &decode}) {
             QVERIFY2(a->finite, "the engine produced NaN/Inf logits");
             QVERIFY2(a->nmse() < kLogitNmse, qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));
@@ -340,6 +343,7 @@ private slots:
         std::vector<int32_t> prompt{1};
         while (prompt.size() < 24) prompt.push_back(static_cast<int32_t>(3 + rng() % (c.vocab - 3)));
         auto sf = fused->create_sequence(), ss = separate->create_sequence();
+        int fused_steps = 0;
         auto lf = fused->prefill(sf, prompt);
         QCOMPARE(lf, separate->prefill(ss, prompt));
         for (int step = 0; step < 12; ++step) {
@@ -347,10 +351,16 @@ private slots:
             StepItem a{sf, {next}, true, false}, b{ss, {next}, true, false};
             lf = fused->step(std::span<const StepItem>(&a, 1))[0];
             const auto ls = separate->step(std::span<const StepItem>(&b, 1))[0];
-            QCOMPARE(fused->last_step_profile().fused_layers, lavapipe);
+            fused_steps += fused->last_step_profile().fused_layers ? 1 : 0;
             QVERIFY(!separate->last_step_profile().fused_layers);
             QVERIFY2(lf == ls, qPrintable(QString("decode step %1: fused and separate logits differ").arg(step)));
         }
+        // Every step ran fused on lavapipe, but for any that fell back (a thread preempted for
+        // ~50 ms on a loaded machine: counted, and computed by the separate kernels).
+        const uint32_t fallbacks = fused->last_step_profile().fused_fallbacks;
+        qInfo("%d of 12 decode steps fused, %u fell back", fused_steps, fallbacks);
+        QCOMPARE(uint32_t(fused_steps) + fallbacks, lavapipe ? 12u : 0u);
+        QVERIFY(!lavapipe || fused_steps >= 9);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

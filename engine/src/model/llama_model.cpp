@@ -104,14 +104,17 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         auto& L = layers_[l];
         std::string p = "blk." + std::to_string(l) + ".";
-        // Keep each layer's weights in one slab, where a fresh slab can hold it (the fused decode
-        // layer reads them all through one view): estimated from the GGUF sizes, with room for
-        // the repacking (Q4_0 grows 11 %, Q8_0 6 %) and the alignment of each part.
-        uint64_t layer_bytes = 0;
-        for (const char* n : {"attn_norm", "ffn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate",
-                              "ffn_up", "ffn_down"})
-            if (const auto* t = gguf.find_tensor(p + n + ".weight")) layer_bytes += t->size_bytes;
-        keep_together(layer_bytes + layer_bytes / 4 + 4096);
+        // For the fused decode layer (which reads a layer's weights through one view), keep each
+        // layer in one slab where a fresh slab can hold it: estimated from the GGUF sizes, with
+        // room for the repacking (Q4_0 grows 11 %, Q8_0 6 %) and each part's alignment. Only
+        // where fused layers can run: elsewhere it would waste up to a layer per slab.
+        if (limits.fused_decode && ops::DecodeLayerOp::device_supported(ctx)) {
+            uint64_t layer_bytes = 0;
+            for (const char* n : {"attn_norm", "ffn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate",
+                                  "ffn_up", "ffn_down"})
+                if (const auto* t = gguf.find_tensor(p + n + ".weight")) layer_bytes += t->size_bytes;
+            keep_together(layer_bytes + layer_bytes / 4 + 4096);
+        }
         L.attn_norm = &upload(gguf, p + "attn_norm.weight", 1, m.dim);
         L.ffn_norm = &upload(gguf, p + "ffn_norm.weight", 1, m.dim);
         auto wqkv = upload_stacked(gguf, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
@@ -492,16 +495,18 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     run(fused);
     if (fused && static_cast<const volatile uint32_t*>(sync_.mapped)[0] != 0) {
         // A fused layer waited too long for an op's last item (the thread that claimed it was
-        // preempted for ~10 ms): run the step again with the separate kernels, which rewrite
+        // preempted for ~50 ms): run the step again with the separate kernels, which rewrite
         // everything it wrote (x from the embedding, this step's KV slots). After a few such
-        // steps the fused layers stay off for this model.
+        // steps in a row the fused layers stay off for this model.
         ++fused_fallbacks_;
-        if (fused_fallbacks_ >= kFusedFallbackLimit) {
+        if (++fused_fallbacks_in_a_row_ >= kFusedFallbackLimit) {
             fused_ok_ = false;
-            fused_why_ = "its waits timed out " + std::to_string(fused_fallbacks_) + " times";
+            fused_why_ = "its waits timed out in " + std::to_string(kFusedFallbackLimit) + " steps in a row";
         }
         fused = false;
         run(false);
+    } else if (fused) {
+        fused_fallbacks_in_a_row_ = 0;
     }
 
     logits.resize(static_cast<size_t>(S) * m.vocab);

@@ -120,7 +120,7 @@ private:
     vk::Buffer sync_;
     bool fused_ok_ = false;
     std::string fused_why_;
-    uint32_t fused_fallbacks_ = 0, fused_dispatches_ = 0;
+    uint32_t fused_fallbacks_ = 0, fused_fallbacks_in_a_row_ = 0, fused_dispatches_ = 0;
     static constexpr uint32_t kFusedFallbackLimit = 3;
     bool step_fused_ = false;  // the recorded step (step_cmd_) is fused
     const ops::DeviceWeight *embed_ = nullptr, *out_norm_ = nullptr, *lm_head_ = nullptr;

@@ -23,13 +23,16 @@ std::pair<VkDeviceSize, VkDeviceSize> span_of(const DecodeLayerWeights& w) {
 }
 }  // namespace
 
+bool DecodeLayerOp::device_supported(const vk::Context& ctx) {
+    return ctx.info().type == DeviceType::Cpu && ctx.info().name.find("llvmpipe") != std::string::npos;
+}
+
 std::string DecodeLayerOp::unsupported(const vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s) {
     // Measured and tested on lavapipe only; the kernel is correct however a driver schedules its
     // workgroups, but it reads data written earlier in the same dispatch through texel views,
     // which only a CPU driver's plain memory makes safe. GPUs keep their separate kernels (their
     // dispatches are cheap, and their layouts are not the CPU ones this kernel runs).
-    if (ctx.info().type != DeviceType::Cpu || ctx.info().name.find("llvmpipe") == std::string::npos)
-        return "not lavapipe";
+    if (!device_supported(ctx)) return "not lavapipe";
     const DeviceWeight* all[] = {w.qkv, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm};
     for (const DeviceWeight* d : all)
         if (!d) return "a layer matrix is split (Q/K/V or gate/up types differ)";

@@ -39,6 +39,8 @@ public:
     // weights split in parts or spread over several slabs, mixed types, ...): the model then
     // runs the separate kernels.
     static std::string unsupported(const vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s);
+    // Whether the device runs fused layers at all (lavapipe).
+    static bool device_supported(const vk::Context& ctx);
 
     DecodeLayerOp() = default;
     // `slot`: this layer's counter in `sync` (which needs 1 + layers uints, zeroed before each step).
