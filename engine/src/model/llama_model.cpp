@@ -465,7 +465,7 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
         if (fused_step) {
             std::memset(sync_.mapped, 0, sync_.size);  // the op counters start at 0
             if (const int32_t l = limits_.fused_stall_layer_for_test; l >= 0 && l < static_cast<int32_t>(m.n_layers))
-                static_cast<uint32_t*>(sync_.mapped)[1 + 10 * l + 2] = 1u << 30;  // attention's items look claimed
+                static_cast<uint32_t*>(sync_.mapped)[1 + 10 * l + 2] = 1u << 30;  // op_counter(1): attention items all claimed
         }
         if (reusable && step_recorded_ && step_tokens_ == T && step_logit_rows_ == S && step_fused_ == fused_step) {
             ctx_.submit_recorded_and_wait(step_cmd_);
