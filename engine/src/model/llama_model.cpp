@@ -140,10 +140,11 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         rope_kv.k_cache = {&L.k_cache};
         rope_kv.v_cache = {&L.v_cache};
         // Each matmul's weight bytes go to its profile label (bytes read per step, for GB/s per op).
+        std::array<uint64_t, kProfileLabels> layer_bytes{};
         auto counted = [&](uint32_t label, auto&& build) {
             const uint64_t before = matmul_bytes_;
             build();
-            label_bytes_[label] += matmul_bytes_ - before;
+            layer_bytes[label] += matmul_bytes_ - before;
         };
         std::vector<uint32_t> unused;
         counted(kQkv, [&] {
@@ -175,6 +176,12 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         // a one-token step on the separate kernels (an attention capture, a fallback) computes
         // exactly what the fused layer does.
         fs.lanes_own_heads = L.attention.lanes_own_heads(1);
+        // Profile bytes: a step on the separate kernels, and a fused step (where this layer's
+        // matmuls are one "fused_layer" entry if it is fused).
+        for (uint32_t label : {kQkv, kAttnOut, kFfnGateUp, kFfnDown}) {
+            label_bytes_[label] += layer_bytes[label];
+            (L.has_fused ? fused_label_bytes_[kFusedLayer] : fused_label_bytes_[label]) += layer_bytes[label];
+        }
         if (L.has_fused) {
             const ops::DecodeLayerActivations arena{{&act_}, static_cast<uint32_t>(x_.offset / 4),
                                                   static_cast<uint32_t>(qkv_.offset / 4),
@@ -193,8 +200,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     const uint64_t before_lm_head = matmul_bytes_;
     build_linear(lm_head_op_, unused, {lm_head_}, ops::MatmulInput::Norm, x_, {&logits_},
                  out_norm_->parts[0].values);
-    label_bytes_[kLmHead] = matmul_bytes_ - before_lm_head;
-    label_bytes_[kFusedLayer] = label_bytes_[kQkv] + label_bytes_[kAttnOut] + label_bytes_[kFfnGateUp] + label_bytes_[kFfnDown];
+    label_bytes_[kLmHead] = fused_label_bytes_[kLmHead] = matmul_bytes_ - before_lm_head;
     fused_ok_ = std::any_of(layers_.begin(), layers_.end(), [](const Layer& L) { return L.has_fused; });
     fused_dispatches_ += 1 + static_cast<uint32_t>(lm_head_op_.size());  // embedding, LM head
     for (auto& op : lm_head_op_) dispatches_ += op.dispatches();
@@ -546,8 +552,8 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
             for (auto& [label, ns] : ctx_.read_timing()) {
                 auto& o = by[label];
                 o.op = kLabelNames[label];
-                o.bytes = label == kAttention ? kv_read : label == kLmHead ? (S ? label_bytes_[label] : 0)
-                                                                           : label_bytes_[label];
+                const auto& bytes = fused ? fused_label_bytes_ : label_bytes_;
+                o.bytes = label == kAttention ? kv_read : label == kLmHead ? (S ? bytes[label] : 0) : bytes[label];
                 o.ms += ns / 1e6;
                 o.dispatches++;
                 prof->gpu_ms += ns / 1e6;

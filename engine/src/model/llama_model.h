@@ -108,7 +108,8 @@ private:
     uint64_t slab_used_ = 0;
     std::deque<ops::DeviceWeight> weights_;
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0, matmul_bytes_ = 0;
-    std::array<uint64_t, kProfileLabels> label_bytes_{};  // weight bytes per step of each profile label
+    // Weight bytes per step of each profile label: a step on the separate kernels, a fused step.
+    std::array<uint64_t, kProfileLabels> label_bytes_{}, fused_label_bytes_{};
     uint32_t qkv_width_ = 0;
     // Activations: one arena (the fused decode layer reads them all through one view), each at
     // an aligned offset. Step inputs and outputs in buffers of their own.
