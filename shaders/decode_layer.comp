@@ -3,7 +3,8 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-// A whole transformer layer of a one-token decode step in one dispatch, for CPU drivers (lavapipe):
+// A whole transformer layer of a decode step (one token, or up to 24: batched decode, short
+// prompts; the matmuls' decode layout, see kRowLayoutMaxTokens) in one dispatch, for lavapipe:
 //   Q/K/V matmul (RMSNorm in; RoPE + KV store out) -> attention -> output projection (+= x)
 //   -> gate/up matmul (RMSNorm in; SwiGLU out) -> down matmul (+= x)
 // Why: lavapipe runs each dispatch by waking its worker threads and waiting for them all, and on

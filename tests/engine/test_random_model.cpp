@@ -346,6 +346,19 @@ private slots:
         int fused_steps = 0;
         auto lf = fused->prefill(sf, prompt);
         QCOMPARE(lf, separate->prefill(ss, prompt));
+        // A step of three tokens (as for three sequences decoding together, or a short prompt):
+        // fused too where the separate attention kernel splits its work for three tokens as for
+        // one — with 9 heads (two groups of 8) lanes own heads either way; with 6, one token
+        // splits keys and three do not, so that step runs the separate kernels.
+        {
+            const std::vector<int32_t> three{5, 6, 7};
+            StepItem a{sf, three, true, true}, b{ss, three, true, true};
+            const auto ra = fused->step(std::span<const StepItem>(&a, 1));
+            const auto& prof = fused->last_step_profile();  // (a fallback on a loaded machine counts)
+            QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0, lavapipe && odd);
+            QVERIFY2(ra == separate->step(std::span<const StepItem>(&b, 1)), "a three-token step differs");
+            lf = ra.back();
+        }
         for (int step = 0; step < 12; ++step) {
             const int32_t next = argmax(lf, 0, c.vocab);
             StepItem a{sf, {next}, true, false}, b{ss, {next}, true, false};

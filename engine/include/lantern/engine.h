@@ -50,7 +50,7 @@ struct EngineOptions {
     uint32_t max_logit_rows = 0;       // logit rows per step; 0 = max_sequences
     bool profile = false;              // per-op GPU timestamps (see last_step_profile)
     uint64_t weight_slab_bytes = 0;    // weight sub-allocation block; 0 = 256 MiB (tests use tiny ones)
-    // On lavapipe, one-token steps run each layer as one dispatch (see engine/src/ops/decode_layer.h);
+    // On lavapipe, decode steps (up to 24 tokens) run each layer as one dispatch (engine/src/ops/decode_layer.h);
     // false = the separate kernels (for comparisons).
     bool fused_decode = true;
     // Tests of the fused layers' fallback: every fused step stalls in this layer's attention, so
@@ -79,7 +79,7 @@ struct StepProfile {
     double total_ms = 0;       // wall time of the step (record + submit + wait + readback)
     double gpu_ms = 0;         // sum of op times (timestamps), 0 when not profiled
     uint32_t dispatches = 0;
-    bool fused_layers = false;  // layers ran as one dispatch each (one-token steps on lavapipe)
+    bool fused_layers = false;  // layers ran as one dispatch each (decode steps on lavapipe)
     uint32_t fused_fallbacks = 0;  // fused steps so far that gave up and ran on the separate kernels
     std::vector<OpTime> ops;   // empty when not profiled
 };

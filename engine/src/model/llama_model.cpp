@@ -159,7 +159,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
             build_linear(L.down, unused, {wd}, L.swiglu_fused ? ops::MatmulInput::Plain : ops::MatmulInput::Silu,
                          gate_up_, x_, {&dummy_});
         });
-        // The whole layer as one dispatch for one-token steps, where the device and the weights allow.
+        // The whole layer as one dispatch for steps of a few tokens, where the device and the weights allow.
         const ops::DecodeLayerWeights fw{wqkv.size() == 1 ? wqkv[0] : nullptr, wo,
                                          L.swiglu_fused ? wgu[0] : nullptr, wd, L.attn_norm, L.ffn_norm};
         ops::DecodeLayerShape fs;
@@ -172,9 +172,9 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         L.has_fused = why.empty();
         L.attention = ops::AttentionOp(ctx, ashape, qkv_, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&tables_},
                                        attn_, {&capture_});
-        // The fused layer's attention splits the work as the separate kernel does for one token, so
-        // a one-token step on the separate kernels (an attention capture, a fallback) computes
-        // exactly what the fused layer does.
+        // The fused layer's attention splits the work as the separate kernel does for one token
+        // (forward() runs it only for steps where the separate kernel would do the same), so a step
+        // on the separate kernels (an attention capture, a fallback) computes exactly what it does.
         fs.lanes_own_heads = L.attention.lanes_own_heads(1);
         // Profile bytes: a step on the separate kernels, and a fused step (where this layer's
         // matmuls are one "fused_layer" entry if it is fused).
@@ -377,7 +377,7 @@ void LlamaModel::record_lm_head(VkCommandBuffer cmd, uint32_t S) {
 }
 
 // Records one step of T tokens with S logit rows (see forward); `fused`: one dispatch per layer
-// (one-token steps only).
+// (steps of at most ops::kRowLayoutMaxTokens tokens).
 void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool timing, int32_t capture_layer,
                              int32_t capture_token, bool fused) {
     const auto& m = info_;
@@ -406,7 +406,7 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         auto& L = layers_[l];
         if (fused && L.has_fused) {
-            L.fused.record(cmd);
+            L.fused.record(cmd, T);
             mark(kFusedLayer);
             ctx_.barrier(cmd);
             continue;
@@ -464,9 +464,13 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     // (push constants, grid sizes) and the capture and timing commands: a step like the last one
     // resubmits its recording.
     const bool reusable = !timing && capture_token < 0;
-    // One-token steps run each layer as one dispatch where possible (not while capturing attention:
-    // the capture is the separate attention kernel's).
-    bool fused = fused_ok_ && T == 1 && capture_token < 0;
+    // Steps of a few tokens run each layer as one dispatch where possible: not while capturing
+    // attention (the capture is the separate attention kernel's), and only when the separate
+    // attention kernel would split the work as the fused layer was built to (it decides by the
+    // step's token count), so that both compute the same bits.
+    bool fused = fused_ok_ && T <= ops::kRowLayoutMaxTokens && capture_token < 0;
+    for (const auto& L : layers_)
+        if (fused && L.has_fused && L.attention.lanes_own_heads(T) != L.fused.lanes_own_heads()) fused = false;
     auto run = [&](bool fused_step) {
         if (fused_step) {
             std::memset(sync_.mapped, 0, sync_.size);  // the op counters start at 0

@@ -25,7 +25,7 @@ struct ModelLimits {
     uint32_t block_tokens = 16;
     bool kv_f16 = true;
     uint64_t weight_slab_bytes = 256ull << 20;  // weights are sub-allocated from slabs of this size
-    bool fused_decode = true;  // one dispatch per layer for one-token steps where possible (ops/decode_layer.h)
+    bool fused_decode = true;  // one dispatch per layer for steps of a few tokens where possible (ops/decode_layer.h)
     int32_t fused_stall_layer_for_test = -1;  // see EngineOptions::fused_decode_stall_layer_for_test
 };
 
@@ -54,7 +54,7 @@ public:
         return 2ull * m.n_layers * m.n_kv_heads * m.head_dim * (f16 ? 2 : 4);
     }
     uint32_t dispatches_per_step() const { return dispatches_; }
-    // Whether one-token steps run layers as one dispatch each (ops::DecodeLayerOp), and if not
+    // Whether decode steps run layers as one dispatch each (ops::DecodeLayerOp), and if not
     // all of them do, why the first that does not cannot.
     bool fused_decode() const { return fused_ok_; }
     const std::string& fused_decode_unsupported() const { return fused_why_; }

@@ -85,6 +85,7 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
                                  k_cache, v_cache, k_cache, v_cache, tables, sync};
     set_ = ctx.make_set(*kernel_, r);
 
+    own_heads_ = s.lanes_own_heads;
     push_.T = 1;
     push_.slot = slot;
     push_.dim = s.dim;
@@ -116,6 +117,12 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
     push_.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
 }
 
-void DecodeLayerOp::record(VkCommandBuffer cmd) const { ctx_->dispatch(cmd, *kernel_, set_, &push_, groups_); }
+void DecodeLayerOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
+    if (tokens == 0 || tokens > kRowLayoutMaxTokens)
+        throw Error(ErrorCode::Internal, "a fused decode layer takes 1-" + std::to_string(kRowLayoutMaxTokens) + " tokens");
+    Push p = push_;
+    p.T = tokens;
+    ctx_->dispatch(cmd, *kernel_, set_, &p, groups_);
+}
 
 }  // namespace lantern::ops

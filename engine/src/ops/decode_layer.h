@@ -1,5 +1,5 @@
-// The fused decode layer (shaders/decode_layer.comp): on lavapipe a one-token decode step runs
-// each transformer layer as one dispatch instead of five; its workgroups (one per driver thread)
+// The fused decode layer (shaders/decode_layer.comp): on lavapipe a decode step (one token, or
+// a few: batched decode, short prompts) runs each transformer layer as one dispatch instead of five; its workgroups (one per driver thread)
 // claim each op's work from atomic counters and wait for the op to finish before the next. What
 // it saves is lavapipe's per-dispatch thread hand-off; see the shader for the measurements and for
 // what happens when a wait gives up (the step is run again with the separate kernels).
@@ -30,7 +30,7 @@ struct DecodeLayerShape {
     AttentionShape attention;  // heads, head dim, KV block and type; qkv_stride = Q/K/V rows
     uint32_t dim = 0, ffn_dim = 0;
     float eps = 1e-5f;
-    bool lanes_own_heads = true;  // attention's layout (see shaders/attention.comp): as AttentionOp picks for one token
+    bool lanes_own_heads = true;  // attention's layout (see shaders/attention.comp), as AttentionOp picks it
 };
 
 class DecodeLayerOp {
@@ -48,8 +48,10 @@ public:
                   const DecodeLayerActivations& act, vk::BufferRange tok_info, vk::BufferRange rope,
                   vk::BufferRange tables, vk::BufferRange k_cache, vk::BufferRange v_cache, vk::BufferRange sync,
                   uint32_t slot);
-    void record(VkCommandBuffer cmd) const;  // one token
+    // A step of `tokens` tokens (at most kRowLayoutMaxTokens: the matmuls run the decode layout).
+    void record(VkCommandBuffer cmd, uint32_t tokens) const;
     uint32_t workgroups() const { return groups_; }
+    bool lanes_own_heads() const { return own_heads_; }  // attention's layout (DecodeLayerShape)
 
 private:
     struct Push {
@@ -67,6 +69,7 @@ private:
     VkDescriptorSet set_ = VK_NULL_HANDLE;
     Push push_{};
     uint32_t groups_ = 1;
+    bool own_heads_ = true;
 };
 
 }  // namespace lantern::ops

@@ -187,13 +187,15 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
                rope_kv_.shape.head_dim,
                rope_kv_.shape.n_rot,
                rope_kv_.shape.block};
-        const bool one = s.tokens == 1;
+        // One workgroup row per token (the decode kernel): every one-token step, and on CPU
+        // drivers steps of up to kRowLayoutMaxTokens (see there).
+        const bool one = s.tokens == 1 || (lane_per_row_ && s.tokens <= kRowLayoutMaxTokens);
         const bool two = s.tokens > prefill_group_ && prefill_tokens_per_lane_ > 1;
         uint32_t gx, gy;
         if (one) {
             uint64_t rows_per_group = decode_rows_ * (lane_per_row_ ? decode_group_ : 1);
             gx = static_cast<uint32_t>((part.rows + rows_per_group - 1) / rows_per_group);
-            gy = 1;
+            gy = s.tokens;
         } else {
             gx = static_cast<uint32_t>((part.rows + prefill_rows_ - 1) / prefill_rows_);
             uint32_t tokens_per_group = lane_per_row_ ? prefill_group_ * (two ? prefill_tokens_per_lane_ : 1) : kTokensPerGroup;

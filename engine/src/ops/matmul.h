@@ -25,6 +25,13 @@ struct MatmulShape {
 // rows beat 16 by 5-10 % for prefill; 48 and 64 lose again (register spills). The fused decode
 // layer (ops/decode_layer.h) uses the same.
 constexpr uint32_t kCpuLanes = 8, kCpuRows = 32;
+// On CPU drivers a step of up to this many tokens runs the decode layout (lanes own rows, one
+// workgroup row per token), reading the weights once per token, instead of the prefill layout,
+// whose 32-lane workgroups cost the same for 1 token as for 32 (lavapipe runs their four 8-lane
+// subgroups one after another, each over every weight): 110M Q8_0 on lavapipe, prefill tok/s
+// decode layout / prefill layout: 4 tokens 80.7 / 17.9, 16: 117 / 67, 24: 123 / 102, 32: 129 /
+// 137, 64: 133 / 158. Batched decode of a few sequences and short prompts are such steps.
+constexpr uint32_t kRowLayoutMaxTokens = 24;
 
 // How a matmul's lanes share the work (shaders/matmul.comp). ForDevice: lanes own whole rows
 // (decode) or tokens (prefill) on CPU drivers, lanes split each row (split-K) on GPUs. Tests
