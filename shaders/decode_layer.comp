@@ -39,9 +39,10 @@ layout(constant_id = 4) const uint ROWS_DOWN = 32;
 layout(constant_id = 5) const bool VEC4_INPUT = false;  // activation rows are multiples of 4 floats
 layout(constant_id = 6) const uint HD = 64;          // head dimension (even, at most 256)
 layout(constant_id = 7) const bool Q_VEC4 = false;
-// Attention's layout, as the separate kernel picks it for one token (so both compute the same):
-// lanes own heads, one item per 8 heads; or (fewer such items than driver threads) lanes split
-// the keys of one head, one item per head.
+// Attention's layout, as the separate kernel picks it for one token (the host runs this kernel
+// only for steps where it would pick the same, so both compute the same bits): lanes own heads,
+// one item per 8 heads; or (fewer such items than driver threads) lanes split the keys of one
+// head, one item per head.
 layout(constant_id = 8) const bool LANES_OWN_HEADS = true;
 const bool LANE_PER_ROW = true, LANE_PER_TOKEN = false;
 const uint LT = 1;
