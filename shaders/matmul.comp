@@ -45,7 +45,7 @@ layout(constant_id = 5) const bool VEC4_INPUT = false;
 // Tokens per lane (LANE_PER_TOKEN): each unpacked weight unit serves LT tokens of the lane, so the
 // int8/f16 unpack — the largest cost on CPU drivers — is paid once per LT tokens.
 layout(constant_id = 6) const uint TOKENS_PER_LANE = 1;
-const uint LT = LANE_PER_TOKEN ? TOKENS_PER_LANE : 1u;
+const uint LT = TOKENS_PER_LANE;
 #define MAX_SUBGROUPS 32
 #include "weights.glsl"
 // The input and the norm weight are read through texel views (floats at 2 and 4, vec4s of the

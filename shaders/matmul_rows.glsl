@@ -205,7 +205,7 @@ void matmul_rows(uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
     const uint rstep = LANE_PER_ROW ? wg : 1u;
     uint t[LT];
     for (uint j = 0; j < LT; ++j) {
-        t[j] = LANE_PER_ROW ? wg_id.y : (wg_id.y * LT + j) * wg + tid;
+        t[j] = LANE_PER_ROW ? wg_id.y * LT + j : (wg_id.y * LT + j) * wg + tid;
         const uint tc = min(t[j], pc.T - 1u);  // lanes past the last token compute a copy, never stored
         lane_xb[j] = x_row(tc) * pc.x_stride;
     }
@@ -227,16 +227,19 @@ void matmul_rows(uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
         // Row pairs sit in neighbouring lanes (row0 has the lane's parity, rstep is even): the
         // lanes swap their sums through shared memory, and each lane of a pair stores every
         // other pair (the even lane those at even r, the odd lane those at odd r).
-        for (uint r = 0; r < rows; ++r) partial[tid * rows + r] = lane_acc[r];
+        for (uint j = 0; j < LT; ++j)
+            for (uint r = 0; r < rows; ++r) partial[(j * wg + tid) * rows + r] = lane_acc[j * ROWS_MAX + r];
         barrier();
         const uint odd = tid & 1u;
-        if (t[0] < pc.T) {
-            const uvec4 info = token_info(t[0], out_kind);
-            for (uint r = odd; r < rows; r += 2u) {
-                const float mine = lane_acc[r], other = partial[(tid ^ 1u) * rows + r];
-                const uint row = row0 + r * rstep - odd;  // the pair's even row
-                if (row < pc.N)
-                    store_pair(row, t[0], info, odd == 0u ? mine : other, odd == 0u ? other : mine, out_kind);
+        for (uint j = 0; j < LT; ++j) {
+            if (t[j] < pc.T) {
+                const uvec4 info = token_info(t[j], out_kind);
+                for (uint r = odd; r < rows; r += 2u) {
+                    const float mine = lane_acc[j * ROWS_MAX + r], other = partial[(j * wg + (tid ^ 1u)) * rows + r];
+                    const uint row = row0 + r * rstep - odd;  // the pair's even row
+                    if (row < pc.N)
+                        store_pair(row, t[j], info, odd == 0u ? mine : other, odd == 0u ? other : mine, out_kind);
+                }
             }
         }
     } else {

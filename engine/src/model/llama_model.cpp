@@ -377,7 +377,7 @@ void LlamaModel::record_lm_head(VkCommandBuffer cmd, uint32_t S) {
 }
 
 // Records one step of T tokens with S logit rows (see forward); `fused`: one dispatch per layer
-// (steps of at most ops::kRowLayoutMaxTokens tokens).
+// (steps of 1-3 tokens).
 void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool timing, int32_t capture_layer,
                              int32_t capture_token, bool fused) {
     const auto& m = info_;
@@ -464,11 +464,12 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     // (push constants, grid sizes) and the capture and timing commands: a step like the last one
     // resubmits its recording.
     const bool reusable = !timing && capture_token < 0;
-    // Steps of a few tokens run each layer as one dispatch where possible: not while capturing
+    // Steps of 1-3 tokens run each layer as one dispatch where possible: not while capturing
     // attention (the capture is the separate attention kernel's), and only when the separate
     // attention kernel would split the work as the fused layer was built to (it decides by the
-    // step's token count), so that both compute the same bits.
-    bool fused = fused_ok_ && T <= ops::kRowLayoutMaxTokens && capture_token < 0;
+    // step's token count), so that both compute the same bits. From 4 tokens on the separate
+    // kernels' matmuls read the weights once per 4 tokens, which beats one dispatch per layer.
+    bool fused = fused_ok_ && T < ops::kRowLayoutTokensPerLane && capture_token < 0;
     for (const auto& L : layers_)
         if (fused && L.has_fused && L.attention.lanes_own_heads(T) != L.fused.lanes_own_heads()) fused = false;
     auto run = [&](bool fused_step) {

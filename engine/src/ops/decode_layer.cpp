@@ -119,7 +119,8 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
 
 void DecodeLayerOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
     if (tokens == 0 || tokens > kRowLayoutMaxTokens)
-        throw Error(ErrorCode::Internal, "a fused decode layer takes 1-" + std::to_string(kRowLayoutMaxTokens) + " tokens");
+        throw Error(ErrorCode::Internal, "a fused decode layer takes 1-" + std::to_string(kRowLayoutMaxTokens) +
+                                             " tokens (one workgroup row per token)");
     Push p = push_;
     p.T = tokens;
     ctx_->dispatch(cmd, *kernel_, set_, &p, groups_);

@@ -151,9 +151,15 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         decode_spec = {decode_group_, decode_rows_, 1, 0, 0, 0, 1};
         prefill_spec = {group_, prefill_rows_, kTokensPerGroup, 0, 0, 0, 1};
     }
+    id_ = id;
+    kinds_ = kinds;
     for (uint32_t vec4 = 0; vec4 < 2; ++vec4) {
         decode_spec[5] = prefill_spec[5] = vec4;
         decode_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), decode_spec);
+        if (lane_per_row_) {  // steps of a few tokens: kRowLayoutTokensPerLane per lane (see record)
+            few_spec_[vec4] = decode_spec;
+            few_spec_[vec4][6] = kRowLayoutTokensPerLane;
+        }
         auto one_per_lane = prefill_spec;
         one_per_lane[6] = 1;
         prefill_[vec4][0] = &ctx.kernel(id, kinds, sizeof(Push), one_per_lane);
@@ -187,8 +193,8 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
                rope_kv_.shape.head_dim,
                rope_kv_.shape.n_rot,
                rope_kv_.shape.block};
-        // One workgroup row per token (the decode kernel): every one-token step, and on CPU
-        // drivers steps of up to kRowLayoutMaxTokens (see there).
+        // The decode layout: every one-token step, and on CPU drivers steps of up to
+        // kRowLayoutMaxTokens (see there), kRowLayoutTokensPerLane tokens per workgroup row.
         const bool one = s.tokens == 1 || (lane_per_row_ && s.tokens <= kRowLayoutMaxTokens);
         const bool two = s.tokens > prefill_group_ && prefill_tokens_per_lane_ > 1;
         uint32_t gx, gy;
@@ -201,7 +207,15 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
             uint32_t tokens_per_group = lane_per_row_ ? prefill_group_ * (two ? prefill_tokens_per_lane_ : 1) : kTokensPerGroup;
             gy = (s.tokens + tokens_per_group - 1) / tokens_per_group;
         }
-        ctx_->dispatch(cmd, one ? *decode_[vec4] : *prefill_[vec4][two], sets_[i], &p, gx, gy);
+        const vk::Kernel* k = one ? decode_[vec4] : prefill_[vec4][two];
+        if (one && s.tokens >= kRowLayoutTokensPerLane) {  // CPU drivers: the lanes' rows for several tokens each
+            // Made on first use: lavapipe compiles every pipeline at each start (its pipeline
+            // cache keeps no machine code), and a model that never runs such a step skips it.
+            if (!decode_few_[vec4]) decode_few_[vec4] = &ctx_->kernel(id_, kinds_, sizeof(Push), few_spec_[vec4]);
+            k = decode_few_[vec4];
+            gy = (s.tokens + kRowLayoutTokensPerLane - 1) / kRowLayoutTokensPerLane;
+        }
+        ctx_->dispatch(cmd, *k, sets_[i], &p, gx, gy);
     }
 }
 

@@ -25,13 +25,16 @@ struct MatmulShape {
 // rows beat 16 by 5-10 % for prefill; 48 and 64 lose again (register spills). The fused decode
 // layer (ops/decode_layer.h) uses the same.
 constexpr uint32_t kCpuLanes = 8, kCpuRows = 32;
-// On CPU drivers a step of up to this many tokens runs the decode layout (lanes own rows, one
-// workgroup row per token), reading the weights once per token, instead of the prefill layout,
-// whose 32-lane workgroups cost the same for 1 token as for 32 (lavapipe runs their four 8-lane
-// subgroups one after another, each over every weight): 110M Q8_0 on lavapipe, prefill tok/s
-// decode layout / prefill layout: 4 tokens 80.7 / 17.9, 16: 117 / 67, 24: 123 / 102, 32: 129 /
-// 137, 64: 133 / 158. Batched decode of a few sequences and short prompts are such steps.
-constexpr uint32_t kRowLayoutMaxTokens = 24;
+// On CPU drivers a step of up to kRowLayoutMaxTokens tokens runs the decode layout (lanes own
+// rows) — from kRowLayoutTokensPerLane tokens on with each lane holding its rows' sums for that
+// many tokens, so the weights are read once per 4 tokens (2-3 tokens: one workgroup row per
+// token; 4 slots for 2 tokens cost as much as for 4) — instead of the prefill layout, whose 32-lane workgroups cost the same
+// for 1 token as for 32 (lavapipe runs their four 8-lane subgroups one after another, each over
+// every weight). 110M Q8_0 on lavapipe, prefill tok/s: prefill layout 17.9 at 4 tokens, 102 at
+// 24; one token per workgroup row 80.7 and 123; 4 tokens per lane 184 at 8 tokens, 174 at 24
+// (8 per lane: 139 and 189; rows per lane cut to 8 for fewer registers: slower). Batched decode
+// of a few sequences and short prompts are such steps.
+constexpr uint32_t kRowLayoutMaxTokens = 24, kRowLayoutTokensPerLane = 4;
 
 // How a matmul's lanes share the work (shaders/matmul.comp). ForDevice: lanes own whole rows
 // (decode) or tokens (prefill) on CPU drivers, lanes split each row (split-K) on GPUs. Tests
@@ -79,6 +82,11 @@ private:
     // [vec4 input?]: the variant that fetches the input as vec4 texels needs rows of x and K to be
     // multiples of 4 floats (true for every real model; tests also cover odd shapes).
     const vk::Kernel* decode_[2] = {};   // one token per workgroup
+    // CPU drivers: kRowLayoutTokensPerLane tokens per workgroup, made on first use (record).
+    mutable const vk::Kernel* decode_few_[2] = {};
+    std::vector<uint32_t> few_spec_[2];
+    shaders::ShaderId id_{};
+    std::vector<vk::BindingKind> kinds_;
     // [vec4][two tokens per lane?] (CPU drivers only: one token per lane while a step has at most
     // one workgroup of tokens, so short prompts do not leave half the lanes idle).
     const vk::Kernel* prefill_[2][2] = {};  // several tokens per workgroup
