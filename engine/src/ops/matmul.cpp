@@ -209,8 +209,9 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
         }
         const vk::Kernel* k = one ? decode_[vec4] : prefill_[vec4][two];
         if (one && s.tokens >= kRowLayoutTokensPerLane) {  // CPU drivers: the lanes' rows for several tokens each
-            // Made on first use: lavapipe compiles every pipeline at each start (its pipeline
-            // cache keeps no machine code), and a model that never runs such a step skips it.
+            // Made on first use: on lavapipe, making these at load added ~0.7 s to cold and warm
+            // starts alike (its pipeline cache saves only part of a compile), and a model that
+            // never runs such a step skips it.
             if (!decode_few_[vec4]) decode_few_[vec4] = &ctx_->kernel(id_, kinds_, sizeof(Push), few_spec_[vec4]);
             k = decode_few_[vec4];
             gy = (s.tokens + kRowLayoutTokensPerLane - 1) / kRowLayoutTokensPerLane;
