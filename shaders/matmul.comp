@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // y[t][n] (+)= sum_k W[n][k] * in(t, k)  — every linear layer of the model (Q/K/V, output
 // projection, gate/up, down, LM head), for decode (T = 1) and prefill (T up to the step budget).
 //
@@ -89,7 +90,9 @@ layout(push_constant) uniform Push {
     uint block;
 } pc;
 
-shared float partial[ROWS * TOKENS * MAX_SUBGROUPS];
+// Split-K: per subgroup sums. CPU layouts: each lane's row sums (matmul_rows.glsl), LT * ROWS per
+// lane, workgroups of at most MAX_SUBGROUPS lanes (8 for decode, 32 for prefill).
+shared float partial[ROWS * TOKENS * TOKENS_PER_LANE * MAX_SUBGROUPS];
 shared float inv_rms_shared[TOKENS];
 
 // What matmul_rows.glsl needs (see there): accessors over this kernel's own bindings.

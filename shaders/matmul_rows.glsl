@@ -12,7 +12,7 @@
 //  - `pc` with the fields of matmul.comp's push constants (a push-constant block there, a global
 //    variable filled before each matmul in the decode-layer kernel);
 //  - constants ROWS_MAX (the per-lane accumulator arrays' size; calls pass their own row count up
-//    to it), LT, LANE_PER_ROW, VEC4_INPUT, and shared float partial[] of at least 8 * ROWS_MAX;
+//    to it), LT, LANE_PER_ROW, VEC4_INPUT, and shared float partial[] of at least LT * ROWS_MAX * (workgroup size);
 //  - accessors x(i), x4(i) (vec4 index), norm_w(i), norm_w4(i), y_get(o), y_set(o, v),
 //    rowmap_at(t); with HAS_ROPE_KV also tok_at(t), rope_at(i), k_store(i, v), v_store(i, v)
 //    (i: element index in the layer's cache, v: the RoPE pair at i, i + 1).
@@ -143,25 +143,27 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
     uint first_scale[ROWS_MAX];
 #endif
-    for (uint r = 0; r < rows; ++r) {
-        const RowWalk walk = row_walk(min(row0 + r * rstep, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
+    // The band lies in one tile (the host checks tile_rows), its clamped rows too.
+    const TileWalk tile = tile_walk(min(row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
+    [[unroll]] for (uint r = 0; r < rows; ++r) {
+        const RowWalk walk = row_walk_in(tile, min(row0 + r * rstep, pc.N - 1u), pc.row_units, pc.tile_rows);
         first_unit[r] = walk.first;
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
         first_scale[r] = walk.scale_first;
 #endif
     }
-    // The band lies in one tile (the host checks tile_rows), so its rows share one group stride.
-    const RowWalk walk0 = row_walk(min(row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
+    // So its rows share one group stride.
+    const RowWalk walk0 = row_walk_in(tile, min(row0, pc.N - 1u), pc.row_units, pc.tile_rows);
     const uint stride = walk0.stride;
-    for (uint i = 0; i < LT * ROWS_MAX; ++i) lane_acc[i] = 0.0;
-    for (uint j = 0; j < LT; ++j) lane_ss[j] = 0.0;
+    [[unroll]] for (uint i = 0; i < LT * ROWS_MAX; ++i) lane_acc[i] = 0.0;
+    [[unroll]] for (uint j = 0; j < LT; ++j) lane_ss[j] = 0.0;
     const uint groups = (pc.K + EPG - 1u) / EPG;
     for (uint g = 0; g < groups; ++g) {
         vec4 in_v[LT][VPG];
         float zero[LT];
-        for (uint j = 0; j < LT; ++j) {
+        [[unroll]] for (uint j = 0; j < LT; ++j) {
             vec4 sum = vec4(0.0);
-            for (uint v = 0; v < VPG; ++v) {
+            [[unroll]] for (uint v = 0; v < VPG; ++v) {
                 if (in_kind == IN_NORM) {
                     const vec4 xv = group_input4(lane_xb[j], g * EPG + 4u * v, true, in_kind);
                     lane_ss[j] += dot(xv, xv);
@@ -173,21 +175,21 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
             }
             zero[j] = WZERO * dot(sum, vec4(1.0));
         }
-        for (uint r = 0; r < rows; ++r) {
+        [[unroll]] for (uint r = 0; r < rows; ++r) {
             const uint first = first_unit[r] + g * stride;
             float a[LT];
-            for (uint j = 0; j < LT; ++j) a[j] = 0.0;
-            for (uint h = 0; h < GPS; ++h) {
+            [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = 0.0;
+            [[unroll]] for (uint h = 0; h < GPS; ++h) {
                 vec4 w[VPU];
                 load_values(first + h, w);
-                for (uint j = 0; j < LT; ++j)
-                    for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
+                [[unroll]] for (uint j = 0; j < LT; ++j)
+                    [[unroll]] for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
             }
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
             const float d = scale_at(first_scale[r] + g * walk0.scale_stride);
-            for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += (a[j] - zero[j]) * d;
+            [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += (a[j] - zero[j]) * d;
 #else
-            for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j];
+            [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j];
 #endif
         }
     }
@@ -204,38 +206,42 @@ void matmul_rows(uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
     const uint row0 = LANE_PER_ROW ? wg_id.x * wg * rows + tid : wg_id.x * rows;
     const uint rstep = LANE_PER_ROW ? wg : 1u;
     uint t[LT];
-    for (uint j = 0; j < LT; ++j) {
+    [[unroll]] for (uint j = 0; j < LT; ++j) {
         t[j] = LANE_PER_ROW ? wg_id.y * LT + j : (wg_id.y * LT + j) * wg + tid;
         const uint tc = min(t[j], pc.T - 1u);  // lanes past the last token compute a copy, never stored
         lane_xb[j] = x_row(tc) * pc.x_stride;
     }
     dot_rows(row0, rstep, rows, in_kind);
-    if (in_kind == IN_NORM) {
-        for (uint j = 0; j < LT; ++j) {
-            const float s = inversesqrt(lane_ss[j] / float(pc.K) + pc.eps);
-            for (uint r = 0; r < rows; ++r) lane_acc[j * ROWS_MAX + r] *= s;
-        }
-    }
+    // The row sums (IN_NORM: scaled by the token's RMS factor) go to shared memory, slot
+    // (j * wg + tid) * rows + r, and the epilogues read them there. Why: a CPU driver keeps a
+    // private array that is ever indexed by a variable in memory, written lane by lane each time;
+    // indexed only by constants (the loops touching lane_acc are unrolled) it stays in registers
+    // through the group loop (110M Q8_0 decode on lavapipe +7 %). Unrolling the epilogues instead
+    // (a store, RoPE and KV-cache writes per row) doubled LLVM's time for a cold start.
+    float norm_scale[LT];
+    [[unroll]] for (uint j = 0; j < LT; ++j)
+        norm_scale[j] = in_kind == IN_NORM ? inversesqrt(lane_ss[j] / float(pc.K) + pc.eps) : 1.0;
+    [[unroll]] for (uint j = 0; j < LT; ++j)
+        [[unroll]] for (uint r = 0; r < rows; ++r)
+            partial[(j * wg + tid) * rows + r] = lane_acc[j * ROWS_MAX + r] * norm_scale[j];
     if (!pairs) {
-        for (uint j = 0; j < LT; ++j)
+        [[unroll]] for (uint j = 0; j < LT; ++j)
             if (t[j] < pc.T)
                 for (uint r = 0; r < rows; ++r)
-                    if (row0 + r * rstep < pc.N) store(row0 + r * rstep, t[j], lane_acc[j * ROWS_MAX + r]);
+                    if (row0 + r * rstep < pc.N) store(row0 + r * rstep, t[j], partial[(j * wg + tid) * rows + r]);
         return;
     }
     if (LANE_PER_ROW) {
-        // Row pairs sit in neighbouring lanes (row0 has the lane's parity, rstep is even): the
-        // lanes swap their sums through shared memory, and each lane of a pair stores every
-        // other pair (the even lane those at even r, the odd lane those at odd r).
-        for (uint j = 0; j < LT; ++j)
-            for (uint r = 0; r < rows; ++r) partial[(j * wg + tid) * rows + r] = lane_acc[j * ROWS_MAX + r];
+        // Row pairs sit in neighbouring lanes (row0 has the lane's parity, rstep is even): each
+        // lane of a pair stores every other pair (the even lane those at even r, the odd lane
+        // those at odd r), reading its neighbour's sum from shared memory.
         barrier();
         const uint odd = tid & 1u;
-        for (uint j = 0; j < LT; ++j) {
+        [[unroll]] for (uint j = 0; j < LT; ++j) {
             if (t[j] < pc.T) {
                 const uvec4 info = token_info(t[j], out_kind);
                 for (uint r = odd; r < rows; r += 2u) {
-                    const float mine = lane_acc[j * ROWS_MAX + r], other = partial[(j * wg + (tid ^ 1u)) * rows + r];
+                    const float mine = partial[(j * wg + tid) * rows + r], other = partial[(j * wg + (tid ^ 1u)) * rows + r];
                     const uint row = row0 + r * rstep - odd;  // the pair's even row
                     if (row < pc.N)
                         store_pair(row, t[j], info, odd == 0u ? mine : other, odd == 0u ? other : mine, out_kind);
@@ -244,11 +250,11 @@ void matmul_rows(uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
         }
     } else {
         // LANE_PER_TOKEN: the workgroup's rows start even and each lane holds all of them.
-        for (uint j = 0; j < LT; ++j)
+        [[unroll]] for (uint j = 0; j < LT; ++j)
             if (t[j] < pc.T)
                 for (uint r = 0; r < rows; r += 2u)
                     if (row0 + r < pc.N)
-                        store_pair(row0 + r, t[j], token_info(t[j], out_kind), lane_acc[j * ROWS_MAX + r],
-                                   lane_acc[j * ROWS_MAX + r + 1u], out_kind);
+                        store_pair(row0 + r, t[j], token_info(t[j], out_kind), partial[(j * wg + tid) * rows + r],
+                                   partial[(j * wg + tid) * rows + r + 1u], out_kind);
     }
 }

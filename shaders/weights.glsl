@@ -76,16 +76,34 @@ struct RowWalk {
     uint scale_first;   // float index of the row's group-0 scale
     uint scale_stride;  // floats from one group's scale to the next
 };
-RowWalk row_walk(uint row, uint rows, uint row_units, uint tile_rows) {
-    if (tile_rows == 1u) return RowWalk(row * row_units, GPS, row * (row_units / GPS), 1u);
-    const uint t0 = row - row % tile_rows, n = min(tile_rows, rows - t0), rr = row - t0;
+// The tile of a row, split from row_walk so that a band of rows in one tile pays its integer
+// divisions once: a CPU driver has no vector division, so each one costs a scalar divide per lane
+// (a lane's 32 rows walked one by one took ~500 of them per band of the fused decode kernel).
+struct TileWalk {
+    uint t0;      // the tile's first row
+    uint n;       // its rows (tile_rows but for the last tile)
+    uint base;    // texel index of its first octet
+    uint stride;  // texels from one group of its rows to the next
+};
+TileWalk tile_walk(uint row, uint rows, uint row_units, uint tile_rows) {
+    if (tile_rows == 1u) return TileWalk(row, 1u, 0u, GPS);
+    const uint t0 = row - row % tile_rows, n = min(tile_rows, rows - t0);
     const uint full = 8u * GPS + octet_scale_texels(8u);  // texels per whole octet and group
     const uint tail = n % 8u;
     const uint stride = (n / 8u) * full + (tail != 0u ? tail * GPS + octet_scale_texels(tail) : 0u);
-    const uint octet_rows = min(8u, n - (rr / 8u) * 8u);
     // Every earlier tile is whole: tile_rows / 8 octets per group.
-    const uint octet = (t0 / tile_rows) * (row_units / GPS) * (tile_rows / 8u) * full + (rr / 8u) * full;
-    return RowWalk(octet + (rr % 8u) * GPS, stride, (octet + octet_rows * GPS) * 4u + rr % 8u, stride * 4u);
+    return TileWalk(t0, n, (t0 / tile_rows) * (row_units / GPS) * (tile_rows / 8u) * full, stride);
+}
+// A row of the tile `tw` (divisions by constants only).
+RowWalk row_walk_in(TileWalk tw, uint row, uint row_units, uint tile_rows) {
+    if (tile_rows == 1u) return RowWalk(row * row_units, GPS, row * (row_units / GPS), 1u);
+    const uint rr = row - tw.t0, full = 8u * GPS + octet_scale_texels(8u);
+    const uint octet_rows = min(8u, tw.n - (rr / 8u) * 8u);
+    const uint octet = tw.base + (rr / 8u) * full;
+    return RowWalk(octet + (rr % 8u) * GPS, tw.stride, (octet + octet_rows * GPS) * 4u + rr % 8u, tw.stride * 4u);
+}
+RowWalk row_walk(uint row, uint rows, uint row_units, uint tile_rows) {
+    return row_walk_in(tile_walk(row, rows, row_units, tile_rows), row, row_units, tile_rows);
 }
 uint unit_at(RowWalk walk, uint u) { return walk.first + (u / GPS) * walk.stride + u % GPS; }
 
