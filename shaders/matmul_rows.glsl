@@ -153,12 +153,24 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
 #endif
     }
     // So its rows share one group stride.
-    const RowWalk walk0 = row_walk_in(tile, min(row0, pc.N - 1u), pc.row_units, pc.tile_rows);
-    const uint stride = walk0.stride;
+    const uint stride = tile.stride;
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+    // The band's scale texels (the tile layout in weights.glsl): a decode lane (its rows one
+    // octet apart, the band a whole tile) finds the scales of its rows 4q..4q+3 in texel q; a
+    // prefill workgroup (32 rows from a multiple of 32: one quad of octets) those of rows i, i + 8,
+    // i + 16, i + 24 in texel i. Rows past N are clamped, so a texel found through a clamped row
+    // serves only rows that are never stored.
+    const uint scale_texels = LANE_PER_ROW ? rows / 4u : 8u;
+    uint scale_texel[ROWS_MAX / 4u];
+    [[unroll]] for (uint q = 0; q < scale_texels; ++q) scale_texel[q] = first_scale[LANE_PER_ROW ? 4u * q : q] / 4u;
+#endif
     [[unroll]] for (uint i = 0; i < LT * ROWS_MAX; ++i) lane_acc[i] = 0.0;
     [[unroll]] for (uint j = 0; j < LT; ++j) lane_ss[j] = 0.0;
     const uint groups = (pc.K + EPG - 1u) / EPG;
     for (uint g = 0; g < groups; ++g) {
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+        vec4 scales[ROWS_MAX / 4u];  // fetched with the first row that needs each, in memory order
+#endif
         vec4 in_v[LT][VPG];
         float zero[LT];
         [[unroll]] for (uint j = 0; j < LT; ++j) {
@@ -177,6 +189,10 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
         }
         [[unroll]] for (uint r = 0; r < rows; ++r) {
             const uint first = first_unit[r] + g * stride;
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+            const uint q = LANE_PER_ROW ? r / 4u : r;
+            if (LANE_PER_ROW ? r % 4u == 0u : r < 8u) scales[q] = scales4_at(scale_texel[q] + g * stride);
+#endif
             float a[LT];
             [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = 0.0;
             [[unroll]] for (uint h = 0; h < GPS; ++h) {
@@ -186,7 +202,7 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
                     [[unroll]] for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
             }
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
-            const float d = scale_at(first_scale[r] + g * walk0.scale_stride);
+            const float d = LANE_PER_ROW ? scales[r / 4u][r % 4u] : scales[r % 8u][r / 8u];
             [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += (a[j] - zero[j]) * d;
 #else
             [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j];

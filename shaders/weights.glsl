@@ -18,12 +18,18 @@
 // groups). tile_rows = 1: plain row-major, scales in their own array (GPUs, whose lanes split a
 // row). Otherwise (CPU drivers; tile_rows a multiple of 8) rows are stored in tiles of tile_rows
 // rows (a part's last tile may be shorter): inside a tile, group 0 of every row, then group 1 of
-// every row, and so on; within a group, rows come in octets of 8 (the last may be shorter), each
-// octet's units followed by its 8 scales (two texels; quantized types only). A workgroup walks a
-// whole tile, group by group, so its weight reads — scales included — form one sequential stream
-// instead of one stream per row, which the CPU's prefetchers cannot follow past a few dozen (110M
-// Q8_0 LM head on lavapipe: 8.6 -> 13 GB/s), and scales in their own array were a second stream
-// that the gathers missed (GEMV over a 110 MB matrix: 8.2 -> 7.2 ms).
+// every row, and so on; within a group, the tile's rows in quads of 32 (four octets of 8; the
+// last quad may be shorter), each quad's units preceded (quantized types) by its 8 scale texels:
+// texel i holds the scales of row i of its octets 0, 1, 2, 3 (zero past the last row). A decode
+// lane, which owns row i of every octet, so fetches four of its rows' scales in one texel (32
+// single-float gathers per group of a 32-row lane were 8 % of 110M Q8_0 decode on lavapipe), and
+// a prefill workgroup, which owns a quad, reads its scales and units as one run. (All of a
+// group's scales in one block, before or after its units, made reads jump: decode 0.76x with
+// them after, prefill 0.93x with them before.)
+// A workgroup walks a whole tile, group by group, so its weight reads — scales included — form
+// one sequential stream instead of one stream per row, which the CPU's prefetchers cannot follow
+// past a few dozen (110M Q8_0 LM head on lavapipe: 8.6 -> 13 GB/s), and scales in their own array
+// were a second stream that the gathers missed (GEMV over a 110 MB matrix: 8.2 -> 7.2 ms).
 //
 // Adding a type = one branch here + one row in the engine's weight-format table + its variants in
 // shaders/manifest.txt.
@@ -62,10 +68,11 @@ layout(binding = 1) uniform samplerBuffer weight_scales;
 #define EPG (EPU * GPS)  // elements per group
 #define VPG (VPU * GPS)  // vec4s per group
 
+// Scale texels per group of a tile of n rows (see the layout above).
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
-uint octet_scale_texels(uint rows) { return (rows + 3u) / 4u; }
+uint tile_scale_texels(uint n) { return ((n + 31u) / 32u) * 8u; }
 #else
-uint octet_scale_texels(uint rows) { return 0u; }
+uint tile_scale_texels(uint n) { return 0u; }
 #endif
 
 // Where a row's units and scales are: unit u of the row is unit_at(walk, u), the scale of its
@@ -88,19 +95,17 @@ struct TileWalk {
 TileWalk tile_walk(uint row, uint rows, uint row_units, uint tile_rows) {
     if (tile_rows == 1u) return TileWalk(row, 1u, 0u, GPS);
     const uint t0 = row - row % tile_rows, n = min(tile_rows, rows - t0);
-    const uint full = 8u * GPS + octet_scale_texels(8u);  // texels per whole octet and group
-    const uint tail = n % 8u;
-    const uint stride = (n / 8u) * full + (tail != 0u ? tail * GPS + octet_scale_texels(tail) : 0u);
-    // Every earlier tile is whole: tile_rows / 8 octets per group.
-    return TileWalk(t0, n, (t0 / tile_rows) * (row_units / GPS) * (tile_rows / 8u) * full, stride);
+    // Every earlier tile is whole.
+    const uint whole = tile_rows * GPS + tile_scale_texels(tile_rows);
+    return TileWalk(t0, n, (t0 / tile_rows) * (row_units / GPS) * whole, n * GPS + tile_scale_texels(n));
 }
 // A row of the tile `tw` (divisions by constants only).
 RowWalk row_walk_in(TileWalk tw, uint row, uint row_units, uint tile_rows) {
     if (tile_rows == 1u) return RowWalk(row * row_units, GPS, row * (row_units / GPS), 1u);
-    const uint rr = row - tw.t0, full = 8u * GPS + octet_scale_texels(8u);
-    const uint octet_rows = min(8u, tw.n - (rr / 8u) * 8u);
-    const uint octet = tw.base + (rr / 8u) * full;
-    return RowWalk(octet + (rr % 8u) * GPS, tw.stride, (octet + octet_rows * GPS) * 4u + rr % 8u, tw.stride * 4u);
+    const uint rr = row - tw.t0;
+    const uint quad = tw.base + (rr / 32u) * (tile_scale_texels(1u) + 32u * GPS);  // every earlier quad is whole
+    return RowWalk(quad + tile_scale_texels(1u) + (rr % 32u) * GPS, tw.stride,
+                   (quad + rr % 8u) * 4u + (rr / 8u) % 4u, tw.stride * 4u);
 }
 RowWalk row_walk(uint row, uint rows, uint row_units, uint tile_rows) {
     return row_walk_in(tile_walk(row, rows, row_units, tile_rows), row, row_units, tile_rows);
@@ -111,6 +116,8 @@ vec4 bytes4(uint u) { return vec4(u & 255u, (u >> 8) & 255u, (u >> 16) & 255u, u
 
 // Float i of the scales view (a scale of a quantized matrix).
 float scale_at(uint i) { return texelFetch(weight_scales, int(WEIGHT_FLOAT_BASE + i)).x; }
+// Texel i of the values view as floats: four scales of a tiled quantized matrix.
+vec4 scales4_at(uint i) { return uintBitsToFloat(texelFetch(weight_units, int(WEIGHT_UNIT_BASE + i))); }
 
 // The raw values of unit `i` (a unit index), before zero point and scale.
 void load_values(uint i, out vec4 w[VPU]) {

@@ -131,12 +131,12 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         // +17-35 % over 1; 4 is no better.
         group_ = decode_group_ = kCpuLanes;
         prefill_rows_ = kCpuRows;
-        // Each decode workgroup walks one weight tile (see matmul_tile_rows); row-major weights
-        // (tiles of 1 row, as on GPUs) take the default band.
-        decode_rows_ = w.tile_rows > 1 ? w.tile_rows / group_ : kCpuRows;
+        // Each decode workgroup walks one weight tile (see matmul_tile_rows).
+        decode_rows_ = w.tile_rows / group_;
         prefill_tokens_per_lane_ = 2;
         // A workgroup's band of rows must lie in one weight tile (shaders/matmul.comp, dot_rows).
-        if (w.tile_rows != 1 && (w.tile_rows % group_ != 0 || decode_rows_ > kCpuRows || w.tile_rows % prefill_rows_ != 0))
+        if (w.tile_rows == 1 || w.tile_rows % group_ != 0 || decode_rows_ > kCpuRows || decode_rows_ % 4 != 0 ||
+            w.tile_rows % prefill_rows_ != 0)
             throw Error(ErrorCode::Internal, "weight tiles of " + std::to_string(w.tile_rows) +
                                                  " rows do not fit the matmul's row bands");
         decode_spec = {decode_group_, decode_rows_, 1, 1, 0, 0, 1};

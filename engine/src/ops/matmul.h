@@ -25,6 +25,9 @@ struct MatmulShape {
 // rows beat 16 by 5-10 % for prefill; 48 and 64 lose again (register spills). The fused decode
 // layer (ops/decode_layer.h) uses the same.
 constexpr uint32_t kCpuLanes = 8, kCpuRows = 32;
+// The tiled weight layout (shaders/weights.glsl) is built for them: a decode lane owns row i of
+// every octet (8 rows) of its tile, a prefill workgroup one quad of octets (32 rows).
+static_assert(kCpuLanes == 8 && kCpuRows == 32, "the tiled weight layout assumes 8 lanes and 32-row bands");
 // On CPU drivers a step of up to kRowLayoutMaxTokens tokens runs the decode layout (lanes own
 // rows) — from kRowLayoutTokensPerLane tokens on with each lane holding its rows' sums for that
 // many tokens, so the weights are read once per 4 tokens (2-3 tokens: one workgroup row per

@@ -236,25 +236,25 @@ Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint
         return out;
     }
     if (tile_rows % 8 != 0) throw Error(ErrorCode::Internal, "weight tiles must be whole octets of rows");
-    // Per tile and group: octets of 8 rows (the tile's last may be shorter), each octet's groups
-    // followed by its scales padded to whole 16-byte texels (shaders/weights.glsl, row_walk).
-    out.values.reserve(rows * r.row_units * 4 + (scaled ? (rows + 7) / 8 * groups * 8 : 0));
+    // Per tile and group: the rows in quads of 32, each quad's units preceded (quantized types)
+    // by 8 scale texels — texel i holds the scales of row i of its octets 0..3, zero past the
+    // last row (shaders/weights.glsl, the tile layout; row_walk_in reads it back).
+    out.values.reserve(rows * r.row_units * 4 + (scaled ? (rows + 31) / 32 * groups * 32 : 0));
     for (uint64_t t0 = 0; t0 < rows; t0 += tile_rows) {
         const uint64_t n = std::min(tile_rows, rows - t0);
         for (uint64_t g = 0; g < groups; ++g)
-            for (uint64_t o = 0; o < n; o += 8) {
-                const uint64_t m = std::min<uint64_t>(8, n - o);
-                for (uint64_t i = 0; i < m; ++i) {
-                    auto src = group(first_row + t0 + o + i, g);
+            for (uint64_t q0 = 0; q0 < n; q0 += 32) {  // quads of 32 rows
+                for (uint64_t i = 0; scaled && i < 8; ++i)
+                    for (uint64_t c = 0; c < 4; ++c) {
+                        const uint64_t row = q0 + c * 8 + i;  // row of the tile
+                        const float v = row < n ? r.scales[(first_row + t0 + row) * groups + g] : 0.0f;
+                        uint32_t bits;
+                        std::memcpy(&bits, &v, 4);
+                        out.values.push_back(bits);
+                    }
+                for (uint64_t i = q0; i < std::min<uint64_t>(n, q0 + 32); ++i) {
+                    auto src = group(first_row + t0 + i, g);
                     out.values.insert(out.values.end(), src, src + static_cast<std::ptrdiff_t>(group_words));
-                }
-                if (!scaled) continue;
-                const uint64_t words = (m + 3) / 4 * 4;
-                for (uint64_t i = 0; i < words; ++i) {
-                    float v = i < m ? r.scales[(first_row + t0 + o + i) * groups + g] : 0.0f;
-                    uint32_t bits;
-                    std::memcpy(&bits, &v, 4);
-                    out.values.push_back(bits);
                 }
             }
     }

@@ -45,7 +45,8 @@ struct WeightFormat {
 // Rows [first_row, first_row + rows) of a row-major repacked matrix in the device layout (see
 // shaders/weights.glsl): tile_rows = 1 keeps the rows as they are, scales in their own array;
 // otherwise (a multiple of 8) tiles of `tile_rows` rows, inside each tile group 0 of every row,
-// then group 1, ..., rows in octets each followed by its scales (the result has no scale array).
+// then group 1, ..., rows in quads of 32, each quad's scales followed by its units (the result
+// has no scale array).
 Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows,
                       uint32_t group_units);
 
