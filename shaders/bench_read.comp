@@ -1,7 +1,9 @@
 #version 450
 // Read roofline: streams a buffer through a running sum; one float per workgroup is written so
-// the reads cannot be optimised away. Built twice: reading a storage buffer, and (TEXEL) reading
-// the same buffer as R32G32B32A32 texels, the way the matmul kernels read weights.
+// the reads cannot be optimised away. Built three times: reading a storage buffer, (TEXEL) reading
+// the same buffer as R32G32B32A32 texels, the way the matmul kernels read weights, and (IMAGE) as a
+// storage texel buffer with imageLoad (on lavapipe the fastest streaming read there is, 15-20 %
+// above texel fetches; the matmuls did not get faster with it, see docs/architecture.md).
 // MODE (specialization constant) picks the access pattern:
 //   0: grid-stride — lane i of the dispatch reads vec4 i, i + stride, ... (coalesced on GPUs)
 //   1: lane-contiguous — each lane reads its own contiguous chunk of vec4s
@@ -13,9 +15,12 @@
 //      subgroups of a wider workgroup one after another, each reading every WG-th 16 bytes)
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint MODE = 0;
-#ifdef TEXEL
+#if defined(TEXEL)
 layout(binding = 0) uniform samplerBuffer src_texels;
 #define SRC(i) texelFetch(src_texels, int(i))
+#elif defined(IMAGE)
+layout(binding = 0, rgba32f) readonly uniform imageBuffer src_image;
+#define SRC(i) imageLoad(src_image, int(i))
 #else
 layout(std430, binding = 0) readonly buffer Src { vec4 src[]; };
 #define SRC(i) src[i]

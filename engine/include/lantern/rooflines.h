@@ -12,10 +12,10 @@ struct Rooflines {
     // kernel's fraction of it is judged against what is physically possible, not against the
     // pattern the kernel happens to use.
     double read_gb_per_s = 0;
-    static constexpr int kReadPatterns = 6;
+    static constexpr int kReadPatterns = 7;
     static constexpr const char* kReadPatternNames[kReadPatterns] = {
         "storage grid-stride", "storage lane-contiguous", "storage uniform", "texel grid-stride",
-        "texel lane-contiguous", "texel workgroup-contiguous"};
+        "texel lane-contiguous", "texel workgroup-contiguous", "image workgroup-contiguous"};
     double read_gb_per_s_by_pattern[kReadPatterns] = {};
     double dispatch_us = 0;          // per dispatch in a chain with a barrier after each
     double dispatch_no_barrier_us = 0;  // per dispatch in a chain without barriers

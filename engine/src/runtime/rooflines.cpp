@@ -38,20 +38,23 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
         for (uint64_t off = 0; off < bytes; off += ones.size())
             ctx.upload(src, off, ones.data(), std::min<uint64_t>(ones.size(), bytes - off));
     }
-    // Access patterns of bench_read.comp: storage buffer modes 0-2, then texel modes 0, 1 and 3.
+    // Access patterns of bench_read.comp: storage buffer modes 0-2, texel modes 0, 1 and 3, then
+    // image (storage texel buffer) mode 3.
     // The roofline is the best of them, and each is reported so kernels can be designed for the
     // pattern this device does best. Workgroup-contiguous runs one-subgroup workgroups on CPU
     // drivers, as their matmuls do: on lavapipe it is the best pattern by far (41 GB/s here
     // against 25-30 for lane-contiguous, which was the roofline until it was measured).
     auto t_all = Clock::now();
     for (int pattern = 0; pattern < Rooflines::kReadPatterns; ++pattern) {
-        const bool texel = pattern >= 3;
-        const uint32_t mode = texel ? (pattern == 5 ? 3 : pattern - 3) : pattern;
+        const bool image = pattern == 6, texel = pattern >= 3 && !image;
+        const uint32_t mode = image || pattern == 5 ? 3 : texel ? pattern - 3 : pattern;
         const uint32_t lanes = mode == 3 && cpu ? ctx.subgroup_size() : 64;
         const auto& read =
-            texel ? ctx.kernel(shaders::ShaderId::bench_read_texel, {vk::BindingKind::TexelFloat4, vk::BindingKind::Storage},
-                               4, {lanes, mode})
-                  : ctx.kernel(shaders::ShaderId::bench_read, 2, 4, {lanes, mode});
+            image   ? ctx.kernel(shaders::ShaderId::bench_read_image, {vk::BindingKind::ImageFloat4, vk::BindingKind::Storage},
+                                 4, {lanes, mode})
+            : texel ? ctx.kernel(shaders::ShaderId::bench_read_texel, {vk::BindingKind::TexelFloat4, vk::BindingKind::Storage},
+                                 4, {lanes, mode})
+                    : ctx.kernel(shaders::ShaderId::bench_read, 2, 4, {lanes, mode});
         auto set = ctx.make_set(read, rr);
         uint32_t groups = mode == 2 ? uniform_groups : spread_groups;
         // Timed on the device's clock where it has one: on a GPU the read takes ~60 us, the same

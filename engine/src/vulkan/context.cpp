@@ -395,7 +395,7 @@ Buffer Context::create_buffer(VkDeviceSize size, MemoryUse use) {
     VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bi.size = size;
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
-               VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+               VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     check(vkCreateBuffer(device_, &bi, nullptr, &b.buffer), "vkCreateBuffer");
     VkMemoryRequirements req;
@@ -508,12 +508,13 @@ const Kernel& Context::kernel(shaders::ShaderId shader, uint32_t bindings, uint3
 
 namespace {
 VkDescriptorType descriptor_type(BindingKind k) {
+    if (k == BindingKind::ImageFloat4) return VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
     return k == BindingKind::Storage ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
 }
 VkFormat texel_format(BindingKind k) {
     switch (k) {
         case BindingKind::TexelFloat: return VK_FORMAT_R32_SFLOAT;
-        case BindingKind::TexelFloat4: return VK_FORMAT_R32G32B32A32_SFLOAT;
+        case BindingKind::TexelFloat4: case BindingKind::ImageFloat4: return VK_FORMAT_R32G32B32A32_SFLOAT;
         case BindingKind::TexelUint4: return VK_FORMAT_R32G32B32A32_UINT;
         case BindingKind::TexelUint: return VK_FORMAT_R32_UINT;
         case BindingKind::Storage: break;
@@ -590,10 +591,11 @@ VkDescriptorSet Context::make_set(const Kernel& k, std::span<const BufferRange> 
     };
     if (try_alloc() != VK_SUCCESS) {
         VkDescriptorPoolSize ps[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096},
-                                     {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 4096}};
+                                     {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 4096},
+                                     {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, 64}};
         VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
         pci.maxSets = 1024;
-        pci.poolSizeCount = 2;
+        pci.poolSizeCount = 3;
         pci.pPoolSizes = ps;
         VkDescriptorPool pool;
         check(vkCreateDescriptorPool(device_, &pci, nullptr, &pool), "vkCreateDescriptorPool");

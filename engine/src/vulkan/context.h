@@ -73,6 +73,7 @@ enum class BindingKind : uint8_t {
     TexelFloat4,  // uniform samplerBuffer, VK_FORMAT_R32G32B32A32_SFLOAT (a vec4 per texel)
     TexelUint4,   // uniform usamplerBuffer, VK_FORMAT_R32G32B32A32_UINT (a uvec4 per texel)
     TexelUint,    // uniform usamplerBuffer, VK_FORMAT_R32_UINT (one uint per texel)
+    ImageFloat4,  // readonly imageBuffer (rgba32f), a storage texel buffer (the read roofline only)
 };
 
 // A compute pipeline from an embedded shader, with one binding per entry of `kinds` (0..N-1) and a
