@@ -68,12 +68,13 @@ layout(binding = 1) uniform samplerBuffer weight_scales;
 #define EPG (EPU * GPS)  // elements per group
 #define VPG (VPU * GPS)  // vec4s per group
 
-// Scale texels per group of a tile of n rows (see the layout above).
+// Scale texels per quad of rows and group, and per group of a tile of n rows (the layout above).
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
-uint tile_scale_texels(uint n) { return ((n + 31u) / 32u) * 8u; }
+#define QUAD_SCALE_TEXELS 8u
 #else
-uint tile_scale_texels(uint n) { return 0u; }
+#define QUAD_SCALE_TEXELS 0u
 #endif
+uint tile_scale_texels(uint n) { return ((n + 31u) / 32u) * QUAD_SCALE_TEXELS; }
 
 // Where a row's units and scales are: unit u of the row is unit_at(walk, u), the scale of its
 // group g is at float index walk.scale_first + g * walk.scale_stride of the scales view.
@@ -89,7 +90,7 @@ struct RowWalk {
 struct TileWalk {
     uint t0;      // the tile's first row
     uint n;       // its rows (tile_rows but for the last tile)
-    uint base;    // texel index of its first octet
+    uint base;    // texel index of its group 0
     uint stride;  // texels from one group of its rows to the next
 };
 TileWalk tile_walk(uint row, uint rows, uint row_units, uint tile_rows) {
@@ -103,8 +104,8 @@ TileWalk tile_walk(uint row, uint rows, uint row_units, uint tile_rows) {
 RowWalk row_walk_in(TileWalk tw, uint row, uint row_units, uint tile_rows) {
     if (tile_rows == 1u) return RowWalk(row * row_units, GPS, row * (row_units / GPS), 1u);
     const uint rr = row - tw.t0;
-    const uint quad = tw.base + (rr / 32u) * (tile_scale_texels(1u) + 32u * GPS);  // every earlier quad is whole
-    return RowWalk(quad + tile_scale_texels(1u) + (rr % 32u) * GPS, tw.stride,
+    const uint quad = tw.base + (rr / 32u) * (QUAD_SCALE_TEXELS + 32u * GPS);  // every earlier quad is whole
+    return RowWalk(quad + QUAD_SCALE_TEXELS + (rr % 32u) * GPS, tw.stride,
                    (quad + rr % 8u) * 4u + (rr / 8u) % 4u, tw.stride * 4u);
 }
 RowWalk row_walk(uint row, uint rows, uint row_units, uint tile_rows) {
