@@ -12,7 +12,8 @@
 //  - `pc` with the fields of matmul.comp's push constants (a push-constant block there, a global
 //    variable filled before each matmul in the decode-layer kernel);
 //  - constants ROWS_MAX (the per-lane accumulator arrays' size; calls pass their own row count up
-//    to it), LT, LANE_PER_ROW, VEC4_INPUT, and shared float partial[] of at least LT * ROWS_MAX * (workgroup size);
+//    to it), LT, LANE_PER_ROW, VEC4_INPUT, and shared float partial[] of at least
+//    LT * ROWS_MAX * (workgroup size) floats;
 //  - accessors x(i), x4(i) (vec4 index), norm_w(i), norm_w4(i), y_get(o), y_set(o, v),
 //    rowmap_at(t); with HAS_ROPE_KV also tok_at(t), rope_at(i), k_store(i, v), v_store(i, v)
 //    (i: element index in the layer's cache, v: the RoPE pair at i, i + 1).
@@ -232,8 +233,9 @@ void matmul_rows(uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
     // (j * wg + tid) * rows + r, and the epilogues read them there. Why: a CPU driver keeps a
     // private array that is ever indexed by a variable in memory, written lane by lane each time;
     // indexed only by constants (the loops touching lane_acc are unrolled) it stays in registers
-    // through the group loop (110M Q8_0 decode on lavapipe +7 %). Unrolling the epilogues instead
-    // (a store, RoPE and KV-cache writes per row) doubled LLVM's time for a cold start.
+    // through the group loop (with tile_walk's divisions paid once per band: 110M Q8_0 decode on
+    // lavapipe 1.15x). Unrolling the epilogues instead (a store, RoPE and KV-cache writes per row)
+    // doubled LLVM's time for a cold start.
     float norm_scale[LT];
     [[unroll]] for (uint j = 0; j < LT; ++j)
         norm_scale[j] = in_kind == IN_NORM ? inversesqrt(lane_ss[j] / float(pc.K) + pc.eps) : 1.0;
