@@ -128,6 +128,50 @@ void store_pair(uint row, uint t, uvec4 info, float a, float b, uint out_kind) {
 #endif
 }
 
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+// Decode on CPU drivers multiplies the integer weights by the group's input in fixed point: 16
+// bits and a power-of-two scale per group of 32 (ops::fixed_point_input). Integer products need
+// no int->float convert per weight, which was a quarter of the decode kernels' instructions on
+// lavapipe (per weight: unpack, convert, multiply, add -> unpack, multiply, add; 110M Q8_0 decode
+// 1.13x). The power-of-two scale makes the integers exact (v * 2^n is, and so is rounding it), so
+// a CPU reference reproduces them bit for bit, and 16 bits keep the input at about float16
+// precision (llama.cpp's CPU backend rounds it to 8 bits). Sums stay far from overflow: 32 products
+// of at most 255 * 2^16 each. Prefill keeps float products: each unpacked weight serves many
+// tokens there, so the convert is already shared.
+const bool FIXED_POINT_INPUT = LANE_PER_ROW;
+
+int idot(ivec4 a, ivec4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+
+// The group input v in fixed point: q = round_even(v * 2^n) with |q| <= 2^16, n from the exponent
+// of max |v|; returns 2^-n (v ~ q * 2^-n) and sets `zero` to the raw weights' zero point times
+// sum(q). A group of values below 2^-111 quantizes to zeros. A group holding a NaN or an infinity
+// gets a NaN scale, so that its rows' sums are NaN as float products would be, not quietly finite.
+float fixed_point_group(vec4 v[VPG], out ivec4 q[VPG], out int zero) {
+    float amax = 0.0;
+    vec4 sum = vec4(0.0);
+    [[unroll]] for (uint i = 0; i < VPG; ++i) {
+        const vec4 a = abs(v[i]);
+        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+        sum += v[i];
+    }
+    // amax < 2^(e - 126) for its biased exponent e, so v * 2^(142 - e) < 2^16.
+    const uint e = floatBitsToUint(amax) >> 23;
+    const bool tiny = e < 16u;
+    const float up = tiny ? 0.0 : uintBitsToFloat((269u - min(e, 254u)) << 23);  // 2^(142 - e)
+    ivec4 total = ivec4(0);
+    [[unroll]] for (uint i = 0; i < VPG; ++i) {
+        q[i] = ivec4(roundEven(v[i] * up));
+        total += q[i];
+    }
+    zero = int(WZERO) * (total.x + total.y + total.z + total.w);
+    const float check = dot(sum, vec4(1.0));
+    if (isnan(check) || isinf(check)) return uintBitsToFloat(0x7fc00000u);
+    return tiny ? 0.0 : uintBitsToFloat((min(e, 254u) - 15u) << 23);  // 2^(e - 142)
+}
+#else
+const bool FIXED_POINT_INPUT = false;
+#endif
+
 // Per-lane state of the CPU layouts, as globals: arrays sized by specialization constants cannot
 // be passed to functions (SPIR-V would copy between array types that do not match logically).
 uint lane_xb[LT];     // first in_kind element of each of the lane's tokens
@@ -188,11 +232,30 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
             }
             zero[j] = WZERO * dot(sum, vec4(1.0));
         }
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+        ivec4 in_q[LT][VPG];
+        float in_s[LT];
+        int zero_q[LT];
+        if (FIXED_POINT_INPUT) [[unroll]] for (uint j = 0; j < LT; ++j) in_s[j] = fixed_point_group(in_v[j], in_q[j], zero_q[j]);
+#endif
         [[unroll]] for (uint r = 0; r < rows; ++r) {
             const uint first = first_unit[r] + g * stride;
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
             const uint q = LANE_PER_ROW ? r / 4u : r;
             if (LANE_PER_ROW ? r % 4u == 0u : r < 8u) scales[q] = scales4_at(scale_texel[q] + g * stride);
+            const float d = LANE_PER_ROW ? scales[r / 4u][r % 4u] : scales[r % 8u][r / 8u];
+            if (FIXED_POINT_INPUT) {
+                int ai[LT];
+                [[unroll]] for (uint j = 0; j < LT; ++j) ai[j] = 0;
+                [[unroll]] for (uint h = 0; h < GPS; ++h) {
+                    ivec4 w[VPU];
+                    load_ints(first + h, w);
+                    [[unroll]] for (uint j = 0; j < LT; ++j)
+                        [[unroll]] for (uint v = 0; v < VPU; ++v) ai[j] += idot(w[v], in_q[j][h * VPU + v]);
+                }
+                [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += float(ai[j] - zero_q[j]) * in_s[j] * d;
+                continue;
+            }
 #endif
             float a[LT];
             [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = 0.0;
@@ -203,7 +266,6 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
                     [[unroll]] for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
             }
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
-            const float d = LANE_PER_ROW ? scales[r / 4u][r % 4u] : scales[r % 8u][r / 8u];
             [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += (a[j] - zero[j]) * d;
 #else
             [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j];

@@ -142,6 +142,23 @@ void load_values(uint i, out vec4 w[VPU]) {
 #endif
 }
 
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+// The raw values of unit `i` as integers, for products with an 8-bit-quantized input (the CPU
+// decode layout, see dot_rows in matmul_rows.glsl).
+void load_ints(uint i, out ivec4 w[VPU]) {
+    uvec4 q = texelFetch(weight_units, int(WEIGHT_UNIT_BASE + i));
+    [[unroll]] for (uint c = 0; c < 4u; ++c) {
+        const uint u = q[c];
+#if defined(WTYPE_Q8_0)
+        w[c] = ivec4(u & 255u, (u >> 8) & 255u, (u >> 16) & 255u, u >> 24);
+#else
+        w[2u * c] = ivec4(u & 15u, (u >> 4) & 15u, (u >> 8) & 15u, (u >> 12) & 15u);
+        w[2u * c + 1u] = ivec4((u >> 16) & 15u, (u >> 20) & 15u, (u >> 24) & 15u, u >> 28);
+#endif
+    }
+}
+#endif
+
 // The scale of group g of the row at `walk` (1 for float types).
 float group_scale(RowWalk walk, uint g) {
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)

@@ -279,7 +279,8 @@ std::string run_matmul(const MatmulCase& c, Rng& rng, double* worst, double* wor
     ctx.submit_and_wait(cmd);
 
     std::vector<float> want = y0;
-    ops::reference_matmul(w->dequantized, c.N, c.K, c.input, x, want, norm, rowmap, s);
+    ops::reference_matmul(w->dequantized, c.N, c.K, c.input, x, want, norm, rowmap, s,
+                          ops::fixed_point_input(ctx, c.split, c.type, c.T));
     auto got_words = yb.read_words();
     std::vector<float> got_v, want_v;
     for (size_t i = 0; i < got_words.size(); ++i) {
@@ -538,7 +539,8 @@ private slots:
                     rs.x_stride = K;
                     rs.y_stride = 2 * F;
                     rs.eps = 1e-5f;
-                    ops::reference_matmul(w->dequantized, 2 * F, K, ops::MatmulInput::Norm, x, gu, norm, {}, rs);
+                    ops::reference_matmul(w->dequantized, 2 * F, K, ops::MatmulInput::Norm, x, gu, norm, {}, rs,
+                                          ops::fixed_point_input(ctx, split, type, T));
                     auto got = yb.read_words();
                     QVERIFY2(yb.guards_ok(), "the SwiGLU epilogue wrote outside its output buffer");
                     std::vector<float> gv, wv;

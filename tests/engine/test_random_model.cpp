@@ -6,6 +6,9 @@
 // Because both sides use the same dequantized weights, the weight type does not widen the gap: what
 // differs is float accumulation on the device versus double in the reference. Measured on lavapipe
 // (validation on, f32 KV): NMSE ~2e-13 and max |diff| ~1e-5 for every type; the bound is kLogitNmse.
+// Decode steps over quantized weights on CPU drivers take their input in 16-bit fixed point
+// (ops::fixed_point_input), and the reference rounds it the same way; the two sides' float
+// differences upstream then flip a rounding now and then: NMSE ~1.5e-9, max |diff| ~9e-4.
 #include <QTest>
 
 #include <algorithm>
@@ -47,6 +50,9 @@ struct Config {
 class ReferenceModel {
 public:
     ReferenceModel(const Config& c, bool tied) : c_(c), tied_(tied) {}
+    // The engine runs on a CPU driver: its short steps over quantized weights take the input in
+    // fixed point (ops::fixed_point_input), and so must the reference.
+    void set_cpu_driver(bool cpu) { cpu_driver_ = cpu; }
 
     // Writes the GGUF (2-D weights in `type`, 1-D norms in F32) and keeps the dequantized weights.
     // `other_type` (if not `type`) goes to attn_k and ffn_up: Q/K/V and gate/up then cannot be
@@ -54,6 +60,8 @@ public:
     // the down matmul's prologue instead of the gate/up epilogue).
     void write(const std::string& path, uint32_t type, uint32_t seed, uint32_t other_type = ~0u) {
         if (other_type == ~0u) other_type = type;
+        type_ = type;
+        other_type_ = other_type;
         std::mt19937 rng(seed);
         GgufWriter w;
         w.set_string("general.architecture", "llama");
@@ -156,20 +164,34 @@ public:
         };
         std::vector<float> qkv(static_cast<size_t>(T) * c_.qkv_width()), attn(static_cast<size_t>(T) * D),
             gu(static_cast<size_t>(T) * 2 * F);
+        // Rows [first, first + rows) of W, a matrix of weight type `type`, into y from column `first`:
+        // its input in fixed point where the engine's kernels take it so (every step the tests run
+        // here has as many tokens as the engine's, and so has the LM head: all positions, or one
+        // when the engine wants the last one only and the step is short).
+        auto matmul = [&](const std::vector<float>& W, uint32_t first, uint32_t rows, uint32_t cols, uint32_t type,
+                          ops::MatmulInput in, const std::vector<float>& xs, std::vector<float>& y,
+                          const std::vector<float>& norm, ops::MatmulShape s) {
+            s.y_offset = first;
+            ops::reference_matmul(std::span<const float>(W).subspan(static_cast<size_t>(first) * cols,
+                                                                     static_cast<size_t>(rows) * cols),
+                                  rows, cols, in, xs, y, norm, {}, s, ops::fixed_point_input(cpu_driver_, type, T));
+        };
+        const uint32_t KV = c_.kv_dim();
         for (uint32_t l = 0; l < c_.layers; ++l) {
             const auto& L = layers_[l];
-            ops::reference_matmul(L.wqkv, c_.qkv_width(), D, ops::MatmulInput::Norm, x, qkv, L.attn_norm, {},
-                                  shape(D, c_.qkv_width(), false));
+            const auto qkv_shape = shape(D, c_.qkv_width(), false), gu_shape = shape(D, 2 * F, false);
+            matmul(L.wqkv, 0, D, D, type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
+            matmul(L.wqkv, D, KV, D, other_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
+            matmul(L.wqkv, D + KV, KV, D, type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
             ops::reference_rope_store(a, qkv, info, rope_, kv_[l]);
             ops::reference_attention(a, qkv, info, tables_, kv_[l], attn);
-            ops::reference_matmul(L.wo, D, D, ops::MatmulInput::Plain, attn, x, {}, {}, shape(D, D, true));
-            ops::reference_matmul(L.wgu, 2 * F, D, ops::MatmulInput::Norm, x, gu, L.ffn_norm, {},
-                                  shape(D, 2 * F, false));
-            ops::reference_matmul(L.wd, D, F, ops::MatmulInput::Silu, gu, x, {}, {}, shape(2 * F, D, true));
+            matmul(L.wo, 0, D, D, type_, ops::MatmulInput::Plain, attn, x, {}, shape(D, D, true));
+            matmul(L.wgu, 0, F, D, type_, ops::MatmulInput::Norm, x, gu, L.ffn_norm, gu_shape);
+            matmul(L.wgu, F, F, D, other_type_, ops::MatmulInput::Norm, x, gu, L.ffn_norm, gu_shape);
+            matmul(L.wd, 0, D, F, type_, ops::MatmulInput::Silu, gu, x, {}, shape(2 * F, D, true));
         }
         std::vector<float> logits(static_cast<size_t>(T) * c_.vocab);
-        ops::reference_matmul(lm_head_, c_.vocab, D, ops::MatmulInput::Norm, x, logits, out_norm_, {},
-                              shape(D, c_.vocab, false));
+        matmul(lm_head_, 0, c_.vocab, D, type_, ops::MatmulInput::Norm, x, logits, out_norm_, shape(D, c_.vocab, false));
         length_ += T;
         return logits;
     }
@@ -181,6 +203,8 @@ private:
     };
     Config c_;
     bool tied_;
+    uint32_t type_ = 0, other_type_ = 0;
+    bool cpu_driver_ = false;
     std::vector<float> embd_, out_norm_, lm_head_;
     std::vector<Layer> layers_;
     std::vector<ops::ReferenceKv> kv_;
@@ -248,6 +272,7 @@ private slots:
         ReferenceModel ref(c, tied);
         ref.write(path, type, 1000 + type * 2 + (tied ? 1 : 0), other_type);
         auto engine = Engine::load(path, options());
+        ref.set_cpu_driver(engine->device().type == DeviceType::Cpu);
         QCOMPARE(engine->model().n_kv_heads, c.kv_heads);
         QCOMPARE(engine->model().tied_output, tied);
         QCOMPARE(engine->tokenizer().vocab_size(), int32_t(c.vocab));
@@ -427,6 +452,7 @@ private slots:
         auto o = options();
         o.max_step_tokens = 8;
         auto engine = Engine::load(path, o);
+        ref.set_cpu_driver(engine->device().type == DeviceType::Cpu);
         std::mt19937 rng(99 + type);
         std::vector<int32_t> prompt{1};
         while (prompt.size() < 21) prompt.push_back(static_cast<int32_t>(3 + rng() % (c.vocab - 3)));

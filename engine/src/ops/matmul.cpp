@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -221,25 +222,63 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
     }
 }
 
-void reference_rms_norm(const float* x, const float* w, float* out, uint32_t n, float eps) {
+namespace {
+// 1 / sqrt(mean(x^2) + eps).
+double rms_scale(const float* x, uint32_t n, float eps) {
     double ss = 0;
     for (uint32_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
-    double inv = 1.0 / std::sqrt(ss / n + eps);
+    return 1.0 / std::sqrt(ss / n + eps);
+}
+}  // namespace
+
+void reference_rms_norm(const float* x, const float* w, float* out, uint32_t n, float eps) {
+    const double inv = rms_scale(x, n, eps);
     for (uint32_t i = 0; i < n; ++i) out[i] = static_cast<float>(x[i] * inv * w[i]);
+}
+
+bool fixed_point_input(bool lanes_own_rows, uint32_t ggml_type, uint32_t tokens) {
+    const WeightFormat* f = find_weight_format(ggml_type);
+    return lanes_own_rows && tokens <= kRowLayoutMaxTokens && f && f->block_elements > 1;
+}
+
+bool fixed_point_input(const vk::Context& ctx, MatmulSplit split, uint32_t ggml_type, uint32_t tokens) {
+    return fixed_point_input(lanes_own_rows(ctx, split), ggml_type, tokens);
+}
+
+void to_fixed_point(std::span<float> v) {
+    for (size_t g0 = 0; g0 < v.size(); g0 += kFixedPointGroup) {
+        const size_t end = std::min(v.size(), g0 + kFixedPointGroup);
+        float amax = 0;
+        for (size_t i = g0; i < end; ++i) amax = std::max(amax, std::fabs(v[i]));
+        uint32_t bits;
+        std::memcpy(&bits, &amax, sizeof bits);
+        const int e = static_cast<int>(std::min(bits >> 23, 254u));  // biased exponent of amax
+        for (size_t i = g0; i < end; ++i)
+            v[i] = e < 16 ? 0.0f : std::ldexp(std::nearbyint(v[i] * std::ldexp(1.0f, 142 - e)), e - 142);
+    }
 }
 
 void reference_matmul(std::span<const float> W, uint32_t rows, uint32_t cols, MatmulInput input,
                       std::span<const float> x, std::span<float> y, std::span<const float> norm_weight,
-                      std::span<const uint32_t> rowmap, const MatmulShape& s) {
+                      std::span<const uint32_t> rowmap, const MatmulShape& s, bool fixed_point) {
     std::vector<float> in(cols);
     for (uint32_t t = 0; t < s.tokens; ++t) {
         uint32_t xr = s.use_rowmap ? rowmap[t] : t;
         const float* xp = x.data() + static_cast<size_t>(xr) * s.x_stride;
+        double scale = 1.0;  // the Norm input's RMS scale when it is applied after the products
         switch (input) {
             case MatmulInput::Plain:
                 for (uint32_t k = 0; k < cols; ++k) in[k] = xp[k];
                 break;
-            case MatmulInput::Norm: reference_rms_norm(xp, norm_weight.data(), in.data(), cols, s.eps); break;
+            case MatmulInput::Norm:
+                if (!fixed_point) {
+                    reference_rms_norm(xp, norm_weight.data(), in.data(), cols, s.eps);
+                    break;
+                }
+                // As the device: x * weight rounded to fixed point, the RMS scale on the sums.
+                for (uint32_t k = 0; k < cols; ++k) in[k] = xp[k] * norm_weight[k];
+                scale = rms_scale(xp, cols, s.eps);
+                break;
             case MatmulInput::Silu:
                 for (uint32_t k = 0; k < cols; ++k) {
                     double g = xp[k];
@@ -247,10 +286,12 @@ void reference_matmul(std::span<const float> W, uint32_t rows, uint32_t cols, Ma
                 }
                 break;
         }
+        if (fixed_point) to_fixed_point(in);
         for (uint32_t n = 0; n < rows; ++n) {
             double acc = 0;
             const float* wr = W.data() + static_cast<size_t>(n) * cols;
             for (uint32_t k = 0; k < cols; ++k) acc += static_cast<double>(wr[k]) * in[k];
+            acc *= scale;
             float& out = y[static_cast<size_t>(t) * s.y_stride + s.y_offset + n];
             out = s.accumulate ? out + static_cast<float>(acc) : static_cast<float>(acc);
         }

@@ -103,10 +103,25 @@ private:
     std::vector<VkDescriptorSet> sets_;
 };
 
+// Whether a matmul multiplies its input in fixed point rather than as floats: the CPU layouts'
+// decode steps (lanes own rows, at most kRowLayoutMaxTokens tokens) over quantized weights, whose
+// integer products skip a convert per weight (shaders/matmul_rows.glsl, fixed_point_group). Each
+// group of kFixedPointGroup input values (after the Norm input's weight, before its RMS scale)
+// becomes 16-bit integers times a power of two; see to_fixed_point.
+constexpr uint32_t kFixedPointGroup = 32;
+bool fixed_point_input(bool lanes_own_rows, uint32_t ggml_type, uint32_t tokens);
+bool fixed_point_input(const vk::Context& ctx, MatmulSplit split, uint32_t ggml_type, uint32_t tokens);
+// The device's rounding, in place: per group of kFixedPointGroup values (from index 0),
+// v = round_half_even(v * 2^n) * 2^-n, n from the exponent of the group's max |v| so that
+// |v| * 2^n < 2^16 (a group below 2^-111 becomes zeros). Exact in float, so references match the
+// device's integers bit for bit.
+void to_fixed_point(std::span<float> v);
+
 // CPU reference (double accumulation). W is rows x cols floats; x holds `tokens` rows of x_stride.
+// `fixed_point`: the input as fixed_point_input matmuls take it.
 void reference_matmul(std::span<const float> W, uint32_t rows, uint32_t cols, MatmulInput input,
                       std::span<const float> x, std::span<float> y, std::span<const float> norm_weight,
-                      std::span<const uint32_t> rowmap, const MatmulShape& shape);
+                      std::span<const uint32_t> rowmap, const MatmulShape& shape, bool fixed_point = false);
 
 // CPU reference of RMSNorm: out = x * rsqrt(mean(x^2) + eps) * w.
 void reference_rms_norm(const float* x, const float* w, float* out, uint32_t n, float eps);
