@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
@@ -572,6 +573,55 @@ private slots:
                 }
         qInfo("gate/up SwiGLU %s: %d cases, worst NMSE %.3g, max |diff| %.3g (bound %.0e)", ggml_type_name(type),
               cases, worst, worst_abs, kMatmulNmse);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    void matmul_passes_nan_and_inf_through_data() {
+        QTest::addColumn<uint32_t>("type");
+        for (uint32_t t : kTypes) QTest::newRow(ggml_type_name(t)) << t;
+    }
+    // A NaN or an infinity in a token's input makes all of that token's outputs non-finite, on
+    // every kernel layout and step size — the CPU decode layout's fixed-point input included,
+    // where converting them to integers would otherwise yield finite garbage — and the step's
+    // other tokens stay finite.
+    void matmul_passes_nan_and_inf_through() {
+        QFETCH(uint32_t, type);
+        auto& ctx = test::context();
+        Rng rng(700 + type);
+        const uint32_t K = 64, N = 40;
+        for (auto split : {ops::MatmulSplit::ForDevice, other_split_of(ctx)})
+            for (uint32_t T : {1u, 3u, 30u}) {
+                auto w = make_weight(ctx, type, N, K, rng, {}, 0, split);
+                auto x = rng.floats(static_cast<size_t>(T) * K, -2.0f, 2.0f);
+                x[5] = std::nanf("");                            // token 0, first group
+                if (T > 1) x[K + 40] = std::numeric_limits<float>::infinity();  // token 1, second group
+                auto norm = rng.floats(K, 0.5f, 1.5f);
+                DeviceBuffer xb(ctx, x.data(), x.size() * 4), nb(ctx, norm.data(), norm.size() * 4),
+                    rb(ctx, x.data(), 4);
+                Guarded yb(ctx, static_cast<size_t>(T) * N);
+                ops::MatmulOp op(ctx, w->device, ops::MatmulInput::Plain, xb.range(), yb.range(), nb.range(),
+                                 rb.range(), {split});
+                ops::MatmulShape s;
+                s.tokens = T;
+                s.x_stride = K;
+                s.y_stride = N;
+                VkCommandBuffer cmd = ctx.begin();
+                op.record(cmd, s);
+                ctx.barrier(cmd);
+                ctx.submit_and_wait(cmd);
+                auto got = yb.read_words();
+                QVERIFY(yb.guards_ok());
+                for (uint32_t t = 0; t < T; ++t)
+                    for (uint32_t n = 0; n < N; ++n) {
+                        const float v = bits_to_float(got[static_cast<size_t>(t) * N + n]);
+                        QVERIFY2(std::isfinite(v) == (t >= 2),
+                                 qPrintable(QString("T=%1 %2: token %3, row %4 = %5")
+                                                .arg(T)
+                                                .arg(split == ops::MatmulSplit::ForDevice ? "device kernels"
+                                                                                          : "other kernels")
+                                                .arg(t).arg(n).arg(v)));
+                    }
+            }
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
