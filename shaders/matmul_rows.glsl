@@ -244,6 +244,9 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
             const uint q = LANE_PER_ROW ? r / 4u : r;
             if (LANE_PER_ROW ? r % 4u == 0u : r < 8u) scales[q] = scales4_at(scale_texel[q] + g * stride);
             const float d = LANE_PER_ROW ? scales[r / 4u][r % 4u] : scales[r % 8u][r / 8u];
+#endif
+            float a[LT];  // the row's sums over this group (quantized: zero point off, input scale on)
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
             if (FIXED_POINT_INPUT) {
                 int ai[LT];
                 [[unroll]] for (uint j = 0; j < LT; ++j) ai[j] = 0;
@@ -253,20 +256,23 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
                     [[unroll]] for (uint j = 0; j < LT; ++j)
                         [[unroll]] for (uint v = 0; v < VPU; ++v) ai[j] += idot(w[v], in_q[j][h * VPU + v]);
                 }
-                [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += float(ai[j] - zero_q[j]) * in_s[j] * d;
-                continue;
-            }
+                [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = float(ai[j] - zero_q[j]) * in_s[j];
+            } else
 #endif
-            float a[LT];
-            [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = 0.0;
-            [[unroll]] for (uint h = 0; h < GPS; ++h) {
-                vec4 w[VPU];
-                load_values(first + h, w);
-                [[unroll]] for (uint j = 0; j < LT; ++j)
-                    [[unroll]] for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
+            {
+                [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = 0.0;
+                [[unroll]] for (uint h = 0; h < GPS; ++h) {
+                    vec4 w[VPU];
+                    load_values(first + h, w);
+                    [[unroll]] for (uint j = 0; j < LT; ++j)
+                        [[unroll]] for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
+                }
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+                [[unroll]] for (uint j = 0; j < LT; ++j) a[j] -= zero[j];
+#endif
             }
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
-            [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += (a[j] - zero[j]) * d;
+            [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * d;
 #else
             [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j];
 #endif
