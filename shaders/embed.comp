@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_control_flow_attributes : require  // weights.glsl unrolls its loops
 // x[t][k] = dequant(token_embd[token[t]][k]): the embedding lookup, in any weight type.
 // One invocation per (16-byte unit, token): it dequantizes a whole unit.
 layout(local_size_x_id = 0) in;

@@ -143,8 +143,8 @@ void load_values(uint i, out vec4 w[VPU]) {
 }
 
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
-// The raw values of unit `i` as integers, for products with an 8-bit-quantized input (the CPU
-// decode layout, see dot_rows in matmul_rows.glsl).
+// The raw values of unit `i` as integers, for products with a fixed-point input (the CPU decode
+// layout, see fixed_point_group in matmul_rows.glsl).
 void load_ints(uint i, out ivec4 w[VPU]) {
     uvec4 q = texelFetch(weight_units, int(WEIGHT_UNIT_BASE + i));
     [[unroll]] for (uint c = 0; c < 4u; ++c) {

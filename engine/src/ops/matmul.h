@@ -108,7 +108,7 @@ private:
 // integer products skip a convert per weight (shaders/matmul_rows.glsl, fixed_point_group). Each
 // group of kFixedPointGroup input values (after the Norm input's weight, before its RMS scale)
 // becomes 16-bit integers times a power of two; see to_fixed_point.
-constexpr uint32_t kFixedPointGroup = 32;
+constexpr uint32_t kFixedPointGroup = 32;  // a Q8_0 or Q4_0 block: the shader's group (EPG)
 bool fixed_point_input(bool lanes_own_rows, uint32_t ggml_type, uint32_t tokens);
 bool fixed_point_input(const vk::Context& ctx, MatmulSplit split, uint32_t ggml_type, uint32_t tokens);
 // The device's rounding, in place: per group of kFixedPointGroup values (from index 0),
