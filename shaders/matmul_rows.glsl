@@ -147,15 +147,13 @@ int idot(ivec4 a, ivec4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.
 // sum(q). A group of values below 2^-111 quantizes to zeros. A group holding a NaN or an infinity
 // gets a NaN scale, so that its rows' sums are NaN as float products would be, not quietly finite.
 float fixed_point_group(vec4 v[VPG], out ivec4 q[VPG], out int zero) {
-    float amax = 0.0;
-    vec4 sum = vec4(0.0);
-    [[unroll]] for (uint i = 0; i < VPG; ++i) {
-        const vec4 a = abs(v[i]);
-        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
-        sum += v[i];
-    }
-    // amax < 2^(e - 126) for its biased exponent e, so v * 2^(142 - e) < 2^16.
-    const uint e = floatBitsToUint(amax) >> 23;
+    // max |v| as bits: an unsigned max of the magnitudes' bit patterns orders finite values as
+    // floats do and puts infinities and NaNs (exponent field 255) above them, whatever the
+    // driver's float max does with NaNs.
+    uvec4 m = uvec4(0u);
+    [[unroll]] for (uint i = 0; i < VPG; ++i) m = max(m, floatBitsToUint(v[i]) & 0x7fffffffu);
+    // max |v| < 2^(e - 126) for its biased exponent e, so v * 2^(142 - e) < 2^16.
+    const uint e = max(max(m.x, m.y), max(m.z, m.w)) >> 23;
     const bool tiny = e < 16u;
     const float up = tiny ? 0.0 : uintBitsToFloat((269u - min(e, 254u)) << 23);  // 2^(142 - e)
     ivec4 total = ivec4(0);
@@ -164,9 +162,8 @@ float fixed_point_group(vec4 v[VPG], out ivec4 q[VPG], out int zero) {
         total += q[i];
     }
     zero = int(WZERO) * (total.x + total.y + total.z + total.w);
-    const float check = dot(sum, vec4(1.0));
-    if (isnan(check) || isinf(check)) return uintBitsToFloat(0x7fc00000u);
-    return tiny ? 0.0 : uintBitsToFloat((min(e, 254u) - 15u) << 23);  // 2^(e - 142)
+    if (e == 255u) return uintBitsToFloat(0x7fc00000u);
+    return tiny ? 0.0 : uintBitsToFloat((e - 15u) << 23);  // 2^(e - 142)
 }
 #else
 const bool FIXED_POINT_INPUT = false;
