@@ -174,16 +174,16 @@ struct TestWeight {
     ops::DeviceWeight device;
 };
 
-// tile_rows 0 = the layout the device's matmul wants (ops::matmul_tile_rows).
-std::unique_ptr<TestWeight> make_weight(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols, Rng& rng,
-                                        const std::vector<uint64_t>& part_rows = {}, uint32_t tile_rows = 0,
-                                        ops::MatmulSplit split = ops::MatmulSplit::ForDevice) {
+// A weight of `values` (rows x cols floats, quantized to `type`). tile_rows 0 = the layout the
+// device's matmul wants (ops::matmul_tile_rows).
+std::unique_ptr<TestWeight> make_weight_of(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols,
+                                           const std::vector<float>& values, const std::vector<uint64_t>& part_rows = {},
+                                           uint32_t tile_rows = 0, ops::MatmulSplit split = ops::MatmulSplit::ForDevice) {
     if (tile_rows == 0) tile_rows = ops::matmul_tile_rows(ctx, rows, split);
     auto w = std::make_unique<TestWeight>();
     w->format = ops::find_weight_format(type);
     w->rows = rows;
     w->cols = cols;
-    auto values = rng.floats(rows * cols);
     w->encoded = ops::quantize(type, values, cols);
     w->dequantized = ops::dequantize(type, w->encoded, rows * cols);
     w->device.format = w->format;
@@ -211,6 +211,13 @@ std::unique_ptr<TestWeight> make_weight(vk::Context& ctx, uint32_t type, uint64_
         first += n;
     }
     return w;
+}
+
+// A weight of random values in [-1, 1).
+std::unique_ptr<TestWeight> make_weight(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols, Rng& rng,
+                                        const std::vector<uint64_t>& part_rows = {}, uint32_t tile_rows = 0,
+                                        ops::MatmulSplit split = ops::MatmulSplit::ForDevice) {
+    return make_weight_of(ctx, type, rows, cols, rng.floats(rows * cols), part_rows, tile_rows, split);
 }
 
 const char* input_name(ops::MatmulInput in) {
@@ -573,6 +580,72 @@ private slots:
                 }
         qInfo("gate/up SwiGLU %s: %d cases, worst NMSE %.3g, max |diff| %.3g (bound %.0e)", ggml_type_name(type),
               cases, worst, worst_abs, kMatmulNmse);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    void matmul_fixed_point_input_is_exact_data() {
+        QTest::addColumn<uint32_t>("type");
+        for (auto t : {GgmlType::Q8_0, GgmlType::Q4_0})
+            QTest::newRow(ggml_type_name(static_cast<uint32_t>(t))) << static_cast<uint32_t>(t);
+    }
+    // The fixed-point input of the CPU decode layout (ops::fixed_point_input), pinned bit for bit:
+    // weights whose block scales are 1 (small integers, each block led by the type's extreme value)
+    // and inputs that hit each rounding rule — below half a step rounds to 0, ties go to the even
+    // integer, a group's largest value just below 2 becomes 2^16 steps of 2^-15, a group below
+    // 2^-111 becomes zeros — keep every device sum exact, so the outputs must equal the reference
+    // with ops::to_fixed_point exactly (the NMSE tests could not tell 15 bits from 16). The
+    // lanes-own-rows kernels run on every device; 5 tokens take the four-tokens-per-lane kernel.
+    void matmul_fixed_point_input_is_exact() {
+        QFETCH(uint32_t, type);
+        auto& ctx = test::context();
+        const bool q8 = type == static_cast<uint32_t>(GgmlType::Q8_0);
+        const uint32_t K = 64, N = 40;
+        Rng rng(800 + type);
+        std::vector<float> wv(static_cast<size_t>(N) * K);
+        for (uint32_t i = 0; i < wv.size(); ++i)
+            wv[i] = i % 32 == 0 ? (q8 ? 127.0f : -8.0f) : static_cast<float>(static_cast<int>(rng.below(7)) - 3);
+        auto w = make_weight_of(ctx, type, N, K, wv, {}, 0, ops::MatmulSplit::LanesOwnRows);
+        QVERIFY(w->dequantized == wv);  // scales of exactly 1
+        for (uint32_t T : {1u, 5u}) {
+            QVERIFY(ops::fixed_point_input(true, type, T));
+            std::vector<float> x(static_cast<size_t>(T) * K);
+            for (uint32_t t = 0; t < T; ++t) {
+                float* xt = x.data() + static_cast<size_t>(t) * K;
+                for (uint32_t k = 0; k < K; ++k) xt[k] = k % 32 == 0 ? 0.0f : rng.uniform(-1.0f, 1.0f);
+                // Group 0: its largest value just below 2 (step 2^-15), and values at the rounding edges.
+                const float edges[] = {0x1.fffffep0f, 0x1p-17f,  3 * 0x1p-17f, 5 * 0x1p-16f,
+                                       7 * 0x1p-16f, -5 * 0x1p-16f, -1.0f};
+                for (size_t i = 0; i < std::size(edges); ++i) xt[1 + i] = edges[i];
+                xt[33] = 1.5f;  // group 1 on the same step, so the two groups' sums add exactly
+                if (t == 1) {   // group 0 zero, group 1 below 2^-111: both quantize to zeros
+                    for (uint32_t k = 0; k < 32; ++k) xt[k] = 0.0f;
+                    for (uint32_t k = 32; k < K; ++k) xt[k] = rng.uniform(-1.0f, 1.0f) * 1e-35f;
+                }
+            }
+            DeviceBuffer xb(ctx, x.data(), x.size() * 4), nb(ctx, x.data(), 4), rb(ctx, x.data(), 4);
+            Guarded yb(ctx, static_cast<size_t>(T) * N);
+            ops::MatmulOp op(ctx, w->device, ops::MatmulInput::Plain, xb.range(), yb.range(), nb.range(), rb.range(),
+                             {ops::MatmulSplit::LanesOwnRows});
+            ops::MatmulShape s;
+            s.tokens = T;
+            s.x_stride = K;
+            s.y_stride = N;
+            VkCommandBuffer cmd = ctx.begin();
+            op.record(cmd, s);
+            ctx.barrier(cmd);
+            ctx.submit_and_wait(cmd);
+            std::vector<float> want(static_cast<size_t>(T) * N);
+            ops::reference_matmul(w->dequantized, N, K, ops::MatmulInput::Plain, x, want, {}, {}, s, true);
+            auto got = yb.read_words();
+            QVERIFY(yb.guards_ok());
+            for (uint32_t i = 0; i < T * N; ++i)
+                QVERIFY2(got[i] == float_bits(want[i]),
+                         qPrintable(QString("T=%1: token %2, row %3: %4, want %5")
+                                        .arg(T).arg(i / N).arg(i % N).arg(double(bits_to_float(got[i])), 0, 'g', 9)
+                                        .arg(double(want[i]), 0, 'g', 9)));
+            if (T > 1)
+                for (uint32_t n = 0; n < N; ++n) QCOMPARE(want[N + n], 0.0f);
+        }
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
