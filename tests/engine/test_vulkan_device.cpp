@@ -2,9 +2,13 @@
 // created with validation on, and an embedded SPIR-V kernel runs and returns the right numbers.
 #include <QTest>
 
+#include <span>
+#include <thread>
+
 #include "lantern/device.h"
 #include "lantern/error.h"
 #include "test_support.h"
+#include "vulkan/context.h"
 
 using namespace lantern;
 
@@ -80,6 +84,75 @@ private slots:
         for (uint32_t i = n; i < n + 64; ++i) QCOMPARE(out[i], -12345.0f);  // no out-of-bounds writes
         ctx.destroy(src);
         ctx.destroy(dst);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    void kernels_are_made_together_and_once() {
+        // Context::kernels makes a batch's missing kernels on several threads: each request gets
+        // the kernel of its own spec constants, duplicates and later requests share one, and
+        // every kernel runs. Workgroup sizes nothing else in the tests uses, so all are new here.
+        auto& ctx = test::context();
+        using vk::BindingKind;
+        const std::vector<BindingKind> two = {BindingKind::Storage, BindingKind::Storage};
+        const std::vector<vk::KernelSpec> batch = {{shaders::ShaderId::selftest, two, 12, {24}},
+                                                   {shaders::ShaderId::selftest, two, 12, {40}},
+                                                   {shaders::ShaderId::selftest, two, 12, {24}},
+                                                   {shaders::ShaderId::selftest, two, 12, {56}}};
+        std::vector<const vk::Kernel*> a, b;
+        // Two threads asking for overlapping batches at once end up with the same kernels.
+        std::thread other([&] { b = ctx.kernels(std::span(batch).subspan(1)); });
+        a = ctx.kernels(batch);
+        other.join();
+        QCOMPARE(a.size(), batch.size());
+        QCOMPARE(a[0], a[2]);
+        QVERIFY(a[0] != a[1] && a[1] != a[3] && a[0] != a[3]);
+        QCOMPARE(b[0], a[1]);
+        QCOMPARE(b[1], a[2]);
+        QCOMPARE(b[2], a[3]);
+        for (size_t i = 0; i < batch.size(); ++i) QVERIFY(a[i]->spec == batch[i].spec);
+        QCOMPARE(&ctx.kernel(shaders::ShaderId::selftest, two, 12, {40}), a[1]);
+
+        const uint32_t n = 100;
+        std::vector<float> in(n);
+        for (uint32_t i = 0; i < n; ++i) in[i] = static_cast<float>(i) - 30.0f;
+        auto src = ctx.create_buffer(n * 4, vk::MemoryUse::DeviceLocal);
+        auto dst = ctx.create_buffer(n * 4, vk::MemoryUse::DeviceLocal);
+        ctx.upload(src, 0, in.data(), n * 4);
+        for (const vk::Kernel* k : {a[0], a[1], a[3]}) {
+            const uint32_t wg = k->spec[0];
+            std::vector<float> zero(n, 0.0f);
+            ctx.upload(dst, 0, zero.data(), n * 4);
+            vk::BufferRange ranges[] = {{&src}, {&dst}};
+            VkDescriptorSet set = ctx.make_set(*k, ranges);
+            struct {
+                uint32_t n;
+                float scale, bias;
+            } push{n, -2.0f, static_cast<float>(wg)};
+            VkCommandBuffer cmd = ctx.begin();
+            ctx.dispatch(cmd, *k, set, &push, (n + wg - 1) / wg);
+            ctx.barrier(cmd);
+            ctx.submit_and_wait(cmd);
+            std::vector<float> out(n);
+            ctx.download(dst, 0, out.data(), n * 4);
+            for (uint32_t i = 0; i < n; ++i) QCOMPARE(out[i], in[i] * -2.0f + static_cast<float>(wg));
+        }
+        ctx.destroy(src);
+        ctx.destroy(dst);
+
+        // One bad request fails the batch with its error; the good ones are made and kept, and
+        // the bad spec can still be made properly later.
+        const uint32_t too_many = ctx.limits().maxPushConstantsSize + 4;
+        const std::vector<vk::KernelSpec> bad = {{shaders::ShaderId::selftest, two, 12, {72}},
+                                                 {shaders::ShaderId::selftest, two, too_many, {88}}};
+        try {
+            ctx.kernels(bad);
+            QFAIL("push constants beyond the device limit must be an error");
+        } catch (const Error& e) {
+            QCOMPARE(e.code(), ErrorCode::Internal);
+        }
+        const auto good = ctx.kernels(std::span(bad).first(1));
+        QVERIFY(good[0]->pipeline != VK_NULL_HANDLE);
+        QVERIFY(ctx.kernel(shaders::ShaderId::selftest, two, 12, {88}).pipeline != VK_NULL_HANDLE);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

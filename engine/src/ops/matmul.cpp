@@ -157,23 +157,34 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     kinds_ = kinds;
     for (uint32_t vec4 = 0; vec4 < 2; ++vec4) {
         decode_spec[5] = prefill_spec[5] = vec4;
-        decode_[vec4] = &ctx.kernel(id, kinds, sizeof(Push), decode_spec);
-        if (lane_per_row_) {  // steps of a few tokens: kRowLayoutTokensPerLane per lane (see record)
-            few_spec_[vec4] = decode_spec;
-            few_spec_[vec4][6] = kRowLayoutTokensPerLane;
-        }
-        auto one_per_lane = prefill_spec;
-        one_per_lane[6] = 1;
-        prefill_[vec4][0] = &ctx.kernel(id, kinds, sizeof(Push), one_per_lane);
-        prefill_[vec4][1] = &ctx.kernel(id, kinds, sizeof(Push), prefill_spec);
+        specs_[vec4][Decode] = decode_spec;
+        specs_[vec4][PrefillOnePerLane] = prefill_spec;
+        specs_[vec4][PrefillOnePerLane][6] = 1;
+        specs_[vec4][PrefillTwoPerLane] = prefill_spec;
+        specs_[vec4][DecodeFew] = decode_spec;
+        specs_[vec4][DecodeFew][6] = kRowLayoutTokensPerLane;  // CPU drivers only (see record)
     }
+    const uint32_t vec4 = w.cols % 4 == 0 ? 1 : 0;
+    std::vector<vk::KernelSpec> now;
+    for (Variant v : {Decode, PrefillOnePerLane, PrefillTwoPerLane})
+        now.push_back({id, kinds, sizeof(Push), specs_[vec4][v]});
+    const auto made = ctx.kernels(now);
+    for (size_t i = 0; i < made.size(); ++i) kernels_[vec4][i] = made[i];
     for (const auto& part : w.parts) {
         vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;  // float types: unused
         std::vector<vk::BufferRange> ranges = {part.values, scales, x, y, norm_weight, rowmap, x, norm_weight};
         if (rope_kv_.shape.n_head)
             ranges.insert(ranges.end(), {rope_kv_.tok_info, rope_kv_.rope, rope_kv_.k_cache, rope_kv_.v_cache});
-        sets_.push_back(ctx.make_set(*decode_[0], ranges));
+        sets_.push_back(ctx.make_set(*kernels_[vec4][Decode], ranges));  // every variant has these bindings
     }
+}
+
+const vk::Kernel& MatmulOp::variant(uint32_t vec4, Variant v) const {
+    // Made on first use: the variant K's alignment did not predict, and the few-tokens one (made
+    // at load it added ~0.7 s to cold and warm starts alike on lavapipe, and a model that never
+    // runs such a step skips it).
+    if (!kernels_[vec4][v]) kernels_[vec4][v] = &ctx_->kernel(id_, kinds_, sizeof(Push), specs_[vec4][v]);
+    return *kernels_[vec4][v];
 }
 
 void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
@@ -209,16 +220,12 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
             uint32_t tokens_per_group = lane_per_row_ ? prefill_group_ * (two ? prefill_tokens_per_lane_ : 1) : kTokensPerGroup;
             gy = (s.tokens + tokens_per_group - 1) / tokens_per_group;
         }
-        const vk::Kernel* k = one ? decode_[vec4] : prefill_[vec4][two];
+        Variant v = one ? Decode : two ? PrefillTwoPerLane : PrefillOnePerLane;
         if (one && s.tokens >= kRowLayoutTokensPerLane) {  // CPU drivers: the lanes' rows for several tokens each
-            // Made on first use: on lavapipe, making these at load added ~0.7 s to cold and warm
-            // starts alike (its pipeline cache saves only part of a compile), and a model that
-            // never runs such a step skips it.
-            if (!decode_few_[vec4]) decode_few_[vec4] = &ctx_->kernel(id_, kinds_, sizeof(Push), few_spec_[vec4]);
-            k = decode_few_[vec4];
+            v = DecodeFew;
             gy = (s.tokens + kRowLayoutTokensPerLane - 1) / kRowLayoutTokensPerLane;
         }
-        ctx_->dispatch(cmd, *k, sets_[i], &p, gx, gy);
+        ctx_->dispatch(cmd, variant(vec4, v), sets_[i], &p, gx, gy);
     }
 }
 

@@ -82,17 +82,21 @@ public:
 private:
     vk::Context* ctx_ = nullptr;
     const DeviceWeight* w_ = nullptr;
-    // [vec4 input?]: the variant that fetches the input as vec4 texels needs rows of x and K to be
-    // multiples of 4 floats (true for every real model; tests also cover odd shapes).
-    const vk::Kernel* decode_[2] = {};   // one token per workgroup
-    // CPU drivers: kRowLayoutTokensPerLane tokens per workgroup, made on first use (record).
-    mutable const vk::Kernel* decode_few_[2] = {};
-    std::vector<uint32_t> few_spec_[2];
+    // The kernel variants, [vec4 input?][variant]: the vec4 variants fetch the input as vec4
+    // texels, which needs rows of x and K to be multiples of 4 floats (true for every real model;
+    // tests also cover odd shapes). Variants: one token per workgroup (decode); several tokens per
+    // workgroup, one or (CPU drivers) two per lane (prefill: one per lane while a step has at most
+    // one workgroup of tokens, so short prompts do not leave half the lanes idle); on CPU drivers
+    // kRowLayoutTokensPerLane tokens per workgroup row (steps of a few tokens).
+    // The construction makes the decode and prefill variants that K's alignment predicts, in
+    // parallel; any other is made on first use (record): each lavapipe pipeline costs 50-130 ms
+    // of every model load, cold or warm, and the other half is almost never used.
+    enum Variant : uint32_t { Decode, PrefillOnePerLane, PrefillTwoPerLane, DecodeFew, Variants };
+    const vk::Kernel& variant(uint32_t vec4, Variant v) const;
+    mutable const vk::Kernel* kernels_[2][Variants] = {};
+    std::vector<uint32_t> specs_[2][Variants];
     shaders::ShaderId id_{};
     std::vector<vk::BindingKind> kinds_;
-    // [vec4][two tokens per lane?] (CPU drivers only: one token per lane while a step has at most
-    // one workgroup of tokens, so short prompts do not leave half the lanes idle).
-    const vk::Kernel* prefill_[2][2] = {};  // several tokens per workgroup
     bool lane_per_row_ = false;
     RopeKvEpilogue rope_kv_;  // shape.n_head 0 = none
     bool pairs_ = false;      // an epilogue that finishes rows in pairs (RoPE + KV store, SwiGLU)

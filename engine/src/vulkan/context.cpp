@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <sys/mman.h>
 #include <thread>
 
@@ -215,11 +216,7 @@ Context::~Context() {
     if (device_) {
         vkDeviceWaitIdle(device_);
         save_pipeline_cache();
-        for (auto& [key, k] : kernels_) {
-            vkDestroyPipeline(device_, k->pipeline, nullptr);
-            vkDestroyPipelineLayout(device_, k->layout, nullptr);
-            vkDestroyDescriptorSetLayout(device_, k->set_layout, nullptr);
-        }
+        for (auto& [key, k] : kernels_) destroy_kernel(*k);
         for (auto p : desc_pools_) vkDestroyDescriptorPool(device_, p, nullptr);
         for (auto& [key, v] : views_) vkDestroyBufferView(device_, v, nullptr);
         if (query_pool_) vkDestroyQueryPool(device_, query_pool_, nullptr);
@@ -526,12 +523,9 @@ VkDeviceSize texel_bytes(BindingKind k) {
 }
 }  // namespace
 
-const Kernel& Context::kernel(shaders::ShaderId shader, std::vector<BindingKind> kinds, uint32_t push_bytes,
-                              std::vector<uint32_t> spec) {
+std::unique_ptr<Kernel> Context::build_kernel(const KernelSpec& ks) {
+    const auto& [shader, kinds, push_bytes, spec] = ks;
     const auto bindings = static_cast<uint32_t>(kinds.size());
-    std::lock_guard lock(kernels_mutex_);
-    auto key = std::make_pair(static_cast<uint32_t>(shader), spec);
-    if (auto it = kernels_.find(key); it != kernels_.end()) return *it->second;
     if (push_bytes > props_.limits.maxPushConstantsSize)
         throw Error(ErrorCode::Internal, "push constants exceed the device limit");
     auto k = std::make_unique<Kernel>();
@@ -545,6 +539,14 @@ const Kernel& Context::kernel(shaders::ShaderId shader, std::vector<BindingKind>
     VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     dl.bindingCount = bindings;
     dl.pBindings = b.data();
+    // From here on a failure destroys what was made so far (the kernel is in no map yet).
+    struct Undo {
+        Context* ctx;
+        Kernel* k;
+        ~Undo() {
+            if (k) ctx->destroy_kernel(*k);
+        }
+    } undo{this, k.get()};
     check(vkCreateDescriptorSetLayout(device_, &dl, nullptr, &k->set_layout), "vkCreateDescriptorSetLayout");
     VkPushConstantRange pr{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
     VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
@@ -573,9 +575,67 @@ const Kernel& Context::kernel(shaders::ShaderId shader, std::vector<BindingKind>
     VkResult r = vkCreateComputePipelines(device_, pipeline_cache_, 1, &ci, nullptr, &k->pipeline);
     vkDestroyShaderModule(device_, module, nullptr);
     check(r, (std::string("vkCreateComputePipelines(") + src.name + ")").c_str());
-    auto& ref = *k;
-    kernels_.emplace(std::move(key), std::move(k));
-    return ref;
+    undo.k = nullptr;
+    return k;
+}
+
+void Context::destroy_kernel(Kernel& k) {
+    if (k.pipeline) vkDestroyPipeline(device_, k.pipeline, nullptr);
+    if (k.layout) vkDestroyPipelineLayout(device_, k.layout, nullptr);
+    if (k.set_layout) vkDestroyDescriptorSetLayout(device_, k.set_layout, nullptr);
+    k.pipeline = VK_NULL_HANDLE;
+    k.layout = VK_NULL_HANDLE;
+    k.set_layout = VK_NULL_HANDLE;
+}
+
+const Kernel& Context::kernel(shaders::ShaderId shader, std::vector<BindingKind> kinds, uint32_t push_bytes,
+                              std::vector<uint32_t> spec) {
+    const KernelSpec one{shader, std::move(kinds), push_bytes, std::move(spec)};
+    return *kernels(std::span(&one, 1))[0];
+}
+
+std::vector<const Kernel*> Context::kernels(std::span<const KernelSpec> specs) {
+    auto key_of = [](const KernelSpec& s) { return std::make_pair(static_cast<uint32_t>(s.shader), s.spec); };
+    std::vector<size_t> missing;  // the first request of each kernel not made yet
+    {
+        std::lock_guard lock(kernels_mutex_);
+        for (size_t i = 0; i < specs.size(); ++i) {
+            const auto key = key_of(specs[i]);
+            if (kernels_.count(key)) continue;
+            if (std::none_of(missing.begin(), missing.end(), [&](size_t m) { return key_of(specs[m]) == key; }))
+                missing.push_back(i);
+        }
+    }
+    // Made outside the lock, each on its own thread (the first on this one); vkCreateComputePipelines
+    // may run concurrently, and the pipeline cache synchronizes itself.
+    std::vector<std::unique_ptr<Kernel>> made(missing.size());
+    std::vector<std::exception_ptr> failed(missing.size());
+    auto make = [&](size_t j) {
+        try {
+            made[j] = build_kernel(specs[missing[j]]);
+        } catch (...) {
+            failed[j] = std::current_exception();
+        }
+    };
+    const size_t threads = std::min<size_t>(missing.size(), std::max(1u, std::thread::hardware_concurrency()));
+    for (size_t first = 0; first < missing.size(); first += threads) {
+        std::vector<std::thread> helpers;
+        const size_t end = std::min(missing.size(), first + threads);
+        for (size_t j = first + 1; j < end; ++j) helpers.emplace_back(make, j);
+        make(first);
+        for (auto& t : helpers) t.join();
+    }
+    std::vector<const Kernel*> out(specs.size());
+    std::lock_guard lock(kernels_mutex_);
+    for (size_t j = 0; j < missing.size(); ++j) {
+        if (!made[j]) continue;
+        auto [it, inserted] = kernels_.emplace(key_of(specs[missing[j]]), std::move(made[j]));
+        if (!inserted) destroy_kernel(*made[j]);  // another thread made the same kernel meanwhile
+    }
+    for (auto& e : failed)
+        if (e) std::rethrow_exception(e);
+    for (size_t i = 0; i < specs.size(); ++i) out[i] = kernels_.at(key_of(specs[i])).get();
+    return out;
 }
 
 VkDescriptorSet Context::make_set(const Kernel& k, std::span<const BufferRange> buffers) {

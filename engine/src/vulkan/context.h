@@ -88,6 +88,14 @@ struct Kernel {
     VkPipeline pipeline = VK_NULL_HANDLE;
 };
 
+// What a kernel is made from (see Context::kernel).
+struct KernelSpec {
+    shaders::ShaderId shader{};
+    std::vector<BindingKind> kinds;  // one binding per entry
+    uint32_t push_bytes = 0;
+    std::vector<uint32_t> spec;      // specialization constants
+};
+
 class Context {
 public:
     explicit Context(const ContextOptions& options);
@@ -115,6 +123,12 @@ public:
                          std::vector<uint32_t> spec = {});
     const Kernel& kernel(shaders::ShaderId shader, std::vector<BindingKind> kinds, uint32_t push_bytes,
                          std::vector<uint32_t> spec = {});
+    // Several kernels at once, in the order asked: those not made yet are made in parallel, one
+    // per thread (up to the machine's hardware threads). Making a pipeline is CPU work inside the
+    // driver — on lavapipe ~50-400 ms per matmul variant, even with a warm pipeline cache, which
+    // saves only the final LLVM compile — so an op that needs several variants asks for them
+    // together.
+    std::vector<const Kernel*> kernels(std::span<const KernelSpec> specs);
     // Descriptor sets live as long as the context (the engine builds them once per model).
     VkDescriptorSet make_set(const Kernel& k, std::span<const BufferRange> buffers);
 
@@ -175,6 +189,8 @@ private:
     VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
     std::string pipeline_cache_path_;
     bool pipeline_cache_loaded_ = false;
+    std::unique_ptr<Kernel> build_kernel(const KernelSpec& spec);  // thread-safe: touches no map
+    void destroy_kernel(Kernel& k);
     std::map<std::pair<uint32_t, std::vector<uint32_t>>, std::unique_ptr<Kernel>> kernels_;
     std::mutex kernels_mutex_;
     std::atomic<uint64_t> bytes_allocated_{0};
