@@ -361,6 +361,7 @@ void MainWindow::connectWorker() {
     connect(worker_, &InferenceWorker::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(worker_, &InferenceWorker::loadFailed, this, &MainWindow::onLoadFailed);
     connect(worker_, &InferenceWorker::modelUnloaded, this, &MainWindow::onModelUnloaded);
+    connect(worker_, &InferenceWorker::modelWarmedUp, performancePanel_, &PerformancePanel::setWarmUp);
     connect(worker_, &InferenceWorker::tokenGenerated, this, &MainWindow::onToken);
     connect(worker_, &InferenceWorker::turnFinished, this, &MainWindow::onTurnFinished);
     connect(worker_, &InferenceWorker::kvStatsChanged, this, &MainWindow::onKvStats);

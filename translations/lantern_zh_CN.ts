@@ -177,6 +177,10 @@
         <source>%1: %2</source>
         <translation>%1：%2</translation>
     </message>
+    <message>
+        <source>Preparing the model&apos;s kernels</source>
+        <translation>准备模型的计算内核</translation>
+    </message>
 </context>
 <context>
     <name>KvBlockGrid</name>
@@ -531,10 +535,6 @@ Driver: %2</source>
         <translation>已在 %2 上加载 %1，用时 %3</translation>
     </message>
     <message>
-        <source>%1 loaded. It starts from here: the messages above are not in its context.</source>
-        <translation>%1 已加载。它从这里开始：上面的消息不在它的上下文中。</translation>
-    </message>
-    <message>
         <source>%1 has no chat template: it continues your text (completion mode).</source>
         <translation>%1 没有聊天模板：它会续写你的文字（补全模式）。</translation>
     </message>
@@ -557,10 +557,6 @@ Driver: %2</source>
     <message>
         <source>Automatic (best available)</source>
         <translation>自动（最佳可用设备）</translation>
-    </message>
-    <message>
-        <source>Earlier messages are shown for reference; the model starts this conversation afresh from here.</source>
-        <translation>之前的消息仅供参考；模型从这里重新开始这段对话。</translation>
     </message>
     <message>
         <source>Delete conversation</source>
@@ -860,6 +856,18 @@ Driver: %2</source>
     <message>
         <source>Ended by</source>
         <translation>结束原因</translation>
+    </message>
+    <message>
+        <source>Kernel warm-up</source>
+        <translation>内核预热</translation>
+    </message>
+    <message>
+        <source>After loading, Lantern runs each kind of step once, so that no reply waits while the driver compiles a kernel for its first use (several seconds on a CPU driver the first time a model runs on this machine; later starts reuse the compiled code).</source>
+        <translation>加载后，Lantern 会把每种计算步骤各运行一次，这样任何回复都不必等待驱动程序首次编译内核（模型第一次在这台机器上运行时，CPU 驱动需要几秒钟；之后启动会复用已编译的代码）。</translation>
+    </message>
+    <message>
+        <source>running…</source>
+        <translation>进行中…</translation>
     </message>
 </context>
 <context>

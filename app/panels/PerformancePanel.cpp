@@ -74,6 +74,10 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     load->setHorizontalSpacing(10);
     layout->addLayout(load);
     addValue(load, 0, 0, tr("Model load"), "loadTime");
+    addValue(load, 1, 0, tr("Kernel warm-up"), "warmUp")
+        ->setToolTip(tr("After loading, Lantern runs each kind of step once, so that no reply waits while the driver "
+                        "compiles a kernel for its first use (several seconds on a CPU driver the first time a model "
+                        "runs on this machine; later starts reuse the compiled code)."));
     load->setColumnStretch(1, 1);
 
     latency_ = new QLineSeries();
@@ -146,7 +150,8 @@ int PerformancePanel::chartedPoints() const { return static_cast<int>(latency_->
 
 void PerformancePanel::clear() {
     for (auto it = values_.begin(); it != values_.end(); ++it)
-        if (it.key() != QLatin1String("loadTime")) it.value()->setText(QStringLiteral("—"));
+        if (it.key() != QLatin1String("loadTime") && it.key() != QLatin1String("warmUp"))
+            it.value()->setText(QStringLiteral("—"));
     reuseBar_->setSplit(0, 0);
     latency_->clear();
     average_->clear();
@@ -158,9 +163,14 @@ void PerformancePanel::clear() {
 }
 
 void PerformancePanel::setLoadReport(const LoadReport& report) {
+    setValue("warmUp", tr("running…"));
     setValue("loadTime", tr("%1 (pipelines %2, cache %3)")
                              .arg(display::milliseconds(report.load_ms), display::milliseconds(report.pipelines_ms),
                                   report.pipeline_cache_warm ? tr("warm") : tr("cold")));
+}
+
+void PerformancePanel::setWarmUp(double ms) {
+    setValue("warmUp", display::milliseconds(ms));
 }
 
 void PerformancePanel::beginTurn() {

@@ -20,6 +20,8 @@ public:
     explicit PerformancePanel(QWidget* parent = nullptr);
 
     void setLoadReport(const LoadReport& report);
+    // The kernels' warm-up after the load ran (Engine::warm_up), taking ms.
+    void setWarmUp(double ms);
     void beginTurn();
     // A generated token; the first of a turn is the prefill step and is not charted.
     void addToken(double stepMs);

@@ -52,6 +52,7 @@ void InferenceWorker::setAttentionLayer(int layer) { attentionLayer_.store(std::
 void InferenceWorker::setDropOldestTurns(bool drop) { dropOldestTurns_.store(drop); }
 
 void InferenceWorker::dropEngine() {
+    ++generation_;
     const bool had = engine_ != nullptr;
     session_.reset();
     engine_.reset();
@@ -77,11 +78,30 @@ void InferenceWorker::loadModel(const QString& path, const QString& deviceSelect
         report.template_name = QString::fromStdString(session_->template_name());
         emit modelLoaded(engine_->model(), engine_->device(), report);
         publishKvStats();
+        warmUpShape_ = 0;
+        warmUpMs_ = 0;
+        scheduleWarmUp();
     } catch (const std::exception& e) {
         session_.reset();
         engine_.reset();
         emit loadFailed(messageOf(e));
     }
+}
+
+void InferenceWorker::scheduleWarmUp() {
+    QMetaObject::invokeMethod(this, [this, g = generation_] { warmUpNext(g); }, Qt::QueuedConnection);
+}
+
+void InferenceWorker::warmUpNext(quint64 generation) {
+    if (generation != generation_ || !engine_) return;  // the model it was for is gone
+    try {
+        warmUpMs_ += engine_->warm_up(warmUpShape_++);
+    } catch (const std::exception& e) {
+        reportFailure(tr("Preparing the model's kernels"), e);
+        return;
+    }
+    if (warmUpShape_ < lantern::Engine::kWarmUpShapes) scheduleWarmUp();
+    else emit modelWarmedUp(warmUpMs_);
 }
 
 void InferenceWorker::unloadModel() { dropEngine(); }

@@ -60,6 +60,8 @@ signals:
     void modelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report);
     void loadFailed(const QString& message);
     void modelUnloaded();
+    // Every warm-up shape of the loaded model ran (Engine::warm_up), taking `ms` in all.
+    void modelWarmedUp(double ms);
     void turnStarted();
     // One generated token: its visible text (possibly empty), the most likely candidates for that
     // position, the wall time of the step that produced it, its position and its id.
@@ -79,6 +81,11 @@ private:
     void publishAttention(bool force);
     void applyAttentionLayer();
     void dropEngine();
+    // Engine::warm_up, one shape per queued call after a load, so that a request made meanwhile
+    // (queued behind the current shape) runs before the remaining ones; a new load or an unload
+    // (a new generation) ends the chain.
+    void scheduleWarmUp();
+    void warmUpNext(quint64 generation);
     void reportFailure(const QString& what, const std::exception& e);
 
     std::unique_ptr<lantern::Engine> engine_;
@@ -88,6 +95,9 @@ private:
     std::atomic<int> attentionLayer_{-1};
     std::atomic<bool> dropOldestTurns_{true};
     int capturedLayer_ = -1;  // what the engine was last told (worker thread only)
+    quint64 generation_ = 0;  // loads and unloads so far (worker thread only)
+    uint32_t warmUpShape_ = 0;
+    double warmUpMs_ = 0;
     uint32_t lastAttentionPosition_ = UINT32_MAX;
     std::string systemPrompt_;
     QElapsedTimer kvThrottle_, attentionThrottle_;

@@ -50,7 +50,7 @@ struct Options {
     std::vector<int> batches{1};
     int profile_at = 34;
     bool profile = false, rooflines = true, json = false, startup = false, fused_decode = true;
-    bool startup_probe = false;  // the child of --startup (see startup_probe)
+    bool startup_probe = false, startup_probe_warm_up = false;  // the children of --startup (startup_probe)
     std::string device;
 };
 
@@ -107,12 +107,13 @@ void print_result(const Result& r, bool json) {
 // dispatch, caching it on disk) pay most of a cold start in those steps, not in the load.
 constexpr int kStartupPrompt = 32;
 struct StartupTimes {
-    double load_ms = 0, first_ms = 0, second_ms = 0;
-    double total() const { return load_ms + first_ms + second_ms; }
+    double load_ms = 0, warm_up_ms = 0, first_ms = 0, second_ms = 0;
+    double total() const { return load_ms + warm_up_ms + first_ms + second_ms; }
 };
 
-// The child process of --startup: prints one line "startup-probe LOAD FIRST SECOND" (ms).
-int startup_probe(const std::string& path, const Options& o) {
+// The child process of --startup: prints one line "startup-probe LOAD WARMUP FIRST SECOND" (ms);
+// with warm_up, Engine::warm_up() runs between the load and the prompt, as the app does.
+int startup_probe(const std::string& path, const Options& o, bool warm_up) {
     EngineOptions eo;
     eo.device_selector = o.device;
     eo.max_step_tokens = kStartupPrompt;
@@ -123,6 +124,7 @@ int startup_probe(const std::string& path, const Options& o) {
     auto engine = Engine::load(path, eo);
     StartupTimes st;
     st.load_ms = ms_since(t);
+    if (warm_up) st.warm_up_ms = engine->warm_up();
     Rng rng(7);
     auto seq = engine->create_sequence();
     StepItem item{seq, random_tokens(rng, engine->model().vocab, kStartupPrompt), true, false};
@@ -133,7 +135,7 @@ int startup_probe(const std::string& path, const Options& o) {
     t = Clock::now();
     engine->step(std::span<const StepItem>(&item, 1));
     st.second_ms = ms_since(t);
-    std::printf("startup-probe %.3f %.3f %.3f\n", st.load_ms, st.first_ms, st.second_ms);
+    std::printf("startup-probe %.3f %.3f %.3f %.3f\n", st.load_ms, st.warm_up_ms, st.first_ms, st.second_ms);
     return 0;
 }
 
@@ -144,10 +146,12 @@ std::string shell_quoted(const std::string& s) {
 }
 
 // Runs this program as a --startup-probe child with XDG_CACHE_HOME=cache_dir.
-StartupTimes run_startup_probe(const std::string& path, const Options& o, const std::string& cache_dir) {
+StartupTimes run_startup_probe(const std::string& path, const Options& o, const std::string& cache_dir,
+                               bool warm_up) {
     std::string cmd = "XDG_CACHE_HOME=" + shell_quoted(cache_dir) + " " +
                       shell_quoted(std::filesystem::read_symlink("/proc/self/exe").string()) +
-                      " --startup-probe --no-rooflines --model " + shell_quoted(path);
+                      (warm_up ? " --startup-probe-warm-up" : " --startup-probe") + " --no-rooflines --model " +
+                      shell_quoted(path);
     if (!o.device.empty()) cmd += " --device " + shell_quoted(o.device);
     if (!o.fused_decode) cmd += " --no-fused-decode";
     FILE* f = popen(cmd.c_str(), "r");
@@ -156,45 +160,63 @@ StartupTimes run_startup_probe(const std::string& path, const Options& o, const 
     char line[256];
     bool found = false;
     while (std::fgets(line, sizeof line, f))
-        if (std::sscanf(line, "startup-probe %lf %lf %lf", &st.load_ms, &st.first_ms, &st.second_ms) == 3) found = true;
+        if (std::sscanf(line, "startup-probe %lf %lf %lf %lf", &st.load_ms, &st.warm_up_ms, &st.first_ms,
+                        &st.second_ms) == 4)
+            found = true;
     const int rc = pclose(f);
     if (!found || rc != 0) throw Error(ErrorCode::Internal, "--startup: the probe process failed: " + cmd);
     return st;
 }
 
+// A fresh cache directory, removed again by the destructor.
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char tmpl[] = "/tmp/lantern-startup-XXXXXX";
+        if (!mkdtemp(tmpl)) throw Error(ErrorCode::Internal, "--startup: cannot make a temporary directory");
+        path = tmpl;
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+
 void bench_startup(const std::string& path, const std::string& label, const Options& o) {
     // Three starts share one fresh cache directory: the first finds it empty (cold), the later
     // ones find what the earlier left. Three, not two: lavapipe's disk cache is not complete after
-    // one start (110M Q8_0: the second start's prompt took 0.7 s, the third's 0.3 s). The user's
-    // own caches are not touched.
-    char tmpl[] = "/tmp/lantern-startup-XXXXXX";
-    if (!mkdtemp(tmpl)) throw Error(ErrorCode::Internal, "--startup: cannot make a temporary directory");
-    const std::string dir = tmpl;
-    StartupTimes runs[3];
-    try {
-        for (auto& r : runs) r = run_startup_probe(path, o, dir);
-    } catch (...) {
-        std::filesystem::remove_all(dir);
-        throw;
+    // one start (110M Q8_0: the second start's prompt took 0.7 s, the third's 0.3 s). A fourth
+    // start, cold in a directory of its own, runs Engine::warm_up() after the load, as the app
+    // does while the user types. The user's own caches are not touched.
+    StartupTimes runs[3], app;
+    {
+        TempDir dir;
+        for (auto& r : runs) r = run_startup_probe(path, o, dir.path, false);
     }
-    std::filesystem::remove_all(dir);
+    {
+        TempDir dir;
+        app = run_startup_probe(path, o, dir.path, true);
+    }
     auto show = [](const StartupTimes& t) {
-        char b[160];
-        std::snprintf(b, sizeof b, "%.0f ms (load %.0f, first token %.0f, second %.0f)", t.total(), t.load_ms,
-                      t.first_ms, t.second_ms);
+        char b[200];
+        if (t.warm_up_ms > 0)
+            std::snprintf(b, sizeof b, "%.0f ms (load %.0f, warm-up %.0f, then first token %.0f, second %.0f)",
+                          t.total(), t.load_ms, t.warm_up_ms, t.first_ms, t.second_ms);
+        else
+            std::snprintf(b, sizeof b, "%.0f ms (load %.0f, first token %.0f, second %.0f)", t.total(), t.load_ms,
+                          t.first_ms, t.second_ms);
         return std::string(b);
     };
     std::printf("startup %s, to the second token after a %d-token prompt: cold %s; second start %s; warm (third) "
-                "%s — caches save %.0f ms\n",
+                "%s — caches save %.0f ms; cold with warm-up %s\n",
                 label.c_str(), kStartupPrompt, show(runs[0]).c_str(), show(runs[1]).c_str(), show(runs[2]).c_str(),
-                runs[0].total() - runs[2].total());
+                runs[0].total() - runs[2].total(), show(app).c_str());
     if (o.json) {
         std::printf("{\"model\":\"%s\",\"test\":\"startup\",\"prompt_tokens\":%d", label.c_str(), kStartupPrompt);
-        const char* names[] = {"cold", "second", "warm"};
-        for (int i = 0; i < 3; ++i)
-            std::printf(",\"%s_ms\":%.1f,\"%s_load_ms\":%.1f,\"%s_first_token_ms\":%.1f,\"%s_second_token_ms\":%.1f",
-                        names[i], runs[i].total(), names[i], runs[i].load_ms, names[i], runs[i].first_ms, names[i],
-                        runs[i].second_ms);
+        const char* names[] = {"cold", "second", "warm", "cold_warm_up"};
+        const StartupTimes* all[] = {&runs[0], &runs[1], &runs[2], &app};
+        for (int i = 0; i < 4; ++i)
+            std::printf(",\"%s_ms\":%.1f,\"%s_load_ms\":%.1f,\"%s_warm_up_ms\":%.1f,\"%s_first_token_ms\":%.1f,"
+                        "\"%s_second_token_ms\":%.1f",
+                        names[i], all[i]->total(), names[i], all[i]->load_ms, names[i], all[i]->warm_up_ms, names[i],
+                        all[i]->first_ms, names[i], all[i]->second_ms);
         std::printf("}\n");
     }
     std::fflush(stdout);
@@ -380,6 +402,7 @@ int main(int argc, char** argv) {
         else if (f == "--no-rooflines") o.rooflines = false;
         else if (f == "--startup") o.startup = true;
         else if (f == "--startup-probe") o.startup_probe = true;
+        else if (f == "--startup-probe-warm-up") o.startup_probe = o.startup_probe_warm_up = true;
         else if (f == "--no-fused-decode") o.fused_decode = false;
         else if (f == "--json") o.json = true;
         else if (f == "--device") o.device = value();
@@ -405,7 +428,7 @@ int main(int argc, char** argv) {
     }
     if (o.startup_probe) {
         try {
-            return startup_probe(o.models.at(0), o);
+            return startup_probe(o.models.at(0), o, o.startup_probe_warm_up);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "lantern-bench --startup-probe: %s\n", e.what());
             return 1;

@@ -7,6 +7,7 @@
 #include <QTest>
 #include <QThread>
 #include <atomic>
+#include <mutex>
 #include <cmath>
 
 #include "test_support.h"
@@ -63,6 +64,7 @@ private slots:
     void temperatureChangedMidGenerationAppliesFromTheNextToken();
     void stopEndsTheReplyAtTheNextStep();
     void nextTurnReusesTheConversationsKvCache();
+    void warmUpFollowsTheLoadAndLetsATurnGoFirst();
 
 private:
     Reply run(const QString& prompt, bool regenerate = false);
@@ -248,5 +250,37 @@ void TestInferenceWorker::nextTurnReusesTheConversationsKvCache() {
     QVERIFY(second.stats.computed_tokens > 0);
 }
 
+void TestInferenceWorker::warmUpFollowsTheLoadAndLetsATurnGoFirst() {
+    // After a load the worker warms the engine's kernels up (Engine::warm_up), one step shape per
+    // queued call. A request queued right behind the load runs after the first shape at most —
+    // here it was queued before any, so the whole turn comes before modelWarmedUp.
+    const QString path = QString::fromStdString(lantern::test::shared_path("models/stories260K.gguf"));
+    QVERIFY(worker_->setSamplingSettings(greedy(8)));
+    QStringList order;
+    std::mutex orderMutex;
+    auto note = [&](const QString& what) {
+        std::lock_guard lock(orderMutex);
+        order << what;
+    };
+    const QList<QMetaObject::Connection> probes = {
+        connect(worker_, &InferenceWorker::modelLoaded, worker_, [&] { note(QStringLiteral("loaded")); }, Qt::DirectConnection),
+        connect(worker_, &InferenceWorker::turnFinished, worker_, [&] { note(QStringLiteral("turn")); }, Qt::DirectConnection),
+        connect(worker_, &InferenceWorker::modelWarmedUp, worker_, [&] { note(QStringLiteral("warm")); }, Qt::DirectConnection)};
+    QSignalSpy warmed(worker_, &InferenceWorker::modelWarmedUp);
+    QSignalSpy errors(worker_, &InferenceWorker::errorOccurred);
+    QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection, Q_ARG(QString, path), Q_ARG(QString, QString()));
+    QMetaObject::invokeMethod(worker_, "send", Qt::QueuedConnection, Q_ARG(QString, QStringLiteral("Once upon a time")));
+    const bool done = QTest::qWaitFor([&] { return warmed.count() > 0 || errors.count() > 0; }, kLoadTimeoutMs);
+    for (const auto& c : probes) disconnect(c);
+    QVERIFY2(done, "no modelWarmedUp after the load");
+    QVERIFY2(errors.isEmpty(), errors.isEmpty() ? "" : qPrintable(errors.first().at(0).toString()));
+    {
+        std::lock_guard lock(orderMutex);
+        QCOMPARE(order, (QStringList{QStringLiteral("loaded"), QStringLiteral("turn"), QStringLiteral("warm")}));
+    }
+    QVERIFY(warmed.first().at(0).toDouble() > 0);
+}
+
 QTEST_MAIN(TestInferenceWorker)
+
 #include "test_inference_worker.moc"

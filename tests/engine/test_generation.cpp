@@ -34,6 +34,7 @@ struct Run {
     std::vector<int32_t> tokens;
     std::string text;
     TurnStats stats;
+    std::vector<double> step_ms;  // per token event
 };
 
 Run respond(Engine& e, const std::string& user, SettingsSlot& slot,
@@ -42,6 +43,7 @@ Run respond(Engine& e, const std::string& user, SettingsSlot& slot,
     Run r;
     r.stats = session.respond(user, slot, [&](const TokenEvent& ev) {
         if (ev.token >= 0) r.tokens.push_back(ev.token);
+        if (ev.token >= 0) r.step_ms.push_back(ev.step_ms);
         r.text += ev.text;
         if (on_index && ev.token >= 0) on_index(r.tokens.size() - 1, slot);
         return true;
@@ -68,6 +70,12 @@ private slots:
         SettingsSlot a(sampled(1234, 80)), b(sampled(1234, 80)), c(sampled(99, 80));
         Run r1 = respond(*e1, "Once upon a time", a);
         Run r2 = respond(*e2, "Once upon a time", b);
+        // The first token's step is the prompt's: its time covers the prefill (the app shows it as
+        // the live time to first token), the later ones a decode step each.
+        QVERIFY(!r1.step_ms.empty());
+        QVERIFY2(r1.step_ms[0] >= r1.stats.prefill_ms,
+                 qPrintable(QStringLiteral("first step %1 ms, prefill %2 ms").arg(r1.step_ms[0]).arg(r1.stats.prefill_ms)));
+        for (double ms : r1.step_ms) QVERIFY(ms > 0);
         Run r3 = respond(*e1, "Once upon a time", c);
         QCOMPARE(r1.stats.seed, uint64_t(1234));
         QVERIFY(r1.tokens.size() > 20);

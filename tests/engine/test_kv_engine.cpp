@@ -684,6 +684,76 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    void warm_up_leaves_no_trace() {
+        // Engine::warm_up runs a step of every shape on a scratch sequence. Afterwards the pool must
+        // look as it did — the same used, cached and empty blocks, no eviction, no new peak — the
+        // live sequence must continue exactly as without it, the cached prefix must still be
+        // reused, and the capture setting and last step profile must be the caller's.
+        Config c;
+        c.budget_blocks = 8;
+        auto e = load(c);
+        const Tokens sa = e->tokenizer().encode(kStoryA, true), sb = e->tokenizer().encode(kStoryB, true);
+        auto z = e->create_sequence();
+        e->prefill(z, head(sb, 32));  // blocks 0, 1
+        e->free_sequence(z);          // cached
+        auto a = e->create_sequence();
+        const Logits la = e->prefill(a, head(sa, 40));  // blocks 2, 3, 4; 5..7 empty
+        const StepProfile profile = e->last_step_profile();
+        e->capture_attention(3);
+        const KvStats before = e->kv_stats();
+        const auto map_before = e->kv_block_map();
+        QCOMPARE(before.cached_blocks, 2u);
+        QCOMPARE(before.empty_blocks, 3u);  // room for the longest shape (40 tokens): it runs
+
+        double ms = 0;
+        for (uint32_t i = 0; i < Engine::kWarmUpShapes; ++i) ms += e->warm_up(i);
+        QVERIFY(ms > 0);
+        QVERIFY_THROWS_EXCEPTION(Error, e->warm_up(Engine::kWarmUpShapes));
+
+        const KvStats after = e->kv_stats();
+        QVERIFY(same_counts(after, before));
+        QCOMPARE(after.evictions, uint64_t(0));
+        QCOMPARE(after.peak_used_blocks, before.peak_used_blocks);
+        QCOMPARE(after.prefix_query_tokens, before.prefix_query_tokens);
+        QCOMPARE(after.prefix_hit_tokens, before.prefix_hit_tokens);
+        const auto map_after = e->kv_block_map();
+        QCOMPARE(map_after.size(), map_before.size());
+        for (size_t i = 0; i < map_after.size(); ++i) {
+            QCOMPARE(map_after[i].owners, map_before[i].owners);
+            QCOMPARE(map_after[i].filled, map_before[i].filled);
+            QCOMPARE(map_after[i].cached, map_before[i].cached);
+        }
+        QCOMPARE(e->last_step_profile().dispatches, profile.dispatches);
+        QCOMPARE(e->last_step_profile().total_ms, profile.total_ms);
+        VERIFY_STATS(*e);
+
+        // a continues as if nothing had run in between (its K/V untouched), capturing layer 3.
+        const Logits next = decode_one(*e, a, argmax(la));
+        QCOMPARE(e->last_attention().layer, 3u);
+        QCOMPARE(e->last_attention().n_positions, 41u);
+        QVERIFY(max_abs_diff(next, recompute(cat(head(sa, 40), {argmax(la)}), false)) <= 1e-4);
+        // z's prompt still comes from the cache.
+        auto z2 = e->create_sequence();
+        e->prefill(z2, head(sb, 33));
+        QCOMPARE(e->last_reused_tokens(), 32u);
+
+        // With no empty block left, warming up must not evict the cached ones: it does nothing.
+        // Freed, a and z2 leave their full blocks cached (0-3) and their partial ones (4, 5) empty;
+        // b and c take the four empty blocks (reversed texts: no cached prefix).
+        e->free_sequence(a);
+        e->free_sequence(z2);
+        auto b = e->create_sequence(), d = e->create_sequence();
+        e->prefill(b, Tokens(sb.rbegin(), sb.rbegin() + 32));
+        e->prefill(d, Tokens(sa.rbegin(), sa.rbegin() + 32));
+        const KvStats full = e->kv_stats();
+        QCOMPARE(full.empty_blocks, 0u);
+        QCOMPARE(full.cached_blocks, 4u);
+        e->warm_up();
+        QVERIFY(same_counts(e->kv_stats(), full));
+        QCOMPARE(e->kv_stats().evictions, full.evictions);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void context_full_from_the_context_length() {
         Config c;
         c.context = 64;

@@ -42,6 +42,9 @@ public:
     // Blocks needed to append n tokens to seq (0 if they fit in its last block).
     uint32_t blocks_needed(SequenceId seq, uint32_t n) const;
     uint32_t free_blocks() const { return static_cast<uint32_t>(free_queue_.size()); }
+    // Work that must leave no trace in the statistics (Engine::warm_up) puts the peak back.
+    uint32_t peak_used_blocks() const { return peak_used_; }
+    void restore_peak_used_blocks(uint32_t peak) { peak_used_ = peak; }
     // Appends tokens: allocates blocks, returns the physical slot of each new token.
     // Throws Error(ContextFull) (and changes nothing) when the pool cannot supply the blocks.
     std::vector<uint32_t> append(SequenceId seq, std::span<const int32_t> tokens);

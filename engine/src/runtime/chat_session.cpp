@@ -131,7 +131,7 @@ struct ChatSession::Impl {
 
         std::vector<int32_t> reply;
         std::string reply_text;
-        auto t_step = t_prefill_end;
+        auto t_step = t_prefill;  // the first token's step is the prompt's (it was timed as sampling only, ~2 ms)
         double decode_ms = 0;
         while (true) {
             settings = slot.load();  // live settings: a change applies from this token on

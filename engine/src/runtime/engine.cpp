@@ -193,6 +193,56 @@ public:
         }
     }
 
+    double warm_up(uint32_t shape) override {
+        // Each shape runs different kernels (see MatmulOp::record and LlamaModel::forward): more
+        // than 32 tokens (prefill, two tokens per lane on CPU drivers), one token (fused layers on
+        // lavapipe), 4-24 (the decode layout, four tokens per lane), 25-32 (prefill, one per lane),
+        // and one token with an attention capture (the separate decode kernels); each from
+        // position 0, shortened to the step limit and the context.
+        struct Shape {
+            uint32_t tokens;
+            int32_t capture;
+        };
+        static constexpr Shape kShapes[kWarmUpShapes] = {{40, -1}, {1, -1}, {8, -1}, {28, -1}, {1, 0}};
+        if (shape >= kWarmUpShapes)
+            throw Error(ErrorCode::InvalidArgument, "warm-up shape " + std::to_string(shape) + " does not exist");
+        const auto t = Clock::now();
+        const uint32_t n = std::min({kShapes[shape].tokens, limits_.max_step_tokens, context_});
+        const SequenceId seq = pool_->create_sequence();
+        // Only empty blocks: taking a cached one would evict a prefix someone may reuse.
+        KvStats kv;
+        pool_->fill_stats(kv);
+        if (pool_->blocks_needed(seq, n) > kv.empty_blocks) {  // the KV budget is in use: nothing to do
+            pool_->free_sequence(seq);
+            return ms_since(t);
+        }
+        const uint32_t peak = pool_->peak_used_blocks();
+        const StepProfile profile = profile_;
+        const AttentionSnapshot attention = attention_;
+        const int32_t capture = capture_layer_;
+        auto restore = [&] {
+            // truncate() also takes the blocks out of the prefix cache (free_sequence would keep them).
+            pool_->truncate(seq, sequence_length(seq));
+            pool_->free_sequence(seq);
+            pool_->restore_peak_used_blocks(peak);
+            capture_layer_ = capture;
+            profile_ = profile;
+            attention_ = attention;
+        };
+        try {
+            StepItem item;
+            item.sequence = seq;
+            for (uint32_t i = 0; i < n; ++i) item.tokens.push_back(static_cast<int32_t>(i % info_.vocab));
+            capture_layer_ = kShapes[shape].capture;
+            step(std::span<const StepItem>(&item, 1));
+        } catch (...) {
+            restore();
+            throw;
+        }
+        restore();
+        return ms_since(t);
+    }
+
     uint32_t last_reused_tokens() const override { return last_reused_; }
     uint32_t last_computed_tokens() const override { return last_computed_; }
 
