@@ -56,6 +56,10 @@ struct EngineOptions {
     // Tests of the fused layers' fallback: every fused step stalls in this layer's attention, so
     // its wait gives up and the step runs again with the separate kernels. -1 = off.
     int32_t fused_decode_stall_layer_for_test = -1;
+    // Tests on a CPU driver: lay out and run everything as on a GPU (row-major weights, split-K
+    // matmuls, attention lanes splitting the keys), so the path GPUs take is checked on every
+    // machine, not only where a GPU is present.
+    bool gpu_layouts_for_test = false;
 };
 
 // One sequence's slice of a batched step.

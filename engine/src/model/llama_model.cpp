@@ -171,7 +171,9 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         if (!why.empty() && fused_why_.empty()) fused_why_ = "layer " + std::to_string(l) + ": " + why;
         L.has_fused = why.empty();
         L.attention = ops::AttentionOp(ctx, ashape, qkv_, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&tables_},
-                                       attn_, {&capture_});
+                                       attn_, {&capture_}, 0,
+                                       limits.gpu_layouts ? ops::AttentionSplit::LanesSplitKeys
+                                                          : ops::AttentionSplit::ForDevice);
         // The fused layer's attention splits the work as the separate kernel does for one token
         // (forward() runs it only for steps where the separate kernel would do the same), so a step
         // on the separate kernels (an attention capture, a fallback) computes exactly what it does.
@@ -225,7 +227,7 @@ void LlamaModel::keep_together(uint64_t bytes) {
         slab_used_ = slabs_.back().size;  // the next place() starts a new slab
 }
 
-vk::BufferRange LlamaModel::place(const void* data, uint64_t bytes) {
+std::pair<vk::BufferRange, uint8_t*> LlamaModel::reserve(uint64_t bytes) {
     const uint64_t align = std::max<uint64_t>({ctx_.limits().minStorageBufferOffsetAlignment,
                                                ctx_.limits().minTexelBufferOffsetAlignment, 16});
     uint64_t off = (slab_used_ + align - 1) / align * align;
@@ -238,10 +240,17 @@ vk::BufferRange LlamaModel::place(const void* data, uint64_t bytes) {
         slabs_.push_back(ctx_.create_buffer(size, vk::MemoryUse::DeviceLocal));
         off = 0;
     }
-    ctx_.upload(slabs_.back(), off, data, bytes);
     slab_used_ = off + bytes;
     weight_bytes_ += bytes;
-    return {&slabs_.back(), off, bytes};
+    const vk::Buffer& slab = slabs_.back();
+    uint8_t* at = slab.mapped && slab.coherent ? static_cast<uint8_t*>(slab.mapped) + off : nullptr;
+    return {{&slab, off, bytes}, at};
+}
+
+vk::BufferRange LlamaModel::place(const void* data, uint64_t bytes) {
+    auto [range, at] = reserve(bytes);
+    ctx_.upload(*range.buffer, range.offset, data, bytes);
+    return range;
 }
 
 const GgufTensorInfo& LlamaModel::checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows,
@@ -318,7 +327,7 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
     w.rows = rows;
     w.cols = cols;
     w.row_units = r.row_units;
-    w.tile_rows = ops::matmul_tile_rows(ctx_, rows);
+    w.tile_rows = ops::matmul_tile_rows(ctx_, rows, matmul_split());
     // Split by rows so that no texel view exceeds maxTexelBufferElements (16-byte value texels,
     // 4-byte scale texels; weights are read only through texel views, see shaders/weights.glsl);
     // each part is laid out as a matrix of its own.
@@ -335,12 +344,28 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
         throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " cannot be split for the device's binding range");
     for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_part) {
         uint64_t n = std::min(rows_per_part, rows - r0);
-        ops::Repacked tiled = ops::tile_rows_of(r, r0, n, w.tile_rows, fmt.group_units);
         ops::DeviceWeight::Part part;
         part.first_row = r0;
         part.rows = n;
-        part.values = place(tiled.values.data(), tiled.values.size() * 4);
-        if (!tiled.scales.empty()) part.scales = place(tiled.scales.data(), tiled.scales.size() * 4);
+        if (w.tile_rows == 1) {
+            // Row-major: the part is a slice of r, uploaded from where it is.
+            part.values = place(r.values.data() + r0 * r.row_units * 4, n * r.row_units * 16);
+            if (!r.scales.empty())
+                part.scales = place(r.scales.data() + r0 * groups_per_row, n * groups_per_row * 4);
+        } else {
+            // Tiled straight into the slab where it is mapped (CPU devices, unified memory):
+            // building the tiles in a vector first and copying them cost a 1.1 GB model's load
+            // ~2.5 s on lavapipe, mostly page faults of the vector's fresh memory.
+            const uint64_t words = ops::tiled_words(r, n, w.tile_rows, fmt.group_units);
+            auto [range, at] = reserve(words * 4);
+            if (at) {
+                ops::tile_rows_into(r, r0, n, w.tile_rows, fmt.group_units, reinterpret_cast<uint32_t*>(at));
+            } else {
+                const ops::Repacked tiled = ops::tile_rows_of(r, r0, n, w.tile_rows, fmt.group_units);
+                ctx_.upload(*range.buffer, range.offset, tiled.values.data(), words * 4);
+            }
+            part.values = range;
+        }
         w.parts.push_back(part);
     }
     weights_.push_back(std::move(w));
@@ -356,6 +381,7 @@ void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint3
         for (const auto& part : w->parts)
             matmul_bytes_ += part.values.size + (part.scales.buffer ? part.scales.size : 0);
         ops::MatmulOptions options;
+        options.split = matmul_split();
         options.rope_kv = rope_kv;
         options.swiglu = swiglu;
         out.emplace_back(ctx_, *w, input, x, y, norm, vk::BufferRange{&rowmap_}, options);

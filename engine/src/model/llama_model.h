@@ -27,6 +27,7 @@ struct ModelLimits {
     uint64_t weight_slab_bytes = 256ull << 20;  // weights are sub-allocated from slabs of this size
     bool fused_decode = true;  // one dispatch per layer for steps of a few tokens where possible (ops/decode_layer.h)
     int32_t fused_stall_layer_for_test = -1;  // see EngineOptions::fused_decode_stall_layer_for_test
+    bool gpu_layouts = false;                 // see EngineOptions::gpu_layouts_for_test
 };
 
 // Host-side description of one step.
@@ -88,6 +89,13 @@ private:
     const ops::DeviceWeight& upload_repacked(const std::string& name, const ops::WeightFormat& fmt,
                                              const ops::Repacked& r, uint64_t rows, uint64_t cols);
     const GgufTensorInfo& checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows, uint64_t cols);
+    // Room for `bytes` in a weight slab, and where to write them directly when the slab is mapped
+    // and coherent (nullptr: write through place() / Context::upload).
+    // The matmul layout: the device's own, or a GPU's for tests (ModelLimits::gpu_layouts).
+    ops::MatmulSplit matmul_split() const {
+        return limits_.gpu_layouts ? ops::MatmulSplit::SplitK : ops::MatmulSplit::ForDevice;
+    }
+    std::pair<vk::BufferRange, uint8_t*> reserve(uint64_t bytes);
     vk::BufferRange place(const void* data, uint64_t bytes);
     // The next `bytes` of weights go into one slab: starts a new one if the current one is too
     // full and a new one would hold them.

@@ -220,26 +220,26 @@ const WeightFormat kWeightFormats[] = {
 
 }  // namespace
 
-Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows,
-                      uint32_t group_units) {
+uint64_t tiled_words(const Repacked& r, uint64_t rows, uint64_t tile_rows, uint32_t group_units) {
+    const uint64_t groups = r.row_units / group_units, group_words = group_units * 4;
+    const uint64_t scale_words = r.scales.empty() ? 0 : 32;  // per quad and group: 8 texels of 4 scales
+    uint64_t words = 0;
+    for (uint64_t t0 = 0; t0 < rows; t0 += tile_rows) {
+        const uint64_t n = std::min(tile_rows, rows - t0);
+        words += groups * (n * group_words + (n + 31) / 32 * scale_words);
+    }
+    return words;
+}
+
+void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows, uint32_t group_units,
+                    uint32_t* dst) {
+    if (tile_rows % 8 != 0) throw Error(ErrorCode::Internal, "weight tiles must be whole octets of rows");
     const uint64_t groups = r.row_units / group_units;
     const uint64_t group_words = group_units * 4;  // uint32 words per group
     const bool scaled = !r.scales.empty();
-    Repacked out;
-    out.row_units = r.row_units;
-    auto group = [&](uint64_t row, uint64_t g) { return r.values.begin() + static_cast<std::ptrdiff_t>((row * groups + g) * group_words); };
-    if (tile_rows == 1) {  // row-major, scales in their own array
-        out.values.assign(group(first_row, 0), group(first_row + rows, 0));
-        if (scaled)
-            out.scales.assign(r.scales.begin() + static_cast<std::ptrdiff_t>(first_row * groups),
-                              r.scales.begin() + static_cast<std::ptrdiff_t>((first_row + rows) * groups));
-        return out;
-    }
-    if (tile_rows % 8 != 0) throw Error(ErrorCode::Internal, "weight tiles must be whole octets of rows");
     // Per tile and group: the rows in quads of 32, each quad's units preceded (quantized types)
     // by 8 scale texels — texel i holds the scales of row i of its octets 0..3, zero past the
     // last row (shaders/weights.glsl, the tile layout; row_walk_in reads it back).
-    out.values.reserve(rows * r.row_units * 4 + (scaled ? (rows + 31) / 32 * groups * 32 : 0));
     for (uint64_t t0 = 0; t0 < rows; t0 += tile_rows) {
         const uint64_t n = std::min(tile_rows, rows - t0);
         for (uint64_t g = 0; g < groups; ++g)
@@ -248,16 +248,33 @@ Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint
                     for (uint64_t c = 0; c < 4; ++c) {
                         const uint64_t row = q0 + c * 8 + i;  // row of the tile
                         const float v = row < n ? r.scales[(first_row + t0 + row) * groups + g] : 0.0f;
-                        uint32_t bits;
-                        std::memcpy(&bits, &v, 4);
-                        out.values.push_back(bits);
+                        std::memcpy(dst++, &v, 4);
                     }
                 for (uint64_t i = q0; i < std::min<uint64_t>(n, q0 + 32); ++i) {
-                    auto src = group(first_row + t0 + i, g);
-                    out.values.insert(out.values.end(), src, src + static_cast<std::ptrdiff_t>(group_words));
+                    std::memcpy(dst, r.values.data() + ((first_row + t0 + i) * groups + g) * group_words,
+                                group_words * 4);
+                    dst += group_words;
                 }
             }
     }
+}
+
+Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows,
+                      uint32_t group_units) {
+    const uint64_t groups = r.row_units / group_units;
+    const uint64_t group_words = group_units * 4;  // uint32 words per group
+    Repacked out;
+    out.row_units = r.row_units;
+    if (tile_rows == 1) {  // row-major, scales in their own array
+        auto at = [&](uint64_t row) { return r.values.begin() + static_cast<std::ptrdiff_t>(row * groups * group_words); };
+        out.values.assign(at(first_row), at(first_row + rows));
+        if (!r.scales.empty())
+            out.scales.assign(r.scales.begin() + static_cast<std::ptrdiff_t>(first_row * groups),
+                              r.scales.begin() + static_cast<std::ptrdiff_t>((first_row + rows) * groups));
+        return out;
+    }
+    out.values.resize(tiled_words(r, rows, tile_rows, group_units));
+    tile_rows_into(r, first_row, rows, tile_rows, group_units, out.values.data());
     return out;
 }
 

@@ -49,6 +49,12 @@ struct WeightFormat {
 // has no scale array).
 Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows,
                       uint32_t group_units);
+// The tiled layout (tile_rows > 1) in pieces, so the model loader can write it straight into
+// mapped device memory instead of a vector it then copies: its size in 32-bit words, and the
+// words themselves (what tile_rows_of returns as values).
+uint64_t tiled_words(const Repacked& r, uint64_t rows, uint64_t tile_rows, uint32_t group_units);
+void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows, uint32_t group_units,
+                    uint32_t* dst);
 
 // nullptr when the type has no kernels.
 const WeightFormat* find_weight_format(uint32_t ggml_type);
