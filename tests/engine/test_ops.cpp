@@ -195,7 +195,7 @@ std::unique_ptr<TestWeight> make_weight_of(vk::Context& ctx, uint32_t type, uint
     for (uint64_t n : parts) {
         auto src = std::span<const uint8_t>(w->encoded).subspan(first * row_bytes, n * row_bytes);
         ops::Repacked r =
-            ops::tile_rows_of(w->format->repack(src, n, cols), 0, n, tile_rows, w->format->group_units);
+            ops::tile_rows_of(ops::repack(*w->format, src, n, cols), 0, n, tile_rows, w->format->group_units);
         w->device.row_units = r.row_units;
         w->device.tile_rows = tile_rows;
         ops::DeviceWeight::Part part;

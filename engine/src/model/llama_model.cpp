@@ -1,6 +1,7 @@
 #include "model/llama_model.h"
 
 #include <algorithm>
+#include <numeric>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -206,6 +207,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     fused_ok_ = std::any_of(layers_.begin(), layers_.end(), [](const Layer& L) { return L.has_fused; });
     fused_dispatches_ += 1 + static_cast<uint32_t>(lm_head_op_.size());  // embedding, LM head
     for (auto& op : lm_head_op_) dispatches_ += op.dispatches();
+    scratch_ = {};  // every weight is on the device now
 }
 
 LlamaModel::~LlamaModel() { release(); }
@@ -225,6 +227,20 @@ void LlamaModel::keep_together(uint64_t bytes) {
     if (ctx_.info().max_allocation_bytes) slab = std::min<uint64_t>(slab, ctx_.info().max_allocation_bytes);
     if (!slabs_.empty() && slab_used_ + bytes > slabs_.back().size && bytes <= slab)
         slab_used_ = slabs_.back().size;  // the next place() starts a new slab
+}
+
+ops::Repacked& LlamaModel::scratch(const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols) {
+    // One buffer for every matrix of the load, grown to the largest: fresh memory per matrix cost
+    // a page fault per 4 KiB on first touch (most of a lavapipe load's time in this VM), and
+    // repack_rows writes every word, so nothing needs clearing.
+    scratch_.row_units = ops::repacked_row_units(fmt, cols);
+    scratch_.values.resize(rows * scratch_.row_units * 4);
+    scratch_.scales.resize(rows * scale_groups(fmt, scratch_));
+    return scratch_;
+}
+
+uint64_t LlamaModel::scale_groups(const ops::WeightFormat& fmt, const ops::Repacked& r) {
+    return fmt.block_elements > 1 ? r.row_units / fmt.group_units : 0;
 }
 
 std::pair<vk::BufferRange, uint8_t*> LlamaModel::reserve(uint64_t bytes) {
@@ -269,7 +285,10 @@ const ops::DeviceWeight& LlamaModel::upload(const GgufFile& gguf, const std::str
                                             uint64_t cols) {
     const auto& t = checked_tensor(gguf, name, rows, cols);
     const auto& fmt = ops::weight_format_for(t.type, name);
-    return upload_repacked(name, fmt, fmt.repack(gguf.tensor_data(t), rows, cols), rows, cols);
+    ops::Repacked& r = scratch(fmt, rows, cols);
+    ops::repack_rows(fmt, gguf.tensor_data(t), rows, cols, r.values.data(), r.row_units * 4, r.scales.data(),
+                     scale_groups(fmt, r));
+    return upload_repacked(name, fmt, r, rows, cols);
 }
 
 std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile& gguf,
@@ -284,14 +303,14 @@ std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile&
         return out;
     }
     const auto& fmt = ops::weight_format_for(ts[0]->type, names[0]);
-    ops::Repacked all;
-    uint64_t total_rows = 0;
+    const uint64_t total_rows = std::accumulate(rows.begin(), rows.end(), uint64_t{0});
+    ops::Repacked& all = scratch(fmt, total_rows, cols);
+    const uint64_t words = all.row_units * 4, groups = scale_groups(fmt, all);
+    uint64_t first = 0;  // each matrix's rows go straight to their place in the stack
     for (size_t i = 0; i < ts.size(); ++i) {
-        ops::Repacked r = fmt.repack(gguf.tensor_data(*ts[i]), rows[i], cols);
-        all.row_units = r.row_units;
-        all.values.insert(all.values.end(), r.values.begin(), r.values.end());
-        all.scales.insert(all.scales.end(), r.scales.begin(), r.scales.end());
-        total_rows += rows[i];
+        ops::repack_rows(fmt, gguf.tensor_data(*ts[i]), rows[i], cols, all.values.data() + first * words, words,
+                         all.scales.data() + first * groups, groups);
+        first += rows[i];
     }
     std::string label = names[0];
     for (size_t i = 1; i < names.size(); ++i) label += "+" + names[i];
@@ -305,18 +324,13 @@ const ops::DeviceWeight* LlamaModel::upload_interleaved(const GgufFile& gguf, co
     const auto& tb = checked_tensor(gguf, second, rows, cols);
     if (ta.type != tb.type) return nullptr;
     const auto& fmt = ops::weight_format_for(ta.type, first);
-    const ops::Repacked a = fmt.repack(gguf.tensor_data(ta), rows, cols);
-    const ops::Repacked b = fmt.repack(gguf.tensor_data(tb), rows, cols);
-    ops::Repacked both;
-    both.row_units = a.row_units;
-    const size_t words = a.row_units * 4, groups = a.scales.size() / rows;
-    both.values.reserve(2 * a.values.size());
-    both.scales.reserve(2 * a.scales.size());
-    for (uint64_t r = 0; r < rows; ++r)
-        for (const ops::Repacked* m : {&a, &b}) {
-            both.values.insert(both.values.end(), m->values.begin() + r * words, m->values.begin() + (r + 1) * words);
-            both.scales.insert(both.scales.end(), m->scales.begin() + r * groups, m->scales.begin() + (r + 1) * groups);
-        }
+    ops::Repacked& both = scratch(fmt, 2 * rows, cols);
+    const uint64_t words = both.row_units * 4, groups = scale_groups(fmt, both);
+    // a's rows to the even rows, b's to the odd ones, each written in place.
+    ops::repack_rows(fmt, gguf.tensor_data(ta), rows, cols, both.values.data(), 2 * words, both.scales.data(),
+                     2 * groups);
+    ops::repack_rows(fmt, gguf.tensor_data(tb), rows, cols, both.values.data() + words, 2 * words,
+                     both.scales.data() + groups, 2 * groups);
     return &upload_repacked(first + "|" + second, fmt, both, 2 * rows, cols);
 }
 

@@ -63,25 +63,21 @@ namespace {
 
 // ---- F32 ----
 // Float rows are copied into zero-padded rows of whole groups: 16 elements (4 F32 or 2 F16 units).
-Repacked repack_padded(std::span<const uint8_t> src, uint64_t rows, uint64_t cols, uint64_t elem_bytes) {
-    const uint64_t per_unit = 16 / elem_bytes;
-    Repacked r;
-    r.row_units = (cols + 15) / 16 * (16 / per_unit);
-    r.values.assign(rows * r.row_units * 4, 0);
-    auto* out = reinterpret_cast<uint8_t*>(r.values.data());
-    for (uint64_t i = 0; i < rows; ++i)
-        std::memcpy(out + i * r.row_units * 16, src.data() + i * cols * elem_bytes, cols * elem_bytes);
-    return r;
+void repack_row_padded(const uint8_t* src, uint64_t cols, uint64_t elem_bytes, uint32_t* values) {
+    const uint64_t bytes = cols * elem_bytes, padded = (cols + 15) / 16 * 16 * elem_bytes;
+    auto* out = reinterpret_cast<uint8_t*>(values);
+    std::memcpy(out, src, bytes);
+    std::memset(out + bytes, 0, padded - bytes);
 }
-Repacked repack_f32(std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
-    return repack_padded(src, rows, cols, 4);
+void repack_row_f32(const uint8_t* src, uint64_t cols, uint32_t* values, float*) {
+    repack_row_padded(src, cols, 4, values);
 }
 void dequant_f32(const uint8_t* src, float* dst, uint64_t n) { std::memcpy(dst, src, n * 4); }
 void quant_f32(const float* src, uint8_t* dst, uint64_t n) { std::memcpy(dst, src, n * 4); }
 
 // ---- F16 ----
-Repacked repack_f16(std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
-    return repack_padded(src, rows, cols, 2);
+void repack_row_f16(const uint8_t* src, uint64_t cols, uint32_t* values, float*) {
+    repack_row_padded(src, cols, 2, values);
 }
 void dequant_f16(const uint8_t* src, float* dst, uint64_t n) {
     for (uint64_t i = 0; i < n; ++i) {
@@ -104,19 +100,13 @@ float block_scale(const uint8_t* block) {
     std::memcpy(&h, block, 2);
     return half_to_float(h);
 }
-Repacked repack_q8_0(std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
-    uint64_t blocks = rows * cols / 32;
-    Repacked r;
-    r.row_units = cols / 16;
-    r.values.resize(blocks * 8);
-    r.scales.resize(blocks);
-    auto* out = reinterpret_cast<uint8_t*>(r.values.data());
-    for (uint64_t b = 0; b < blocks; ++b) {
-        const uint8_t* blk = src.data() + b * 34;
-        r.scales[b] = block_scale(blk);
+void repack_row_q8_0(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    auto* out = reinterpret_cast<uint8_t*>(values);
+    for (uint64_t b = 0; b < cols / 32; ++b) {
+        const uint8_t* blk = src + b * 34;
+        scales[b] = block_scale(blk);
         for (int i = 0; i < 32; ++i) out[b * 32 + i] = static_cast<uint8_t>(blk[2 + i] ^ 0x80u);
     }
-    return r;
 }
 void dequant_q8_0(const uint8_t* src, float* dst, uint64_t n) {
     for (uint64_t b = 0; b < n / 32; ++b) {
@@ -141,15 +131,10 @@ void quant_q8_0(const float* src, uint8_t* dst, uint64_t n) {
 
 // ---- Q4_0: block = f16 scale d, then 16 bytes; element j = low nibble of byte j, element j+16 =
 // high nibble of byte j; value = (q - 8) * d. Repacked to natural element order, 8 per uint. ----
-Repacked repack_q4_0(std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
-    uint64_t blocks = rows * cols / 32;
-    Repacked r;
-    r.row_units = cols / 32;
-    r.values.resize(blocks * 4);
-    r.scales.resize(blocks);
-    for (uint64_t b = 0; b < blocks; ++b) {
-        const uint8_t* blk = src.data() + b * 18;
-        r.scales[b] = block_scale(blk);
+void repack_row_q4_0(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    for (uint64_t b = 0; b < cols / 32; ++b) {
+        const uint8_t* blk = src + b * 18;
+        scales[b] = block_scale(blk);
         uint8_t q[32];
         for (int j = 0; j < 16; ++j) {
             q[j] = blk[2 + j] & 15;
@@ -158,10 +143,9 @@ Repacked repack_q4_0(std::span<const uint8_t> src, uint64_t rows, uint64_t cols)
         for (int w = 0; w < 4; ++w) {
             uint32_t u = 0;
             for (int k = 0; k < 8; ++k) u |= static_cast<uint32_t>(q[w * 8 + k]) << (4 * k);
-            r.values[b * 4 + w] = u;
+            values[b * 4 + w] = u;
         }
     }
-    return r;
 }
 void dequant_q4_0(const uint8_t* src, float* dst, uint64_t n) {
     for (uint64_t b = 0; b < n / 32; ++b) {
@@ -202,23 +186,47 @@ void quant_q4_0(const float* src, uint8_t* dst, uint64_t n) {
 const WeightFormat kWeightFormats[] = {
     {0, "F32", 1, 4, 4, ShaderId::embed_f32, ShaderId::matmul_f32, ShaderId::matmul_norm_f32, ShaderId::matmul_silu_f32,
      ShaderId::matmul_rope_f32_kvf16, ShaderId::matmul_rope_f32_kvf32, ShaderId::matmul_swiglu_f32,
-     ShaderId::decode_layer_f32_kvf16, ShaderId::decode_layer_f32_kvf32, repack_f32,
+     ShaderId::decode_layer_f32_kvf16, ShaderId::decode_layer_f32_kvf32, 4, repack_row_f32,
      dequant_f32, quant_f32},
     {1, "F16", 1, 2, 2, ShaderId::embed_f16, ShaderId::matmul_f16, ShaderId::matmul_norm_f16, ShaderId::matmul_silu_f16,
      ShaderId::matmul_rope_f16_kvf16, ShaderId::matmul_rope_f16_kvf32, ShaderId::matmul_swiglu_f16,
-     ShaderId::decode_layer_f16_kvf16, ShaderId::decode_layer_f16_kvf32, repack_f16,
+     ShaderId::decode_layer_f16_kvf16, ShaderId::decode_layer_f16_kvf32, 8, repack_row_f16,
      dequant_f16, quant_f16},
     {8, "Q8_0", 32, 34, 2, ShaderId::embed_q8_0, ShaderId::matmul_q8_0, ShaderId::matmul_norm_q8_0,
      ShaderId::matmul_silu_q8_0, ShaderId::matmul_rope_q8_0_kvf16, ShaderId::matmul_rope_q8_0_kvf32,
      ShaderId::matmul_swiglu_q8_0,
-     ShaderId::decode_layer_q8_0_kvf16, ShaderId::decode_layer_q8_0_kvf32, repack_q8_0, dequant_q8_0, quant_q8_0},
+     ShaderId::decode_layer_q8_0_kvf16, ShaderId::decode_layer_q8_0_kvf32, 16, repack_row_q8_0, dequant_q8_0, quant_q8_0},
     {2, "Q4_0", 32, 18, 1, ShaderId::embed_q4_0, ShaderId::matmul_q4_0, ShaderId::matmul_norm_q4_0,
      ShaderId::matmul_silu_q4_0, ShaderId::matmul_rope_q4_0_kvf16, ShaderId::matmul_rope_q4_0_kvf32,
      ShaderId::matmul_swiglu_q4_0,
-     ShaderId::decode_layer_q4_0_kvf16, ShaderId::decode_layer_q4_0_kvf32, repack_q4_0, dequant_q4_0, quant_q4_0},
+     ShaderId::decode_layer_q4_0_kvf16, ShaderId::decode_layer_q4_0_kvf32, 32, repack_row_q4_0, dequant_q4_0, quant_q4_0},
 };
 
 }  // namespace
+
+uint64_t repacked_row_units(const WeightFormat& f, uint64_t cols) {
+    const uint64_t group_elements = uint64_t{f.unit_elements} * f.group_units;
+    return (cols + group_elements - 1) / group_elements * f.group_units;
+}
+
+void repack_rows(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols, uint32_t* values,
+                 uint64_t value_stride, float* scales, uint64_t scale_stride) {
+    const uint64_t row_bytes = cols / f.block_elements * f.block_bytes;
+    if (src.size() < rows * row_bytes) throw Error(ErrorCode::Internal, "repack: the source is shorter than its rows");
+    const bool scaled = f.block_elements > 1;
+    for (uint64_t i = 0; i < rows; ++i)
+        f.repack_row(src.data() + i * row_bytes, cols, values + i * value_stride, scaled ? scales + i * scale_stride : nullptr);
+}
+
+Repacked repack(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
+    Repacked r;
+    r.row_units = repacked_row_units(f, cols);
+    const uint64_t groups = f.block_elements > 1 ? r.row_units / f.group_units : 0;
+    r.values.resize(rows * r.row_units * 4);
+    r.scales.resize(rows * groups);
+    repack_rows(f, src, rows, cols, r.values.data(), r.row_units * 4, r.scales.data(), groups);
+    return r;
+}
 
 uint64_t tiled_words(const Repacked& r, uint64_t rows, uint64_t tile_rows, uint32_t group_units) {
     const uint64_t groups = r.row_units / group_units, group_words = group_units * 4;

@@ -34,13 +34,26 @@ struct WeightFormat {
     shaders::ShaderId matmul_rope_kvf16, matmul_rope_kvf32;  // Q/K/V: norm in, RoPE + KV store out
     shaders::ShaderId matmul_swiglu;                         // gate/up: norm in, SwiGLU out
     shaders::ShaderId decode_layer_kvf16, decode_layer_kvf32;  // a whole decode layer (CPU drivers)
-    // GGUF bytes of `rows` x `cols` -> device layout.
-    Repacked (*repack)(std::span<const uint8_t> src, uint64_t rows, uint64_t cols);
+    uint32_t unit_elements;  // elements per 16-byte unit (EPU in shaders/weights.glsl)
+    // One GGUF row of `cols` elements -> its repacked_row_units() 16-byte units at `values` (float
+    // rows zero-padded to whole groups) and, quantized types, one scale per group at `scales`.
+    // Every word is written, so the caller's buffers may hold anything before.
+    void (*repack_row)(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales);
     // GGUF bytes of one row -> floats (the CPU reference).
     void (*dequantize_row)(const uint8_t* src, float* dst, uint64_t n);
     // floats -> GGUF bytes of one row (for writing test/synthetic models).
     void (*quantize_row)(const float* src, uint8_t* dst, uint64_t n);
 };
+
+// 16-byte units of a repacked row of `cols` elements (whole groups).
+uint64_t repacked_row_units(const WeightFormat& f, uint64_t cols);
+// `rows` GGUF rows into caller buffers: row i's units at values + i * value_stride (32-bit words)
+// and its scales at scales + i * scale_stride — so rows can be stacked or interleaved with other
+// matrices' where they belong (the model loader), with no intermediate copy.
+void repack_rows(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols, uint32_t* values,
+                 uint64_t value_stride, float* scales, uint64_t scale_stride);
+// GGUF bytes of `rows` x `cols` -> a fresh row-major Repacked.
+Repacked repack(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols);
 
 // Rows [first_row, first_row + rows) of a row-major repacked matrix in the device layout (see
 // shaders/weights.glsl): tile_rows = 1 keeps the rows as they are, scales in their own array;
