@@ -2,6 +2,7 @@
 // created with validation on, and an embedded SPIR-V kernel runs and returns the right numbers.
 #include <QTest>
 
+#include <latch>
 #include <span>
 #include <thread>
 
@@ -110,6 +111,22 @@ private slots:
         QCOMPARE(b[1], a[2]);
         QCOMPARE(b[2], a[3]);
         for (size_t i = 0; i < batch.size(); ++i) QVERIFY(a[i]->spec == batch[i].spec);
+        // Two threads asking for the same new kernel at the same moment both make it; one copy is
+        // kept, the other destroyed, and both get the kept one. The build hook holds each thread
+        // at the start of its build until the other is there too, so they do race.
+        {
+            std::latch both_building(2);
+            ctx.set_kernel_build_hook_for_test([&] { both_building.arrive_and_wait(); });
+            const std::vector<uint32_t> spec = {104};
+            const vk::Kernel* theirs = nullptr;
+            std::thread t([&] { theirs = &ctx.kernel(shaders::ShaderId::selftest, two, 12, spec); });
+            const vk::Kernel* mine = &ctx.kernel(shaders::ShaderId::selftest, two, 12, spec);
+            t.join();
+            ctx.set_kernel_build_hook_for_test({});
+            QCOMPARE(mine, theirs);
+            QVERIFY(mine->pipeline != VK_NULL_HANDLE);
+            QCOMPARE(&ctx.kernel(shaders::ShaderId::selftest, two, 12, spec), mine);
+        }
         QCOMPARE(&ctx.kernel(shaders::ShaderId::selftest, two, 12, {40}), a[1]);
 
         const uint32_t n = 100;

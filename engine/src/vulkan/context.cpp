@@ -524,6 +524,7 @@ VkDeviceSize texel_bytes(BindingKind k) {
 }  // namespace
 
 std::unique_ptr<Kernel> Context::build_kernel(const KernelSpec& ks) {
+    if (build_hook_for_test_) build_hook_for_test_();
     const auto& [shader, kinds, push_bytes, spec] = ks;
     const auto bindings = static_cast<uint32_t>(kinds.size());
     if (push_bytes > props_.limits.maxPushConstantsSize)
@@ -629,8 +630,9 @@ std::vector<const Kernel*> Context::kernels(std::span<const KernelSpec> specs) {
     std::lock_guard lock(kernels_mutex_);
     for (size_t j = 0; j < missing.size(); ++j) {
         if (!made[j]) continue;
-        auto [it, inserted] = kernels_.emplace(key_of(specs[missing[j]]), std::move(made[j]));
-        if (!inserted) destroy_kernel(*made[j]);  // another thread made the same kernel meanwhile
+        auto key = key_of(specs[missing[j]]);
+        if (kernels_.count(key)) destroy_kernel(*made[j]);  // another thread made the same kernel meanwhile
+        else kernels_.emplace(std::move(key), std::move(made[j]));
     }
     for (auto& e : failed)
         if (e) std::rethrow_exception(e);

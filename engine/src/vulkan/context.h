@@ -129,6 +129,9 @@ public:
     // saves only the final LLVM compile — so an op that needs several variants asks for them
     // together.
     std::vector<const Kernel*> kernels(std::span<const KernelSpec> specs);
+    // Tests: called on the thread that makes each new kernel, before it starts (so a test can hold
+    // two threads there and make them race for the same kernel). Empty = none.
+    void set_kernel_build_hook_for_test(std::function<void()> hook) { build_hook_for_test_ = std::move(hook); }
     // Descriptor sets live as long as the context (the engine builds them once per model).
     VkDescriptorSet make_set(const Kernel& k, std::span<const BufferRange> buffers);
 
@@ -191,6 +194,7 @@ private:
     bool pipeline_cache_loaded_ = false;
     std::unique_ptr<Kernel> build_kernel(const KernelSpec& spec);  // thread-safe: touches no map
     void destroy_kernel(Kernel& k);
+    std::function<void()> build_hook_for_test_;
     std::map<std::pair<uint32_t, std::vector<uint32_t>>, std::unique_ptr<Kernel>> kernels_;
     std::mutex kernels_mutex_;
     std::atomic<uint64_t> bytes_allocated_{0};
