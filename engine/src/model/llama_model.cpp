@@ -1,12 +1,12 @@
 #include "model/llama_model.h"
 
 #include <algorithm>
-#include <numeric>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <exception>
 #include <map>
+#include <numeric>
 
 #include "lantern/error.h"
 
