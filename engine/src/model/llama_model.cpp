@@ -235,12 +235,8 @@ ops::Repacked& LlamaModel::scratch(const ops::WeightFormat& fmt, uint64_t rows, 
     // repack_rows writes every word, so nothing needs clearing.
     scratch_.row_units = ops::repacked_row_units(fmt, cols);
     scratch_.values.resize(rows * scratch_.row_units * 4);
-    scratch_.scales.resize(rows * scale_groups(fmt, scratch_));
+    scratch_.scales.resize(rows * ops::repacked_row_scales(fmt, cols));
     return scratch_;
-}
-
-uint64_t LlamaModel::scale_groups(const ops::WeightFormat& fmt, const ops::Repacked& r) {
-    return fmt.block_elements > 1 ? r.row_units / fmt.group_units : 0;
 }
 
 std::pair<vk::BufferRange, uint8_t*> LlamaModel::reserve(uint64_t bytes) {
@@ -287,7 +283,7 @@ const ops::DeviceWeight& LlamaModel::upload(const GgufFile& gguf, const std::str
     const auto& fmt = ops::weight_format_for(t.type, name);
     ops::Repacked& r = scratch(fmt, rows, cols);
     ops::repack_rows(fmt, gguf.tensor_data(t), rows, cols, r.values.data(), r.row_units * 4, r.scales.data(),
-                     scale_groups(fmt, r));
+                     ops::repacked_row_scales(fmt, cols));
     return upload_repacked(name, fmt, r, rows, cols);
 }
 
@@ -305,7 +301,7 @@ std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile&
     const auto& fmt = ops::weight_format_for(ts[0]->type, names[0]);
     const uint64_t total_rows = std::accumulate(rows.begin(), rows.end(), uint64_t{0});
     ops::Repacked& all = scratch(fmt, total_rows, cols);
-    const uint64_t words = all.row_units * 4, groups = scale_groups(fmt, all);
+    const uint64_t words = all.row_units * 4, groups = ops::repacked_row_scales(fmt, cols);
     uint64_t first = 0;  // each matrix's rows go straight to their place in the stack
     for (size_t i = 0; i < ts.size(); ++i) {
         ops::repack_rows(fmt, gguf.tensor_data(*ts[i]), rows[i], cols, all.values.data() + first * words, words,
@@ -325,7 +321,7 @@ const ops::DeviceWeight* LlamaModel::upload_interleaved(const GgufFile& gguf, co
     if (ta.type != tb.type) return nullptr;
     const auto& fmt = ops::weight_format_for(ta.type, first);
     ops::Repacked& both = scratch(fmt, 2 * rows, cols);
-    const uint64_t words = both.row_units * 4, groups = scale_groups(fmt, both);
+    const uint64_t words = both.row_units * 4, groups = ops::repacked_row_scales(fmt, cols);
     // a's rows to the even rows, b's to the odd ones, each written in place.
     ops::repack_rows(fmt, gguf.tensor_data(ta), rows, cols, both.values.data(), 2 * words, both.scales.data(),
                      2 * groups);

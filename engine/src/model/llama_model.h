@@ -96,9 +96,8 @@ private:
         return limits_.gpu_layouts ? ops::MatmulSplit::SplitK : ops::MatmulSplit::ForDevice;
     }
     std::pair<vk::BufferRange, uint8_t*> reserve(uint64_t bytes);
-    // The load's repack buffer, sized for rows x cols of fmt (see scratch_), and scales per row.
+    // The load's repack buffer, sized for rows x cols of fmt (see scratch_).
     ops::Repacked& scratch(const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols);
-    static uint64_t scale_groups(const ops::WeightFormat& fmt, const ops::Repacked& r);
     vk::BufferRange place(const void* data, uint64_t bytes);
     // The next `bytes` of weights go into one slab: starts a new one if the current one is too
     // full and a new one would hold them.

@@ -209,6 +209,10 @@ uint64_t repacked_row_units(const WeightFormat& f, uint64_t cols) {
     return (cols + group_elements - 1) / group_elements * f.group_units;
 }
 
+uint64_t repacked_row_scales(const WeightFormat& f, uint64_t cols) {
+    return f.block_elements > 1 ? repacked_row_units(f, cols) / f.group_units : 0;
+}
+
 void repack_rows(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols, uint32_t* values,
                  uint64_t value_stride, float* scales, uint64_t scale_stride) {
     const uint64_t row_bytes = cols / f.block_elements * f.block_bytes;
@@ -221,7 +225,7 @@ void repack_rows(const WeightFormat& f, std::span<const uint8_t> src, uint64_t r
 Repacked repack(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
     Repacked r;
     r.row_units = repacked_row_units(f, cols);
-    const uint64_t groups = f.block_elements > 1 ? r.row_units / f.group_units : 0;
+    const uint64_t groups = repacked_row_scales(f, cols);
     r.values.resize(rows * r.row_units * 4);
     r.scales.resize(rows * groups);
     repack_rows(f, src, rows, cols, r.values.data(), r.row_units * 4, r.scales.data(), groups);

@@ -47,6 +47,8 @@ struct WeightFormat {
 
 // 16-byte units of a repacked row of `cols` elements (whole groups).
 uint64_t repacked_row_units(const WeightFormat& f, uint64_t cols);
+// Scales of a repacked row: one per group for quantized types, none for float types.
+uint64_t repacked_row_scales(const WeightFormat& f, uint64_t cols);
 // `rows` GGUF rows into caller buffers: row i's units at values + i * value_stride (32-bit words)
 // and its scales at scales + i * scale_stride — so rows can be stacked or interleaved with other
 // matrices' where they belong (the model loader), with no intermediate copy.
