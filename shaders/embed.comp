@@ -13,10 +13,10 @@ void main() {
     if (u >= pc.row_units || t >= pc.T) return;
     uint tok = min(tokens[t], pc.vocab - 1u);  // the host validates ids; never read out of bounds
     vec4 w[VPU];
-    float d = load_unit(row_walk(tok, pc.vocab, pc.row_units, pc.tile_rows), u, w);
+    dequant_unit(row_walk(tok, pc.vocab, pc.row_units, pc.tile_rows), u, w);
     for (uint v = 0; v < VPU; ++v)
         for (uint c = 0; c < 4u; ++c) {
             uint k = u * EPU + 4u * v + c;
-            if (k < pc.K) x[t * pc.K + k] = w[v][c] * d;
+            if (k < pc.K) x[t * pc.K + k] = w[v][c];
         }
 }

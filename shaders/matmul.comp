@@ -180,9 +180,15 @@ void main() {
     for (uint u = tid; u < full_units; u += wg) {
         vec4 w[ROWS][VPU];
         float d[ROWS];
+#if defined(WMINS)
+        float m[ROWS];
+#endif
         for (uint r = 0; r < ROWS; ++r) {
             load_values(unit_at(walk[r], u), w[r]);
             d[r] = group_scale(walk[r], u / GPS);
+#if defined(WMINS)
+            m[r] = group_min(walk[r], u / GPS);
+#endif
         }
         for (uint t = 0; t < TOKENS; ++t) {
             if (t < nt) {
@@ -192,11 +198,16 @@ void main() {
                     in_v[v] = input4(xbase[t], u * EPU + 4u * v, scale[t], INPUT_KIND);
                     sum += in_v[v];
                 }
-                const float zero = WZERO * dot(sum, vec4(1.0));
+                const float in_sum = dot(sum, vec4(1.0)), zero = WZERO * in_sum;
                 for (uint r = 0; r < ROWS; ++r) {
                     float a = 0.0;
                     for (uint v = 0; v < VPU; ++v) a += dot(w[r][v], in_v[v]);
+#if defined(WMINS)
+                    // The min, like the zero point, comes off per unit over that unit's input.
+                    acc[r * TOKENS + t] += (a - zero) * d[r] - m[r] * in_sum;
+#else
                     acc[r * TOKENS + t] += (a - zero) * d[r];
+#endif
                 }
             }
         }

@@ -58,7 +58,7 @@ vec4 x4_at(uint base, uint k) {
 // there, even NaNs), by a clamped fetch and a select rather than a branch: lavapipe runs both
 // sides of a branch. `raw` is a constant at every call, so each call compiles one path.
 vec4 group_input4(uint base, uint k, bool raw, uint in_kind) {
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+#if defined(WQUANT)
     return raw ? x4_at(base, k) : input4(base, k, 1.0, in_kind);  // quantized rows are whole groups (checked on load)
 #else
     if (VEC4_INPUT) {  // K is a multiple of 4
@@ -128,9 +128,10 @@ void store_pair(uint row, uint t, uvec4 info, float a, float b, uint out_kind) {
 #endif
 }
 
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+#if defined(WQUANT)
 // Decode on CPU drivers multiplies the integer weights by the group's input in fixed point: 16
-// bits and a power-of-two scale per group of 32 (ops::fixed_point_input). Integer products need
+// bits and a power-of-two scale per weight group (32 elements, 16 for Q6_K;
+// ops::fixed_point_input). Integer products need
 // no int->float convert per weight, which was a quarter of the decode kernels' instructions on
 // lavapipe (per weight: unpack, convert, multiply, add -> unpack, multiply, add; 110M Q8_0 decode
 // 1.13x). The power-of-two scale makes the integers exact (v * 2^n is, and so is rounding it), so
@@ -143,10 +144,9 @@ const bool FIXED_POINT_INPUT = LANE_PER_ROW;
 int idot(ivec4 a, ivec4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
 
 // The group input v in fixed point: q = round_even(v * 2^n) with |q| <= 2^16, n from the exponent
-// of max |v|; returns 2^-n (v ~ q * 2^-n) and sets `zero` to the raw weights' zero point times
-// sum(q). A group of values below 2^-111 quantizes to zeros. A group holding a NaN or an infinity
+// of max |v|; returns 2^-n (v ~ q * 2^-n) and sets `qsum` to sum(q). A group of values below 2^-111 quantizes to zeros. A group holding a NaN or an infinity
 // gets a NaN scale, so that its rows' sums are NaN as float products would be, not quietly finite.
-float fixed_point_group(vec4 v[VPG], out ivec4 q[VPG], out int zero) {
+float fixed_point_group(vec4 v[VPG], out ivec4 q[VPG], out int qsum) {
     // max |v| as bits: an unsigned max of the magnitudes' bit patterns orders finite values as
     // floats do and puts infinities and NaNs (exponent field 255) above them, whatever the
     // driver's float max does with NaNs.
@@ -161,7 +161,7 @@ float fixed_point_group(vec4 v[VPG], out ivec4 q[VPG], out int zero) {
         q[i] = ivec4(roundEven(v[i] * up));
         total += q[i];
     }
-    zero = int(WZERO) * (total.x + total.y + total.z + total.w);
+    qsum = total.x + total.y + total.z + total.w;
     if (e == 255u) return uintBitsToFloat(0x7fc00000u);
     return tiny ? 0.0 : uintBitsToFloat((e - 15u) << 23);  // 2^(e - 142)
 }
@@ -182,7 +182,7 @@ float lane_acc[LT * ROWS_MAX];
 // are of x * norm_w; the caller applies each token's RMS scale (lane_ss).
 void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
     uint first_unit[ROWS_MAX];
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+#if defined(WQUANT)
     uint first_scale[ROWS_MAX];
 #endif
     // The band lies in one tile (the host checks tile_rows), its clamped rows too.
@@ -190,13 +190,13 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
     [[unroll]] for (uint r = 0; r < rows; ++r) {
         const RowWalk walk = row_walk_in(tile, min(row0 + r * rstep, pc.N - 1u), pc.row_units, pc.tile_rows);
         first_unit[r] = walk.first;
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+#if defined(WQUANT)
         first_scale[r] = walk.scale_first;
 #endif
     }
     // So its rows share one group stride.
     const uint stride = tile.stride;
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+#if defined(WQUANT)
     // The band's scale texels (the tile layout in weights.glsl): a decode lane (its rows one
     // octet apart, the band a whole tile) finds the scales of its rows 4q..4q+3 in texel q; a
     // prefill workgroup (32 rows from a multiple of 32: one quad of octets) those of rows i, i + 8,
@@ -210,11 +210,14 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
     [[unroll]] for (uint j = 0; j < LT; ++j) lane_ss[j] = 0.0;
     const uint groups = (pc.K + EPG - 1u) / EPG;
     for (uint g = 0; g < groups; ++g) {
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+#if defined(WQUANT)
         vec4 scales[ROWS_MAX / 4u];  // fetched with the first row that needs each, in memory order
 #endif
+#if defined(WMINS)
+        vec4 mins[ROWS_MAX / 4u];  // the same rows' mins, 8 texels after their scales
+#endif
         vec4 in_v[LT][VPG];
-        float zero[LT];
+        float zero[LT], in_sum[LT];
         [[unroll]] for (uint j = 0; j < LT; ++j) {
             vec4 sum = vec4(0.0);
             [[unroll]] for (uint v = 0; v < VPG; ++v) {
@@ -227,23 +230,35 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
                 }
                 sum += in_v[j][v];
             }
-            zero[j] = WZERO * dot(sum, vec4(1.0));
+            in_sum[j] = dot(sum, vec4(1.0));
+            zero[j] = WZERO * in_sum[j];
         }
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+#if defined(WQUANT)
         ivec4 in_q[LT][VPG];
         float in_s[LT];
         int zero_q[LT];
-        if (FIXED_POINT_INPUT) [[unroll]] for (uint j = 0; j < LT; ++j) in_s[j] = fixed_point_group(in_v[j], in_q[j], zero_q[j]);
+        if (FIXED_POINT_INPUT)
+            [[unroll]] for (uint j = 0; j < LT; ++j) {
+                int qsum;
+                in_s[j] = fixed_point_group(in_v[j], in_q[j], qsum);
+                zero_q[j] = int(WZERO) * qsum;
+                in_sum[j] = float(qsum) * in_s[j];  // the mins' input: the rounded one, as the products'
+            }
 #endif
         [[unroll]] for (uint r = 0; r < rows; ++r) {
             const uint first = first_unit[r] + g * stride;
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+#if defined(WQUANT)
             const uint q = LANE_PER_ROW ? r / 4u : r;
-            if (LANE_PER_ROW ? r % 4u == 0u : r < 8u) scales[q] = scales4_at(scale_texel[q] + g * stride);
+            if (LANE_PER_ROW ? r % 4u == 0u : r < 8u) {
+                scales[q] = scales4_at(scale_texel[q] + g * stride);
+#if defined(WMINS)
+                mins[q] = scales4_at(scale_texel[q] + 8u + g * stride);
+#endif
+            }
             const float d = LANE_PER_ROW ? scales[r / 4u][r % 4u] : scales[r % 8u][r / 8u];
 #endif
             float a[LT];  // the row's sums over this group (quantized: zero point off, input scale on)
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+#if defined(WQUANT)
             if (FIXED_POINT_INPUT) {
                 int ai[LT];
                 [[unroll]] for (uint j = 0; j < LT; ++j) ai[j] = 0;
@@ -264,11 +279,14 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
                     [[unroll]] for (uint j = 0; j < LT; ++j)
                         [[unroll]] for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
                 }
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+#if defined(WQUANT)
                 [[unroll]] for (uint j = 0; j < LT; ++j) a[j] -= zero[j];
 #endif
             }
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+#if defined(WMINS)
+            const float mn = LANE_PER_ROW ? mins[r / 4u][r % 4u] : mins[r % 8u][r / 8u];
+            [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * d - mn * in_sum[j];
+#elif defined(WQUANT)
             [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * d;
 #else
             [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j];

@@ -25,6 +25,12 @@ std::string shared_path(const std::string& relative) {
     return p;
 }
 
+std::string source_path(const std::string& relative) {
+    std::string p = std::string(LANTERN_SOURCE_DIR) + "/" + relative;
+    if (!std::filesystem::exists(p)) throw Error(ErrorCode::Io, "test data missing: " + p);
+    return p;
+}
+
 std::string temp_dir() {
     static QTemporaryDir dir;
     return dir.path().toStdString();

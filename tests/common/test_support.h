@@ -21,6 +21,8 @@ namespace lantern::test {
 
 std::string shared_dir();
 std::string shared_path(const std::string& relative);
+// A file of the project's own test data (tests/data); missing is a hard failure too.
+std::string source_path(const std::string& relative);
 std::string temp_dir();  // a per-process scratch directory (removed at exit)
 
 class ValidationLog {

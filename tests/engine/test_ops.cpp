@@ -12,6 +12,7 @@
 //    accumulation. Measured on lavapipe: matmul worst 1e-11 (F32, K=3 with cancellation), 4e-13 to
 //    8e-13 (F16/Q8_0/Q4_0); attention 1e-14 to 6e-14. A kernel that drops one term of a long dot
 //    product, mishandles a tail or reads the wrong scale block lands orders of magnitude above.
+#include <QFile>
 #include <QTest>
 
 #include <algorithm>
@@ -45,8 +46,14 @@ constexpr uint32_t kSentinel = 0xDEADBEEFu;  // guard word; as a float a finite 
 // per lane, 70 more than one workgroup of it with two tokens per lane (64), not a multiple.
 constexpr uint32_t kTokenCounts[] = {1, 3, 8, 9, 30, 70};
 
-const uint32_t kTypes[] = {static_cast<uint32_t>(GgmlType::F32), static_cast<uint32_t>(GgmlType::F16),
-                           static_cast<uint32_t>(GgmlType::Q8_0), static_cast<uint32_t>(GgmlType::Q4_0)};
+const uint32_t kTypes[] = {static_cast<uint32_t>(GgmlType::F32),  static_cast<uint32_t>(GgmlType::F16),
+                           static_cast<uint32_t>(GgmlType::Q8_0), static_cast<uint32_t>(GgmlType::Q4_0),
+                           static_cast<uint32_t>(GgmlType::Q4_K), static_cast<uint32_t>(GgmlType::Q5_K),
+                           static_cast<uint32_t>(GgmlType::Q6_K)};
+
+// Row lengths of quantized types are whole blocks: `blocks` of the type's block (32 elements for
+// Q8_0/Q4_0, 256 for the K-quants), so the same cases cover both block sizes.
+uint32_t whole_blocks(uint32_t type, uint32_t blocks) { return blocks * ops::find_weight_format(type)->block_elements; }
 
 class Rng {
 public:
@@ -174,17 +181,28 @@ struct TestWeight {
     ops::DeviceWeight device;
 };
 
+std::unique_ptr<TestWeight> make_weight_encoded(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols,
+                                                std::vector<uint8_t> encoded, const std::vector<uint64_t>& part_rows,
+                                                uint32_t tile_rows, ops::MatmulSplit split);
+
 // A weight of `values` (rows x cols floats, quantized to `type`). tile_rows 0 = the layout the
 // device's matmul wants (ops::matmul_tile_rows).
 std::unique_ptr<TestWeight> make_weight_of(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols,
                                            const std::vector<float>& values, const std::vector<uint64_t>& part_rows = {},
                                            uint32_t tile_rows = 0, ops::MatmulSplit split = ops::MatmulSplit::ForDevice) {
+    return make_weight_encoded(ctx, type, rows, cols, ops::quantize(type, values, cols), part_rows, tile_rows, split);
+}
+
+// A weight of GGUF bytes as they are.
+std::unique_ptr<TestWeight> make_weight_encoded(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols,
+                                                std::vector<uint8_t> encoded, const std::vector<uint64_t>& part_rows,
+                                                uint32_t tile_rows, ops::MatmulSplit split) {
     if (tile_rows == 0) tile_rows = ops::matmul_tile_rows(ctx, rows, split);
     auto w = std::make_unique<TestWeight>();
     w->format = ops::find_weight_format(type);
     w->rows = rows;
     w->cols = cols;
-    w->encoded = ops::quantize(type, values, cols);
+    w->encoded = std::move(encoded);
     w->dequantized = ops::dequantize(type, w->encoded, rows * cols);
     w->device.format = w->format;
     w->device.rows = rows;
@@ -391,14 +409,21 @@ private slots:
         QTest::newRow("F16") << kTypes[1] << 1.0 / 2048;
         QTest::newRow("Q8_0") << kTypes[2] << 0.5 / 127 + 1e-3;
         QTest::newRow("Q4_0") << kTypes[3] << 1.0 / 8 + 1e-3;
+        // K-quants: half a step of the sub-block's range (up to 2 amax over 15 or 31 steps), plus
+        // the 6-bit rounding of the sub-block scales and mins; Q6_K, like Q4_0, maps the extreme
+        // to -32, so the other sign's extreme clamps at 31: a whole step of amax / 32.
+        QTest::newRow("Q4_K") << kTypes[4] << 1.0 / 15 + 0.02;
+        QTest::newRow("Q5_K") << kTypes[5] << 1.0 / 31 + 0.02;
+        QTest::newRow("Q6_K") << kTypes[6] << 1.0 / 32 + 0.005;
     }
     void quantize_dequantize_error_is_bounded() {
         QFETCH(uint32_t, type);
         QFETCH(double, max_rel);
         Rng rng(11);
-        auto x = rng.floats(64 * 96, -3.0f, 3.0f);
-        auto q = ops::quantize(type, x, 96);
-        QCOMPARE(q.size(), size_t(ggml_row_bytes(type, 96) * 64));
+        const uint32_t row = std::max<uint32_t>(96, ops::find_weight_format(type)->block_elements);
+        auto x = rng.floats(64 * 96, -3.0f, 3.0f);  // 24 rows of 256 for the K-quants
+        auto q = ops::quantize(type, x, row);
+        QCOMPARE(q.size(), size_t(ggml_row_bytes(type, row) * (x.size() / row)));
         auto dq = ops::dequantize(type, q, x.size());
         double worst = 0;
         for (size_t b = 0; b < x.size() / 32; ++b) {
@@ -411,6 +436,101 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // llama.cpp's own dequantizer (libggml's to_float, run by scripts/ggml-dequant-vectors) on
+    // random blocks of every quantized type, against ours on the CPU and on the device: the
+    // embedding lookup reproduces its floats, a matmul over those rows its products. Catches a
+    // misread block layout (an element order, a scale's bits) that a round trip through our own
+    // quantizer and dequantizer would share and so never see.
+    void dequantization_matches_llama_cpp() {
+        QFile f(QString::fromStdString(test::source_path("tests/data/ggml_dequant_vectors.bin")));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray all = f.readAll();
+        size_t at = 0;
+        auto take = [&](void* dst, size_t n) {
+            if (at + n > static_cast<size_t>(all.size())) throw Error(ErrorCode::Io, "vector file truncated");
+            std::memcpy(dst, all.constData() + at, n);
+            at += n;
+        };
+        char magic[4];
+        uint32_t records = 0;
+        take(magic, 4);
+        take(&records, 4);
+        QVERIFY(std::memcmp(magic, "LGDV", 4) == 0);
+        QCOMPARE(records, 5u);
+        auto& ctx = test::context();
+        Rng rng(77);
+        std::vector<uint32_t> seen;
+        for (uint32_t r = 0; r < records; ++r) {
+            uint32_t type = 0, elements = 0, bytes = 0;
+            take(&type, 4);
+            take(&elements, 4);
+            take(&bytes, 4);
+            std::vector<uint8_t> blocks(bytes);
+            std::vector<float> ggml(elements);
+            take(blocks.data(), bytes);
+            take(ggml.data(), 4ull * elements);
+            seen.push_back(type);
+            const char* name = ggml_type_name(type);
+            QVERIFY2(ops::find_weight_format(type), name);
+            double amax = 0;
+            for (float v : ggml) amax = std::max(amax, std::fabs(double(v)));
+            QVERIFY(amax > 0);
+
+            // CPU: the same floats (ggml computes scale * q - min in float as we do; a 1e-6
+            // relative slack allows for an FMA the compiler may form on either side).
+            const auto ours = ops::dequantize(type, blocks, elements);
+            double worst = 0;
+            for (uint32_t i = 0; i < elements; ++i) worst = std::max(worst, std::fabs(double(ours[i]) - ggml[i]));
+            qInfo("%s: %u elements, CPU max |diff| vs llama.cpp %.3g (max |value| %.3g)", name, elements, worst, amax);
+            QVERIFY2(worst <= 1e-6 * amax, qPrintable(QString("%1: CPU dequantization differs by %2").arg(name).arg(worst)));
+
+            // Device: rows of one block-row each, in the device's layout and the other one.
+            const uint32_t block = ops::find_weight_format(type)->block_elements;
+            const uint32_t cols = std::max(block, 128u), rows = elements / cols;
+            for (auto split : {ops::MatmulSplit::ForDevice, other_split_of(ctx)}) {
+                auto w = make_weight_encoded(ctx, type, rows, cols, blocks, {}, 0, split);
+                std::vector<int32_t> tokens(rows);
+                std::iota(tokens.begin(), tokens.end(), 0);
+                DeviceBuffer tb(ctx, tokens.data(), tokens.size() * 4);
+                Guarded out(ctx, elements);
+                if (split == ops::MatmulSplit::ForDevice) {
+                    ops::EmbedOp op(ctx, w->device, tb.range(), out.range());
+                    VkCommandBuffer cmd = ctx.begin();
+                    op.record(cmd, rows);
+                    ctx.barrier(cmd);
+                    ctx.submit_and_wait(cmd);
+                    auto got = out.read_floats();
+                    QVERIFY(out.guards_ok());
+                    double dev = 0;
+                    for (uint32_t i = 0; i < elements; ++i) dev = std::max(dev, std::fabs(double(got[i]) - ggml[i]));
+                    qInfo("%s: embedding lookup max |diff| vs llama.cpp %.3g", name, dev);
+                    QVERIFY2(dev <= 1e-6 * amax, qPrintable(QString("%1: embedding differs by %2").arg(name).arg(dev)));
+                }
+                for (uint32_t T : {1u, 9u}) {
+                    auto x = rng.floats(static_cast<size_t>(T) * cols, -2.0f, 2.0f);
+                    auto got = run_plain_matmul(ctx, *w, x, T, split);
+                    QVERIFY2(!got.empty(), "wrote outside the output buffer");
+                    ops::MatmulShape s;
+                    s.tokens = T;
+                    s.x_stride = cols;
+                    s.y_stride = rows;
+                    std::vector<float> want(static_cast<size_t>(T) * rows);
+                    ops::reference_matmul(ggml, rows, cols, ops::MatmulInput::Plain, x, want, {}, {}, s,
+                                          ops::fixed_point_input(ctx, split, type, T));
+                    std::vector<float> got_f(got.size());
+                    std::memcpy(got_f.data(), got.data(), got.size() * 4);
+                    auto err = check("y", compare(got_f, want), kMatmulNmse);
+                    QVERIFY2(err.empty(), qPrintable(QString("%1 T=%2: %3").arg(name).arg(T).arg(err.c_str())));
+                }
+            }
+        }
+        QCOMPARE(at, static_cast<size_t>(all.size()));
+        for (uint32_t t : kTypes)
+            if (ops::find_weight_format(t)->block_elements > 1)
+                QVERIFY2(std::find(seen.begin(), seen.end(), t) != seen.end(), ggml_type_name(t));
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void embed_matches_reference_data() {
         QTest::addColumn<uint32_t>("type");
         for (uint32_t t : kTypes) QTest::newRow(ggml_type_name(t)) << t;
@@ -420,8 +540,9 @@ private slots:
         auto& ctx = test::context();
         const bool quantized = ops::find_weight_format(type)->block_elements > 1;
         // Row lengths around the 64-wide workgroup, odd ones for float types.
-        const std::vector<uint32_t> dims = quantized ? std::vector<uint32_t>{32, 96, 160}
-                                                     : std::vector<uint32_t>{1, 45, 65, 129};
+        const std::vector<uint32_t> dims =
+            quantized ? std::vector<uint32_t>{whole_blocks(type, 1), whole_blocks(type, 3), whole_blocks(type, 5)}
+                      : std::vector<uint32_t>{1, 45, 65, 129};
         Rng rng(100 + type);
         double worst = 0, worst_abs = 0;
         for (uint32_t dim : dims)
@@ -465,8 +586,11 @@ private slots:
     void matmul_matches_reference() {
         QFETCH(uint32_t, type);
         const bool quantized = ops::find_weight_format(type)->block_elements > 1;
-        const std::vector<uint32_t> Ks = quantized ? std::vector<uint32_t>{32, 96, 288, 1056}
-                                                   : std::vector<uint32_t>{3, 45, 259, 1030};
+        const bool k_quant = ops::find_weight_format(type)->block_elements == 256;
+        const std::vector<uint32_t> Ks =
+            quantized ? std::vector<uint32_t>{whole_blocks(type, 1), whole_blocks(type, 3), whole_blocks(type, 9),
+                                              whole_blocks(type, k_quant ? 17 : 33)}
+                      : std::vector<uint32_t>{3, 45, 259, 1030};
         const uint32_t Ns[] = {1, 7, 13, 66, 300};
         Rng rng(200 + type);
         double worst = 0, worst_abs = 0;
@@ -534,7 +658,7 @@ private slots:
         for (auto split : {ops::MatmulSplit::ForDevice, other_split_of(ctx)})
             for (uint32_t F : {7u, 66u, 150u})
                 for (uint32_t T : {1u, 9u, 70u}) {
-                    const uint32_t K = quantized ? (F == 7 ? 64u : 96u) : (F == 7 ? 37u : 44u);
+                    const uint32_t K = quantized ? whole_blocks(type, F == 7 ? 2 : 3) : (F == 7 ? 37u : 44u);
                     std::vector<uint64_t> parts;
                     if (F == 150) parts = {2 * 41, 2 * F - 2 * 41};  // an even split
                     auto w = make_weight(ctx, type, 2 * F, K, rng, parts, 0, split);
@@ -651,7 +775,7 @@ private slots:
             s.x_stride = K;
             s.y_stride = N;
             std::vector<float> want(static_cast<size_t>(T) * N);
-            ops::reference_matmul(w->dequantized, N, K, ops::MatmulInput::Plain, x, want, {}, {}, s, true);
+            ops::reference_matmul(w->dequantized, N, K, ops::MatmulInput::Plain, x, want, {}, {}, s, 32);
             for (uint32_t i = 0; i < T * N; ++i)
                 QVERIFY2(got[i] == float_bits(want[i]),
                          qPrintable(QString("T=%1: token %2, row %3: %4, want %5")
@@ -675,7 +799,7 @@ private slots:
         QFETCH(uint32_t, type);
         auto& ctx = test::context();
         Rng rng(700 + type);
-        const uint32_t K = 64, N = 40;
+        const uint32_t K = std::max(64u, whole_blocks(type, 1)), N = 40;
         for (auto split : {ops::MatmulSplit::ForDevice, other_split_of(ctx)})
             for (uint32_t T : {1u, 3u, 30u}) {
                 auto w = make_weight(ctx, type, N, K, rng, {}, 0, split);
@@ -711,10 +835,10 @@ private slots:
         double worst = 0, worst_abs = 0;
         for (auto input : {ops::MatmulInput::Plain, ops::MatmulInput::Norm, ops::MatmulInput::Silu})
             for (uint32_t T : {1u, 9u}) {
-                MatmulCase c{type, input, T == 9, T == 1, quantized ? 96u : 77u, 37, T, {10, 13, 14}};
+                MatmulCase c{type, input, T == 9, T == 1, quantized ? whole_blocks(type, 3) : 77u, 37, T, {10, 13, 14}};
                 auto err = run_matmul(c, rng, &worst, &worst_abs);
                 QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(c) + ": " + err)));
-                MatmulCase two{type, input, false, false, quantized ? 64u : 40u, 9, T, {1, 8}};
+                MatmulCase two{type, input, false, false, quantized ? whole_blocks(type, 2) : 40u, 9, T, {1, 8}};
                 err = run_matmul(two, rng, &worst, &worst_abs);
                 QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(two) + ": " + err)));
             }

@@ -28,7 +28,13 @@ class GgufWriter;
 // Any text encodes (letters as pieces, everything else as bytes). Needs vocab >= 286.
 void add_synthetic_vocabulary(GgufWriter& writer, uint32_t vocab);
 
-// Writes the model to `path`. `ggml_type`: type of the 2-D weights (F32, F16, Q8_0, Q4_0).
+// A mix of types like llama.cpp's Q4_K_M files (what most users download): Q4_K, with Q6_K for
+// output.weight and for attn_v and ffn_down in the first and last eighth of the layers and every
+// third layer between. Pass it as the type to write_synthetic_model.
+constexpr uint32_t kSyntheticQ4KM = 0x10000 + 12;
+
+// Writes the model to `path`. `ggml_type`: type of the 2-D weights (F32, F16, Q8_0, Q4_0, Q4_K,
+// Q5_K, Q6_K; the K-quants need rows of whole 256-element blocks), or kSyntheticQ4KM.
 void write_synthetic_model(const SyntheticShape& shape, uint32_t ggml_type, const std::string& path,
                            uint64_t seed = 1234);
 

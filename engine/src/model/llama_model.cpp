@@ -106,15 +106,21 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         auto& L = layers_[l];
         std::string p = "blk." + std::to_string(l) + ".";
         // For the fused decode layer (which reads a layer's weights through one view), keep each
-        // layer in one slab where a fresh slab can hold it: estimated from the GGUF sizes, with
-        // room for the repacking (Q4_0 grows 11 %, Q8_0 6 %) and each part's alignment. Only
-        // where fused layers can run: elsewhere it would waste up to a layer per slab.
+        // layer in one slab where a fresh slab can hold it: the repacked sizes (a K-quant grows by
+        // up to 82 % on the device, see weight_format.cpp), with room for the tiles' padding and
+        // each part's alignment. Only where fused layers can run: elsewhere it would waste up to
+        // a layer per slab.
         if (limits.fused_decode && ops::DecodeLayerOp::device_supported(ctx)) {
             uint64_t layer_bytes = 0;
             for (const char* n : {"attn_norm", "ffn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate",
                                   "ffn_up", "ffn_down"})
-                if (const auto* t = gguf.find_tensor(p + n + ".weight")) layer_bytes += t->size_bytes;
-            keep_together(layer_bytes + layer_bytes / 4 + 4096);
+                if (const auto* t = gguf.find_tensor(p + n + ".weight"))
+                    if (const auto* f = ops::find_weight_format(t->type); f && !t->shape.empty()) {
+                        const uint64_t cols = t->shape[0], rows = t->elements() / std::max<uint64_t>(cols, 1);
+                        layer_bytes += rows * (ops::repacked_row_units(*f, cols) * 16 +
+                                               ops::repacked_row_scales(*f, cols) * 4) + 4096;
+                    }
+            keep_together(layer_bytes + layer_bytes / 16 + 4096);
         }
         L.attn_norm = &upload(gguf, p + "attn_norm.weight", 1, m.dim);
         L.ffn_norm = &upload(gguf, p + "ffn_norm.weight", 1, m.dim);
@@ -234,6 +240,7 @@ ops::Repacked& LlamaModel::scratch(const ops::WeightFormat& fmt, uint64_t rows, 
     // a page fault per 4 KiB on first touch (most of a lavapipe load's time in this VM), and
     // repack_rows writes every word, so nothing needs clearing.
     scratch_.row_units = ops::repacked_row_units(fmt, cols);
+    scratch_.scales_per_group = fmt.scales_per_group;
     scratch_.values.resize(rows * scratch_.row_units * 4);
     scratch_.scales.resize(rows * ops::repacked_row_scales(fmt, cols));
     return scratch_;
@@ -341,13 +348,13 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
     // Split by rows so that no texel view exceeds maxTexelBufferElements (16-byte value texels,
     // 4-byte scale texels; weights are read only through texel views, see shaders/weights.glsl);
     // each part is laid out as a matrix of its own.
-    const uint64_t groups_per_row = r.row_units / fmt.group_units;
+    const uint64_t scales_per_row = r.row_units / fmt.group_units * fmt.scales_per_group;
     const uint64_t texels = ctx_.limits().maxTexelBufferElements;
     uint64_t rows_per_part = std::min(texels / std::max<uint64_t>(r.row_units, 1), rows);
     if (!r.scales.empty() && w.tile_rows == 1)  // scales in their own array
-        rows_per_part = std::min(rows_per_part, texels / std::max<uint64_t>(groups_per_row, 1));
+        rows_per_part = std::min(rows_per_part, texels / std::max<uint64_t>(scales_per_row, 1));
     if (!r.scales.empty() && w.tile_rows > 1)  // scales inline, read through a float view of the values
-        rows_per_part = std::min(rows_per_part, texels / 4 / (r.row_units + groups_per_row));
+        rows_per_part = std::min(rows_per_part, texels / 4 / (r.row_units + scales_per_row));
     // Parts start at even rows: the RoPE and SwiGLU epilogues finish rows in pairs (2i, 2i + 1).
     if (rows_per_part < rows) rows_per_part -= rows_per_part % 2;
     if (rows_per_part == 0)
@@ -361,7 +368,7 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
             // Row-major: the part is a slice of r, uploaded from where it is.
             part.values = place(r.values.data() + r0 * r.row_units * 4, n * r.row_units * 16);
             if (!r.scales.empty())
-                part.scales = place(r.scales.data() + r0 * groups_per_row, n * groups_per_row * 4);
+                part.scales = place(r.scales.data() + r0 * scales_per_row, n * scales_per_row * 4);
         } else {
             // Tiled straight into the slab where it is mapped (CPU devices, unified memory):
             // building the tiles in a vector first and copying them cost a 1.1 GB model's load

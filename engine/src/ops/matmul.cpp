@@ -243,18 +243,19 @@ void reference_rms_norm(const float* x, const float* w, float* out, uint32_t n, 
     for (uint32_t i = 0; i < n; ++i) out[i] = static_cast<float>(x[i] * inv * w[i]);
 }
 
-bool fixed_point_input(bool lanes_own_rows, uint32_t ggml_type, uint32_t tokens) {
+uint32_t fixed_point_input(bool lanes_own_rows, uint32_t ggml_type, uint32_t tokens) {
     const WeightFormat* f = find_weight_format(ggml_type);
-    return lanes_own_rows && tokens <= kRowLayoutMaxTokens && f && f->block_elements > 1;
+    const bool fixed = lanes_own_rows && tokens <= kRowLayoutMaxTokens && f && f->scales_per_group > 0;
+    return fixed ? f->unit_elements * f->group_units : 0;
 }
 
-bool fixed_point_input(const vk::Context& ctx, MatmulSplit split, uint32_t ggml_type, uint32_t tokens) {
+uint32_t fixed_point_input(const vk::Context& ctx, MatmulSplit split, uint32_t ggml_type, uint32_t tokens) {
     return fixed_point_input(lanes_own_rows(ctx, split), ggml_type, tokens);
 }
 
-void to_fixed_point(std::span<float> v) {
-    for (size_t g0 = 0; g0 < v.size(); g0 += kFixedPointGroup) {
-        const size_t end = std::min(v.size(), g0 + kFixedPointGroup);
+void to_fixed_point(std::span<float> v, uint32_t group) {
+    for (size_t g0 = 0; g0 < v.size(); g0 += group) {
+        const size_t end = std::min(v.size(), g0 + group);
         float amax = 0;
         for (size_t i = g0; i < end; ++i) amax = std::max(amax, std::fabs(v[i]));
         uint32_t bits;
@@ -267,7 +268,7 @@ void to_fixed_point(std::span<float> v) {
 
 void reference_matmul(std::span<const float> W, uint32_t rows, uint32_t cols, MatmulInput input,
                       std::span<const float> x, std::span<float> y, std::span<const float> norm_weight,
-                      std::span<const uint32_t> rowmap, const MatmulShape& s, bool fixed_point) {
+                      std::span<const uint32_t> rowmap, const MatmulShape& s, uint32_t fixed_point) {
     std::vector<float> in(cols);
     for (uint32_t t = 0; t < s.tokens; ++t) {
         uint32_t xr = s.use_rowmap ? rowmap[t] : t;
@@ -293,7 +294,7 @@ void reference_matmul(std::span<const float> W, uint32_t rows, uint32_t cols, Ma
                 }
                 break;
         }
-        if (fixed_point) to_fixed_point(in);
+        if (fixed_point) to_fixed_point(in, fixed_point);
         for (uint32_t n = 0; n < rows; ++n) {
             double acc = 0;
             const float* wr = W.data() + static_cast<size_t>(n) * cols;

@@ -110,22 +110,22 @@ private:
 // Whether a matmul multiplies its input in fixed point rather than as floats: the CPU layouts'
 // decode steps (lanes own rows, at most kRowLayoutMaxTokens tokens) over quantized weights, whose
 // integer products skip a convert per weight (shaders/matmul_rows.glsl, fixed_point_group). Each
-// group of kFixedPointGroup input values (after the Norm input's weight, before its RMS scale)
-// becomes 16-bit integers times a power of two; see to_fixed_point.
-constexpr uint32_t kFixedPointGroup = 32;  // a Q8_0 or Q4_0 block: the shader's group (EPG)
-bool fixed_point_input(bool lanes_own_rows, uint32_t ggml_type, uint32_t tokens);
-bool fixed_point_input(const vk::Context& ctx, MatmulSplit split, uint32_t ggml_type, uint32_t tokens);
-// The device's rounding, in place: per group of kFixedPointGroup values (from index 0),
+// group of the weight's scale (32 input values; 16 for Q6_K), after the Norm input's weight and
+// before its RMS scale, becomes 16-bit integers times a power of two; see to_fixed_point.
+// Returns that group's size, 0 for float products.
+uint32_t fixed_point_input(bool lanes_own_rows, uint32_t ggml_type, uint32_t tokens);
+uint32_t fixed_point_input(const vk::Context& ctx, MatmulSplit split, uint32_t ggml_type, uint32_t tokens);
+// The device's rounding, in place: per group of `group` values (from index 0),
 // v = round_half_even(v * 2^n) * 2^-n, n from the exponent of the group's max |v| so that
 // |v| * 2^n < 2^16 (a group below 2^-111 becomes zeros). Exact in float, so references match the
 // device's integers bit for bit.
-void to_fixed_point(std::span<float> v);
+void to_fixed_point(std::span<float> v, uint32_t group);
 
 // CPU reference (double accumulation). W is rows x cols floats; x holds `tokens` rows of x_stride.
-// `fixed_point`: the input as fixed_point_input matmuls take it.
+// `fixed_point`: the input as fixed_point_input matmuls take it (its group size; 0 = floats).
 void reference_matmul(std::span<const float> W, uint32_t rows, uint32_t cols, MatmulInput input,
                       std::span<const float> x, std::span<float> y, std::span<const float> norm_weight,
-                      std::span<const uint32_t> rowmap, const MatmulShape& shape, bool fixed_point = false);
+                      std::span<const uint32_t> rowmap, const MatmulShape& shape, uint32_t fixed_point = 0);
 
 // CPU reference of RMSNorm: out = x * rsqrt(mean(x^2) + eps) * w.
 void reference_rms_norm(const float* x, const float* w, float* out, uint32_t n, float eps);

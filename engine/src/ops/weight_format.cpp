@@ -183,23 +183,259 @@ void quant_q4_0(const float* src, uint8_t* dst, uint64_t n) {
     }
 }
 
+// ---- K-quants: 256-element super-blocks with a f16 scale d (and dmin) and per-sub-block scales
+// (and mins) quantized to 6 or 8 bits (the GGUF / ggml spec). On the device the super-block
+// structure disappears: each sub-block becomes a group with its scale (and min) as floats,
+// d * sc (and dmin * m), so the kernels see the same "units + per-group floats" as Q8_0/Q4_0.
+// Q4_K keeps its nibbles (one 16-byte unit per 32-element group, Q4_0's nibble order); Q5_K and
+// Q6_K are widened to a byte per element (Q8_0's unit): 1.25 bytes per element on the device
+// instead of 0.69 and 0.82 in the file, the price of not adding a 5- and 6-bit unpack to every
+// kernel layout. ----
+constexpr uint64_t kSuper = 256;
+
+float f16_at(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return half_to_float(h);
+}
+void put_f16(uint8_t* p, float v) {
+    const uint16_t h = float_to_half(v);
+    std::memcpy(p, &h, 2);
+}
+
+// Scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K/Q5_K: sub-blocks 0-3 keep
+// their 6 bits in the low bits of bytes j (scale) and j + 4 (min); 4-7 have their low 4 bits in
+// byte j + 4 (scale low nibble, min high nibble) and their top 2 bits in the top bits of bytes
+// j - 4 (scale) and j (min).
+void k_scale_min(const uint8_t* sc, int j, int& scale, int& min) {
+    if (j < 4) {
+        scale = sc[j] & 63;
+        min = sc[j + 4] & 63;
+    } else {
+        scale = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
+        min = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
+    }
+}
+void k_pack_scale_min(const int scale[8], const int min[8], uint8_t* sc) {
+    for (int j = 0; j < 4; ++j) {
+        sc[j] = static_cast<uint8_t>((scale[j] & 63) | (scale[j + 4] >> 4) << 6);
+        sc[j + 4] = static_cast<uint8_t>((min[j] & 63) | (min[j + 4] >> 4) << 6);
+        sc[j + 8] = static_cast<uint8_t>((scale[j + 4] & 15) | (min[j + 4] & 15) << 4);
+    }
+}
+
+// Raw values (q, unsigned) and per-sub-block float scale/min of one Q4_K or Q5_K super-block.
+// Q4_K: d, dmin, scales[12], qs[128]; Q5_K: the same with qh[32] (fifth bits) before qs. In each
+// 64-element chunk c, element 64c + l is the low nibble of qs[32c + l], element 64c + 32 + l its
+// high nibble; Q5_K adds bit 2c (resp. 2c + 1) of qh[l] as bit 4.
+void k_min_block(const uint8_t* blk, bool five, uint8_t q[256], float scale[8], float min[8]) {
+    const float d = f16_at(blk), dmin = f16_at(blk + 2);
+    const uint8_t* sc = blk + 4;
+    const uint8_t* qh = blk + 16;
+    const uint8_t* qs = blk + (five ? 48 : 16);
+    for (int j = 0; j < 8; ++j) {
+        int s, m;
+        k_scale_min(sc, j, s, m);
+        scale[j] = d * static_cast<float>(s);
+        min[j] = dmin * static_cast<float>(m);
+    }
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) {
+            const uint8_t b = qs[32 * c + l];
+            q[64 * c + l] = static_cast<uint8_t>((b & 15) | (five ? ((qh[l] >> (2 * c)) & 1) << 4 : 0));
+            q[64 * c + 32 + l] = static_cast<uint8_t>((b >> 4) | (five ? ((qh[l] >> (2 * c + 1)) & 1) << 4 : 0));
+        }
+}
+// The inverse: values x of one super-block -> its bytes. Per sub-block the range [min(0, lo), hi]
+// is cut into nmax steps; the sub-block scales and mins are then quantized to 6 bits against the
+// super-block's largest, and q recomputed with the scales as stored. (Simpler than ggml's
+// weighted search, and only used for test and benchmark models.)
+void k_min_quantize_block(const float* x, bool five, uint8_t* blk) {
+    const int nmax = five ? 31 : 15;
+    float step[8], offset[8], max_step = 0, max_offset = 0;
+    for (int j = 0; j < 8; ++j) {
+        float lo = 0, hi = 0;
+        for (int i = 0; i < 32; ++i) {
+            lo = std::min(lo, x[32 * j + i]);
+            hi = std::max(hi, x[32 * j + i]);
+        }
+        step[j] = (hi - lo) / static_cast<float>(nmax);
+        offset[j] = -lo;
+        max_step = std::max(max_step, step[j]);
+        max_offset = std::max(max_offset, offset[j]);
+    }
+    put_f16(blk, max_step / 63.0f);
+    put_f16(blk + 2, max_offset / 63.0f);
+    const float d = f16_at(blk), dmin = f16_at(blk + 2);
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) {
+        sc[j] = d > 0 ? std::min(63, static_cast<int>(std::lround(step[j] / d))) : 0;
+        mn[j] = dmin > 0 ? std::min(63, static_cast<int>(std::lround(offset[j] / dmin))) : 0;
+    }
+    k_pack_scale_min(sc, mn, blk + 4);
+    uint8_t* qh = blk + 16;
+    uint8_t* qs = blk + (five ? 48 : 16);
+    if (five) std::memset(qh, 0, 32);
+    for (int j = 0; j < 8; ++j) {
+        const float s = d * static_cast<float>(sc[j]), m = dmin * static_cast<float>(mn[j]);
+        for (int i = 0; i < 32; ++i) {
+            const int v = s > 0 ? std::clamp(static_cast<int>(std::lround((x[32 * j + i] + m) / s)), 0, nmax) : 0;
+            const int c = j / 2, l = i;
+            uint8_t& b = qs[32 * c + l];
+            if (j % 2 == 0)
+                b = static_cast<uint8_t>((b & 0xf0) | (v & 15));
+            else
+                b = static_cast<uint8_t>((b & 0x0f) | (v & 15) << 4);
+            if (five && (v & 16)) qh[l] = static_cast<uint8_t>(qh[l] | 1u << j);
+        }
+    }
+}
+
+uint64_t k_block_bytes(bool five) { return five ? 176 : 144; }
+
+void repack_row_k_min(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales, bool five) {
+    uint8_t q[256];
+    float s[8], m[8];
+    for (uint64_t b = 0; b < cols / kSuper; ++b) {
+        k_min_block(src + b * k_block_bytes(five), five, q, s, m);
+        for (int j = 0; j < 8; ++j) {
+            scales[(b * 8 + j) * 2] = s[j];
+            scales[(b * 8 + j) * 2 + 1] = m[j];
+        }
+        if (five) {  // a byte per element (Q8_0's unit)
+            std::memcpy(reinterpret_cast<uint8_t*>(values) + b * 256, q, 256);
+        } else {     // nibble i of word w = element 8w + i (Q4_0's unit)
+            for (int w = 0; w < 32; ++w) {
+                uint32_t u = 0;
+                for (int k = 0; k < 8; ++k) u |= static_cast<uint32_t>(q[w * 8 + k]) << (4 * k);
+                values[b * 32 + w] = u;
+            }
+        }
+    }
+}
+void dequant_k_min(const uint8_t* src, float* dst, uint64_t n, bool five) {
+    uint8_t q[256];
+    float s[8], m[8];
+    for (uint64_t b = 0; b < n / kSuper; ++b) {
+        k_min_block(src + b * k_block_bytes(five), five, q, s, m);
+        for (int e = 0; e < 256; ++e) dst[b * 256 + e] = static_cast<float>(q[e]) * s[e / 32] - m[e / 32];
+    }
+}
+void quant_k_min(const float* src, uint8_t* dst, uint64_t n, bool five) {
+    for (uint64_t b = 0; b < n / kSuper; ++b) k_min_quantize_block(src + b * 256, five, dst + b * k_block_bytes(five));
+}
+void repack_row_q4_k(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    repack_row_k_min(src, cols, values, scales, false);
+}
+void dequant_q4_k(const uint8_t* src, float* dst, uint64_t n) { dequant_k_min(src, dst, n, false); }
+void quant_q4_k(const float* src, uint8_t* dst, uint64_t n) { quant_k_min(src, dst, n, false); }
+void repack_row_q5_k(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    repack_row_k_min(src, cols, values, scales, true);
+}
+void dequant_q5_k(const uint8_t* src, float* dst, uint64_t n) { dequant_k_min(src, dst, n, true); }
+void quant_q5_k(const float* src, uint8_t* dst, uint64_t n) { quant_k_min(src, dst, n, true); }
+
+// Q6_K: ql[128] (low 4 bits), qh[64] (top 2 bits), int8 scales[16] (one per 16 elements), f16 d.
+// In each half h (128 elements; ql, qh and scales advance by 64, 32 and 8), for l < 32: elements
+// l and l + 64 are the low and high nibbles of ql[l], l + 32 and l + 96 those of ql[l + 32], and
+// their top bits are bits 0-1, 4-5, 2-3, 6-7 of qh[l] (in the order l, l + 64, l + 32, l + 96:
+// l -> 0, l + 32 -> 2, l + 64 -> 4, l + 96 -> 6). value = d * scale * (q - 32).
+constexpr uint64_t kQ6Bytes = 210;
+void q6_k_block(const uint8_t* blk, uint8_t q[256], float scale[16]) {
+    const float d = f16_at(blk + 208);
+    for (int j = 0; j < 16; ++j) scale[j] = d * static_cast<float>(static_cast<int8_t>(blk[192 + j]));
+    for (int h = 0; h < 2; ++h) {
+        const uint8_t* ql = blk + 64 * h;
+        const uint8_t* qh = blk + 128 + 32 * h;
+        uint8_t* out = q + 128 * h;
+        for (int l = 0; l < 32; ++l) {
+            out[l] = static_cast<uint8_t>((ql[l] & 15) | (qh[l] & 3) << 4);
+            out[l + 32] = static_cast<uint8_t>((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4);
+            out[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4);
+            out[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4);
+        }
+    }
+}
+void repack_row_q6_k(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    for (uint64_t b = 0; b < cols / kSuper; ++b)
+        q6_k_block(src + b * kQ6Bytes, reinterpret_cast<uint8_t*>(values) + b * 256, scales + b * 16);
+}
+void dequant_q6_k(const uint8_t* src, float* dst, uint64_t n) {
+    uint8_t q[256];
+    float s[16];
+    for (uint64_t b = 0; b < n / kSuper; ++b) {
+        q6_k_block(src + b * kQ6Bytes, q, s);
+        for (int e = 0; e < 256; ++e) dst[b * 256 + e] = (static_cast<float>(q[e]) - 32.0f) * s[e / 16];
+    }
+}
+// Per 16 elements the value of largest magnitude maps to -32 (as Q4_0's maps to -8), the sub-block
+// scales are quantized to int8 against the largest, and q recomputed with the scales as stored.
+void quant_q6_k(const float* src, uint8_t* dst, uint64_t n) {
+    for (uint64_t b = 0; b < n / kSuper; ++b) {
+        const float* x = src + b * 256;
+        uint8_t* blk = dst + b * kQ6Bytes;
+        float step[16], max_abs = 0;
+        for (int j = 0; j < 16; ++j) {
+            float amax = 0, max = 0;
+            for (int i = 0; i < 16; ++i)
+                if (std::fabs(x[16 * j + i]) > amax) {
+                    amax = std::fabs(x[16 * j + i]);
+                    max = x[16 * j + i];
+                }
+            step[j] = max / -32.0f;
+            max_abs = std::max(max_abs, std::fabs(step[j]));
+        }
+        put_f16(blk + 208, max_abs / 127.0f);
+        const float d = f16_at(blk + 208);
+        std::memset(blk, 0, 208);
+        for (int j = 0; j < 16; ++j) {
+            const int sc = d > 0 ? std::clamp(static_cast<int>(std::lround(step[j] / d)), -127, 127) : 0;
+            blk[192 + j] = static_cast<uint8_t>(static_cast<int8_t>(sc));
+            const float s = d * static_cast<float>(sc);
+            for (int i = 0; i < 16; ++i) {
+                const int e = 16 * j + i;
+                const int v = s != 0 ? std::clamp(static_cast<int>(std::lround(x[e] / s)), -32, 31) + 32 : 32;
+                const int h = e / 128, r = e % 128, quarter = r / 32, l = r % 32;
+                uint8_t* ql = blk + 64 * h;
+                uint8_t* qh = blk + 128 + 32 * h;
+                // quarter 0: low nibble of ql[l]; 1: low of ql[l + 32]; 2: high of ql[l]; 3: high of ql[l + 32]
+                uint8_t& lo = ql[l + (quarter % 2) * 32];
+                lo = static_cast<uint8_t>(lo | (v & 15) << (quarter >= 2 ? 4 : 0));
+                qh[l] = static_cast<uint8_t>(qh[l] | (v >> 4) << (2 * quarter));
+            }
+        }
+    }
+}
+
 const WeightFormat kWeightFormats[] = {
     {0, "F32", 1, 4, 4, ShaderId::embed_f32, ShaderId::matmul_f32, ShaderId::matmul_norm_f32, ShaderId::matmul_silu_f32,
      ShaderId::matmul_rope_f32_kvf16, ShaderId::matmul_rope_f32_kvf32, ShaderId::matmul_swiglu_f32,
-     ShaderId::decode_layer_f32_kvf16, ShaderId::decode_layer_f32_kvf32, 4, repack_row_f32,
+     ShaderId::decode_layer_f32_kvf16, ShaderId::decode_layer_f32_kvf32, 4, 0, repack_row_f32,
      dequant_f32, quant_f32},
     {1, "F16", 1, 2, 2, ShaderId::embed_f16, ShaderId::matmul_f16, ShaderId::matmul_norm_f16, ShaderId::matmul_silu_f16,
      ShaderId::matmul_rope_f16_kvf16, ShaderId::matmul_rope_f16_kvf32, ShaderId::matmul_swiglu_f16,
-     ShaderId::decode_layer_f16_kvf16, ShaderId::decode_layer_f16_kvf32, 8, repack_row_f16,
+     ShaderId::decode_layer_f16_kvf16, ShaderId::decode_layer_f16_kvf32, 8, 0, repack_row_f16,
      dequant_f16, quant_f16},
     {8, "Q8_0", 32, 34, 2, ShaderId::embed_q8_0, ShaderId::matmul_q8_0, ShaderId::matmul_norm_q8_0,
      ShaderId::matmul_silu_q8_0, ShaderId::matmul_rope_q8_0_kvf16, ShaderId::matmul_rope_q8_0_kvf32,
      ShaderId::matmul_swiglu_q8_0,
-     ShaderId::decode_layer_q8_0_kvf16, ShaderId::decode_layer_q8_0_kvf32, 16, repack_row_q8_0, dequant_q8_0, quant_q8_0},
+     ShaderId::decode_layer_q8_0_kvf16, ShaderId::decode_layer_q8_0_kvf32, 16, 1, repack_row_q8_0, dequant_q8_0, quant_q8_0},
     {2, "Q4_0", 32, 18, 1, ShaderId::embed_q4_0, ShaderId::matmul_q4_0, ShaderId::matmul_norm_q4_0,
      ShaderId::matmul_silu_q4_0, ShaderId::matmul_rope_q4_0_kvf16, ShaderId::matmul_rope_q4_0_kvf32,
      ShaderId::matmul_swiglu_q4_0,
-     ShaderId::decode_layer_q4_0_kvf16, ShaderId::decode_layer_q4_0_kvf32, 32, repack_row_q4_0, dequant_q4_0, quant_q4_0},
+     ShaderId::decode_layer_q4_0_kvf16, ShaderId::decode_layer_q4_0_kvf32, 32, 1, repack_row_q4_0, dequant_q4_0, quant_q4_0},
+    {12, "Q4_K", 256, 144, 1, ShaderId::embed_q4_k, ShaderId::matmul_q4_k, ShaderId::matmul_norm_q4_k,
+     ShaderId::matmul_silu_q4_k, ShaderId::matmul_rope_q4_k_kvf16, ShaderId::matmul_rope_q4_k_kvf32,
+     ShaderId::matmul_swiglu_q4_k,
+     ShaderId::decode_layer_q4_k_kvf16, ShaderId::decode_layer_q4_k_kvf32, 32, 2, repack_row_q4_k, dequant_q4_k, quant_q4_k},
+    {13, "Q5_K", 256, 176, 2, ShaderId::embed_q5_k, ShaderId::matmul_q5_k, ShaderId::matmul_norm_q5_k,
+     ShaderId::matmul_silu_q5_k, ShaderId::matmul_rope_q5_k_kvf16, ShaderId::matmul_rope_q5_k_kvf32,
+     ShaderId::matmul_swiglu_q5_k,
+     ShaderId::decode_layer_q5_k_kvf16, ShaderId::decode_layer_q5_k_kvf32, 16, 2, repack_row_q5_k, dequant_q5_k, quant_q5_k},
+    {14, "Q6_K", 256, 210, 1, ShaderId::embed_q6_k, ShaderId::matmul_q6_k, ShaderId::matmul_norm_q6_k,
+     ShaderId::matmul_silu_q6_k, ShaderId::matmul_rope_q6_k_kvf16, ShaderId::matmul_rope_q6_k_kvf32,
+     ShaderId::matmul_swiglu_q6_k,
+     ShaderId::decode_layer_q6_k_kvf16, ShaderId::decode_layer_q6_k_kvf32, 16, 1, repack_row_q6_k, dequant_q6_k, quant_q6_k},
 };
 
 }  // namespace
@@ -210,7 +446,7 @@ uint64_t repacked_row_units(const WeightFormat& f, uint64_t cols) {
 }
 
 uint64_t repacked_row_scales(const WeightFormat& f, uint64_t cols) {
-    return f.block_elements > 1 ? repacked_row_units(f, cols) / f.group_units : 0;
+    return repacked_row_units(f, cols) / f.group_units * f.scales_per_group;
 }
 
 void repack_rows(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols, uint32_t* values,
@@ -225,6 +461,7 @@ void repack_rows(const WeightFormat& f, std::span<const uint8_t> src, uint64_t r
 Repacked repack(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
     Repacked r;
     r.row_units = repacked_row_units(f, cols);
+    r.scales_per_group = f.scales_per_group;
     const uint64_t groups = repacked_row_scales(f, cols);
     r.values.resize(rows * r.row_units * 4);
     r.scales.resize(rows * groups);
@@ -234,7 +471,7 @@ Repacked repack(const WeightFormat& f, std::span<const uint8_t> src, uint64_t ro
 
 uint64_t tiled_words(const Repacked& r, uint64_t rows, uint64_t tile_rows, uint32_t group_units) {
     const uint64_t groups = r.row_units / group_units, group_words = group_units * 4;
-    const uint64_t scale_words = r.scales.empty() ? 0 : 32;  // per quad and group: 8 texels of 4 scales
+    const uint64_t scale_words = 32 * r.scales_per_group;  // per quad and group: 8 texels of 4 scales (and of mins)
     uint64_t words = 0;
     for (uint64_t t0 = 0; t0 < rows; t0 += tile_rows) {
         const uint64_t n = std::min(tile_rows, rows - t0);
@@ -248,20 +485,22 @@ void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64
     if (tile_rows % 8 != 0) throw Error(ErrorCode::Internal, "weight tiles must be whole octets of rows");
     const uint64_t groups = r.row_units / group_units;
     const uint64_t group_words = group_units * 4;  // uint32 words per group
-    const bool scaled = !r.scales.empty();
+    const uint64_t spg = r.scales_per_group;
     // Per tile and group: the rows in quads of 32, each quad's units preceded (quantized types)
     // by 8 scale texels — texel i holds the scales of row i of its octets 0..3, zero past the
-    // last row (shaders/weights.glsl, the tile layout; row_walk_in reads it back).
+    // last row — and (types with mins) 8 texels of mins in the same order (shaders/weights.glsl,
+    // the tile layout; row_walk_in reads it back).
     for (uint64_t t0 = 0; t0 < rows; t0 += tile_rows) {
         const uint64_t n = std::min(tile_rows, rows - t0);
         for (uint64_t g = 0; g < groups; ++g)
             for (uint64_t q0 = 0; q0 < n; q0 += 32) {  // quads of 32 rows
-                for (uint64_t i = 0; scaled && i < 8; ++i)
-                    for (uint64_t c = 0; c < 4; ++c) {
-                        const uint64_t row = q0 + c * 8 + i;  // row of the tile
-                        const float v = row < n ? r.scales[(first_row + t0 + row) * groups + g] : 0.0f;
-                        std::memcpy(dst++, &v, 4);
-                    }
+                for (uint64_t s = 0; s < spg; ++s)
+                    for (uint64_t i = 0; i < 8; ++i)
+                        for (uint64_t c = 0; c < 4; ++c) {
+                            const uint64_t row = q0 + c * 8 + i;  // row of the tile
+                            const float v = row < n ? r.scales[((first_row + t0 + row) * groups + g) * spg + s] : 0.0f;
+                            std::memcpy(dst++, &v, 4);
+                        }
                 for (uint64_t i = q0; i < std::min<uint64_t>(n, q0 + 32); ++i) {
                     std::memcpy(dst, r.values.data() + ((first_row + t0 + i) * groups + g) * group_words,
                                 group_words * 4);
@@ -277,12 +516,13 @@ Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint
     const uint64_t group_words = group_units * 4;  // uint32 words per group
     Repacked out;
     out.row_units = r.row_units;
+    out.scales_per_group = r.scales_per_group;
     if (tile_rows == 1) {  // row-major, scales in their own array
         auto at = [&](uint64_t row) { return r.values.begin() + static_cast<std::ptrdiff_t>(row * groups * group_words); };
         out.values.assign(at(first_row), at(first_row + rows));
         if (!r.scales.empty())
-            out.scales.assign(r.scales.begin() + static_cast<std::ptrdiff_t>(first_row * groups),
-                              r.scales.begin() + static_cast<std::ptrdiff_t>((first_row + rows) * groups));
+            out.scales.assign(r.scales.begin() + static_cast<std::ptrdiff_t>(first_row * groups * r.scales_per_group),
+                              r.scales.begin() + static_cast<std::ptrdiff_t>((first_row + rows) * groups * r.scales_per_group));
         return out;
     }
     out.values.resize(tiled_words(r, rows, tile_rows, group_units));
@@ -300,7 +540,7 @@ const WeightFormat& weight_format_for(uint32_t ggml_type, const std::string& ten
     if (const auto* f = find_weight_format(ggml_type)) return *f;
     throw Error(ErrorCode::UnsupportedTensorType,
                 "tensor \"" + tensor_name + "\" is stored as " + ggml_type_name(ggml_type) + " (ggml type " +
-                    std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: F32, F16, Q8_0, Q4_0)");
+                    std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
 }
 
 std::vector<float> dequantize(uint32_t ggml_type, std::span<const uint8_t> src, uint64_t elements) {

@@ -2,8 +2,10 @@
 // (shaders/weights.glsl documents the device layout), and CPU dequantization / quantization used by
 // the references, the tests and the synthetic-model writer.
 //
-// Adding a type = one row in kWeightFormats (weight_format.cpp) + one branch in weights.glsl +
-// its variants in shaders/manifest.txt.
+// Adding a type = one row in kWeightFormats (weight_format.cpp) with its repack/dequantize/quantize
+// functions + one branch in weights.glsl + its variants in shaders/manifest.txt. The K-quants
+// (Q4_K, Q5_K, Q6_K) came that way: their 256-element super-blocks become 32- or 16-element groups
+// with float scales (and mins), so every kernel layout runs them unchanged.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -19,8 +21,11 @@ uint16_t float_to_half(float f);  // round to nearest even
 
 struct Repacked {
     std::vector<uint32_t> values;  // binding 0 (wq): rows of row_units 16-byte units
-    std::vector<float> scales;     // binding 1 (ws): one per group; empty for float types
+    // binding 1 (ws): per group its scale, or (types with mins) its scale and min; empty for
+    // float types
+    std::vector<float> scales;
     uint64_t row_units = 0;        // a whole number of groups (float rows are zero-padded)
+    uint32_t scales_per_group = 0;  // WeightFormat::scales_per_group
 };
 
 struct WeightFormat {
@@ -35,8 +40,12 @@ struct WeightFormat {
     shaders::ShaderId matmul_swiglu;                         // gate/up: norm in, SwiGLU out
     shaders::ShaderId decode_layer_kvf16, decode_layer_kvf32;  // a whole decode layer (CPU drivers)
     uint32_t unit_elements;  // elements per 16-byte unit (EPU in shaders/weights.glsl)
+    // Floats per group beside the values: 0 (float types), 1 (a scale: value = (raw - zero) *
+    // scale), 2 (a scale and a min: value = raw * scale - min; the K-quants Q4_K and Q5_K).
+    uint32_t scales_per_group;
     // One GGUF row of `cols` elements -> its repacked_row_units() 16-byte units at `values` (float
-    // rows zero-padded to whole groups) and, quantized types, one scale per group at `scales`.
+    // rows zero-padded to whole groups) and, quantized types, scales_per_group floats per group
+    // at `scales`.
     // Every word is written, so the caller's buffers may hold anything before.
     void (*repack_row)(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales);
     // GGUF bytes of one row -> floats (the CPU reference).
@@ -47,7 +56,7 @@ struct WeightFormat {
 
 // 16-byte units of a repacked row of `cols` elements (whole groups).
 uint64_t repacked_row_units(const WeightFormat& f, uint64_t cols);
-// Scales of a repacked row: one per group for quantized types, none for float types.
+// Floats beside the values of a repacked row: scales_per_group per group.
 uint64_t repacked_row_scales(const WeightFormat& f, uint64_t cols);
 // `rows` GGUF rows into caller buffers: row i's units at values + i * value_stride (32-bit words)
 // and its scales at scales + i * scale_stride — so rows can be stacked or interleaved with other
@@ -60,8 +69,8 @@ Repacked repack(const WeightFormat& f, std::span<const uint8_t> src, uint64_t ro
 // Rows [first_row, first_row + rows) of a row-major repacked matrix in the device layout (see
 // shaders/weights.glsl): tile_rows = 1 keeps the rows as they are, scales in their own array;
 // otherwise (a multiple of 8) tiles of `tile_rows` rows, inside each tile group 0 of every row,
-// then group 1, ..., rows in quads of 32, each quad's scales followed by its units (the result
-// has no scale array).
+// then group 1, ..., rows in quads of 32, each quad's scales (and mins) followed by its units (the
+// result has no scale array).
 Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows,
                       uint32_t group_units);
 // The tiled layout (tile_rows > 1) in pieces, so the model loader can write it straight into

@@ -87,28 +87,35 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
     struct Tensor {
         std::string name;
         uint32_t rows, cols;  // cols == 0: a norm vector of `rows` ones
+        uint32_t type;
         std::vector<uint8_t> data;
     };
     std::vector<Tensor> tensors;
-    auto matrix = [&](const std::string& name, uint32_t rows, uint32_t cols) {
-        tensors.push_back({name, rows, cols, {}});
+    const bool mix = type == kSyntheticQ4KM;
+    // The Q4_K_M mix's "more bits" layers (see synthetic.h).
+    auto more_bits = [&](uint32_t l) {
+        const uint32_t n = s.n_layers;
+        return l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
     };
-    auto norm = [&](const std::string& name, uint32_t n) { tensors.push_back({name, n, 0, {}}); };
+    auto matrix = [&](const std::string& name, uint32_t rows, uint32_t cols, bool more = false) {
+        tensors.push_back({name, rows, cols, mix ? (more ? 14u : 12u) : type, {}});
+    };
+    auto norm = [&](const std::string& name, uint32_t n) { tensors.push_back({name, n, 0, 0, {}}); };
     const uint32_t kv = s.dim / s.n_heads * s.n_kv_heads;
     matrix("token_embd.weight", s.vocab, s.dim);
     norm("output_norm.weight", s.dim);
-    if (!s.tied_output) matrix("output.weight", s.vocab, s.dim);
+    if (!s.tied_output) matrix("output.weight", s.vocab, s.dim, true);
     for (uint32_t l = 0; l < s.n_layers; ++l) {
         std::string p = "blk." + std::to_string(l) + ".";
         norm(p + "attn_norm.weight", s.dim);
         norm(p + "ffn_norm.weight", s.dim);
         matrix(p + "attn_q.weight", s.dim, s.dim);
         matrix(p + "attn_k.weight", kv, s.dim);
-        matrix(p + "attn_v.weight", kv, s.dim);
+        matrix(p + "attn_v.weight", kv, s.dim, more_bits(l));
         matrix(p + "attn_output.weight", s.dim, s.dim);
         matrix(p + "ffn_gate.weight", s.ffn_dim, s.dim);
         matrix(p + "ffn_up.weight", s.ffn_dim, s.dim);
-        matrix(p + "ffn_down.weight", s.dim, s.ffn_dim);
+        matrix(p + "ffn_down.weight", s.dim, s.ffn_dim, more_bits(l));
     }
 
     // Each tensor draws from its own stream (seed, index), so tensors are made in parallel and the
@@ -128,7 +135,7 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
             v[k] = static_cast<float>(r * std::cos(a));
             if (k + 1 < v.size()) v[k + 1] = static_cast<float>(r * std::sin(a));
         }
-        t.data = ops::quantize(type, v, t.cols);
+        t.data = ops::quantize(t.type, v, t.cols);
     };
     std::atomic<size_t> next{0};
     std::mutex failed_mutex;
@@ -155,7 +162,7 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
         if (t.cols == 0)
             w.add_tensor(t.name, {t.rows}, 0, std::move(t.data));
         else
-            w.add_tensor(t.name, {t.cols, t.rows}, type, std::move(t.data));
+            w.add_tensor(t.name, {t.cols, t.rows}, t.type, std::move(t.data));
     }
     w.write(path);
 }
