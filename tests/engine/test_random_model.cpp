@@ -8,7 +8,8 @@
 // (validation on, f32 KV): NMSE ~2e-13 and max |diff| ~1e-5 for every type; the bound is kLogitNmse.
 // Decode steps over quantized weights on CPU drivers take their input in 16-bit fixed point
 // (ops::fixed_point_input), and the reference rounds it the same way; the two sides' float
-// differences upstream then flip a rounding now and then: NMSE ~1.5e-9, max |diff| ~9e-4.
+// differences upstream then flip a rounding now and then: NMSE ~1.5e-9, max |diff| ~1.5-1.8e-4 of the
+// logits' RMS. The K-quants run a wider model (rows of whole 256-element blocks, config_for).
 #include <QTest>
 
 #include <algorithm>
@@ -35,7 +36,9 @@ using namespace lantern;
 namespace {
 
 constexpr double kLogitNmse = 1e-8;
-constexpr double kLogitMaxAbs = 1e-3;
+// Max |diff| per unit of the reference logits' RMS (at least 1): tied-output models, whose LM head
+// is the embedding (values up to 1), have logits ~6-11x larger, and the fixed-point flips with them.
+constexpr double kLogitMaxAbs = 5e-4;
 
 struct Config {
     uint32_t dim = 96, layers = 3, heads = 6, kv_heads = 2, ffn = 160, vocab = 300, context = 128;
@@ -225,15 +228,31 @@ struct Agreement {
             den += static_cast<double>(want[i]) * want[i];
             max_abs = std::max(max_abs, std::fabs(d));
         }
+        this->n += n;
         if (std::max_element(got, got + n) - got != std::max_element(want, want + n) - want) ++argmax_mismatch;
     }
+    size_t n = 0;
     double nmse() const { return den > 0 ? num / den : num; }
+    double rms() const { return n ? std::sqrt(den / static_cast<double>(n)) : 0.0; }
 };
 
 int32_t argmax(const std::vector<float>& v, size_t offset, size_t n) {
     return static_cast<int32_t>(std::max_element(v.begin() + static_cast<ptrdiff_t>(offset),
                                                  v.begin() + static_cast<ptrdiff_t>(offset + n)) -
                                 (v.begin() + static_cast<ptrdiff_t>(offset)));
+}
+
+// The K-quants need rows of whole 256-element blocks: a wider model for them (head_dim 64, GQA 2:1).
+Config config_for(std::initializer_list<uint32_t> types) {
+    Config c;
+    for (uint32_t t : types)
+        if (ops::find_weight_format(t)->block_elements == 256) {
+            c.dim = 256;
+            c.heads = 4;
+            c.kv_heads = 2;
+            c.ffn = 512;
+        }
+    return c;
 }
 
 EngineOptions options() {
@@ -262,8 +281,18 @@ private slots:
                     << static_cast<uint32_t>(t) << tied << static_cast<uint32_t>(t) << false;
         QTest::newRow("Q8_0 with F16 attn_k and ffn_up") << static_cast<uint32_t>(GgmlType::Q8_0) << false
                                                          << static_cast<uint32_t>(GgmlType::F16) << false;
+        // K-quants, and a mix like llama.cpp's Q4_K_M files (Q6_K beside Q4_K in a layer: Q/K/V and
+        // gate/up cannot be stacked, the layer cannot be fused).
+        for (auto t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+            QTest::addRow("%s, untied output", ggml_type_name(static_cast<uint32_t>(t)))
+                << static_cast<uint32_t>(t) << false << static_cast<uint32_t>(t) << false;
+        QTest::newRow("Q4_K, tied output") << static_cast<uint32_t>(GgmlType::Q4_K) << true
+                                           << static_cast<uint32_t>(GgmlType::Q4_K) << false;
+        QTest::newRow("Q4_K with Q6_K attn_k and ffn_up") << static_cast<uint32_t>(GgmlType::Q4_K) << false
+                                                          << static_cast<uint32_t>(GgmlType::Q6_K) << false;
         // The path a GPU takes (row-major weights, split-K matmuls, attention splitting keys), here too.
-        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
+        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
+                       GgmlType::Q6_K})
             QTest::addRow("%s, GPU layouts", ggml_type_name(static_cast<uint32_t>(t)))
                 << static_cast<uint32_t>(t) << false << static_cast<uint32_t>(t) << true;
     }
@@ -272,7 +301,7 @@ private slots:
         QFETCH(bool, tied);
         QFETCH(uint32_t, other_type);
         QFETCH(bool, gpu_layouts);
-        const Config c;
+        const Config c = config_for({type, other_type});
         const std::string path = test::temp_dir() + "/random-" + ggml_type_name(type) + (tied ? "-tied" : "") + "-" +
                                  ggml_type_name(other_type) + ".gguf";
         ReferenceModel ref(c, tied);
@@ -316,9 +345,10 @@ private slots:
             decode.add(got[0].data(), w.data(), c.vocab);
             next = argmax(w, 0, c.vocab);
         }
-        qInfo("%s %s: prefill 40 x %u logits NMSE %.3g max |diff| %.3g; decode 10 steps NMSE %.3g max |diff| %.3g",
+        qInfo("%s %s: prefill 40 x %u logits NMSE %.3g max |diff| %.3g; decode 10 steps NMSE %.3g max |diff| %.3g "
+              "(logits RMS %.3g)",
               ggml_type_name(type), tied ? "tied" : "untied", c.vocab, prefill.nmse(), prefill.max_abs, decode.nmse(),
-              decode.max_abs);
+              decode.max_abs, decode.rms());
         // On lavapipe the decode steps ran each layer as one dispatch (the fused decode layer),
         // unless Q/K/V or gate/up could not be stacked; elsewhere the separate kernels. (A fused
         // step can fall back to the separate kernels when a thread is preempted for ~50 ms on a
@@ -329,7 +359,8 @@ private slots:
         for (const auto* a : {&prefill, &decode}) {
             QVERIFY2(a->finite, "the engine produced NaN/Inf logits");
             QVERIFY2(a->nmse() < kLogitNmse, qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));
-            QVERIFY2(a->max_abs < kLogitMaxAbs, qPrintable(QString("max |diff| %1").arg(a->max_abs)));
+            const double bound = kLogitMaxAbs * std::max(1.0, a->rms());
+            QVERIFY2(a->max_abs < bound, qPrintable(QString("max |diff| %1 >= %2").arg(a->max_abs).arg(bound)));
             QCOMPARE(a->argmax_mismatch, 0);
         }
         LANTERN_VERIFY_NO_VALIDATION();
@@ -338,16 +369,17 @@ private slots:
     // The fused decode layer (one dispatch per layer, ops::DecodeLayerOp) computes exactly what the
     // separate kernels compute: same routines, same order of operations, so the logits of every
     // decode step are bit for bit the same, for every weight and KV type. The odd shape (F32/F16:
-    // quantized rows need whole 32-element blocks) has rows that are not multiples of 4 floats,
+    // quantized rows need whole blocks) has rows that are not multiples of 4 floats,
     // a head dimension of 10 (no whole 16-byte KV chunks) and 9 heads (a partial group of 8).
     void fused_layers_match_separate_kernels_data() {
         QTest::addColumn<uint32_t>("type");
         QTest::addColumn<bool>("kv_f16");
         QTest::addColumn<bool>("odd");
-        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
+        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
+                       GgmlType::Q6_K})
             for (bool kv_f16 : {true, false})
                 for (bool odd : {false, true}) {
-                    if (odd && (t == GgmlType::Q8_0 || t == GgmlType::Q4_0)) continue;
+                    if (odd && ops::find_weight_format(static_cast<uint32_t>(t))->block_elements > 1) continue;
                     QTest::addRow("%s, %s KV%s", ggml_type_name(static_cast<uint32_t>(t)), kv_f16 ? "F16" : "F32",
                                   odd ? ", odd shape" : "")
                         << static_cast<uint32_t>(t) << kv_f16 << odd;
@@ -357,7 +389,7 @@ private slots:
         QFETCH(uint32_t, type);
         QFETCH(bool, kv_f16);
         QFETCH(bool, odd);
-        Config c;
+        Config c = config_for({type});
         if (odd) {
             c.dim = 90;
             c.heads = 9;
@@ -448,14 +480,14 @@ private slots:
 
     void greedy_tokens_match_cpu_reference_data() {
         QTest::addColumn<uint32_t>("type");
-        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
+        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K})
             QTest::newRow(ggml_type_name(static_cast<uint32_t>(t))) << static_cast<uint32_t>(t);
     }
     // Greedy decoding run independently on both sides (each feeds back its own choice) picks the
     // same 20 tokens. Prompt: BOS and 20 random tokens, fed through Engine::prefill in chunks of 8.
     void greedy_tokens_match_cpu_reference() {
         QFETCH(uint32_t, type);
-        const Config c;
+        const Config c = config_for({type});
         const std::string path = test::temp_dir() + "/greedy-" + ggml_type_name(type) + ".gguf";
         ReferenceModel ref(c, false);
         ref.write(path, type, 2000 + type);
