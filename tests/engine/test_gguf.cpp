@@ -629,19 +629,22 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
-    void k_quant_tensor_is_unsupported_naming_tensor_and_type() {
+    // Q3_K (no kernels; Q4_K, Q5_K and Q6_K have them) is refused naming the tensor, its type and
+    // the types that run.
+    void unsupported_tensor_type_is_named_with_the_tensor() {
         // The tiny model itself loads (so the error below is about the tensor type only).
         const std::string ok = test::temp_dir() + "/tiny-f32.gguf";
         write_tiny_model(ok, "llama", 256);
         Outcome good = load(ok);
         QVERIFY2(good.parsed, good.message.c_str());
-        const std::string path = test::temp_dir() + "/tiny-q4k.gguf";
-        write_tiny_model(path, "llama", 256, "blk.0.ffn_gate.weight", static_cast<uint32_t>(GgmlType::Q4_K));
+        const std::string path = test::temp_dir() + "/tiny-q3k.gguf";
+        write_tiny_model(path, "llama", 256, "blk.0.ffn_gate.weight", static_cast<uint32_t>(GgmlType::Q3_K));
         Outcome o = load(path);
         QVERIFY(!o.parsed);
         QCOMPARE(o.code, ErrorCode::UnsupportedTensorType);
         QVERIFY2(o.message.find("blk.0.ffn_gate.weight") != std::string::npos, o.message.c_str());
-        QVERIFY2(o.message.find("Q4_K") != std::string::npos, o.message.c_str());
+        QVERIFY2(o.message.find("stored as Q3_K") != std::string::npos, o.message.c_str());
+        QVERIFY2(o.message.find("Q4_K, Q5_K, Q6_K") != std::string::npos, o.message.c_str());
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
