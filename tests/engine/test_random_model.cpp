@@ -444,6 +444,50 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // lantern-bench's Q4_K_M-like synthetic model (kSyntheticQ4KM): Q4_K, with Q6_K for the
+    // output and for attn_v and ffn_down in the "more bits" layers, as llama.cpp's Q4_K_M files.
+    // It loads and runs; on lavapipe the layers of one type are fused and the mixed ones are not.
+    void synthetic_q4_k_m_mix_loads_and_runs() {
+        SyntheticShape shape;
+        shape.name = "mix";
+        shape.dim = 256;
+        shape.n_layers = 8;
+        shape.n_heads = 4;
+        shape.n_kv_heads = 2;
+        shape.ffn_dim = 512;
+        shape.vocab = 300;
+        shape.context_length = 128;
+        shape.tied_output = false;
+        const std::string path = test::temp_dir() + "/synthetic-q4_k_m.gguf";
+        write_synthetic_model(shape, kSyntheticQ4KM, path, 5);
+        auto file = GgufFile::open(path);
+        const uint32_t q4k = static_cast<uint32_t>(GgmlType::Q4_K), q6k = static_cast<uint32_t>(GgmlType::Q6_K);
+        QCOMPARE(file->find_tensor("output.weight")->type, q6k);
+        QCOMPARE(file->find_tensor("token_embd.weight")->type, q4k);
+        const std::vector<uint32_t> more_bits = {0, 3, 6, 7};  // first and last eighth, every third between
+        for (uint32_t l = 0; l < shape.n_layers; ++l) {
+            const std::string p = "blk." + std::to_string(l) + ".";
+            const bool more = std::find(more_bits.begin(), more_bits.end(), l) != more_bits.end();
+            QCOMPARE(file->find_tensor(p + "attn_v.weight")->type, more ? q6k : q4k);
+            QCOMPARE(file->find_tensor(p + "ffn_down.weight")->type, more ? q6k : q4k);
+            QCOMPARE(file->find_tensor(p + "attn_q.weight")->type, q4k);
+            QCOMPARE(file->find_tensor(p + "attn_norm.weight")->type, static_cast<uint32_t>(GgmlType::F32));
+        }
+        auto engine = Engine::load(path, options());
+        auto seq = engine->create_sequence();
+        const std::vector<int32_t> prompt{1, 40, 41, 42};
+        auto logits = engine->prefill(seq, prompt);
+        for (int i = 0; i < 3; ++i) {
+            const auto next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            StepItem item{seq, {next}, true, false};
+            logits = engine->step(std::span<const StepItem>(&item, 1))[0];
+            QVERIFY(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
+        }
+        const bool lavapipe = engine->device().name.find("llvmpipe") != std::string::npos;
+        QCOMPARE(engine->last_step_profile().fused_layers || engine->last_step_profile().fused_fallbacks > 0, lavapipe);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     // A fused step whose wait gives up (here: layer 1's attention items look claimed by a
     // workgroup that never finishes them) runs again with the separate kernels after its first
     // layer already wrote x and the KV cache: the rerun must rewrite all of it, so the logits are
