@@ -260,6 +260,18 @@ std::vector<uint32_t> run_plain_matmul(vk::Context& ctx, const TestWeight& w, co
     return words;
 }
 
+// The CPU reference of run_plain_matmul: y = W x for T tokens of `cols` inputs, rows packed.
+std::vector<float> reference_plain_matmul(std::span<const float> W, uint32_t rows, uint32_t cols,
+                                          const std::vector<float>& x, uint32_t T, uint32_t fixed_point) {
+    ops::MatmulShape s;
+    s.tokens = T;
+    s.x_stride = cols;
+    s.y_stride = rows;
+    std::vector<float> y(static_cast<size_t>(T) * rows);
+    ops::reference_matmul(W, rows, cols, ops::MatmulInput::Plain, x, y, {}, {}, s, fixed_point);
+    return y;
+}
+
 const char* input_name(ops::MatmulInput in) {
     return in == ops::MatmulInput::Norm ? "norm" : in == ops::MatmulInput::Silu ? "silu" : "plain";
 }
@@ -510,13 +522,8 @@ private slots:
                     auto x = rng.floats(static_cast<size_t>(T) * cols, -2.0f, 2.0f);
                     auto got = run_plain_matmul(ctx, *w, x, T, split);
                     QVERIFY2(!got.empty(), "wrote outside the output buffer");
-                    ops::MatmulShape s;
-                    s.tokens = T;
-                    s.x_stride = cols;
-                    s.y_stride = rows;
-                    std::vector<float> want(static_cast<size_t>(T) * rows);
-                    ops::reference_matmul(ggml, rows, cols, ops::MatmulInput::Plain, x, want, {}, {}, s,
-                                          ops::fixed_point_input(ctx, split, type, T));
+                    const auto want =
+                        reference_plain_matmul(ggml, rows, cols, x, T, ops::fixed_point_input(ctx, split, type, T));
                     std::vector<float> got_f(got.size());
                     std::memcpy(got_f.data(), got.data(), got.size() * 4);
                     auto err = check("y", compare(got_f, want), kMatmulNmse);
@@ -770,12 +777,7 @@ private slots:
             }
             auto got = run_plain_matmul(ctx, *w, x, T, ops::MatmulSplit::LanesOwnRows);
             QVERIFY2(!got.empty(), "wrote outside the output buffer");
-            ops::MatmulShape s;
-            s.tokens = T;
-            s.x_stride = K;
-            s.y_stride = N;
-            std::vector<float> want(static_cast<size_t>(T) * N);
-            ops::reference_matmul(w->dequantized, N, K, ops::MatmulInput::Plain, x, want, {}, {}, s, 32);
+            const auto want = reference_plain_matmul(w->dequantized, N, K, x, T, 32);
             for (uint32_t i = 0; i < T * N; ++i)
                 QVERIFY2(got[i] == float_bits(want[i]),
                          qPrintable(QString("T=%1: token %2, row %3: %4, want %5")

@@ -407,36 +407,24 @@ void quant_q6_k(const float* src, uint8_t* dst, uint64_t n) {
     }
 }
 
+// The shader variants of type t (shaders/manifest.txt names them <kernel>_<t>[_kv<kv>]).
+#define LANTERN_TYPE_SHADERS(t)                                                                     \
+    ShaderId::embed_##t, ShaderId::matmul_##t, ShaderId::matmul_norm_##t, ShaderId::matmul_silu_##t,   \
+        ShaderId::matmul_rope_##t##_kvf16, ShaderId::matmul_rope_##t##_kvf32, ShaderId::matmul_swiglu_##t, \
+        ShaderId::decode_layer_##t##_kvf16, ShaderId::decode_layer_##t##_kvf32
+
+// ggml type, name, block elements and bytes, units per group, shaders, elements per unit, floats
+// per group, repack / dequantize / quantize.
 const WeightFormat kWeightFormats[] = {
-    {0, "F32", 1, 4, 4, ShaderId::embed_f32, ShaderId::matmul_f32, ShaderId::matmul_norm_f32, ShaderId::matmul_silu_f32,
-     ShaderId::matmul_rope_f32_kvf16, ShaderId::matmul_rope_f32_kvf32, ShaderId::matmul_swiglu_f32,
-     ShaderId::decode_layer_f32_kvf16, ShaderId::decode_layer_f32_kvf32, 4, 0, repack_row_f32,
-     dequant_f32, quant_f32},
-    {1, "F16", 1, 2, 2, ShaderId::embed_f16, ShaderId::matmul_f16, ShaderId::matmul_norm_f16, ShaderId::matmul_silu_f16,
-     ShaderId::matmul_rope_f16_kvf16, ShaderId::matmul_rope_f16_kvf32, ShaderId::matmul_swiglu_f16,
-     ShaderId::decode_layer_f16_kvf16, ShaderId::decode_layer_f16_kvf32, 8, 0, repack_row_f16,
-     dequant_f16, quant_f16},
-    {8, "Q8_0", 32, 34, 2, ShaderId::embed_q8_0, ShaderId::matmul_q8_0, ShaderId::matmul_norm_q8_0,
-     ShaderId::matmul_silu_q8_0, ShaderId::matmul_rope_q8_0_kvf16, ShaderId::matmul_rope_q8_0_kvf32,
-     ShaderId::matmul_swiglu_q8_0,
-     ShaderId::decode_layer_q8_0_kvf16, ShaderId::decode_layer_q8_0_kvf32, 16, 1, repack_row_q8_0, dequant_q8_0, quant_q8_0},
-    {2, "Q4_0", 32, 18, 1, ShaderId::embed_q4_0, ShaderId::matmul_q4_0, ShaderId::matmul_norm_q4_0,
-     ShaderId::matmul_silu_q4_0, ShaderId::matmul_rope_q4_0_kvf16, ShaderId::matmul_rope_q4_0_kvf32,
-     ShaderId::matmul_swiglu_q4_0,
-     ShaderId::decode_layer_q4_0_kvf16, ShaderId::decode_layer_q4_0_kvf32, 32, 1, repack_row_q4_0, dequant_q4_0, quant_q4_0},
-    {12, "Q4_K", 256, 144, 1, ShaderId::embed_q4_k, ShaderId::matmul_q4_k, ShaderId::matmul_norm_q4_k,
-     ShaderId::matmul_silu_q4_k, ShaderId::matmul_rope_q4_k_kvf16, ShaderId::matmul_rope_q4_k_kvf32,
-     ShaderId::matmul_swiglu_q4_k,
-     ShaderId::decode_layer_q4_k_kvf16, ShaderId::decode_layer_q4_k_kvf32, 32, 2, repack_row_q4_k, dequant_q4_k, quant_q4_k},
-    {13, "Q5_K", 256, 176, 2, ShaderId::embed_q5_k, ShaderId::matmul_q5_k, ShaderId::matmul_norm_q5_k,
-     ShaderId::matmul_silu_q5_k, ShaderId::matmul_rope_q5_k_kvf16, ShaderId::matmul_rope_q5_k_kvf32,
-     ShaderId::matmul_swiglu_q5_k,
-     ShaderId::decode_layer_q5_k_kvf16, ShaderId::decode_layer_q5_k_kvf32, 16, 2, repack_row_q5_k, dequant_q5_k, quant_q5_k},
-    {14, "Q6_K", 256, 210, 1, ShaderId::embed_q6_k, ShaderId::matmul_q6_k, ShaderId::matmul_norm_q6_k,
-     ShaderId::matmul_silu_q6_k, ShaderId::matmul_rope_q6_k_kvf16, ShaderId::matmul_rope_q6_k_kvf32,
-     ShaderId::matmul_swiglu_q6_k,
-     ShaderId::decode_layer_q6_k_kvf16, ShaderId::decode_layer_q6_k_kvf32, 16, 1, repack_row_q6_k, dequant_q6_k, quant_q6_k},
+    {0, "F32", 1, 4, 4, LANTERN_TYPE_SHADERS(f32), 4, 0, repack_row_f32, dequant_f32, quant_f32},
+    {1, "F16", 1, 2, 2, LANTERN_TYPE_SHADERS(f16), 8, 0, repack_row_f16, dequant_f16, quant_f16},
+    {8, "Q8_0", 32, 34, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_q8_0, dequant_q8_0, quant_q8_0},
+    {2, "Q4_0", 32, 18, 1, LANTERN_TYPE_SHADERS(q4_0), 32, 1, repack_row_q4_0, dequant_q4_0, quant_q4_0},
+    {12, "Q4_K", 256, 144, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_q4_k, dequant_q4_k, quant_q4_k},
+    {13, "Q5_K", 256, 176, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_q5_k, dequant_q5_k, quant_q5_k},
+    {14, "Q6_K", 256, 210, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q6_k, dequant_q6_k, quant_q6_k},
 };
+#undef LANTERN_TYPE_SHADERS
 
 }  // namespace
 
