@@ -130,11 +130,10 @@ void store_pair(uint row, uint t, uvec4 info, float a, float b, uint out_kind) {
 
 #if defined(WQUANT)
 // Decode on CPU drivers multiplies the integer weights by the group's input in fixed point: 16
-// bits and a power-of-two scale per weight group (32 elements, 16 for Q6_K;
-// ops::fixed_point_input). Integer products need
-// no int->float convert per weight, which was a quarter of the decode kernels' instructions on
-// lavapipe (per weight: unpack, convert, multiply, add -> unpack, multiply, add; 110M Q8_0 decode
-// 1.13x). The power-of-two scale makes the integers exact (v * 2^n is, and so is rounding it), so
+// bits and a power-of-two scale per weight group (32 elements, 16 for Q6_K; ops::fixed_point_input).
+// Integer products need no int->float convert per weight, which was a quarter of the decode
+// kernels' instructions on lavapipe (per weight: unpack, convert, multiply, add -> unpack,
+// multiply, add; 110M Q8_0 decode 1.13x). The power-of-two scale makes the integers exact (v * 2^n is, and so is rounding it), so
 // a CPU reference reproduces them bit for bit, and 16 bits keep the input at about float16
 // precision (llama.cpp's CPU backend rounds it to 8 bits). Sums stay far from overflow: 32 products
 // of at most 255 * 2^16 each. Prefill keeps float products: each unpacked weight serves many
@@ -144,8 +143,9 @@ const bool FIXED_POINT_INPUT = LANE_PER_ROW;
 int idot(ivec4 a, ivec4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
 
 // The group input v in fixed point: q = round_even(v * 2^n) with |q| <= 2^16, n from the exponent
-// of max |v|; returns 2^-n (v ~ q * 2^-n) and sets `qsum` to sum(q). A group of values below 2^-111 quantizes to zeros. A group holding a NaN or an infinity
-// gets a NaN scale, so that its rows' sums are NaN as float products would be, not quietly finite.
+// of max |v|; returns 2^-n (v ~ q * 2^-n) and sets `qsum` to sum(q). A group of values below
+// 2^-111 quantizes to zeros. A group holding a NaN or an infinity gets a NaN scale, so that its
+// rows' sums are NaN as float products would be, not quietly finite.
 float fixed_point_group(vec4 v[VPG], out ivec4 q[VPG], out int qsum) {
     // max |v| as bits: an unsigned max of the magnitudes' bit patterns orders finite values as
     // floats do and puts infinities and NaNs (exponent field 255) above them, whatever the
