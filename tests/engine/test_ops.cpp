@@ -19,6 +19,7 @@
 #include <cmath>
 #include <limits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -454,33 +455,26 @@ private slots:
     // misread block layout (an element order, a scale's bits) that a round trip through our own
     // quantizer and dequantizer would share and so never see.
     void dequantization_matches_llama_cpp() {
-        QFile f(QString::fromStdString(test::source_path("tests/data/ggml_dequant_vectors.bin")));
-        QVERIFY(f.open(QIODevice::ReadOnly));
-        const QByteArray all = f.readAll();
-        size_t at = 0;
-        auto take = [&](void* dst, size_t n) {
-            if (at + n > static_cast<size_t>(all.size())) throw Error(ErrorCode::Io, "vector file truncated");
-            std::memcpy(dst, all.constData() + at, n);
-            at += n;
-        };
-        char magic[4];
-        uint32_t records = 0;
-        take(magic, 4);
-        take(&records, 4);
-        QVERIFY(std::memcmp(magic, "LGDV", 4) == 0);
-        QCOMPARE(records, 5u);
+        QFile f(QString::fromStdString(test::source_path("tests/data/ggml_dequant_vectors.txt")));
+        QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
+        // Records of two lines: "TYPE ELEMENTS HEXBYTES", then ELEMENTS floats in %a notation.
+        QList<QByteArray> lines;
+        for (const QByteArray& line : f.readAll().split('\n'))
+            if (!line.isEmpty() && !line.startsWith('#')) lines.push_back(line);
+        QCOMPARE(lines.size(), 10);
         auto& ctx = test::context();
         Rng rng(77);
         std::vector<uint32_t> seen;
-        for (uint32_t r = 0; r < records; ++r) {
-            uint32_t type = 0, elements = 0, bytes = 0;
-            take(&type, 4);
-            take(&elements, 4);
-            take(&bytes, 4);
-            std::vector<uint8_t> blocks(bytes);
-            std::vector<float> ggml(elements);
-            take(blocks.data(), bytes);
-            take(ggml.data(), 4ull * elements);
+        for (qsizetype r = 0; r + 1 < lines.size(); r += 2) {
+            const QList<QByteArray> head = lines[r].split(' ');
+            QCOMPARE(head.size(), 3);
+            const uint32_t type = head[0].toUInt(), elements = head[1].toUInt();
+            const QByteArray raw = QByteArray::fromHex(head[2]);
+            const std::vector<uint8_t> blocks(raw.begin(), raw.end());
+            QCOMPARE(blocks.size(), size_t(ggml_row_bytes(type, elements)));
+            std::vector<float> ggml;
+            for (const QByteArray& v : lines[r + 1].split(' ')) ggml.push_back(std::strtof(v.constData(), nullptr));
+            QCOMPARE(ggml.size(), size_t(elements));
             seen.push_back(type);
             const char* name = ggml_type_name(type);
             QVERIFY2(ops::find_weight_format(type), name);
@@ -531,7 +525,6 @@ private slots:
                 }
             }
         }
-        QCOMPARE(at, static_cast<size_t>(all.size()));
         for (uint32_t t : kTypes)
             if (ops::find_weight_format(t)->block_elements > 1)
                 QVERIFY2(std::find(seen.begin(), seen.end(), t) != seen.end(), ggml_type_name(t));
