@@ -14,6 +14,8 @@
 // decode step was 62 dispatches. Here the grid is one workgroup per driver thread
 // (ops::DecodeLayerOp); the op code is the separate kernels' own (matmul_rows.glsl,
 // attention_heads.glsl), run once per op "item" — what a workgroup of the separate kernel did.
+// Each matmul has its own weight type (specialization constants TYPE_*), so the layers of a file
+// that mixes types (Q4_K_M: Q6_K attn_v and ffn_down beside Q4_K) are fused too.
 //
 // Ops follow each other through counters in `sync`, not barriers: a workgroup claims the op's
 // items one at a time, and before the next op waits until every claimed item is finished. Vulkan
@@ -44,6 +46,17 @@ layout(constant_id = 7) const bool Q_VEC4 = false;
 // one item per 8 heads; or (fewer such items than driver threads) lanes split the keys of one
 // head, one item per head.
 layout(constant_id = 8) const bool LANES_OWN_HEADS = true;
+// Q/K/V in two parts (0: one stacked matrix): rows per lane of the second, whose rows follow the
+// first's in the stacked [Q | K | V] order. A layer of a Q4_K_M file has Q and K in Q4_K and V in
+// Q6_K; the two run as one op, their bands claimed from one counter.
+layout(constant_id = 9) const uint ROWS_QKV_B = 0;
+// The weight type of each matmul (a ggml type number, weights.glsl): constants, so that each
+// matmul compiles only its own type's code.
+layout(constant_id = 10) const uint TYPE_QKV = 8;
+layout(constant_id = 11) const uint TYPE_QKV_B = 8;
+layout(constant_id = 12) const uint TYPE_O = 8;
+layout(constant_id = 13) const uint TYPE_GU = 8;
+layout(constant_id = 14) const uint TYPE_DOWN = 8;
 const bool LANE_PER_ROW = true, LANE_PER_TOKEN = false;
 const uint LT = 1;
 #define ROWS_MAX 32u          // kCpuRows in ops/matmul.cpp
@@ -72,11 +85,10 @@ layout(push_constant) uniform Layer {
     uint slot;       // this layer's counter in sync
     uint dim;        // model width
     uint ffn;        // FFN width
-    uint qkv_rows;   // rows of the stacked Q/K/V matrix
-    uint w_qkv, w_o, w_gu, w_down;        // first 16-byte unit of each matrix in binding 0
-    uint norm_attn, norm_ffn;             // first float of each norm weight in binding 1
-    uint ru_qkv, ru_o, ru_gu, ru_down;    // 16-byte units per row
-    uint tr_qkv, tr_o, tr_gu, tr_down;    // rows per tile
+    uint qkv_rows;   // rows of Q, K and V together
+    uint qkv_a_rows; // rows of the first Q/K/V part (all of them with one part)
+    uint w_qkv, w_qkv_b, w_o, w_gu, w_down;  // first 16-byte unit of each matrix in binding 0
+    uint norm_attn, norm_ffn;                // first float of each norm weight in binding 1
     uint act_x, act_qkv, act_attn, act_ffn;  // first float of each activation in the arena
     uint n_head, n_kv, n_rot, block;
     float eps, scale;
@@ -99,6 +111,7 @@ Op pc;
 // Where the matrix being run starts in the weight views (see weights.glsl).
 #define WEIGHT_UNIT_BASE pc.w_base
 #define WEIGHT_FLOAT_BASE (pc.w_base * 4u)
+#define WTYPE_PER_CALL
 #include "weights.glsl"
 
 shared float partial[8u * ROWS_MAX];
@@ -135,14 +148,16 @@ void capture_set(uint i, float v) {}
 #include "matmul_rows.glsl"
 #include "attention_heads.glsl"
 
-// A matmul of the layer: K inputs, N rows, reading x at float x_base (rows x_stride apart),
-// writing y at y_base (rows y_stride apart; flags bit 0: add to y).
-void set_matmul(uint K, uint N, uint ru, uint tr, uint w, uint x_base, uint x_stride, uint y_base,
+// A matmul of the layer: type wt, K inputs, N rows in tiles of `rows` rows per lane, reading x at
+// float x_base (rows x_stride apart), writing y at y_base (rows y_stride apart; flags bit 0: add
+// to y). Row units and tile rows follow from those (the host checks that its tiles are lanes x
+// rows, see ops::DecodeLayerOp::unsupported).
+void set_matmul(uint wt, uint K, uint N, uint rows, uint w, uint x_base, uint x_stride, uint y_base,
                 uint y_stride, uint flags, uint norm) {
     pc.K = K;
     pc.N = N;
-    pc.row_units = ru;
-    pc.tile_rows = tr;
+    pc.row_units = row_units_of(wt, K);
+    pc.tile_rows = gl_WorkGroupSize.x * rows;
     pc.w_base = w;
     pc.x_base = x_base;
     pc.x_stride = x_stride;
@@ -198,15 +213,28 @@ bool wait_done(uint op, uint n) {
     return all_done;
 }
 
-// A matmul of the layer whose lanes own `rows` rows each, as op number `op`.
-bool run_matmul(uint op, uint rows, uint in_kind, uint out_kind) {
-    const uint bands = (pc.N + gl_WorkGroupSize.x * rows - 1u) / (gl_WorkGroupSize.x * rows);
+// Bands of `rows` rows per lane in the matmul set last.
+uint bands_of(uint rows) { return (pc.N + gl_WorkGroupSize.x * rows - 1u) / (gl_WorkGroupSize.x * rows); }
+
+// A matmul of the layer (type wt) whose lanes own `rows` rows each, as op number `op`.
+bool run_matmul(uint wt, uint op, uint rows, uint in_kind, uint out_kind) {
+    const uint bands = bands_of(rows);
     const uint n = bands * pc.T;
     for (uint v = claim(op); v < n; v = claim(op)) {
-        matmul_rows(uvec2(v % bands, v / bands), rows, in_kind, out_kind);
+        matmul_rows(wt, uvec2(v % bands, v / bands), rows, in_kind, out_kind);
         finished(op);
     }
     return wait_done(op, n);
+}
+
+// Part `b` (0 or 1) of Q/K/V: RMSNorm of x in; Q rows RoPE'd to the q/k/v rows, K and V into
+// the cache. The second part's rows continue the first's (y_offset), so its epilogue sees the
+// columns of the stacked [Q | K | V] it holds.
+void set_qkv(bool b) {
+    set_matmul(b ? TYPE_QKV_B : TYPE_QKV, lp.dim, b ? lp.qkv_rows - lp.qkv_a_rows : lp.qkv_a_rows,
+               b ? ROWS_QKV_B : ROWS_QKV, b ? lp.w_qkv_b : lp.w_qkv, lp.act_x, lp.dim, lp.act_qkv, lp.qkv_rows, 0u,
+               lp.norm_attn);
+    pc.y_offset = b ? lp.qkv_a_rows : 0u;
 }
 
 void main() {
@@ -222,10 +250,27 @@ void main() {
     pc.capture_token = 0u;
     pc.capture_stride = 0u;
 
-    // Q/K/V: RMSNorm of x in, RoPE'd Q to the q/k/v rows, K and V into the cache.
-    set_matmul(lp.dim, lp.qkv_rows, lp.ru_qkv, lp.tr_qkv, lp.w_qkv, lp.act_x, lp.dim, lp.act_qkv, lp.qkv_rows, 0u,
-               lp.norm_attn);
-    if (!run_matmul(0u, ROWS_QKV, IN_NORM, OUT_ROPE_KV)) return;
+    // Q/K/V: RMSNorm of x in, RoPE'd Q to the q/k/v rows, K and V into the cache. In two parts,
+    // one op: the first part's bands are items 0..n_a-1, the second's follow.
+    set_qkv(false);
+    const uint bands_a = bands_of(ROWS_QKV), n_a = bands_a * lp.T;
+    uint bands_b = 0u;
+    if (ROWS_QKV_B != 0u) {
+        set_qkv(true);
+        bands_b = bands_of(ROWS_QKV_B);
+    }
+    const uint n_qkv = n_a + bands_b * lp.T;
+    for (uint v = claim(0u); v < n_qkv; v = claim(0u)) {
+        if (ROWS_QKV_B == 0u || v < n_a) {
+            set_qkv(false);
+            matmul_rows(TYPE_QKV, uvec2(v % bands_a, v / bands_a), ROWS_QKV, IN_NORM, OUT_ROPE_KV);
+        } else {
+            set_qkv(true);
+            matmul_rows(TYPE_QKV_B, uvec2((v - n_a) % bands_b, (v - n_a) / bands_b), ROWS_QKV_B, IN_NORM, OUT_ROPE_KV);
+        }
+        finished(0u);
+    }
+    if (!wait_done(0u, n_qkv)) return;
 
     // Attention: one item per 8 heads (lanes own heads) or per head (lanes split keys), and token.
     pc.x_base = lp.act_qkv;
@@ -241,19 +286,19 @@ void main() {
     if (!wait_done(1u, groups * lp.T)) return;
 
     // Output projection, added to x.
-    set_matmul(lp.dim, lp.dim, lp.ru_o, lp.tr_o, lp.w_o, lp.act_attn, lp.dim, lp.act_x, lp.dim, 1u, 0u);
-    if (!run_matmul(2u, ROWS_O, IN_PLAIN, OUT_PLAIN)) return;
+    set_matmul(TYPE_O, lp.dim, lp.dim, ROWS_O, lp.w_o, lp.act_attn, lp.dim, lp.act_x, lp.dim, 1u, 0u);
+    if (!run_matmul(TYPE_O, 2u, ROWS_O, IN_PLAIN, OUT_PLAIN)) return;
 
     // Gate/up: RMSNorm of x in, silu(gate) * up out (gate and up rows interleaved).
-    set_matmul(lp.dim, 2u * lp.ffn, lp.ru_gu, lp.tr_gu, lp.w_gu, lp.act_x, lp.dim, lp.act_ffn, lp.ffn, 0u,
+    set_matmul(TYPE_GU, lp.dim, 2u * lp.ffn, ROWS_GU, lp.w_gu, lp.act_x, lp.dim, lp.act_ffn, lp.ffn, 0u,
                lp.norm_ffn);
-    if (!run_matmul(3u, ROWS_GU, IN_NORM, OUT_SWIGLU)) return;
+    if (!run_matmul(TYPE_GU, 3u, ROWS_GU, IN_NORM, OUT_SWIGLU)) return;
 
     // Down, added to x. The next dispatch starts after this one ends: no wait needed here.
-    set_matmul(lp.ffn, lp.dim, lp.ru_down, lp.tr_down, lp.w_down, lp.act_ffn, lp.ffn, lp.act_x, lp.dim, 1u, 0u);
-    const uint bands = (lp.dim + gl_WorkGroupSize.x * ROWS_DOWN - 1u) / (gl_WorkGroupSize.x * ROWS_DOWN);
+    set_matmul(TYPE_DOWN, lp.ffn, lp.dim, ROWS_DOWN, lp.w_down, lp.act_ffn, lp.ffn, lp.act_x, lp.dim, 1u, 0u);
+    const uint bands = bands_of(ROWS_DOWN);
     for (uint v = claim(4u); v < bands * lp.T; v = claim(4u)) {
-        matmul_rows(uvec2(v % bands, v / bands), ROWS_DOWN, IN_PLAIN, OUT_PLAIN);
+        matmul_rows(TYPE_DOWN, uvec2(v % bands, v / bands), ROWS_DOWN, IN_PLAIN, OUT_PLAIN);
         barrier();
     }
 }

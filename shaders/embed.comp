@@ -12,8 +12,8 @@ void main() {
     uint u = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;
     if (u >= pc.row_units || t >= pc.T) return;
     uint tok = min(tokens[t], pc.vocab - 1u);  // the host validates ids; never read out of bounds
-    vec4 w[VPU];
-    dequant_unit(row_walk(tok, pc.vocab, pc.row_units, pc.tile_rows), u, w);
+    vec4 w[VPU_MAX];
+    dequant_unit(WT, row_walk(WT, tok, pc.vocab, pc.row_units, pc.tile_rows), u, w);
     for (uint v = 0; v < VPU; ++v)
         for (uint c = 0; c < 4u; ++c) {
             uint k = u * EPU + 4u * v + c;

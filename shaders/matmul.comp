@@ -135,7 +135,7 @@ void main() {
     const uint wg = gl_WorkGroupSize.x;
 
     if (LANE_PER_ROW || LANE_PER_TOKEN) {
-        matmul_rows(gl_WorkGroupID.xy, ROWS, INPUT_KIND, OUTPUT_KIND);
+        matmul_rows(WT, gl_WorkGroupID.xy, ROWS, INPUT_KIND, OUTPUT_KIND);
         return;
     }
 
@@ -176,18 +176,18 @@ void main() {
     float acc[ROWS * TOKENS];
     for (uint i = 0; i < ROWS * TOKENS; ++i) acc[i] = 0.0;
     RowWalk walk[ROWS];
-    for (uint r = 0; r < ROWS; ++r) walk[r] = row_walk(min(row0 + r, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
+    for (uint r = 0; r < ROWS; ++r) walk[r] = row_walk(WT, min(row0 + r, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
     for (uint u = tid; u < full_units; u += wg) {
-        vec4 w[ROWS][VPU];
+        vec4 w[ROWS][VPU_MAX];
         float d[ROWS];
 #if defined(WMINS)
         float m[ROWS];
 #endif
         for (uint r = 0; r < ROWS; ++r) {
-            load_values(unit_at(walk[r], u), w[r]);
-            d[r] = group_scale(walk[r], u / GPS);
+            load_values(WT, unit_at(WT, walk[r], u), w[r]);
+            d[r] = group_scale(WT, walk[r], u / GPS);
 #if defined(WMINS)
-            m[r] = group_min(walk[r], u / GPS);
+            m[r] = group_min(WT, walk[r], u / GPS);
 #endif
         }
         for (uint t = 0; t < TOKENS; ++t) {
@@ -214,7 +214,7 @@ void main() {
     }
     for (uint k = full_units * EPU + tid; k < K; k += wg)
         for (uint r = 0; r < ROWS; ++r) {
-            float wk = load1(walk[r], k);
+            float wk = load1(WT, walk[r], k);
             for (uint t = 0; t < TOKENS; ++t)
                 if (t < nt) acc[r * TOKENS + t] += wk * input_at(xbase[t], k, scale[t], INPUT_KIND);
         }

@@ -2,10 +2,10 @@
 // shaders/matmul.comp for what they are and why), as functions that the standalone matmul kernel
 // and the fused decode-layer kernel (shaders/decode_layer.comp) both run.
 //
-// Which input prologue and which output epilogue a call runs are arguments (IN_* and OUT_*), not
-// preprocessor branches, so that one shader can hold several matmuls: every call site passes
-// constants, and once the driver has inlined the call (every Vulkan driver inlines all functions)
-// the branches fold away, so each call compiles only its own path.
+// Which weight type (weights.glsl), input prologue and output epilogue a call runs are arguments
+// (wt, IN_* and OUT_*), not preprocessor branches, so that one shader can hold several matmuls:
+// every call site passes constants, and once the driver has inlined the call (every Vulkan driver
+// inlines all functions) the branches fold away, so each call compiles only its own path.
 //
 // The including shader provides, before including this file:
 //  - weights.glsl (with WEIGHT_UNIT_BASE / WEIGHT_FLOAT_BASE if the weights share a view);
@@ -57,10 +57,9 @@ vec4 x4_at(uint base, uint k) {
 // group, whose weights are zero-padded, so the in_kind is masked to 0 past K (it may hold anything
 // there, even NaNs), by a clamped fetch and a select rather than a branch: lavapipe runs both
 // sides of a branch. `raw` is a constant at every call, so each call compiles one path.
-vec4 group_input4(uint base, uint k, bool raw, uint in_kind) {
-#if defined(WQUANT)
-    return raw ? x4_at(base, k) : input4(base, k, 1.0, in_kind);  // quantized rows are whole groups (checked on load)
-#else
+vec4 group_input4(uint wt, uint base, uint k, bool raw, uint in_kind) {
+    if (QUANT_OF(wt))  // quantized rows are whole groups (checked on load)
+        return raw ? x4_at(base, k) : input4(base, k, 1.0, in_kind);
     if (VEC4_INPUT) {  // K is a multiple of 4
         const uint kc = min(k, pc.K - 4u);
         const vec4 v = raw ? x4((base + kc) / 4u) : input4(base, kc, 1.0, in_kind);
@@ -73,7 +72,6 @@ vec4 group_input4(uint base, uint k, bool raw, uint in_kind) {
         v[c] = k + c < pc.K ? e : 0.0;
     }
     return v;
-#endif
 }
 
 // The norm weight at k for the CPU layouts' groups (RMSNorm is applied in dot_rows: the sum of
@@ -128,7 +126,6 @@ void store_pair(uint row, uint t, uvec4 info, float a, float b, uint out_kind) {
 #endif
 }
 
-#if defined(WQUANT)
 // Decode on CPU drivers multiplies the integer weights by the group's input in fixed point: 16
 // bits and a power-of-two scale per weight group (32 elements, 16 for Q6_K; ops::fixed_point_input).
 // Integer products need no int->float convert per weight, which was a quarter of the decode
@@ -138,26 +135,26 @@ void store_pair(uint row, uint t, uvec4 info, float a, float b, uint out_kind) {
 // precision (llama.cpp's CPU backend rounds it to 8 bits). Sums stay far from overflow: 32 products
 // of at most 255 * 2^16 each. Prefill keeps float products: each unpacked weight serves many
 // tokens there, so the convert is already shared.
-const bool FIXED_POINT_INPUT = LANE_PER_ROW;
+bool fixed_point_input(uint wt) { return LANE_PER_ROW && QUANT_OF(wt); }
 
 int idot(ivec4 a, ivec4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
 
-// The group input v in fixed point: q = round_even(v * 2^n) with |q| <= 2^16, n from the exponent
+// The group input v (its first vpg vec4s) in fixed point: q = round_even(v * 2^n) with |q| <= 2^16, n from the exponent
 // of max |v|; returns 2^-n (v ~ q * 2^-n) and sets `qsum` to sum(q). A group of values below
 // 2^-111 quantizes to zeros. A group holding a NaN or an infinity gets a NaN scale, so that its
 // rows' sums are NaN as float products would be, not quietly finite.
-float fixed_point_group(vec4 v[VPG], out ivec4 q[VPG], out int qsum) {
+float fixed_point_group(uint vpg, vec4 v[VPG_MAX], out ivec4 q[VPG_MAX], out int qsum) {
     // max |v| as bits: an unsigned max of the magnitudes' bit patterns orders finite values as
     // floats do and puts infinities and NaNs (exponent field 255) above them, whatever the
     // driver's float max does with NaNs.
     uvec4 m = uvec4(0u);
-    [[unroll]] for (uint i = 0; i < VPG; ++i) m = max(m, floatBitsToUint(v[i]) & 0x7fffffffu);
+    [[unroll]] for (uint i = 0; i < vpg; ++i) m = max(m, floatBitsToUint(v[i]) & 0x7fffffffu);
     // max |v| < 2^(e - 126) for its biased exponent e, so v * 2^(142 - e) < 2^16.
     const uint e = max(max(m.x, m.y), max(m.z, m.w)) >> 23;
     const bool tiny = e < 16u;
     const float up = tiny ? 0.0 : uintBitsToFloat((269u - min(e, 254u)) << 23);  // 2^(142 - e)
     ivec4 total = ivec4(0);
-    [[unroll]] for (uint i = 0; i < VPG; ++i) {
+    [[unroll]] for (uint i = 0; i < vpg; ++i) {
         q[i] = ivec4(roundEven(v[i] * up));
         total += q[i];
     }
@@ -165,9 +162,6 @@ float fixed_point_group(vec4 v[VPG], out ivec4 q[VPG], out int qsum) {
     if (e == 255u) return uintBitsToFloat(0x7fc00000u);
     return tiny ? 0.0 : uintBitsToFloat((e - 15u) << 23);  // 2^(e - 142)
 }
-#else
-const bool FIXED_POINT_INPUT = false;
-#endif
 
 // Per-lane state of the CPU layouts, as globals: arrays sized by specialization constants cannot
 // be passed to functions (SPIR-V would copy between array types that do not match logically).
@@ -180,23 +174,21 @@ float lane_acc[LT * ROWS_MAX];
 // unpacked unit serving all LT tokens, raw values against the in_kind with the zero point taken
 // off once per group (sum(raw * in) - WZERO * sum(in), see weights.glsl). IN_NORM: the sums
 // are of x * norm_w; the caller applies each token's RMS scale (lane_ss).
-void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
+void dot_rows(uint wt, uint row0, uint rstep, uint rows, uint in_kind) {
+    const uint VPU_ = VPU_OF(wt), VPG_ = VPG_OF(wt), EPG_ = EPG_OF(wt), GPS_ = GPS_OF(wt);
+    const float WZERO_ = WZERO_OF(wt);
+    const bool quant = QUANT_OF(wt), mins_on = MINS_OF(wt), fixed_point = fixed_point_input(wt);
     uint first_unit[ROWS_MAX];
-#if defined(WQUANT)
-    uint first_scale[ROWS_MAX];
-#endif
+    uint first_scale[ROWS_MAX];  // quantized types
     // The band lies in one tile (the host checks tile_rows), its clamped rows too.
-    const TileWalk tile = tile_walk(min(row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
+    const TileWalk tile = tile_walk(wt, min(row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
     [[unroll]] for (uint r = 0; r < rows; ++r) {
-        const RowWalk walk = row_walk_in(tile, min(row0 + r * rstep, pc.N - 1u), pc.row_units, pc.tile_rows);
+        const RowWalk walk = row_walk_in(wt, tile, min(row0 + r * rstep, pc.N - 1u), pc.row_units, pc.tile_rows);
         first_unit[r] = walk.first;
-#if defined(WQUANT)
         first_scale[r] = walk.scale_first;
-#endif
     }
     // So its rows share one group stride.
     const uint stride = tile.stride;
-#if defined(WQUANT)
     // The band's scale texels (the tile layout in weights.glsl): a decode lane (its rows one
     // octet apart, the band a whole tile) finds the scales of its rows 4q..4q+3 in texel q; a
     // prefill workgroup (32 rows from a multiple of 32: one quad of octets) those of rows i, i + 8,
@@ -205,101 +197,89 @@ void dot_rows(uint row0, uint rstep, uint rows, uint in_kind) {
     const uint scale_texels = LANE_PER_ROW ? rows / 4u : 8u;
     uint scale_texel[ROWS_MAX / 4u];
     [[unroll]] for (uint q = 0; q < scale_texels; ++q) scale_texel[q] = first_scale[LANE_PER_ROW ? 4u * q : q] / 4u;
-#endif
     [[unroll]] for (uint i = 0; i < LT * ROWS_MAX; ++i) lane_acc[i] = 0.0;
     [[unroll]] for (uint j = 0; j < LT; ++j) lane_ss[j] = 0.0;
-    const uint groups = (pc.K + EPG - 1u) / EPG;
+    const uint groups = (pc.K + EPG_ - 1u) / EPG_;
     for (uint g = 0; g < groups; ++g) {
-#if defined(WQUANT)
-        vec4 scales[ROWS_MAX / 4u];  // fetched with the first row that needs each, in memory order
-#endif
-#if defined(WMINS)
-        vec4 mins[ROWS_MAX / 4u];  // the same rows' mins, 8 texels after their scales
-#endif
-        vec4 in_v[LT][VPG];
+        vec4 scales[ROWS_MAX / 4u];  // (quantized) fetched with the first row that needs each, in memory order
+        vec4 mins[ROWS_MAX / 4u];    // (types with mins) the same rows' mins, 8 texels after their scales
+        vec4 in_v[LT][VPG_MAX];
         float zero[LT], in_sum[LT];
         [[unroll]] for (uint j = 0; j < LT; ++j) {
             vec4 sum = vec4(0.0);
-            [[unroll]] for (uint v = 0; v < VPG; ++v) {
+            [[unroll]] for (uint v = 0; v < VPG_; ++v) {
                 if (in_kind == IN_NORM) {
-                    const vec4 xv = group_input4(lane_xb[j], g * EPG + 4u * v, true, in_kind);
+                    const vec4 xv = group_input4(wt, lane_xb[j], g * EPG_ + 4u * v, true, in_kind);
                     lane_ss[j] += dot(xv, xv);
-                    in_v[j][v] = xv * group_norm4(g * EPG + 4u * v);
+                    in_v[j][v] = xv * group_norm4(g * EPG_ + 4u * v);
                 } else {
-                    in_v[j][v] = group_input4(lane_xb[j], g * EPG + 4u * v, false, in_kind);
+                    in_v[j][v] = group_input4(wt, lane_xb[j], g * EPG_ + 4u * v, false, in_kind);
                 }
                 sum += in_v[j][v];
             }
             in_sum[j] = dot(sum, vec4(1.0));
-            zero[j] = WZERO * in_sum[j];
+            zero[j] = WZERO_ * in_sum[j];
         }
-#if defined(WQUANT)
-        ivec4 in_q[LT][VPG];
+        ivec4 in_q[LT][VPG_MAX];
         float in_s[LT];
         int zero_q[LT];
-        if (FIXED_POINT_INPUT)
+        if (fixed_point)
             [[unroll]] for (uint j = 0; j < LT; ++j) {
                 int qsum;
-                in_s[j] = fixed_point_group(in_v[j], in_q[j], qsum);
-                zero_q[j] = int(WZERO) * qsum;
+                in_s[j] = fixed_point_group(VPG_, in_v[j], in_q[j], qsum);
+                zero_q[j] = int(WZERO_) * qsum;
                 in_sum[j] = float(qsum) * in_s[j];  // the mins' input: the rounded one, as the products'
             }
-#endif
         [[unroll]] for (uint r = 0; r < rows; ++r) {
             const uint first = first_unit[r] + g * stride;
-#if defined(WQUANT)
-            const uint q = LANE_PER_ROW ? r / 4u : r;
-            if (LANE_PER_ROW ? r % 4u == 0u : r < 8u) {
-                scales[q] = scales4_at(scale_texel[q] + g * stride);
-#if defined(WMINS)
-                mins[q] = scales4_at(scale_texel[q] + 8u + g * stride);
-#endif
+            float d = 1.0;
+            if (quant) {
+                const uint q = LANE_PER_ROW ? r / 4u : r;
+                if (LANE_PER_ROW ? r % 4u == 0u : r < 8u) {
+                    scales[q] = scales4_at(scale_texel[q] + g * stride);
+                    if (mins_on) mins[q] = scales4_at(scale_texel[q] + 8u + g * stride);
+                }
+                d = LANE_PER_ROW ? scales[r / 4u][r % 4u] : scales[r % 8u][r / 8u];
             }
-            const float d = LANE_PER_ROW ? scales[r / 4u][r % 4u] : scales[r % 8u][r / 8u];
-#endif
             float a[LT];  // the row's sums over this group (quantized: zero point off, input scale on)
-#if defined(WQUANT)
-            if (FIXED_POINT_INPUT) {
+            if (fixed_point) {
                 int ai[LT];
                 [[unroll]] for (uint j = 0; j < LT; ++j) ai[j] = 0;
-                [[unroll]] for (uint h = 0; h < GPS; ++h) {
-                    ivec4 w[VPU];
-                    load_ints(first + h, w);
+                [[unroll]] for (uint h = 0; h < GPS_; ++h) {
+                    ivec4 w[VPU_MAX];
+                    load_ints(wt, first + h, w);
                     [[unroll]] for (uint j = 0; j < LT; ++j)
-                        [[unroll]] for (uint v = 0; v < VPU; ++v) ai[j] += idot(w[v], in_q[j][h * VPU + v]);
+                        [[unroll]] for (uint v = 0; v < VPU_; ++v) ai[j] += idot(w[v], in_q[j][h * VPU_ + v]);
                 }
                 [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = float(ai[j] - zero_q[j]) * in_s[j];
-            } else
-#endif
-            {
+            } else {
                 [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = 0.0;
-                [[unroll]] for (uint h = 0; h < GPS; ++h) {
-                    vec4 w[VPU];
-                    load_values(first + h, w);
+                [[unroll]] for (uint h = 0; h < GPS_; ++h) {
+                    vec4 w[VPU_MAX];
+                    load_values(wt, first + h, w);
                     [[unroll]] for (uint j = 0; j < LT; ++j)
-                        [[unroll]] for (uint v = 0; v < VPU; ++v) a[j] += dot(w[v], in_v[j][h * VPU + v]);
+                        [[unroll]] for (uint v = 0; v < VPU_; ++v) a[j] += dot(w[v], in_v[j][h * VPU_ + v]);
                 }
-#if defined(WQUANT)
-                [[unroll]] for (uint j = 0; j < LT; ++j) a[j] -= zero[j];
-#endif
+                if (quant) [[unroll]] for (uint j = 0; j < LT; ++j) a[j] -= zero[j];
             }
-#if defined(WMINS)
-            const float mn = LANE_PER_ROW ? mins[r / 4u][r % 4u] : mins[r % 8u][r / 8u];
-            [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * d - mn * in_sum[j];
-#elif defined(WQUANT)
-            [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * d;
-#else
-            [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j];
-#endif
+            if (mins_on) {
+                const float mn = LANE_PER_ROW ? mins[r / 4u][r % 4u] : mins[r % 8u][r / 8u];
+                [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * d - mn * in_sum[j];
+            } else if (quant) {
+                [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * d;
+            } else {
+                [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j];
+            }
         }
     }
 }
 
-// One workgroup of a CPU layout: `wg` is its (x, y) place in the grid, `rows` the rows per lane
+// One workgroup of a CPU layout over weights of type `wt`: `wg` is its (x, y) place in the grid,
+// `rows` the rows per lane
 // (LANE_PER_ROW) or per workgroup (LANE_PER_TOKEN).
 // LANE_PER_ROW: lane i owns rows x * WG * rows + i + r * WG (r < rows) of token y. LANE_PER_TOKEN:
 // the workgroup owns rows x * rows + r, lane i tokens y * WG * LT + j * WG + i (j < LT).
-void matmul_rows(uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
+void matmul_rows(uint wt, uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
     const uint tid = gl_LocalInvocationID.x;
     const uint wg = gl_WorkGroupSize.x;
     const bool pairs = out_kind != OUT_PLAIN;
@@ -311,7 +291,7 @@ void matmul_rows(uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
         const uint tc = min(t[j], pc.T - 1u);  // lanes past the last token compute a copy, never stored
         lane_xb[j] = x_row(tc) * pc.x_stride;
     }
-    dot_rows(row0, rstep, rows, in_kind);
+    dot_rows(wt, row0, rstep, rows, in_kind);
     // The row sums (IN_NORM: scaled by the token's RMS factor) go to shared memory, slot
     // (j * wg + tid) * rows + r, and the epilogues read them there. Why: a CPU driver keeps a
     // private array that is ever indexed by a variable in memory, written lane by lane each time;

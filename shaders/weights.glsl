@@ -36,8 +36,8 @@
 // past a few dozen (110M Q8_0 LM head on lavapipe: 8.6 -> 13 GB/s), and scales in their own array
 // were a second stream that the gathers missed (GEMV over a 110 MB matrix: 8.2 -> 7.2 ms).
 //
-// Adding a type = one branch here (its EPU, GPS, WZERO and unpack family) + one row in the engine's
-// weight-format table + its variants in shaders/manifest.txt.
+// Adding a type = its number and properties here (EPU_OF, GPS_OF, WZERO_OF, unpack family) + one
+// row in the engine's weight-format table + its variants in shaders/manifest.txt.
 layout(binding = 0) uniform usamplerBuffer weight_units;
 layout(binding = 1) uniform samplerBuffer weight_scales;
 // Where this matrix starts in those views: 0 when each matmul binds its own weight, the matrix's
@@ -47,66 +47,71 @@ layout(binding = 1) uniform samplerBuffer weight_scales;
 #define WEIGHT_FLOAT_BASE 0u
 #endif
 
+// A weight type is a value here, the ggml type number (ops::WeightFormat::ggml_type), passed to
+// every function as `wt`: a compile-time constant at every call (a WTYPE_* define's WT, or a
+// specialization constant), so once the driver inlines the call the per-type branches fold away
+// and each call compiles only its own type. One shader can so hold matmuls of several types: the
+// fused decode layer of a Q4_K_M file, whose attn_v and ffn_down are Q6_K (decode_layer.comp).
+const uint T_F32 = 0u, T_F16 = 1u, T_Q4_0 = 2u, T_Q8_0 = 8u, T_Q4_K = 12u, T_Q5_K = 13u, T_Q6_K = 14u;
 // EPU: elements per 16-byte unit. GPS: units per group — the units that share one scale, or for
 // float types enough units for 16 elements — so kernels fetch a scale once per group.
-// WZERO: the zero point of the raw values.
+// WZERO: the zero point of the raw values. Written as conditional expressions so that they are
+// constant expressions (array sizes) for a constant type.
+#define EPU_OF(t) ((t) == T_F32 ? 4u : (t) == T_F16 ? 8u : ((t) == T_Q4_0 || (t) == T_Q4_K) ? 32u : 16u)
+#define GPS_OF(t) ((t) == T_F32 ? 4u : ((t) == T_Q4_0 || (t) == T_Q4_K || (t) == T_Q6_K) ? 1u : 2u)
+#define WZERO_OF(t) ((t) == T_Q8_0 ? 128.0 : (t) == T_Q4_0 ? 8.0 : (t) == T_Q6_K ? 32.0 : 0.0)
+// Raw values: a byte per element (Q8_0's unit) or a nibble (Q4_0's unit); quantized = either,
+// with a float scale per group; K-quants with a min beside it (Q4_K, Q5_K).
+#define BYTES_OF(t) ((t) == T_Q8_0 || (t) == T_Q5_K || (t) == T_Q6_K)
+#define NIBBLES_OF(t) ((t) == T_Q4_0 || (t) == T_Q4_K)
+#define QUANT_OF(t) (BYTES_OF(t) || NIBBLES_OF(t))
+#define MINS_OF(t) ((t) == T_Q4_K || (t) == T_Q5_K)
+// Floats per group beside the values (ops::WeightFormat::scales_per_group).
+#define SPG_OF(t) (MINS_OF(t) ? 2u : QUANT_OF(t) ? 1u : 0u)
+#define VPU_OF(t) (EPU_OF(t) / 4u)  // vec4s per unit
+#define EPG_OF(t) (EPU_OF(t) * GPS_OF(t))  // elements per group
+#define VPG_OF(t) (VPU_OF(t) * GPS_OF(t))  // vec4s per group
+// Array sizes that hold any type's unit or group (unused entries are never touched).
+#define VPU_MAX 8u
+#define VPG_MAX 8u
+// 16-byte units per row of k elements (rows are whole groups; ops::repacked_row_units).
+uint row_units_of(uint wt, uint k) { return (k + EPG_OF(wt) - 1u) / EPG_OF(wt) * GPS_OF(wt); }
+
+// A shader of one type (a WTYPE_* define: the separate kernels) gets it as WT, the shorthands
+// below, and WQUANT / WMINS for its own preprocessor branches.
 #if defined(WTYPE_F32)
-#define EPU 4u
-#define GPS 4u
-#define WZERO 0.0
+const uint WT = T_F32;
 #elif defined(WTYPE_F16)
-#define EPU 8u
-#define GPS 2u
-#define WZERO 0.0
+const uint WT = T_F16;
 #elif defined(WTYPE_Q8_0)
-#define EPU 16u
-#define GPS 2u
-#define WZERO 128.0
-#define WBYTES
+const uint WT = T_Q8_0;
 #elif defined(WTYPE_Q4_0)
-#define EPU 32u
-#define GPS 1u
-#define WZERO 8.0
-#define WNIBBLES
+const uint WT = T_Q4_0;
 #elif defined(WTYPE_Q4_K)
-#define EPU 32u
-#define GPS 1u
-#define WZERO 0.0
-#define WNIBBLES
+const uint WT = T_Q4_K;
 #define WMINS
 #elif defined(WTYPE_Q5_K)
-#define EPU 16u
-#define GPS 2u
-#define WZERO 0.0
-#define WBYTES
+const uint WT = T_Q5_K;
 #define WMINS
 #elif defined(WTYPE_Q6_K)
-#define EPU 16u
-#define GPS 1u
-#define WZERO 32.0
-#define WBYTES
-#else
-#error "define one WTYPE_*"
+const uint WT = T_Q6_K;
+#elif !defined(WTYPE_PER_CALL)
+#error "define one WTYPE_*, or WTYPE_PER_CALL for a shader that passes its types"
 #endif
-// WQUANT: integer raw values with a float scale per group (every type but F32 and F16).
-#if defined(WBYTES) || defined(WNIBBLES)
+#if !defined(WTYPE_PER_CALL)
+#if !defined(WTYPE_F32) && !defined(WTYPE_F16)
 #define WQUANT
 #endif
-// Floats per group beside the values (ops::WeightFormat::scales_per_group).
-#if defined(WMINS)
-#define SPG 2u
-#elif defined(WQUANT)
-#define SPG 1u
-#else
-#define SPG 0u
+#define EPU EPU_OF(WT)
+#define GPS GPS_OF(WT)
+#define WZERO WZERO_OF(WT)
+#define VPU VPU_OF(WT)
+#define EPG EPG_OF(WT)
 #endif
-#define VPU (EPU / 4u)  // vec4s per unit
-#define EPG (EPU * GPS)  // elements per group
-#define VPG (VPU * GPS)  // vec4s per group
 
 // Scale texels per quad of rows and group, and per group of a tile of n rows (the layout above).
-#define QUAD_SCALE_TEXELS (8u * SPG)
-uint tile_scale_texels(uint n) { return ((n + 31u) / 32u) * QUAD_SCALE_TEXELS; }
+uint quad_scale_texels(uint wt) { return 8u * SPG_OF(wt); }
+uint tile_scale_texels(uint wt, uint n) { return ((n + 31u) / 32u) * quad_scale_texels(wt); }
 
 // Where a row's units and scales are: unit u of the row is unit_at(walk, u), the scale of its
 // group g is at float index walk.scale_first + g * walk.scale_stride of the scales view.
@@ -115,7 +120,7 @@ struct RowWalk {
     uint stride;        // units from one group of the row to its next
     uint scale_first;   // float index of the row's group-0 scale
     uint scale_stride;  // floats from one group's scale to the next
-    uint min_offset;    // floats from a group's scale to its min (WMINS)
+    uint min_offset;    // floats from a group's scale to its min (types with mins)
 };
 // The tile of a row, split from row_walk so that a band of rows in one tile pays its integer
 // divisions once: a CPU driver has no vector division, so each one costs a scalar divide per lane
@@ -126,25 +131,27 @@ struct TileWalk {
     uint base;    // texel index of its group 0
     uint stride;  // texels from one group of its rows to the next
 };
-TileWalk tile_walk(uint row, uint rows, uint row_units, uint tile_rows) {
-    if (tile_rows == 1u) return TileWalk(row, 1u, 0u, GPS);
+TileWalk tile_walk(uint wt, uint row, uint rows, uint row_units, uint tile_rows) {
+    if (tile_rows == 1u) return TileWalk(row, 1u, 0u, GPS_OF(wt));
     const uint t0 = row - row % tile_rows, n = min(tile_rows, rows - t0);
     // Every earlier tile is whole.
-    const uint whole = tile_rows * GPS + tile_scale_texels(tile_rows);
-    return TileWalk(t0, n, (t0 / tile_rows) * (row_units / GPS) * whole, n * GPS + tile_scale_texels(n));
+    const uint whole = tile_rows * GPS_OF(wt) + tile_scale_texels(wt, tile_rows);
+    return TileWalk(t0, n, (t0 / tile_rows) * (row_units / GPS_OF(wt)) * whole,
+                    n * GPS_OF(wt) + tile_scale_texels(wt, n));
 }
 // A row of the tile `tw` (divisions by constants only).
-RowWalk row_walk_in(TileWalk tw, uint row, uint row_units, uint tile_rows) {
-    if (tile_rows == 1u) return RowWalk(row * row_units, GPS, row * (row_units / GPS) * SPG, SPG, 1u);
+RowWalk row_walk_in(uint wt, TileWalk tw, uint row, uint row_units, uint tile_rows) {
+    if (tile_rows == 1u)
+        return RowWalk(row * row_units, GPS_OF(wt), row * (row_units / GPS_OF(wt)) * SPG_OF(wt), SPG_OF(wt), 1u);
     const uint rr = row - tw.t0;
-    const uint quad = tw.base + (rr / 32u) * (QUAD_SCALE_TEXELS + 32u * GPS);  // every earlier quad is whole
-    return RowWalk(quad + QUAD_SCALE_TEXELS + (rr % 32u) * GPS, tw.stride,
+    const uint quad = tw.base + (rr / 32u) * (quad_scale_texels(wt) + 32u * GPS_OF(wt));  // earlier quads are whole
+    return RowWalk(quad + quad_scale_texels(wt) + (rr % 32u) * GPS_OF(wt), tw.stride,
                    (quad + rr % 8u) * 4u + (rr / 8u) % 4u, tw.stride * 4u, 32u);
 }
-RowWalk row_walk(uint row, uint rows, uint row_units, uint tile_rows) {
-    return row_walk_in(tile_walk(row, rows, row_units, tile_rows), row, row_units, tile_rows);
+RowWalk row_walk(uint wt, uint row, uint rows, uint row_units, uint tile_rows) {
+    return row_walk_in(wt, tile_walk(wt, row, rows, row_units, tile_rows), row, row_units, tile_rows);
 }
-uint unit_at(RowWalk walk, uint u) { return walk.first + (u / GPS) * walk.stride + u % GPS; }
+uint unit_at(uint wt, RowWalk walk, uint u) { return walk.first + (u / GPS_OF(wt)) * walk.stride + u % GPS_OF(wt); }
 
 vec4 bytes4(uint u) { return vec4(u & 255u, (u >> 8) & 255u, (u >> 16) & 255u, u >> 24); }
 
@@ -153,76 +160,65 @@ float scale_at(uint i) { return texelFetch(weight_scales, int(WEIGHT_FLOAT_BASE 
 // Texel i of the values view as floats: four scales of a tiled quantized matrix.
 vec4 scales4_at(uint i) { return uintBitsToFloat(texelFetch(weight_units, int(WEIGHT_UNIT_BASE + i))); }
 
-// The raw values of unit `i` (a unit index), before zero point and scale.
-void load_values(uint i, out vec4 w[VPU]) {
+// The raw values of unit `i` (a unit index), before zero point and scale: VPU_OF(wt) vec4s.
+void load_values(uint wt, uint i, out vec4 w[VPU_MAX]) {
     uvec4 q = texelFetch(weight_units, int(WEIGHT_UNIT_BASE + i));
-#if defined(WTYPE_F32)
-    w[0] = uintBitsToFloat(q);
-#elif defined(WTYPE_F16)
-    w[0] = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
-    w[1] = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
-#elif defined(WBYTES)
-    w[0] = bytes4(q.x);
-    w[1] = bytes4(q.y);
-    w[2] = bytes4(q.z);
-    w[3] = bytes4(q.w);
-#elif defined(WNIBBLES)
-    for (uint c = 0; c < 4u; ++c) {
-        uint u = q[c];
-        w[2u * c] = vec4(u & 15u, (u >> 4) & 15u, (u >> 8) & 15u, (u >> 12) & 15u);
-        w[2u * c + 1u] = vec4((u >> 16) & 15u, (u >> 20) & 15u, (u >> 24) & 15u, u >> 28);
+    if (wt == T_F32) {
+        w[0] = uintBitsToFloat(q);
+    } else if (wt == T_F16) {
+        w[0] = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
+        w[1] = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
+    } else if (BYTES_OF(wt)) {
+        w[0] = bytes4(q.x);
+        w[1] = bytes4(q.y);
+        w[2] = bytes4(q.z);
+        w[3] = bytes4(q.w);
+    } else {  // nibbles
+        [[unroll]] for (uint c = 0; c < 4u; ++c) {
+            uint u = q[c];
+            w[2u * c] = vec4(u & 15u, (u >> 4) & 15u, (u >> 8) & 15u, (u >> 12) & 15u);
+            w[2u * c + 1u] = vec4((u >> 16) & 15u, (u >> 20) & 15u, (u >> 24) & 15u, u >> 28);
+        }
     }
-#endif
 }
 
-#if defined(WQUANT)
-// The raw values of unit `i` as integers, for products with a fixed-point input (the CPU decode
-// layout, see fixed_point_group in matmul_rows.glsl).
-void load_ints(uint i, out ivec4 w[VPU]) {
+// The raw values of unit `i` of a quantized type as integers, for products with a fixed-point
+// input (the CPU decode layout, see fixed_point_group in matmul_rows.glsl).
+void load_ints(uint wt, uint i, out ivec4 w[VPU_MAX]) {
     uvec4 q = texelFetch(weight_units, int(WEIGHT_UNIT_BASE + i));
     [[unroll]] for (uint c = 0; c < 4u; ++c) {
         const uint u = q[c];
-#if defined(WBYTES)
-        w[c] = ivec4(u & 255u, (u >> 8) & 255u, (u >> 16) & 255u, u >> 24);
-#else
-        w[2u * c] = ivec4(u & 15u, (u >> 4) & 15u, (u >> 8) & 15u, (u >> 12) & 15u);
-        w[2u * c + 1u] = ivec4((u >> 16) & 15u, (u >> 20) & 15u, (u >> 24) & 15u, u >> 28);
-#endif
+        if (BYTES_OF(wt)) {
+            w[c] = ivec4(u & 255u, (u >> 8) & 255u, (u >> 16) & 255u, u >> 24);
+        } else {
+            w[2u * c] = ivec4(u & 15u, (u >> 4) & 15u, (u >> 8) & 15u, (u >> 12) & 15u);
+            w[2u * c + 1u] = ivec4((u >> 16) & 15u, (u >> 20) & 15u, (u >> 24) & 15u, u >> 28);
+        }
     }
 }
-#endif
 
 // The scale of group g of the row at `walk` (1 for float types).
-float group_scale(RowWalk walk, uint g) {
-#if defined(WQUANT)
-    return scale_at(walk.scale_first + g * walk.scale_stride);
-#else
-    return 1.0;
-#endif
+float group_scale(uint wt, RowWalk walk, uint g) {
+    return QUANT_OF(wt) ? scale_at(walk.scale_first + g * walk.scale_stride) : 1.0;
 }
-#if defined(WMINS)
-// The min of group g of the row at `walk`.
-float group_min(RowWalk walk, uint g) { return scale_at(walk.scale_first + g * walk.scale_stride + walk.min_offset); }
-#endif
+// The min of group g of the row at `walk` (0 for types without mins).
+float group_min(uint wt, RowWalk walk, uint g) {
+    return MINS_OF(wt) ? scale_at(walk.scale_first + g * walk.scale_stride + walk.min_offset) : 0.0;
+}
 
 // The values of unit u of the row at `walk`, dequantized.
-void dequant_unit(RowWalk walk, uint u, out vec4 w[VPU]) {
-    load_values(unit_at(walk, u), w);
-#if defined(WQUANT)
-    const float d = group_scale(walk, u / GPS);
-#if defined(WMINS)
-    const float m = group_min(walk, u / GPS);
-#else
-    const float m = 0.0;
-#endif
-    for (uint v = 0; v < VPU; ++v) w[v] = (w[v] - WZERO) * d - m;
-#endif
+void dequant_unit(uint wt, RowWalk walk, uint u, out vec4 w[VPU_MAX]) {
+    load_values(wt, unit_at(wt, walk, u), w);
+    if (QUANT_OF(wt)) {
+        const float d = group_scale(wt, walk, u / GPS_OF(wt)), m = group_min(wt, walk, u / GPS_OF(wt));
+        for (uint v = 0; v < VPU_OF(wt); ++v) w[v] = (w[v] - WZERO_OF(wt)) * d - m;
+    }
 }
 
 // One element: element e of the row at `walk`.
-float load1(RowWalk walk, uint e) {
-    vec4 w[VPU];
-    dequant_unit(walk, e / EPU, w);
-    uint k = e % EPU;
+float load1(uint wt, RowWalk walk, uint e) {
+    vec4 w[VPU_MAX];
+    dequant_unit(wt, walk, e / EPU_OF(wt), w);
+    uint k = e % EPU_OF(wt);
     return w[k / 4u][k % 4u];
 }

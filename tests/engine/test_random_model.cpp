@@ -58,13 +58,19 @@ public:
     void set_cpu_driver(bool cpu) { cpu_driver_ = cpu; }
 
     // Writes the GGUF (2-D weights in `type`, 1-D norms in F32) and keeps the dequantized weights.
-    // `other_type` (if not `type`) goes to attn_k and ffn_up: Q/K/V and gate/up then cannot be
-    // stacked, and the engine runs them as separate matmuls (the RoPE epilogue on each, SwiGLU in
-    // the down matmul's prologue instead of the gate/up epilogue).
-    void write(const std::string& path, uint32_t type, uint32_t seed, uint32_t other_type = ~0u) {
+    // `other_type` (if not `type`) goes to the tensors `mix` names. KAndUp: attn_k and ffn_up, so
+    // Q/K/V and gate/up cannot be stacked, and the engine runs them as separate matmuls (the RoPE
+    // epilogue on each, SwiGLU in the down matmul's prologue instead of the gate/up epilogue).
+    // VAndDown: attn_v and ffn_down, as llama.cpp's Q4_K_M files do in some layers: Q and K stack,
+    // V stands alone, and the fused decode layer runs the layer all the same.
+    enum class Mix { KAndUp, VAndDown };
+    void write(const std::string& path, uint32_t type, uint32_t seed, uint32_t other_type = ~0u,
+               Mix mix = Mix::KAndUp) {
         if (other_type == ~0u) other_type = type;
         type_ = type;
-        other_type_ = other_type;
+        const bool k_up = mix == Mix::KAndUp;
+        k_type_ = up_type_ = k_up ? other_type : type;
+        v_type_ = down_type_ = k_up ? type : other_type;
         std::mt19937 rng(seed);
         GgufWriter w;
         w.set_string("general.architecture", "llama");
@@ -111,17 +117,17 @@ public:
             L.attn_norm = vector(p + "attn_norm.weight", c_.dim);
             L.ffn_norm = vector(p + "ffn_norm.weight", c_.dim);
             auto q = matrix(p + "attn_q.weight", c_.dim, c_.dim, lin(c_.dim));
-            auto k = matrix(p + "attn_k.weight", c_.kv_dim(), c_.dim, lin(c_.dim), other_type);
-            auto v = matrix(p + "attn_v.weight", c_.kv_dim(), c_.dim, lin(c_.dim));
+            auto k = matrix(p + "attn_k.weight", c_.kv_dim(), c_.dim, lin(c_.dim), k_type_);
+            auto v = matrix(p + "attn_v.weight", c_.kv_dim(), c_.dim, lin(c_.dim), v_type_);
             L.wqkv = q;
             L.wqkv.insert(L.wqkv.end(), k.begin(), k.end());
             L.wqkv.insert(L.wqkv.end(), v.begin(), v.end());
             L.wo = matrix(p + "attn_output.weight", c_.dim, c_.dim, lin(c_.dim));
             auto g = matrix(p + "ffn_gate.weight", c_.ffn, c_.dim, lin(c_.dim));
-            auto u = matrix(p + "ffn_up.weight", c_.ffn, c_.dim, lin(c_.dim), other_type);
+            auto u = matrix(p + "ffn_up.weight", c_.ffn, c_.dim, lin(c_.dim), up_type_);
             L.wgu = g;
             L.wgu.insert(L.wgu.end(), u.begin(), u.end());
-            L.wd = matrix(p + "ffn_down.weight", c_.dim, c_.ffn, lin(c_.ffn));
+            L.wd = matrix(p + "ffn_down.weight", c_.dim, c_.ffn, lin(c_.ffn), down_type_);
         }
         w.write(path);
         reset();
@@ -184,14 +190,14 @@ public:
             const auto& L = layers_[l];
             const auto qkv_shape = shape(D, c_.qkv_width(), false), gu_shape = shape(D, 2 * F, false);
             matmul(L.wqkv, 0, D, D, type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
-            matmul(L.wqkv, D, KV, D, other_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
-            matmul(L.wqkv, D + KV, KV, D, type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
+            matmul(L.wqkv, D, KV, D, k_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
+            matmul(L.wqkv, D + KV, KV, D, v_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
             ops::reference_rope_store(a, qkv, info, rope_, kv_[l]);
             ops::reference_attention(a, qkv, info, tables_, kv_[l], attn);
             matmul(L.wo, 0, D, D, type_, ops::MatmulInput::Plain, attn, x, {}, shape(D, D, true));
             matmul(L.wgu, 0, F, D, type_, ops::MatmulInput::Norm, x, gu, L.ffn_norm, gu_shape);
-            matmul(L.wgu, F, F, D, other_type_, ops::MatmulInput::Norm, x, gu, L.ffn_norm, gu_shape);
-            matmul(L.wd, 0, D, F, type_, ops::MatmulInput::Silu, gu, x, {}, shape(2 * F, D, true));
+            matmul(L.wgu, F, F, D, up_type_, ops::MatmulInput::Norm, x, gu, L.ffn_norm, gu_shape);
+            matmul(L.wd, 0, D, F, down_type_, ops::MatmulInput::Silu, gu, x, {}, shape(2 * F, D, true));
         }
         std::vector<float> logits(static_cast<size_t>(T) * c_.vocab);
         matmul(lm_head_, 0, c_.vocab, D, type_, ops::MatmulInput::Norm, x, logits, out_norm_, shape(D, c_.vocab, false));
@@ -206,7 +212,7 @@ private:
     };
     Config c_;
     bool tied_;
-    uint32_t type_ = 0, other_type_ = 0;
+    uint32_t type_ = 0, k_type_ = 0, v_type_ = 0, up_type_ = 0, down_type_ = 0;
     bool cpu_driver_ = false;
     std::vector<float> embd_, out_norm_, lm_head_;
     std::vector<Layer> layers_;
@@ -273,39 +279,43 @@ private slots:
     void engine_matches_cpu_reference_data() {
         QTest::addColumn<uint32_t>("type");
         QTest::addColumn<bool>("tied");
-        QTest::addColumn<uint32_t>("other_type");  // of attn_k and ffn_up (see ReferenceModel::write)
+        QTest::addColumn<uint32_t>("other_type");  // of the tensors `mix` names (see ReferenceModel::write)
+        QTest::addColumn<bool>("v_and_down");      // mix: attn_v and ffn_down, else attn_k and ffn_up
         QTest::addColumn<bool>("gpu_layouts");     // EngineOptions::gpu_layouts_for_test
+        const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
             for (bool tied : {true, false})
-                QTest::addRow("%s, %s output", ggml_type_name(static_cast<uint32_t>(t)), tied ? "tied" : "untied")
-                    << static_cast<uint32_t>(t) << tied << static_cast<uint32_t>(t) << false;
-        QTest::newRow("Q8_0 with F16 attn_k and ffn_up") << static_cast<uint32_t>(GgmlType::Q8_0) << false
-                                                         << static_cast<uint32_t>(GgmlType::F16) << false;
-        // K-quants, and a mix like llama.cpp's Q4_K_M files (Q6_K beside Q4_K in a layer: Q/K/V and
-        // gate/up cannot be stacked, the layer cannot be fused).
+                QTest::addRow("%s, %s output", ggml_type_name(u(t)), tied ? "tied" : "untied")
+                    << u(t) << tied << u(t) << false << false;
+        QTest::newRow("Q8_0 with F16 attn_k and ffn_up") << u(GgmlType::Q8_0) << false << u(GgmlType::F16) << false
+                                                         << false;
+        // K-quants, and mixes: Q6_K beside Q4_K in a layer where Q/K/V and gate/up cannot be
+        // stacked (the layer is not fused), and llama.cpp's Q4_K_M mix (Q6_K attn_v and ffn_down:
+        // fused, its matmuls each in their own type).
         for (auto t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
-            QTest::addRow("%s, untied output", ggml_type_name(static_cast<uint32_t>(t)))
-                << static_cast<uint32_t>(t) << false << static_cast<uint32_t>(t) << false;
-        QTest::newRow("Q4_K, tied output") << static_cast<uint32_t>(GgmlType::Q4_K) << true
-                                           << static_cast<uint32_t>(GgmlType::Q4_K) << false;
-        QTest::newRow("Q4_K with Q6_K attn_k and ffn_up") << static_cast<uint32_t>(GgmlType::Q4_K) << false
-                                                          << static_cast<uint32_t>(GgmlType::Q6_K) << false;
+            QTest::addRow("%s, untied output", ggml_type_name(u(t))) << u(t) << false << u(t) << false << false;
+        QTest::newRow("Q4_K, tied output") << u(GgmlType::Q4_K) << true << u(GgmlType::Q4_K) << false << false;
+        QTest::newRow("Q4_K with Q6_K attn_k and ffn_up") << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << false
+                                                          << false;
+        QTest::newRow("Q4_K with Q6_K attn_v and ffn_down") << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << true
+                                                            << false;
         // The path a GPU takes (row-major weights, split-K matmuls, attention splitting keys), here too.
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
                        GgmlType::Q6_K})
-            QTest::addRow("%s, GPU layouts", ggml_type_name(static_cast<uint32_t>(t)))
-                << static_cast<uint32_t>(t) << false << static_cast<uint32_t>(t) << true;
+            QTest::addRow("%s, GPU layouts", ggml_type_name(u(t))) << u(t) << false << u(t) << false << true;
     }
     void engine_matches_cpu_reference() {
         QFETCH(uint32_t, type);
         QFETCH(bool, tied);
         QFETCH(uint32_t, other_type);
+        QFETCH(bool, v_and_down);
         QFETCH(bool, gpu_layouts);
         const Config c = config_for({type, other_type});
         const std::string path = test::temp_dir() + "/random-" + ggml_type_name(type) + (tied ? "-tied" : "") + "-" +
-                                 ggml_type_name(other_type) + ".gguf";
+                                 ggml_type_name(other_type) + (v_and_down ? "-vd" : "") + ".gguf";
         ReferenceModel ref(c, tied);
-        ref.write(path, type, 1000 + type * 2 + (tied ? 1 : 0), other_type);
+        ref.write(path, type, 1000 + type * 2 + (tied ? 1 : 0), other_type,
+                  v_and_down ? ReferenceModel::Mix::VAndDown : ReferenceModel::Mix::KAndUp);
         EngineOptions o = options();
         o.gpu_layouts_for_test = gpu_layouts;
         auto engine = Engine::load(path, o);
@@ -350,12 +360,14 @@ private slots:
               ggml_type_name(type), tied ? "tied" : "untied", c.vocab, prefill.nmse(), prefill.max_abs, decode.nmse(),
               decode.max_abs, decode.rms());
         // On lavapipe the decode steps ran each layer as one dispatch (the fused decode layer),
-        // unless Q/K/V or gate/up could not be stacked; elsewhere the separate kernels. (A fused
+        // unless Q/K/V came in three stacks or gate/up could not be interleaved (other types on
+        // attn_k and ffn_up); elsewhere the separate kernels. (A fused
         // step can fall back to the separate kernels when a thread is preempted for ~50 ms on a
         // loaded machine; it is then counted.)
         const bool lavapipe = engine->device().name.find("llvmpipe") != std::string::npos;
         const auto& prof = engine->last_step_profile();
-        QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0, lavapipe && other_type == type && !gpu_layouts);
+        QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0,
+                 lavapipe && (other_type == type || v_and_down) && !gpu_layouts);
         for (const auto* a : {&prefill, &decode}) {
             QVERIFY2(a->finite, "the engine produced NaN/Inf logits");
             QVERIFY2(a->nmse() < kLogitNmse, qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));
@@ -375,30 +387,41 @@ private slots:
         QTest::addColumn<uint32_t>("type");
         QTest::addColumn<bool>("kv_f16");
         QTest::addColumn<bool>("odd");
+        QTest::addColumn<uint32_t>("v_down_type");  // of attn_v and ffn_down (a layer of mixed types)
+        const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
                        GgmlType::Q6_K})
             for (bool kv_f16 : {true, false})
                 for (bool odd : {false, true}) {
-                    if (odd && ops::find_weight_format(static_cast<uint32_t>(t))->block_elements > 1) continue;
-                    QTest::addRow("%s, %s KV%s", ggml_type_name(static_cast<uint32_t>(t)), kv_f16 ? "F16" : "F32",
-                                  odd ? ", odd shape" : "")
-                        << static_cast<uint32_t>(t) << kv_f16 << odd;
+                    if (odd && ops::find_weight_format(u(t))->block_elements > 1) continue;
+                    QTest::addRow("%s, %s KV%s", ggml_type_name(u(t)), kv_f16 ? "F16" : "F32", odd ? ", odd shape" : "")
+                        << u(t) << kv_f16 << odd << u(t);
                 }
+        // Mixed layers: Q4_K_M's (Q6_K attn_v and ffn_down beside Q4_K), Q5_K_M's, and a float V
+        // and down beside Q8_0 (zero-padded float groups in the second Q/K/V stack).
+        for (auto [t, o] : {std::pair{GgmlType::Q4_K, GgmlType::Q6_K}, std::pair{GgmlType::Q5_K, GgmlType::Q6_K},
+                            std::pair{GgmlType::Q8_0, GgmlType::F16}})
+            for (bool kv_f16 : {true, false})
+                QTest::addRow("%s with %s attn_v and ffn_down, %s KV", ggml_type_name(u(t)), ggml_type_name(u(o)),
+                              kv_f16 ? "F16" : "F32")
+                    << u(t) << kv_f16 << false << u(o);
     }
     void fused_layers_match_separate_kernels() {
         QFETCH(uint32_t, type);
         QFETCH(bool, kv_f16);
         QFETCH(bool, odd);
-        Config c = config_for({type});
+        QFETCH(uint32_t, v_down_type);
+        Config c = config_for({type, v_down_type});
         if (odd) {
             c.dim = 90;
             c.heads = 9;
             c.kv_heads = 3;
             c.ffn = 150;
         }
-        const std::string path = test::temp_dir() + "/fused-" + ggml_type_name(type) + (odd ? "-odd" : "") + ".gguf";
+        const std::string path = test::temp_dir() + "/fused-" + ggml_type_name(type) + (odd ? "-odd" : "") + "-" +
+                                 ggml_type_name(v_down_type) + ".gguf";
         ReferenceModel ref(c, false);
-        ref.write(path, type, 3000 + type);
+        ref.write(path, type, 3000 + type, v_down_type, ReferenceModel::Mix::VAndDown);
         auto o = options();
         o.kv_f16 = kv_f16;
         auto fused = Engine::load(path, o);
@@ -446,7 +469,8 @@ private slots:
 
     // lantern-bench's Q4_K_M-like synthetic model (kSyntheticQ4KM): Q4_K, with Q6_K for the
     // output and for attn_v and ffn_down in the "more bits" layers, as llama.cpp's Q4_K_M files.
-    // It loads and runs; on lavapipe the layers of one type are fused and the mixed ones are not.
+    // It loads and runs; on lavapipe every layer is fused, the mixed ones too (Q and K stacked in
+    // Q4_K, V alone in Q6_K: one Q/K/V op of two matmuls in the layer's one dispatch).
     void synthetic_q4_k_m_mix_loads_and_runs() {
         SyntheticShape shape;
         shape.name = "mix";
@@ -484,7 +508,10 @@ private slots:
             QVERIFY(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
         }
         const bool lavapipe = engine->device().name.find("llvmpipe") != std::string::npos;
-        QCOMPARE(engine->last_step_profile().fused_layers || engine->last_step_profile().fused_fallbacks > 0, lavapipe);
+        const auto& prof = engine->last_step_profile();
+        QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0, lavapipe);
+        // One dispatch per layer, mixed or not, plus the embedding and the LM head.
+        if (prof.fused_layers) QCOMPARE(prof.dispatches, shape.n_layers + 2);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

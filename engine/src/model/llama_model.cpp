@@ -167,8 +167,13 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
                          gate_up_, x_, {&dummy_});
         });
         // The whole layer as one dispatch for steps of a few tokens, where the device and the weights allow.
-        const ops::DecodeLayerWeights fw{wqkv.size() == 1 ? wqkv[0] : nullptr, wo,
-                                         L.swiglu_fused ? wgu[0] : nullptr, wd, L.attn_norm, L.ffn_norm};
+        const ops::DecodeLayerWeights fw{wqkv.size() <= 2 ? wqkv[0] : nullptr,
+                                         wqkv.size() == 2 ? wqkv[1] : nullptr,
+                                         wo,
+                                         L.swiglu_fused ? wgu[0] : nullptr,
+                                         wd,
+                                         L.attn_norm,
+                                         L.ffn_norm};
         ops::DecodeLayerShape fs;
         fs.attention = ashape;
         fs.dim = m.dim;
@@ -299,25 +304,29 @@ std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile&
                                                                  const std::vector<uint64_t>& rows, uint64_t cols) {
     std::vector<const GgufTensorInfo*> ts;
     for (size_t i = 0; i < names.size(); ++i) ts.push_back(&checked_tensor(gguf, names[i], rows[i], cols));
-    bool same = std::all_of(ts.begin(), ts.end(), [&](const GgufTensorInfo* t) { return t->type == ts[0]->type; });
+    // Each run of neighbours of one type is one stack: a Q4_K_M layer's Q and K (Q4_K) stack, its
+    // V (Q6_K) stands alone, and the fused decode layer runs the two as one op.
     std::vector<const ops::DeviceWeight*> out;
-    if (!same) {
-        for (size_t i = 0; i < names.size(); ++i) out.push_back(&upload(gguf, names[i], rows[i], cols));
-        return out;
+    for (size_t begin = 0, end; begin < ts.size(); begin = end) {
+        for (end = begin + 1; end < ts.size() && ts[end]->type == ts[begin]->type;) ++end;
+        if (end - begin == 1) {
+            out.push_back(&upload(gguf, names[begin], rows[begin], cols));
+            continue;
+        }
+        const auto& fmt = ops::weight_format_for(ts[begin]->type, names[begin]);
+        const uint64_t total_rows = std::accumulate(rows.begin() + begin, rows.begin() + end, uint64_t{0});
+        ops::Repacked& all = scratch(fmt, total_rows, cols);
+        const uint64_t words = all.row_units * 4, groups = ops::repacked_row_scales(fmt, cols);
+        uint64_t first = 0;  // each matrix's rows go straight to their place in the stack
+        for (size_t i = begin; i < end; ++i) {
+            ops::repack_rows(fmt, gguf.tensor_data(*ts[i]), rows[i], cols, all.values.data() + first * words, words,
+                             all.scales.data() + first * groups, groups);
+            first += rows[i];
+        }
+        std::string label = names[begin];
+        for (size_t i = begin + 1; i < end; ++i) label += "+" + names[i];
+        out.push_back(&upload_repacked(label, fmt, all, total_rows, cols));
     }
-    const auto& fmt = ops::weight_format_for(ts[0]->type, names[0]);
-    const uint64_t total_rows = std::accumulate(rows.begin(), rows.end(), uint64_t{0});
-    ops::Repacked& all = scratch(fmt, total_rows, cols);
-    const uint64_t words = all.row_units * 4, groups = ops::repacked_row_scales(fmt, cols);
-    uint64_t first = 0;  // each matrix's rows go straight to their place in the stack
-    for (size_t i = 0; i < ts.size(); ++i) {
-        ops::repack_rows(fmt, gguf.tensor_data(*ts[i]), rows[i], cols, all.values.data() + first * words, words,
-                         all.scales.data() + first * groups, groups);
-        first += rows[i];
-    }
-    std::string label = names[0];
-    for (size_t i = 1; i < names.size(); ++i) label += "+" + names[i];
-    out.push_back(&upload_repacked(label, fmt, all, total_rows, cols));
     return out;
 }
 

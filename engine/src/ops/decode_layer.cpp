@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "lantern/error.h"
 #include "ops/matmul.h"
@@ -9,12 +10,18 @@
 namespace lantern::ops {
 
 namespace {
-const WeightFormat* matrix_format(const DecodeLayerWeights& w) { return w.qkv ? w.qkv->format : nullptr; }
+// The layer's weights that are present (qkv_b is optional).
+std::vector<const DeviceWeight*> present(const DecodeLayerWeights& w) {
+    std::vector<const DeviceWeight*> all;
+    for (const DeviceWeight* d : {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm})
+        if (d) all.push_back(d);
+    return all;
+}
 
 // The byte range of a layer's weights inside their slab: [first, end).
 std::pair<VkDeviceSize, VkDeviceSize> span_of(const DecodeLayerWeights& w) {
     VkDeviceSize first = ~VkDeviceSize{0}, end = 0;
-    for (const DeviceWeight* d : {w.qkv, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm}) {
+    for (const DeviceWeight* d : present(w)) {
         const auto& v = d->parts[0].values;
         first = std::min(first, v.offset);
         end = std::max(end, v.offset + v.size);
@@ -33,21 +40,24 @@ std::string DecodeLayerOp::unsupported(const vk::Context& ctx, const DecodeLayer
     // which only a CPU driver's plain memory makes safe. GPUs keep their separate kernels (their
     // dispatches are cheap, and their layouts are not the CPU ones this kernel runs).
     if (!device_supported(ctx)) return "not lavapipe";
-    const DeviceWeight* all[] = {w.qkv, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm};
-    for (const DeviceWeight* d : all)
-        if (!d) return "a layer matrix is split (Q/K/V or gate/up types differ)";
+    if (!w.qkv) return "Q, K and V are in more than two stacks (three types)";
+    if (!w.gate_up) return "gate and up have different types";
+    for (const DeviceWeight* d : {w.o, w.down, w.attn_norm, w.ffn_norm})
+        if (!d) return "a layer weight is missing";
+    const auto all = present(w);
     for (const DeviceWeight* d : all)
         if (d->parts.size() != 1) return "a weight is split into parts";
-    const WeightFormat* f = matrix_format(w);
-    for (const DeviceWeight* d : {w.o, w.gate_up, w.down})
-        if (d->format != f) return "the layer's matrices have different types";
     for (const DeviceWeight* d : {w.attn_norm, w.ffn_norm})
         if (d->format->ggml_type != 0) return "a norm weight is not F32";
     for (const DeviceWeight* d : all)
         if (d->parts[0].values.buffer != w.qkv->parts[0].values.buffer) return "the layer's weights span two slabs";
-    for (const DeviceWeight* d : {w.qkv, w.o, w.gate_up, w.down})
-        if (d->tile_rows % kCpuLanes != 0 || d->tile_rows / kCpuLanes > kCpuRows)
+    // The kernel finds a matrix's tiles from its rows per lane (tile rows = lanes x rows) and its
+    // row units from its type and width (whole groups, repacked_row_units).
+    for (const DeviceWeight* d : {w.qkv, w.qkv_b, w.o, w.gate_up, w.down})
+        if (d && (d->tile_rows % kCpuLanes != 0 || d->tile_rows / kCpuLanes == 0 || d->tile_rows / kCpuLanes > kCpuRows ||
+                  d->row_units != repacked_row_units(*d->format, d->cols)))
             return "a matrix is not in the CPU tile layout";
+    if (w.qkv_b && w.qkv->rows % 2 != 0) return "the first Q/K/V stack ends inside a RoPE pair";
     const auto [first, end] = span_of(w);
     if ((end - first) / 4 > ctx.limits().maxTexelBufferElements) return "the layer's weights exceed one texel view";
     if (s.attention.head_dim > 256 || s.attention.head_dim % 2 != 0) return "unsupported head dimension";
@@ -62,7 +72,6 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
     if (std::string why = unsupported(ctx, w, s); !why.empty())
         throw Error(ErrorCode::Internal, "fused decode layer: " + why);
     const auto& a = s.attention;
-    const WeightFormat& f = *matrix_format(w);
     const auto [first, end] = span_of(w);
     const vk::BufferRange weights{w.qkv->parts[0].values.buffer, first, end - first};
     auto unit = [&](const DeviceWeight* d) { return static_cast<uint32_t>((d->parts[0].values.offset - first) / 16); };
@@ -78,9 +87,13 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
         BindingKind::TexelFloat4, BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::Storage,
         BindingKind::Storage,    BindingKind::TexelUint4, BindingKind::TexelUint4, BindingKind::TexelUint,
         BindingKind::Storage};
-    kernel_ = &ctx.kernel(a.kv_f16 ? f.decode_layer_kvf16 : f.decode_layer_kvf32, kinds, sizeof(Push),
+    auto type = [](const DeviceWeight* d) { return d ? d->format->ggml_type : 0u; };
+    kernel_ = &ctx.kernel(a.kv_f16 ? shaders::ShaderId::decode_layer_kvf16 : shaders::ShaderId::decode_layer_kvf32,
+                          kinds, sizeof(Push),
                           {kCpuLanes, lane_rows(w.qkv), lane_rows(w.o), lane_rows(w.gate_up), lane_rows(w.down),
-                           vec4 ? 1u : 0u, a.head_dim, q_vec4 ? 1u : 0u, s.lanes_own_heads ? 1u : 0u});
+                           vec4 ? 1u : 0u, a.head_dim, q_vec4 ? 1u : 0u, s.lanes_own_heads ? 1u : 0u,
+                           w.qkv_b ? lane_rows(w.qkv_b) : 0u, type(w.qkv), type(w.qkv_b ? w.qkv_b : w.qkv),
+                           type(w.o), type(w.gate_up), type(w.down)});
     const vk::BufferRange r[] = {weights, weights, act.arena, act.arena, act.arena, tok_info, rope,
                                  k_cache, v_cache, k_cache, v_cache, tables, sync};
     set_ = ctx.make_set(*kernel_, r);
@@ -90,21 +103,15 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
     push_.slot = slot;
     push_.dim = s.dim;
     push_.ffn = s.ffn_dim;
-    push_.qkv_rows = static_cast<uint32_t>(w.qkv->rows);
+    push_.qkv_a_rows = static_cast<uint32_t>(w.qkv->rows);
+    push_.qkv_rows = push_.qkv_a_rows + (w.qkv_b ? static_cast<uint32_t>(w.qkv_b->rows) : 0u);
     push_.w_qkv = unit(w.qkv);
+    push_.w_qkv_b = w.qkv_b ? unit(w.qkv_b) : 0u;
     push_.w_o = unit(w.o);
     push_.w_gu = unit(w.gate_up);
     push_.w_down = unit(w.down);
     push_.norm_attn = unit(w.attn_norm) * 4;
     push_.norm_ffn = unit(w.ffn_norm) * 4;
-    push_.ru_qkv = static_cast<uint32_t>(w.qkv->row_units);
-    push_.ru_o = static_cast<uint32_t>(w.o->row_units);
-    push_.ru_gu = static_cast<uint32_t>(w.gate_up->row_units);
-    push_.ru_down = static_cast<uint32_t>(w.down->row_units);
-    push_.tr_qkv = w.qkv->tile_rows;
-    push_.tr_o = w.o->tile_rows;
-    push_.tr_gu = w.gate_up->tile_rows;
-    push_.tr_down = w.down->tile_rows;
     push_.act_x = act.x;
     push_.act_qkv = act.qkv;
     push_.act_attn = act.attn;

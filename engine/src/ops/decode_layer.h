@@ -12,10 +12,12 @@
 
 namespace lantern::ops {
 
-// One layer's weights as the model uploaded them: Q/K/V stacked, gate/up interleaved (SwiGLU
-// fused), each a single part.
+// One layer's weights as the model uploaded them: Q/K/V stacked (or in two stacks where their
+// types differ: `qkv` holds the first rows of [Q | K | V], `qkv_b` the rest), gate/up interleaved
+// (SwiGLU fused), each a single part. The matrices may be of different types (a Q4_K_M file's
+// layers have attn_v and ffn_down in Q6_K).
 struct DecodeLayerWeights {
-    const DeviceWeight *qkv = nullptr, *o = nullptr, *gate_up = nullptr, *down = nullptr;
+    const DeviceWeight *qkv = nullptr, *qkv_b = nullptr, *o = nullptr, *gate_up = nullptr, *down = nullptr;
     const DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
 };
 
@@ -36,8 +38,8 @@ struct DecodeLayerShape {
 class DecodeLayerOp {
 public:
     // Empty when a layer with these weights can run fused on this device, else why not (a GPU,
-    // weights split in parts or spread over several slabs, mixed types, ...): the model then
-    // runs the separate kernels.
+    // weights split in parts or spread over several slabs, gate and up of different types, ...):
+    // the model then runs the separate kernels.
     static std::string unsupported(const vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s);
     // Whether the device runs fused layers at all (lavapipe).
     static bool device_supported(const vk::Context& ctx);
@@ -55,11 +57,9 @@ public:
 
 private:
     struct Push {
-        uint32_t T, slot, dim, ffn, qkv_rows;
-        uint32_t w_qkv, w_o, w_gu, w_down;
+        uint32_t T, slot, dim, ffn, qkv_rows, qkv_a_rows;
+        uint32_t w_qkv, w_qkv_b, w_o, w_gu, w_down;
         uint32_t norm_attn, norm_ffn;
-        uint32_t ru_qkv, ru_o, ru_gu, ru_down;
-        uint32_t tr_qkv, tr_o, tr_gu, tr_down;
         uint32_t act_x, act_qkv, act_attn, act_ffn;
         uint32_t n_head, n_kv, n_rot, block;
         float eps, scale;

@@ -407,11 +407,11 @@ void quant_q6_k(const float* src, uint8_t* dst, uint64_t n) {
     }
 }
 
-// The shader variants of type t (shaders/manifest.txt names them <kernel>_<t>[_kv<kv>]).
+// The shader variants of type t (shaders/manifest.txt names them <kernel>_<t>[_kv<kv>]). The fused
+// decode layer takes its types as specialization constants (the ggml numbers), so it has no row here.
 #define LANTERN_TYPE_SHADERS(t)                                                                     \
     ShaderId::embed_##t, ShaderId::matmul_##t, ShaderId::matmul_norm_##t, ShaderId::matmul_silu_##t,   \
-        ShaderId::matmul_rope_##t##_kvf16, ShaderId::matmul_rope_##t##_kvf32, ShaderId::matmul_swiglu_##t, \
-        ShaderId::decode_layer_##t##_kvf16, ShaderId::decode_layer_##t##_kvf32
+        ShaderId::matmul_rope_##t##_kvf16, ShaderId::matmul_rope_##t##_kvf32, ShaderId::matmul_swiglu_##t
 
 // ggml type, name, block elements and bytes, units per group, shaders, elements per unit, floats
 // per group, repack / dequantize / quantize.

@@ -3,7 +3,8 @@
 // the references, the tests and the synthetic-model writer.
 //
 // Adding a type = one row in kWeightFormats (weight_format.cpp) with its repack/dequantize/quantize
-// functions + one branch in weights.glsl + its variants in shaders/manifest.txt. The K-quants
+// functions + its number and properties in weights.glsl (EPU_OF, GPS_OF, ...) + its variants in
+// shaders/manifest.txt (the fused decode layer takes any type as a specialization constant). The K-quants
 // (Q4_K, Q5_K, Q6_K) came that way: their 256-element super-blocks become 32- or 16-element groups
 // with float scales (and mins), so every kernel layout runs them unchanged.
 #pragma once
@@ -38,7 +39,6 @@ struct WeightFormat {
     shaders::ShaderId embed, matmul, matmul_norm, matmul_silu;
     shaders::ShaderId matmul_rope_kvf16, matmul_rope_kvf32;  // Q/K/V: norm in, RoPE + KV store out
     shaders::ShaderId matmul_swiglu;                         // gate/up: norm in, SwiGLU out
-    shaders::ShaderId decode_layer_kvf16, decode_layer_kvf32;  // a whole decode layer (CPU drivers)
     uint32_t unit_elements;  // elements per 16-byte unit (EPU in shaders/weights.glsl)
     // Floats per group beside the values: 0 (float types), 1 (a scale: value = (raw - zero) *
     // scale), 2 (a scale and a min: value = raw * scale - min; the K-quants Q4_K and Q5_K).
