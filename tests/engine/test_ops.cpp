@@ -50,10 +50,11 @@ constexpr uint32_t kTokenCounts[] = {1, 3, 8, 9, 30, 70};
 const uint32_t kTypes[] = {static_cast<uint32_t>(GgmlType::F32),  static_cast<uint32_t>(GgmlType::F16),
                            static_cast<uint32_t>(GgmlType::Q8_0), static_cast<uint32_t>(GgmlType::Q4_0),
                            static_cast<uint32_t>(GgmlType::Q4_K), static_cast<uint32_t>(GgmlType::Q5_K),
-                           static_cast<uint32_t>(GgmlType::Q6_K)};
+                           static_cast<uint32_t>(GgmlType::Q6_K), static_cast<uint32_t>(GgmlType::Q4_1),
+                           static_cast<uint32_t>(GgmlType::Q5_0), static_cast<uint32_t>(GgmlType::Q5_1)};
 
 // Row lengths of quantized types are whole blocks: `blocks` of the type's block (32 elements for
-// Q8_0/Q4_0, 256 for the K-quants), so the same cases cover both block sizes.
+// Q8_0/Q4_0/Q4_1/Q5_0/Q5_1, 256 for the K-quants), so the same cases cover both block sizes.
 uint32_t whole_blocks(uint32_t type, uint32_t blocks) { return blocks * ops::find_weight_format(type)->block_elements; }
 
 class Rng {
@@ -428,6 +429,34 @@ private slots:
         QTest::newRow("Q4_K") << kTypes[4] << 1.0 / 15 + 0.02;
         QTest::newRow("Q5_K") << kTypes[5] << 1.0 / 31 + 0.02;
         QTest::newRow("Q6_K") << kTypes[6] << 1.0 / 32 + 0.005;
+        // Half a step of the block's range in 15 or 31 steps (plus the f16 rounding of d and m);
+        // Q5_0 maps the extreme to -16 as Q4_0 to -8: a whole step of amax / 16.
+        QTest::newRow("Q4_1") << kTypes[7] << 1.0 / 15 + 0.005;
+        QTest::newRow("Q5_0") << kTypes[8] << 1.0 / 16 + 1e-3;
+        QTest::newRow("Q5_1") << kTypes[9] << 1.0 / 31 + 0.005;
+    }
+
+    // A type stored in another type's device layout (Q4_1 -> Q4_K's, Q5_0 -> Q8_0's, Q5_1 ->
+    // Q5_K's) must describe that layout exactly and run its kernels: the shaders know only the
+    // device type (weights.glsl), the host sizes and walks rows by these fields.
+    void device_layout_fields_match_the_device_type() {
+        for (uint32_t t : kTypes) {
+            const auto* f = ops::find_weight_format(t);
+            const auto* d = ops::find_weight_format(f->device_type);
+            QVERIFY2(d && d->device_type == d->ggml_type, ggml_type_name(t));
+            QCOMPARE(f->group_units, d->group_units);
+            QCOMPARE(f->unit_elements, d->unit_elements);
+            QCOMPARE(f->scales_per_group, d->scales_per_group);
+            QCOMPARE(f->embed, d->embed);
+            QCOMPARE(f->matmul, d->matmul);
+            QCOMPARE(f->matmul_norm, d->matmul_norm);
+            QCOMPARE(f->matmul_silu, d->matmul_silu);
+            QCOMPARE(f->matmul_rope_kvf16, d->matmul_rope_kvf16);
+            QCOMPARE(f->matmul_rope_kvf32, d->matmul_rope_kvf32);
+            QCOMPARE(f->matmul_swiglu, d->matmul_swiglu);
+            // A quantized type's group never straddles two blocks of the file's type.
+            if (f->block_elements > 1) QCOMPARE(f->block_elements % (f->unit_elements * f->group_units), 0u);
+        }
     }
     void quantize_dequantize_error_is_bounded() {
         QFETCH(uint32_t, type);
@@ -461,7 +490,7 @@ private slots:
         QList<QByteArray> lines;
         for (const QByteArray& line : f.readAll().split('\n'))
             if (!line.isEmpty() && !line.startsWith('#')) lines.push_back(line);
-        QCOMPARE(lines.size(), 10);
+        QCOMPARE(lines.size(), 16);
         auto& ctx = test::context();
         Rng rng(77);
         std::vector<uint32_t> seen;

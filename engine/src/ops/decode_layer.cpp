@@ -87,7 +87,7 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
         BindingKind::TexelFloat4, BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::Storage,
         BindingKind::Storage,    BindingKind::TexelUint4, BindingKind::TexelUint4, BindingKind::TexelUint,
         BindingKind::Storage};
-    auto type = [](const DeviceWeight* d) { return d ? d->format->ggml_type : 0u; };
+    auto type = [](const DeviceWeight* d) { return d ? d->format->device_type : 0u; };
     kernel_ = &ctx.kernel(a.kv_f16 ? shaders::ShaderId::decode_layer_kvf16 : shaders::ShaderId::decode_layer_kvf32,
                           kinds, sizeof(Push),
                           {kCpuLanes, lane_rows(w.qkv), lane_rows(w.o), lane_rows(w.gate_up), lane_rows(w.down),

@@ -407,22 +407,143 @@ void quant_q6_k(const float* src, uint8_t* dst, uint64_t n) {
     }
 }
 
+// ---- Q4_1, Q5_0, Q5_1: 32-element blocks like Q4_0, with a 5th bit per element (qh, 32 bits
+// little-endian; bit j for element j) and/or a min m (value = q * d + m; Q5_0: (q - 16) * d):
+//   Q4_1: d, m, qs[16]   Q5_0: d, qh[4], qs[16]   Q5_1: d, m, qh[4], qs[16]
+// with Q4_0's nibble order (element j = low nibble of qs[j], j + 16 its high nibble). No kernel
+// of their own: each is repacked into the device layout of a type the shaders already run —
+// Q4_1 into Q4_K's (nibbles, a scale and a min per 32), Q5_0 into Q8_0's (bytes q + 112, so
+// that raw - 128 = q - 16), Q5_1 into Q5_K's (bytes, a scale and a min per 32), the min stored
+// as -m (the device's value is raw * scale - min). ----
+struct LegacyLayout {
+    uint32_t bytes;
+    int m_at, qh_at, qs_at;  // byte offsets in the block; -1: none
+};
+constexpr LegacyLayout kQ4_1{20, 2, -1, 4}, kQ5_0{22, -1, 2, 6}, kQ5_1{24, 2, 4, 8};
+
+// Raw values (0..15 or 0..31) of one block in element order, its scale d and min m (0 if none).
+void legacy_block(const uint8_t* blk, const LegacyLayout& l, uint8_t q[32], float& d, float& m) {
+    d = block_scale(blk);
+    m = l.m_at >= 0 ? block_scale(blk + l.m_at) : 0.0f;
+    uint32_t qh = 0;
+    if (l.qh_at >= 0) std::memcpy(&qh, blk + l.qh_at, 4);
+    for (int j = 0; j < 16; ++j) {
+        const uint8_t b = blk[l.qs_at + j];
+        q[j] = static_cast<uint8_t>((b & 15) | ((qh >> j) & 1) << 4);
+        q[j + 16] = static_cast<uint8_t>((b >> 4) | ((qh >> (j + 16)) & 1) << 4);
+    }
+}
+// Exactly ggml's arithmetic: q * d + m, and Q5_0's (q - 16) * d.
+void dequant_legacy(const uint8_t* src, float* dst, uint64_t n, const LegacyLayout& l) {
+    uint8_t q[32];
+    float d, m;
+    for (uint64_t b = 0; b < n / 32; ++b) {
+        legacy_block(src + b * l.bytes, l, q, d, m);
+        for (int e = 0; e < 32; ++e)
+            dst[b * 32 + e] = l.m_at >= 0 ? static_cast<float>(q[e]) * d + m : static_cast<float>(q[e] - 16) * d;
+    }
+}
+void repack_row_legacy(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales, const LegacyLayout& l) {
+    uint8_t q[32];
+    float d, m;
+    for (uint64_t b = 0; b < cols / 32; ++b) {
+        legacy_block(src + b * l.bytes, l, q, d, m);
+        if (l.m_at >= 0) {
+            scales[2 * b] = d;
+            scales[2 * b + 1] = -m;
+        } else {
+            scales[b] = d;
+        }
+        if (l.qh_at < 0) {  // Q4_1: nibble i of word w = element 8w + i (Q4_0's unit)
+            for (int w = 0; w < 4; ++w) {
+                uint32_t u = 0;
+                for (int k = 0; k < 8; ++k) u |= static_cast<uint32_t>(q[w * 8 + k]) << (4 * k);
+                values[b * 4 + w] = u;
+            }
+        } else {  // a byte per element; Q5_0 offset to Q8_0's zero point of 128
+            auto* out = reinterpret_cast<uint8_t*>(values) + b * 32;
+            for (int e = 0; e < 32; ++e) out[e] = static_cast<uint8_t>(q[e] + (l.m_at >= 0 ? 0 : 112));
+        }
+    }
+}
+// Q4_1/Q5_1: the block's range [lo, hi] in 15 or 31 steps, m = lo; Q5_0: like Q4_0, the value of
+// largest magnitude maps to -16.
+void quant_legacy(const float* src, uint8_t* dst, uint64_t n, const LegacyLayout& l) {
+    const int nmax = l.qh_at >= 0 ? 31 : 15;
+    for (uint64_t b = 0; b < n / 32; ++b) {
+        const float* x = src + b * 32;
+        uint8_t* blk = dst + b * l.bytes;
+        float d, m = 0;
+        if (l.m_at >= 0) {
+            float lo = x[0], hi = x[0];
+            for (int i = 1; i < 32; ++i) {
+                lo = std::min(lo, x[i]);
+                hi = std::max(hi, x[i]);
+            }
+            put_f16(blk, (hi - lo) / static_cast<float>(nmax));
+            put_f16(blk + l.m_at, lo);
+            d = block_scale(blk);
+            m = block_scale(blk + l.m_at);
+        } else {
+            float amax = 0, max = 0;
+            for (int i = 0; i < 32; ++i)
+                if (std::fabs(x[i]) > amax) {
+                    amax = std::fabs(x[i]);
+                    max = x[i];
+                }
+            put_f16(blk, max / -16.0f);
+            d = block_scale(blk);
+        }
+        uint8_t q[32];
+        for (int i = 0; i < 32; ++i) {
+            const float v = l.m_at >= 0 ? (x[i] - m) / d : x[i] / d + 16.0f;
+            q[i] = d != 0 ? static_cast<uint8_t>(std::clamp(static_cast<int>(std::lround(v)), 0, nmax))
+                          : static_cast<uint8_t>(l.m_at >= 0 ? 0 : 16);
+        }
+        uint32_t qh = 0;
+        for (int j = 0; j < 16; ++j) {
+            blk[l.qs_at + j] = static_cast<uint8_t>((q[j] & 15) | (q[j + 16] & 15) << 4);
+            qh |= static_cast<uint32_t>(q[j] >> 4) << j | static_cast<uint32_t>(q[j + 16] >> 4) << (j + 16);
+        }
+        if (l.qh_at >= 0) std::memcpy(blk + l.qh_at, &qh, 4);
+    }
+}
+void repack_row_q4_1(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    repack_row_legacy(src, cols, values, scales, kQ4_1);
+}
+void dequant_q4_1(const uint8_t* src, float* dst, uint64_t n) { dequant_legacy(src, dst, n, kQ4_1); }
+void quant_q4_1(const float* src, uint8_t* dst, uint64_t n) { quant_legacy(src, dst, n, kQ4_1); }
+void repack_row_q5_0(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    repack_row_legacy(src, cols, values, scales, kQ5_0);
+}
+void dequant_q5_0(const uint8_t* src, float* dst, uint64_t n) { dequant_legacy(src, dst, n, kQ5_0); }
+void quant_q5_0(const float* src, uint8_t* dst, uint64_t n) { quant_legacy(src, dst, n, kQ5_0); }
+void repack_row_q5_1(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    repack_row_legacy(src, cols, values, scales, kQ5_1);
+}
+void dequant_q5_1(const uint8_t* src, float* dst, uint64_t n) { dequant_legacy(src, dst, n, kQ5_1); }
+void quant_q5_1(const float* src, uint8_t* dst, uint64_t n) { quant_legacy(src, dst, n, kQ5_1); }
+
 // The shader variants of type t (shaders/manifest.txt names them <kernel>_<t>[_kv<kv>]). The fused
 // decode layer takes its types as specialization constants (the ggml numbers), so it has no row here.
 #define LANTERN_TYPE_SHADERS(t)                                                                     \
     ShaderId::embed_##t, ShaderId::matmul_##t, ShaderId::matmul_norm_##t, ShaderId::matmul_silu_##t,   \
         ShaderId::matmul_rope_##t##_kvf16, ShaderId::matmul_rope_##t##_kvf32, ShaderId::matmul_swiglu_##t
 
-// ggml type, name, block elements and bytes, units per group, shaders, elements per unit, floats
-// per group, repack / dequantize / quantize.
+// ggml type, name, block elements and bytes, device layout (a ggml type the shaders run), units
+// per group, shaders, elements per unit, floats per group, repack / dequantize / quantize. A type
+// stored in another's device layout has that type's layout fields and shaders (test_ops checks).
 const WeightFormat kWeightFormats[] = {
-    {0, "F32", 1, 4, 4, LANTERN_TYPE_SHADERS(f32), 4, 0, repack_row_f32, dequant_f32, quant_f32},
-    {1, "F16", 1, 2, 2, LANTERN_TYPE_SHADERS(f16), 8, 0, repack_row_f16, dequant_f16, quant_f16},
-    {8, "Q8_0", 32, 34, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_q8_0, dequant_q8_0, quant_q8_0},
-    {2, "Q4_0", 32, 18, 1, LANTERN_TYPE_SHADERS(q4_0), 32, 1, repack_row_q4_0, dequant_q4_0, quant_q4_0},
-    {12, "Q4_K", 256, 144, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_q4_k, dequant_q4_k, quant_q4_k},
-    {13, "Q5_K", 256, 176, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_q5_k, dequant_q5_k, quant_q5_k},
-    {14, "Q6_K", 256, 210, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q6_k, dequant_q6_k, quant_q6_k},
+    {0, "F32", 1, 4, 0, 4, LANTERN_TYPE_SHADERS(f32), 4, 0, repack_row_f32, dequant_f32, quant_f32},
+    {1, "F16", 1, 2, 1, 2, LANTERN_TYPE_SHADERS(f16), 8, 0, repack_row_f16, dequant_f16, quant_f16},
+    {8, "Q8_0", 32, 34, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_q8_0, dequant_q8_0, quant_q8_0},
+    {2, "Q4_0", 32, 18, 2, 1, LANTERN_TYPE_SHADERS(q4_0), 32, 1, repack_row_q4_0, dequant_q4_0, quant_q4_0},
+    {3, "Q4_1", 32, 20, 12, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_q4_1, dequant_q4_1, quant_q4_1},
+    {6, "Q5_0", 32, 22, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_q5_0, dequant_q5_0, quant_q5_0},
+    {7, "Q5_1", 32, 24, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_q5_1, dequant_q5_1, quant_q5_1},
+    {12, "Q4_K", 256, 144, 12, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_q4_k, dequant_q4_k, quant_q4_k},
+    {13, "Q5_K", 256, 176, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_q5_k, dequant_q5_k, quant_q5_k},
+    {14, "Q6_K", 256, 210, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q6_k, dequant_q6_k, quant_q6_k},
 };
 #undef LANTERN_TYPE_SHADERS
 
@@ -528,7 +649,7 @@ const WeightFormat& weight_format_for(uint32_t ggml_type, const std::string& ten
     if (const auto* f = find_weight_format(ggml_type)) return *f;
     throw Error(ErrorCode::UnsupportedTensorType,
                 "tensor \"" + tensor_name + "\" is stored as " + ggml_type_name(ggml_type) + " (ggml type " +
-                    std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+                    std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
 }
 
 std::vector<float> dequantize(uint32_t ggml_type, std::span<const uint8_t> src, uint64_t elements) {

@@ -6,7 +6,8 @@
 // functions + its number and properties in weights.glsl (EPU_OF, GPS_OF, ...) + its variants in
 // shaders/manifest.txt (the fused decode layer takes any type as a specialization constant). The K-quants
 // (Q4_K, Q5_K, Q6_K) came that way: their 256-element super-blocks become 32- or 16-element groups
-// with float scales (and mins), so every kernel layout runs them unchanged.
+// with float scales (and mins), so every kernel layout runs them unchanged. Q4_1, Q5_0 and Q5_1
+// need not even that: they are repacked into Q4_K's, Q8_0's and Q5_K's device layouts.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -34,6 +35,10 @@ struct WeightFormat {
     const char* name;
     uint32_t block_elements;
     uint32_t block_bytes;
+    // The type whose device layout this one is repacked into and whose kernels run it (the
+    // shaders' type number, weights.glsl): its own, or for Q4_1, Q5_0 and Q5_1 that of Q4_K, Q8_0
+    // and Q5_K. The fields below describe that layout.
+    uint32_t device_type;
     uint32_t group_units;  // 16-byte units sharing one scale (GPS in shaders/weights.glsl)
     // Shader variants for this type.
     shaders::ShaderId embed, matmul, matmul_norm, matmul_silu;
