@@ -26,9 +26,9 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAPE:TYPE]... [options]
-  --synthetic S:T   random-weight model, S = tiny | 110m | tinyllama | 7b, T = f32 | f16 | q8_0 | q4_0
-                    | q4_1 | q5_0 | q5_1 | q4_k | q5_k | q6_k | q4_k_m (llama.cpp's Q4_K_M mix of Q4_K and Q6_K; K-quants
-                    need 256-element rows: not tiny)
+  --synthetic S:T   random-weight model, S = tiny | 110m | tinyllama | 7b, T = f32 | f16 | bf16 | q8_0
+                    | q4_0 | q4_1 | q5_0 | q5_1 | q4_k | q5_k | q6_k | iq4_nl | iq4_xs | q4_k_m (llama.cpp's
+                    Q4_K_M mix of Q4_K and Q6_K; K-quants and iq4_xs need 256-element rows: not tiny)
   -p N              prefill tokens (default 128; 0 = skip)
   -n N              decode tokens (default 128; 0 = skip)
   -r N              repetitions (default 3, after one warm-up)
@@ -79,9 +79,13 @@ uint32_t type_id(const std::string& t) {
     if (t == "q4_k") return 12;
     if (t == "q5_k") return 13;
     if (t == "q6_k") return 14;
+    if (t == "iq4_nl") return 20;
+    if (t == "iq4_xs") return 23;
+    if (t == "bf16") return 30;
     if (t == "q4_k_m") return kSyntheticQ4KM;
     throw Error(ErrorCode::InvalidArgument,
-                "unknown weight type " + t + " (f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m)");
+                "unknown weight type " + t +
+                    " (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q4_k_m)");
 }
 
 std::vector<int32_t> random_tokens(Rng& rng, uint32_t vocab, int n) {

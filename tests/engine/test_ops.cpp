@@ -51,10 +51,13 @@ const uint32_t kTypes[] = {static_cast<uint32_t>(GgmlType::F32),  static_cast<ui
                            static_cast<uint32_t>(GgmlType::Q8_0), static_cast<uint32_t>(GgmlType::Q4_0),
                            static_cast<uint32_t>(GgmlType::Q4_K), static_cast<uint32_t>(GgmlType::Q5_K),
                            static_cast<uint32_t>(GgmlType::Q6_K), static_cast<uint32_t>(GgmlType::Q4_1),
-                           static_cast<uint32_t>(GgmlType::Q5_0), static_cast<uint32_t>(GgmlType::Q5_1)};
+                           static_cast<uint32_t>(GgmlType::Q5_0), static_cast<uint32_t>(GgmlType::Q5_1),
+                           static_cast<uint32_t>(GgmlType::IQ4_NL), static_cast<uint32_t>(GgmlType::IQ4_XS),
+                           static_cast<uint32_t>(GgmlType::BF16)};
 
 // Row lengths of quantized types are whole blocks: `blocks` of the type's block (32 elements for
-// Q8_0/Q4_0/Q4_1/Q5_0/Q5_1, 256 for the K-quants), so the same cases cover both block sizes.
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL; 256 for the K-quants and IQ4_XS), so the same cases
+// cover both block sizes.
 uint32_t whole_blocks(uint32_t type, uint32_t blocks) { return blocks * ops::find_weight_format(type)->block_elements; }
 
 class Rng {
@@ -434,6 +437,12 @@ private slots:
         QTest::newRow("Q4_1") << kTypes[7] << 1.0 / 15 + 0.005;
         QTest::newRow("Q5_0") << kTypes[8] << 1.0 / 16 + 1e-3;
         QTest::newRow("Q5_1") << kTypes[9] << 1.0 / 31 + 0.005;
+        // IQ4: the extreme maps to level -127, so the other sign's extreme clamps at level 113 (14
+        // of 127 off, more than half the widest gap, 24), plus (IQ4_XS) the 6-bit rounding of the
+        // sub-block scales; BF16: half a unit in the 8th significant bit.
+        QTest::newRow("IQ4_NL") << kTypes[10] << 14.0 / 127 + 1e-3;
+        QTest::newRow("IQ4_XS") << kTypes[11] << 14.0 / 127 + 0.02;
+        QTest::newRow("BF16") << kTypes[12] << 1.0 / 256;
     }
 
     // A type stored in another type's device layout (Q4_1 -> Q4_K's, Q5_0 -> Q8_0's, Q5_1 ->
@@ -490,7 +499,7 @@ private slots:
         QList<QByteArray> lines;
         for (const QByteArray& line : f.readAll().split('\n'))
             if (!line.isEmpty() && !line.startsWith('#')) lines.push_back(line);
-        QCOMPARE(lines.size(), 16);
+        QCOMPARE(lines.size(), 20);
         auto& ctx = test::context();
         Rng rng(77);
         std::vector<uint32_t> seen;

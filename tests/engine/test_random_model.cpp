@@ -289,8 +289,10 @@ private slots:
                     << u(t) << tied << u(t) << false << false;
         QTest::newRow("Q8_0 with F16 attn_k and ffn_up") << u(GgmlType::Q8_0) << false << u(GgmlType::F16) << false
                                                          << false;
-        // The older 32-element types, in Q4_K's, Q8_0's and Q5_K's device layouts.
-        for (auto t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1})
+        // Types stored in another type's device layout: Q4_1 (Q4_K's), Q5_0, IQ4_NL, IQ4_XS
+        // (Q8_0's), Q5_1 (Q5_K's), BF16 (F32's).
+        for (auto t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::IQ4_XS,
+                       GgmlType::BF16})
             QTest::addRow("%s, untied output", ggml_type_name(u(t))) << u(t) << false << u(t) << false << false;
         // K-quants, and mixes: Q6_K beside Q4_K in a layer where Q/K/V and gate/up cannot be
         // stacked (the layer is not fused), and llama.cpp's Q4_K_M mix (Q6_K attn_v and ffn_down:
@@ -393,7 +395,8 @@ private slots:
         QTest::addColumn<uint32_t>("v_down_type");  // of attn_v and ffn_down (a layer of mixed types)
         const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
-                       GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1})
+                       GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
+                       GgmlType::IQ4_XS, GgmlType::BF16})
             for (bool kv_f16 : {true, false})
                 for (bool odd : {false, true}) {
                     if (odd && ops::find_weight_format(u(t))->block_elements > 1) continue;

@@ -524,6 +524,152 @@ void repack_row_q5_1(const uint8_t* src, uint64_t cols, uint32_t* values, float*
 void dequant_q5_1(const uint8_t* src, float* dst, uint64_t n) { dequant_legacy(src, dst, n, kQ5_1); }
 void quant_q5_1(const float* src, uint8_t* dst, uint64_t n) { quant_legacy(src, dst, n, kQ5_1); }
 
+// ---- IQ4_NL, IQ4_XS: 4-bit indices into a fixed non-linear table of 16 int8 levels (the GGUF
+// spec's kvalues_iq4nl), value = d * level. IQ4_NL: 32-element blocks {d, qs[16]} in Q4_0's
+// nibble order. IQ4_XS: 256-element super-blocks {d, scales_h (u16), scales_l[4], qs[128]}; the
+// 6-bit scale of sub-block j (32 elements) is its low nibble (scales_l[j / 2] >> 4 (j % 2)) and
+// two high bits (scales_h >> 2j), minus 32; sub-block j's nibbles are qs[16j..16j+15]. Both are
+// repacked into Q8_0's device layout: the level + 128 as a byte, a float scale per 32 (d, or
+// d * (ls - 32)), so every kernel runs them as Q8_0. (1.13 bytes per weight on the device against
+// 0.56 / 0.53 in the file: a table lookup per weight in every kernel layout is the alternative.) ----
+constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+constexpr uint64_t kIq4XsBytes = 136;
+
+// Levels of 32 elements from 16 bytes of nibbles (element j: low nibble of qs[j], j + 16: high).
+void iq4_levels(const uint8_t* qs, int8_t v[32]) {
+    for (int j = 0; j < 16; ++j) {
+        v[j] = kIq4Levels[qs[j] & 15];
+        v[j + 16] = kIq4Levels[qs[j] >> 4];
+    }
+}
+// The index of the level nearest to x.
+int iq4_nearest(float x) {
+    int best = 0;
+    for (int i = 1; i < 16; ++i)
+        if (std::fabs(x - kIq4Levels[i]) < std::fabs(x - kIq4Levels[best])) best = i;
+    return best;
+}
+// 32 values -> 16 bytes of nibbles against scale d (the largest magnitude maps to -127, as Q4_0's
+// to -8, when the caller takes d = max / -127).
+void iq4_quantize_32(const float* x, float d, uint8_t* qs) {
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < 16; ++j)
+        qs[j] = static_cast<uint8_t>(iq4_nearest(x[j] * id) | iq4_nearest(x[j + 16] * id) << 4);
+}
+float iq4_block_step(const float* x) {
+    float amax = 0, max = 0;
+    for (int i = 0; i < 32; ++i)
+        if (std::fabs(x[i]) > amax) {
+            amax = std::fabs(x[i]);
+            max = x[i];
+        }
+    return max / -127.0f;
+}
+void iq4_repack_32(const int8_t v[32], float d, uint8_t* bytes, float* scale) {
+    *scale = d;
+    for (int e = 0; e < 32; ++e) bytes[e] = static_cast<uint8_t>(v[e] + 128);
+}
+
+void repack_row_iq4_nl(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    int8_t v[32];
+    for (uint64_t b = 0; b < cols / 32; ++b) {
+        iq4_levels(src + b * 18 + 2, v);
+        iq4_repack_32(v, block_scale(src + b * 18), reinterpret_cast<uint8_t*>(values) + b * 32, scales + b);
+    }
+}
+void dequant_iq4_nl(const uint8_t* src, float* dst, uint64_t n) {
+    int8_t v[32];
+    for (uint64_t b = 0; b < n / 32; ++b) {
+        const float d = block_scale(src + b * 18);
+        iq4_levels(src + b * 18 + 2, v);
+        for (int e = 0; e < 32; ++e) dst[b * 32 + e] = d * static_cast<float>(v[e]);
+    }
+}
+void quant_iq4_nl(const float* src, uint8_t* dst, uint64_t n) {
+    for (uint64_t b = 0; b < n / 32; ++b) {
+        put_f16(dst + b * 18, iq4_block_step(src + b * 32));
+        iq4_quantize_32(src + b * 32, block_scale(dst + b * 18), dst + b * 18 + 2);
+    }
+}
+
+// Scale of sub-block j of an IQ4_XS super-block: d * (ls - 32).
+float iq4_xs_scale(const uint8_t* blk, int j) {
+    uint16_t h;
+    std::memcpy(&h, blk + 2, 2);
+    const int ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) | ((h >> (2 * j)) & 3) << 4;
+    return f16_at(blk) * static_cast<float>(ls - 32);
+}
+void repack_row_iq4_xs(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    int8_t v[32];
+    for (uint64_t b = 0; b < cols / kSuper; ++b)
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* blk = src + b * kIq4XsBytes;
+            iq4_levels(blk + 8 + 16 * j, v);
+            iq4_repack_32(v, iq4_xs_scale(blk, j), reinterpret_cast<uint8_t*>(values) + (b * 8 + j) * 32,
+                          scales + b * 8 + j);
+        }
+}
+void dequant_iq4_xs(const uint8_t* src, float* dst, uint64_t n) {
+    int8_t v[32];
+    for (uint64_t b = 0; b < n / kSuper; ++b)
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* blk = src + b * kIq4XsBytes;
+            const float dl = iq4_xs_scale(blk, j);
+            iq4_levels(blk + 8 + 16 * j, v);
+            for (int e = 0; e < 32; ++e) dst[b * 256 + 32 * j + e] = dl * static_cast<float>(v[e]);
+        }
+}
+// Each sub-block's step (max / -127) quantized to 6 bits against the super-block's largest.
+void quant_iq4_xs(const float* src, uint8_t* dst, uint64_t n) {
+    for (uint64_t b = 0; b < n / kSuper; ++b) {
+        const float* x = src + b * 256;
+        uint8_t* blk = dst + b * kIq4XsBytes;
+        float step[8], max_abs = 0;
+        for (int j = 0; j < 8; ++j) {
+            step[j] = iq4_block_step(x + 32 * j);
+            max_abs = std::max(max_abs, std::fabs(step[j]));
+        }
+        put_f16(blk, max_abs / 31.0f);
+        const float d = f16_at(blk);
+        uint16_t h = 0;
+        std::memset(blk + 4, 0, 4);
+        for (int j = 0; j < 8; ++j) {
+            const int ls = d > 0 ? std::clamp(static_cast<int>(std::lround(step[j] / d)), -32, 31) + 32 : 32;
+            blk[4 + j / 2] = static_cast<uint8_t>(blk[4 + j / 2] | (ls & 15) << (4 * (j % 2)));
+            h = static_cast<uint16_t>(h | (ls >> 4) << (2 * j));
+        }
+        std::memcpy(blk + 2, &h, 2);
+        for (int j = 0; j < 8; ++j) iq4_quantize_32(x + 32 * j, iq4_xs_scale(blk, j), blk + 8 + 16 * j);
+    }
+}
+
+// ---- BF16: the top half of an F32; repacked into F32's device layout (exact; 4 bytes per weight
+// on the device against 2 in the file). ----
+void bf16_to_f32_bits(const uint8_t* src, uint64_t n, uint32_t* dst) {
+    for (uint64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = static_cast<uint32_t>(h) << 16;
+    }
+}
+void repack_row_bf16(const uint8_t* src, uint64_t cols, uint32_t* values, float*) {
+    bf16_to_f32_bits(src, cols, values);
+    for (uint64_t i = cols; i < (cols + 15) / 16 * 16; ++i) values[i] = 0;  // whole groups, as F32
+}
+void dequant_bf16(const uint8_t* src, float* dst, uint64_t n) {
+    bf16_to_f32_bits(src, n, reinterpret_cast<uint32_t*>(dst));
+}
+void quant_bf16(const float* src, uint8_t* dst, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) {
+        uint32_t u;
+        std::memcpy(&u, src + i, 4);
+        // Round to nearest even (NaNs stay NaNs: their top mantissa bit is kept set).
+        const uint16_t h = (u & 0x7fffffffu) > 0x7f800000u ? static_cast<uint16_t>(u >> 16 | 0x40u)
+                                                          : static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+        std::memcpy(dst + 2 * i, &h, 2);
+    }
+}
+
 // The shader variants of type t (shaders/manifest.txt names them <kernel>_<t>[_kv<kv>]). The fused
 // decode layer takes its types as specialization constants (the ggml numbers), so it has no row here.
 #define LANTERN_TYPE_SHADERS(t)                                                                     \
@@ -544,6 +690,9 @@ const WeightFormat kWeightFormats[] = {
     {12, "Q4_K", 256, 144, 12, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_q4_k, dequant_q4_k, quant_q4_k},
     {13, "Q5_K", 256, 176, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_q5_k, dequant_q5_k, quant_q5_k},
     {14, "Q6_K", 256, 210, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q6_k, dequant_q6_k, quant_q6_k},
+    {20, "IQ4_NL", 32, 18, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_nl, dequant_iq4_nl, quant_iq4_nl},
+    {23, "IQ4_XS", 256, 136, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_xs, dequant_iq4_xs, quant_iq4_xs},
+    {30, "BF16", 1, 2, 0, 4, LANTERN_TYPE_SHADERS(f32), 4, 0, repack_row_bf16, dequant_bf16, quant_bf16},
 };
 #undef LANTERN_TYPE_SHADERS
 
@@ -649,7 +798,7 @@ const WeightFormat& weight_format_for(uint32_t ggml_type, const std::string& ten
     if (const auto* f = find_weight_format(ggml_type)) return *f;
     throw Error(ErrorCode::UnsupportedTensorType,
                 "tensor \"" + tensor_name + "\" is stored as " + ggml_type_name(ggml_type) + " (ggml type " +
-                    std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+                    std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
 }
 
 std::vector<float> dequantize(uint32_t ggml_type, std::span<const uint8_t> src, uint64_t elements) {
