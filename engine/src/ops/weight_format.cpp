@@ -796,9 +796,11 @@ const WeightFormat* find_weight_format(uint32_t ggml_type) {
 
 const WeightFormat& weight_format_for(uint32_t ggml_type, const std::string& tensor_name) {
     if (const auto* f = find_weight_format(ggml_type)) return *f;
+    std::string supported;  // from the table, so the message cannot fall behind it
+    for (const auto& f : kWeightFormats) supported += (supported.empty() ? "" : ", ") + std::string(f.name);
     throw Error(ErrorCode::UnsupportedTensorType,
                 "tensor \"" + tensor_name + "\" is stored as " + ggml_type_name(ggml_type) + " (ggml type " +
-                    std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
+                    std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: " + supported + ")");
 }
 
 std::vector<float> dequantize(uint32_t ggml_type, std::span<const uint8_t> src, uint64_t elements) {
