@@ -324,16 +324,19 @@ void dequant_k_min(const uint8_t* src, float* dst, uint64_t n, bool five) {
 void quant_k_min(const float* src, uint8_t* dst, uint64_t n, bool five) {
     for (uint64_t b = 0; b < n / kSuper; ++b) k_min_quantize_block(src + b * 256, five, dst + b * k_block_bytes(five));
 }
-void repack_row_q4_k(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
-    repack_row_k_min(src, cols, values, scales, false);
+// The table's function pointers: Q4_K (five = false) and Q5_K.
+template <bool Five>
+void repack_row_k_min_of(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    repack_row_k_min(src, cols, values, scales, Five);
 }
-void dequant_q4_k(const uint8_t* src, float* dst, uint64_t n) { dequant_k_min(src, dst, n, false); }
-void quant_q4_k(const float* src, uint8_t* dst, uint64_t n) { quant_k_min(src, dst, n, false); }
-void repack_row_q5_k(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
-    repack_row_k_min(src, cols, values, scales, true);
+template <bool Five>
+void dequant_k_min_of(const uint8_t* src, float* dst, uint64_t n) {
+    dequant_k_min(src, dst, n, Five);
 }
-void dequant_q5_k(const uint8_t* src, float* dst, uint64_t n) { dequant_k_min(src, dst, n, true); }
-void quant_q5_k(const float* src, uint8_t* dst, uint64_t n) { quant_k_min(src, dst, n, true); }
+template <bool Five>
+void quant_k_min_of(const float* src, uint8_t* dst, uint64_t n) {
+    quant_k_min(src, dst, n, Five);
+}
 
 // Q6_K: ql[128] (low 4 bits), qh[64] (top 2 bits), int8 scales[16] (one per 16 elements), f16 d.
 // In each half h (128 elements; ql, qh and scales advance by 64, 32 and 8), for l < 32: elements
@@ -508,21 +511,19 @@ void quant_legacy(const float* src, uint8_t* dst, uint64_t n, const LegacyLayout
         if (l.qh_at >= 0) std::memcpy(blk + l.qh_at, &qh, 4);
     }
 }
-void repack_row_q4_1(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
-    repack_row_legacy(src, cols, values, scales, kQ4_1);
+// The table's function pointers, one instance per layout.
+template <const LegacyLayout& L>
+void repack_row_legacy_of(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    repack_row_legacy(src, cols, values, scales, L);
 }
-void dequant_q4_1(const uint8_t* src, float* dst, uint64_t n) { dequant_legacy(src, dst, n, kQ4_1); }
-void quant_q4_1(const float* src, uint8_t* dst, uint64_t n) { quant_legacy(src, dst, n, kQ4_1); }
-void repack_row_q5_0(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
-    repack_row_legacy(src, cols, values, scales, kQ5_0);
+template <const LegacyLayout& L>
+void dequant_legacy_of(const uint8_t* src, float* dst, uint64_t n) {
+    dequant_legacy(src, dst, n, L);
 }
-void dequant_q5_0(const uint8_t* src, float* dst, uint64_t n) { dequant_legacy(src, dst, n, kQ5_0); }
-void quant_q5_0(const float* src, uint8_t* dst, uint64_t n) { quant_legacy(src, dst, n, kQ5_0); }
-void repack_row_q5_1(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
-    repack_row_legacy(src, cols, values, scales, kQ5_1);
+template <const LegacyLayout& L>
+void quant_legacy_of(const float* src, uint8_t* dst, uint64_t n) {
+    quant_legacy(src, dst, n, L);
 }
-void dequant_q5_1(const uint8_t* src, float* dst, uint64_t n) { dequant_legacy(src, dst, n, kQ5_1); }
-void quant_q5_1(const float* src, uint8_t* dst, uint64_t n) { quant_legacy(src, dst, n, kQ5_1); }
 
 // ---- IQ4_NL, IQ4_XS: 4-bit indices into a fixed non-linear table of 16 int8 levels (the GGUF
 // spec's kvalues_iq4nl), value = d * level. IQ4_NL: 32-element blocks {d, qs[16]} in Q4_0's
@@ -684,11 +685,16 @@ const WeightFormat kWeightFormats[] = {
     {1, "F16", 1, 2, 1, 2, LANTERN_TYPE_SHADERS(f16), 8, 0, repack_row_f16, dequant_f16, quant_f16},
     {8, "Q8_0", 32, 34, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_q8_0, dequant_q8_0, quant_q8_0},
     {2, "Q4_0", 32, 18, 2, 1, LANTERN_TYPE_SHADERS(q4_0), 32, 1, repack_row_q4_0, dequant_q4_0, quant_q4_0},
-    {3, "Q4_1", 32, 20, 12, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_q4_1, dequant_q4_1, quant_q4_1},
-    {6, "Q5_0", 32, 22, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_q5_0, dequant_q5_0, quant_q5_0},
-    {7, "Q5_1", 32, 24, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_q5_1, dequant_q5_1, quant_q5_1},
-    {12, "Q4_K", 256, 144, 12, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_q4_k, dequant_q4_k, quant_q4_k},
-    {13, "Q5_K", 256, 176, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_q5_k, dequant_q5_k, quant_q5_k},
+    {3, "Q4_1", 32, 20, 12, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_legacy_of<kQ4_1>, dequant_legacy_of<kQ4_1>,
+     quant_legacy_of<kQ4_1>},
+    {6, "Q5_0", 32, 22, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_legacy_of<kQ5_0>, dequant_legacy_of<kQ5_0>,
+     quant_legacy_of<kQ5_0>},
+    {7, "Q5_1", 32, 24, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_legacy_of<kQ5_1>, dequant_legacy_of<kQ5_1>,
+     quant_legacy_of<kQ5_1>},
+    {12, "Q4_K", 256, 144, 12, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_k_min_of<false>, dequant_k_min_of<false>,
+     quant_k_min_of<false>},
+    {13, "Q5_K", 256, 176, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_k_min_of<true>, dequant_k_min_of<true>,
+     quant_k_min_of<true>},
     {14, "Q6_K", 256, 210, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q6_k, dequant_q6_k, quant_q6_k},
     {20, "IQ4_NL", 32, 18, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_nl, dequant_iq4_nl, quant_iq4_nl},
     {23, "IQ4_XS", 256, 136, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_xs, dequant_iq4_xs, quant_iq4_xs},
