@@ -178,13 +178,15 @@ void main() {
     RowWalk walk[ROWS];
     for (uint r = 0; r < ROWS; ++r) walk[r] = row_walk(WT, min(row0 + r, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
     for (uint u = tid; u < full_units; u += wg) {
-        vec4 w[ROWS][VPU_MAX];
+        vec4 w[ROWS][VPU];  // (VPU, not VPU_MAX: no larger a private array than the type needs on GPUs)
         float d[ROWS];
 #if defined(WMINS)
         float m[ROWS];
 #endif
         for (uint r = 0; r < ROWS; ++r) {
-            load_values(WT, unit_at(WT, walk[r], u), w[r]);
+            vec4 unit[VPU_MAX];
+            load_values(WT, unit_at(WT, walk[r], u), unit);
+            for (uint v = 0; v < VPU; ++v) w[r][v] = unit[v];
             d[r] = group_scale(WT, walk[r], u / GPS);
 #if defined(WMINS)
             m[r] = group_min(WT, walk[r], u / GPS);
