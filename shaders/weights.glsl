@@ -12,6 +12,8 @@
 //   Q4_K : as Q4_0, one unit per 32-element sub-block, with a scale and a min per group
 //   Q5_K : as Q8_0's bytes (q, 0..31), two units per 32-element sub-block, a scale and a min
 //   Q6_K : as Q8_0's bytes (q, 0..63), one unit per 16-element sub-block, a scale
+// Other file types arrive in one of these layouts (ops::WeightFormat::device_type): Q4_1 in Q4_K's,
+// Q5_0, IQ4_NL and IQ4_XS in Q8_0's, Q5_1 in Q5_K's, BF16 in F32's.
 // Value = (raw - WZERO) * scale, and for types with mins (WMINS) raw * scale - min. Kernels that
 // sum many products take the raw values and subtract WZERO * sum(input) (and min * sum(input))
 // once per group: on CPU drivers the unpack is the largest cost per weight, and
@@ -47,10 +49,10 @@ layout(binding = 1) uniform samplerBuffer weight_scales;
 #define WEIGHT_FLOAT_BASE 0u
 #endif
 
-// A weight type is a value here, the ggml type number (ops::WeightFormat::ggml_type), passed to
-// every function as `wt`: a compile-time constant at every call (a WTYPE_* define's WT, or a
-// specialization constant), so once the driver inlines the call the per-type branches fold away
-// and each call compiles only its own type. One shader can so hold matmuls of several types: the
+// A weight type is a value here, the ggml number of a layout above (ops::WeightFormat::
+// device_type), passed to every function as `wt`: a compile-time constant at every call (a
+// WTYPE_* define's WT, or a specialization constant), so once the driver inlines the call the
+// per-type branches fold away and each call compiles only its own type. One shader can so hold matmuls of several types: the
 // fused decode layer of a Q4_K_M file, whose attn_v and ffn_down are Q6_K (decode_layer.comp).
 const uint T_F32 = 0u, T_F16 = 1u, T_Q4_0 = 2u, T_Q8_0 = 8u, T_Q4_K = 12u, T_Q5_K = 13u, T_Q6_K = 14u;
 // EPU: elements per 16-byte unit. GPS: units per group — the units that share one scale, or for
