@@ -56,6 +56,12 @@ public:
     // The engine runs on a CPU driver: its short steps over quantized weights take the input in
     // fixed point (ops::fixed_point_input), and so must the reference.
     void set_cpu_driver(bool cpu) { cpu_driver_ = cpu; }
+    // Norm weights: values rounded to `value_type`'s precision (F32: as drawn), stored as
+    // `storage_type` (F32 by default; the engine converts others on load).
+    void set_norms(uint32_t value_type, uint32_t storage_type) {
+        norm_value_type_ = value_type;
+        norm_storage_type_ = storage_type;
+    }
 
     // Writes the GGUF (2-D weights in `type`, 1-D norms in F32) and keeps the dequantized weights.
     // `other_type` (if not `type`) goes to the tensors `mix` names. KAndUp: attn_k and ffn_up, so
@@ -101,9 +107,8 @@ public:
             std::uniform_real_distribution<float> u(0.8f, 1.2f);
             std::vector<float> v(n);
             for (auto& x : v) x = u(rng);
-            std::vector<uint8_t> bytes(n * 4);
-            std::memcpy(bytes.data(), v.data(), bytes.size());
-            w.add_tensor(name, {n}, static_cast<uint32_t>(GgmlType::F32), std::move(bytes));
+            v = ops::dequantize(norm_value_type_, ops::quantize(norm_value_type_, v, n), n);
+            w.add_tensor(name, {n}, norm_storage_type_, ops::quantize(norm_storage_type_, v, n));
             return v;
         };
         auto lin = [](uint32_t cols) { return std::sqrt(3.0f / static_cast<float>(cols)); };
@@ -213,6 +218,7 @@ private:
     Config c_;
     bool tied_;
     uint32_t type_ = 0, k_type_ = 0, v_type_ = 0, up_type_ = 0, down_type_ = 0;
+    uint32_t norm_value_type_ = 0, norm_storage_type_ = 0;  // F32
     bool cpu_driver_ = false;
     std::vector<float> embd_, out_norm_, lm_head_;
     std::vector<Layer> layers_;
@@ -470,6 +476,38 @@ private slots:
         qInfo("%d of 12 decode steps fused, %u fell back", fused_steps, fallbacks);
         QCOMPARE(uint32_t(fused_steps) + fallbacks, lavapipe ? 12u : 0u);
         QVERIFY(!lavapipe || fused_steps >= 9);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // Converted GGUFs keep 1-D tensors in F32, but nothing in the format says so: a file whose
+    // norm weights are F16 or BF16 runs exactly as the same file with those values in F32 (the
+    // engine converts them on load; read as the floats they are not, the logits would differ).
+    void norms_in_f16_or_bf16_run_as_f32() {
+        const uint32_t q8 = static_cast<uint32_t>(GgmlType::Q8_0), f32 = static_cast<uint32_t>(GgmlType::F32);
+        for (uint32_t t : {static_cast<uint32_t>(GgmlType::F16), static_cast<uint32_t>(GgmlType::BF16)}) {
+            const Config c = config_for({q8});
+            std::vector<std::vector<float>> logits;
+            for (uint32_t storage : {f32, t}) {
+                ReferenceModel ref(c, false);
+                ref.set_norms(t, storage);
+                const std::string path = test::temp_dir() + "/norms-" + ggml_type_name(storage) + ".gguf";
+                ref.write(path, q8, 77);
+                if (storage != f32)
+                    QCOMPARE(GgufFile::open(path)->find_tensor("blk.0.attn_norm.weight")->type, storage);
+                auto engine = Engine::load(path, options());
+                auto seq = engine->create_sequence();
+                const std::vector<int32_t> prompt{1, 7, 9, 11};
+                auto last = engine->prefill(seq, prompt);
+                std::vector<float> all = last;
+                for (int i = 0; i < 3; ++i) {
+                    StepItem item{seq, {argmax(last, 0, c.vocab)}, true, false};
+                    last = engine->step(std::span<const StepItem>(&item, 1))[0];
+                    all.insert(all.end(), last.begin(), last.end());
+                }
+                logits.push_back(all);
+            }
+            QVERIFY2(logits[0] == logits[1], ggml_type_name(t));
+        }
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

@@ -53,7 +53,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
 
     // Weights.
     embed_ = &upload(gguf, "token_embd.weight", m.vocab, m.dim);
-    out_norm_ = &upload(gguf, "output_norm.weight", 1, m.dim);
+    out_norm_ = &upload_norm(gguf, "output_norm.weight", m.dim);
     lm_head_ = m.tied_output ? embed_ : &upload(gguf, "output.weight", m.vocab, m.dim);
 
     using vk::MemoryUse;
@@ -122,8 +122,8 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
                     }
             keep_together(layer_bytes + layer_bytes / 16 + 4096);
         }
-        L.attn_norm = &upload(gguf, p + "attn_norm.weight", 1, m.dim);
-        L.ffn_norm = &upload(gguf, p + "ffn_norm.weight", 1, m.dim);
+        L.attn_norm = &upload_norm(gguf, p + "attn_norm.weight", m.dim);
+        L.ffn_norm = &upload_norm(gguf, p + "ffn_norm.weight", m.dim);
         auto wqkv = upload_stacked(gguf, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
                                    {m.dim, kv_dim, kv_dim}, m.dim);
         const auto* wo = &upload(gguf, p + "attn_output.weight", m.dim, m.dim);
@@ -297,6 +297,20 @@ const ops::DeviceWeight& LlamaModel::upload(const GgufFile& gguf, const std::str
     ops::repack_rows(fmt, gguf.tensor_data(t), rows, cols, r.values.data(), r.row_units * 4, r.scales.data(),
                      ops::repacked_row_scales(fmt, cols));
     return upload_repacked(name, fmt, r, rows, cols);
+}
+
+const ops::DeviceWeight& LlamaModel::upload_norm(const GgufFile& gguf, const std::string& name, uint64_t n) {
+    const auto& t = checked_tensor(gguf, name, 1, n);
+    const auto& fmt = ops::weight_format_for(t.type, name);
+    const auto& f32 = *ops::find_weight_format(static_cast<uint32_t>(GgmlType::F32));
+    if (&fmt == &f32) return upload(gguf, name, 1, n);
+    // Converted files keep 1-D tensors in F32, but nothing in GGUF says they must: an F16 or BF16
+    // norm would otherwise be read as the floats it is not.
+    std::vector<float> v(n);
+    fmt.dequantize_row(gguf.tensor_data(t).data(), v.data(), n);
+    ops::Repacked& r = scratch(f32, 1, n);
+    f32.repack_row(reinterpret_cast<const uint8_t*>(v.data()), n, r.values.data(), nullptr);
+    return upload_repacked(name, f32, r, 1, n);
 }
 
 std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile& gguf,

@@ -79,6 +79,8 @@ private:
     };
 
     void release();  // destroys every buffer (destructor, and a constructor that throws)
+    // A norm weight (n floats): the kernels read it as F32, so any other type is converted on load.
+    const ops::DeviceWeight& upload_norm(const GgufFile& gguf, const std::string& name, uint64_t n);
     const ops::DeviceWeight& upload(const GgufFile& gguf, const std::string& name, uint64_t rows_expected,
                                     uint64_t cols_expected);
     // Uploads several matrices that read the same input (Q/K/V, gate/up). Each run of neighbours
