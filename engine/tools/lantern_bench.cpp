@@ -3,6 +3,7 @@
 // rooflines measured in the same run so every figure can be read as a fraction of what the device
 // can do. Output: a table on stdout and, with --json, one JSON object per line.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -68,21 +69,15 @@ double stdev(const std::vector<double>& v) {
 }
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+// A weight type by its lower-case GGUF name (q4_k, iq4_xs, ...), or the q4_k_m mix. Types the
+// engine cannot run are refused when the synthetic model is written, naming what it supports.
 uint32_t type_id(const std::string& t) {
-    if (t == "f32") return 0;
-    if (t == "f16") return 1;
-    if (t == "q8_0") return 8;
-    if (t == "q4_0") return 2;
-    if (t == "q4_1") return 3;
-    if (t == "q5_0") return 6;
-    if (t == "q5_1") return 7;
-    if (t == "q4_k") return 12;
-    if (t == "q5_k") return 13;
-    if (t == "q6_k") return 14;
-    if (t == "iq4_nl") return 20;
-    if (t == "iq4_xs") return 23;
-    if (t == "bf16") return 30;
     if (t == "q4_k_m") return kSyntheticQ4KM;
+    for (uint32_t id = 0; id < 64; ++id) {
+        std::string name = ggml_type_name(id);
+        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (name == t) return id;
+    }
     throw Error(ErrorCode::InvalidArgument,
                 "unknown weight type " + t +
                     " (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q4_k_m)");
