@@ -419,6 +419,33 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // BF16 tensors go to F16's layout (half the memory of F32's) unless a value exceeds F16's
+    // range; the conversion is exact from 2^-17 up and off by at most 2^-25 below.
+    void bf16_takes_f16_layout_when_in_range() {
+        const uint32_t bf16 = static_cast<uint32_t>(GgmlType::BF16);
+        Rng rng(5);
+        auto x = rng.floats(256, -0.1f, 0.1f);
+        x[3] = 3e-6f;      // below 2^-17: an F16 subnormal, rounded
+        x[4] = -1e-30f;    // far below: zero
+        x[5] = 65000.0f;   // in range
+        auto enc = ops::quantize(bf16, x, 256);
+        const auto want = ops::dequantize(bf16, enc, 256);
+        const auto& in_range = ops::weight_format_for_data(bf16, enc, "t");
+        QCOMPARE(in_range.device_type, static_cast<uint32_t>(GgmlType::F16));
+        QCOMPARE(ops::find_weight_format(bf16)->device_type, static_cast<uint32_t>(GgmlType::F32));
+        auto r = ops::repack(in_range, enc, 1, 256);
+        QCOMPARE(r.row_units, uint64_t(32));
+        for (size_t i = 0; i < 256; ++i) {
+            const float got = ops::half_to_float(static_cast<uint16_t>(r.values[i / 2] >> (16 * (i % 2))));
+            const double err = std::fabs(double(got) - want[i]);
+            QVERIFY2(std::fabs(want[i]) >= std::ldexp(1.0, -17) ? err == 0 : err <= std::ldexp(1.0, -25),
+                     qPrintable(QString("element %1: %2 -> %3").arg(i).arg(want[i]).arg(got)));
+        }
+        x[9] = 70000.0f;  // beyond F16: the whole tensor stays in F32's layout
+        QCOMPARE(ops::weight_format_for_data(bf16, ops::quantize(bf16, x, 256), "t").device_type,
+                 static_cast<uint32_t>(GgmlType::F32));
+    }
+
     void quantize_dequantize_error_is_bounded_data() {
         QTest::addColumn<uint32_t>("type");
         QTest::addColumn<double>("max_rel");  // max |x - dq(q(x))| / max|x| of a block
@@ -449,8 +476,10 @@ private slots:
     // Q5_K's) must describe that layout exactly and run its kernels: the shaders know only the
     // device type (weights.glsl), the host sizes and walks rows by these fields.
     void device_layout_fields_match_the_device_type() {
-        for (uint32_t t : kTypes) {
-            const auto* f = ops::find_weight_format(t);
+        QVERIFY(ops::weight_formats().size() > std::size(kTypes));  // BF16 has two rows
+        for (const auto& row : ops::weight_formats()) {
+            const uint32_t t = row.ggml_type;
+            const auto* f = &row;
             const auto* d = ops::find_weight_format(f->device_type);
             QVERIFY2(d && d->device_type == d->ggml_type, ggml_type_name(t));
             QCOMPARE(f->group_units, d->group_units);

@@ -292,7 +292,7 @@ const GgufTensorInfo& LlamaModel::checked_tensor(const GgufFile& gguf, const std
 const ops::DeviceWeight& LlamaModel::upload(const GgufFile& gguf, const std::string& name, uint64_t rows,
                                             uint64_t cols) {
     const auto& t = checked_tensor(gguf, name, rows, cols);
-    const auto& fmt = ops::weight_format_for(t.type, name);
+    const auto& fmt = ops::weight_format_for_data(t.type, gguf.tensor_data(t), name);
     ops::Repacked& r = scratch(fmt, rows, cols);
     ops::repack_rows(fmt, gguf.tensor_data(t), rows, cols, r.values.data(), r.row_units * 4, r.scales.data(),
                      ops::repacked_row_scales(fmt, cols));
@@ -317,17 +317,21 @@ std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile&
                                                                  const std::vector<std::string>& names,
                                                                  const std::vector<uint64_t>& rows, uint64_t cols) {
     std::vector<const GgufTensorInfo*> ts;
-    for (size_t i = 0; i < names.size(); ++i) ts.push_back(&checked_tensor(gguf, names[i], rows[i], cols));
-    // Each run of neighbours of one type is one stack: a Q4_K_M layer's Q and K (Q4_K) stack, its
-    // V (Q6_K) stands alone, and the fused decode layer runs the two as one op.
+    std::vector<const ops::WeightFormat*> fmts;
+    for (size_t i = 0; i < names.size(); ++i) {
+        ts.push_back(&checked_tensor(gguf, names[i], rows[i], cols));
+        fmts.push_back(&ops::weight_format_for_data(ts[i]->type, gguf.tensor_data(*ts[i]), names[i]));
+    }
+    // Each run of neighbours of one format is one stack: a Q4_K_M layer's Q and K (Q4_K) stack,
+    // its V (Q6_K) stands alone, and the fused decode layer runs the two as one op.
     std::vector<const ops::DeviceWeight*> out;
     for (size_t begin = 0, end; begin < ts.size(); begin = end) {
-        for (end = begin + 1; end < ts.size() && ts[end]->type == ts[begin]->type;) ++end;
+        for (end = begin + 1; end < ts.size() && fmts[end] == fmts[begin];) ++end;
         if (end - begin == 1) {
             out.push_back(&upload(gguf, names[begin], rows[begin], cols));
             continue;
         }
-        const auto& fmt = ops::weight_format_for(ts[begin]->type, names[begin]);
+        const auto& fmt = *fmts[begin];
         const uint64_t total_rows = std::accumulate(rows.begin() + begin, rows.begin() + end, uint64_t{0});
         ops::Repacked& all = scratch(fmt, total_rows, cols);
         const uint64_t words = all.row_units * 4, groups = ops::repacked_row_scales(fmt, cols);
@@ -348,8 +352,8 @@ const ops::DeviceWeight* LlamaModel::upload_interleaved(const GgufFile& gguf, co
                                                         const std::string& second, uint64_t rows, uint64_t cols) {
     const auto& ta = checked_tensor(gguf, first, rows, cols);
     const auto& tb = checked_tensor(gguf, second, rows, cols);
-    if (ta.type != tb.type) return nullptr;
-    const auto& fmt = ops::weight_format_for(ta.type, first);
+    const auto& fmt = ops::weight_format_for_data(ta.type, gguf.tensor_data(ta), first);
+    if (&ops::weight_format_for_data(tb.type, gguf.tensor_data(tb), second) != &fmt) return nullptr;
     ops::Repacked& both = scratch(fmt, 2 * rows, cols);
     const uint64_t words = both.row_units * 4, groups = ops::repacked_row_scales(fmt, cols);
     // a's rows to the even rows, b's to the odd ones, each written in place.

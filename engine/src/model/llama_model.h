@@ -84,7 +84,7 @@ private:
     const ops::DeviceWeight& upload(const GgufFile& gguf, const std::string& name, uint64_t rows_expected,
                                     uint64_t cols_expected);
     // Uploads several matrices that read the same input (Q/K/V, gate/up). Each run of neighbours
-    // that share a type becomes one matrix (rows stacked), so one dispatch computes all of them:
+    // that share a format becomes one matrix (rows stacked), so one dispatch computes all of them:
     // Q/K/V in one type -> one weight; Q and K in one, V in another (Q4_K_M) -> two. Returns the
     // weights in order.
     std::vector<const ops::DeviceWeight*> upload_stacked(const GgufFile& gguf, const std::vector<std::string>& names,

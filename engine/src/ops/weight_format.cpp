@@ -644,8 +644,37 @@ void quant_iq4_xs(const float* src, uint8_t* dst, uint64_t n) {
     }
 }
 
-// ---- BF16: the top half of an F32; repacked into F32's device layout (exact; 4 bytes per weight
-// on the device against 2 in the file). ----
+// ---- BF16: the top half of an F32. Repacked into F16's device layout (2 bytes per weight, as in
+// the file) when no finite value of the tensor exceeds F16's range (bf16_in_f16_range), else into
+// F32's (4 bytes per weight). F16 has 3 more significant bits, so the conversion is exact for
+// |x| >= 2^-17; smaller values become F16 subnormals, off by at most 2^-25 — a thousandth of the
+// rounding BF16 itself applied to a weight of typical size (0.02: steps of 2^-13). Exact for
+// every tensor would mean F32 for nearly all: a real weight matrix almost always holds a few
+// values below 2^-17. (Twice the memory is what decides whether an 8B BF16 model fits a GPU.) ----
+bool bf16_in_f16_range(std::span<const uint8_t> data) {
+    for (size_t i = 0; i + 1 < data.size(); i += 2) {
+        uint16_t h;
+        std::memcpy(&h, data.data() + i, 2);
+        const int exp = (h >> 7) & 0xff;
+        // Finite with an exponent above 15: |x| >= 2^16, an F16 infinity. (The largest BF16 below
+        // that, 65280, is an F16 value.)
+        if (exp != 0xff && exp - 127 > 15) return false;
+    }
+    return true;
+}
+void repack_row_bf16_as_f16(const uint8_t* src, uint64_t cols, uint32_t* values, float*) {
+    auto* out = reinterpret_cast<uint16_t*>(values);
+    for (uint64_t i = 0; i < cols; ++i) {
+        uint32_t bits;
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        bits = static_cast<uint32_t>(h) << 16;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        out[i] = float_to_half(f);  // in range: the loader checked bf16_in_f16_range
+    }
+    for (uint64_t i = cols; i < (cols + 15) / 16 * 16; ++i) out[i] = 0;  // whole groups, as F16
+}
 void bf16_to_f32_bits(const uint8_t* src, uint64_t n, uint32_t* dst) {
     for (uint64_t i = 0; i < n; ++i) {
         uint16_t h;
@@ -699,6 +728,9 @@ const WeightFormat kWeightFormats[] = {
     {20, "IQ4_NL", 32, 18, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_nl, dequant_iq4_nl, quant_iq4_nl},
     {23, "IQ4_XS", 256, 136, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_xs, dequant_iq4_xs, quant_iq4_xs},
     {30, "BF16", 1, 2, 0, 4, LANTERN_TYPE_SHADERS(f32), 4, 0, repack_row_bf16, dequant_bf16, quant_bf16},
+    // A BF16 tensor whose values are in F16's range (weight_format_for_data); find_weight_format(30)
+    // finds the row above.
+    {30, "BF16", 1, 2, 1, 2, LANTERN_TYPE_SHADERS(f16), 8, 0, repack_row_bf16_as_f16, dequant_bf16, quant_bf16},
 };
 #undef LANTERN_TYPE_SHADERS
 
@@ -800,10 +832,22 @@ const WeightFormat* find_weight_format(uint32_t ggml_type) {
     return nullptr;
 }
 
+std::span<const WeightFormat> weight_formats() { return kWeightFormats; }
+
+const WeightFormat& weight_format_for_data(uint32_t ggml_type, std::span<const uint8_t> data,
+                                           const std::string& tensor_name) {
+    const WeightFormat& f = weight_format_for(ggml_type, tensor_name);
+    if (ggml_type == static_cast<uint32_t>(GgmlType::BF16) && bf16_in_f16_range(data))
+        for (const auto& g : kWeightFormats)
+            if (g.ggml_type == ggml_type && g.device_type == static_cast<uint32_t>(GgmlType::F16)) return g;
+    return f;
+}
+
 const WeightFormat& weight_format_for(uint32_t ggml_type, const std::string& tensor_name) {
     if (const auto* f = find_weight_format(ggml_type)) return *f;
     std::string supported;  // from the table, so the message cannot fall behind it
-    for (const auto& f : kWeightFormats) supported += (supported.empty() ? "" : ", ") + std::string(f.name);
+    for (const auto& f : kWeightFormats)
+        if (find_weight_format(f.ggml_type) == &f) supported += (supported.empty() ? "" : ", ") + std::string(f.name);
     throw Error(ErrorCode::UnsupportedTensorType,
                 "tensor \"" + tensor_name + "\" is stored as " + ggml_type_name(ggml_type) + " (ggml type " +
                     std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: " + supported + ")");

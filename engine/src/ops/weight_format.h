@@ -85,8 +85,17 @@ uint64_t tiled_words(const Repacked& r, uint64_t rows, uint64_t tile_rows, uint3
 void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows, uint32_t group_units,
                     uint32_t* dst);
 
-// nullptr when the type has no kernels.
+// nullptr when the type has no kernels. (The type's first row: a type may have more than one, see
+// weight_format_for_data.)
 const WeightFormat* find_weight_format(uint32_t ggml_type);
+// The format a tensor of this type and data is uploaded in: its type's row, or a more compact
+// layout the data allows (BF16 in F16's layout when no value exceeds F16's range; see
+// weight_format.cpp for the bound on what changes).
+// Throws as weight_format_for.
+const WeightFormat& weight_format_for_data(uint32_t ggml_type, std::span<const uint8_t> data,
+                                           const std::string& tensor_name);
+// Every row of the table (tests).
+std::span<const WeightFormat> weight_formats();
 // Throws Error(UnsupportedTensorType) naming the tensor and its type.
 const WeightFormat& weight_format_for(uint32_t ggml_type, const std::string& tensor_name);
 
