@@ -327,10 +327,6 @@ std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile&
     std::vector<const ops::DeviceWeight*> out;
     for (size_t begin = 0, end; begin < ts.size(); begin = end) {
         for (end = begin + 1; end < ts.size() && fmts[end] == fmts[begin];) ++end;
-        if (end - begin == 1) {
-            out.push_back(&upload(gguf, names[begin], rows[begin], cols));
-            continue;
-        }
         const auto& fmt = *fmts[begin];
         const uint64_t total_rows = std::accumulate(rows.begin() + begin, rows.begin() + end, uint64_t{0});
         ops::Repacked& all = scratch(fmt, total_rows, cols);
