@@ -743,6 +743,10 @@ Driver: %2</source>
         <translation>%1 / %2 维，基数 %3</translation>
     </message>
     <message>
+        <source>, positions ÷ %1 (linear scaling)</source>
+        <translation>，位置 ÷ %1（线性缩放）</translation>
+    </message>
+    <message>
         <source>%1 tokens (trained: %2)</source>
         <translation>%1 个词元（训练时：%2）</translation>
     </message>

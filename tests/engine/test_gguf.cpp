@@ -7,6 +7,7 @@
 #include <QTest>
 
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -154,8 +155,10 @@ void add_vocab(GgufWriter& w, uint32_t n) {
 
 // One-layer llama of the given width with every 2-D weight in F32 except `odd_tensor`, which is
 // stored as `odd_type` (zero bytes of the right size).
+// `extra` adds metadata.
 void write_tiny_model(const std::string& path, const std::string& arch, uint32_t dim,
-                      const std::string& odd_tensor = "", uint32_t odd_type = 0) {
+                      const std::string& odd_tensor = "", uint32_t odd_type = 0,
+                      const std::function<void(GgufWriter&)>& extra = {}) {
     const uint32_t vocab = 8, ffn = 32, heads = 2;
     GgufWriter w;
     w.set_string("general.architecture", arch);
@@ -168,6 +171,7 @@ void write_tiny_model(const std::string& path, const std::string& arch, uint32_t
     w.set_u32(a + "attention.head_count_kv", heads);
     w.set_u32(a + "context_length", 64);
     add_vocab(w, vocab);
+    if (extra) extra(w);
     auto add = [&](const std::string& name, uint64_t cols, uint64_t rows) {
         std::vector<uint64_t> shape = rows ? std::vector<uint64_t>{cols, rows} : std::vector<uint64_t>{cols};
         uint64_t n = cols * (rows ? rows : 1);
@@ -645,6 +649,50 @@ private slots:
         QVERIFY2(o.message.find("blk.0.ffn_gate.weight") != std::string::npos, o.message.c_str());
         QVERIFY2(o.message.find("stored as Q3_K") != std::string::npos, o.message.c_str());
         QVERIFY2(o.message.find("Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS") != std::string::npos, o.message.c_str());
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // RoPE scaling metadata, read as llama.cpp reads it: a factor is linear unless the type says
+    // otherwise (also under the older key rope.scale_linear), "none" ignores it, YaRN and other
+    // kinds are refused by name, and a factor that is not a positive number is a malformed file.
+    void rope_scaling_metadata() {
+        struct Case {
+            const char* name;
+            const char* type;   // nullptr: no rope.scaling.type key
+            const char* key;    // the factor's key
+            float factor;
+            float want;         // the model's rope_linear_factor; 0: loading fails
+            ErrorCode code;     // when loading fails (unused otherwise)
+            const char* needle;
+        };
+        const Case cases[] = {
+            {"none given", nullptr, nullptr, 0, 1, ErrorCode::Internal, ""},
+            {"linear", "linear", "llama.rope.scaling.factor", 4, 4, ErrorCode::Internal, ""},
+            {"no type", nullptr, "llama.rope.scaling.factor", 2, 2, ErrorCode::Internal, ""},
+            {"older key", nullptr, "llama.rope.scale_linear", 8, 8, ErrorCode::Internal, ""},
+            {"type none", "none", "llama.rope.scaling.factor", 4, 1, ErrorCode::Internal, ""},
+            {"factor 0", "linear", "llama.rope.scaling.factor", 0, 1, ErrorCode::Internal, ""},
+            {"yarn", "yarn", "llama.rope.scaling.factor", 4, 0, ErrorCode::UnsupportedArchitecture,
+             "RoPE scaling \"yarn\" is not supported yet (only linear scaling is)"},
+            {"negative", "linear", "llama.rope.scaling.factor", -2, 0, ErrorCode::InvalidModelFile,
+             "RoPE scaling factor -2"},
+        };
+        for (const auto& c : cases) {
+            const std::string path = test::temp_dir() + "/tiny-rope-" + std::string(c.name) + ".gguf";
+            write_tiny_model(path, "llama", 16, "", 0, [&](GgufWriter& w) {
+                if (c.type) w.set_string("llama.rope.scaling.type", c.type);
+                if (c.key) w.set_f32(c.key, c.factor);
+            });
+            try {
+                auto e = Engine::load(path, engine_options());
+                QVERIFY2(c.want > 0, c.name);
+                QCOMPARE(e->model().rope_linear_factor, c.want);
+            } catch (const Error& e) {
+                QVERIFY2(c.want == 0, qPrintable(QString("%1: %2").arg(c.name, e.what())));
+                QCOMPARE(e.code(), c.code);
+                QVERIFY2(std::string(e.what()).find(c.needle) != std::string::npos, e.what());
+            }
+        }
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

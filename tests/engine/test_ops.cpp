@@ -908,6 +908,32 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // The RoPE table against the definition, written out here in long double: entry (p, i) is
+    // cos/sin of (p / factor) * base^(-2i / n_rot), for llama's base 10000, a long-context base and
+    // linear scaling factors; and with a factor of 4, position 4p has exactly the angles of p.
+    void rope_table_angles() {
+        const uint32_t n_rot = 64, positions = 256;
+        for (double base : {10000.0, 500000.0})
+            for (double factor : {1.0, 2.5, 4.0}) {
+                const auto t = ops::rope_table(positions, n_rot, base, factor);
+                QCOMPARE(t.size(), size_t(positions) * n_rot);
+                double worst = 0;
+                for (uint32_t p = 0; p < positions; ++p)
+                    for (uint32_t i = 0; i < n_rot / 2; ++i) {
+                        const long double theta =
+                            (static_cast<long double>(p) / factor) * std::pow(static_cast<long double>(base), -2.0L * i / n_rot);
+                        const size_t at = (size_t(p) * (n_rot / 2) + i) * 2;
+                        worst = std::max({worst, std::fabs(double(t[at] - std::cos(theta))),
+                                          std::fabs(double(t[at + 1] - std::sin(theta)))});
+                    }
+                QVERIFY2(worst < 2e-7, qPrintable(QString("base %1 factor %2: max |diff| %3").arg(base).arg(factor).arg(worst)));
+            }
+        const auto plain = ops::rope_table(64, n_rot, 10000.0), scaled = ops::rope_table(256, n_rot, 10000.0, 4.0);
+        for (uint32_t p = 0; p < 64; ++p)
+            for (uint32_t j = 0; j < n_rot; ++j) QCOMPARE(scaled[size_t(4 * p) * n_rot + j], plain[size_t(p) * n_rot + j]);
+        QVERIFY(scaled[size_t(1) * n_rot + 2] != plain[size_t(1) * n_rot + 2]);  // position 1: a quarter of the angle
+    }
+
     void qkv_rope_store_and_attention_match_reference_data() {
         QTest::addColumn<uint32_t>("n_kv");
         QTest::addColumn<uint32_t>("head_dim");

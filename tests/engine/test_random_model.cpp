@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@ constexpr double kLogitMaxAbs = 5e-4;
 struct Config {
     uint32_t dim = 96, layers = 3, heads = 6, kv_heads = 2, ffn = 160, vocab = 300, context = 128;
     float eps = 1e-5f, rope_base = 10000.0f;
+    float rope_factor = 1.0f;  // linear RoPE scaling (written as llama.cpp's converters write it)
     uint32_t head_dim() const { return dim / heads; }
     uint32_t kv_dim() const { return kv_heads * head_dim(); }
     uint32_t qkv_width() const { return dim + 2 * kv_dim(); }
@@ -89,6 +91,10 @@ public:
         w.set_u32("llama.context_length", c_.context);
         w.set_u32("llama.rope.dimension_count", c_.head_dim());
         w.set_f32("llama.rope.freq_base", c_.rope_base);
+        if (c_.rope_factor != 1.0f) {
+            w.set_string("llama.rope.scaling.type", "linear");
+            w.set_f32("llama.rope.scaling.factor", c_.rope_factor);
+        }
         w.set_f32("llama.attention.layer_norm_rms_epsilon", c_.eps);
         add_synthetic_vocabulary(w, c_.vocab);
 
@@ -147,7 +153,7 @@ public:
         }
         tables_.resize(blocks);
         for (uint32_t b = 0; b < blocks; ++b) tables_[b] = b;
-        rope_ = ops::rope_table(c_.context, c_.head_dim(), c_.rope_base);
+        rope_ = ops::rope_table(c_.context, c_.head_dim(), c_.rope_base, c_.rope_factor);
         length_ = 0;
     }
 
@@ -254,6 +260,33 @@ int32_t argmax(const std::vector<float>& v, size_t offset, size_t n) {
                                 (v.begin() + static_cast<ptrdiff_t>(offset)));
 }
 
+// Prefill of 40 random tokens (one step, all logits), then 10 decode steps feeding both sides the
+// reference's greedy token: the engine's logits against `ref`'s.
+struct Run {
+    Agreement prefill, decode;
+};
+Run prefill_and_decode(Engine& engine, ReferenceModel& ref, const Config& c, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int32_t> prompt{1};
+    while (prompt.size() < 40) prompt.push_back(static_cast<int32_t>(3 + rng() % (c.vocab - 3)));
+    Run run;
+    auto seq = engine.create_sequence();
+    StepItem item{seq, prompt, true, true};
+    auto rows = engine.step(std::span<const StepItem>(&item, 1));
+    if (rows.size() != prompt.size()) throw std::runtime_error("the prefill step returned the wrong number of rows");
+    auto want = ref.forward(prompt);
+    for (size_t i = 0; i < rows.size(); ++i) run.prefill.add(rows[i].data(), want.data() + i * c.vocab, c.vocab);
+    int32_t next = argmax(want, (prompt.size() - 1) * c.vocab, c.vocab);
+    for (int step = 0; step < 10; ++step) {
+        StepItem d{seq, {next}, true, false};
+        auto got = engine.step(std::span<const StepItem>(&d, 1));
+        auto w = ref.forward({next});
+        run.decode.add(got[0].data(), w.data(), c.vocab);
+        next = argmax(w, 0, c.vocab);
+    }
+    return run;
+}
+
 // The K-quants need rows of whole 256-element blocks: a wider model for them (head_dim 64, GQA 2:1).
 Config config_for(std::initializer_list<uint32_t> types) {
     Config c;
@@ -343,29 +376,7 @@ private slots:
         QCOMPARE(ids.front(), int32_t(1));
         QCOMPARE(engine->tokenizer().decode(std::span<const int32_t>(ids).subspan(1)), text);
 
-        std::mt19937 rng(7 + type);
-        std::vector<int32_t> prompt{1};
-        while (prompt.size() < 40) prompt.push_back(static_cast<int32_t>(3 + rng() % (c.vocab - 3)));
-
-        // Prefill: logits of all 40 positions in one step.
-        auto seq = engine->create_sequence();
-        StepItem item{seq, prompt, true, true};
-        auto rows = engine->step(std::span<const StepItem>(&item, 1));
-        QCOMPARE(rows.size(), prompt.size());
-        auto want = ref.forward(prompt);
-        Agreement prefill;
-        for (size_t i = 0; i < rows.size(); ++i) prefill.add(rows[i].data(), want.data() + i * c.vocab, c.vocab);
-
-        // Decode: 10 steps, feeding both sides the reference's greedy token.
-        Agreement decode;
-        int32_t next = argmax(want, (prompt.size() - 1) * c.vocab, c.vocab);
-        for (int step = 0; step < 10; ++step) {
-            StepItem d{seq, {next}, true, false};
-            auto got = engine->step(std::span<const StepItem>(&d, 1));
-            auto w = ref.forward({next});
-            decode.add(got[0].data(), w.data(), c.vocab);
-            next = argmax(w, 0, c.vocab);
-        }
+        const auto [prefill, decode] = prefill_and_decode(*engine, ref, c, 7 + type);
         qInfo("%s %s: prefill 40 x %u logits NMSE %.3g max |diff| %.3g; decode 10 steps NMSE %.3g max |diff| %.3g "
               "(logits RMS %.3g)",
               ggml_type_name(type), tied ? "tied" : "untied", c.vocab, prefill.nmse(), prefill.max_abs, decode.nmse(),
@@ -386,6 +397,47 @@ private slots:
             QVERIFY2(a->max_abs < bound, qPrintable(QString("max |diff| %1 >= %2").arg(a->max_abs).arg(bound)));
             QCOMPARE(a->argmax_mismatch, 0);
         }
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // Linear RoPE scaling (rope.scaling.type "linear", rope.scaling.factor: positions divided by
+    // the factor, how fine-tunes stretch a Llama's context): the engine matches the reference that
+    // rotates by p / factor, and clearly not the one that ignores the factor, so the test fails if
+    // the engine drops it. (The table itself: test_ops rope_table_angles.)
+    void linear_rope_scaling_matches_reference_data() {
+        QTest::addColumn<uint32_t>("type");
+        QTest::addColumn<float>("factor");
+        QTest::newRow("Q8_0, factor 4") << uint32_t(GgmlType::Q8_0) << 4.0f;
+        QTest::newRow("F32, factor 2.5") << uint32_t(GgmlType::F32) << 2.5f;
+    }
+    void linear_rope_scaling_matches_reference() {
+        QFETCH(uint32_t, type);
+        QFETCH(float, factor);
+        Config c = config_for({type});
+        c.rope_factor = factor;
+        Config unscaled = c;
+        unscaled.rope_factor = 1.0f;
+        const std::string path = test::temp_dir() + "/random-rope-linear-" + ggml_type_name(type) + ".gguf";
+        ReferenceModel ref(c, false), ignoring(unscaled, false);
+        ref.write(path, type, 77);
+        ignoring.write(path + ".unscaled.gguf", type, 77);  // same seed: the same weights
+        auto engine = Engine::load(path, options());
+        QCOMPARE(engine->model().rope_linear_factor, factor);
+        const bool cpu_layouts = engine->device().type == DeviceType::Cpu;
+        ref.set_cpu_driver(cpu_layouts);
+        ignoring.set_cpu_driver(cpu_layouts);
+        const auto run = prefill_and_decode(*engine, ref, c, 5);
+        auto engine2 = Engine::load(path, options());
+        const auto wrong = prefill_and_decode(*engine2, ignoring, c, 5);
+        qInfo("%s, positions / %g: prefill NMSE %.3g, decode %.3g; against the unscaled reference %.3g / %.3g",
+              ggml_type_name(type), factor, run.prefill.nmse(), run.decode.nmse(), wrong.prefill.nmse(),
+              wrong.decode.nmse());
+        for (const auto* a : {&run.prefill, &run.decode}) {
+            QVERIFY(a->finite);
+            QVERIFY2(a->nmse() < kLogitNmse, qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));
+            QCOMPARE(a->argmax_mismatch, 0);
+        }
+        QVERIFY2(wrong.prefill.nmse() > 1e-4, "the factor made no difference: the test cannot tell scaling from none");
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

@@ -1,5 +1,6 @@
 #include "model/llama_config.h"
 
+#include <cmath>
 #include <map>
 
 #include "lantern/error.h"
@@ -47,8 +48,21 @@ ModelInfo read_llama_config(const GgufFile& g) {
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": rope dimension " + std::to_string(m.n_rot) + " is invalid");
     m.rope_freq_base = static_cast<float>(g.get_float(a + "rope.freq_base").value_or(10000.0));
     m.rms_eps = static_cast<float>(g.get_float(a + "attention.layer_norm_rms_epsilon").value_or(1e-5));
-    if (auto scaling = g.get_string(a + "rope.scaling.type"); scaling && *scaling != "none")
-        throw Error(ErrorCode::UnsupportedArchitecture, "RoPE scaling \"" + *scaling + "\" is not supported yet");
+    // RoPE scaling, read as llama.cpp reads it: the factor (rope.scaling.factor, or the older
+    // rope.scale_linear) applies linearly unless the type says otherwise; a missing type means
+    // linear, 0 means none. YaRN and the rest change the rotation itself and are refused.
+    const auto scaling = g.get_string(a + "rope.scaling.type").value_or("linear");
+    if (scaling != "none" && scaling != "linear")
+        throw Error(ErrorCode::UnsupportedArchitecture,
+                    "RoPE scaling \"" + scaling + "\" is not supported yet (only linear scaling is)");
+    auto factor = g.get_float(a + "rope.scaling.factor");
+    if (!factor) factor = g.get_float(a + "rope.scale_linear");
+    if (scaling == "linear" && factor && *factor != 0.0) {
+        if (!(*factor > 0.0) || !std::isfinite(*factor))
+            throw Error(ErrorCode::InvalidModelFile,
+                        g.path() + ": RoPE scaling factor " + std::to_string(*factor) + " is not a positive number");
+        m.rope_linear_factor = static_cast<float>(*factor);
+    }
 
     const auto* emb = g.find_tensor("token_embd.weight");
     if (!emb) throw Error(ErrorCode::InvalidModelFile, g.path() + ": tensor token_embd.weight is missing");

@@ -15,11 +15,14 @@ struct AttnPush {
 };
 }  // namespace
 
-std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base) {
+std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base, double linear_factor) {
     std::vector<float> t(static_cast<size_t>(positions) * n_rot);
+    // As llama.cpp: the position times 1/factor (its freq_scale), so a factor of 2 or 4 gives
+    // position 2p or 4p exactly the angles of p.
+    const double position_scale = 1.0 / linear_factor;
     for (uint32_t p = 0; p < positions; ++p)
         for (uint32_t i = 0; i < n_rot / 2; ++i) {
-            double theta = p * std::pow(freq_base, -2.0 * i / n_rot);
+            double theta = p * position_scale * std::pow(freq_base, -2.0 * i / n_rot);
             t[(static_cast<size_t>(p) * (n_rot / 2) + i) * 2] = static_cast<float>(std::cos(theta));
             t[(static_cast<size_t>(p) * (n_rot / 2) + i) * 2 + 1] = static_cast<float>(std::sin(theta));
         }

@@ -23,8 +23,9 @@ struct TokenInfo {
     uint32_t pos, table_offset, slot, item;
 };
 
-// cos/sin table [position][i] for i < n_rot/2, computed in double precision.
-std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base);
+// cos/sin table [position][i] for i < n_rot/2, computed in double precision: angle
+// (p / linear_factor) * freq_base^(-2i / n_rot) (linear_factor: ModelInfo::rope_linear_factor).
+std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base, double linear_factor = 1.0);
 
 // How a workgroup's lanes share the work (see shaders/attention.comp): ForDevice picks LanesOwnHeads
 // on CPU drivers (subgroup operations are lane loops there) for steps with a workgroup per driver
