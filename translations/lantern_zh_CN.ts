@@ -747,6 +747,10 @@ Driver: %2</source>
         <translation>，位置 ÷ %1（线性缩放）</translation>
     </message>
     <message>
+        <source>, YaRN ×%1 over %2 tokens</source>
+        <translation>，YaRN ×%1（原上下文 %2 个词元）</translation>
+    </message>
+    <message>
         <source>%1 tokens (trained: %2)</source>
         <translation>%1 个词元（训练时：%2）</translation>
     </message>

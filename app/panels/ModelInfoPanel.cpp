@@ -83,8 +83,12 @@ void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::Device
     set("dims", tr("%1 / %2").arg(m.dim).arg(m.ffn_dim));
     set("heads", tr("%1 / %2").arg(m.n_heads).arg(m.n_kv_heads));
     QString rope = tr("%1 / %2 dims, base %3").arg(m.head_dim).arg(m.n_rot).arg(static_cast<double>(m.rope_freq_base));
-    if (m.rope_linear_factor != 1.0f)
-        rope += tr(", positions ÷ %1 (linear scaling)").arg(static_cast<double>(m.rope_linear_factor));
+    if (m.rope_scaling.type == lantern::RopeScaling::Type::Linear)
+        rope += tr(", positions ÷ %1 (linear scaling)").arg(static_cast<double>(m.rope_scaling.factor));
+    if (m.rope_scaling.type == lantern::RopeScaling::Type::Yarn)
+        rope += tr(", YaRN ×%1 over %2 tokens")
+                    .arg(static_cast<double>(m.rope_scaling.factor))
+                    .arg(display::count(m.rope_scaling.original_context));
     set("rope", rope);
     set("context", tr("%1 tokens (trained: %2)").arg(display::count(report.context_length), display::count(m.context_length)));
     set("vocab", tr("%1 tokens%2").arg(display::count(m.vocab)).arg(m.tied_output ? tr(", output tied to embeddings") : QString()));

@@ -137,7 +137,9 @@ void print_info(const Engine& e) {
                 m.architecture.c_str(), m.n_layers, m.dim, m.n_heads, m.n_kv_heads, m.head_dim, m.ffn_dim);
     std::printf("vocab        %u, trained context %u, RoPE base %g (%u dims", m.vocab, m.context_length,
                 m.rope_freq_base, m.n_rot);
-    if (m.rope_linear_factor != 1.0f) std::printf(", positions / %g", m.rope_linear_factor);
+    if (m.rope_scaling.type == RopeScaling::Type::Linear) std::printf(", positions / %g", m.rope_scaling.factor);
+    if (m.rope_scaling.type == RopeScaling::Type::Yarn)
+        std::printf(", YaRN x%g over %u", m.rope_scaling.factor, m.rope_scaling.original_context);
     std::printf("), RMS eps %g, %s output\n", m.rms_eps, m.tied_output ? "tied" : "separate");
     std::printf("weights      %s; %.2f M parameters; %.1f MiB in file, %.1f MiB on device\n", m.weight_types.c_str(),
                 m.parameters / 1e6, m.file_bytes / 1048576.0, m.weight_bytes / 1048576.0);

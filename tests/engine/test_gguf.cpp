@@ -652,29 +652,38 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
-    // RoPE scaling metadata, read as llama.cpp reads it: a factor is linear unless the type says
-    // otherwise (also under the older key rope.scale_linear), "none" ignores it, YaRN and other
-    // kinds are refused by name, and a factor that is not a positive number is a malformed file.
+    // RoPE scaling metadata, read as llama.cpp reads it: a factor applies linearly unless the type
+    // says YaRN (also under the older key rope.scale_linear), "none" or a factor of 0 means none,
+    // YaRN takes the original context from its key or the trained context, other kinds are
+    // refused by name, and a factor that is not a positive number is a malformed file.
     void rope_scaling_metadata() {
+        using T = RopeScaling::Type;
         struct Case {
             const char* name;
             const char* type;   // nullptr: no rope.scaling.type key
             const char* key;    // the factor's key
             float factor;
-            float want;         // the model's rope_linear_factor; 0: loading fails
-            ErrorCode code;     // when loading fails (unused otherwise)
-            const char* needle;
+            uint32_t original;  // rope.scaling.original_context_length (0: no key)
+            bool loads;
+            T want_type;
+            float want_factor;
+            uint32_t want_original;
+            ErrorCode code;      // when loading fails (unused otherwise)
+            const char* needle;  // in the error message
         };
+        const auto F = "llama.rope.scaling.factor";
         const Case cases[] = {
-            {"none given", nullptr, nullptr, 0, 1, ErrorCode::Internal, ""},
-            {"linear", "linear", "llama.rope.scaling.factor", 4, 4, ErrorCode::Internal, ""},
-            {"no type", nullptr, "llama.rope.scaling.factor", 2, 2, ErrorCode::Internal, ""},
-            {"older key", nullptr, "llama.rope.scale_linear", 8, 8, ErrorCode::Internal, ""},
-            {"type none", "none", "llama.rope.scaling.factor", 4, 1, ErrorCode::Internal, ""},
-            {"factor 0", "linear", "llama.rope.scaling.factor", 0, 1, ErrorCode::Internal, ""},
-            {"yarn", "yarn", "llama.rope.scaling.factor", 4, 0, ErrorCode::UnsupportedArchitecture,
-             "RoPE scaling \"yarn\" is not supported yet (only linear scaling is)"},
-            {"negative", "linear", "llama.rope.scaling.factor", -2, 0, ErrorCode::InvalidModelFile,
+            {"none given", nullptr, nullptr, 0, 0, true, T::None, 1, 64, ErrorCode::Internal, ""},
+            {"linear", "linear", F, 4, 0, true, T::Linear, 4, 64, ErrorCode::Internal, ""},
+            {"no type", nullptr, F, 2, 0, true, T::Linear, 2, 64, ErrorCode::Internal, ""},
+            {"older key", nullptr, "llama.rope.scale_linear", 8, 0, true, T::Linear, 8, 64, ErrorCode::Internal, ""},
+            {"type none", "none", F, 4, 0, true, T::None, 1, 64, ErrorCode::Internal, ""},
+            {"factor 0", "linear", F, 0, 0, true, T::None, 1, 64, ErrorCode::Internal, ""},
+            {"yarn", "yarn", F, 4, 0, true, T::Yarn, 4, 64, ErrorCode::Internal, ""},
+            {"yarn, original 16", "yarn", F, 4, 16, true, T::Yarn, 4, 16, ErrorCode::Internal, ""},
+            {"longrope", "longrope", F, 4, 0, false, T::None, 0, 0, ErrorCode::UnsupportedArchitecture,
+             "RoPE scaling \"longrope\" is not supported yet (linear and YaRN are)"},
+            {"negative", "linear", F, -2, 0, false, T::None, 0, 0, ErrorCode::InvalidModelFile,
              "RoPE scaling factor -2"},
         };
         for (const auto& c : cases) {
@@ -682,13 +691,17 @@ private slots:
             write_tiny_model(path, "llama", 16, "", 0, [&](GgufWriter& w) {
                 if (c.type) w.set_string("llama.rope.scaling.type", c.type);
                 if (c.key) w.set_f32(c.key, c.factor);
+                if (c.original) w.set_u32("llama.rope.scaling.original_context_length", c.original);
             });
             try {
                 auto e = Engine::load(path, engine_options());
-                QVERIFY2(c.want > 0, c.name);
-                QCOMPARE(e->model().rope_linear_factor, c.want);
+                QVERIFY2(c.loads, c.name);
+                const RopeScaling& s = e->model().rope_scaling;
+                QVERIFY2(s.type == c.want_type, qPrintable(QString("%1: %2").arg(c.name, rope_scaling_name(s.type))));
+                QCOMPARE(s.factor, c.want_factor);
+                QCOMPARE(s.original_context, c.want_original);
             } catch (const Error& e) {
-                QVERIFY2(c.want == 0, qPrintable(QString("%1: %2").arg(c.name, e.what())));
+                QVERIFY2(!c.loads, qPrintable(QString("%1: %2").arg(c.name, e.what())));
                 QCOMPARE(e.code(), c.code);
                 QVERIFY2(std::string(e.what()).find(c.needle) != std::string::npos, e.what());
             }

@@ -908,27 +908,66 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
-    // The RoPE table against the definition, written out here in long double: entry (p, i) is
-    // cos/sin of (p / factor) * base^(-2i / n_rot), for llama's base 10000, a long-context base and
-    // linear scaling factors; and with a factor of 4, position 4p has exactly the angles of p.
+    // The RoPE table against the definitions, written out here in long double: entry (p, i) is
+    // m cos/sin of theta(p, i), for llama's base 10000 and a long-context base —
+    //   none:   theta = p * base^(-2i / n_rot), m = attn_factor
+    //   linear: theta = (p / factor) * base^(-2i / n_rot)
+    //   YaRN:   theta = r * (p / factor) * b + (1 - r) * p * b (b = base^(-2i / n_rot)), r ramping
+    //           from 0 at pair `low` to 1 at pair `high`, the pairs that turn 32 times and once over
+    //           the original context; m = attn_factor * (1 + 0.1 ln factor)
+    // (llama.cpp's rope_yarn and ggml_rope_yarn_corr_dims); and with a linear factor of 4, position
+    // 4p has exactly the angles of p.
     void rope_table_angles() {
         const uint32_t n_rot = 64, positions = 256;
-        for (double base : {10000.0, 500000.0})
-            for (double factor : {1.0, 2.5, 4.0}) {
-                const auto t = ops::rope_table(positions, n_rot, base, factor);
+        using T = RopeScaling::Type;
+        struct Case {
+            T type;
+            float factor;
+            uint32_t original;
+            float attn;
+        };
+        const Case cases[] = {{T::None, 1, 0, 1},      {T::Linear, 2.5f, 0, 1}, {T::Linear, 4, 0, 1},
+                              {T::Yarn, 8, 4096, 1},   {T::Yarn, 16, 2048, 1},  {T::None, 1, 0, 0.75f}};
+        for (long double base : {10000.0L, 500000.0L})
+            for (const auto& c : cases) {
+                RopeScaling s;
+                s.type = c.type;
+                s.factor = c.factor;
+                s.original_context = c.original;
+                s.attn_factor = c.attn;
+                const auto t = ops::rope_table(positions, n_rot, double(base), s);
                 QCOMPARE(t.size(), size_t(positions) * n_rot);
+                const long double pi = 3.141592653589793238462643383279502884L;
+                const auto corr = [&](long double beta) {
+                    return n_rot * std::log(c.original / (beta * 2 * pi)) / (2 * std::log(base));
+                };
+                const long double low = std::max(0.0L, std::floor(corr(32))),
+                                  high = std::min(n_rot - 1.0L, std::ceil(corr(1)));
+                const long double m = c.attn * (c.type == T::Yarn ? 1 + 0.1L * std::log((long double)c.factor) : 1.0L);
                 double worst = 0;
+                int ramped = 0;
                 for (uint32_t p = 0; p < positions; ++p)
                     for (uint32_t i = 0; i < n_rot / 2; ++i) {
-                        const long double theta =
-                            (static_cast<long double>(p) / factor) * std::pow(static_cast<long double>(base), -2.0L * i / n_rot);
+                        const long double b = std::pow(base, -2.0L * i / n_rot);
+                        long double r = c.type == T::None ? 0 : 1;
+                        if (c.type == T::Yarn) r = std::clamp((i - low) / std::max(0.001L, high - low), 0.0L, 1.0L);
+                        if (p == 1 && r > 0 && r < 1) ++ramped;
+                        const long double theta = r * (p / (long double)c.factor) * b + (1 - r) * p * b;
                         const size_t at = (size_t(p) * (n_rot / 2) + i) * 2;
-                        worst = std::max({worst, std::fabs(double(t[at] - std::cos(theta))),
-                                          std::fabs(double(t[at + 1] - std::sin(theta)))});
+                        worst = std::max({worst, std::fabs(double(t[at] - m * std::cos(theta))),
+                                          std::fabs(double(t[at + 1] - m * std::sin(theta)))});
                     }
-                QVERIFY2(worst < 2e-7, qPrintable(QString("base %1 factor %2: max |diff| %3").arg(base).arg(factor).arg(worst)));
+                QVERIFY2(worst < 3e-7, qPrintable(QString("base %1 %2 x%3: max |diff| %4")
+                                                      .arg(double(base))
+                                                      .arg(rope_scaling_name(c.type))
+                                                      .arg(c.factor)
+                                                      .arg(worst)));
+                if (c.type == T::Yarn) QVERIFY2(ramped > 0, "no pair on the YaRN ramp: the case tests nothing");
             }
-        const auto plain = ops::rope_table(64, n_rot, 10000.0), scaled = ops::rope_table(256, n_rot, 10000.0, 4.0);
+        RopeScaling four;
+        four.type = RopeScaling::Type::Linear;
+        four.factor = 4;
+        const auto plain = ops::rope_table(64, n_rot, 10000.0), scaled = ops::rope_table(256, n_rot, 10000.0, four);
         for (uint32_t p = 0; p < 64; ++p)
             for (uint32_t j = 0; j < n_rot; ++j) QCOMPARE(scaled[size_t(4 * p) * n_rot + j], plain[size_t(p) * n_rot + j]);
         QVERIFY(scaled[size_t(1) * n_rot + 2] != plain[size_t(1) * n_rot + 2]);  // position 1: a quarter of the angle

@@ -44,7 +44,7 @@ constexpr double kLogitMaxAbs = 5e-4;
 struct Config {
     uint32_t dim = 96, layers = 3, heads = 6, kv_heads = 2, ffn = 160, vocab = 300, context = 128;
     float eps = 1e-5f, rope_base = 10000.0f;
-    float rope_factor = 1.0f;  // linear RoPE scaling (written as llama.cpp's converters write it)
+    RopeScaling rope;  // written as llama.cpp's converters write it
     uint32_t head_dim() const { return dim / heads; }
     uint32_t kv_dim() const { return kv_heads * head_dim(); }
     uint32_t qkv_width() const { return dim + 2 * kv_dim(); }
@@ -91,9 +91,10 @@ public:
         w.set_u32("llama.context_length", c_.context);
         w.set_u32("llama.rope.dimension_count", c_.head_dim());
         w.set_f32("llama.rope.freq_base", c_.rope_base);
-        if (c_.rope_factor != 1.0f) {
-            w.set_string("llama.rope.scaling.type", "linear");
-            w.set_f32("llama.rope.scaling.factor", c_.rope_factor);
+        if (c_.rope.type != RopeScaling::Type::None) {
+            w.set_string("llama.rope.scaling.type", rope_scaling_name(c_.rope.type));
+            w.set_f32("llama.rope.scaling.factor", c_.rope.factor);
+            if (c_.rope.original_context) w.set_u32("llama.rope.scaling.original_context_length", c_.rope.original_context);
         }
         w.set_f32("llama.attention.layer_norm_rms_epsilon", c_.eps);
         add_synthetic_vocabulary(w, c_.vocab);
@@ -153,7 +154,9 @@ public:
         }
         tables_.resize(blocks);
         for (uint32_t b = 0; b < blocks; ++b) tables_[b] = b;
-        rope_ = ops::rope_table(c_.context, c_.head_dim(), c_.rope_base, c_.rope_factor);
+        RopeScaling rope = c_.rope;  // without the key, the original context is the trained one (as the engine reads it)
+        if (!rope.original_context) rope.original_context = c_.context;
+        rope_ = ops::rope_table(c_.context, c_.head_dim(), c_.rope_base, rope);
         length_ = 0;
     }
 
@@ -400,44 +403,56 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
-    // Linear RoPE scaling (rope.scaling.type "linear", rope.scaling.factor: positions divided by
-    // the factor, how fine-tunes stretch a Llama's context): the engine matches the reference that
-    // rotates by p / factor, and clearly not the one that ignores the factor, so the test fails if
-    // the engine drops it. (The table itself: test_ops rope_table_angles.)
-    void linear_rope_scaling_matches_reference_data() {
+    // RoPE scaling of context-extended models (rope.scaling.*, lantern/rope.h): the engine matches
+    // the reference that rotates as the scaling says, and clearly not the one that ignores it, so
+    // the test fails if the engine drops it. (The table itself: test_ops rope_table_angles.)
+    void rope_scaling_matches_reference_data() {
         QTest::addColumn<uint32_t>("type");
+        QTest::addColumn<int>("scaling");  // RopeScaling::Type
         QTest::addColumn<float>("factor");
-        QTest::newRow("Q8_0, factor 4") << uint32_t(GgmlType::Q8_0) << 4.0f;
-        QTest::newRow("F32, factor 2.5") << uint32_t(GgmlType::F32) << 2.5f;
+        QTest::addColumn<uint32_t>("original");  // YaRN's original context (0: the trained one)
+        const auto q8 = uint32_t(GgmlType::Q8_0), f32 = uint32_t(GgmlType::F32);
+        const int linear = int(RopeScaling::Type::Linear), yarn = int(RopeScaling::Type::Yarn);
+        QTest::newRow("Q8_0, linear x4") << q8 << linear << 4.0f << 0u;
+        QTest::newRow("F32, linear x2.5") << f32 << linear << 2.5f << 0u;
+        QTest::newRow("Q8_0, YaRN x4 over 32") << q8 << yarn << 4.0f << 32u;
+        QTest::newRow("F32, YaRN x8") << f32 << yarn << 8.0f << 0u;
     }
-    void linear_rope_scaling_matches_reference() {
+    void rope_scaling_matches_reference() {
         QFETCH(uint32_t, type);
+        QFETCH(int, scaling);
         QFETCH(float, factor);
+        QFETCH(uint32_t, original);
         Config c = config_for({type});
-        c.rope_factor = factor;
+        c.rope.type = static_cast<RopeScaling::Type>(scaling);
+        c.rope.factor = factor;
+        c.rope.original_context = original;
         Config unscaled = c;
-        unscaled.rope_factor = 1.0f;
-        const std::string path = test::temp_dir() + "/random-rope-linear-" + ggml_type_name(type) + ".gguf";
+        unscaled.rope = {};
+        const std::string path = test::temp_dir() + "/random-rope-" + std::to_string(scaling) + "-" + ggml_type_name(type) + ".gguf";
         ReferenceModel ref(c, false), ignoring(unscaled, false);
         ref.write(path, type, 77);
         ignoring.write(path + ".unscaled.gguf", type, 77);  // same seed: the same weights
         auto engine = Engine::load(path, options());
-        QCOMPARE(engine->model().rope_linear_factor, factor);
+        const RopeScaling& got = engine->model().rope_scaling;
+        QVERIFY(got.type == c.rope.type);
+        QCOMPARE(got.factor, factor);
+        QCOMPARE(got.original_context, original ? original : c.context);
         const bool cpu_layouts = engine->device().type == DeviceType::Cpu;
         ref.set_cpu_driver(cpu_layouts);
         ignoring.set_cpu_driver(cpu_layouts);
         const auto run = prefill_and_decode(*engine, ref, c, 5);
         auto engine2 = Engine::load(path, options());
         const auto wrong = prefill_and_decode(*engine2, ignoring, c, 5);
-        qInfo("%s, positions / %g: prefill NMSE %.3g, decode %.3g; against the unscaled reference %.3g / %.3g",
-              ggml_type_name(type), factor, run.prefill.nmse(), run.decode.nmse(), wrong.prefill.nmse(),
-              wrong.decode.nmse());
+        qInfo("%s, %s x%g: prefill NMSE %.3g, decode %.3g; against the unscaled reference %.3g / %.3g",
+              ggml_type_name(type), rope_scaling_name(c.rope.type), factor, run.prefill.nmse(), run.decode.nmse(),
+              wrong.prefill.nmse(), wrong.decode.nmse());
         for (const auto* a : {&run.prefill, &run.decode}) {
             QVERIFY(a->finite);
             QVERIFY2(a->nmse() < kLogitNmse, qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));
             QCOMPARE(a->argmax_mismatch, 0);
         }
-        QVERIFY2(wrong.prefill.nmse() > 1e-4, "the factor made no difference: the test cannot tell scaling from none");
+        QVERIFY2(wrong.prefill.nmse() > 1e-4, "the scaling made no difference: the test cannot tell it from none");
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

@@ -18,6 +18,7 @@
 
 #include "lantern/device.h"
 #include "lantern/kv_cache.h"
+#include "lantern/rope.h"
 
 namespace lantern {
 
@@ -30,9 +31,7 @@ struct ModelInfo {
     uint32_t context_length = 0;  // the model's trained context
     uint32_t n_rot = 0;
     float rope_freq_base = 10000.0f, rms_eps = 1e-5f;
-    // Linear RoPE scaling (GGUF rope.scaling.type "linear", rope.scaling.factor): positions are
-    // divided by this before rotating, how fine-tunes stretch a model's context. 1 = none.
-    float rope_linear_factor = 1.0f;
+    RopeScaling rope_scaling;  // context-extended models (lantern/rope.h)
     bool tied_output = false;               // LM head = token_embd
     std::string weight_types;               // e.g. "Q8_0 x 36, F32 x 11"
     uint64_t parameters = 0, file_bytes = 0, weight_bytes = 0;  // weight_bytes: on the device

@@ -49,20 +49,30 @@ ModelInfo read_llama_config(const GgufFile& g) {
     m.rope_freq_base = static_cast<float>(g.get_float(a + "rope.freq_base").value_or(10000.0));
     m.rms_eps = static_cast<float>(g.get_float(a + "attention.layer_norm_rms_epsilon").value_or(1e-5));
     // RoPE scaling, read as llama.cpp reads it: the factor (rope.scaling.factor, or the older
-    // rope.scale_linear) applies linearly unless the type says otherwise; a missing type means
-    // linear, 0 means none. YaRN and the rest change the rotation itself and are refused.
+    // rope.scale_linear) applies as the type says, a missing type meaning linear; a factor of 0 or
+    // none means no scaling. Other kinds (LongRoPE, ...) are refused by name.
     const auto scaling = g.get_string(a + "rope.scaling.type").value_or("linear");
-    if (scaling != "none" && scaling != "linear")
-        throw Error(ErrorCode::UnsupportedArchitecture,
-                    "RoPE scaling \"" + scaling + "\" is not supported yet (only linear scaling is)");
     auto factor = g.get_float(a + "rope.scaling.factor");
     if (!factor) factor = g.get_float(a + "rope.scale_linear");
-    if (scaling == "linear" && factor && *factor != 0.0) {
-        if (!(*factor > 0.0) || !std::isfinite(*factor))
-            throw Error(ErrorCode::InvalidModelFile,
-                        g.path() + ": RoPE scaling factor " + std::to_string(*factor) + " is not a positive number");
-        m.rope_linear_factor = static_cast<float>(*factor);
+    if (factor && (!std::isfinite(*factor) || *factor < 0.0))
+        throw Error(ErrorCode::InvalidModelFile,
+                    g.path() + ": RoPE scaling factor " + std::to_string(*factor) + " is not a positive number");
+    RopeScaling& rs = m.rope_scaling;
+    if (scaling == "linear" || scaling == "yarn") {
+        if (factor && *factor != 0.0) {
+            rs.type = scaling == "yarn" ? RopeScaling::Type::Yarn : RopeScaling::Type::Linear;
+            rs.factor = static_cast<float>(*factor);
+        }
+    } else if (scaling != "none") {
+        throw Error(ErrorCode::UnsupportedArchitecture,
+                    "RoPE scaling \"" + scaling + "\" is not supported yet (linear and YaRN are)");
     }
+    rs.original_context = g.get_int(a + "rope.scaling.original_context_length")
+                              ? required(g, a + "rope.scaling.original_context_length")
+                              : m.context_length;
+    rs.attn_factor = static_cast<float>(g.get_float(a + "rope.scaling.attn_factor").value_or(1.0));
+    if (!(rs.attn_factor > 0.0f) || !std::isfinite(rs.attn_factor) || rs.original_context == 0)
+        throw Error(ErrorCode::InvalidModelFile, g.path() + ": RoPE scaling attn_factor or original context is invalid");
 
     const auto* emb = g.find_tensor("token_embd.weight");
     if (!emb) throw Error(ErrorCode::InvalidModelFile, g.path() + ": tensor token_embd.weight is missing");

@@ -84,7 +84,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     rowmap_ = ctx.create_buffer(4ull * S, MemoryUse::Upload);
     capture_ = ctx.create_buffer(4ull * m.n_heads * (limits.context_length + 2), MemoryUse::Readback);
     dummy_ = ctx.create_buffer(16, MemoryUse::DeviceLocal);
-    auto rope = ops::rope_table(limits.context_length, m.n_rot, m.rope_freq_base, m.rope_linear_factor);
+    auto rope = ops::rope_table(limits.context_length, m.n_rot, m.rope_freq_base, m.rope_scaling);
     rope_ = ctx.create_buffer(rope.size() * 4, MemoryUse::DeviceLocal);
     ctx.upload(rope_, 0, rope.data(), rope.size() * 4);
 

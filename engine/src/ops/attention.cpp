@@ -15,16 +15,37 @@ struct AttnPush {
 };
 }  // namespace
 
-std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base, double linear_factor) {
+std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base, const RopeScaling& s) {
     std::vector<float> t(static_cast<size_t>(positions) * n_rot);
-    // As llama.cpp: the position times 1/factor (its freq_scale), so a factor of 2 or 4 gives
-    // position 2p or 4p exactly the angles of p.
-    const double position_scale = 1.0 / linear_factor;
+    const uint32_t pairs = n_rot / 2;
+    // Per pair: how much of the interpolated angle (p / factor) it takes, the rest being the
+    // plain one. Linear: all of it. YaRN (as llama.cpp's rope_yarn): the pairs between the
+    // correction dims `low` and `high` ramp from plain to interpolated; a pair's dim is where it
+    // turns `beta` times over the original context.
+    std::vector<double> interpolated(pairs, s.type == RopeScaling::Type::None ? 0.0 : 1.0);
+    double magnitude = s.attn_factor;
+    if (s.type == RopeScaling::Type::Yarn) {
+        const auto corr_dim = [&](double beta) {
+            return n_rot * std::log(s.original_context / (beta * 2 * 3.14159265358979323846)) / (2 * std::log(freq_base));
+        };
+        const double low = std::max(0.0, std::floor(corr_dim(s.beta_fast)));
+        const double high = std::min(double(n_rot - 1), std::ceil(corr_dim(s.beta_slow)));
+        for (uint32_t i = 0; i < pairs; ++i)
+            interpolated[i] = std::clamp((i - low) / std::max(0.001, high - low), 0.0, 1.0);
+        if (s.factor > 1.0f) magnitude *= 1.0 + 0.1 * std::log(double(s.factor));
+    }
+    // As llama.cpp: positions times 1/factor (its freq_scale), so with a factor of 2 or 4
+    // position 2p or 4p has exactly the interpolated angles of p.
+    const double position_scale = s.type == RopeScaling::Type::None ? 1.0 : 1.0 / s.factor;
     for (uint32_t p = 0; p < positions; ++p)
-        for (uint32_t i = 0; i < n_rot / 2; ++i) {
-            double theta = p * position_scale * std::pow(freq_base, -2.0 * i / n_rot);
-            t[(static_cast<size_t>(p) * (n_rot / 2) + i) * 2] = static_cast<float>(std::cos(theta));
-            t[(static_cast<size_t>(p) * (n_rot / 2) + i) * 2 + 1] = static_cast<float>(std::sin(theta));
+        for (uint32_t i = 0; i < pairs; ++i) {
+            const double plain = p * std::pow(freq_base, -2.0 * i / n_rot);
+            const double scaled = p * position_scale * std::pow(freq_base, -2.0 * i / n_rot);
+            const double theta = interpolated[i] == 1.0   ? scaled
+                                 : interpolated[i] == 0.0 ? plain
+                                                          : scaled * interpolated[i] + plain * (1.0 - interpolated[i]);
+            t[(static_cast<size_t>(p) * pairs + i) * 2] = static_cast<float>(magnitude * std::cos(theta));
+            t[(static_cast<size_t>(p) * pairs + i) * 2 + 1] = static_cast<float>(magnitude * std::sin(theta));
         }
     return t;
 }
@@ -147,3 +168,16 @@ void reference_attention(const AttentionShape& s, std::span<const float> qkv, st
 }
 
 }  // namespace lantern::ops
+
+namespace lantern {
+
+const char* rope_scaling_name(RopeScaling::Type type) {
+    switch (type) {
+        case RopeScaling::Type::None: return "none";
+        case RopeScaling::Type::Linear: return "linear";
+        case RopeScaling::Type::Yarn: return "yarn";
+    }
+    return "?";
+}
+
+}  // namespace lantern

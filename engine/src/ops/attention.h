@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "lantern/rope.h"
 #include "vulkan/context.h"
 
 namespace lantern::ops {
@@ -24,8 +25,8 @@ struct TokenInfo {
 };
 
 // cos/sin table [position][i] for i < n_rot/2, computed in double precision: angle
-// (p / linear_factor) * freq_base^(-2i / n_rot) (linear_factor: ModelInfo::rope_linear_factor).
-std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base, double linear_factor = 1.0);
+// p * freq_base^(-2i / n_rot), scaled as `scaling` says (lantern/rope.h).
+std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base, const RopeScaling& scaling = {});
 
 // How a workgroup's lanes share the work (see shaders/attention.comp): ForDevice picks LanesOwnHeads
 // on CPU drivers (subgroup operations are lane loops there) for steps with a workgroup per driver
