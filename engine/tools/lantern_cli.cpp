@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -14,6 +15,8 @@
 #include "lantern/device.h"
 #include "lantern/engine.h"
 #include "lantern/error.h"
+#include "lantern/gguf.h"
+#include "lantern/perplexity.h"
 #include "lantern/sampling.h"
 #include "lantern/tokenizer.h"
 #include "tokenize_cli.h"
@@ -38,18 +41,24 @@ const char* kUsage = R"(usage: lantern-cli --model FILE [options]
   --list-devices       list Vulkan devices and exit
   --info               print model and device information and exit
   --profile            per-op GPU timing of the last decode step on stderr
+  --perplexity FILE    perplexity of the model on the text in FILE, measured as llama.cpp's
+                       llama-perplexity does (chunks of --ctx tokens, default 512, second halves
+                       scored); --chunks N stops after N chunks
   --tokenize TEXT      print the ids (no BOS) and pieces of TEXT and exit
   --detokenize IDS     print the text of comma-separated ids and exit
 )";
 
 struct Args {
-    std::string model, prompt, tokens, system, device, tokenize, detokenize;
+    std::string model, prompt, tokens, system, device, tokenize, detokenize, perplexity;
     bool has_prompt = false, has_tokenize = false, has_detokenize = false;
     int n = 128;
-    uint32_t ctx = 0;
+    uint32_t ctx = 0, chunks = 0;
     bool chat = false, list = false, info = false, kv_f32 = false, profile = false, drop_oldest = false;
     SamplingSettings sampling;
 };
+
+// Engine steps of a perplexity run (all their logits are read back).
+constexpr uint32_t kPerplexityStep = 256;
 
 [[noreturn]] void usage_error(const std::string& msg) {
     std::cerr << "lantern-cli: " << msg << "\n" << kUsage;
@@ -97,6 +106,8 @@ Args parse(int argc, char** argv) {
         else if (f == "--list-devices") a.list = true;
         else if (f == "--info") a.info = true;
         else if (f == "--profile") a.profile = true;
+        else if (f == "--perplexity") a.perplexity = value();
+        else if (f == "--chunks") a.chunks = number<uint32_t>(f, value());
         else if (f == "--tokenize") { a.tokenize = value(); a.has_tokenize = true; }
         else if (f == "--detokenize") { a.detokenize = value(); a.has_detokenize = true; }
         else if (f == "--help" || f == "-h") { std::cout << kUsage; std::exit(0); }
@@ -210,6 +221,37 @@ int generate(Engine& e, const Args& a) {
     return 0;
 }
 
+// The model's trained context (2048 when the file does not say, as the engine assumes).
+uint32_t context_of(const std::string& path) {
+    auto g = GgufFile::open(path);
+    const auto arch = g->get_string("general.architecture").value_or("llama");
+    const auto n = g->get_int(arch + ".context_length");
+    return n && *n > 0 && *n < (int64_t(1) << 31) ? static_cast<uint32_t>(*n) : 2048u;
+}
+
+// --perplexity: chunks of --ctx tokens (512 by default, the model's context if smaller); the
+// running value per chunk on stderr as llama-perplexity prints it, the result on stdout.
+int perplexity(Engine& e, const Args& a) {
+    std::ifstream f(a.perplexity, std::ios::binary);
+    if (!f) throw Error(ErrorCode::Io, "cannot open " + a.perplexity);
+    const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+    const auto tokens = e.tokenizer().encode(text, true);
+    PerplexityOptions o;
+    o.context = e.context_length();
+    o.max_chunks = a.chunks;
+    o.step_tokens = kPerplexityStep;
+    std::fprintf(stderr, "[lantern] perplexity: %zu tokens, chunks of %u (second halves scored)\n", tokens.size(),
+                 o.context);
+    const auto r = measure_perplexity(e, tokens, o, [](uint32_t chunk, double running) {
+        std::fprintf(stderr, "[%u]%.4f,", chunk + 1, running);
+        std::fflush(stderr);
+    });
+    std::fprintf(stderr, "\n");
+    std::printf("perplexity %.4f +/- %.4f over %u chunks of %u tokens (%u scored), %.1f tok/s\n", r.perplexity,
+                r.std_error, r.chunks, o.context, r.scored_tokens, r.tokens_per_second);
+    return 0;
+}
+
 int chat(Engine& e, const Args& a) {
     ChatSession session(e);
     session.set_system_prompt(a.system);
@@ -256,7 +298,14 @@ int main(int argc, char** argv) {
         o.context_length = a.ctx;
         o.kv_f16 = !a.kv_f32;
         o.profile = a.profile;
+        if (!a.perplexity.empty()) {
+            // One sequence whose steps return every token's logits; the chunk is the context.
+            o.context_length = a.ctx ? a.ctx : std::min<uint32_t>(512, context_of(a.model));
+            o.max_sequences = 1;
+            o.max_step_tokens = o.max_logit_rows = kPerplexityStep;
+        }
         auto engine = Engine::load(a.model, o);
+        if (!a.perplexity.empty()) return perplexity(*engine, a);
         if (a.info) {
             print_info(*engine);
             return 0;

@@ -7,11 +7,13 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QTest>
+#include <cmath>
 
 #include "lantern/chat.h"
 #include "lantern/chat_template.h"
 #include "lantern/engine.h"
 #include "lantern/error.h"
+#include "lantern/perplexity.h"
 #include "lantern/scheduler.h"
 #include "lantern/tokenizer.h"
 #include "test_support.h"
@@ -109,6 +111,40 @@ private slots:
         sched.submit(std::move(req));
         sched.run();
         QCOMPARE(QByteArray::fromStdString(e->tokenizer().decode(toks) + "\n"), first);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // lantern-cli --perplexity reads the file, adds BOS and chunks it as the library does: its result
+    // equals measure_perplexity in this process on the same text (the reference greedy text, whose
+    // 200 tokens make three chunks of 64).
+    void cli_perplexity_equals_the_library() {
+        const std::string text = test::stories_reference()["greedy_from_bos_text"].toString().toStdString();
+        const QString path = QString::fromStdString(test::temp_dir() + "/ppl-text.txt");
+        {
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QByteArray::fromStdString(text));
+        }
+        QProcess p;
+        p.start(LANTERN_CLI_PATH, {"--model", QString::fromStdString(model()), "--perplexity", path, "--ctx", "64"});
+        QVERIFY(p.waitForFinished(120000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        const QString out = QString::fromUtf8(p.readAllStandardOutput()).trimmed();
+        const QStringList words = out.split(' ');
+        QVERIFY2(words.size() > 6 && words[0] == "perplexity", qPrintable(out));
+        EngineOptions eo = options();
+        eo.max_logit_rows = 64;  // a whole chunk's logits in one step
+        auto e = Engine::load(model(), eo);
+        PerplexityOptions o;
+        o.context = 64;
+        const auto r = measure_perplexity(*e, e->tokenizer().encode(text, true), o);
+        QVERIFY2(r.chunks >= 3, qPrintable(QString::number(r.chunks)));
+        bool number = false;
+        const double cli = words[1].toDouble(&number);
+        QVERIFY2(number && std::fabs(cli / r.perplexity - 1) < 1e-4,
+                 qPrintable(QString("CLI %1, library %2").arg(words[1]).arg(r.perplexity)));
+        QVERIFY2(out.contains(QString("over %1 chunks of 64 tokens (%2 scored)").arg(r.chunks).arg(r.scored_tokens)),
+                 qPrintable(out));
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

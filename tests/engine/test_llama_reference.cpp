@@ -10,6 +10,7 @@
 
 #include "lantern/engine.h"
 #include "lantern/error.h"
+#include "lantern/perplexity.h"
 #include "test_support.h"
 
 using namespace lantern;
@@ -71,6 +72,63 @@ private slots:
         }
         qInfo("prefill: max |logit - reference| = %.3g over 64 x 512", worst);
         QVERIFY2(worst <= 1e-3, qPrintable(QString("max abs diff %1 > 1e-3").arg(worst)));
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // Perplexity as llama-perplexity measures it, against the one the float64 reference logits
+    // give: the 64 reference tokens as chunks of 64, the second half of each scored (positions 32..62
+    // predicting tokens 33..63). Three copies of them (and a partial fourth, ignored) give three
+    // equal chunks; a text shorter than a chunk, or a chunk longer than the context, is refused.
+    void perplexity_matches_reference_logits() {
+        auto ref = test::stories_reference();
+        auto toks = test::token_ids(ref["logits_tokens"].toArray());
+        auto want = reference_logits();
+        double nll = 0;
+        for (size_t j = 32; j + 1 < 64; ++j) {
+            const float* row = want.data() + j * 512;
+            const double m = *std::max_element(row, row + 512);
+            double sum = 0;
+            for (size_t v = 0; v < 512; ++v) sum += std::exp(row[v] - m);
+            nll += std::log(sum) - (row[toks[j + 1]] - m);
+        }
+        const double expected = std::exp(nll / 31);
+
+        auto engine = Engine::load(test::shared_path("models/stories260K.gguf"), options(false, 64));
+        std::vector<int32_t> text;
+        for (int copy = 0; copy < 3; ++copy) text.insert(text.end(), toks.begin(), toks.end());
+        text.insert(text.end(), toks.begin(), toks.begin() + 10);
+        PerplexityOptions o;
+        o.context = 64;
+        o.step_tokens = 24;  // chunks cross step boundaries, and the scored half starts inside a step
+        std::vector<double> running;
+        const auto r = measure_perplexity(*engine, text, o, [&](uint32_t, double p) { running.push_back(p); });
+        qInfo("perplexity %.6f (reference %.6f) +/- %.4f over %u chunks, %u scored", r.perplexity, expected,
+              r.std_error, r.chunks, r.scored_tokens);
+        QCOMPARE(r.chunks, 3u);
+        QCOMPARE(r.scored_tokens, 3u * 31u);
+        QCOMPARE(running.size(), size_t(3));
+        QVERIFY2(std::fabs(r.perplexity / expected - 1) < 1e-4,
+                 qPrintable(QString("perplexity %1, reference %2").arg(r.perplexity).arg(expected)));
+        for (double p : running) QVERIFY(std::fabs(p / r.perplexity - 1) < 1e-5);  // equal chunks
+        QVERIFY(r.std_error > 0 && r.std_error < r.perplexity);
+        o.max_chunks = 2;
+        QCOMPARE(measure_perplexity(*engine, text, o).chunks, 2u);
+        QCOMPARE(engine->kv_stats().used_blocks, 0u);  // every chunk's sequence was freed
+
+        auto refused = [&](std::span<const int32_t> t, uint32_t ctx, const char* needle) {
+            PerplexityOptions bad;
+            bad.context = ctx;
+            try {
+                measure_perplexity(*engine, t, bad);
+            } catch (const Error& e) {
+                QCOMPARE(e.code(), ErrorCode::InvalidArgument);
+                QVERIFY2(std::string(e.what()).find(needle) != std::string::npos, e.what());
+                return;
+            }
+            QFAIL("not refused");
+        };
+        refused(std::span<const int32_t>(toks).first(40), 64, "fewer than one chunk of 64");
+        refused(text, 1024, "do not fit the engine's context of 512");
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
