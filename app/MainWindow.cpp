@@ -7,6 +7,7 @@
 #include <QComboBox>
 #include <QDesktopServices>
 #include <QDir>
+#include <QRegularExpression>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -409,11 +410,38 @@ void MainWindow::setState(State state) {
     }
 }
 
+namespace {
+// llama.cpp's gguf-split names the files of a split model NAME-00001-of-00003.gguf and so on; the
+// model is opened by its first file (the engine finds the others).
+const QRegularExpression& splitPartPattern() {
+    static const QRegularExpression re(QStringLiteral("^(.*)-(\\d{5})-of-(\\d{5})\\.gguf$"));
+    return re;
+}
+}  // namespace
+
+// Bytes of a model file, all parts of a split model together.
+uint64_t MainWindow::modelBytes(const QString& path) {
+    const QFileInfo info(path);
+    const auto m = splitPartPattern().match(info.fileName());
+    if (!m.hasMatch() || m.captured(2).toInt() != 1) return static_cast<uint64_t>(info.size());
+    const int count = m.captured(3).toInt();
+    uint64_t total = 0;
+    for (int i = 1; i <= count; ++i)
+        total += static_cast<uint64_t>(QFileInfo(info.dir().filePath(QStringLiteral("%1-%2-of-%3.gguf")
+                                                                         .arg(m.captured(1))
+                                                                         .arg(i, 5, 10, QLatin1Char('0'))
+                                                                         .arg(m.captured(3)))).size());
+    return total;
+}
+
 void MainWindow::refreshModelPicker() {
     QStringList paths;
     const QDir dir(preferences::modelsDirectory());
-    for (const QFileInfo& info : dir.entryInfoList({QStringLiteral("*.gguf")}, QDir::Files | QDir::Readable, QDir::Name))
+    for (const QFileInfo& info : dir.entryInfoList({QStringLiteral("*.gguf")}, QDir::Files | QDir::Readable, QDir::Name)) {
+        const auto m = splitPartPattern().match(info.fileName());
+        if (m.hasMatch() && m.captured(2).toInt() != 1) continue;  // a later part of a split model
         paths << info.absoluteFilePath();
+    }
     for (const QString& extra : {preferences::lastModel(), modelPath_})
         if (!extra.isEmpty() && !paths.contains(QFileInfo(extra).absoluteFilePath()) && QFileInfo::exists(extra))
             paths << QFileInfo(extra).absoluteFilePath();
@@ -424,7 +452,7 @@ void MainWindow::refreshModelPicker() {
     modelPicker_->setItemData(0, QString(), kModelPathRole);
     for (const QString& path : paths) {
         const QFileInfo info(path);
-        modelPicker_->addItem(tr("%1  (%2)").arg(info.completeBaseName(), display::bytes(static_cast<uint64_t>(info.size()))));
+        modelPicker_->addItem(tr("%1  (%2)").arg(info.completeBaseName(), display::bytes(modelBytes(path))));
         modelPicker_->setItemData(modelPicker_->count() - 1, path, kModelPathRole);
         modelPicker_->setItemData(modelPicker_->count() - 1, QDir::toNativeSeparators(path), Qt::ToolTipRole);
     }

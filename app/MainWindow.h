@@ -69,6 +69,7 @@ private:
     void connectWorker();
     void setState(State state);
     void refreshModelPicker();
+    static uint64_t modelBytes(const QString& path);  // all parts of a split model
     void refreshConversationList();
     void openConversation(qint64 id);
     void newConversation();

@@ -1,6 +1,9 @@
 // The whole window with the real stories260K model: a message typed and sent is answered by
 // streamed text, stored in the conversation database, and the panels fill in; closing the window
 // in the middle of a reply keeps the partial reply (marked interrupted). Missing data fails.
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -11,6 +14,7 @@
 #include <QTest>
 
 #include "MainWindow.h"
+#include "Preferences.h"
 #include "chat/ChatModel.h"
 #include "chat/ChatView.h"
 #include "chat/ConversationStore.h"
@@ -48,6 +52,7 @@ private slots:
     void initTestCase();
     void aSentMessageIsAnsweredStoredAndMeasured();
     void closingDuringAReplyKeepsThePartialReply();
+    void splitModelsAreListedOnceWithTheirWholeSize();
 };
 
 void TestMainWindow::initTestCase() {
@@ -127,4 +132,32 @@ void TestMainWindow::closingDuringAReplyKeepsThePartialReply() {
 }
 
 QTEST_MAIN(TestMainWindow)
+
+// The models folder lists a split model (gguf-split's NAME-00001-of-00002.gguf, ...) once, by its
+// first file, with the size of all its parts.
+void TestMainWindow::splitModelsAreListedOnceWithTheirWholeSize() {
+    QDir models(preferences::modelsDirectory());
+    QVERIFY(models.mkpath(QStringLiteral(".")));
+    for (const QString& name : models.entryList({QStringLiteral("*.gguf")}, QDir::Files)) QVERIFY(models.remove(name));
+    auto put = [&](const QString& name, int bytes) {
+        QFile f(models.filePath(name));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray(bytes, 'x'));
+    };
+    put(QStringLiteral("plain.gguf"), 1000);
+    put(QStringLiteral("big-00001-of-00002.gguf"), 3 << 20);
+    put(QStringLiteral("big-00002-of-00002.gguf"), 2 << 20);
+    QTemporaryDir dir;
+    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
+    QVERIFY(picker);
+    QStringList items;  // (the models opened by earlier tests are listed too)
+    for (int i = 1; i < picker->count(); ++i) items << picker->itemText(i);
+    const QString all = items.join(QStringLiteral(" | "));
+    QCOMPARE(items.filter(QStringLiteral("big-")).size(), 1);
+    QVERIFY2(items.filter(QStringLiteral("big-00001-of-00002  (5.00 MiB)")).size() == 1, qPrintable(all));
+    QVERIFY2(items.filter(QStringLiteral("plain  (1000 B)")).size() == 1, qPrintable(all));
+    for (const QString& name : models.entryList({QStringLiteral("*.gguf")}, QDir::Files)) QVERIFY(models.remove(name));
+}
+
 #include "test_main_window.moc"

@@ -6,6 +6,8 @@
 // Engine::load reports for an unsupported architecture or tensor type and for truncated models.
 #include <QTest>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <fstream>
@@ -707,6 +709,47 @@ private slots:
             }
         }
         LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // A model split by llama.cpp's gguf-split convention opens by its first file and reads as one:
+    // every tensor's bytes equal the unsplit file's. Opening a later part, a missing part or a
+    // renamed first part are clear errors naming the file to open or the one missing.
+    void split_model_reads_as_one() {
+        const auto w = small_writer();
+        const std::string whole_path = test::temp_dir() + "/whole.gguf", prefix = test::temp_dir() + "/split-model";
+        w.write(whole_path);
+        const auto paths = w.write_split(prefix, 3);
+        QCOMPARE(paths.size(), size_t(3));
+        QCOMPARE(paths[0], prefix + "-00001-of-00003.gguf");
+        auto whole = GgufFile::open(whole_path);
+        auto split = GgufFile::open(paths[0]);
+        QCOMPARE(split->split_count(), 3u);
+        QCOMPARE(split->tensors().size(), whole->tensors().size());
+        QCOMPARE(split->get_string("general.architecture").value_or(""), std::string("llama"));
+        for (const auto& t : whole->tensors()) {
+            const auto* s = split->find_tensor(t.name);
+            QVERIFY2(s, t.name.c_str());
+            const auto a = whole->tensor_data(t), b = split->tensor_data(*s);
+            QCOMPARE(b.size(), a.size());
+            QVERIFY(std::equal(a.begin(), a.end(), b.begin()));
+        }
+        QVERIFY(split->find_tensor("c")->part == 2);
+
+        auto fails = [](const std::string& path, const std::string& needle) {
+            try {
+                GgufFile::open(path);
+            } catch (const Error& e) {
+                QVERIFY2(std::string(e.what()).find(needle) != std::string::npos, e.what());
+                return;
+            }
+            QFAIL(qPrintable(QString("%1 opened").arg(path.c_str())));
+        };
+        fails(paths[1], "is part 2 of 3 of a split model; open " + paths[0]);
+        const std::string renamed = test::temp_dir() + "/renamed.gguf";
+        write_file(renamed, read_file(paths[0]));
+        fails(renamed, "does not end in -00001-of-00003.gguf");
+        std::remove(paths[2].c_str());
+        fails(paths[0], "part 3 of 3 of " + paths[0] + " is missing or unreadable");
     }
 
     void truncated_stories260k_fails_to_load() {

@@ -72,8 +72,10 @@ public:
     // VAndDown: attn_v and ffn_down, as llama.cpp's Q4_K_M files do in some layers: Q and K stack,
     // V stands alone, and the fused decode layer runs the layer all the same.
     enum class Mix { KAndUp, VAndDown };
+    // `split_parts` > 1: written as a split model (GgufWriter::write_split), `path` then being the
+    // prefix of its files.
     void write(const std::string& path, uint32_t type, uint32_t seed, uint32_t other_type = ~0u,
-               Mix mix = Mix::KAndUp) {
+               Mix mix = Mix::KAndUp, uint32_t split_parts = 1) {
         if (other_type == ~0u) other_type = type;
         type_ = type;
         const bool k_up = mix == Mix::KAndUp;
@@ -141,7 +143,10 @@ public:
             L.wgu.insert(L.wgu.end(), u.begin(), u.end());
             L.wd = matrix(p + "ffn_down.weight", c_.dim, c_.ffn, lin(c_.ffn), down_type_);
         }
-        w.write(path);
+        if (split_parts > 1)
+            w.write_split(path, split_parts);
+        else
+            w.write(path);
         reset();
     }
 
@@ -549,6 +554,29 @@ private slots:
     // Converted GGUFs keep 1-D tensors in F32, but nothing in the format says so: a file whose
     // norm weights are F16 or BF16 runs exactly as the same file with those values in F32 (the
     // engine converts them on load; read as the floats they are not, the logits would differ).
+    // A split model (three files, gguf-split's naming) loads by its first file and computes
+    // exactly what the same model in one file computes.
+    void split_model_matches_the_single_file() {
+        const uint32_t type = uint32_t(GgmlType::Q8_0);
+        const Config c = config_for({type});
+        const std::string one = test::temp_dir() + "/random-unsplit.gguf", prefix = test::temp_dir() + "/random-split";
+        ReferenceModel a(c, false), b(c, false);
+        a.write(one, type, 99);
+        b.write(prefix, type, 99, ~0u, ReferenceModel::Mix::KAndUp, 3);
+        auto whole = Engine::load(one, options());
+        auto split = Engine::load(gguf_split_path(prefix, 1, 3), options());
+        QCOMPARE(split->model().parameters, whole->model().parameters);
+        QCOMPARE(split->model().weight_bytes, whole->model().weight_bytes);
+        std::vector<int32_t> prompt{1, 17, 42, 99, 5, 230, 7};
+        auto s1 = whole->create_sequence(), s2 = split->create_sequence();
+        QVERIFY(whole->prefill(s1, prompt) == split->prefill(s2, prompt));
+        for (int32_t t : {3, 8, 150}) {
+            StepItem i1{s1, {t}, true, false}, i2{s2, {t}, true, false};
+            QVERIFY(whole->step(std::span<const StepItem>(&i1, 1))[0] == split->step(std::span<const StepItem>(&i2, 1))[0]);
+        }
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void norms_in_f16_or_bf16_run_as_f32() {
         const uint32_t q8 = static_cast<uint32_t>(GgmlType::Q8_0), f32 = static_cast<uint32_t>(GgmlType::F32);
         for (uint32_t t : {static_cast<uint32_t>(GgmlType::F16), static_cast<uint32_t>(GgmlType::BF16)}) {

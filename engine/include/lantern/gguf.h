@@ -55,12 +55,17 @@ struct GgufTensorInfo {
     uint32_t type = 0;            // ggml type id (see GgmlType)
     uint64_t offset = 0;          // relative to the start of the data section
     uint64_t size_bytes = 0;      // validated against the file
+    uint32_t part = 0;            // split models: the file (0 = the first) whose data holds it
     uint64_t elements() const;
 };
 
 class GgufFile {
 public:
     // Opens and validates. Throws Error(Io) if unreadable, Error(InvalidModelFile) if malformed.
+    // A split model (llama.cpp's gguf-split: split.count > 1, files PREFIX-00001-of-0000N.gguf ...)
+    // is opened by its first file: the others are found by name and opened too, and the tensor
+    // table holds every part's tensors (tensor_data reads from the right file; metadata is the
+    // first file's, as the format puts it there).
     static std::unique_ptr<GgufFile> open(const std::string& path);
     // Parses an in-memory image (fuzzing, tests). The bytes must outlive the object.
     static std::unique_ptr<GgufFile> from_memory(std::span<const uint8_t> bytes, std::string name = "<memory>");
@@ -69,7 +74,8 @@ public:
     const std::string& path() const { return path_; }
     uint32_t version() const { return version_; }
     uint64_t alignment() const { return alignment_; }
-    uint64_t file_size() const { return bytes_.size(); }
+    uint64_t file_size() const { return bytes_.size(); }  // this file (the first part of a split model)
+    uint32_t split_count() const { return static_cast<uint32_t>(parts_.size()) + 1; }
 
     const std::map<std::string, GgufValue>& metadata() const { return metadata_; }
     const GgufValue* find(std::string_view key) const;
@@ -100,13 +106,21 @@ private:
     std::map<std::string, GgufValue> metadata_;
     std::vector<GgufTensorInfo> tensors_;
     std::map<std::string, size_t, std::less<>> tensor_index_;
+    std::vector<std::unique_ptr<GgufFile>> parts_;  // a split model's files after the first
+    static std::unique_ptr<GgufFile> open_one(const std::string& path);  // without following splits
+    void open_split_parts();
 };
+
+// The file name of part `no` (1-based) of a split model: PREFIX-0000no-of-0000count.gguf, as
+// llama.cpp's gguf-split names them.
+std::string gguf_split_path(const std::string& prefix, uint32_t no, uint32_t count);
 
 // Bytes that `elements` values of a ggml type occupy (throws for unknown types or partial blocks).
 uint64_t ggml_row_bytes(uint32_t type, uint64_t elements);
 
 class GgufWriter {
 public:
+    void set_u16(const std::string& key, uint16_t v);
     void set_u32(const std::string& key, uint32_t v);
     void set_i32(const std::string& key, int32_t v);
     void set_f32(const std::string& key, float v);
@@ -120,6 +134,10 @@ public:
                     std::vector<uint8_t> data);
     std::vector<uint8_t> serialize(uint32_t version = 3, uint64_t alignment = 32) const;
     void write(const std::string& path, uint32_t version = 3) const;
+    // Writes the model split into `parts` files as llama.cpp's gguf-split does (metadata and
+    // split.no/count/tensors.count in the first, split.no/count in the others, the tensors in
+    // order, about equally many per part); returns their paths (gguf_split_path).
+    std::vector<std::string> write_split(const std::string& prefix, uint32_t parts, uint32_t version = 3) const;
 
 private:
     struct Kv {

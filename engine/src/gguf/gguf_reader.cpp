@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -197,6 +198,12 @@ const GgufArray* GgufValue::as_array() const {
 }
 
 std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
+    auto f = open_one(path);
+    if (f->get_int("split.count").value_or(1) > 1) f->open_split_parts();
+    return f;
+}
+
+std::unique_ptr<GgufFile> GgufFile::open_one(const std::string& path) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw Error(ErrorCode::Io, "cannot open " + path + ": " + std::strerror(errno));
     struct stat st {};
@@ -218,6 +225,57 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
     }
     f->parse();
     return f;
+}
+
+std::string gguf_split_path(const std::string& prefix, uint32_t no, uint32_t count) {
+    char tail[40];
+    std::snprintf(tail, sizeof tail, "-%05u-of-%05u.gguf", no, count);
+    return prefix + tail;
+}
+
+// The first file of a split model names the count; the others must be named as gguf-split
+// names them, sit beside it and say which part they are.
+void GgufFile::open_split_parts() {
+    const int64_t count = *get_int("split.count");
+    const int64_t no = get_int("split.no").value_or(0);
+    if (count > 65535) throw Error(ErrorCode::InvalidModelFile, path_ + ": split.count " + std::to_string(count) + " is absurd");
+    if (no != 0) {
+        std::string first = "its first part";
+        const std::string own = gguf_split_path("", static_cast<uint32_t>(no + 1), static_cast<uint32_t>(count));
+        if (no > 0 && path_.size() > own.size() && path_.compare(path_.size() - own.size(), own.size(), own) == 0)
+            first = gguf_split_path(path_.substr(0, path_.size() - own.size()), 1, static_cast<uint32_t>(count));
+        throw Error(ErrorCode::InvalidModelFile, path_ + " is part " + std::to_string(no + 1) + " of " +
+                                                     std::to_string(count) + " of a split model; open " + first);
+    }
+    const std::string tail = gguf_split_path("", 1, static_cast<uint32_t>(count));
+    if (path_.size() <= tail.size() || path_.compare(path_.size() - tail.size(), tail.size(), tail) != 0)
+        throw Error(ErrorCode::InvalidModelFile, path_ + " is the first of " + std::to_string(count) +
+                                                     " parts of a split model, but its name does not end in " + tail +
+                                                     ", so the other parts cannot be found");
+    const std::string prefix = path_.substr(0, path_.size() - tail.size());
+    for (uint32_t i = 1; i < count; ++i) {
+        const std::string p = gguf_split_path(prefix, i + 1, static_cast<uint32_t>(count));
+        std::unique_ptr<GgufFile> part;
+        try {
+            part = open_one(p);
+        } catch (const Error& e) {
+            throw Error(e.code(), "part " + std::to_string(i + 1) + " of " + std::to_string(count) + " of " + path_ +
+                                      " is missing or unreadable: " + e.what());
+        }
+        if (part->get_int("split.no").value_or(-1) != i || part->get_int("split.count").value_or(-1) != count)
+            throw Error(ErrorCode::InvalidModelFile, p + " does not say it is part " + std::to_string(i + 1) + " of " +
+                                                         std::to_string(count) + " (split.no / split.count)");
+        for (auto t : part->tensors_) {
+            t.part = i;
+            if (!tensor_index_.emplace(t.name, tensors_.size()).second)
+                throw Error(ErrorCode::InvalidModelFile, p + ": tensor " + t.name + " is also in an earlier part");
+            tensors_.push_back(std::move(t));
+        }
+        parts_.push_back(std::move(part));
+    }
+    if (auto n = get_int("split.tensors.count"); n && *n != static_cast<int64_t>(tensors_.size()))
+        throw Error(ErrorCode::InvalidModelFile, path_ + ": split.tensors.count says " + std::to_string(*n) +
+                                                     " tensors, the parts hold " + std::to_string(tensors_.size()));
 }
 
 std::unique_ptr<GgufFile> GgufFile::from_memory(std::span<const uint8_t> bytes, std::string name) {
@@ -400,7 +458,8 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 }
 
 std::span<const uint8_t> GgufFile::tensor_data(const GgufTensorInfo& t) const {
-    return bytes_.subspan(data_offset_ + t.offset, t.size_bytes);
+    const GgufFile& f = t.part == 0 ? *this : *parts_.at(t.part - 1);
+    return f.bytes_.subspan(f.data_offset_ + t.offset, t.size_bytes);
 }
 
 }  // namespace lantern

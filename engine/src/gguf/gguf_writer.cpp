@@ -35,6 +35,11 @@ void GgufWriter::put(const std::string& key, std::vector<uint8_t> encoded) {
     kvs_.push_back({key, std::move(encoded)});
 }
 
+void GgufWriter::set_u16(const std::string& key, uint16_t v) {
+    auto e = typed(GgufType::UInt16);
+    put_raw(e, v);
+    put(key, std::move(e));
+}
 void GgufWriter::set_u32(const std::string& key, uint32_t v) {
     auto e = typed(GgufType::UInt32);
     put_raw(e, v);
@@ -133,6 +138,25 @@ void GgufWriter::write(const std::string& path, uint32_t version) const {
     if (!f) throw Error(ErrorCode::Io, "cannot write " + path);
     f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     if (!f) throw Error(ErrorCode::Io, "write failed: " + path);
+}
+
+std::vector<std::string> GgufWriter::write_split(const std::string& prefix, uint32_t parts, uint32_t version) const {
+    if (parts < 1 || parts > tensors_.size() || parts > 65535)
+        throw Error(ErrorCode::InvalidArgument, "cannot split " + std::to_string(tensors_.size()) + " tensors into " +
+                                                    std::to_string(parts) + " parts");
+    std::vector<std::string> paths;
+    for (uint32_t i = 0; i < parts; ++i) {
+        GgufWriter part;
+        if (i == 0) part.kvs_ = kvs_;
+        part.set_u16("split.no", static_cast<uint16_t>(i));
+        part.set_u16("split.count", static_cast<uint16_t>(parts));
+        if (i == 0) part.set_i32("split.tensors.count", static_cast<int32_t>(tensors_.size()));
+        const size_t begin = tensors_.size() * i / parts, end = tensors_.size() * (i + 1) / parts;
+        part.tensors_.assign(tensors_.begin() + static_cast<ptrdiff_t>(begin), tensors_.begin() + static_cast<ptrdiff_t>(end));
+        paths.push_back(gguf_split_path(prefix, i + 1, parts));
+        part.write(paths.back(), version);
+    }
+    return paths;
 }
 
 }  // namespace lantern
