@@ -44,12 +44,15 @@ const char* kUsage = R"(usage: lantern-cli --model FILE [options]
   --perplexity FILE    perplexity of the model on the text in FILE, measured as llama.cpp's
                        llama-perplexity does (chunks of --ctx tokens, default 512, second halves
                        scored); --chunks N stops after N chunks
+  --compare-to BASE    with --perplexity: also run BASE (e.g. the F16 model this one was
+                       quantized from) and report how far --model is from it: KL divergence per
+                       token (mean, 99th percentile, max) and how often their top tokens agree
   --tokenize TEXT      print the ids (no BOS) and pieces of TEXT and exit
   --detokenize IDS     print the text of comma-separated ids and exit
 )";
 
 struct Args {
-    std::string model, prompt, tokens, system, device, tokenize, detokenize, perplexity;
+    std::string model, prompt, tokens, system, device, tokenize, detokenize, perplexity, compare_to;
     bool has_prompt = false, has_tokenize = false, has_detokenize = false;
     int n = 128;
     uint32_t ctx = 0, chunks = 0;
@@ -108,6 +111,7 @@ Args parse(int argc, char** argv) {
         else if (f == "--profile") a.profile = true;
         else if (f == "--perplexity") a.perplexity = value();
         else if (f == "--chunks") a.chunks = number<uint32_t>(f, value());
+        else if (f == "--compare-to") a.compare_to = value();
         else if (f == "--tokenize") { a.tokenize = value(); a.has_tokenize = true; }
         else if (f == "--detokenize") { a.detokenize = value(); a.has_detokenize = true; }
         else if (f == "--help" || f == "-h") { std::cout << kUsage; std::exit(0); }
@@ -231,7 +235,7 @@ uint32_t context_of(const std::string& path) {
 
 // --perplexity: chunks of --ctx tokens (512 by default, the model's context if smaller); the
 // running value per chunk on stderr as llama-perplexity prints it, the result on stdout.
-int perplexity(Engine& e, const Args& a) {
+int perplexity(Engine& e, const Args& a, Engine* base) {
     std::ifstream f(a.perplexity, std::ios::binary);
     if (!f) throw Error(ErrorCode::Io, "cannot open " + a.perplexity);
     const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
@@ -242,6 +246,19 @@ int perplexity(Engine& e, const Args& a) {
     o.step_tokens = kPerplexityStep;
     std::fprintf(stderr, "[lantern] perplexity: %zu tokens, chunks of %u (second halves scored)\n", tokens.size(),
                  o.context);
+    if (base) {
+        const auto r = compare_models(*base, e, tokens, o, [](uint32_t chunk, double kld) {
+            std::fprintf(stderr, "[%u]%.6f,", chunk + 1, kld);
+            std::fflush(stderr);
+        });
+        std::fprintf(stderr, "\n");
+        std::printf("perplexity %.4f +/- %.4f (base %.4f +/- %.4f) over %u chunks of %u tokens (%u scored)\n",
+                    r.test.perplexity, r.test.std_error, r.base.perplexity, r.base.std_error, r.test.chunks, o.context,
+                    r.scored_tokens);
+        std::printf("KL divergence from the base: mean %.6f, 99th percentile %.6f, max %.6f nats; same top token %.2f %%\n",
+                    r.mean_kld, r.kld_p99, r.max_kld, 100.0 * r.top1_agreement);
+        return 0;
+    }
     const auto r = measure_perplexity(e, tokens, o, [](uint32_t chunk, double running) {
         std::fprintf(stderr, "[%u]%.4f,", chunk + 1, running);
         std::fflush(stderr);
@@ -305,7 +322,11 @@ int main(int argc, char** argv) {
             o.max_step_tokens = o.max_logit_rows = kPerplexityStep;
         }
         auto engine = Engine::load(a.model, o);
-        if (!a.perplexity.empty()) return perplexity(*engine, a);
+        if (!a.compare_to.empty() && a.perplexity.empty()) usage_error("--compare-to needs --perplexity");
+        if (!a.perplexity.empty()) {
+            auto base = a.compare_to.empty() ? nullptr : Engine::load(a.compare_to, o);
+            return perplexity(*engine, a, base.get());
+        }
         if (a.info) {
             print_info(*engine);
             return 0;

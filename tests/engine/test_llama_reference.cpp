@@ -132,6 +132,38 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // A model against a base model (llama-perplexity --kl-divergence): against itself exactly zero
+    // divergence and full agreement; stories260K's Q8_0 file against the F32 one a small positive
+    // divergence, rare top-token changes, and each side's perplexity the one it measures alone.
+    void compare_models_measures_quantization_distance() {
+        auto ref = test::stories_reference();
+        const auto greedy = test::token_ids(ref["greedy_from_bos_tokens"].toArray());  // BOS + 199
+        auto f32 = Engine::load(test::shared_path("models/stories260K.gguf"), options(true, 64));
+        auto q8 = Engine::load(test::shared_path("models/stories260K-q8_0.gguf"), options(true, 64));
+        PerplexityOptions o;
+        o.context = 64;
+        o.step_tokens = 64;
+        const auto self = compare_models(*f32, *f32, greedy, o);
+        QCOMPARE(self.scored_tokens, 3u * 31u);
+        QCOMPARE(self.mean_kld, 0.0);
+        QCOMPARE(self.max_kld, 0.0);
+        QCOMPARE(self.top1_agreement, 1.0);
+        QCOMPARE(self.base.perplexity, self.test.perplexity);
+
+        std::vector<uint32_t> chunks_seen;
+        const auto a = compare_models(*f32, *q8, greedy, o, [&](uint32_t c, double) { chunks_seen.push_back(c); });
+        qInfo("Q8_0 vs F32: KLD mean %.3g p99 %.3g max %.3g, same top token %.1f %%, PPL %.4f vs %.4f", a.mean_kld,
+              a.kld_p99, a.max_kld, 100 * a.top1_agreement, a.test.perplexity, a.base.perplexity);
+        QCOMPARE(chunks_seen, (std::vector<uint32_t>{0, 1, 2}));
+        QVERIFY(a.mean_kld > 0 && a.mean_kld < 0.01);
+        QVERIFY(a.kld_p99 > 0 && a.kld_p99 <= a.max_kld);
+        QVERIFY(a.top1_agreement > 0.9);
+        QCOMPARE(a.base.perplexity, measure_perplexity(*f32, greedy, o).perplexity);
+        QCOMPARE(a.test.perplexity, measure_perplexity(*q8, greedy, o).perplexity);
+        QVERIFY(a.test.perplexity != a.base.perplexity);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void weights_spread_over_many_slabs_give_the_same_logits() {
         // Models larger than one weight slab (256 MiB by default) are placed in several; 64 KiB
         // slabs force that layout on stories260K (about 20 slabs) so it is tested on every run.

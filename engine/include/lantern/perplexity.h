@@ -29,6 +29,19 @@ struct PerplexityResult {
     double seconds = 0, tokens_per_second = 0;  // all tokens run through the model
 };
 
+// How far a model (typically a quantization) is from a base model (its F16/F32 original) on a
+// text, as llama-perplexity --kl-divergence reports it: on every scored token both models'
+// next-token distributions, the Kullback-Leibler divergence KL(base || test), and whether their
+// most likely tokens agree; plus each model's perplexity. Both engines must share a vocabulary.
+struct ModelAgreement {
+    PerplexityResult base, test;
+    double mean_kld = 0, max_kld = 0, kld_p99 = 0;  // nats
+    double top1_agreement = 0;                      // fraction of scored tokens
+    uint32_t scored_tokens = 0;
+};
+ModelAgreement compare_models(Engine& base, Engine& test, std::span<const int32_t> tokens,
+                              const PerplexityOptions& options, const std::function<void(uint32_t, double)>& on_chunk = {});
+
 // Runs the measurement. `on_chunk(chunk, running_perplexity)` is called after each chunk (may be
 // empty). Throws Error(InvalidArgument) when the text is shorter than one chunk or the chunk is
 // longer than the engine's context.
