@@ -239,7 +239,7 @@ int perplexity(Engine& e, const Args& a, Engine* base) {
     std::ifstream f(a.perplexity, std::ios::binary);
     if (!f) throw Error(ErrorCode::Io, "cannot open " + a.perplexity);
     const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-    const auto tokens = e.tokenizer().encode(text, true);
+    const auto tokens = e.tokenizer().encode(text, e.tokenizer().add_bos());
     PerplexityOptions o;
     o.context = e.context_length();
     o.max_chunks = a.chunks;

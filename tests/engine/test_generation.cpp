@@ -137,7 +137,7 @@ private slots:
         auto e = Engine::load(model(), eo);
         PerplexityOptions o;
         o.context = 64;
-        const auto r = measure_perplexity(*e, e->tokenizer().encode(text, true), o);
+        const auto r = measure_perplexity(*e, e->tokenizer().encode(text, e->tokenizer().add_bos()), o);
         QVERIFY2(r.chunks >= 3, qPrintable(QString::number(r.chunks)));
         bool number = false;
         const double cli = words[1].toDouble(&number);

@@ -1,8 +1,9 @@
 // lantern/perplexity.h — how well a model predicts a text, measured the way llama.cpp's
 // llama-perplexity measures it, so the numbers compare across tools and quantizations.
 //
-// The tokens (BOS first, as Tokenizer::encode(text, true) gives them) are cut into chunks of
-// `context` tokens; each chunk runs as a fresh sequence with its first token replaced by BOS, and
+// The tokens (BOS first where the vocabulary adds one: Tokenizer::encode(text, add_bos())) are cut
+// into chunks of `context` tokens; each chunk runs as a fresh sequence with its first token
+// replaced by BOS (where the vocabulary adds one), and
 // the second half of each chunk is scored: the negative log-likelihood of token j + 1 given tokens
 // 0..j, for j from context/2 to context - 2. Perplexity = exp(mean NLL).
 #pragma once

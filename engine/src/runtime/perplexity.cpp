@@ -56,7 +56,8 @@ std::vector<std::vector<float>> scored_rows(Engine& engine, std::span<const int3
                                             uint32_t c, uint32_t step_tokens, std::vector<int32_t>& chunk) {
     chunk.assign(tokens.begin() + static_cast<ptrdiff_t>(c) * plan.n_ctx,
                  tokens.begin() + static_cast<ptrdiff_t>(c + 1) * plan.n_ctx);
-    if (const int32_t bos = engine.tokenizer().bos_id(); bos >= 0) chunk[0] = bos;  // every chunk starts as a text does
+    // Every chunk starts as a text does (llama-perplexity: only where the vocabulary adds BOS).
+    if (const int32_t bos = engine.tokenizer().bos_id(); bos >= 0 && engine.tokenizer().add_bos()) chunk[0] = bos;
     const uint32_t step = std::max<uint32_t>(1, step_tokens);
     std::vector<std::vector<float>> scored;
     const SequenceId seq = engine.create_sequence();
