@@ -34,16 +34,15 @@ std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_ba
             interpolated[i] = std::clamp((i - low) / std::max(0.001, high - low), 0.0, 1.0);
         if (s.factor > 1.0f) magnitude *= 1.0 + 0.1 * std::log(double(s.factor));
     }
-    // As llama.cpp: positions times 1/factor (its freq_scale), so with a factor of 2 or 4
-    // position 2p or 4p has exactly the interpolated angles of p.
+    // The pair's position multiplier: 1/factor (llama.cpp's freq_scale) where interpolated, 1
+    // where plain, a blend between; exact at both ends, so with a linear factor of 2 or 4 position
+    // 2p or 4p has exactly the angles of p, and no scaling gives exactly the unscaled table.
     const double position_scale = s.type == RopeScaling::Type::None ? 1.0 : 1.0 / s.factor;
+    std::vector<double> multiplier(pairs);
+    for (uint32_t i = 0; i < pairs; ++i) multiplier[i] = interpolated[i] * position_scale + (1.0 - interpolated[i]);
     for (uint32_t p = 0; p < positions; ++p)
         for (uint32_t i = 0; i < pairs; ++i) {
-            const double plain = p * std::pow(freq_base, -2.0 * i / n_rot);
-            const double scaled = p * position_scale * std::pow(freq_base, -2.0 * i / n_rot);
-            const double theta = interpolated[i] == 1.0   ? scaled
-                                 : interpolated[i] == 0.0 ? plain
-                                                          : scaled * interpolated[i] + plain * (1.0 - interpolated[i]);
+            const double theta = p * multiplier[i] * std::pow(freq_base, -2.0 * i / n_rot);
             t[(static_cast<size_t>(p) * pairs + i) * 2] = static_cast<float>(magnitude * std::cos(theta));
             t[(static_cast<size_t>(p) * pairs + i) * 2 + 1] = static_cast<float>(magnitude * std::sin(theta));
         }

@@ -14,14 +14,13 @@ namespace lantern {
 
 namespace {
 
-// -log softmax(logits)[target], in double (the logits' max taken off first).
-double negative_log_likelihood(const std::vector<float>& logits, int32_t target) {
+// log sum exp(logits), in double (the max taken off first): log softmax(logits)[i] = logits[i] - it.
+double log_normalizer(const std::vector<float>& logits) {
     const float max = *std::max_element(logits.begin(), logits.end());
     double sum = 0;
     for (float l : logits) sum += std::exp(static_cast<double>(l) - max);
-    return std::log(sum) - (static_cast<double>(logits[static_cast<size_t>(target)]) - max);
+    return max + std::log(sum);
 }
-
 
 // The chunks of a text as llama-perplexity cuts them (see the header), checked against the engine.
 struct Chunks {
@@ -106,12 +105,9 @@ struct NllSums {
 
 // log softmax of a row, in double.
 std::vector<double> log_softmax(const std::vector<float>& logits) {
-    const float max = *std::max_element(logits.begin(), logits.end());
-    double sum = 0;
-    for (float l : logits) sum += std::exp(static_cast<double>(l) - max);
-    const double log_sum = std::log(sum);
+    const double norm = log_normalizer(logits);
     std::vector<double> out(logits.size());
-    for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<double>(logits[i]) - max - log_sum;
+    for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<double>(logits[i]) - norm;
     return out;
 }
 
@@ -125,7 +121,8 @@ PerplexityResult measure_perplexity(Engine& engine, std::span<const int32_t> tok
     const auto t0 = std::chrono::steady_clock::now();
     for (uint32_t c = 0; c < plan.count; ++c) {
         const auto rows = scored_rows(engine, tokens, plan, c, options.step_tokens, chunk);
-        for (size_t i = 0; i < rows.size(); ++i) sums.add(negative_log_likelihood(rows[i], chunk[plan.first + i + 1]));
+        for (size_t i = 0; i < rows.size(); ++i)
+            sums.add(log_normalizer(rows[i]) - rows[i][static_cast<size_t>(chunk[plan.first + i + 1])]);
         ++sums.chunks;
         if (on_chunk) on_chunk(c, sums.perplexity());
     }
