@@ -751,6 +751,10 @@ Driver: %2</source>
         <translation>，YaRN ×%1（原上下文 %2 个词元）</translation>
     </message>
     <message>
+        <source>, frequency factors per pair (Llama 3.1 scaling)</source>
+        <translation>，逐对频率因子（Llama 3.1 缩放）</translation>
+    </message>
+    <message>
         <source>%1 tokens (trained: %2)</source>
         <translation>%1 个词元（训练时：%2）</translation>
     </message>

@@ -89,6 +89,7 @@ void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::Device
         rope += tr(", YaRN ×%1 over %2 tokens")
                     .arg(static_cast<double>(m.rope_scaling.factor))
                     .arg(display::count(m.rope_scaling.original_context));
+    if (!m.rope_scaling.frequency_factors.empty()) rope += tr(", frequency factors per pair (Llama 3.1 scaling)");
     set("rope", rope);
     set("context", tr("%1 tokens (trained: %2)").arg(display::count(report.context_length), display::count(m.context_length)));
     set("vocab", tr("%1 tokens%2").arg(display::count(m.vocab)).arg(m.tied_output ? tr(", output tied to embeddings") : QString()));

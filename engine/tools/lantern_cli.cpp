@@ -155,6 +155,7 @@ void print_info(const Engine& e) {
     if (m.rope_scaling.type == RopeScaling::Type::Linear) std::printf(", positions / %g", m.rope_scaling.factor);
     if (m.rope_scaling.type == RopeScaling::Type::Yarn)
         std::printf(", YaRN x%g over %u", m.rope_scaling.factor, m.rope_scaling.original_context);
+    if (!m.rope_scaling.frequency_factors.empty()) std::printf(", frequency factors per pair (rope_freqs.weight)");
     std::printf("), RMS eps %g, %s output\n", m.rms_eps, m.tied_output ? "tied" : "separate");
     std::printf("weights      %s; %.2f M parameters; %.1f MiB in file, %.1f MiB on device\n", m.weight_types.c_str(),
                 m.parameters / 1e6, m.file_bytes / 1048576.0, m.weight_bytes / 1048576.0);

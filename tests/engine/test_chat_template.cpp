@@ -123,6 +123,10 @@ const char* const kLlama3Template =
     "{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + "
     "message['content'] + '<|eot_id|>' }}{% endfor %}";
 
+// DeepSeek's markers: a family Lantern does not render.
+const char* const kUnknownTemplate =
+    "{% for message in messages %}{{ '<\xEF\xBD\x9CUser\xEF\xBD\x9C>' + message['content'] }}{% endfor %}";
+
 const ChatFormat kChatFormats[] = {ChatFormat::Llama2, ChatFormat::Mistral, ChatFormat::ChatML,
                                    ChatFormat::Zephyr, ChatFormat::Phi3,    ChatFormat::Gemma};
 
@@ -218,7 +222,8 @@ private slots:
         QTest::newRow("zephyr") << kZephyrTemplate << int(ChatFormat::Zephyr);
         QTest::newRow("phi3") << kPhi3Template << int(ChatFormat::Phi3);
         QTest::newRow("gemma") << kGemmaTemplate << int(ChatFormat::Gemma);
-        QTest::newRow("llama3 (not supported)") << kLlama3Template << -1;
+        QTest::newRow("llama3") << kLlama3Template << int(ChatFormat::Llama3);
+        QTest::newRow("deepseek (not supported)") << kUnknownTemplate << -1;
         QTest::newRow("empty") << "" << -1;
     }
     void detectsFamilyFromTemplateMarkers() {
@@ -234,9 +239,11 @@ private slots:
         // A base model without a template, and a template we cannot render: plain completion.
         QVERIFY(ChatTemplate::from_gguf(*GgufFile::open(shared_path("models/stories260K.gguf"))).format() ==
                 ChatFormat::Completion);
-        const auto llama3_bytes = marker_vocab_gguf(kLlama3Template);
-        QVERIFY(ChatTemplate::from_gguf(*GgufFile::from_memory(llama3_bytes)).format() ==
+        const auto unknown_bytes = marker_vocab_gguf(kUnknownTemplate);
+        QVERIFY(ChatTemplate::from_gguf(*GgufFile::from_memory(unknown_bytes)).format() ==
                 ChatFormat::Completion);
+        const auto llama3_bytes = marker_vocab_gguf(kLlama3Template);
+        QVERIFY(ChatTemplate::from_gguf(*GgufFile::from_memory(llama3_bytes)).format() == ChatFormat::Llama3);
         QCOMPARE(std::string(chat_format_name(ChatFormat::Phi3)), std::string("phi3"));
     }
 
@@ -351,6 +358,8 @@ private slots:
                 break;
             case ChatFormat::Completion:
                 QFAIL("not a chat format");
+            case ChatFormat::Llama3:  // its markers live in BPE vocabularies only
+                QFAIL("Llama 3 prompts are checked on a BPE vocabulary in test_bpe_tokenizer");
         }
         const std::vector<int32_t> expected = e.finish();
         const ChatTemplate chat(static_cast<ChatFormat>(format));

@@ -711,6 +711,39 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // Llama 3.1+ frequency factors (tensor rope_freqs.weight, one F32 per rotated pair) are read
+    // into the RoPE scaling; a wrong size or a factor that is not positive is a malformed file.
+    void rope_frequency_factors_are_read() {
+        const uint32_t dim = 16, pairs = dim / 2 / 2;  // two heads of 8: 4 pairs each
+        const auto write = [&](const std::string& name, std::vector<float> factors) {
+            const std::string path = test::temp_dir() + "/tiny-rope-freqs-" + name + ".gguf";
+            write_tiny_model(path, "llama", dim, "", 0, [&](GgufWriter& w) {
+                std::vector<uint8_t> bytes(factors.size() * 4);
+                std::memcpy(bytes.data(), factors.data(), bytes.size());
+                w.add_tensor("rope_freqs.weight", {factors.size()}, static_cast<uint32_t>(GgmlType::F32), bytes);
+            });
+            return path;
+        };
+        const std::vector<float> factors = {1.0f, 1.5f, 4.0f, 8.0f};
+        QCOMPARE(size_t(pairs), factors.size());
+        auto e = Engine::load(write("good", factors), engine_options());
+        QCOMPARE(e->model().rope_scaling.frequency_factors, factors);
+        QVERIFY(e->model().rope_scaling.type == RopeScaling::Type::None);
+        e.reset();
+        const auto fails = [&](const std::string& path, const std::string& needle) {
+            try {
+                Engine::load(path, engine_options());
+                QFAIL(qPrintable(QString::fromStdString(path + " loaded")));
+            } catch (const Error& err) {
+                QCOMPARE(err.code(), ErrorCode::InvalidModelFile);
+                QVERIFY2(std::string(err.what()).find(needle) != std::string::npos, err.what());
+            }
+        };
+        fails(write("short", {1.0f, 2.0f}), "rope_freqs.weight must be 4 F32 values (one per rotated pair), not 2 F32");
+        fails(write("negative", {1.0f, -2.0f, 1.0f, 1.0f}), "rope_freqs.weight holds -2");
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     // A model split by llama.cpp's gguf-split convention opens by its first file and reads as one:
     // every tensor's bytes equal the unsplit file's. Opening a later part, a missing part or a
     // renamed first part are clear errors naming the file to open or the one missing.

@@ -925,9 +925,11 @@ private slots:
             float factor;
             uint32_t original;
             float attn;
+            bool frequency_factors = false;  // rope_freqs.weight: theta divided by 1 + (i % 5) / 2
         };
         const Case cases[] = {{T::None, 1, 0, 1},      {T::Linear, 2.5f, 0, 1}, {T::Linear, 4, 0, 1},
-                              {T::Yarn, 8, 4096, 1},   {T::Yarn, 16, 2048, 1},  {T::None, 1, 0, 0.75f}};
+                              {T::Yarn, 8, 4096, 1},   {T::Yarn, 16, 2048, 1},  {T::None, 1, 0, 0.75f},
+                              {T::None, 1, 0, 1, true}, {T::Yarn, 8, 4096, 1, true}};
         for (long double base : {10000.0L, 500000.0L})
             for (const auto& c : cases) {
                 RopeScaling s;
@@ -935,6 +937,9 @@ private slots:
                 s.factor = c.factor;
                 s.original_context = c.original;
                 s.attn_factor = c.attn;
+                const auto divisor = [&](uint32_t i) { return c.frequency_factors ? 1 + (i % 5) / 2.0L : 1.0L; };
+                if (c.frequency_factors)
+                    for (uint32_t i = 0; i < n_rot / 2; ++i) s.frequency_factors.push_back(float(divisor(i)));
                 const auto t = ops::rope_table(positions, n_rot, double(base), s);
                 QCOMPARE(t.size(), size_t(positions) * n_rot);
                 const long double pi = 3.141592653589793238462643383279502884L;
@@ -952,14 +957,15 @@ private slots:
                         long double r = c.type == T::None ? 0 : 1;
                         if (c.type == T::Yarn) r = std::clamp((i - low) / std::max(0.001L, high - low), 0.0L, 1.0L);
                         if (p == 1 && r > 0 && r < 1) ++ramped;
-                        const long double theta = r * (p / (long double)c.factor) * b + (1 - r) * p * b;
+                        const long double theta = (r * (p / (long double)c.factor) * b + (1 - r) * p * b) / divisor(i);
                         const size_t at = (size_t(p) * (n_rot / 2) + i) * 2;
                         worst = std::max({worst, std::fabs(double(t[at] - m * std::cos(theta))),
                                           std::fabs(double(t[at + 1] - m * std::sin(theta)))});
                     }
-                QVERIFY2(worst < 3e-7, qPrintable(QString("base %1 %2 x%3: max |diff| %4")
+                QVERIFY2(worst < 3e-7, qPrintable(QString("base %1 %2%3 x%4: max |diff| %5")
                                                       .arg(double(base))
                                                       .arg(rope_scaling_name(c.type))
+                                                      .arg(c.frequency_factors ? " with frequency factors" : "")
                                                       .arg(c.factor)
                                                       .arg(worst)));
                 if (c.type == T::Yarn) QVERIFY2(ramped > 0, "no pair on the YaRN ramp: the case tests nothing");

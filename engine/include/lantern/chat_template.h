@@ -11,6 +11,8 @@
 //   Phi3     <|{role}|>\n{content}<|end|>\n ... <|assistant|>\n
 //   Gemma    <start_of_turn>{user|model}\n{content}<end_of_turn>\n ... <start_of_turn>model\n
 //            (no system role: folded into the next user turn)
+//   Llama3   <|begin_of_text|><|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|> ...
+//            <|start_header_id|>assistant<|end_header_id|>\n\n   (content trimmed, as Meta's)
 //
 // and Completion for base models without a template (stories260K): the messages are one
 // continuous text after BOS.
@@ -50,7 +52,7 @@ struct ChatMessage {
     std::vector<int32_t> tokens;
 };
 
-enum class ChatFormat { Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma };
+enum class ChatFormat { Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma, Llama3 };
 const char* chat_format_name(ChatFormat format);  // "llama2", "chatml", ...
 
 struct RenderedPrompt {
@@ -81,7 +83,7 @@ public:
                           bool add_generation_prompt) const;
 
     // The tokens that close an assistant reply in this format (</s>, <|im_end|>, <|end|>,
-    // <end_of_turn>); empty for Completion.
+    // <end_of_turn>, <|eot_id|>); empty for Completion.
     std::vector<int32_t> end_of_turn_tokens(const Tokenizer& tokenizer) const;
     // Token ids at which generation of a reply stops: EOS, the end-of-turn token of the vocabulary
     // and the format's end-of-turn marker when it is a single token.

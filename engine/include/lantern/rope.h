@@ -6,6 +6,7 @@
 // (ops::rope_table), so no kernel knows about scaling.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace lantern {
 
@@ -22,6 +23,10 @@ struct RopeScaling {
     float beta_fast = 32.0f, beta_slow = 1.0f;
     // rope.scaling.attn_factor: a magnitude applied to cos and sin for every type (llama.cpp's).
     float attn_factor = 1.0f;
+    // Per-pair divisors of the rotation frequency (tensor rope_freqs.weight, n_rot / 2 floats):
+    // how Llama 3.1, 3.2 and 3.3 files carry Meta's "llama3" frequency scaling. Empty = all 1.
+    // Applies together with any of the types above, as in llama.cpp.
+    std::vector<float> frequency_factors;
 };
 
 const char* rope_scaling_name(RopeScaling::Type type);  // "none", "linear", "yarn"

@@ -1,6 +1,7 @@
 #include "model/llama_config.h"
 
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "lantern/error.h"
@@ -73,6 +74,23 @@ ModelInfo read_llama_config(const GgufFile& g) {
     rs.attn_factor = static_cast<float>(g.get_float(a + "rope.scaling.attn_factor").value_or(1.0));
     if (!(rs.attn_factor > 0.0f) || !std::isfinite(rs.attn_factor) || rs.original_context == 0)
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": RoPE scaling attn_factor or original context is invalid");
+
+    // Llama 3.1+ carry their frequency scaling as a tensor rather than metadata; ignoring it would
+    // run such a model with the wrong angles at every position.
+    if (const auto* ff = g.find_tensor("rope_freqs.weight")) {
+        const uint32_t pairs = m.n_rot / 2;
+        if (ff->type != static_cast<uint32_t>(GgmlType::F32) || ff->shape.size() != 1 || ff->shape[0] != pairs)
+            throw Error(ErrorCode::InvalidModelFile, g.path() + ": rope_freqs.weight must be " + std::to_string(pairs) +
+                                                         " F32 values (one per rotated pair), not " +
+                                                         std::to_string(ff->elements()) + " " + ggml_type_name(ff->type));
+        const auto bytes = g.tensor_data(*ff);
+        rs.frequency_factors.resize(pairs);
+        std::memcpy(rs.frequency_factors.data(), bytes.data(), 4ull * pairs);
+        for (float f : rs.frequency_factors)
+            if (!(f > 0.0f) || !std::isfinite(f))
+                throw Error(ErrorCode::InvalidModelFile,
+                            g.path() + ": rope_freqs.weight holds " + std::to_string(f) + ", not a positive factor");
+    }
 
     const auto* emb = g.find_tensor("token_embd.weight");
     if (!emb) throw Error(ErrorCode::InvalidModelFile, g.path() + ": tensor token_embd.weight is missing");

@@ -18,6 +18,9 @@ struct AttnPush {
 std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base, const RopeScaling& s) {
     std::vector<float> t(static_cast<size_t>(positions) * n_rot);
     const uint32_t pairs = n_rot / 2;
+    if (!s.frequency_factors.empty() && s.frequency_factors.size() != pairs)
+        throw Error(ErrorCode::Internal, "RoPE frequency factors: " + std::to_string(s.frequency_factors.size()) +
+                                             " for " + std::to_string(pairs) + " pairs");
     // Per pair: how much of the interpolated angle (p / factor) it takes, the rest being the
     // plain one. Linear: all of it. YaRN (as llama.cpp's rope_yarn): the pairs between the
     // correction dims `low` and `high` ramp from plain to interpolated; a pair's dim is where it
@@ -42,7 +45,8 @@ std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_ba
     for (uint32_t i = 0; i < pairs; ++i) multiplier[i] = interpolated[i] * position_scale + (1.0 - interpolated[i]);
     for (uint32_t p = 0; p < positions; ++p)
         for (uint32_t i = 0; i < pairs; ++i) {
-            const double theta = p * multiplier[i] * std::pow(freq_base, -2.0 * i / n_rot);
+            const double factor = s.frequency_factors.empty() ? 1.0 : double(s.frequency_factors[i]);
+            const double theta = p * multiplier[i] * std::pow(freq_base, -2.0 * i / n_rot) / factor;
             t[(static_cast<size_t>(p) * pairs + i) * 2] = static_cast<float>(magnitude * std::cos(theta));
             t[(static_cast<size_t>(p) * pairs + i) * 2 + 1] = static_cast<float>(magnitude * std::sin(theta));
         }

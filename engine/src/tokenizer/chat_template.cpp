@@ -162,11 +162,15 @@ void render_llama2(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMes
     }
 }
 
-// Formats whose every turn is "<header for role>\n{content}<end marker>\n".
+// Formats whose every turn is "<header for role>\n{content}<end marker>\n" (Llama 3: the role
+// between two markers, a blank line after the header, nothing after the end marker).
 struct TurnStyle {
-    std::string_view start;  // marker before the role name ("<|im_start|>") or empty
-    bool role_in_marker;     // Zephyr/Phi-3: the role is the marker itself ("<|user|>")
-    std::string_view end;    // end-of-turn marker; empty = the vocabulary's EOS
+    std::string_view start;     // marker before the role name ("<|im_start|>") or empty
+    bool role_in_marker;        // Zephyr/Phi-3: the role is the marker itself ("<|user|>")
+    std::string_view role_end;  // marker after the role name ("<|end_header_id|>") or empty
+    std::string_view header_break;  // text after the header
+    std::string_view end;       // end-of-turn marker; empty = the vocabulary's EOS
+    std::string_view end_break;     // text after the end-of-turn marker
     std::string_view assistant_name;
     bool system_role;
     bool trim_content;
@@ -177,11 +181,12 @@ void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMess
     const auto header = [&](std::string_view role) {
         if (style.role_in_marker) {
             b.marker("<|" + std::string(role) + "|>");
-            b.text("\n");
         } else {
             b.marker(style.start);
-            b.text(std::string(role) + "\n");
+            b.text(role);
+            if (!style.role_end.empty()) b.marker(style.role_end);
         }
+        b.text(style.header_break);
     };
     const auto end_turn = [&] {
         if (style.end.empty()) {
@@ -189,7 +194,7 @@ void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMess
         } else {
             b.marker(style.end);
         }
-        b.text("\n");
+        if (!style.end_break.empty()) b.text(style.end_break);
     };
     const auto body = [&](std::string_view s) { return style.trim_content ? trim(s) : std::string(s); };
 
@@ -221,10 +226,13 @@ void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMess
     if (add_generation_prompt) header(style.assistant_name);
 }
 
-constexpr TurnStyle kChatML{"<|im_start|>", false, "<|im_end|>", "assistant", true, false};
-constexpr TurnStyle kZephyr{"", true, "", "assistant", true, false};
-constexpr TurnStyle kPhi3{"", true, "<|end|>", "assistant", true, false};
-constexpr TurnStyle kGemma{"<start_of_turn>", false, "<end_of_turn>", "model", false, true};
+constexpr TurnStyle kChatML{"<|im_start|>", false, "", "\n", "<|im_end|>", "\n", "assistant", true, false};
+constexpr TurnStyle kZephyr{"", true, "", "\n", "", "\n", "assistant", true, false};
+constexpr TurnStyle kPhi3{"", true, "", "\n", "<|end|>", "\n", "assistant", true, false};
+constexpr TurnStyle kGemma{"<start_of_turn>", false, "", "\n", "<end_of_turn>", "\n", "model", false, true};
+// Meta's Llama 3 template trims every message.
+constexpr TurnStyle kLlama3{"<|start_header_id|>", false, "<|end_header_id|>", "\n\n", "<|eot_id|>", "", "assistant",
+                            true, true};
 
 }  // namespace
 
@@ -244,12 +252,15 @@ const char* chat_format_name(ChatFormat format) {
             return "phi3";
         case ChatFormat::Gemma:
             return "gemma";
+        case ChatFormat::Llama3:
+            return "llama3";
     }
     return "unknown";
 }
 
 std::optional<ChatFormat> ChatTemplate::detect(std::string_view jinja) {
     const auto has = [&](std::string_view marker) { return jinja.find(marker) != std::string_view::npos; };
+    if (has("<|start_header_id|>")) return ChatFormat::Llama3;
     if (has("<|im_start|>")) return ChatFormat::ChatML;
     if (has("<start_of_turn>")) return ChatFormat::Gemma;
     // Phi-3 and Zephyr share <|user|>; Phi-3 closes turns with <|end|>, Zephyr with EOS.
@@ -270,6 +281,7 @@ bool ChatTemplate::has_system_role() const {
         case ChatFormat::ChatML:
         case ChatFormat::Zephyr:
         case ChatFormat::Phi3:
+        case ChatFormat::Llama3:
             return true;
         case ChatFormat::Completion:
         case ChatFormat::Mistral:
@@ -304,6 +316,9 @@ RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const 
         case ChatFormat::Gemma:
             render_turns(b, tokenizer, messages, add_generation_prompt, kGemma);
             break;
+        case ChatFormat::Llama3:
+            render_turns(b, tokenizer, messages, add_generation_prompt, kLlama3);
+            break;
     }
     return b.finish();
 }
@@ -323,6 +338,8 @@ std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer
             return marker_tokens(tokenizer, "<|end|>");
         case ChatFormat::Gemma:
             return marker_tokens(tokenizer, "<end_of_turn>");
+        case ChatFormat::Llama3:
+            return marker_tokens(tokenizer, "<|eot_id|>");
     }
     return {};
 }

@@ -15,6 +15,7 @@
 
 #include "lantern/error.h"
 #include "lantern/gguf.h"
+#include "tokenizer/bpe.h"
 #include "tokenizer/sentencepiece_model.h"
 
 namespace lantern {
@@ -64,7 +65,6 @@ std::string replace_space_markers(std::string_view piece) {
 }
 
 std::string unsupported_message(const std::string& type) {
-    if (type == "gpt2") return "this model uses a BPE (gpt2) tokenizer, which is not supported yet";
     if (type == "bert") return "this model uses a WordPiece (bert) tokenizer, which is not supported yet";
     if (type == "t5") return "this model uses a Unigram (t5) tokenizer, which is not supported yet";
     if (type == "rwkv") return "this model uses the RWKV tokenizer, which is not supported yet";
@@ -72,7 +72,8 @@ std::string unsupported_message(const std::string& type) {
     if (type == "none" || type == "no_vocab")
         return "this model file has no vocabulary (tokenizer.ggml.model = \"" + type + "\")";
     return "this model uses a tokenizer of type \"" + type +
-           "\", which is not supported; Lantern runs sentencepiece (\"llama\") vocabularies";
+           "\", which is not supported; Lantern runs sentencepiece (\"llama\") and byte-level BPE (\"gpt2\") "
+           "vocabularies";
 }
 
 }  // namespace
@@ -97,6 +98,11 @@ struct Tokenizer::Impl {
     // prompt fragment that continues text before it.
     sentencepiece::SentencePieceProcessor starting;
     sentencepiece::SentencePieceProcessor continuing;
+    // Byte-level BPE vocabularies (tokenizer.ggml.model "gpt2") run here instead of sentencepiece.
+    std::unique_ptr<tokenizer::BpeEncoder> bpe;
+    // BPE: user-defined pieces that text matches as a whole wherever it contains them (as
+    // llama.cpp does), by first byte, longest first.
+    std::array<std::vector<int32_t>, 256> user_by_first_byte;
 
     void check_id(int32_t id) const {
         if (id < 0 || static_cast<size_t>(id) >= pieces.size())
@@ -105,7 +111,33 @@ struct Tokenizer::Impl {
                                                         std::to_string(pieces.size() - 1) + ")");
     }
 
-    std::vector<int32_t> run(const sentencepiece::SentencePieceProcessor& sp, std::string_view text) const {
+    // Text (never special tokens) -> ids; `starting`: the text begins (sentencepiece's dummy prefix).
+    std::vector<int32_t> run(bool text_starts, std::string_view text) const {
+        if (bpe) return run_bpe(text);
+        return run_sp(text_starts ? starting : continuing, text);
+    }
+
+    std::vector<int32_t> run_bpe(std::string_view text) const {
+        std::vector<int32_t> ids;
+        size_t start = 0;
+        for (size_t pos = 0; pos < text.size();) {
+            const auto& candidates = user_by_first_byte[static_cast<uint8_t>(text[pos])];
+            const auto match = std::find_if(candidates.begin(), candidates.end(),
+                                            [&](int32_t id) { return text.substr(pos).starts_with(pieces[id]); });
+            if (match == candidates.end()) {
+                ++pos;
+                continue;
+            }
+            bpe->encode(text.substr(start, pos - start), ids);
+            ids.push_back(*match);
+            pos += pieces[*match].size();
+            start = pos;
+        }
+        bpe->encode(text.substr(start), ids);
+        return ids;
+    }
+
+    std::vector<int32_t> run_sp(const sentencepiece::SentencePieceProcessor& sp, std::string_view text) const {
         std::vector<int> ids;
         if (text.empty()) return {};
         const auto status = sp.Encode(text, &ids);
@@ -116,6 +148,10 @@ struct Tokenizer::Impl {
 
     static std::unique_ptr<Impl> build(SentencePieceVocab vocab, int32_t eot_id, bool add_bos,
                                        std::string source);
+    static std::unique_ptr<Impl> build_bpe(const GgufFile& gguf);
+    // The lookup tables of special tokens (encode_with_specials, special_token), once `special`
+    // and `pieces` are set.
+    void index_specials();
 };
 
 std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(SentencePieceVocab vocab, int32_t eot_id,
@@ -212,18 +248,98 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(SentencePieceVocab vocab
         impl->texts.push_back(std::move(text));
     }
 
-    for (int32_t id = 0; id < n; ++id) {
-        if (!impl->special[id] && id != impl->unk) continue;
-        const std::string& text = impl->pieces[id];
+    impl->index_specials();
+    return impl;
+}
+
+void Tokenizer::Impl::index_specials() {
+    const auto longest_first = [&](std::vector<int32_t>& ids) {
+        std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return pieces[a].size() > pieces[b].size(); });
+    };
+    for (int32_t id = 0; id < static_cast<int32_t>(pieces.size()); ++id) {
+        if (!special[id] && id != unk) continue;
+        const std::string& text = pieces[id];
         if (text.empty()) continue;
-        impl->special_by_text.emplace(text, id);
-        impl->specials_by_first_byte[static_cast<uint8_t>(text[0])].push_back(id);
+        special_by_text.emplace(text, id);
+        specials_by_first_byte[static_cast<uint8_t>(text[0])].push_back(id);
     }
-    for (auto& candidates : impl->specials_by_first_byte) {
-        std::stable_sort(candidates.begin(), candidates.end(), [&](int32_t a, int32_t b) {
-            return impl->pieces[a].size() > impl->pieces[b].size();
-        });
+    for (auto& candidates : specials_by_first_byte) longest_first(candidates);
+    for (auto& candidates : user_by_first_byte) longest_first(candidates);
+}
+
+// A byte-level BPE vocabulary (tokenizer.ggml.model = "gpt2"): pieces spelled in GPT-2's byte
+// alphabet, merges in rank order, and a pre-tokenizer named by tokenizer.ggml.pre.
+std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf) {
+    auto impl = std::make_unique<Impl>();
+    impl->source = gguf.path();
+    const auto invalid_file = [&](const std::string& what) {
+        return Error(ErrorCode::InvalidModelFile, impl->source + ": " + what);
+    };
+    const auto pre_name = gguf.get_string("tokenizer.ggml.pre");
+    tokenizer::BpePreTokenizer pre;
+    if (pre_name && (*pre_name == "llama-bpe" || *pre_name == "llama3" || *pre_name == "llama-v3")) {
+        pre = tokenizer::BpePreTokenizer::Llama3;
+    } else {
+        // Each family splits text by its own expression; guessing one would tokenize differently
+        // from how the model was trained, quietly.
+        throw Error(ErrorCode::UnsupportedTokenizer,
+                    pre_name ? "this model's BPE pre-tokenizer \"" + *pre_name +
+                                   "\" is not supported yet (Llama 3's \"llama-bpe\" is)"
+                             : "this BPE vocabulary does not name its pre-tokenizer (tokenizer.ggml.pre), so its "
+                               "text splitting is unknown");
     }
+    auto tokens = gguf.get_string_array("tokenizer.ggml.tokens");
+    const auto types = gguf.get_int_array("tokenizer.ggml.token_type");
+    const auto merges = gguf.get_string_array("tokenizer.ggml.merges");
+    if (tokens.empty()) throw invalid_file("tokenizer.ggml.tokens is missing or empty");
+    if (merges.empty()) throw invalid_file("tokenizer.ggml.merges is missing or empty (a BPE vocabulary needs them)");
+    if (!types.empty() && types.size() != tokens.size())
+        throw invalid_file("tokenizer.ggml.token_type has " + std::to_string(types.size()) + " entries for " +
+                           std::to_string(tokens.size()) + " tokens");
+    const auto n = static_cast<int32_t>(tokens.size());
+    const auto id_or = [&](std::string_view key) -> int32_t {
+        const int64_t v = gguf.get_int(key).value_or(-1);
+        return v >= 0 && v < n ? static_cast<int32_t>(v) : -1;
+    };
+    impl->bos = id_or("tokenizer.ggml.bos_token_id");
+    impl->eos = id_or("tokenizer.ggml.eos_token_id");
+    impl->pad = id_or("tokenizer.ggml.padding_token_id");
+    impl->unk = id_or("tokenizer.ggml.unknown_token_id");  // byte-level BPE needs none: -1
+    impl->eot = id_or("tokenizer.ggml.eot_token_id");
+    impl->add_bos = gguf.get_bool("tokenizer.ggml.add_bos_token").value_or(true) && impl->bos >= 0;
+    impl->add_space_prefix = false;
+
+    impl->pieces = std::move(tokens);
+    impl->scores.assign(n, 0.0f);
+    impl->types.resize(n);
+    impl->special.assign(n, 0);
+    impl->texts.resize(n);
+    std::vector<uint8_t> matchable(n, 0);
+    for (int32_t id = 0; id < n; ++id) {
+        TokenType type = TokenType::Normal;
+        if (!types.empty()) {
+            const int64_t t = types[id];
+            if (t < 0 || t > 6)
+                throw invalid_file("token " + std::to_string(id) + " has unknown token_type " + std::to_string(t));
+            type = t == 0 ? TokenType::Normal : static_cast<TokenType>(t);
+        }
+        impl->types[id] = type;
+        const bool declared = id == impl->bos || id == impl->eos || id == impl->pad || id == impl->eot;
+        const std::string& piece = impl->pieces[id];
+        impl->special[id] = type == TokenType::Control || type == TokenType::Unknown || type == TokenType::Unused ||
+                            declared || (type == TokenType::UserDefined && is_chat_marker(piece));
+        if (impl->special[id]) continue;  // decodes to nothing, never produced by text
+        if (type == TokenType::UserDefined) {
+            // Added by hand in plain spelling; text containing it becomes this token.
+            if (!piece.empty()) impl->user_by_first_byte[static_cast<uint8_t>(piece[0])].push_back(id);
+            impl->texts[id] = piece;
+        } else {
+            matchable[id] = 1;
+            impl->texts[id] = tokenizer::bpe_piece_bytes(piece);
+        }
+    }
+    impl->bpe = std::make_unique<tokenizer::BpeEncoder>(impl->pieces, matchable, merges, pre, impl->source);
+    impl->index_specials();
     return impl;
 }
 
@@ -235,6 +351,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
     if (!type)
         throw Error(ErrorCode::UnsupportedTokenizer,
                     gguf.path() + ": the model has no tokenizer (tokenizer.ggml.model is missing)");
+    if (*type == "gpt2") return std::unique_ptr<Tokenizer>(new Tokenizer(Impl::build_bpe(gguf)));
     if (*type != "llama") throw Error(ErrorCode::UnsupportedTokenizer, unsupported_message(*type));
 
     const auto invalid_file = [&](const std::string& what) {
@@ -304,13 +421,13 @@ std::unique_ptr<Tokenizer> Tokenizer::from_model_file(const std::string& path) {
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) const {
     std::vector<int32_t> ids;
     if (add_bos && impl_->bos >= 0) ids.push_back(impl_->bos);
-    const auto body = impl_->run(impl_->starting, text);
+    const auto body = impl_->run(true, text);
     ids.insert(ids.end(), body.begin(), body.end());
     return ids;
 }
 
 std::vector<int32_t> Tokenizer::encode_fragment(std::string_view text, bool space_prefix) const {
-    return impl_->run(space_prefix ? impl_->starting : impl_->continuing, text);
+    return impl_->run(space_prefix, text);
 }
 
 std::vector<int32_t> Tokenizer::encode_with_specials(std::string_view text, bool add_bos) const {

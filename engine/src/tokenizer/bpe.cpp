@@ -1,0 +1,316 @@
+#include "tokenizer/bpe.h"
+
+#include <algorithm>
+#include <array>
+#include <queue>
+
+#include "lantern/error.h"
+
+namespace lantern::tokenizer {
+
+namespace {
+
+struct CodePointRange {
+    uint32_t lo, hi;
+};
+#include "tokenizer/unicode_classes.inc"
+
+template <size_t N>
+bool in_ranges(const CodePointRange (&ranges)[N], uint32_t cp) {
+    const auto it = std::upper_bound(std::begin(ranges), std::end(ranges), cp,
+                                     [](uint32_t c, const CodePointRange& r) { return c < r.lo; });
+    return it != std::begin(ranges) && cp <= std::prev(it)->hi;
+}
+
+// A byte that is not part of valid UTF-8: a code point of its own, in no class.
+constexpr uint32_t kInvalid = 0xFFFFFFFF;
+
+// Unicode's White_Space property: what the pre-tokenizers' \s means (as in llama.cpp and the
+// `regex` module Hugging Face's tokenizers use; C's isspace would miss U+00A0 and U+3000).
+bool is_space(uint32_t cp) {
+    return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+           cp == 0x3000;
+}
+bool is_letter(uint32_t cp) { return cp != kInvalid && in_ranges(kLetterRanges, cp); }
+bool is_number(uint32_t cp) { return cp != kInvalid && in_ranges(kNumberRanges, cp); }
+bool is_newline(uint32_t cp) { return cp == '\r' || cp == '\n'; }
+
+// Code points of `text` with the byte offset where each starts (one extra offset: the end).
+struct CodePoints {
+    std::vector<uint32_t> cp;
+    std::vector<size_t> at;
+};
+
+CodePoints decode_utf8(std::string_view text) {
+    CodePoints out;
+    out.cp.reserve(text.size());
+    out.at.reserve(text.size() + 1);
+    for (size_t i = 0; i < text.size();) {
+        const auto b0 = static_cast<uint8_t>(text[i]);
+        const size_t len = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3 : (b0 >> 3) == 0x1E ? 4 : 0;
+        uint32_t cp = kInvalid;
+        if (len == 1) {
+            cp = b0;
+        } else if (len > 1 && i + len <= text.size()) {
+            cp = b0 & (0x7F >> len);
+            bool ok = true;
+            for (size_t k = 1; k < len && ok; ++k) {
+                const auto b = static_cast<uint8_t>(text[i + k]);
+                ok = (b & 0xC0) == 0x80;
+                cp = (cp << 6) | (b & 0x3F);
+            }
+            // Overlong forms, surrogates and values past U+10FFFF are not valid UTF-8 either.
+            static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+            if (!ok || cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = kInvalid;
+        }
+        const size_t used = cp == kInvalid ? 1 : len;
+        out.cp.push_back(cp);
+        out.at.push_back(i);
+        i += used;
+    }
+    out.at.push_back(text.size());
+    return out;
+}
+
+uint32_t lower_ascii(uint32_t cp) { return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp; }
+
+// Llama 3's pre-tokenizer regex, matched by hand (the same alternatives in the same order):
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n]*
+//   | \s*[\r\n]+ | \s+(?!\S) | \s+
+// Returns the code point index where the word starting at `i` ends.
+size_t llama3_word_end(const std::vector<uint32_t>& cp, size_t i) {
+    const size_t n = cp.size();
+    const auto at = [&](size_t k) { return k < n ? cp[k] : kInvalid; };
+    const auto has = [&](size_t k) { return k < n; };
+    const uint32_t c = cp[i];
+
+    // Contractions, any letter case.
+    if (c == '\'' && has(i + 1)) {
+        const uint32_t a = lower_ascii(at(i + 1));
+        if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+        if (has(i + 2)) {
+            const uint32_t b = lower_ascii(at(i + 2));
+            if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+        }
+    }
+    // Letters, with at most one leading character that is neither a line break, letter nor digit.
+    {
+        size_t k = i;
+        if (!is_newline(c) && !is_letter(c) && !is_number(c) && has(i + 1) && is_letter(at(i + 1))) ++k;
+        if (is_letter(at(k))) {
+            while (has(k) && is_letter(at(k))) ++k;
+            return k;
+        }
+    }
+    // Up to three digits.
+    if (is_number(c)) {
+        size_t k = i;
+        while (has(k) && k < i + 3 && is_number(at(k))) ++k;
+        return k;
+    }
+    // Punctuation and symbols, with an optional leading space, then any line breaks.
+    {
+        size_t k = i + (c == ' ' ? 1 : 0);
+        const auto symbol = [&](size_t j) { return has(j) && !is_space(at(j)) && !is_letter(at(j)) && !is_number(at(j)); };
+        if (symbol(k)) {
+            while (symbol(k)) ++k;
+            while (has(k) && is_newline(at(k))) ++k;
+            return k;
+        }
+    }
+    // Whitespace: up to its last line break if it has one; else all but its last character when
+    // text follows (that character joins the next word); else all of it.
+    size_t end = i, last_break = 0;
+    while (has(end) && is_space(at(end))) {
+        if (is_newline(at(end))) last_break = end + 1;
+        ++end;
+    }
+    if (last_break > 0) return last_break;
+    if (end - i > 1 && has(end)) return end - 1;
+    if (end > i) return end;
+    return i + 1;  // unreachable: every code point is a letter, digit, space or symbol
+}
+
+struct ByteAlphabet {
+    std::array<std::string, 256> symbol;
+    std::unordered_map<uint32_t, uint8_t> byte_of;  // code point -> byte
+};
+
+std::string utf8_of(uint32_t cp) {
+    std::string s;
+    if (cp < 0x80) {
+        s.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+        s.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+        s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+        s.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+        s.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+        s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+    return s;
+}
+
+// GPT-2's alphabet: printable Latin-1 bytes stand for themselves; the other 68 (controls, space,
+// DEL, NBSP, soft hyphen) take U+0100 onwards in byte order, so no piece holds a space or a
+// control character.
+const ByteAlphabet& alphabet() {
+    static const ByteAlphabet a = [] {
+        ByteAlphabet out;
+        uint32_t next = 0x100;
+        for (uint32_t b = 0; b < 256; ++b) {
+            const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+            const uint32_t cp = printable ? b : next++;
+            out.symbol[b] = utf8_of(cp);
+            out.byte_of.emplace(cp, static_cast<uint8_t>(b));
+        }
+        return out;
+    }();
+    return a;
+}
+
+}  // namespace
+
+std::vector<std::string_view> bpe_split_words(std::string_view text, BpePreTokenizer pre) {
+    std::vector<std::string_view> words;
+    const CodePoints cps = decode_utf8(text);
+    for (size_t i = 0; i < cps.cp.size();) {
+        size_t end = i + 1;
+        switch (pre) {
+            case BpePreTokenizer::Llama3:
+                end = llama3_word_end(cps.cp, i);
+                break;
+        }
+        words.push_back(text.substr(cps.at[i], cps.at[end] - cps.at[i]));
+        i = end;
+    }
+    return words;
+}
+
+const std::string& bpe_byte_symbol(uint8_t b) { return alphabet().symbol[b]; }
+
+std::string bpe_piece_bytes(std::string_view piece) {
+    const auto& byte_of = alphabet().byte_of;
+    const CodePoints cps = decode_utf8(piece);
+    std::string out;
+    out.reserve(piece.size());
+    for (size_t i = 0; i < cps.cp.size(); ++i) {
+        const auto it = byte_of.find(cps.cp[i]);
+        if (it != byte_of.end()) {
+            out.push_back(static_cast<char>(it->second));
+        } else {
+            out.append(piece.substr(cps.at[i], cps.at[i + 1] - cps.at[i]));
+        }
+    }
+    return out;
+}
+
+BpeEncoder::BpeEncoder(const std::vector<std::string>& pieces, const std::vector<uint8_t>& matchable,
+                       const std::vector<std::string>& merges, BpePreTokenizer pre, const std::string& source)
+    : pre_(pre), whole_words_first_(pre == BpePreTokenizer::Llama3) {
+    ids_.reserve(pieces.size());
+    for (size_t id = 0; id < pieces.size(); ++id)
+        if (matchable[id] && !pieces[id].empty()) ids_.emplace(pieces[id], static_cast<int32_t>(id));
+    merge_rank_.reserve(merges.size());
+    for (size_t rank = 0; rank < merges.size(); ++rank) {
+        const std::string& m = merges[rank];
+        const size_t space = m.find(' ');
+        if (space == std::string::npos || space == 0 || space + 1 == m.size() ||
+            m.find(' ', space + 1) != std::string::npos)
+            throw Error(ErrorCode::InvalidModelFile, source + ": BPE merge " + std::to_string(rank) + " (\"" + m +
+                                                         "\") is not two symbols separated by one space");
+        merge_rank_.emplace(m, static_cast<int32_t>(rank));  // a repeated merge keeps its first rank
+    }
+}
+
+void BpeEncoder::encode(std::string_view text, std::vector<int32_t>& out) const {
+    for (std::string_view word : bpe_split_words(text, pre_)) encode_word(word, out);
+}
+
+void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+    // The word in the byte alphabet, and where each byte's symbol starts in it.
+    std::string spelled;
+    std::vector<size_t> starts;
+    for (char ch : word) {
+        starts.push_back(spelled.size());
+        spelled += bpe_byte_symbol(static_cast<uint8_t>(ch));
+    }
+    if (whole_words_first_) {
+        if (const auto it = ids_.find(spelled); it != ids_.end()) {
+            out.push_back(it->second);
+            return;
+        }
+    }
+
+    // Symbols as a linked list over `spelled`; merge the adjacent pair of lowest rank (leftmost
+    // first among equals) until no pair has a merge. A heap of candidate pairs, each checked on
+    // the way out against the symbols as they are by then, keeps long words (a run of 10 000
+    // spaces) at n log n.
+    struct Symbol {
+        size_t start, len;
+        int prev, next;
+    };
+    std::vector<Symbol> sym;
+    sym.reserve(starts.size());
+    for (size_t i = 0; i < starts.size(); ++i) {
+        const size_t end = i + 1 < starts.size() ? starts[i + 1] : spelled.size();
+        sym.push_back({starts[i], end - starts[i], static_cast<int>(i) - 1,
+                       i + 1 < starts.size() ? static_cast<int>(i) + 1 : -1});
+    }
+    struct Candidate {
+        int32_t rank;
+        int left;
+        size_t left_len, right_len;
+        bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+    };
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
+    std::string key;
+    const auto consider = [&](int left) {
+        if (left < 0 || sym[left].next < 0) return;
+        const Symbol& a = sym[left];
+        const Symbol& b = sym[a.next];
+        key.assign(spelled, a.start, a.len);
+        key += ' ';
+        key.append(spelled, b.start, b.len);
+        if (const auto it = merge_rank_.find(key); it != merge_rank_.end())
+            heap.push({it->second, left, a.len, b.len});
+    };
+    for (int i = 0; i + 1 < static_cast<int>(sym.size()); ++i) consider(i);
+    while (!heap.empty()) {
+        const Candidate c = heap.top();
+        heap.pop();
+        Symbol& a = sym[c.left];
+        if (a.len != c.left_len || a.next < 0 || sym[a.next].len != c.right_len) continue;  // stale
+        Symbol& b = sym[a.next];
+        if (b.len == 0) continue;
+        a.len += b.len;
+        b.len = 0;  // merged away
+        a.next = b.next;
+        if (b.next >= 0) sym[b.next].prev = c.left;
+        consider(a.prev);
+        consider(c.left);
+    }
+
+    for (int i = 0; i >= 0 && !sym.empty(); i = sym[i].next) {
+        const Symbol& s = sym[i];
+        const std::string_view piece(spelled.data() + s.start, s.len);
+        if (const auto it = ids_.find(std::string(piece)); it != ids_.end()) {
+            out.push_back(it->second);
+            continue;
+        }
+        // No token for the merged symbol (merges the vocabulary has no piece for): its bytes.
+        for (const char ch : bpe_piece_bytes(piece)) {
+            const auto it = ids_.find(bpe_byte_symbol(static_cast<uint8_t>(ch)));
+            if (it == ids_.end())
+                throw Error(ErrorCode::InvalidArgument,
+                            "the vocabulary has no token for byte 0x" +
+                                std::string(1, "0123456789ABCDEF"[static_cast<uint8_t>(ch) >> 4]) +
+                                std::string(1, "0123456789ABCDEF"[static_cast<uint8_t>(ch) & 15]) +
+                                ", so this text cannot be encoded");
+            out.push_back(it->second);
+        }
+    }
+}
+
+}  // namespace lantern::tokenizer

@@ -1,0 +1,399 @@
+// Byte-level BPE (Llama 3's tokenizer, GGUF tokenizer.ggml.model = "gpt2"): llama.cpp's own ids
+// for a trained test vocabulary (tests/data/bpe_llama3_*, written by scripts/bpe-tokenizer-vectors
+// with llama.cpp's tokenizer, never by Lantern), the pre-tokenizer's word splits written out from
+// its regular expression, merge order, whole-word tokens, bytes that are not UTF-8, special tokens
+// that users cannot type, streaming decode, and clear errors for vocabularies Lantern cannot run.
+#include <QTest>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lantern/chat_template.h"
+#include "lantern/error.h"
+#include "lantern/gguf.h"
+#include "lantern/tokenizer.h"
+#include "test_support.h"
+#include "tokenizer/bpe.h"
+
+namespace QTest {
+template <>
+inline char* toString(const std::string& s) {
+    return toPrettyCString(s.data(), static_cast<qsizetype>(s.size()));
+}
+template <>
+inline char* toString(const std::vector<std::string>& v) {
+    QByteArray out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? "|" : "") + QByteArray(v[i].data(), static_cast<qsizetype>(v[i].size()));
+    out += "]";
+    return qstrdup(out.replace('\n', "\\n").constData());
+}
+template <>
+inline char* toString(const std::vector<int32_t>& v) {
+    QByteArray out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? " " : "") + QByteArray::number(v[i]);
+    return qstrdup((out + "]").constData());
+}
+}  // namespace QTest
+
+using namespace lantern;
+using lantern::test::source_path;
+using tokenizer::BpePreTokenizer;
+
+namespace {
+
+std::string read_std(const std::string& path) {
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) throw Error(ErrorCode::Io, "cannot read " + path);
+    std::string out;
+    char buf[1 << 16];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    std::fclose(f);
+    return out;
+}
+
+std::vector<std::string> split(const std::string& s, const std::string& separator) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t at; (at = s.find(separator, start)) != std::string::npos; start = at + separator.size())
+        parts.push_back(s.substr(start, at - start));
+    parts.push_back(s.substr(start));
+    return parts;
+}
+
+std::vector<std::string> words(std::string_view text) {
+    std::vector<std::string> out;
+    for (auto w : tokenizer::bpe_split_words(text, BpePreTokenizer::Llama3)) out.emplace_back(w);
+    return out;
+}
+
+// A byte-level vocabulary written with Lantern's GGUF writer: the 256 byte symbols (ids 0-255),
+// then `extra` pieces (in the byte alphabet), then <|begin_of_text|> and <|eot_id|> as control
+// tokens; `merges` in rank order.
+struct SmallVocab {
+    std::vector<std::string> extra;
+    std::vector<std::string> merges;
+    std::string pre = "llama-bpe";
+    std::vector<std::pair<std::string, int32_t>> typed_extra;  // more pieces with a token type
+};
+
+std::vector<uint8_t> small_vocab_gguf(const SmallVocab& v) {
+    std::vector<std::string> tokens;
+    std::vector<int32_t> types;
+    for (int b = 0; b < 256; ++b) {
+        tokens.push_back(tokenizer::bpe_byte_symbol(static_cast<uint8_t>(b)));
+        types.push_back(1);
+    }
+    for (const auto& e : v.extra) {
+        tokens.push_back(e);
+        types.push_back(1);
+    }
+    for (const auto& [piece, type] : v.typed_extra) {
+        tokens.push_back(piece);
+        types.push_back(type);
+    }
+    const auto bos = static_cast<uint32_t>(tokens.size());
+    tokens.push_back("<|begin_of_text|>");
+    types.push_back(3);
+    tokens.push_back("<|eot_id|>");
+    types.push_back(3);
+    GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    if (!v.pre.empty()) w.set_string("tokenizer.ggml.pre", v.pre);
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    w.set_i32_array("tokenizer.ggml.token_type", types);
+    w.set_string_array("tokenizer.ggml.merges", v.merges);
+    w.set_u32("tokenizer.ggml.bos_token_id", bos);
+    w.set_u32("tokenizer.ggml.eos_token_id", bos + 1);
+    w.set_bool("tokenizer.ggml.add_bos_token", true);
+    return w.serialize();
+}
+
+std::unique_ptr<Tokenizer> small_tokenizer(const SmallVocab& v) {
+    const auto bytes = small_vocab_gguf(v);
+    return Tokenizer::from_gguf(*GgufFile::from_memory(bytes));
+}
+
+ErrorCode error_of(const std::function<void()>& f, std::string* what) {
+    try {
+        f();
+    } catch (const Error& e) {
+        *what = e.what();
+        return e.code();
+    }
+    return ErrorCode::Internal;
+}
+
+int32_t byte_id(char c) { return static_cast<uint8_t>(c); }
+
+}  // namespace
+
+class BpeTokenizerTest : public QObject {
+    Q_OBJECT
+
+    struct Case {
+        std::string input;
+        std::vector<int32_t> expected;
+    };
+    std::unique_ptr<Tokenizer> trained_;
+    std::vector<Case> cases_;
+
+private slots:
+    void initTestCase() {
+        // Missing test data is a failure with its path, never a skip.
+        try {
+            trained_ = Tokenizer::from_gguf(*GgufFile::open(source_path("tests/data/bpe_llama3_vocab.gguf")));
+            auto inputs = split(read_std(source_path("tests/data/bpe_llama3_vectors.inp")), "\n__ggml_vocab_test__\n");
+            auto outputs = split(read_std(source_path("tests/data/bpe_llama3_vectors.out")), "\n");
+            if (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
+            if (!outputs.empty() && outputs.back().empty()) outputs.pop_back();
+            QCOMPARE(inputs.size(), outputs.size());
+            for (size_t i = 0; i < inputs.size(); ++i) {
+                Case c{inputs[i], {}};
+                for (const auto& item : split(outputs[i], " "))
+                    if (!item.empty()) c.expected.push_back(std::stoi(item));
+                cases_.push_back(std::move(c));
+            }
+            QVERIFY2(cases_.size() >= 60, "the llama.cpp vectors are incomplete");
+        } catch (const Error& e) {
+            QFAIL(e.what());
+        }
+    }
+
+    void llamaCppVectorsTokenizeExactly_data() {
+        QTest::addColumn<int>("index");
+        for (size_t i = 0; i < cases_.size(); ++i) {
+            QString shown = QString::fromUtf8(cases_[i].input.data(), static_cast<qsizetype>(cases_[i].input.size()));
+            shown.replace('\n', "\\n").replace('\t', "\\t").replace('\r', "\\r");
+            QTest::newRow(qPrintable(QString("%1: \"%2\"").arg(i).arg(shown.left(40)))) << static_cast<int>(i);
+        }
+    }
+    // llama.cpp's ids for every input, BOS in front only when asked, and the input back from them.
+    void llamaCppVectorsTokenizeExactly() {
+        QFETCH(int, index);
+        const Case& c = cases_[static_cast<size_t>(index)];
+        QCOMPARE(trained_->encode(c.input, false), c.expected);
+        const auto with_bos = trained_->encode(c.input, true);
+        QVERIFY(!with_bos.empty());
+        QCOMPARE(with_bos.front(), trained_->bos_id());
+        QCOMPARE(trained_->decode(c.expected), c.input);
+        QCOMPARE(trained_->decode(with_bos), c.input);  // BOS decodes to nothing
+    }
+
+    void vocabularyMetadataIsRead() {
+        QVERIFY(trained_->vocab_size() > 256);
+        QCOMPARE(trained_->piece(trained_->bos_id()), std::string("<|begin_of_text|>"));
+        QCOMPARE(trained_->piece(trained_->eos_id()), std::string("<|eot_id|>"));
+        QCOMPARE(trained_->eot_id(), trained_->eos_id());
+        QVERIFY(trained_->add_bos());
+        QVERIFY(!trained_->add_space_prefix());
+        QCOMPARE(trained_->unk_id(), -1);
+        QVERIFY(trained_->is_special(trained_->bos_id()));
+        QCOMPARE(trained_->special_token("<|start_header_id|>").has_value(), true);
+        // The space byte is spelled "Ġ" in the vocabulary and decodes to a space.
+        QCOMPARE(trained_->piece(' '), std::string("\xC4\xA0"));
+        QCOMPARE(trained_->token_text(' '), std::string(" "));
+    }
+
+    // Word splits written out from Llama 3's expression (see llama3_word_end in bpe.cpp).
+    void llama3PreTokenizerSplits_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QStringList>("expected");
+        const auto row = [](const char* name, const char* text, QStringList expected) {
+            QTest::newRow(name) << QString::fromUtf8(text) << expected;
+        };
+        row("words", "Hello world", {"Hello", " world"});
+        row("leading spaces", "  hello", {" ", " hello"});
+        row("contractions any case", "I'm you'LL it'S we've", {"I", "'m", " you", "'LL", " it", "'S", " we", "'ve"});
+        row("apostrophe without contraction", "O'Neil 'x", {"O", "'Neil", " '", "x"});
+        row("digits in threes", "12345 1234567", {"123", "45", " ", "123", "456", "7"});
+        row("space before digits", " 42", {" ", "42"});
+        row("letters after a symbol", "(hello)", {"(hello", ")"});
+        row("punctuation keeps its line breaks", "end!!\n\nnext", {"end", "!!\n\n", "next"});
+        row("space then punctuation", "a ...b", {"a", " ...", "b"});
+        row("whitespace up to its last line break", "a \n \n  b", {"a", " \n \n", " ", " b"});
+        row("whitespace at the end", "x   ", {"x", "   "});
+        row("tab before a word", "\thello", {"\thello"});
+        row("line break never leads a word", "\nhello", {"\n", "hello"});
+        row("CJK", "你好，世界！", {"你好", "，世界", "！"});
+        row("accented", "Größe über", {"Größe", " über"});
+        row("no-break space is whitespace", "a\xC2\xA0\xC2\xA0" "b", {"a", "\xC2\xA0", "\xC2\xA0" "b"});
+        row("combining mark is a symbol", "e\xCC\x81x", {"e", "\xCC\x81x"});
+        row("empty", "", {});
+    }
+    void llama3PreTokenizerSplits() {
+        QFETCH(QString, text);
+        QFETCH(QStringList, expected);
+        std::vector<std::string> want;
+        for (const auto& e : expected) want.push_back(e.toStdString());
+        QCOMPARE(words(text.toStdString()), want);
+    }
+
+    // Bytes that are not UTF-8 are words of their own, encode through the byte alphabet and come
+    // back exactly.
+    void invalidUtf8RoundTrips() {
+        const std::string text = std::string("ab\xFF\xC3(x\xE4\xBD", 8) + "\xF0\x9F\x91\x8B";
+        std::string joined;
+        for (const auto& w : words(text)) joined += w;
+        QCOMPARE(joined, text);
+        const auto ids = trained_->encode(text, false);
+        // Shown: one U+FFFD per byte that forms no character, as sentencepiece decodes them.
+        const std::string fffd = "\xEF\xBF\xBD";
+        QCOMPARE(trained_->decode(ids), "ab" + fffd + fffd + "(x" + fffd + fffd + "\xF0\x9F\x91\x8B");
+        std::string raw;
+        for (int32_t id : ids) raw += trained_->token_text(id);
+        QCOMPARE(raw, text);  // the bytes themselves; decode() shows the broken ones as U+FFFD
+    }
+
+    // Merges apply lowest rank first, the leftmost of equal pairs first, and a merge whose result
+    // is no token falls back to its bytes.
+    void mergesApplyInRankOrder() {
+        SmallVocab v;
+        v.extra = {"ab", "bc", "aa", "aaa"};
+        v.merges = {"b c", "a b", "a a", "aa a"};
+        const auto t = small_tokenizer(v);
+        const int32_t ab = 256, bc = 257, aa = 258, aaa = 259;
+        QCOMPARE(t->encode("abc", false), (std::vector<int32_t>{byte_id('a'), bc}));  // "b c" outranks "a b"
+        QCOMPARE(t->encode("abab", false), (std::vector<int32_t>{ab, ab}));
+        QCOMPARE(t->encode("aaaa", false), (std::vector<int32_t>{aa, aa}));  // leftmost first, then "aa aa" has no merge
+        QCOMPARE(t->encode("aaa", false), (std::vector<int32_t>{aaa}));
+        QCOMPARE(t->encode("a b", false), (std::vector<int32_t>{byte_id('a'), byte_id(' '), byte_id('b')}));
+        // A merge the vocabulary has no token for: the merged symbol is spelled by its bytes.
+        SmallVocab missing;
+        missing.merges = {"x y"};
+        QCOMPARE(small_tokenizer(missing)->encode("xy", false), (std::vector<int32_t>{byte_id('x'), byte_id('y')}));
+    }
+
+    // Llama 3 takes a word that is a token as that token, whatever the merges would have made.
+    void wholeWordTokensComeFirst() {
+        SmallVocab v;
+        v.extra = {"ab", "abc"};
+        v.merges = {"a b"};  // merging alone stops at "ab" + "c"
+        const auto t = small_tokenizer(v);
+        QCOMPARE(t->encode("abc", false), (std::vector<int32_t>{257}));
+        QCOMPARE(t->encode("abcc", false), (std::vector<int32_t>{256, byte_id('c'), byte_id('c')}));
+    }
+
+    // A long run of one character is one word: the merge heap keeps it fast and exact.
+    void longRunsEncode() {
+        SmallVocab v;
+        v.extra = {"ĠĠ", "ĠĠĠĠ"};
+        v.merges = {"Ġ Ġ", "ĠĠ ĠĠ"};
+        const auto t = small_tokenizer(v);
+        const std::string spaces(100001, ' ');
+        const auto ids = t->encode(spaces, false);
+        QCOMPARE(ids.size(), size_t(25001));  // 25 000 runs of four, then one
+        QCOMPARE(ids.front(), 257);
+        QCOMPARE(ids.back(), byte_id(' '));
+        QCOMPARE(t->decode(ids), spaces);
+    }
+
+    // What a user types never becomes a control token; a template can still place one by id, and
+    // trusted text (encode_with_specials) turns the spelling into the token.
+    void userTypedSpecialTokensStayText() {
+        const std::string typed = "<|eot_id|>";
+        const auto ids = trained_->encode(typed, false);
+        QVERIFY(ids.size() > 1);
+        for (int32_t id : ids) QVERIFY(!trained_->is_special(id));
+        QCOMPARE(trained_->decode(ids), typed);
+        const auto trusted = trained_->encode_with_specials("<|start_header_id|>user<|end_header_id|>", true);
+        QCOMPARE(trusted.front(), trained_->bos_id());
+        QCOMPARE(trusted[1], *trained_->special_token("<|start_header_id|>"));
+        QCOMPARE(trusted.back(), *trained_->special_token("<|end_header_id|>"));
+        QCOMPARE(trained_->decode(trusted), std::string("user"));
+    }
+
+    // User-defined pieces (added by hand, plain spelling) match wherever text contains them.
+    void userDefinedPiecesMatchInText() {
+        SmallVocab v;
+        v.merges = {"x y"};
+        v.typed_extra = {{"<tool>", 4}};
+        const auto t = small_tokenizer(v);
+        const int32_t tool = 256;
+        const auto ids = t->encode("a<tool>b", false);
+        QCOMPARE(ids, (std::vector<int32_t>{byte_id('a'), tool, byte_id('b')}));
+        QCOMPARE(t->decode(ids), std::string("a<tool>b"));
+    }
+
+    // A character spread over byte tokens comes out of the stream only once it is complete.
+    void streamingWaitsForWholeCharacters() {
+        SmallVocab v;
+        v.merges = {"x y"};
+        const auto t = small_tokenizer(v);
+        const auto ids = t->encode("\xE4\xBD\xA0!", false);  // "你!" as four byte tokens
+        QCOMPARE(ids.size(), size_t(4));
+        StreamingDetokenizer stream(*t);
+        QCOMPARE(stream.push(ids[0]), std::string());
+        QCOMPARE(stream.push(ids[1]), std::string());
+        QCOMPARE(stream.push(ids[2]), std::string("\xE4\xBD\xA0"));
+        QCOMPARE(stream.push(ids[3]), std::string("!"));
+        QCOMPARE(stream.push(t->bos_id()), std::string());
+        QCOMPARE(stream.flush(), std::string());
+    }
+
+    // Meta's Llama 3 chat layout, recognised from its Jinja template: markers as single control
+    // tokens, content trimmed, a blank line after each header, <|eot_id|> closing each turn and
+    // stopping generation; turn N's prompt plus the reply and <|eot_id|> is the start of turn N+1's.
+    void llama3ChatTemplate() {
+        const auto format = ChatTemplate::detect(
+            "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+            "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + "
+            "'<|eot_id|>' %}{{ content }}{% endfor %}");
+        QCOMPARE(format.has_value(), true);
+        QCOMPARE(*format, ChatFormat::Llama3);
+        const ChatTemplate chat(ChatFormat::Llama3);
+        QVERIFY(chat.has_system_role());
+        std::vector<ChatMessage> messages = {{ChatRole::System, " Be brief. ", {}}, {ChatRole::User, "Hi there!\n", {}}};
+        const auto first = chat.render(*trained_, messages, true);
+        const std::string expected_text =
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi there!<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n";
+        QCOMPARE(first.text, expected_text);
+        QCOMPARE(first.tokens, trained_->encode_with_specials(expected_text, false));
+        const int32_t eot = *trained_->special_token("<|eot_id|>");
+        QCOMPARE(chat.end_of_turn_tokens(*trained_), std::vector<int32_t>{eot});
+        const auto stops = chat.stop_tokens(*trained_);
+        QVERIFY(std::find(stops.begin(), stops.end(), eot) != stops.end());
+
+        const auto reply = trained_->encode("Hello! How can I help?", false);
+        messages.push_back({ChatRole::Assistant, "Hello! How can I help?", reply});
+        messages.push_back({ChatRole::User, "Tell me a story.", {}});
+        const auto second = chat.render(*trained_, messages, true);
+        std::vector<int32_t> prefix = first.tokens;
+        prefix.insert(prefix.end(), reply.begin(), reply.end());
+        prefix.push_back(eot);
+        QVERIFY(second.tokens.size() > prefix.size());
+        QCOMPARE(std::vector<int32_t>(second.tokens.begin(), second.tokens.begin() + static_cast<long>(prefix.size())),
+                 prefix);
+    }
+
+    void unsupportedVocabulariesAreRefused() {
+        std::string what;
+        SmallVocab other;
+        other.merges = {"a b"};
+        other.pre = "qwen2";
+        QCOMPARE(error_of([&] { small_tokenizer(other); }, &what), ErrorCode::UnsupportedTokenizer);
+        QVERIFY2(what.find("pre-tokenizer \"qwen2\" is not supported yet") != std::string::npos, what.c_str());
+        SmallVocab unnamed;
+        unnamed.merges = {"a b"};
+        unnamed.pre.clear();
+        QCOMPARE(error_of([&] { small_tokenizer(unnamed); }, &what), ErrorCode::UnsupportedTokenizer);
+        QVERIFY2(what.find("tokenizer.ggml.pre") != std::string::npos, what.c_str());
+        SmallVocab no_merges;
+        QCOMPARE(error_of([&] { small_tokenizer(no_merges); }, &what), ErrorCode::InvalidModelFile);
+        QVERIFY2(what.find("tokenizer.ggml.merges is missing") != std::string::npos, what.c_str());
+        SmallVocab bad_merge;
+        bad_merge.merges = {"a b", "abc"};
+        QCOMPARE(error_of([&] { small_tokenizer(bad_merge); }, &what), ErrorCode::InvalidModelFile);
+        QVERIFY2(what.find("BPE merge 1 (\"abc\")") != std::string::npos, what.c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(BpeTokenizerTest)
+#include "test_bpe_tokenizer.moc"
