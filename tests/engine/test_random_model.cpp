@@ -98,6 +98,10 @@ public:
             w.set_f32("llama.rope.scaling.factor", c_.rope.factor);
             if (c_.rope.original_context) w.set_u32("llama.rope.scaling.original_context_length", c_.rope.original_context);
         }
+        if (!c_.rope.frequency_factors.empty()) {  // as Llama 3.1+ files carry them
+            const auto& ff = c_.rope.frequency_factors;
+            w.add_tensor("rope_freqs.weight", {ff.size()}, uint32_t(GgmlType::F32), ops::quantize(uint32_t(GgmlType::F32), ff, uint32_t(ff.size())));
+        }
         w.set_f32("llama.attention.layer_norm_rms_epsilon", c_.eps);
         add_synthetic_vocabulary(w, c_.vocab);
 
@@ -408,33 +412,42 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
-    // RoPE scaling of context-extended models (rope.scaling.*, lantern/rope.h): the engine matches
-    // the reference that rotates as the scaling says, and clearly not the one that ignores it, so
-    // the test fails if the engine drops it. (The table itself: test_ops rope_table_angles.)
+    // RoPE scaling of context-extended models (rope.scaling.*, and rope_freqs.weight of Llama 3.1+;
+    // lantern/rope.h): the engine matches the reference that rotates as the scaling says, and
+    // clearly not the one that ignores it, so the test fails if the engine drops it. (The table
+    // itself: test_ops rope_table_angles.)
     void rope_scaling_matches_reference_data() {
         QTest::addColumn<uint32_t>("type");
         QTest::addColumn<int>("scaling");  // RopeScaling::Type
         QTest::addColumn<float>("factor");
         QTest::addColumn<uint32_t>("original");  // YaRN's original context (0: the trained one)
+        QTest::addColumn<bool>("frequency_factors");  // rope_freqs.weight (Llama 3.1+)
         const auto q8 = uint32_t(GgmlType::Q8_0), f32 = uint32_t(GgmlType::F32);
         const int linear = int(RopeScaling::Type::Linear), yarn = int(RopeScaling::Type::Yarn);
-        QTest::newRow("Q8_0, linear x4") << q8 << linear << 4.0f << 0u;
-        QTest::newRow("F32, linear x2.5") << f32 << linear << 2.5f << 0u;
-        QTest::newRow("Q8_0, YaRN x4 over 32") << q8 << yarn << 4.0f << 32u;
-        QTest::newRow("F32, YaRN x8") << f32 << yarn << 8.0f << 0u;
+        const int none = int(RopeScaling::Type::None);
+        QTest::newRow("Q8_0, linear x4") << q8 << linear << 4.0f << 0u << false;
+        QTest::newRow("F32, linear x2.5") << f32 << linear << 2.5f << 0u << false;
+        QTest::newRow("Q8_0, YaRN x4 over 32") << q8 << yarn << 4.0f << 32u << false;
+        QTest::newRow("F32, YaRN x8") << f32 << yarn << 8.0f << 0u << false;
+        QTest::newRow("Q8_0, frequency factors") << q8 << none << 1.0f << 0u << true;
+        QTest::newRow("F32, linear x2 and frequency factors") << f32 << linear << 2.0f << 0u << true;
     }
     void rope_scaling_matches_reference() {
         QFETCH(uint32_t, type);
         QFETCH(int, scaling);
         QFETCH(float, factor);
         QFETCH(uint32_t, original);
+        QFETCH(bool, frequency_factors);
         Config c = config_for({type});
         c.rope.type = static_cast<RopeScaling::Type>(scaling);
         c.rope.factor = factor;
         c.rope.original_context = original;
+        if (frequency_factors)  // Llama 3.1's shape: 1 for the fast pairs, up to 8 for the slow ones
+            for (uint32_t i = 0; i < c.head_dim() / 2; ++i) c.rope.frequency_factors.push_back(i < 2 ? 1.0f : i < 5 ? 2.5f : 8.0f);
         Config unscaled = c;
         unscaled.rope = {};
-        const std::string path = test::temp_dir() + "/random-rope-" + std::to_string(scaling) + "-" + ggml_type_name(type) + ".gguf";
+        const std::string path = test::temp_dir() + "/random-rope-" + std::to_string(scaling) + (frequency_factors ? "-ff-" : "-") +
+                                 ggml_type_name(type) + ".gguf";
         ReferenceModel ref(c, false), ignoring(unscaled, false);
         ref.write(path, type, 77);
         ignoring.write(path + ".unscaled.gguf", type, 77);  // same seed: the same weights
@@ -443,6 +456,7 @@ private slots:
         QVERIFY(got.type == c.rope.type);
         QCOMPARE(got.factor, factor);
         QCOMPARE(got.original_context, original ? original : c.context);
+        QCOMPARE(got.frequency_factors, c.rope.frequency_factors);
         const bool cpu_layouts = engine->device().type == DeviceType::Cpu;
         ref.set_cpu_driver(cpu_layouts);
         ignoring.set_cpu_driver(cpu_layouts);
