@@ -1,7 +1,7 @@
-// Byte-level BPE (Llama 3's tokenizer, GGUF tokenizer.ggml.model = "gpt2"): llama.cpp's own ids
-// for a trained test vocabulary (tests/data/bpe_llama3_*, written by scripts/bpe-tokenizer-vectors
-// with llama.cpp's tokenizer, never by Lantern), the pre-tokenizer's word splits written out from
-// its regular expression, merge order, whole-word tokens, bytes that are not UTF-8, special tokens
+// Byte-level BPE (GGUF tokenizer.ggml.model = "gpt2": Llama 3's, SmolLM's and GPT-2's
+// pre-tokenizers): llama.cpp's own ids for a trained test vocabulary (tests/data/bpe_*, written by
+// scripts/bpe-tokenizer-vectors with llama.cpp's tokenizer, never by Lantern), the pre-tokenizers'
+// word splits written out from their regular expressions, merge order, whole-word tokens, bytes that are not UTF-8, special tokens
 // that users cannot type, streaming decode, and clear errors for vocabularies Lantern cannot run.
 #include <QTest>
 
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -140,49 +141,70 @@ class BpeTokenizerTest : public QObject {
         std::string input;
         std::vector<int32_t> expected;
     };
-    std::unique_ptr<Tokenizer> trained_;
-    std::vector<Case> cases_;
+    struct Suite {
+        std::unique_ptr<Tokenizer> tokenizer;
+        std::vector<Case> cases;
+    };
+    // One vocabulary under three pre-tokenizers: llama3 ("llama-bpe"), smollm, gpt2 ("gpt-2").
+    std::map<std::string, Suite> suites_;
+    Tokenizer* trained_ = nullptr;  // the llama3 one
 
 private slots:
     void initTestCase() {
         // Missing test data is a failure with its path, never a skip.
         try {
-            trained_ = Tokenizer::from_gguf(*GgufFile::open(source_path("tests/data/bpe_llama3_vocab.gguf")));
-            auto inputs = split(read_std(source_path("tests/data/bpe_llama3_vectors.inp")), "\n__ggml_vocab_test__\n");
-            auto outputs = split(read_std(source_path("tests/data/bpe_llama3_vectors.out")), "\n");
-            if (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
-            if (!outputs.empty() && outputs.back().empty()) outputs.pop_back();
-            QCOMPARE(inputs.size(), outputs.size());
-            for (size_t i = 0; i < inputs.size(); ++i) {
-                Case c{inputs[i], {}};
-                for (const auto& item : split(outputs[i], " "))
-                    if (!item.empty()) c.expected.push_back(std::stoi(item));
-                cases_.push_back(std::move(c));
+            for (const std::string name : {"llama3", "smollm", "gpt2"}) {
+                Suite& suite = suites_[name];
+                const std::string base = "tests/data/bpe_" + name;
+                suite.tokenizer = Tokenizer::from_gguf(*GgufFile::open(source_path(base + "_vocab.gguf")));
+                auto inputs = split(read_std(source_path(base + "_vectors.inp")), "\n__ggml_vocab_test__\n");
+                auto outputs = split(read_std(source_path(base + "_vectors.out")), "\n");
+                if (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
+                if (!outputs.empty() && outputs.back().empty()) outputs.pop_back();
+                QCOMPARE(inputs.size(), outputs.size());
+                for (size_t i = 0; i < inputs.size(); ++i) {
+                    Case c{inputs[i], {}};
+                    for (const auto& item : split(outputs[i], " "))
+                        if (!item.empty()) c.expected.push_back(std::stoi(item));
+                    suite.cases.push_back(std::move(c));
+                }
+                QVERIFY2(suite.cases.size() >= 60, "the llama.cpp vectors are incomplete");
             }
-            QVERIFY2(cases_.size() >= 60, "the llama.cpp vectors are incomplete");
+            trained_ = suites_["llama3"].tokenizer.get();
         } catch (const Error& e) {
             QFAIL(e.what());
         }
     }
 
     void llamaCppVectorsTokenizeExactly_data() {
+        QTest::addColumn<QString>("suite");
         QTest::addColumn<int>("index");
-        for (size_t i = 0; i < cases_.size(); ++i) {
-            QString shown = QString::fromUtf8(cases_[i].input.data(), static_cast<qsizetype>(cases_[i].input.size()));
-            shown.replace('\n', "\\n").replace('\t', "\\t").replace('\r', "\\r");
-            QTest::newRow(qPrintable(QString("%1: \"%2\"").arg(i).arg(shown.left(40)))) << static_cast<int>(i);
-        }
+        for (const auto& [name, suite] : suites_)
+            for (size_t i = 0; i < suite.cases.size(); ++i) {
+                const std::string& in = suite.cases[i].input;
+                QString shown = QString::fromUtf8(in.data(), static_cast<qsizetype>(in.size()));
+                shown.replace('\n', "\\n").replace('\t', "\\t").replace('\r', "\\r");
+                QTest::newRow(qPrintable(QString("%1 %2: \"%3\"").arg(QString::fromStdString(name)).arg(i).arg(shown.left(40))))
+                    << QString::fromStdString(name) << static_cast<int>(i);
+            }
     }
-    // llama.cpp's ids for every input, BOS in front only when asked, and the input back from them.
+    // llama.cpp's ids for every input, BOS in front only when the vocabulary adds one, and the
+    // input back from them.
     void llamaCppVectorsTokenizeExactly() {
+        QFETCH(QString, suite);
         QFETCH(int, index);
-        const Case& c = cases_[static_cast<size_t>(index)];
-        QCOMPARE(trained_->encode(c.input, false), c.expected);
-        const auto with_bos = trained_->encode(c.input, true);
-        QVERIFY(!with_bos.empty());
-        QCOMPARE(with_bos.front(), trained_->bos_id());
-        QCOMPARE(trained_->decode(c.expected), c.input);
-        QCOMPARE(trained_->decode(with_bos), c.input);  // BOS decodes to nothing
+        const Suite& s = suites_.at(suite.toStdString());
+        const Tokenizer& t = *s.tokenizer;
+        const Case& c = s.cases[static_cast<size_t>(index)];
+        QCOMPARE(t.encode(c.input, false), c.expected);
+        const auto with_bos = t.encode(c.input, true);
+        if (t.add_bos()) {
+            QVERIFY(!with_bos.empty());
+            QCOMPARE(with_bos.front(), t.bos_id());
+            QCOMPARE(std::vector<int32_t>(with_bos.begin() + 1, with_bos.end()), c.expected);
+        }
+        QCOMPARE(t.decode(c.expected), c.input);
+        QCOMPARE(t.decode(with_bos), c.input);  // BOS decodes to nothing
     }
 
     void vocabularyMetadataIsRead() {
@@ -192,6 +214,8 @@ private slots:
         QCOMPARE(trained_->eot_id(), trained_->eos_id());
         QVERIFY(trained_->add_bos());
         QVERIFY(!trained_->add_space_prefix());
+        QVERIFY(!suites_["smollm"].tokenizer->add_bos());  // add_bos_token = false in those files
+        QVERIFY(!suites_["gpt2"].tokenizer->add_bos());
         QCOMPARE(trained_->unk_id(), -1);
         QVERIFY(trained_->is_special(trained_->bos_id()));
         QCOMPARE(trained_->special_token("<|start_header_id|>").has_value(), true);
@@ -232,6 +256,36 @@ private slots:
         std::vector<std::string> want;
         for (const auto& e : expected) want.push_back(e.toStdString());
         QCOMPARE(words(text.toStdString()), want);
+    }
+
+    // GPT-2's expression, and SmolLM's (the same, every digit a word of its own).
+    void gpt2AndSmolLmPreTokenizerSplits_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QStringList>("gpt2");
+        QTest::addColumn<QStringList>("smollm");
+        const auto row = [](const char* name, const char* text, QStringList gpt2, QStringList smollm) {
+            QTest::newRow(name) << QString::fromUtf8(text) << gpt2 << smollm;
+        };
+        row("words", "Hello world", {"Hello", " world"}, {"Hello", " world"});
+        row("lower-case contractions only", "I'm it'S", {"I", "'m", " it", "'", "S"}, {"I", "'m", " it", "'", "S"});
+        row("digits", "x 12345y", {"x", " 12345", "y"}, {"x", " ", "1", "2", "3", "4", "5", "y"});
+        row("symbol after letters", "(hello)", {"(", "hello", ")"}, {"(", "hello", ")"});
+        row("line breaks are whitespace", "a\n\n b", {"a", "\n\n", " b"}, {"a", "\n\n", " b"});
+        row("tab before a word", "\thello", {"\t", "hello"}, {"\t", "hello"});
+        row("whitespace at the end", "x  ", {"x", "  "}, {"x", "  "});
+        row("punctuation then line break", "end!!\nnext", {"end", "!!", "\n", "next"}, {"end", "!!", "\n", "next"});
+    }
+    void gpt2AndSmolLmPreTokenizerSplits() {
+        QFETCH(QString, text);
+        QFETCH(QStringList, gpt2);
+        QFETCH(QStringList, smollm);
+        for (const auto& [pre, expected] : {std::pair{BpePreTokenizer::Gpt2, gpt2}, std::pair{BpePreTokenizer::SmolLm, smollm}}) {
+            std::vector<std::string> want, got;
+            for (const auto& e : expected) want.push_back(e.toStdString());
+            const std::string t = text.toStdString();
+            for (auto w : tokenizer::bpe_split_words(t, pre)) got.emplace_back(w);
+            QCOMPARE(got, want);
+        }
     }
 
     // Bytes that are not UTF-8 are words of their own, encode through the byte alphabet and come
@@ -379,7 +433,9 @@ private slots:
         other.merges = {"a b"};
         other.pre = "qwen2";
         QCOMPARE(error_of([&] { small_tokenizer(other); }, &what), ErrorCode::UnsupportedTokenizer);
-        QVERIFY2(what.find("pre-tokenizer \"qwen2\" is not supported yet") != std::string::npos, what.c_str());
+        QVERIFY2(what.find("pre-tokenizer \"qwen2\" is not supported yet (\"llama-bpe\", \"smollm\" and \"gpt-2\" are)") !=
+                     std::string::npos,
+                 what.c_str());
         SmallVocab unnamed;
         unnamed.merges = {"a b"};
         unnamed.pre.clear();

@@ -79,8 +79,7 @@ uint32_t lower_ascii(uint32_t cp) { return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp
 //   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n]*
 //   | \s*[\r\n]+ | \s+(?!\S) | \s+
 // Returns the code point index where the word starting at `i` ends.
-size_t llama3_word_end(const std::vector<uint32_t>& cp, size_t i) {
-    const size_t n = cp.size();
+size_t llama3_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
     const auto at = [&](size_t k) { return k < n ? cp[k] : kInvalid; };
     const auto has = [&](size_t k) { return k < n; };
     const uint32_t c = cp[i];
@@ -132,6 +131,44 @@ size_t llama3_word_end(const std::vector<uint32_t>& cp, size_t i) {
     return i + 1;  // unreachable: every code point is a letter, digit, space or symbol
 }
 
+// GPT-2's expression, matched by hand over cp[i, n):
+//   's|'t|'re|'ve|'m|'ll|'d | ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+ | \s+(?!\S) | \s+
+// Unlike Llama 3's: contractions in lower case only, any run of digits, a letter run takes only a
+// space before it, and line breaks are whitespace like any other.
+size_t gpt2_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
+    const auto at = [&](size_t k) { return k < n ? cp[k] : kInvalid; };
+    const auto has = [&](size_t k) { return k < n; };
+    const uint32_t c = cp[i];
+    if (c == '\'' && has(i + 1)) {
+        const uint32_t a = at(i + 1);
+        if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+        if (has(i + 2)) {
+            const uint32_t b = at(i + 2);
+            if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+        }
+    }
+    // An optional space, then a run of one class: letters, digits, or symbols.
+    const size_t k0 = i + (c == ' ' && has(i + 1) ? 1 : 0);
+    const auto symbol = [&](size_t j) { return has(j) && !is_space(at(j)) && !is_letter(at(j)) && !is_number(at(j)); };
+    for (const auto in_class : {+[](uint32_t x) { return is_letter(x); }, +[](uint32_t x) { return is_number(x); }}) {
+        if (has(k0) && in_class(at(k0))) {
+            size_t k = k0;
+            while (has(k) && in_class(at(k))) ++k;
+            return k;
+        }
+    }
+    if (symbol(k0)) {
+        size_t k = k0;
+        while (symbol(k)) ++k;
+        return k;
+    }
+    // Whitespace: all but its last character when text follows, else all of it.
+    size_t end = i;
+    while (has(end) && is_space(at(end))) ++end;
+    if (end - i > 1 && has(end)) return end - 1;
+    return end > i ? end : i + 1;
+}
+
 struct ByteAlphabet {
     std::array<std::string, 256> symbol;
     std::unordered_map<uint32_t, uint8_t> byte_of;  // code point -> byte
@@ -175,12 +212,25 @@ const ByteAlphabet& alphabet() {
 std::vector<std::string_view> bpe_split_words(std::string_view text, BpePreTokenizer pre) {
     std::vector<std::string_view> words;
     const CodePoints cps = decode_utf8(text);
-    for (size_t i = 0; i < cps.cp.size();) {
+    const size_t n = cps.cp.size();
+    for (size_t i = 0; i < n;) {
         size_t end = i + 1;
         switch (pre) {
             case BpePreTokenizer::Llama3:
-                end = llama3_word_end(cps.cp, i);
+                end = llama3_word_end(cps.cp, i, n);
                 break;
+            case BpePreTokenizer::Gpt2:
+                end = gpt2_word_end(cps.cp, i, n);
+                break;
+            case BpePreTokenizer::SmolLm: {
+                // Every digit is a word of its own; GPT-2's expression splits the text between
+                // digits, which it sees as the whole text (a space before a digit ends there).
+                if (is_number(cps.cp[i])) break;
+                size_t segment_end = i;
+                while (segment_end < n && !is_number(cps.cp[segment_end])) ++segment_end;
+                end = gpt2_word_end(cps.cp, i, segment_end);
+                break;
+            }
         }
         words.push_back(text.substr(cps.at[i], cps.at[end] - cps.at[i]));
         i = end;

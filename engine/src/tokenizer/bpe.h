@@ -19,6 +19,8 @@ namespace lantern::tokenizer {
 // The pre-tokenizers Lantern knows, by the family that uses them.
 enum class BpePreTokenizer {
     Llama3,  // tokenizer.ggml.pre "llama-bpe" (also "llama3", "llama-v3"): Llama 3, 3.1, 3.2, 3.3
+    SmolLm,  // "smollm": SmolLM and SmolLM2 (llama architecture): GPT-2's, every digit on its own
+    Gpt2,    // "gpt-2": GPT-2's own expression
 };
 
 // The words `text` splits into under `pre`, as byte ranges of `text` (they cover it exactly, in
