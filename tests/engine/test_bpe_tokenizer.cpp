@@ -222,6 +222,20 @@ private slots:
         // The space byte is spelled "Ġ" in the vocabulary and decodes to a space.
         QCOMPARE(trained_->piece(' '), std::string("\xC4\xA0"));
         QCOMPARE(trained_->token_text(' '), std::string(" "));
+        // Candidates are shown as text: " world", not "Ġworld"; a byte that is no whole character
+        // as <0xNN>; special tokens by name.
+        const auto world = trained_->encode(" world", false);
+        QCOMPARE(world.size(), size_t(1));
+        QCOMPARE(trained_->piece(world[0]), std::string("\xC4\xA0world"));
+        QCOMPARE(trained_->display_piece(world[0]), std::string(" world"));
+        QCOMPARE(trained_->display_piece(0xE4), std::string("<0xE4>"));
+        QCOMPARE(trained_->display_piece(trained_->eos_id()), std::string("<|eot_id|>"));
+        // Every token shows as valid UTF-8 (invalid bytes would not survive a round trip).
+        for (int32_t id = 0; id < trained_->vocab_size(); ++id) {
+            const std::string shown = trained_->display_piece(id);
+            const QByteArray round = QString::fromUtf8(shown.data(), static_cast<qsizetype>(shown.size())).toUtf8();
+            QVERIFY2(round == QByteArray(shown.data(), static_cast<qsizetype>(shown.size())), shown.c_str());
+        }
     }
 
     // Word splits written out from Llama 3's expression (see llama3_word_end in bpe.cpp).

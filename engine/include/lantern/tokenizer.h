@@ -98,6 +98,10 @@ public:
     // The text `id` contributes to decoded output before the leading-space rule: empty for special
     // tokens, one raw byte for <0xNN>, " ⁇ " for unknown, otherwise the piece with "▁" as " ".
     const std::string& token_text(int32_t id) const;
+    // The token as a person should see it in a list of candidates (always valid UTF-8):
+    // sentencepiece pieces as stored ("▁the", "<0x0A>", "<s>"); byte-level BPE pieces as the text
+    // they stand for (" the", not "Ġthe"), bytes that are no whole character as <0xNN>.
+    std::string display_piece(int32_t id) const;
 
     // Where the vocabulary came from (a file path), for messages.
     const std::string& source() const;

@@ -153,7 +153,7 @@ struct ChatSession::Impl {
             ev.text = shown.text;
             ev.step_ms = ms_between(t_step, t_sampled);
             ev.position = engine.sequence_length(seq);
-            for (const auto& c : s.candidates) ev.candidates.push_back({c.id, tok.piece(c.id), c.probability});
+            for (const auto& c : s.candidates) ev.candidates.push_back({c.id, tok.display_piece(c.id), c.probability});
             bool go_on = on_token(ev);
             if (shown.stopped) {
                 stats.stop_reason = "stop_string";

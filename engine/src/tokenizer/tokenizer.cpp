@@ -533,4 +533,30 @@ const std::string& Tokenizer::token_text(int32_t id) const {
     return impl_->texts[id];
 }
 
+std::string Tokenizer::display_piece(int32_t id) const {
+    impl_->check_id(id);
+    if (!impl_->bpe || impl_->special[id]) return impl_->pieces[id];
+    // The token's bytes: whole UTF-8 characters as themselves, any other byte as <0xNN>.
+    const std::string& bytes = impl_->texts[id];
+    std::string out;
+    for (size_t i = 0; i < bytes.size();) {
+        const auto b0 = static_cast<uint8_t>(bytes[i]);
+        const size_t len = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3 : (b0 >> 3) == 0x1E ? 4 : 0;
+        bool whole = len > 0 && i + len <= bytes.size();
+        for (size_t k = 1; whole && k < len; ++k) whole = (static_cast<uint8_t>(bytes[i + k]) & 0xC0) == 0x80;
+        if (whole) {
+            out.append(bytes, i, len);
+            i += len;
+        } else {
+            static constexpr char kHex[] = "0123456789ABCDEF";
+            out += "<0x";
+            out += kHex[b0 >> 4];
+            out += kHex[b0 & 15];
+            out += '>';
+            ++i;
+        }
+    }
+    return out;
+}
+
 }  // namespace lantern
