@@ -27,12 +27,16 @@ SyntheticShape synthetic_shape(const std::string& name) {
         s.tied_output = false;
         return s;
     }
+    if (name == "llama3-1b") {  // Llama 3.2 1B: a 128k vocabulary, its tied LM head a fifth of the weights
+        s.dim = 2048, s.n_layers = 16, s.n_heads = 32, s.n_kv_heads = 8, s.ffn_dim = 8192, s.vocab = 128256;
+        return s;
+    }
     if (name == "7b") {  // Llama 2 7B: the size where a GPU's decode is bound by memory, not launches
         s.dim = 4096, s.n_layers = 32, s.n_heads = 32, s.n_kv_heads = 32, s.ffn_dim = 11008, s.vocab = 32000;
         s.tied_output = false;
         return s;
     }
-    throw Error(ErrorCode::InvalidArgument, "unknown synthetic shape \"" + name + "\" (tiny, 110m, tinyllama, 7b)");
+    throw Error(ErrorCode::InvalidArgument, "unknown synthetic shape \"" + name + "\" (tiny, 110m, tinyllama, llama3-1b, 7b)");
 }
 
 void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab) {
