@@ -1,5 +1,5 @@
-// Byte-level BPE (GGUF tokenizer.ggml.model = "gpt2": Llama 3's, SmolLM's and GPT-2's
-// pre-tokenizers): llama.cpp's own ids for a trained test vocabulary (tests/data/bpe_*, written by
+// Byte-level BPE (GGUF tokenizer.ggml.model = "gpt2": Llama 3's, Mistral's tekken, SmolLM's and
+// GPT-2's pre-tokenizers): llama.cpp's own ids for a trained test vocabulary (tests/data/bpe_*, written by
 // scripts/bpe-tokenizer-vectors with llama.cpp's tokenizer, never by Lantern), the pre-tokenizers'
 // word splits written out from their regular expressions, merge order, whole-word tokens, bytes that are not UTF-8, special tokens
 // that users cannot type, streaming decode, and clear errors for vocabularies Lantern cannot run.
@@ -145,7 +145,7 @@ class BpeTokenizerTest : public QObject {
         std::unique_ptr<Tokenizer> tokenizer;
         std::vector<Case> cases;
     };
-    // One vocabulary under three pre-tokenizers: llama3 ("llama-bpe"), smollm, gpt2 ("gpt-2").
+    // One vocabulary under four pre-tokenizers: llama3 ("llama-bpe"), tekken, smollm, gpt2 ("gpt-2").
     std::map<std::string, Suite> suites_;
     Tokenizer* trained_ = nullptr;  // the llama3 one
 
@@ -153,7 +153,7 @@ private slots:
     void initTestCase() {
         // Missing test data is a failure with its path, never a skip.
         try {
-            for (const std::string name : {"llama3", "smollm", "gpt2"}) {
+            for (const std::string name : {"llama3", "tekken", "smollm", "gpt2"}) {
                 Suite& suite = suites_[name];
                 const std::string base = "tests/data/bpe_" + name;
                 suite.tokenizer = Tokenizer::from_gguf(*GgufFile::open(source_path(base + "_vocab.gguf")));
@@ -216,6 +216,7 @@ private slots:
         QVERIFY(!trained_->add_space_prefix());
         QVERIFY(!suites_["smollm"].tokenizer->add_bos());  // add_bos_token = false in those files
         QVERIFY(!suites_["gpt2"].tokenizer->add_bos());
+        QVERIFY(suites_["tekken"].tokenizer->add_bos());
         QCOMPARE(trained_->unk_id(), -1);
         QVERIFY(trained_->is_special(trained_->bos_id()));
         QCOMPARE(trained_->special_token("<|start_header_id|>").has_value(), true);
@@ -300,6 +301,35 @@ private slots:
             for (auto w : tokenizer::bpe_split_words(t, pre)) got.emplace_back(w);
             QCOMPARE(got, want);
         }
+    }
+
+    // Mistral's tekken as llama.cpp runs it: words split where lower case turns upper, an upper
+    // run keeps the lower run after it, letters outside ASCII count as both cases, one digit at a
+    // time, slashes and line breaks stay with punctuation.
+    void tekkenPreTokenizerSplits_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QStringList>("expected");
+        const auto row = [](const char* name, const char* text, QStringList expected) {
+            QTest::newRow(name) << QString::fromUtf8(text) << expected;
+        };
+        row("camel case", "helloWorld HTTPServer", {"hello", "World", " HTTPServer"});
+        row("upper run then lower", "HELLOworld", {"HELLOworld"});
+        row("all upper", "HELLO", {"HELLO"});
+        row("digits one by one", "x 123", {"x", " ", "1", "2", "3"});
+        row("no contractions", "it's you'LL", {"it", "'s", " you", "'LL"});
+        // "É" is upper and lower at once: U*W+ gives back the upper run down to it (llama.cpp agrees).
+        row("outside ASCII both cases", "ÉCOLE élève", {"É", "COLE", " élève"});
+        row("slashes after punctuation", "a!!/\nb", {"a", "!!/\n", "b"});
+        row("whitespace", "a \n \n  b", {"a", " \n \n", " ", " b"});
+    }
+    void tekkenPreTokenizerSplits() {
+        QFETCH(QString, text);
+        QFETCH(QStringList, expected);
+        std::vector<std::string> want, got;
+        for (const auto& e : expected) want.push_back(e.toStdString());
+        const std::string t = text.toStdString();
+        for (auto w : tokenizer::bpe_split_words(t, BpePreTokenizer::Tekken)) got.emplace_back(w);
+        QCOMPARE(got, want);
     }
 
     // Bytes that are not UTF-8 are words of their own, encode through the byte alphabet and come
@@ -447,7 +477,7 @@ private slots:
         other.merges = {"a b"};
         other.pre = "qwen2";
         QCOMPARE(error_of([&] { small_tokenizer(other); }, &what), ErrorCode::UnsupportedTokenizer);
-        QVERIFY2(what.find("pre-tokenizer \"qwen2\" is not supported yet (\"llama-bpe\", \"smollm\" and \"gpt-2\" are)") !=
+        QVERIFY2(what.find("pre-tokenizer \"qwen2\" is not supported yet (\"llama-bpe\", \"tekken\", \"smollm\" and \"gpt-2\" are)") !=
                      std::string::npos,
                  what.c_str());
         SmallVocab unnamed;

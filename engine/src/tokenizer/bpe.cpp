@@ -169,6 +169,52 @@ size_t gpt2_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
     return end > i ? end : i + 1;
 }
 
+// Mistral's tekken expression as llama.cpp runs it (llama.cpp's std::regex has no \p{Lu} or
+// \p{Ll}, so "upper" there is a letter other than a-z and "lower" a letter other than A-Z; letters
+// outside ASCII are both, and combining marks are symbols), matched by hand over cp[i, n):
+//   [^\r\n\p{L}\p{N}]?U*W+ | [^\r\n\p{L}\p{N}]?U+W* | \p{N} | ?[^\s\p{L}\p{N}]+[\r\n/]*
+//   | \s*[\r\n]+ | \s+(?!\S) | \s+
+// So "HelloWorld" is two words, "HELLOworld" one, and digits come one by one.
+size_t tekken_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
+    const auto at = [&](size_t k) { return k < n ? cp[k] : kInvalid; };
+    const auto has = [&](size_t k) { return k < n; };
+    const auto upper = [&](size_t k) { return has(k) && is_letter(at(k)) && !(at(k) >= 'a' && at(k) <= 'z'); };
+    const auto lower = [&](size_t k) { return has(k) && is_letter(at(k)) && !(at(k) >= 'A' && at(k) <= 'Z'); };
+    const auto run = [&](size_t k, auto in_class) {
+        while (in_class(k)) ++k;
+        return k;
+    };
+    const uint32_t c = cp[i];
+    // The optional leading character, taken when what follows matches (the regex tries it first).
+    const bool lead = !is_newline(c) && !is_letter(c) && !is_number(c) && has(i + 1);
+    const size_t k = lead && is_letter(at(i + 1)) ? i + 1 : i;
+    if (is_letter(at(k))) {
+        // U*W+: the upper run, then the lower run; if that is empty, give back upper letters until
+        // one that is also lower (a letter outside ASCII) starts the lower run.
+        const size_t u = run(k, upper);
+        if (const size_t w = run(u, lower); w > u) return w;
+        for (size_t m = u; m-- > k;)
+            if (lower(m)) return run(m, lower);
+        // U+W*: an upper run (never empty here: the letter at k is upper or lower, and not lower).
+        return run(u, lower);
+    }
+    if (is_number(c)) return i + 1;
+    const auto symbol = [&](size_t j) { return has(j) && !is_space(at(j)) && !is_letter(at(j)) && !is_number(at(j)); };
+    if (const size_t s0 = i + (c == ' ' ? 1 : 0); symbol(s0)) {
+        size_t e = run(s0, symbol);
+        while (has(e) && (is_newline(at(e)) || at(e) == '/')) ++e;
+        return e;
+    }
+    size_t end = i, last_break = 0;
+    while (has(end) && is_space(at(end))) {
+        if (is_newline(at(end))) last_break = end + 1;
+        ++end;
+    }
+    if (last_break > 0) return last_break;
+    if (end - i > 1 && has(end)) return end - 1;
+    return end > i ? end : i + 1;
+}
+
 struct ByteAlphabet {
     std::array<std::string, 256> symbol;
     std::unordered_map<uint32_t, uint8_t> byte_of;  // code point -> byte
@@ -222,6 +268,9 @@ std::vector<std::string_view> bpe_split_words(std::string_view text, BpePreToken
             case BpePreTokenizer::Gpt2:
                 end = gpt2_word_end(cps.cp, i, n);
                 break;
+            case BpePreTokenizer::Tekken:
+                end = tekken_word_end(cps.cp, i, n);
+                break;
             case BpePreTokenizer::SmolLm: {
                 // Every digit is a word of its own; GPT-2's expression splits the text between
                 // digits, which it sees as the whole text (a space before a digit ends there).
@@ -258,7 +307,7 @@ std::string bpe_piece_bytes(std::string_view piece) {
 
 BpeEncoder::BpeEncoder(const std::vector<std::string>& pieces, const std::vector<uint8_t>& matchable,
                        const std::vector<std::string>& merges, BpePreTokenizer pre, const std::string& source)
-    : pre_(pre), whole_words_first_(pre == BpePreTokenizer::Llama3) {
+    : pre_(pre), whole_words_first_(pre == BpePreTokenizer::Llama3 || pre == BpePreTokenizer::Tekken) {
     ids_.reserve(pieces.size());
     for (size_t id = 0; id < pieces.size(); ++id)
         if (matchable[id] && !pieces[id].empty()) ids_.emplace(pieces[id], static_cast<int32_t>(id));

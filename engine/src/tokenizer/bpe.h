@@ -21,6 +21,7 @@ enum class BpePreTokenizer {
     Llama3,  // tokenizer.ggml.pre "llama-bpe" (also "llama3", "llama-v3"): Llama 3, 3.1, 3.2, 3.3
     SmolLm,  // "smollm": SmolLM and SmolLM2 (llama architecture): GPT-2's, every digit on its own
     Gpt2,    // "gpt-2": GPT-2's own expression
+    Tekken,  // "tekken": Mistral NeMo, Mistral Small 3 (llama architecture): words split at case changes
 };
 
 // The words `text` splits into under `pre`, as byte ranges of `text` (they cover it exactly, in
@@ -50,8 +51,9 @@ private:
     void encode_word(std::string_view word, std::vector<int32_t>& out) const;
 
     BpePreTokenizer pre_;
-    // Llama 3's pre-tokenizer takes a whole word that is a token as that token before merging (what
-    // llama.cpp and Hugging Face's `ignore_merges` do); merging could reach a different split.
+    // Llama 3's and tekken's pre-tokenizers take a whole word that is a token as that token before
+    // merging (what llama.cpp and Hugging Face's `ignore_merges` do); merging could reach a
+    // different split.
     bool whole_words_first_;
     std::unordered_map<std::string, int32_t> ids_;          // matchable pieces
     std::unordered_map<std::string, int32_t> merge_rank_;   // "left right" -> rank

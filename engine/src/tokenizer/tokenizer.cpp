@@ -283,12 +283,14 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
         pre = tokenizer::BpePreTokenizer::SmolLm;
     } else if (pre_name && *pre_name == "gpt-2") {
         pre = tokenizer::BpePreTokenizer::Gpt2;
+    } else if (pre_name && *pre_name == "tekken") {
+        pre = tokenizer::BpePreTokenizer::Tekken;
     } else {
         // Each family splits text by its own expression; guessing one would tokenize differently
         // from how the model was trained, quietly.
         throw Error(ErrorCode::UnsupportedTokenizer,
                     pre_name ? "this model's BPE pre-tokenizer \"" + *pre_name +
-                                   "\" is not supported yet (\"llama-bpe\", \"smollm\" and \"gpt-2\" are)"
+                                   "\" is not supported yet (\"llama-bpe\", \"tekken\", \"smollm\" and \"gpt-2\" are)"
                              : "this BPE vocabulary does not name its pre-tokenizer (tokenizer.ggml.pre), so its "
                                "text splitting is unknown");
     }
@@ -310,8 +312,9 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
     impl->pad = id_or("tokenizer.ggml.padding_token_id");
     impl->unk = id_or("tokenizer.ggml.unknown_token_id");  // byte-level BPE needs none: -1
     impl->eot = id_or("tokenizer.ggml.eot_token_id");
-    // Without the key, BOS as llama.cpp decides it: Llama 3's vocabularies start with one, others not.
-    const bool bos_by_default = pre == tokenizer::BpePreTokenizer::Llama3;
+    // Without the key, BOS as llama.cpp decides it: Llama 3's and tekken vocabularies start with
+    // one, others not.
+    const bool bos_by_default = pre == tokenizer::BpePreTokenizer::Llama3 || pre == tokenizer::BpePreTokenizer::Tekken;
     impl->add_bos = gguf.get_bool("tokenizer.ggml.add_bos_token").value_or(bos_by_default) && impl->bos >= 0;
     impl->add_space_prefix = false;
 
