@@ -4,8 +4,9 @@
 // vocabulary comes from the GGUF itself (tokenizer.ggml.tokens / scores / token_type, turned into a
 // sentencepiece ModelProto) or from a tokenizer.model file. Byte-level BPE vocabularies ("gpt2":
 // Llama 3's, Mistral's, SmolLM's) run on Lantern's own encoder (tokenizer/bpe.h) when their
-// pre-tokenizer is one it knows ("llama-bpe", "tekken", "smollm", "gpt-2"). Other families (WordPiece, Unigram, other BPE
-// pre-tokenizers) are refused with Error(UnsupportedTokenizer) naming them.
+// pre-tokenizer is one it knows ("llama-bpe", "tekken", "smollm", "gpt-2"). Other families
+// (WordPiece, Unigram, other BPE pre-tokenizers) are refused with Error(UnsupportedTokenizer)
+// naming them.
 //
 // Special tokens and prompt injection: control tokens (<s>, </s>, and chat markers such as
 // <|im_start|> or <start_of_turn>) only ever enter a prompt by id, placed there by a ChatTemplate.
