@@ -31,6 +31,15 @@ std::string source_path(const std::string& relative) {
     return p;
 }
 
+std::vector<std::string> split(const std::string& s, const std::string& separator) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t at; (at = s.find(separator, start)) != std::string::npos; start = at + separator.size())
+        parts.push_back(s.substr(start, at - start));
+    parts.push_back(s.substr(start));
+    return parts;
+}
+
 std::string temp_dir() {
     static QTemporaryDir dir;
     return dir.path().toStdString();

@@ -24,6 +24,8 @@ std::string shared_path(const std::string& relative);
 // A file of the project's own test data (tests/data); missing is a hard failure too.
 std::string source_path(const std::string& relative);
 std::string temp_dir();  // a per-process scratch directory (removed at exit)
+// `s` cut at every `separator` (n separators give n + 1 parts), as test-vector files are read.
+std::vector<std::string> split(const std::string& s, const std::string& separator);
 
 class ValidationLog {
 public:

@@ -43,6 +43,7 @@ inline char* toString(const std::vector<int32_t>& v) {
 
 using namespace lantern;
 using lantern::test::source_path;
+using lantern::test::split;
 using tokenizer::BpePreTokenizer;
 
 namespace {
@@ -55,15 +56,6 @@ std::string read_std(const std::string& path) {
     for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
     std::fclose(f);
     return out;
-}
-
-std::vector<std::string> split(const std::string& s, const std::string& separator) {
-    std::vector<std::string> parts;
-    size_t start = 0;
-    for (size_t at; (at = s.find(separator, start)) != std::string::npos; start = at + separator.size())
-        parts.push_back(s.substr(start, at - start));
-    parts.push_back(s.substr(start));
-    return parts;
 }
 
 std::vector<std::string> words(std::string_view text) {

@@ -41,6 +41,7 @@ inline char* toString(const std::optional<int32_t>& v) {
 
 using namespace lantern;
 using lantern::test::shared_path;
+using lantern::test::split;
 
 namespace {
 
@@ -55,15 +56,6 @@ QByteArray read_file(const std::string& path) {
 std::string read_std(const std::string& path) {
     const QByteArray bytes = read_file(path);
     return std::string(bytes.constData(), static_cast<size_t>(bytes.size()));
-}
-
-std::vector<std::string> split(const std::string& s, const std::string& separator) {
-    std::vector<std::string> parts;
-    size_t start = 0;
-    for (size_t at; (at = s.find(separator, start)) != std::string::npos; start = at + separator.size())
-        parts.push_back(s.substr(start, at - start));
-    parts.push_back(s.substr(start));
-    return parts;
 }
 
 struct VocabCase {

@@ -75,6 +75,20 @@ CodePoints decode_utf8(std::string_view text) {
 
 uint32_t lower_ascii(uint32_t cp) { return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp; }
 
+// The whitespace alternatives Llama 3's and tekken's expressions share, `\s*[\r\n]+ | \s+(?!\S) |
+// \s+`, at a whitespace character i: up to the run's last line break if it has one; else all but
+// its last character when text follows (that character joins the next word); else all of it.
+size_t whitespace_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
+    size_t end = i, last_break = 0;
+    while (end < n && is_space(cp[end])) {
+        if (is_newline(cp[end])) last_break = end + 1;
+        ++end;
+    }
+    if (last_break > 0) return last_break;
+    if (end - i > 1 && end < n) return end - 1;
+    return end > i ? end : i + 1;
+}
+
 // Llama 3's pre-tokenizer regex, matched by hand (the same alternatives in the same order):
 //   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n]*
 //   | \s*[\r\n]+ | \s+(?!\S) | \s+
@@ -118,17 +132,7 @@ size_t llama3_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
             return k;
         }
     }
-    // Whitespace: up to its last line break if it has one; else all but its last character when
-    // text follows (that character joins the next word); else all of it.
-    size_t end = i, last_break = 0;
-    while (has(end) && is_space(at(end))) {
-        if (is_newline(at(end))) last_break = end + 1;
-        ++end;
-    }
-    if (last_break > 0) return last_break;
-    if (end - i > 1 && has(end)) return end - 1;
-    if (end > i) return end;
-    return i + 1;  // unreachable: every code point is a letter, digit, space or symbol
+    return whitespace_word_end(cp, i, n);
 }
 
 // GPT-2's expression, matched by hand over cp[i, n):
@@ -205,14 +209,7 @@ size_t tekken_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
         while (has(e) && (is_newline(at(e)) || at(e) == '/')) ++e;
         return e;
     }
-    size_t end = i, last_break = 0;
-    while (has(end) && is_space(at(end))) {
-        if (is_newline(at(end))) last_break = end + 1;
-        ++end;
-    }
-    if (last_break > 0) return last_break;
-    if (end - i > 1 && has(end)) return end - 1;
-    return end > i ? end : i + 1;
+    return whitespace_word_end(cp, i, n);
 }
 
 struct ByteAlphabet {
