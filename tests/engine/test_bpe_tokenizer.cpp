@@ -463,6 +463,33 @@ private slots:
                  prefix);
     }
 
+    // Mistral's tekken templates write no space after [INST] or before a reply (the spaces of the
+    // sentencepiece versions would be tokens of their own in a byte-level vocabulary), and v7 puts
+    // the system prompt between its own markers.
+    void mistralTekkenTemplates() {
+        SmallVocab v;
+        v.extra = {"Hi", "Hello", "Bye"};
+        v.merges = {"H i"};
+        v.typed_extra = {{"[INST]", 3}, {"[/INST]", 3}, {"[SYSTEM_PROMPT]", 3}, {"[/SYSTEM_PROMPT]", 3}};
+        v.pre = "tekken";
+        const auto t = small_tokenizer(v);
+        QVERIFY(!t->add_space_prefix());
+        const std::vector<ChatMessage> messages = {{ChatRole::System, "Be brief.", {}},
+                                                   {ChatRole::User, "Hi", {}},
+                                                   {ChatRole::Assistant, "Hello", {}},
+                                                   {ChatRole::User, "Bye", {}}};
+        const auto v3 = ChatTemplate(ChatFormat::Mistral).render(*t, messages, true);
+        const std::string v3_text = "<|begin_of_text|>[INST]Be brief.\n\nHi[/INST]Hello<|eot_id|>[INST]Bye[/INST]";
+        QCOMPARE(v3.text, v3_text);
+        QCOMPARE(v3.tokens, t->encode_with_specials(v3_text, false));
+        const auto v7 = ChatTemplate(ChatFormat::MistralV7).render(*t, messages, true);
+        const std::string v7_text =
+            "<|begin_of_text|>[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]Hi[/INST]Hello<|eot_id|>[INST]Bye[/INST]";
+        QCOMPARE(v7.text, v7_text);
+        QCOMPARE(v7.tokens, t->encode_with_specials(v7_text, false));
+        QCOMPARE(ChatTemplate(ChatFormat::MistralV7).end_of_turn_tokens(*t), std::vector<int32_t>{t->eos_id()});
+    }
+
     void unsupportedVocabulariesAreRefused() {
         std::string what;
         SmallVocab other;

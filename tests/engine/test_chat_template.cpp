@@ -39,7 +39,8 @@ namespace {
 // Ids of the markers appended to the stories260K vocabulary (512 pieces).
 constexpr int32_t kBos = 1, kEos = 2;
 constexpr int32_t kImStart = 512, kImEnd = 513, kSystem = 514, kUser = 515, kAssistant = 516, kEnd = 517,
-                  kStartOfTurn = 518, kEndOfTurn = 519, kInst = 520, kInstEnd = 521;
+                  kStartOfTurn = 518, kEndOfTurn = 519, kInst = 520, kInstEnd = 521, kSystemPrompt = 522,
+                  kSystemPromptEnd = 523;
 
 std::vector<uint8_t> marker_vocab_gguf(const std::string& chat_template = {}) {
     const auto base = GgufFile::open(shared_path("models/stories260K.gguf"));
@@ -59,6 +60,8 @@ std::vector<uint8_t> marker_vocab_gguf(const std::string& chat_template = {}) {
         {"<end_of_turn>", TokenType::UserDefined},
         {"[INST]", TokenType::Control},
         {"[/INST]", TokenType::Control},
+        {"[SYSTEM_PROMPT]", TokenType::Control},
+        {"[/SYSTEM_PROMPT]", TokenType::Control},
     };
     for (const auto& [text, type] : extra) {
         tokens.push_back(text);
@@ -127,8 +130,8 @@ const char* const kLlama3Template =
 const char* const kUnknownTemplate =
     "{% for message in messages %}{{ '<\xEF\xBD\x9CUser\xEF\xBD\x9C>' + message['content'] }}{% endfor %}";
 
-const ChatFormat kChatFormats[] = {ChatFormat::Llama2, ChatFormat::Mistral, ChatFormat::ChatML,
-                                   ChatFormat::Zephyr, ChatFormat::Phi3,    ChatFormat::Gemma};
+const ChatFormat kChatFormats[] = {ChatFormat::Llama2, ChatFormat::Mistral, ChatFormat::ChatML, ChatFormat::Zephyr,
+                                   ChatFormat::Phi3,   ChatFormat::Gemma,   ChatFormat::MistralV7};
 
 bool starts_with(const std::vector<int32_t>& all, const std::vector<int32_t>& prefix) {
     return prefix.size() <= all.size() && std::equal(prefix.begin(), prefix.end(), all.begin());
@@ -206,8 +209,8 @@ private slots:
             stories_ = Tokenizer::from_gguf(*GgufFile::open(shared_path("models/stories260K.gguf")));
             markers_bytes_ = marker_vocab_gguf();
             markers_ = Tokenizer::from_gguf(*GgufFile::from_memory(markers_bytes_));
-            QCOMPARE(markers_->vocab_size(), 522);
-            for (int32_t id = kImStart; id <= kInstEnd; ++id) QVERIFY(markers_->is_special(id));
+            QCOMPARE(markers_->vocab_size(), 524);
+            for (int32_t id = kImStart; id <= kSystemPromptEnd; ++id) QVERIFY(markers_->is_special(id));
         } catch (const Error& e) {
             QFAIL(e.what());
         }
@@ -223,6 +226,11 @@ private slots:
         QTest::newRow("phi3") << kPhi3Template << int(ChatFormat::Phi3);
         QTest::newRow("gemma") << kGemmaTemplate << int(ChatFormat::Gemma);
         QTest::newRow("llama3") << kLlama3Template << int(ChatFormat::Llama3);
+        QTest::newRow("mistral v7 (Mistral Small 3)")
+            << "{{- bos_token }}{%- if system_message is defined %}{{- '[SYSTEM_PROMPT]' + system_message + "
+               "'[/SYSTEM_PROMPT]' }}{%- endif %}{%- for message in loop_messages %}{%- if message['role'] == 'user' %}"
+               "{{- '[INST]' + message['content'] + '[/INST]' }}{%- endif %}{%- endfor %}"
+            << int(ChatFormat::MistralV7);
         QTest::newRow("deepseek (not supported)") << kUnknownTemplate << -1;
         QTest::newRow("empty") << "" << -1;
     }
@@ -358,6 +366,11 @@ private slots:
                 break;
             case ChatFormat::Completion:
                 QFAIL("not a chat format");
+            case ChatFormat::MistralV7:
+                e.special(kBos).special(kSystemPrompt).text(" Be brief.").special(kSystemPromptEnd);
+                e.special(kInst).text(" Hi!").special(kInstEnd).reply(" Hello.").special(kEos);
+                e.special(kInst).text(" Bye").special(kInstEnd);
+                break;
             case ChatFormat::Llama3:  // its markers live in BPE vocabularies only
                 QFAIL("Llama 3 prompts are checked on a BPE vocabulary in test_bpe_tokenizer");
         }
@@ -408,8 +421,8 @@ private slots:
         QTest::addColumn<int>("format");
         QTest::addColumn<QString>("vocabulary");
         for (const char* vocab : {"llama2-vocab", "marker-vocab"})
-            for (ChatFormat f : {ChatFormat::Completion, ChatFormat::Llama2, ChatFormat::Mistral,
-                                 ChatFormat::ChatML, ChatFormat::Zephyr, ChatFormat::Phi3, ChatFormat::Gemma})
+            for (ChatFormat f : {ChatFormat::Completion, ChatFormat::Llama2, ChatFormat::Mistral, ChatFormat::ChatML,
+                                 ChatFormat::Zephyr, ChatFormat::Phi3, ChatFormat::Gemma, ChatFormat::MistralV7})
                 QTest::newRow(qPrintable(QString("%1/%2").arg(chat_format_name(f), vocab)))
                     << int(f) << vocab;
     }

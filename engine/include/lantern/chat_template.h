@@ -5,7 +5,10 @@
 //
 //   Llama2   <s>[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {reply}</s><s>[INST] ...
 //   Mistral  <s>[INST] {user} [/INST] {reply}</s>[INST] ...   (no system role: folded into the
-//            next user turn; "[INST] {user}[/INST]" where [INST] is a control token, as in v3)
+//            next user turn; "[INST] {user}[/INST]" where [INST] is a control token, as in v3;
+//            "[INST]{user}[/INST]{reply}</s>" with byte-level BPE (tekken) vocabularies)
+//   MistralV7 <s>[SYSTEM_PROMPT]{system}[/SYSTEM_PROMPT][INST]{user}[/INST]{reply}</s> ...
+//            (Mistral Small 3; a space after each marker with sentencepiece vocabularies)
 //   ChatML   <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
 //   Zephyr   <|{role}|>\n{content}</s>\n ... <|assistant|>\n            (TinyLlama chat)
 //   Phi3     <|{role}|>\n{content}<|end|>\n ... <|assistant|>\n
@@ -52,7 +55,7 @@ struct ChatMessage {
     std::vector<int32_t> tokens;
 };
 
-enum class ChatFormat { Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma, Llama3 };
+enum class ChatFormat { Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma, Llama3, MistralV7 };
 const char* chat_format_name(ChatFormat format);  // "llama2", "chatml", ...
 
 struct RenderedPrompt {

@@ -127,6 +127,9 @@ void render_completion(PromptBuilder& b, std::span<const ChatMessage> messages) 
 // a user turn already ends with the [/INST] the reply follows.
 void render_llama2(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages,
                    bool mistral) {
+    // Mistral's tekken (byte-level BPE) templates write no space after [INST] or before a reply;
+    // with sentencepiece vocabularies that space is the word-start marker of the first word.
+    const std::string space = mistral && !t.add_space_prefix() ? "" : " ";
     std::string pending_system;
     bool first = true;
     for (const auto& m : messages) {
@@ -145,7 +148,7 @@ void render_llama2(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMes
                     b.text(trim(m.content));
                     pending_system.clear();
                 } else {
-                    b.text(" " + with_pending_system(pending_system, m.content));
+                    b.text(space + with_pending_system(pending_system, m.content));
                 }
                 // "[INST] hi [/INST]" as text; vocabularies with [INST] control tokens (Mistral
                 // v3) are trained on "[INST] hi[/INST]".
@@ -155,7 +158,32 @@ void render_llama2(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMes
             case ChatRole::Assistant:
                 if (first) b.bos();
                 first = false;
-                b.reply(m, " " + trim(m.content));
+                b.reply(m, space + trim(m.content));
+                b.special(t.eos_id());
+                break;
+        }
+    }
+}
+
+// Mistral's v7 layout (Mistral Large 2411, Mistral Small 3): the system prompt between its own
+// markers, "[INST]{user}[/INST]{reply}</s>", BOS once. Spaces after the markers as in render_llama2.
+void render_mistral_v7(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages) {
+    const std::string space = t.add_space_prefix() ? " " : "";
+    b.bos();
+    for (const auto& m : messages) {
+        switch (m.role) {
+            case ChatRole::System:
+                b.marker("[SYSTEM_PROMPT]");
+                b.text(space + m.content);
+                b.marker("[/SYSTEM_PROMPT]");
+                break;
+            case ChatRole::User:
+                b.marker("[INST]");
+                b.text(space + m.content);
+                b.marker("[/INST]");
+                break;
+            case ChatRole::Assistant:
+                b.reply(m, space + m.content);
                 b.special(t.eos_id());
                 break;
         }
@@ -254,6 +282,8 @@ const char* chat_format_name(ChatFormat format) {
             return "gemma";
         case ChatFormat::Llama3:
             return "llama3";
+        case ChatFormat::MistralV7:
+            return "mistral-v7";
     }
     return "unknown";
 }
@@ -265,6 +295,7 @@ std::optional<ChatFormat> ChatTemplate::detect(std::string_view jinja) {
     if (has("<start_of_turn>")) return ChatFormat::Gemma;
     // Phi-3 and Zephyr share <|user|>; Phi-3 closes turns with <|end|>, Zephyr with EOS.
     if (has("<|user|>")) return has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr;
+    if (has("[SYSTEM_PROMPT]")) return ChatFormat::MistralV7;
     if (has("[INST]")) return has("<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral;
     return std::nullopt;
 }
@@ -282,6 +313,7 @@ bool ChatTemplate::has_system_role() const {
         case ChatFormat::Zephyr:
         case ChatFormat::Phi3:
         case ChatFormat::Llama3:
+        case ChatFormat::MistralV7:
             return true;
         case ChatFormat::Completion:
         case ChatFormat::Mistral:
@@ -319,6 +351,9 @@ RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const 
         case ChatFormat::Llama3:
             render_turns(b, tokenizer, messages, add_generation_prompt, kLlama3);
             break;
+        case ChatFormat::MistralV7:
+            render_mistral_v7(b, tokenizer, messages);
+            break;
     }
     return b.finish();
 }
@@ -329,6 +364,7 @@ std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer
             return {};
         case ChatFormat::Llama2:
         case ChatFormat::Mistral:
+        case ChatFormat::MistralV7:
         case ChatFormat::Zephyr:
             if (tokenizer.eos_id() < 0) return {};
             return {tokenizer.eos_id()};
