@@ -490,6 +490,37 @@ private slots:
         QCOMPARE(ChatTemplate(ChatFormat::MistralV7).end_of_turn_tokens(*t), std::vector<int32_t>{t->eos_id()});
     }
 
+    // DeepSeek-R1's distilled Llama models: the system prompt bare after BOS, the generation prompt
+    // opening the reasoning with "<think>\n" (a user-defined token there), earlier replies sent
+    // without their reasoning, as DeepSeek's template does.
+    void deepSeekR1Template() {
+        const std::string user = "<\xEF\xBD\x9CUser\xEF\xBD\x9C>", assistant = "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>";
+        QCOMPARE(ChatTemplate::detect("{{bos_token}}{{ns.system_prompt}}{{'" + user + "' + message['content']}}{{'" +
+                                      assistant + "<think>\\n'}}"),
+                 std::optional<ChatFormat>(ChatFormat::DeepSeekR1));
+        SmallVocab v;
+        v.extra = {"Hi", "Hello"};
+        v.merges = {"H i"};
+        v.typed_extra = {{user, 3}, {assistant, 3}, {"<think>", 4}, {"</think>", 4}};
+        const auto t = small_tokenizer(v);
+        const int32_t think = 260;
+        QCOMPARE(t->piece(think), std::string("<think>"));
+        const ChatTemplate chat(ChatFormat::DeepSeekR1);
+        std::vector<ChatMessage> messages = {{ChatRole::System, "Be brief.", {}}, {ChatRole::User, "Hi", {}}};
+        const auto first = chat.render(*t, messages, true);
+        const std::string first_text = "<|begin_of_text|>Be brief." + user + "Hi" + assistant + "<think>\n";
+        QCOMPARE(first.text, first_text);
+        QCOMPARE(first.tokens, t->encode_with_specials(first_text, false));
+        QCOMPARE(first.tokens[first.tokens.size() - 2], think);
+        messages.push_back({ChatRole::Assistant, "The user greets me.\n</think>\n\nHello", {}});
+        messages.push_back({ChatRole::User, "Hi", {}});
+        const auto second = chat.render(*t, messages, false);
+        const std::string second_text =
+            "<|begin_of_text|>Be brief." + user + "Hi" + assistant + "\n\nHello<|eot_id|>" + user + "Hi";
+        QCOMPARE(second.text, second_text);
+        QCOMPARE(second.tokens, t->encode_with_specials(second_text, false));
+    }
+
     void unsupportedVocabulariesAreRefused() {
         std::string what;
         SmallVocab other;

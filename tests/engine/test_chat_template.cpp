@@ -371,8 +371,9 @@ private slots:
                 e.special(kInst).text(" Hi!").special(kInstEnd).reply(" Hello.").special(kEos);
                 e.special(kInst).text(" Bye").special(kInstEnd);
                 break;
-            case ChatFormat::Llama3:  // its markers live in BPE vocabularies only
-                QFAIL("Llama 3 prompts are checked on a BPE vocabulary in test_bpe_tokenizer");
+            case ChatFormat::Llama3:  // their markers live in BPE vocabularies only
+            case ChatFormat::DeepSeekR1:
+                QFAIL("Llama 3 and DeepSeek-R1 prompts are checked on BPE vocabularies in test_bpe_tokenizer");
         }
         const std::vector<int32_t> expected = e.finish();
         const ChatTemplate chat(static_cast<ChatFormat>(format));

@@ -9,6 +9,9 @@
 //            "[INST]{user}[/INST]{reply}</s>" with byte-level BPE (tekken) vocabularies)
 //   MistralV7 <s>[SYSTEM_PROMPT]{system}[/SYSTEM_PROMPT][INST]{user}[/INST]{reply}</s> ...
 //            (Mistral Small 3; a space after each marker with sentencepiece vocabularies)
+//   DeepSeekR1 <｜begin▁of▁sentence｜>{system}<｜User｜>{user}<｜Assistant｜>{answer}<｜end▁of▁sentence｜>
+//            ... <｜Assistant｜><think>\n   (DeepSeek-R1-Distill-Llama; earlier replies without their
+//            reasoning, so those turns are not a token prefix of the next prompt)
 //   ChatML   <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
 //   Zephyr   <|{role}|>\n{content}</s>\n ... <|assistant|>\n            (TinyLlama chat)
 //   Phi3     <|{role}|>\n{content}<|end|>\n ... <|assistant|>\n
@@ -55,7 +58,7 @@ struct ChatMessage {
     std::vector<int32_t> tokens;
 };
 
-enum class ChatFormat { Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma, Llama3, MistralV7 };
+enum class ChatFormat { Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma, Llama3, MistralV7, DeepSeekR1 };
 const char* chat_format_name(ChatFormat format);  // "llama2", "chatml", ...
 
 struct RenderedPrompt {

@@ -165,6 +165,41 @@ void render_llama2(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMes
     }
 }
 
+// DeepSeek-R1's layout (its distilled Llama models): BOS, the system prompt as bare text, then
+// "<｜User｜>{user}<｜Assistant｜>{reply}<｜end▁of▁sentence｜>" per turn; the generation prompt opens
+// the reply's reasoning with "<think>\n". As in DeepSeek's template, earlier replies are sent
+// without their reasoning (the text after their last "</think>"), which is why those turns are
+// re-encoded rather than taken from the ids the model produced.
+void render_deepseek_r1(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages,
+                        bool add_generation_prompt) {
+    b.bos();
+    std::string system;
+    for (const auto& m : messages)
+        if (m.role == ChatRole::System) system = m.content;  // the last one, as DeepSeek's template
+    b.text(system);
+    for (const auto& m : messages) {
+        if (m.role == ChatRole::User) {
+            b.marker("<\xEF\xBD\x9CUser\xEF\xBD\x9C>");
+            b.text(m.content);
+        } else if (m.role == ChatRole::Assistant) {
+            b.marker("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>");
+            const size_t end_of_thought = m.content.rfind("</think>");
+            if (end_of_thought == std::string::npos) {
+                b.reply(m, m.content);
+            } else {
+                ChatMessage answer{ChatRole::Assistant, m.content.substr(end_of_thought + 8), {}};
+                b.reply(answer, answer.content);
+            }
+            b.special(t.eos_id());
+        }
+    }
+    if (add_generation_prompt) {
+        b.marker("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>");
+        b.marker("<think>");
+        b.text("\n");
+    }
+}
+
 // Mistral's v7 layout (Mistral Large 2411, Mistral Small 3): the system prompt between its own
 // markers, "[INST]{user}[/INST]{reply}</s>", BOS once. Spaces after the markers as in render_llama2.
 void render_mistral_v7(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages) {
@@ -284,6 +319,8 @@ const char* chat_format_name(ChatFormat format) {
             return "llama3";
         case ChatFormat::MistralV7:
             return "mistral-v7";
+        case ChatFormat::DeepSeekR1:
+            return "deepseek-r1";
     }
     return "unknown";
 }
@@ -291,6 +328,7 @@ const char* chat_format_name(ChatFormat format) {
 std::optional<ChatFormat> ChatTemplate::detect(std::string_view jinja) {
     const auto has = [&](std::string_view marker) { return jinja.find(marker) != std::string_view::npos; };
     if (has("<|start_header_id|>")) return ChatFormat::Llama3;
+    if (has("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>")) return ChatFormat::DeepSeekR1;
     if (has("<|im_start|>")) return ChatFormat::ChatML;
     if (has("<start_of_turn>")) return ChatFormat::Gemma;
     // Phi-3 and Zephyr share <|user|>; Phi-3 closes turns with <|end|>, Zephyr with EOS.
@@ -314,6 +352,7 @@ bool ChatTemplate::has_system_role() const {
         case ChatFormat::Phi3:
         case ChatFormat::Llama3:
         case ChatFormat::MistralV7:
+        case ChatFormat::DeepSeekR1:
             return true;
         case ChatFormat::Completion:
         case ChatFormat::Mistral:
@@ -354,6 +393,9 @@ RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const 
         case ChatFormat::MistralV7:
             render_mistral_v7(b, tokenizer, messages);
             break;
+        case ChatFormat::DeepSeekR1:
+            render_deepseek_r1(b, tokenizer, messages, add_generation_prompt);
+            break;
     }
     return b.finish();
 }
@@ -365,6 +407,7 @@ std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer
         case ChatFormat::Llama2:
         case ChatFormat::Mistral:
         case ChatFormat::MistralV7:
+        case ChatFormat::DeepSeekR1:
         case ChatFormat::Zephyr:
             if (tokenizer.eos_id() < 0) return {};
             return {tokenizer.eos_id()};
