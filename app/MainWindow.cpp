@@ -499,6 +499,7 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
     refreshModelPicker();
     setWindowTitle(tr("%1 — Lantern").arg(loadedModelName_));
     chatView_->setAssistantName(loadedModelName_);
+    chatView_->setRepliesOpenInReasoning(report.chat_template && report.template_name == QStringLiteral("deepseek-r1"));
 
     QString deviceText = QString::fromStdString(device.name);
     if (device.type == lantern::DeviceType::Cpu) deviceText += QStringLiteral(" · ") + deviceTypeDescription(device.type);

@@ -659,6 +659,14 @@ Driver: %2</source>
         <source>interrupted</source>
         <translation>已中断</translation>
     </message>
+    <message>
+        <source>Reasoning</source>
+        <translation>思考过程</translation>
+    </message>
+    <message>
+        <source>Reasoning…</source>
+        <translation>思考中…</translation>
+    </message>
 </context>
 <context>
     <name>ModelInfoPanel</name>

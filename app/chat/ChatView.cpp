@@ -16,6 +16,7 @@
 
 #include "Theme.h"
 #include "chat/ChatModel.h"
+#include "chat/Reasoning.h"
 
 namespace {
 
@@ -66,7 +67,16 @@ MessageDelegate::Layout MessageDelegate::layout(const QStyleOptionViewItem& opti
     QTextOption textOption;
     textOption.setWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
     l.doc->setDefaultTextOption(textOption);
-    l.doc->setPlainText(text);
+    const ReplyParts parts = l.role == ChatMessage::Role::Assistant
+                                 ? splitReasoning(index.data(ChatModel::TextRole).toString(), repliesOpenInReasoning_)
+                                 : ReplyParts{};
+    if (parts.has_reasoning) {
+        // The reasoning muted and smaller under its own heading, then the answer.
+        writeReasonedReply(*l.doc, parts, font, smallFont(font), parts.reasoning_done ? tr("Reasoning") : tr("Reasoning…"),
+                           streaming ? QString(kCursor) : QString());
+    } else {
+        l.doc->setPlainText(text);
+    }
 
     if (l.role == ChatMessage::Role::Notice) {
         const int textWidth = std::min(width - 2 * kSideMargin, kMaxBubbleWidth);
@@ -225,6 +235,12 @@ void ChatView::setEmptyText(const QString& title, const QString& hint) {
 
 void ChatView::setAssistantName(const QString& name) {
     delegate_->setAssistantName(name);
+    scheduleDelayedItemsLayout();
+    viewport()->update();
+}
+
+void ChatView::setRepliesOpenInReasoning(bool open) {
+    delegate_->setRepliesOpenInReasoning(open);
     scheduleDelayedItemsLayout();
     viewport()->update();
 }

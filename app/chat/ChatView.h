@@ -14,11 +14,14 @@ public:
     QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override;
 
     void setAssistantName(const QString& name) { assistantName_ = name; }
+    // Replies start inside a reasoning section (the prompt ends with "<think>": DeepSeek-R1).
+    void setRepliesOpenInReasoning(bool open) { repliesOpenInReasoning_ = open; }
 
 private:
     struct Layout;
     Layout layout(const QStyleOptionViewItem& option, const QModelIndex& index) const;
     QString assistantName_;
+    bool repliesOpenInReasoning_ = false;
 };
 
 class ChatView : public QListView {
@@ -28,6 +31,7 @@ public:
     void setModel(QAbstractItemModel* model) override;
     void setEmptyText(const QString& title, const QString& hint);
     void setAssistantName(const QString& name);
+    void setRepliesOpenInReasoning(bool open);
     void scrollToEnd();
 
 protected:

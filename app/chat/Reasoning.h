@@ -1,0 +1,25 @@
+// Reasoning — the "thinking" part of a reply from models that reason before they answer
+// (DeepSeek-R1 and its distilled Llama models write "<think>...</think>" and then the answer).
+// The chat shows the reasoning muted and apart from the answer, as it streams.
+#pragma once
+#include <QFont>
+#include <QString>
+
+class QTextDocument;
+
+struct ReplyParts {
+    bool has_reasoning = false;  // the reply opened a reasoning section
+    bool reasoning_done = false;  // ... and closed it ("</think>" arrived)
+    QString reasoning;            // without the tags, trimmed
+    QString answer;               // the rest, with the blank lines after "</think>" dropped
+};
+
+// `opens_in_reasoning`: the prompt already ended with "<think>" (ChatFormat::DeepSeekR1), so the
+// reply starts inside the reasoning. A reply may also open it itself with a leading "<think>".
+ReplyParts splitReasoning(const QString& reply, bool opens_in_reasoning);
+
+// Writes a reply that reasons into `doc`: `heading` and the reasoning in `small` muted type (the
+// reasoning italic), then, once the reasoning is done, the answer in `font` and the text colour.
+// `tail` (the streaming cursor) goes after whatever is being written.
+void writeReasonedReply(QTextDocument& doc, const ReplyParts& parts, const QFont& font, const QFont& small,
+                        const QString& heading, const QString& tail);
