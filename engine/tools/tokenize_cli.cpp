@@ -83,7 +83,9 @@ int run_tokenize_command(const std::string& model_path, const std::string& text,
         const auto ids = tokenizer->encode(text, false);
         for (size_t i = 0; i < ids.size(); ++i) out << (i ? " " : "") << ids[i];
         out << "\n";
-        for (int32_t id : ids) out << escape_control_characters(tokenizer->piece(id)) << "\n";
+        // As the sampling panel shows them: sentencepiece pieces as stored ("▁world"), byte-level
+        // BPE pieces as their text (" world", not "Ġworld").
+        for (int32_t id : ids) out << escape_control_characters(tokenizer->display_piece(id)) << "\n";
         return 0;
     } catch (const Error& e) {
         err << "error: " << e.what() << "\n";

@@ -13,6 +13,7 @@
 #include "lantern/chat_template.h"
 #include "lantern/engine.h"
 #include "lantern/error.h"
+#include "lantern/gguf.h"
 #include "lantern/perplexity.h"
 #include "lantern/scheduler.h"
 #include "lantern/tokenizer.h"
@@ -117,6 +118,32 @@ private slots:
     // lantern-cli --perplexity reads the file, adds BOS and chunks it as the library does: its result
     // equals measure_perplexity in this process on the same text (the reference greedy text, whose
     // 200 tokens make three chunks of 64).
+    // `lantern-cli --tokenize` prints the ids, then one piece per line as the sampling panel shows
+    // them: sentencepiece pieces as stored, byte-level BPE pieces as text (" world", not "Ġworld").
+    void cli_tokenize_prints_ids_and_pieces() {
+        const auto run = [](const std::string& model_path, const QString& text) {
+            QProcess p;
+            p.start(LANTERN_CLI_PATH, {"--model", QString::fromStdString(model_path), "--tokenize", text});
+            if (!p.waitForFinished(60000) || p.exitCode() != 0) return QStringList{"failed: " + p.readAllStandardError()};
+            return QString::fromUtf8(p.readAllStandardOutput()).split('\n');
+        };
+        for (const std::string& path : {model(), test::source_path("tests/data/bpe_llama3_vocab.gguf")}) {
+            const auto tok = Tokenizer::from_gguf(*GgufFile::open(path));
+            const auto ids = tok->encode("Hello world", false);
+            const QStringList lines = run(path, "Hello world");
+            QVERIFY2(lines.size() >= 1 + static_cast<qsizetype>(ids.size()), qPrintable(lines.join('|')));
+            QStringList want_ids;
+            for (int32_t id : ids) want_ids << QString::number(id);
+            QCOMPARE(lines[0], want_ids.join(' '));
+            for (size_t i = 0; i < ids.size(); ++i)
+                QCOMPARE(lines[static_cast<qsizetype>(i) + 1], QString::fromStdString(tok->display_piece(ids[i])));
+        }
+        const QStringList bpe = run(test::source_path("tests/data/bpe_llama3_vocab.gguf"), "Hello world");
+        QVERIFY2(bpe.contains(" world"), qPrintable(bpe.join('|')));
+        const QStringList spm = run(model(), "Hello world");
+        QVERIFY2(spm.filter(QString::fromUtf8("\xE2\x96\x81")).size() > 0, qPrintable(spm.join('|')));  // "▁"
+    }
+
     void cli_perplexity_equals_the_library() {
         const std::string text = test::stories_reference()["greedy_from_bos_text"].toString().toStdString();
         const QString path = QString::fromStdString(test::temp_dir() + "/ppl-text.txt");
