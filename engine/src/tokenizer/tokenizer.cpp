@@ -291,8 +291,9 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
         throw Error(ErrorCode::UnsupportedTokenizer,
                     pre_name ? "this model's BPE pre-tokenizer \"" + *pre_name +
                                    "\" is not supported yet (\"llama-bpe\", \"tekken\", \"smollm\" and \"gpt-2\" are)"
-                             : "this BPE vocabulary does not name its pre-tokenizer (tokenizer.ggml.pre), so its "
-                               "text splitting is unknown");
+                             : "this BPE vocabulary does not name its pre-tokenizer (tokenizer.ggml.pre), so how it "
+                               "splits text is unknown; files converted before May 2024 lack it — a newer conversion "
+                               "of the model will load");
     }
     auto tokens = gguf.get_string_array("tokenizer.ggml.tokens");
     const auto types = gguf.get_int_array("tokenizer.ggml.token_type");
