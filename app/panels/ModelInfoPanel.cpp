@@ -92,7 +92,8 @@ void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::Device
     if (!m.rope_scaling.frequency_factors.empty()) rope += tr(", frequency factors per pair (Llama 3.1 scaling)");
     set("rope", rope);
     set("context", tr("%1 tokens (trained: %2)").arg(display::count(report.context_length), display::count(m.context_length)));
-    set("vocab", tr("%1 tokens%2").arg(display::count(m.vocab)).arg(m.tied_output ? tr(", output tied to embeddings") : QString()));
+    set("vocab", tr("%1 tokens%2").arg(display::count(m.vocab)).arg(m.tied_output ? tr(", output tied to embeddings") : QString()) +
+                     (report.tokenizer_kind.isEmpty() ? QString() : QStringLiteral(" · ") + report.tokenizer_kind));
     set("template", report.chat_template ? report.template_name : tr("none — completion mode (your text is continued)"));
     set("device", deviceDescription(d));
     set("driver", QString::fromStdString(d.driver));

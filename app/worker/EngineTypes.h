@@ -21,6 +21,7 @@ struct LoadReport {
     uint32_t context_length = 0;  // per conversation
     bool chat_template = false;   // false: completion mode (the text is continued)
     QString template_name;
+    QString tokenizer_kind;       // "sentencepiece", "byte-level BPE (llama-bpe)"
 };
 
 // The KV cache as the worker saw it after a step: counters plus one entry per block.

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "lantern/error.h"
+#include "lantern/tokenizer.h"
 
 namespace {
 
@@ -76,6 +77,7 @@ void InferenceWorker::loadModel(const QString& path, const QString& deviceSelect
         report.context_length = engine_->context_length();
         report.chat_template = session_->has_chat_template();
         report.template_name = QString::fromStdString(session_->template_name());
+        report.tokenizer_kind = QString::fromStdString(engine_->tokenizer().kind());
         emit modelLoaded(engine_->model(), engine_->device(), report);
         publishKvStats();
         warmUpShape_ = 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lantern/chat.h"
+#include "lantern/chat_template.h"
 #include "lantern/device.h"
 #include "lantern/engine.h"
 #include "lantern/error.h"
@@ -157,6 +158,8 @@ void print_info(const Engine& e) {
         std::printf(", YaRN x%g over %u", m.rope_scaling.factor, m.rope_scaling.original_context);
     if (!m.rope_scaling.frequency_factors.empty()) std::printf(", frequency factors per pair (rope_freqs.weight)");
     std::printf("), RMS eps %g, %s output\n", m.rms_eps, m.tied_output ? "tied" : "separate");
+    std::printf("tokenizer    %s, chat format %s\n", e.tokenizer().kind().c_str(),
+                chat_format_name(ChatTemplate::from_gguf(*GgufFile::open(m.path)).format()));
     std::printf("weights      %s; %.2f M parameters; %.1f MiB in file, %.1f MiB on device\n", m.weight_types.c_str(),
                 m.parameters / 1e6, m.file_bytes / 1048576.0, m.weight_bytes / 1048576.0);
     auto kv = e.kv_stats();

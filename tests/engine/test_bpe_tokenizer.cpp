@@ -209,6 +209,8 @@ private slots:
         QVERIFY(!suites_["smollm"].tokenizer->add_bos());  // add_bos_token = false in those files
         QVERIFY(!suites_["gpt2"].tokenizer->add_bos());
         QVERIFY(suites_["tekken"].tokenizer->add_bos());
+        QCOMPARE(trained_->kind(), std::string("byte-level BPE (llama-bpe)"));
+        QCOMPARE(suites_["tekken"].tokenizer->kind(), std::string("byte-level BPE (tekken)"));
         QCOMPARE(trained_->unk_id(), -1);
         QVERIFY(trained_->is_special(trained_->bos_id()));
         QCOMPARE(trained_->special_token("<|start_header_id|>").has_value(), true);

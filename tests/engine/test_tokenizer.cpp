@@ -200,6 +200,8 @@ private slots:
     }
 
     void llamaVocabularyMetadataIsRead() {
+        QCOMPARE(from_gguf_->kind(), std::string("sentencepiece"));
+        QCOMPARE(from_model_->kind(), std::string("sentencepiece"));
         for (const Tokenizer* t : {from_gguf_.get(), from_model_.get()}) {
             QCOMPARE(t->vocab_size(), 32000);
             QCOMPARE(t->bos_id(), 1);

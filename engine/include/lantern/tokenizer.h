@@ -106,6 +106,9 @@ public:
 
     // Where the vocabulary came from (a file path), for messages.
     const std::string& source() const;
+    // What kind of tokenizer this is, for people: "sentencepiece" or "byte-level BPE (llama-bpe)"
+    // with the pre-tokenizer's GGUF name.
+    std::string kind() const;
 
     struct Impl;  // opaque: keeps sentencepiece out of this header
 

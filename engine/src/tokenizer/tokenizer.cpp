@@ -100,6 +100,7 @@ struct Tokenizer::Impl {
     sentencepiece::SentencePieceProcessor continuing;
     // Byte-level BPE vocabularies (tokenizer.ggml.model "gpt2") run here instead of sentencepiece.
     std::unique_ptr<tokenizer::BpeEncoder> bpe;
+    std::string bpe_pre_name;  // tokenizer.ggml.pre, for kind()
     // BPE: user-defined pieces that text matches as a whole wherever it contains them (as
     // llama.cpp does), by first byte, longest first.
     std::array<std::vector<int32_t>, 256> user_by_first_byte;
@@ -349,6 +350,7 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
         }
     }
     impl->bpe = std::make_unique<tokenizer::BpeEncoder>(impl->pieces, matchable, merges, pre, impl->source);
+    impl->bpe_pre_name = *pre_name;
     impl->index_specials();
     return impl;
 }
@@ -504,6 +506,9 @@ bool Tokenizer::add_space_prefix() const {
 }
 const std::string& Tokenizer::source() const {
     return impl_->source;
+}
+std::string Tokenizer::kind() const {
+    return impl_->bpe ? "byte-level BPE (" + impl_->bpe_pre_name + ")" : "sentencepiece";
 }
 
 const std::string& Tokenizer::piece(int32_t id) const {
