@@ -523,6 +523,20 @@ private slots:
         QCOMPARE(second.tokens, t->encode_with_specials(second_text, false));
     }
 
+    // Falcon 3's "falcon3" is Llama 3's pre-tokenizer under another name (as in llama.cpp):
+    // whole-word tokens first, BOS by default.
+    void llama3AliasesRunAsLlama3() {
+        for (const char* name : {"falcon3", "midm-2.0", "llama3", "llama-v3"}) {
+            SmallVocab v;
+            v.extra = {"ab", "abc"};
+            v.merges = {"a b"};
+            v.pre = name;
+            const auto t = small_tokenizer(v);
+            QCOMPARE(t->encode("abc", false), (std::vector<int32_t>{257}));
+            QVERIFY(t->kind().find(name) != std::string::npos);
+        }
+    }
+
     void unsupportedVocabulariesAreRefused() {
         std::string what;
         SmallVocab other;

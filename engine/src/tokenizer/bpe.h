@@ -18,7 +18,8 @@ namespace lantern::tokenizer {
 
 // The pre-tokenizers Lantern knows, by the family that uses them.
 enum class BpePreTokenizer {
-    Llama3,  // tokenizer.ggml.pre "llama-bpe" (also "llama3", "llama-v3"): Llama 3, 3.1, 3.2, 3.3
+    Llama3,  // tokenizer.ggml.pre "llama-bpe" (also "llama3", "llama-v3"): Llama 3, 3.1, 3.2, 3.3;
+             // "falcon3" (Falcon 3), "midm-2.0"
     SmolLm,  // "smollm": SmolLM and SmolLM2 (llama architecture): GPT-2's, every digit on its own
     Gpt2,    // "gpt-2": GPT-2's own expression
     Tekken,  // "tekken": Mistral NeMo, Mistral Small 3 (llama architecture): words split at case changes

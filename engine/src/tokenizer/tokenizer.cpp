@@ -278,7 +278,9 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
     };
     const auto pre_name = gguf.get_string("tokenizer.ggml.pre");
     tokenizer::BpePreTokenizer pre;
-    if (pre_name && (*pre_name == "llama-bpe" || *pre_name == "llama3" || *pre_name == "llama-v3")) {
+    // Falcon 3 and Mi:dm 2.0 (llama architecture) reuse Llama 3's pre-tokenizer under their own names.
+    if (pre_name && (*pre_name == "llama-bpe" || *pre_name == "llama3" || *pre_name == "llama-v3" ||
+                     *pre_name == "falcon3" || *pre_name == "midm-2.0")) {
         pre = tokenizer::BpePreTokenizer::Llama3;
     } else if (pre_name && *pre_name == "smollm") {
         pre = tokenizer::BpePreTokenizer::SmolLm;
