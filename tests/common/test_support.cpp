@@ -4,10 +4,13 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QTemporaryDir>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "lantern/error.h"
+#include "lantern/gguf.h"
 
 namespace lantern::test {
 
@@ -38,6 +41,48 @@ std::vector<std::string> split(const std::string& s, const std::string& separato
         parts.push_back(s.substr(start, at - start));
     parts.push_back(s.substr(start));
     return parts;
+}
+
+std::vector<uint8_t> bpe_test_vocab(const std::string& pre, bool add_bos) {
+    std::ifstream in(source_path("tests/data/bpe_vocab.txt"), std::ios::binary);
+    std::vector<std::string> tokens, merges;
+    std::vector<int32_t> types;
+    for (std::string line; std::getline(in, line);) {
+        if (line.starts_with("token ")) {
+            const size_t space = line.find(' ', 6);
+            types.push_back(std::stoi(line.substr(6, space - 6)));
+            tokens.push_back(line.substr(space + 1));
+        } else if (line.starts_with("merge ")) {
+            merges.push_back(line.substr(6));
+        }
+    }
+    const auto id_of = [&](const std::string& piece) {
+        const auto it = std::find(tokens.begin(), tokens.end(), piece);
+        if (it == tokens.end()) throw Error(ErrorCode::Internal, "tests/data/bpe_vocab.txt has no " + piece);
+        return static_cast<uint32_t>(it - tokens.begin());
+    };
+    if (tokens.size() < 256 || merges.empty()) throw Error(ErrorCode::Internal, "tests/data/bpe_vocab.txt is incomplete");
+    GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    w.set_string("tokenizer.ggml.pre", pre);
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    w.set_i32_array("tokenizer.ggml.token_type", types);
+    w.set_string_array("tokenizer.ggml.merges", merges);
+    w.set_u32("tokenizer.ggml.bos_token_id", id_of("<|begin_of_text|>"));
+    w.set_u32("tokenizer.ggml.eos_token_id", id_of("<|eot_id|>"));
+    w.set_u32("tokenizer.ggml.eot_token_id", id_of("<|eot_id|>"));
+    w.set_bool("tokenizer.ggml.add_bos_token", add_bos);
+    return w.serialize();
+}
+
+std::string bpe_test_vocab_file(const std::string& pre, bool add_bos) {
+    const std::string path = temp_dir() + "/bpe-vocab-" + pre + (add_bos ? "-bos" : "") + ".gguf";
+    const auto bytes = bpe_test_vocab(pre, add_bos);
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw Error(ErrorCode::Io, "cannot write " + path);
+    return path;
 }
 
 std::string temp_dir() {

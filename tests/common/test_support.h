@@ -26,6 +26,12 @@ std::string source_path(const std::string& relative);
 std::string temp_dir();  // a per-process scratch directory (removed at exit)
 // `s` cut at every `separator` (n separators give n + 1 parts), as test-vector files are read.
 std::vector<std::string> split(const std::string& s, const std::string& separator);
+// The byte-level BPE test vocabulary (tests/data/bpe_vocab.txt, see scripts/bpe-tokenizer-vectors)
+// as the vocab-only GGUF llama.cpp tokenized the vectors with: tokenizer.ggml.pre = `pre`,
+// add_bos_token = `add_bos`, BOS <|begin_of_text|>, EOS and EOT <|eot_id|>. In memory, or written
+// to a file in temp_dir().
+std::vector<uint8_t> bpe_test_vocab(const std::string& pre, bool add_bos);
+std::string bpe_test_vocab_file(const std::string& pre, bool add_bos);
 
 class ValidationLog {
 public:

@@ -127,7 +127,8 @@ private slots:
             if (!p.waitForFinished(60000) || p.exitCode() != 0) return QStringList{"failed: " + p.readAllStandardError()};
             return QString::fromUtf8(p.readAllStandardOutput()).split('\n');
         };
-        for (const std::string& path : {model(), test::source_path("tests/data/bpe_llama3_vocab.gguf")}) {
+        const std::string bpe_vocab = test::bpe_test_vocab_file("llama-bpe", true);
+        for (const std::string& path : {model(), bpe_vocab}) {
             const auto tok = Tokenizer::from_gguf(*GgufFile::open(path));
             const auto ids = tok->encode("Hello world", false);
             const QStringList lines = run(path, "Hello world");
@@ -138,7 +139,7 @@ private slots:
             for (size_t i = 0; i < ids.size(); ++i)
                 QCOMPARE(lines[static_cast<qsizetype>(i) + 1], QString::fromStdString(tok->display_piece(ids[i])));
         }
-        const QStringList bpe = run(test::source_path("tests/data/bpe_llama3_vocab.gguf"), "Hello world");
+        const QStringList bpe = run(bpe_vocab, "Hello world");
         QVERIFY2(bpe.contains(" world"), qPrintable(bpe.join('|')));
         const QStringList spm = run(model(), "Hello world");
         QVERIFY2(spm.filter(QString::fromUtf8("\xE2\x96\x81")).size() > 0, qPrintable(spm.join('|')));  // "▁"
