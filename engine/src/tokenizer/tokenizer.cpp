@@ -118,14 +118,20 @@ struct Tokenizer::Impl {
         return run_sp(text_starts ? starting : continuing, text);
     }
 
+    // The longest piece of `table` (ids by first byte, longest first) that `text` has at `pos`.
+    std::optional<int32_t> piece_at(const std::array<std::vector<int32_t>, 256>& table, std::string_view text,
+                                    size_t pos) const {
+        for (int32_t id : table[static_cast<uint8_t>(text[pos])])
+            if (text.substr(pos).starts_with(pieces[id])) return id;
+        return std::nullopt;
+    }
+
     std::vector<int32_t> run_bpe(std::string_view text) const {
         std::vector<int32_t> ids;
         size_t start = 0;
         for (size_t pos = 0; pos < text.size();) {
-            const auto& candidates = user_by_first_byte[static_cast<uint8_t>(text[pos])];
-            const auto match = std::find_if(candidates.begin(), candidates.end(),
-                                            [&](int32_t id) { return text.substr(pos).starts_with(pieces[id]); });
-            if (match == candidates.end()) {
+            const auto match = piece_at(user_by_first_byte, text, pos);
+            if (!match) {
                 ++pos;
                 continue;
             }
@@ -456,11 +462,8 @@ std::vector<int32_t> Tokenizer::encode_with_specials(std::string_view text, bool
         after_special = false;
     };
     for (size_t pos = 0; pos < text.size();) {
-        const auto& candidates = impl_->specials_by_first_byte[static_cast<uint8_t>(text[pos])];
-        const auto match = std::find_if(candidates.begin(), candidates.end(), [&](int32_t id) {
-            return text.substr(pos).starts_with(impl_->pieces[id]);
-        });
-        if (match == candidates.end()) {
+        const auto match = impl_->piece_at(impl_->specials_by_first_byte, text, pos);
+        if (!match) {
             ++pos;
             continue;
         }
