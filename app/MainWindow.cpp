@@ -498,7 +498,6 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
     preferences::setLastModel(modelPath_);
     refreshModelPicker();
     setWindowTitle(tr("%1 — Lantern").arg(loadedModelName_));
-    chatView_->setAssistantName(loadedModelName_);
     chatView_->setRepliesOpenInReasoning(report.chat_template && report.template_name == QStringLiteral("deepseek-r1"));
 
     QString deviceText = QString::fromStdString(device.name);
@@ -599,6 +598,7 @@ void MainWindow::openConversation(qint64 id) {
         msg.text = m.content;
         msg.complete = m.complete;
         msg.details = m.details;
+        msg.model = m.model;
         msg.store_id = m.id;
         messages.push_back(msg);
     }
@@ -678,7 +678,10 @@ void MainWindow::beginAssistantReply() {
     reply.role = ChatMessage::Role::Assistant;
     reply.streaming = true;
     reply.complete = false;
-    if (conversationId_ >= 0) reply.store_id = store_->appendMessage(conversationId_, QStringLiteral("assistant"), QString(), false);
+    reply.model = loadedModelName_;
+    if (conversationId_ >= 0)
+        reply.store_id =
+            store_->appendMessage(conversationId_, QStringLiteral("assistant"), QString(), false, QString(), reply.model);
     streamingRow_ = chatModel_->append(reply);
     streamingStoreId_ = reply.store_id;
     streamingText_.clear();

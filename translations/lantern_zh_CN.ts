@@ -644,18 +644,6 @@ Driver: %2</source>
 <context>
     <name>MessageDelegate</name>
     <message>
-        <source>You</source>
-        <translation>你</translation>
-    </message>
-    <message>
-        <source>System prompt</source>
-        <translation>系统提示词</translation>
-    </message>
-    <message>
-        <source>Assistant</source>
-        <translation>助手</translation>
-    </message>
-    <message>
         <source>interrupted</source>
         <translation>已中断</translation>
     </message>

@@ -20,6 +20,8 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
         return m.complete;
     case StreamingRole:
         return m.streaming;
+    case ModelRole:
+        return m.model;
     default:
         return {};
     }
@@ -27,7 +29,7 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
 
 QHash<int, QByteArray> ChatModel::roleNames() const {
     return {{MessageRole, "messageRole"}, {TextRole, "text"},           {DetailsRole, "details"},
-            {CompleteRole, "complete"},   {StreamingRole, "streaming"}};
+            {CompleteRole, "complete"},   {StreamingRole, "streaming"},    {ModelRole, "model"}};
 }
 
 void ChatModel::clear() {

@@ -12,6 +12,7 @@ struct ChatMessage {
     Role role = Role::User;
     QString text;
     QString details;         // small print under the message (speed, why it stopped)
+    QString model;           // the model that wrote a reply (its label); empty: not known
     bool complete = true;    // false: an interrupted reply
     bool streaming = false;  // being generated right now
     qint64 store_id = -1;    // ConversationStore message id, -1 when not stored (notices)
@@ -26,6 +27,7 @@ public:
         DetailsRole,
         CompleteRole,
         StreamingRole,
+        ModelRole,  // ChatMessage::model
     };
 
     explicit ChatModel(QObject* parent = nullptr);

@@ -99,17 +99,7 @@ MessageDelegate::Layout MessageDelegate::layout(const QStyleOptionViewItem& opti
     const int textHeight = static_cast<int>(std::ceil(l.doc->size().height()));
     const int bubbleWidth = static_cast<int>(std::max(l.doc->textWidth(), 8.0)) + 2 * kPadX;
 
-    switch (l.role) {
-    case ChatMessage::Role::User:
-        l.labelText = tr("You");
-        break;
-    case ChatMessage::Role::System:
-        l.labelText = tr("System prompt");
-        break;
-    default:
-        l.labelText = assistantName_.isEmpty() ? tr("Assistant") : assistantName_;
-        break;
-    }
+    l.labelText = ChatView::author(index);
     l.detailsText = index.data(ChatModel::DetailsRole).toString();
     if (!complete && !streaming) {
         const QString interrupted = tr("interrupted");
@@ -233,10 +223,18 @@ void ChatView::setEmptyText(const QString& title, const QString& hint) {
     viewport()->update();
 }
 
-void ChatView::setAssistantName(const QString& name) {
-    delegate_->setAssistantName(name);
-    scheduleDelayedItemsLayout();
-    viewport()->update();
+QString ChatView::author(const QModelIndex& index) {
+    switch (static_cast<ChatMessage::Role>(index.data(ChatModel::MessageRole).toInt())) {
+    case ChatMessage::Role::User:
+        return tr("You");
+    case ChatMessage::Role::System:
+        return tr("System prompt");
+    default: {
+        // The model that wrote this reply, which need not be the one loaded now.
+        const QString model = index.data(ChatModel::ModelRole).toString();
+        return model.isEmpty() ? tr("Assistant") : model;
+    }
+    }
 }
 
 void ChatView::setRepliesOpenInReasoning(bool open) {
@@ -291,8 +289,7 @@ void ChatView::contextMenuEvent(QContextMenuEvent* event) {
             const QModelIndex i = model()->index(row, 0);
             const auto role = static_cast<ChatMessage::Role>(i.data(ChatModel::MessageRole).toInt());
             if (role == ChatMessage::Role::Notice) continue;
-            const QString who = role == ChatMessage::Role::User ? tr("You") : role == ChatMessage::Role::System ? tr("System prompt") : tr("Assistant");
-            parts << who + QStringLiteral(":\n") + i.data(ChatModel::TextRole).toString();
+            parts << author(i) + QStringLiteral(":\n") + i.data(ChatModel::TextRole).toString();
         }
         QApplication::clipboard()->setText(parts.join(QStringLiteral("\n\n")));
     }

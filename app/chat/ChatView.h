@@ -13,14 +13,12 @@ public:
     void paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const override;
     QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override;
 
-    void setAssistantName(const QString& name) { assistantName_ = name; }
     // Replies start inside a reasoning section (the prompt ends with "<think>": DeepSeek-R1).
     void setRepliesOpenInReasoning(bool open) { repliesOpenInReasoning_ = open; }
 
 private:
     struct Layout;
     Layout layout(const QStyleOptionViewItem& option, const QModelIndex& index) const;
-    QString assistantName_;
     bool repliesOpenInReasoning_ = false;
 };
 
@@ -30,9 +28,11 @@ public:
     explicit ChatView(QWidget* parent = nullptr);
     void setModel(QAbstractItemModel* model) override;
     void setEmptyText(const QString& title, const QString& hint);
-    void setAssistantName(const QString& name);
     void setRepliesOpenInReasoning(bool open);
     void scrollToEnd();
+    // Who a message is from, as its label and "Copy conversation" show it: "You", "System prompt",
+    // or the model that wrote the reply ("Assistant" when that was not recorded).
+    static QString author(const QModelIndex& index);
 
 protected:
     void paintEvent(QPaintEvent* event) override;

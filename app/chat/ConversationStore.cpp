@@ -11,7 +11,9 @@
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// 1: conversations and messages. 2: messages.model (which model wrote each reply: a conversation
+// can go on with another model, and its earlier replies keep their author).
+constexpr int kSchemaVersion = 2;
 
 QSqlDatabase databaseFor(const QString& connection) { return QSqlDatabase::database(connection, false); }
 
@@ -51,10 +53,34 @@ ConversationStore::ConversationStore(const QString& path)
                                         " content TEXT NOT NULL,"
                                         " complete INTEGER NOT NULL DEFAULT 1,"
                                         " details TEXT NOT NULL DEFAULT '',"
-                                        " created_at INTEGER NOT NULL)")) &&
+                                        " created_at INTEGER NOT NULL,"
+                                        " model TEXT NOT NULL DEFAULT '')")) &&
                     exec(QStringLiteral("CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id)")) &&
-                    exec(QStringLiteral("PRAGMA user_version=%1").arg(kSchemaVersion));
+                    migrate();
     if (!ok) db.close();
+}
+
+// Brings a database written by an earlier version up to this schema, in place and without losing
+// anything; a database from a newer version keeps its version number (its extra columns are left
+// alone, and this version reads and writes only the columns it knows).
+bool ConversationStore::migrate() {
+    QSqlQuery q(databaseFor(connection_));
+    if (!q.exec(QStringLiteral("PRAGMA user_version")) || !q.next()) {
+        lastError_ = q.lastError().text();
+        return false;
+    }
+    const int version = q.value(0).toInt();
+    if (version >= kSchemaVersion) return true;
+    // Version 1 had no messages.model (a table created just now has it): replies stored then have
+    // no recorded author, and the chat shows them as the assistant's.
+    bool hasModel = false;
+    if (!q.exec(QStringLiteral("PRAGMA table_info(messages)"))) {
+        lastError_ = q.lastError().text();
+        return false;
+    }
+    while (q.next()) hasModel = hasModel || q.value(1).toString() == QStringLiteral("model");
+    if (!hasModel && !exec(QStringLiteral("ALTER TABLE messages ADD COLUMN model TEXT NOT NULL DEFAULT ''"))) return false;
+    return exec(QStringLiteral("PRAGMA user_version=%1").arg(kSchemaVersion));
 }
 
 ConversationStore::~ConversationStore() {
@@ -202,16 +228,17 @@ ConversationSummary ConversationStore::conversation(qint64 id) const {
 }
 
 qint64 ConversationStore::appendMessage(qint64 conversationId, const QString& role, const QString& content,
-                                        bool complete, const QString& details) {
+                                        bool complete, const QString& details, const QString& model) {
     QSqlQuery q(databaseFor(connection_));
-    q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, role, content, complete, details, created_at) "
-                             "VALUES (?, ?, ?, ?, ?, ?)"));
+    q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, role, content, complete, details, created_at, model) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?)"));
     q.addBindValue(conversationId);
     q.addBindValue(text(role));
     q.addBindValue(text(content));
     q.addBindValue(complete ? 1 : 0);
     q.addBindValue(text(details));
     q.addBindValue(nowMs());
+    q.addBindValue(text(model));
     if (!q.exec()) {
         lastError_ = q.lastError().text();
         return -1;
@@ -249,7 +276,7 @@ bool ConversationStore::deleteMessage(qint64 messageId) {
 QVector<StoredMessage> ConversationStore::messages(qint64 conversationId) const {
     QVector<StoredMessage> out;
     QSqlQuery q(databaseFor(connection_));
-    q.prepare(QStringLiteral("SELECT id, role, content, complete, details, created_at FROM messages "
+    q.prepare(QStringLiteral("SELECT id, role, content, complete, details, created_at, model FROM messages "
                              "WHERE conversation_id = ? ORDER BY id"));
     q.addBindValue(conversationId);
     if (!q.exec()) {
@@ -265,6 +292,7 @@ QVector<StoredMessage> ConversationStore::messages(qint64 conversationId) const 
         m.complete = q.value(3).toInt() != 0;
         m.details = q.value(4).toString();
         m.created = QDateTime::fromMSecsSinceEpoch(q.value(5).toLongLong());
+        m.model = q.value(6).toString();
         out.push_back(m);
     }
     return out;

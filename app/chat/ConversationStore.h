@@ -27,6 +27,7 @@ struct StoredMessage {
     QString content;
     bool complete = true;
     QString details;  // one line about how it was made (speed, stop reason), shown under the message
+    QString model;    // the model that wrote a reply ("" for other roles, and for replies stored before v2)
     QDateTime created;
 };
 
@@ -54,7 +55,7 @@ public:
     ConversationSummary conversation(qint64 id) const;
 
     qint64 appendMessage(qint64 conversationId, const QString& role, const QString& content, bool complete = true,
-                         const QString& details = {});
+                         const QString& details = {}, const QString& model = {});
     // Rewrites a message's text (the streaming reply), its completion flag and details.
     bool updateMessage(qint64 messageId, const QString& content, bool complete, const QString& details = {});
     bool deleteMessage(qint64 messageId);
@@ -62,6 +63,7 @@ public:
 
 private:
     bool exec(const QString& sql);
+    bool migrate();
     bool touch(qint64 conversationId);
 
     QString path_;

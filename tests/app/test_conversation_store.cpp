@@ -1,6 +1,9 @@
-// ConversationStore: what is written comes back, the database runs in WAL mode, and a reply that
-// was being generated when the app died is still there (marked incomplete) on the next start.
+// ConversationStore: what is written comes back, the database runs in WAL mode, a reply that
+// was being generated when the app died is still there (marked incomplete) on the next start, and
+// a database written by an earlier version opens with everything in it.
 #include <QFile>
+#include <QSqlDatabase>
+#include <QSqlQuery>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -17,6 +20,7 @@ private slots:
     void partialReplySurvivesClosingTheStore();
     void partialReplySurvivesTheProcessDyingMidGeneration();
     void deletingAConversationDeletesItsMessages();
+    void aVersion1DatabaseIsUpgradedWithoutLoss();
 };
 
 void TestConversationStore::conversationsAndMessagesRoundTrip() {
@@ -30,7 +34,10 @@ void TestConversationStore::conversationsAndMessagesRoundTrip() {
         QVERIFY(first > 0);
         QVERIFY2(store.appendMessage(first, QStringLiteral("user"), QStringLiteral("Once upon a time")) > 0, qPrintable(store.lastError()));
         QVERIFY(store.appendMessage(first, QStringLiteral("assistant"), QStringLiteral("there was a cat. 🐈 猫"), true,
-                                    QStringLiteral("12 tokens")) > 0);
+                                    QStringLiteral("12 tokens"), QStringLiteral("stories260K")) > 0);
+        QVERIFY(store.appendMessage(first, QStringLiteral("user"), QStringLiteral("And then?")) > 0);
+        QVERIFY(store.appendMessage(first, QStringLiteral("assistant"), QStringLiteral("It slept."), true, {},
+                                    QStringLiteral("Llama 3.2 1B Instruct")) > 0);
         QTest::qWait(5);  // distinct update times: the newest conversation is listed first
         second = store.createConversation(QStringLiteral("Second"));
         QVERIFY(store.appendMessage(second, QStringLiteral("user"), QStringLiteral("Hello")) > 0);
@@ -44,16 +51,20 @@ void TestConversationStore::conversationsAndMessagesRoundTrip() {
     QCOMPARE(list[1].title, QStringLiteral("Cat stories"));
     QCOMPARE(list[1].system_prompt, QStringLiteral("You tell stories."));
     QCOMPARE(list[1].model, QStringLiteral("stories260K.gguf"));
-    QCOMPARE(list[1].message_count, 2);
+    QCOMPARE(list[1].message_count, 4);
 
     const QVector<StoredMessage> messages = reopened.messages(first);
-    QCOMPARE(messages.size(), 2);
+    QCOMPARE(messages.size(), 4);
     QCOMPARE(messages[0].role, QStringLiteral("user"));
     QCOMPARE(messages[0].content, QStringLiteral("Once upon a time"));
     QCOMPARE(messages[1].role, QStringLiteral("assistant"));
     QCOMPARE(messages[1].content, QStringLiteral("there was a cat. 🐈 猫"));
     QCOMPARE(messages[1].details, QStringLiteral("12 tokens"));
     QVERIFY(messages[1].complete);
+    // Each reply keeps the model that wrote it, though the conversation went on with another.
+    QCOMPARE(messages[0].model, QString());
+    QCOMPARE(messages[1].model, QStringLiteral("stories260K"));
+    QCOMPARE(messages[3].model, QStringLiteral("Llama 3.2 1B Instruct"));
 }
 
 void TestConversationStore::databaseUsesWriteAheadLog() {
@@ -129,6 +140,54 @@ void TestConversationStore::deletingAConversationDeletesItsMessages() {
     QCOMPARE(store.messages(keep).size(), 1);
     QVERIFY2(!store.updateMessage(m, QStringLiteral("x"), true), "a deleted message cannot be updated");
     QVERIFY(!store.deleteConversation(drop));
+}
+
+// A database as version 1 wrote it (no messages.model) is upgraded in place: its conversations
+// and messages are all there, its replies have no recorded model, and new replies store theirs.
+void TestConversationStore::aVersion1DatabaseIsUpgradedWithoutLoss() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("v1.sqlite"));
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("v1-writer"));
+        db.setDatabaseName(path);
+        QVERIFY(db.open());
+        QSqlQuery q(db);
+        QVERIFY(q.exec(QStringLiteral("CREATE TABLE conversations (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, "
+                                      "system_prompt TEXT NOT NULL DEFAULT '', model TEXT NOT NULL DEFAULT '', "
+                                      "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)")));
+        QVERIFY(q.exec(QStringLiteral("CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id INTEGER NOT "
+                                      "NULL REFERENCES conversations(id) ON DELETE CASCADE, role TEXT NOT NULL, content TEXT "
+                                      "NOT NULL, complete INTEGER NOT NULL DEFAULT 1, details TEXT NOT NULL DEFAULT '', "
+                                      "created_at INTEGER NOT NULL)")));
+        QVERIFY(q.exec(QStringLiteral("INSERT INTO conversations VALUES (1, 'Old', 'Be brief.', 'stories260K.gguf', 1, 2)")));
+        QVERIFY(q.exec(QStringLiteral("INSERT INTO messages VALUES (1, 1, 'user', 'Hi', 1, '', 1)")));
+        QVERIFY(q.exec(QStringLiteral("INSERT INTO messages VALUES (2, 1, 'assistant', 'Hello!', 0, '3 tokens', 2)")));
+        QVERIFY(q.exec(QStringLiteral("PRAGMA user_version=1")));
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("v1-writer"));
+
+    ConversationStore store(path);
+    QVERIFY2(store.isOpen(), qPrintable(store.lastError()));
+    const QVector<ConversationSummary> list = store.conversations();
+    QCOMPARE(list.size(), 1);
+    QCOMPARE(list[0].title, QStringLiteral("Old"));
+    QCOMPARE(list[0].system_prompt, QStringLiteral("Be brief."));
+    QVector<StoredMessage> messages = store.messages(1);
+    QCOMPARE(messages.size(), 2);
+    QCOMPARE(messages[1].content, QStringLiteral("Hello!"));
+    QCOMPARE(messages[1].details, QStringLiteral("3 tokens"));
+    QVERIFY(!messages[1].complete);
+    QCOMPARE(messages[1].model, QString());
+    QVERIFY2(store.appendMessage(1, QStringLiteral("assistant"), QStringLiteral("More."), true, {}, QStringLiteral("stories260K")) > 0,
+             qPrintable(store.lastError()));
+    messages = store.messages(1);
+    QCOMPARE(messages.size(), 3);
+    QCOMPARE(messages[2].model, QStringLiteral("stories260K"));
+    // Upgraded once: opening it again finds version 2 and changes nothing.
+    ConversationStore again(path);
+    QVERIFY2(again.isOpen(), qPrintable(again.lastError()));
+    QCOMPARE(again.messages(1).size(), 3);
 }
 
 QTEST_MAIN(TestConversationStore)

@@ -86,6 +86,10 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         QCOMPARE(chat->index(1, 0).data(ChatModel::MessageRole).toInt(), static_cast<int>(ChatMessage::Role::Assistant));
         QVERIFY2(!chat->index(1, 0).data(ChatModel::TextRole).toString().isEmpty(), "the reply was streamed into the chat");
         QVERIFY(!chat->index(1, 0).data(ChatModel::StreamingRole).toBool());
+        // The reply is labelled with the model that wrote it (general.name of the file).
+        QCOMPARE(chat->index(1, 0).data(ChatModel::ModelRole).toString(), QStringLiteral("stories260K"));
+        QCOMPARE(ChatView::author(chat->index(1, 0)), QStringLiteral("stories260K"));
+        QCOMPARE(ChatView::author(chat->index(0, 0)), QStringLiteral("You"));
         QVERIFY(window.findChild<QLabel*>(QStringLiteral("usedBlocks"))->text() != QStringLiteral("—"));
         QVERIFY(window.findChild<QLabel*>(QStringLiteral("decodeRate"))->text() != QStringLiteral("—"));
         QVERIFY(window.findChild<QLabel*>(QStringLiteral("seedUsed"))->text() != QStringLiteral("—"));
@@ -99,6 +103,7 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         QCOMPARE(messages.size(), 2);
         QCOMPARE(messages[1].content, chat->index(1, 0).data(ChatModel::TextRole).toString());
         QVERIFY(messages[1].complete);
+        QCOMPARE(messages[1].model, QStringLiteral("stories260K"));
     }
 }
 
