@@ -112,6 +112,14 @@ const char* const kZephyrTemplate =
     "eos_token }}\n{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% "
     "endif %}"
     "\n{% endfor %}";
+// Falcon 3 Instruct's shape (the Tulu layout): system and user turns end with a line break, replies
+// with EOS and a line break.
+const char* const kFalcon3Template =
+    "{%- for message in messages %}{%- if message['role'] == 'system' %}{{- '<|system|>\\n' + message['content'] + "
+    "'\\n' }}{%- elif message['role'] == 'user' %}{{- '<|user|>\\n' + message['content'] + '\\n' }}{%- elif "
+    "message['role'] == 'assistant' %}{%- if not loop.last %}{{- '<|assistant|>\\n' + message['content'] + "
+    "eos_token + '\\n' }}{%- else %}{{- '<|assistant|>\\n' + message['content'] + eos_token }}{%- endif %}{%- "
+    "endif %}{%- if loop.last and add_generation_prompt %}{{- '<|assistant|>\\n' }}{%- endif %}{%- endfor %}";
 const char* const kPhi3Template =
     "{% for message in messages %}{% if message['role'] == 'user' %}{{'<|user|>\\n' + message['content'] + "
     "'<|end|>\\n'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>\\n' + message['content'] + "
@@ -130,8 +138,9 @@ const char* const kLlama3Template =
 const char* const kUnknownTemplate =
     "{% for message in messages %}{{ '<\xEF\xBD\x9CUser\xEF\xBD\x9C>' + message['content'] }}{% endfor %}";
 
-const ChatFormat kChatFormats[] = {ChatFormat::Llama2, ChatFormat::Mistral, ChatFormat::ChatML, ChatFormat::Zephyr,
-                                   ChatFormat::Phi3,   ChatFormat::Gemma,   ChatFormat::MistralV7};
+const ChatFormat kChatFormats[] = {ChatFormat::Llama2, ChatFormat::Mistral,   ChatFormat::ChatML,
+                                   ChatFormat::Zephyr, ChatFormat::Falcon3,   ChatFormat::Phi3,
+                                   ChatFormat::Gemma,  ChatFormat::MistralV7};
 
 bool starts_with(const std::vector<int32_t>& all, const std::vector<int32_t>& prefix) {
     return prefix.size() <= all.size() && std::equal(prefix.begin(), prefix.end(), all.begin());
@@ -223,6 +232,7 @@ private slots:
         QTest::newRow("mistral") << kMistralTemplate << int(ChatFormat::Mistral);
         QTest::newRow("chatml") << kChatMLTemplate << int(ChatFormat::ChatML);
         QTest::newRow("zephyr") << kZephyrTemplate << int(ChatFormat::Zephyr);
+        QTest::newRow("falcon3") << kFalcon3Template << int(ChatFormat::Falcon3);
         QTest::newRow("phi3") << kPhi3Template << int(ChatFormat::Phi3);
         QTest::newRow("gemma") << kGemmaTemplate << int(ChatFormat::Gemma);
         QTest::newRow("llama3") << kLlama3Template << int(ChatFormat::Llama3);
@@ -291,6 +301,10 @@ private slots:
             << int(ChatFormat::Zephyr)
             << "<s><|system|>\nBe brief.</s>\n<|user|>\nHi!</s>\n<|assistant|>\nHello.</s>\n"
                "<|user|>\nName a colour.</s>\n<|assistant|>\n";
+        QTest::newRow("falcon3")
+            << int(ChatFormat::Falcon3)
+            << "<s><|system|>\nBe brief.\n<|user|>\nHi!\n<|assistant|>\nHello.</s>\n"
+               "<|user|>\nName a colour.\n<|assistant|>\n";
         QTest::newRow("phi3")
             << int(ChatFormat::Phi3)
             << "<s><|system|>\nBe brief.<|end|>\n<|user|>\nHi!<|end|>\n<|assistant|>\nHello."
@@ -354,6 +368,13 @@ private slots:
                 e.special(kAssistant).text("\n");
                 break;
             }
+            case ChatFormat::Falcon3:
+                e.special(kBos).special(kSystem).text("\nBe brief.\n");
+                e.special(kUser).text("\nHi!\n");
+                e.special(kAssistant).text("\n").reply("Hello.").special(kEos).text("\n");
+                e.special(kUser).text("\nBye\n");
+                e.special(kAssistant).text("\n");
+                break;
             case ChatFormat::Gemma:
                 e.special(kBos)
                     .special(kStartOfTurn)
@@ -423,7 +444,8 @@ private slots:
         QTest::addColumn<QString>("vocabulary");
         for (const char* vocab : {"llama2-vocab", "marker-vocab"})
             for (ChatFormat f : {ChatFormat::Completion, ChatFormat::Llama2, ChatFormat::Mistral, ChatFormat::ChatML,
-                                 ChatFormat::Zephyr, ChatFormat::Phi3, ChatFormat::Gemma, ChatFormat::MistralV7})
+                                 ChatFormat::Zephyr, ChatFormat::Falcon3, ChatFormat::Phi3, ChatFormat::Gemma,
+                                 ChatFormat::MistralV7})
                 QTest::newRow(qPrintable(QString("%1/%2").arg(chat_format_name(f), vocab)))
                     << int(f) << vocab;
     }
@@ -502,12 +524,15 @@ private slots:
                  (std::vector<int32_t>{kEos, kEndOfTurn}));
         QCOMPARE(ChatTemplate(ChatFormat::Llama2).end_of_turn_tokens(*llama_), std::vector<int32_t>{kEos});
         QCOMPARE(ChatTemplate(ChatFormat::Zephyr).end_of_turn_tokens(*markers_), std::vector<int32_t>{kEos});
+        QCOMPARE(ChatTemplate(ChatFormat::Falcon3).end_of_turn_tokens(*markers_), std::vector<int32_t>{kEos});
+        QCOMPARE(ChatTemplate(ChatFormat::Falcon3).stop_tokens(*markers_), std::vector<int32_t>{kEos});
     }
 
     void systemRoleSupport() {
         QVERIFY(ChatTemplate(ChatFormat::Llama2).has_system_role());
         QVERIFY(ChatTemplate(ChatFormat::ChatML).has_system_role());
         QVERIFY(ChatTemplate(ChatFormat::Zephyr).has_system_role());
+        QVERIFY(ChatTemplate(ChatFormat::Falcon3).has_system_role());
         QVERIFY(ChatTemplate(ChatFormat::Phi3).has_system_role());
         QVERIFY(!ChatTemplate(ChatFormat::Mistral).has_system_role());
         QVERIFY(!ChatTemplate(ChatFormat::Gemma).has_system_role());

@@ -14,6 +14,8 @@
 //            reasoning, so those turns are not a token prefix of the next prompt)
 //   ChatML   <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
 //   Zephyr   <|{role}|>\n{content}</s>\n ... <|assistant|>\n            (TinyLlama chat)
+//   Falcon3  <|{role}|>\n{content}\n ... <|assistant|>\n{reply}<|endoftext|>\n ... <|assistant|>\n
+//            (Zephyr's markers; only replies end with EOS)
 //   Phi3     <|{role}|>\n{content}<|end|>\n ... <|assistant|>\n
 //   Gemma    <start_of_turn>{user|model}\n{content}<end_of_turn>\n ... <start_of_turn>model\n
 //            (no system role: folded into the next user turn)
@@ -58,7 +60,7 @@ struct ChatMessage {
     std::vector<int32_t> tokens;
 };
 
-enum class ChatFormat { Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma, Llama3, MistralV7, DeepSeekR1 };
+enum class ChatFormat { Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma, Llama3, MistralV7, DeepSeekR1, Falcon3 };
 const char* chat_format_name(ChatFormat format);  // "llama2", "chatml", ...
 
 struct RenderedPrompt {

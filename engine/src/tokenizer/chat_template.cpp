@@ -237,6 +237,7 @@ struct TurnStyle {
     std::string_view assistant_name;
     bool system_role;
     bool trim_content;
+    bool end_replies_only;      // Falcon 3: only replies close with `end`; other turns end with end_break
 };
 
 void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages,
@@ -251,7 +252,11 @@ void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMess
         }
         b.text(style.header_break);
     };
-    const auto end_turn = [&] {
+    const auto end_turn = [&](bool reply = false) {
+        if (style.end_replies_only && !reply) {
+            b.text(style.end_break);
+            return;
+        }
         if (style.end.empty()) {
             b.special(t.eos_id());
         } else {
@@ -282,20 +287,22 @@ void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMess
             case ChatRole::Assistant:
                 header(style.assistant_name);
                 b.reply(m, body(m.content));
-                end_turn();
+                end_turn(true);
                 break;
         }
     }
     if (add_generation_prompt) header(style.assistant_name);
 }
 
-constexpr TurnStyle kChatML{"<|im_start|>", false, "", "\n", "<|im_end|>", "\n", "assistant", true, false};
-constexpr TurnStyle kZephyr{"", true, "", "\n", "", "\n", "assistant", true, false};
-constexpr TurnStyle kPhi3{"", true, "", "\n", "<|end|>", "\n", "assistant", true, false};
-constexpr TurnStyle kGemma{"<start_of_turn>", false, "", "\n", "<end_of_turn>", "\n", "model", false, true};
+constexpr TurnStyle kChatML{"<|im_start|>", false, "", "\n", "<|im_end|>", "\n", "assistant", true, false, false};
+constexpr TurnStyle kZephyr{"", true, "", "\n", "", "\n", "assistant", true, false, false};
+// Zephyr's markers, but only replies end with EOS (Falcon 3 Instruct, as Tulu's template).
+constexpr TurnStyle kFalcon3{"", true, "", "\n", "", "\n", "assistant", true, false, true};
+constexpr TurnStyle kPhi3{"", true, "", "\n", "<|end|>", "\n", "assistant", true, false, false};
+constexpr TurnStyle kGemma{"<start_of_turn>", false, "", "\n", "<end_of_turn>", "\n", "model", false, true, false};
 // Meta's Llama 3 template trims every message.
 constexpr TurnStyle kLlama3{"<|start_header_id|>", false, "<|end_header_id|>", "\n\n", "<|eot_id|>", "", "assistant",
-                            true, true};
+                            true, true, false};
 
 }  // namespace
 
@@ -311,6 +318,8 @@ const char* chat_format_name(ChatFormat format) {
             return "chatml";
         case ChatFormat::Zephyr:
             return "zephyr";
+        case ChatFormat::Falcon3:
+            return "falcon3";
         case ChatFormat::Phi3:
             return "phi3";
         case ChatFormat::Gemma:
@@ -331,8 +340,17 @@ std::optional<ChatFormat> ChatTemplate::detect(std::string_view jinja) {
     if (has("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>")) return ChatFormat::DeepSeekR1;
     if (has("<|im_start|>")) return ChatFormat::ChatML;
     if (has("<start_of_turn>")) return ChatFormat::Gemma;
-    // Phi-3 and Zephyr share <|user|>; Phi-3 closes turns with <|end|>, Zephyr with EOS.
-    if (has("<|user|>")) return has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr;
+    // Phi-3, Zephyr and Falcon 3 share <|user|>. Phi-3 closes turns with <|end|>; Zephyr closes
+    // every turn with EOS, Falcon 3 only replies: its user turn is "'<|user|>\n' + content + '\n'".
+    if (has("<|user|>")) {
+        if (has("<|end|>")) return ChatFormat::Phi3;
+        const size_t user = jinja.find("<|user|>");
+        const size_t user_end = jinja.find("}}", user);
+        const std::string_view user_turn = jinja.substr(user, user_end == std::string_view::npos ? user_end : user_end - user);
+        const bool user_closes_with_eos = user_turn.find("eos_token") != std::string_view::npos ||
+                                          user_turn.find("</s>") != std::string_view::npos;
+        return user_closes_with_eos ? ChatFormat::Zephyr : ChatFormat::Falcon3;
+    }
     if (has("[SYSTEM_PROMPT]")) return ChatFormat::MistralV7;
     if (has("[INST]")) return has("<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral;
     return std::nullopt;
@@ -349,6 +367,7 @@ bool ChatTemplate::has_system_role() const {
         case ChatFormat::Llama2:
         case ChatFormat::ChatML:
         case ChatFormat::Zephyr:
+        case ChatFormat::Falcon3:
         case ChatFormat::Phi3:
         case ChatFormat::Llama3:
         case ChatFormat::MistralV7:
@@ -381,6 +400,9 @@ RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const 
         case ChatFormat::Zephyr:
             render_turns(b, tokenizer, messages, add_generation_prompt, kZephyr);
             break;
+        case ChatFormat::Falcon3:
+            render_turns(b, tokenizer, messages, add_generation_prompt, kFalcon3);
+            break;
         case ChatFormat::Phi3:
             render_turns(b, tokenizer, messages, add_generation_prompt, kPhi3);
             break;
@@ -409,6 +431,7 @@ std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer
         case ChatFormat::MistralV7:
         case ChatFormat::DeepSeekR1:
         case ChatFormat::Zephyr:
+        case ChatFormat::Falcon3:
             if (tokenizer.eos_id() < 0) return {};
             return {tokenizer.eos_id()};
         case ChatFormat::ChatML:
