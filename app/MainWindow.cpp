@@ -295,6 +295,17 @@ void MainWindow::buildActions() {
     viewMenu_ = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* dock : findChildren<QDockWidget*>()) viewMenu_->addAction(dock->toggleViewAction());
     viewMenu_->addSeparator();
+    QAction* markdown = viewMenu_->addAction(tr("Show Replies as &Markdown"));
+    markdown->setObjectName(QStringLiteral("renderMarkdownAction"));
+    markdown->setCheckable(true);
+    markdown->setChecked(preferences::renderMarkdown());
+    markdown->setToolTip(tr("Otherwise replies show the raw text the model wrote."));
+    chatView_->setRenderMarkdown(markdown->isChecked());
+    connect(markdown, &QAction::toggled, this, [this](bool on) {
+        preferences::setRenderMarkdown(on);
+        chatView_->setRenderMarkdown(on);
+    });
+    viewMenu_->addSeparator();
     QMenu* languageMenu = viewMenu_->addMenu(tr("&Language"));
     auto* languageGroup = new QActionGroup(this);
     const QString current = preferences::language();

@@ -20,6 +20,8 @@ QString language() { return QSettings().value(QStringLiteral("ui/language")).toS
 void setLanguage(const QString& language) { QSettings().setValue(QStringLiteral("ui/language"), language); }
 bool dropOldestTurns() { return QSettings().value(QStringLiteral("chat/dropOldestTurns"), true).toBool(); }
 void setDropOldestTurns(bool drop) { QSettings().setValue(QStringLiteral("chat/dropOldestTurns"), drop); }
+bool renderMarkdown() { return QSettings().value(QStringLiteral("chat/renderMarkdown"), true).toBool(); }
+void setRenderMarkdown(bool on) { QSettings().setValue(QStringLiteral("chat/renderMarkdown"), on); }
 qint64 lastConversation() { return QSettings().value(QStringLiteral("chat/lastConversation"), -1).toLongLong(); }
 void setLastConversation(qint64 id) { QSettings().setValue(QStringLiteral("chat/lastConversation"), id); }
 

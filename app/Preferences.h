@@ -23,6 +23,9 @@ void setLanguage(const QString& language);
 // system prompt stays), false = stop and say so.
 bool dropOldestTurns();
 void setDropOldestTurns(bool drop);
+// Replies rendered as Markdown (true, the default) or shown as raw text.
+bool renderMarkdown();
+void setRenderMarkdown(bool on);
 qint64 lastConversation();
 void setLastConversation(qint64 id);
 

@@ -640,6 +640,14 @@ Driver: %2</source>
         <source>ended by %1</source>
         <translation>结束原因：%1</translation>
     </message>
+    <message>
+        <source>Show Replies as &amp;Markdown</source>
+        <translation>以 Markdown 显示回复(&amp;M)</translation>
+    </message>
+    <message>
+        <source>Otherwise replies show the raw text the model wrote.</source>
+        <translation>否则回复显示模型写出的原始文本。</translation>
+    </message>
 </context>
 <context>
     <name>MessageDelegate</name>

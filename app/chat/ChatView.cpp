@@ -16,6 +16,7 @@
 
 #include "Theme.h"
 #include "chat/ChatModel.h"
+#include "chat/Markdown.h"
 #include "chat/Reasoning.h"
 
 namespace {
@@ -73,7 +74,9 @@ MessageDelegate::Layout MessageDelegate::layout(const QStyleOptionViewItem& opti
     if (parts.has_reasoning) {
         // The reasoning muted and smaller under its own heading, then the answer.
         writeReasonedReply(*l.doc, parts, font, smallFont(font), parts.reasoning_done ? tr("Reasoning") : tr("Reasoning…"),
-                           streaming ? QString(kCursor) : QString());
+                           streaming ? QString(kCursor) : QString(), renderMarkdown_);
+    } else if (l.role == ChatMessage::Role::Assistant && renderMarkdown_) {
+        writeMarkdown(*l.doc, text, font);
     } else {
         l.doc->setPlainText(text);
     }
@@ -235,6 +238,12 @@ QString ChatView::author(const QModelIndex& index) {
         return model.isEmpty() ? tr("Assistant") : model;
     }
     }
+}
+
+void ChatView::setRenderMarkdown(bool on) {
+    delegate_->setRenderMarkdown(on);
+    scheduleDelayedItemsLayout();
+    viewport()->update();
 }
 
 void ChatView::setRepliesOpenInReasoning(bool open) {

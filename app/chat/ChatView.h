@@ -15,11 +15,13 @@ public:
 
     // Replies start inside a reasoning section (the prompt ends with "<think>": DeepSeek-R1).
     void setRepliesOpenInReasoning(bool open) { repliesOpenInReasoning_ = open; }
+    void setRenderMarkdown(bool on) { renderMarkdown_ = on; }
 
 private:
     struct Layout;
     Layout layout(const QStyleOptionViewItem& option, const QModelIndex& index) const;
     bool repliesOpenInReasoning_ = false;
+    bool renderMarkdown_ = true;
 };
 
 class ChatView : public QListView {
@@ -29,6 +31,8 @@ public:
     void setModel(QAbstractItemModel* model) override;
     void setEmptyText(const QString& title, const QString& hint);
     void setRepliesOpenInReasoning(bool open);
+    // Replies rendered as Markdown (the default) or shown as the raw text the model wrote.
+    void setRenderMarkdown(bool on);
     void scrollToEnd();
     // Who a message is from, as its label and "Copy conversation" show it: "You", "System prompt",
     // or the model that wrote the reply ("Assistant" when that was not recorded).

@@ -5,6 +5,7 @@
 #include <QTextDocument>
 
 #include "Theme.h"
+#include "chat/Markdown.h"
 
 namespace {
 const QString kOpen = QStringLiteral("<think>");
@@ -40,7 +41,7 @@ ReplyParts splitReasoning(const QString& reply, bool opens_in_reasoning) {
 }
 
 void writeReasonedReply(QTextDocument& doc, const ReplyParts& parts, const QFont& font, const QFont& small,
-                        const QString& heading, const QString& tail) {
+                        const QString& heading, const QString& tail, bool markdown) {
     QTextCursor cursor(&doc);
     QTextCharFormat head;
     head.setFont(small);
@@ -59,5 +60,10 @@ void writeReasonedReply(QTextDocument& doc, const ReplyParts& parts, const QFont
     QTextCharFormat plain;
     plain.setFont(font);
     plain.setForeground(theme::text());
-    cursor.insertText(QStringLiteral("\n\n") + parts.answer + tail, plain);
+    if (!markdown) {
+        cursor.insertText(QStringLiteral("\n\n") + parts.answer + tail, plain);
+        return;
+    }
+    cursor.insertText(QStringLiteral("\n\n"), plain);
+    insertMarkdown(cursor, parts.answer + tail, font);
 }

@@ -19,7 +19,8 @@ struct ReplyParts {
 ReplyParts splitReasoning(const QString& reply, bool opens_in_reasoning);
 
 // Writes a reply that reasons into `doc`: `heading` and the reasoning in `small` muted type (the
-// reasoning italic), then, once the reasoning is done, the answer in `font` and the text colour.
-// `tail` (the streaming cursor) goes after whatever is being written.
+// reasoning italic, always plain text), then, once the reasoning is done, the answer in `font` and
+// the text colour, rendered as Markdown when `markdown` (chat/Markdown.h). `tail` (the streaming
+// cursor) goes after whatever is being written.
 void writeReasonedReply(QTextDocument& doc, const ReplyParts& parts, const QFont& font, const QFont& small,
-                        const QString& heading, const QString& tail);
+                        const QString& heading, const QString& tail, bool markdown = false);

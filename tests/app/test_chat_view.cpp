@@ -1,12 +1,19 @@
 // The chat shows a reasoning model's thinking apart from its answer: splitReasoning on streaming
 // and finished replies, with and without the prompt having opened the reasoning, and the document
-// such a reply becomes (muted reasoning under its heading, then the answer).
+// such a reply becomes (muted reasoning under its heading, then the answer). Replies are rendered
+// as Markdown: emphasis, lists, code (fixed font, tinted), with HTML and special-token spellings
+// shown as the characters they are.
+#include <QFontDatabase>
 #include <QTest>
+#include <QTextCursor>
+#include <QTextList>
+#include <QTextTable>
 #include <QTextBlock>
 #include <QTextDocument>
 #include <QTextFragment>
 
 #include "Theme.h"
+#include "chat/Markdown.h"
 #include "chat/Reasoning.h"
 
 class TestChatView : public QObject {
@@ -15,7 +22,29 @@ private slots:
     void splitsReasoningFromTheAnswer_data();
     void splitsReasoningFromTheAnswer();
     void writesReasoningMutedAndTheAnswerPlain();
+    void rendersMarkdown();
+    void showsHtmlAndMarkersAsText();
+    void rendersAnUnfinishedCodeFenceAsCode();
+    void rendersTheAnswerAfterReasoningAsMarkdown();
 };
+
+namespace {
+QVector<QTextFragment> fragmentsOf(const QTextDocument& doc) {
+    QVector<QTextFragment> out;
+    for (QTextBlock b = doc.begin(); b.isValid(); b = b.next())
+        for (auto it = b.begin(); !it.atEnd(); ++it)
+            if (it.fragment().isValid()) out.push_back(it.fragment());
+    return out;
+}
+QTextFragment fragmentWith(const QTextDocument& doc, const QString& text) {
+    for (const QTextFragment& f : fragmentsOf(doc))
+        if (f.text().contains(text)) return f;
+    return {};
+}
+bool isFixedFont(const QTextCharFormat& c) {
+    return c.fontFixedPitch() && c.fontFamilies().toStringList() == QFontDatabase::systemFont(QFontDatabase::FixedFont).families();
+}
+}  // namespace
 
 void TestChatView::splitsReasoningFromTheAnswer_data() {
     QTest::addColumn<QString>("reply");
@@ -87,6 +116,91 @@ void TestChatView::writesReasoningMutedAndTheAnswerPlain() {
     writeReasonedReply(streaming, splitReasoning(QStringLiteral("Step by"), true), font, small,
                        QStringLiteral("Reasoning…"), QStringLiteral("|"));
     QCOMPARE(streaming.toPlainText(), QStringLiteral("Reasoning…\nStep by|"));
+}
+
+// What a Llama 3 answer typically looks like: a heading, emphasis, a list, inline code, a fenced
+// code block and a table, each becomes its rich-text form and no Markdown syntax is left showing.
+void TestChatView::rendersMarkdown() {
+    QFont font;
+    font.setPointSizeF(10);
+    QTextDocument doc;
+    writeMarkdown(doc,
+                  QStringLiteral("## Steps\n\nUse **pip** and *venv*:\n\n- install `numpy`\n- run it\n\n"
+                                 "```python\nimport numpy as np\nprint(np.pi)\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"),
+                  font);
+    const QString plain = doc.toPlainText();
+    for (const char* syntax : {"**", "```", "##", "`", "|---"})
+        QVERIFY2(!plain.contains(QLatin1String(syntax)), qPrintable(QStringLiteral("left in the text: ") + syntax + "\n" + plain));
+    QVERIFY(plain.contains(QStringLiteral("import numpy as np\nprint(np.pi)")));
+
+    QTextBlock heading = doc.begin();
+    QCOMPARE(heading.text(), QStringLiteral("Steps"));
+    QCOMPARE(heading.blockFormat().headingLevel(), 2);
+    QVERIFY(fragmentWith(doc, QStringLiteral("pip")).charFormat().fontWeight() >= QFont::Bold);
+    QVERIFY(fragmentWith(doc, QStringLiteral("venv")).charFormat().fontItalic());
+
+    int listItems = 0;
+    for (QTextBlock b = doc.begin(); b.isValid(); b = b.next())
+        if (b.textList() != nullptr) ++listItems;
+    QCOMPARE(listItems, 2);
+
+    const QTextFragment inlineCode = fragmentWith(doc, QStringLiteral("numpy"));
+    QCOMPARE(inlineCode.text(), QStringLiteral("numpy"));
+    QVERIFY(isFixedFont(inlineCode.charFormat()));
+    QCOMPARE(inlineCode.charFormat().background().color(), codeBackground());
+    QVERIFY2(!isFixedFont(fragmentWith(doc, QStringLiteral("install")).charFormat()), "only the code is fixed-width");
+
+    int codeLines = 0;
+    for (QTextBlock b = doc.begin(); b.isValid(); b = b.next()) {
+        if (!b.text().contains(QStringLiteral("np"))) continue;
+        ++codeLines;
+        QCOMPARE(b.blockFormat().background().color(), codeBackground());
+        for (auto it = b.begin(); !it.atEnd(); ++it) QVERIFY(isFixedFont(it.fragment().charFormat()));
+    }
+    QCOMPARE(codeLines, 2);
+
+    QTextTable* table = nullptr;
+    for (QTextFrame* frame : doc.rootFrame()->childFrames())
+        if (auto* t = qobject_cast<QTextTable*>(frame)) table = t;
+    QVERIFY2(table != nullptr, "the table is a table");
+    QCOMPARE(table->rows(), 2);
+    QCOMPARE(table->columns(), 2);
+    // Its header is bold and one line in each cell, though it follows a code block (Qt 6.4 puts an
+    // empty line into the first cell there).
+    for (int c = 0; c < 2; ++c) {
+        const QTextTableCell cell = table->cellAt(0, c);
+        QCOMPARE(cell.firstCursorPosition().block(), cell.lastCursorPosition().block());
+        QCOMPARE(cell.firstCursorPosition().block().text(), c == 0 ? QStringLiteral("a") : QStringLiteral("b"));
+        QVERIFY(cell.firstCursorPosition().block().begin().fragment().charFormat().fontWeight() >= QFont::Bold);
+    }
+}
+
+// A reply is never HTML: tags, a reasoning tag and special-token spellings are shown as written.
+void TestChatView::showsHtmlAndMarkersAsText() {
+    QTextDocument doc;
+    const QString reply = QStringLiteral("Use <b>bold</b> or <script>alert(1)</script>, <img src=\"x.png\">, <think> and <|eot_id|>.");
+    writeMarkdown(doc, reply, QFont());
+    QCOMPARE(doc.toPlainText(), reply);
+}
+
+// While a code block streams its closing fence has not arrived: what there is shows as code.
+void TestChatView::rendersAnUnfinishedCodeFenceAsCode() {
+    QTextDocument doc;
+    writeMarkdown(doc, QStringLiteral("Here:\n\n```cpp\nint main() {\u258D"), QFont());
+    const QTextFragment code = fragmentWith(doc, QStringLiteral("int main"));
+    QVERIFY(code.isValid());
+    QVERIFY(isFixedFont(code.charFormat()));
+    QVERIFY(!doc.toPlainText().contains(QStringLiteral("```")));
+}
+
+// After the reasoning (plain, muted) the answer is Markdown; the reasoning itself never is.
+void TestChatView::rendersTheAnswerAfterReasoningAsMarkdown() {
+    QTextDocument doc;
+    writeReasonedReply(doc, splitReasoning(QStringLiteral("Try **x**.\n</think>\n\nThe answer is **42**."), true), QFont(),
+                       QFont(), QStringLiteral("Reasoning"), QString(), true);
+    QCOMPARE(doc.toPlainText(), QStringLiteral("Reasoning\nTry **x**.\n\nThe answer is 42."));
+    QVERIFY(fragmentWith(doc, QStringLiteral("42")).charFormat().fontWeight() >= QFont::Bold);
+    QVERIFY(fragmentWith(doc, QStringLiteral("Try")).charFormat().fontItalic());
 }
 
 QTEST_MAIN(TestChatView)
