@@ -166,11 +166,15 @@ void MainWindow::buildCentralArea() {
     regenerateButton_ = new QPushButton(tr("Regenerate"), inputBar);
     regenerateButton_->setObjectName(QStringLiteral("regenerateButton"));
     regenerateButton_->setToolTip(tr("Replace the last reply with a new one"));
+    continueButton_ = new QPushButton(tr("Continue"), inputBar);
+    continueButton_->setObjectName(QStringLiteral("continueButton"));
+    continueButton_->setToolTip(tr("Write more of the last reply, from where it stopped"));
     buttons->addWidget(sendButton_);
     auto* secondary = new QHBoxLayout();
     secondary->setSpacing(6);
     secondary->addWidget(stopButton_);
     secondary->addWidget(regenerateButton_);
+    secondary->addWidget(continueButton_);
     buttons->addLayout(secondary);
     buttons->addStretch(1);
     inputLayout->addLayout(buttons);
@@ -181,6 +185,7 @@ void MainWindow::buildCentralArea() {
     connect(sendButton_, &QPushButton::clicked, this, &MainWindow::sendMessage);
     connect(stopButton_, &QPushButton::clicked, this, &MainWindow::stopGeneration);
     connect(regenerateButton_, &QPushButton::clicked, this, &MainWindow::regenerateReply);
+    connect(continueButton_, &QPushButton::clicked, this, &MainWindow::continueReply);
     connect(input_, &QPlainTextEdit::textChanged, this, [this] { setState(state_); });
     connect(systemPrompt_, &QLineEdit::editingFinished, this, [this] {
         const QString text = systemPrompt_->text().trimmed();
@@ -365,6 +370,7 @@ void MainWindow::connectWorker() {
     connect(this, &MainWindow::loadModelRequested, worker_, &InferenceWorker::loadModel);
     connect(this, &MainWindow::sendRequested, worker_, &InferenceWorker::send);
     connect(this, &MainWindow::regenerateRequested, worker_, &InferenceWorker::regenerate);
+    connect(this, &MainWindow::continueRequested, worker_, &InferenceWorker::continueReply);
     connect(this, &MainWindow::systemPromptChanged, worker_, &InferenceWorker::setSystemPrompt);
     connect(this, &MainWindow::resetConversationRequested, worker_, &InferenceWorker::resetConversation);
     connect(this, &MainWindow::restoreConversationRequested, worker_, &InferenceWorker::restoreConversation);
@@ -394,6 +400,7 @@ void MainWindow::setState(State state) {
     sendButton_->setEnabled(ready && !input_->toPlainText().trimmed().isEmpty());
     stopButton_->setEnabled(generating);
     regenerateButton_->setEnabled(ready && canRegenerate_);
+    continueButton_->setEnabled(ready && continuableRow() >= 0);
     modelPicker_->setEnabled(!generating && state != State::Loading);
     openAction_->setEnabled(!generating && state != State::Loading);
     deviceMenu_->setEnabled(!generating && state != State::Loading);
@@ -684,7 +691,36 @@ void MainWindow::regenerateReply() {
     emit regenerateRequested();
 }
 
+int MainWindow::continuableRow() const {
+    for (int row = chatModel_->rowCount() - 1; row >= 0; --row) {
+        const ChatMessage& m = chatModel_->message(row);
+        if (m.role == ChatMessage::Role::Notice) continue;  // notices are not part of the conversation
+        return m.role == ChatMessage::Role::Assistant && !m.text.isEmpty() ? row : -1;
+    }
+    return -1;
+}
+
+void MainWindow::continueReply() {
+    const int row = continuableRow();
+    if (state_ != State::Ready || row < 0) return;
+    const ChatMessage& reply = chatModel_->message(row);
+    continuedDetails_ = reply.details.isNull() ? QStringLiteral("") : reply.details;
+    streamingRow_ = row;
+    streamingStoreId_ = reply.store_id;
+    streamingText_ = reply.text;
+    streamingTokens_ = 0;
+    chatModel_->resume(row);
+    canRegenerate_ = false;
+    performancePanel_->beginTurn();
+    turnClock_.start();
+    partialSaveTimer_.start();
+    chatView_->scrollToEnd();
+    setState(State::Generating);
+    emit continueRequested();
+}
+
 void MainWindow::beginAssistantReply() {
+    continuedDetails_ = QString();
     ChatMessage reply;
     reply.role = ChatMessage::Role::Assistant;
     reply.streaming = true;
@@ -749,7 +785,17 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
     if (stats.decode_tokens_per_s > 0) details << display::tokensPerSecond(stats.decode_tokens_per_s);
     details << tr("first token %1").arg(display::milliseconds(stats.ttft_ms));
     details << tr("ended by %1").arg(display::stopReason(stats.stop_reason));
-    endAssistantReply(true, details.join(QStringLiteral(" · ")));
+    QString line = details.join(QStringLiteral(" · "));
+    if (!continuedDetails_.isNull()) {
+        // A continued reply keeps what its first part said; the continuation adds its own figures.
+        const ChatMessage& reply = chatModel_->message(streamingRow_);
+        const QString by = !reply.model.isEmpty() && reply.model != loadedModelName_ ? tr("continued by %1").arg(loadedModelName_)
+                                                                                      : tr("continued");
+        line = (continuedDetails_.isEmpty() ? QString() : continuedDetails_ + QStringLiteral(" · ")) + by +
+               QStringLiteral(": ") + line;
+        continuedDetails_ = QString();
+    }
+    endAssistantReply(true, line);
     performancePanel_->finishTurn(stats);
     samplingPanel_->setSeedUsed(stats.seed);
     canRegenerate_ = true;
@@ -770,7 +816,9 @@ void MainWindow::onKvStats(const KvSnapshot& snapshot) {
 
 void MainWindow::onError(const QString& message) {
     if (state_ == State::Generating) {
-        endAssistantReply(false, tr("failed"));
+        // A continued reply keeps what its first part said.
+        endAssistantReply(false, continuedDetails_.isEmpty() ? tr("failed") : continuedDetails_ + QStringLiteral(" · ") + tr("failed"));
+        continuedDetails_ = QString();
         canRegenerate_ = false;
         setState(modelPath_.isEmpty() ? State::NoModel : State::Ready);
         addNotice(message);

@@ -52,6 +52,7 @@ signals:
     void loadModelRequested(const QString& path, const QString& deviceSelector);
     void sendRequested(const QString& text);
     void regenerateRequested();
+    void continueRequested();
     void systemPromptChanged(const QString& text);
     void resetConversationRequested();
     void restoreConversationRequested(const QStringList& roles, const QStringList& contents);
@@ -81,6 +82,9 @@ private:
     void restoreConversationToModel();
     void stopGeneration();
     void regenerateReply();
+    // Writes more of the last reply (cut by the token limit or Stop, or reopened from disk).
+    void continueReply();
+    int continuableRow() const;  // the last reply's row if the conversation ends with one, else -1
     void beginAssistantReply();
     void savePartialReply();
     void endAssistantReply(bool complete, const QString& details);
@@ -109,6 +113,7 @@ private:
     QPushButton* sendButton_ = nullptr;
     QPushButton* stopButton_ = nullptr;
     QPushButton* regenerateButton_ = nullptr;
+    QPushButton* continueButton_ = nullptr;
     QComboBox* modelPicker_ = nullptr;
     QListWidget* conversationList_ = nullptr;
     QFileSystemWatcher* modelsWatcher_ = nullptr;
@@ -139,7 +144,8 @@ private:
     qint64 streamingStoreId_ = -1;
     QString streamingText_;
     int streamingTokens_ = 0;
-    bool canRegenerate_ = false;  // the last reply was made by the loaded model in this session
+    bool canRegenerate_ = false;
+    QString continuedDetails_;  // the reply being continued: its details before (null: not continuing)  // the last reply was made by the loaded model in this session
     QTimer partialSaveTimer_;
     QElapsedTimer turnClock_;
 };

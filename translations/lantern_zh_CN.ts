@@ -648,6 +648,22 @@ Driver: %2</source>
         <source>Otherwise replies show the raw text the model wrote.</source>
         <translation>否则回复显示模型写出的原始文本。</translation>
     </message>
+    <message>
+        <source>Continue</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>Write more of the last reply, from where it stopped</source>
+        <translation>从上一条回复停下的地方接着写</translation>
+    </message>
+    <message>
+        <source>continued by %1</source>
+        <translation>由 %1 续写</translation>
+    </message>
+    <message>
+        <source>continued</source>
+        <translation>已续写</translation>
+    </message>
 </context>
 <context>
     <name>MessageDelegate</name>

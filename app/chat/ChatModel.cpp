@@ -82,6 +82,13 @@ void ChatModel::finish(int row, bool complete) {
     changed(row);
 }
 
+void ChatModel::resume(int row) {
+    if (row < 0 || row >= messages_.size()) return;
+    messages_[row].streaming = true;
+    messages_[row].complete = false;
+    changed(row);
+}
+
 void ChatModel::setStoreId(int row, qint64 id) {
     if (row < 0 || row >= messages_.size()) return;
     messages_[row].store_id = id;

@@ -43,6 +43,7 @@ public:
     void setText(int row, const QString& text);
     void setDetails(int row, const QString& details);
     void finish(int row, bool complete);  // ends streaming
+    void resume(int row);                 // streams again (a reply being continued)
     void setStoreId(int row, qint64 id);
     void removeMessage(int row);
     const ChatMessage& message(int row) const { return messages_.at(row); }

@@ -149,6 +149,12 @@ void InferenceWorker::regenerate() {
     });
 }
 
+void InferenceWorker::continueReply() {
+    runTurn([this](const std::function<bool(const lantern::TokenEvent&)>& onToken) {
+        return session_->continue_reply(settings_, onToken, &stop_);
+    });
+}
+
 void InferenceWorker::listDevices() {
     try {
         emit devicesListed(lantern::list_devices());

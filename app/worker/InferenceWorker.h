@@ -52,6 +52,7 @@ public slots:
     void restoreConversation(const QStringList& roles, const QStringList& contents);
     void send(const QString& text);
     void regenerate();
+    void continueReply();  // more of the last reply, from where it stopped
     // Enumerates the Vulkan devices (answers with devicesListed or errorOccurred).
     void listDevices();
 

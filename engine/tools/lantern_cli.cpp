@@ -33,7 +33,8 @@ const char* kUsage = R"(usage: lantern-cli --model FILE [options]
   --temp T --top-k K --top-p P --min-p P --repeat-penalty R --seed S
                        sampling (temperature 0 = greedy; defaults as llama.cpp)
   --chat               multi-turn chat on stdin/stdout, one user turn per line;
-                       per-turn statistics on stderr
+                       per-turn statistics on stderr; a line "/continue" writes more of
+                       the last reply, "/regenerate" replaces it
   --system TEXT        system prompt for --chat
   --drop-oldest        in --chat, drop the oldest turns when the context is full
   --ctx N              context length per sequence (default: model's, at most 4096)
@@ -280,15 +281,24 @@ int chat(Engine& e, const Args& a) {
     SamplingSettings s = a.sampling;
     s.max_new_tokens = a.n;
     SettingsSlot slot(s);
-    std::fprintf(stderr, "[lantern] chat format: %s. One user turn per line; end with Ctrl-D.\n",
+    std::fprintf(stderr,
+                 "[lantern] chat format: %s. One user turn per line (/continue, /regenerate); end with Ctrl-D.\n",
                  session.template_name().c_str());
+    const auto print = [](const TokenEvent& ev) {
+        std::cout << ev.text << std::flush;
+        return true;
+    };
     std::string line;
     while (std::getline(std::cin, line)) {
         if (line.empty()) continue;
-        auto st = session.respond(line, slot, [](const TokenEvent& ev) {
-            std::cout << ev.text << std::flush;
-            return true;
-        });
+        const bool more = line == "/continue", again = line == "/regenerate";
+        if ((more || again) && (session.history().empty() || session.history().back().role != "assistant")) {
+            std::fprintf(stderr, "[turn] there is no reply to %s yet\n", more ? "continue" : "regenerate");
+            continue;
+        }
+        auto st = more    ? session.continue_reply(slot, print)
+                  : again ? session.regenerate(slot, print)
+                          : session.respond(line, slot, print);
         std::cout << "\n" << std::flush;
         auto kv = e.kv_stats();
         std::fprintf(stderr,

@@ -99,11 +99,29 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         const QVector<ConversationSummary> conversations = store.conversations();
         QCOMPARE(conversations.size(), 1);
         QCOMPARE(conversations[0].title, QStringLiteral("Once upon a time"));
-        const QVector<StoredMessage> messages = store.messages(conversations[0].id);
+        QVector<StoredMessage> messages = store.messages(conversations[0].id);
         QCOMPARE(messages.size(), 2);
         QCOMPARE(messages[1].content, chat->index(1, 0).data(ChatModel::TextRole).toString());
         QVERIFY(messages[1].complete);
         QCOMPARE(messages[1].model, QStringLiteral("stories260K"));
+
+        // Continue: the reply, cut at 16 tokens, grows in place (no new message), its first part
+        // kept, and the store follows.
+        auto* continueButton = window.findChild<QPushButton*>(QStringLiteral("continueButton"));
+        QVERIFY(continueButton->isEnabled());
+        const QString before = chat->index(1, 0).data(ChatModel::TextRole).toString();
+        QTest::mouseClick(continueButton, Qt::LeftButton);
+        QCOMPARE(window.state(), MainWindow::State::Generating);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        QCOMPARE(chat->rowCount(), 2);
+        const QString after = chat->index(1, 0).data(ChatModel::TextRole).toString();
+        QVERIFY2(after.startsWith(before) && after.size() > before.size(), qPrintable(before + " -> " + after));
+        QVERIFY2(chat->index(1, 0).data(ChatModel::DetailsRole).toString().contains(QStringLiteral("continued")),
+                 qPrintable(chat->index(1, 0).data(ChatModel::DetailsRole).toString()));
+        messages = store.messages(conversations[0].id);
+        QCOMPARE(messages.size(), 2);
+        QCOMPARE(messages[1].content, after);
+        QVERIFY(messages[1].complete);
     }
 }
 

@@ -529,6 +529,14 @@ private slots:
             "<|begin_of_text|>Be brief." + user + "Hi" + assistant + "\n\nHello<|eot_id|>" + user + "Hi";
         QCOMPARE(second.text, second_text);
         QCOMPARE(second.tokens, t->encode_with_specials(second_text, false));
+
+        // Continuing an unfinished reply keeps its reasoning: it goes on from the generation prompt.
+        messages.pop_back();
+        messages.back().content = "The user greets";
+        const auto open = chat.render_open_reply(*t, messages);
+        QCOMPARE(open.text, first_text + "The user greets");
+        QCOMPARE(open.open_reply_start, first.tokens.size());
+        QVERIFY(std::equal(first.tokens.begin(), first.tokens.end(), open.tokens.begin()));
     }
 
     // Falcon 3's "falcon3" is Llama 3's pre-tokenizer under another name (as in llama.cpp):

@@ -142,6 +142,12 @@ const ChatFormat kChatFormats[] = {ChatFormat::Llama2, ChatFormat::Mistral,   Ch
                                    ChatFormat::Zephyr, ChatFormat::Falcon3,   ChatFormat::Phi3,
                                    ChatFormat::Gemma,  ChatFormat::MistralV7};
 
+// The conversation without its last message (a reply), so that it ends with a user turn.
+std::vector<ChatMessage> prompt_messages_of(std::vector<ChatMessage> messages) {
+    messages.pop_back();
+    return messages;
+}
+
 bool starts_with(const std::vector<int32_t>& all, const std::vector<int32_t>& prefix) {
     return prefix.size() <= all.size() && std::equal(prefix.begin(), prefix.end(), all.begin());
 }
@@ -477,6 +483,24 @@ private slots:
             }
             as_text.push_back(assistant_turn(replies[turn]));
             as_ids.push_back(assistant_turn(replies[turn], generated));
+
+            // Continuing the reply (ChatSession::continue_reply): the prompt before it, then its ids
+            // and nothing after them — the same tokens the sequence holds while it is written.
+            const auto open_ids = chat.render_open_reply(t, as_ids);
+            std::vector<int32_t> expected_open = prompt_ids.tokens;
+            expected_open.insert(expected_open.end(), generated.begin(), generated.end());
+            if (open_ids.tokens != expected_open)
+                QFAIL(qPrintable(QString("turn %1: open reply %2, expected %3")
+                                     .arg(turn)
+                                     .arg(ids_text(open_ids.tokens), ids_text(expected_open))));
+            QCOMPARE(open_ids.open_reply_start, prompt_ids.tokens.size());
+            QVERIFY(open_ids.text.starts_with(prompt_ids.text));
+            QVERIFY_THROWS_EXCEPTION(Error, chat.render_open_reply(t, prompt_messages_of(as_ids)));
+            // A reply known only as text (reopened from disk) is its own fragment after the prompt.
+            const auto open_text = chat.render_open_reply(t, as_text);
+            QVERIFY(starts_with(open_text.tokens, prompt_text.tokens));
+            QCOMPARE(open_text.open_reply_start, prompt_text.tokens.size());
+            QVERIFY(open_text.tokens.size() > prompt_text.tokens.size());
 
             const std::vector<ChatMessage> next_text = [&] {
                 auto m = as_text;

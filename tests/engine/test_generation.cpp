@@ -259,6 +259,55 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // A reply cut at a token limit and continued is the reply written in one go (greedy): same
+    // tokens, same text, and the next turn's prompt comes out the same; a reply reopened from disk
+    // (text only) continues too. Continuing with nothing to continue is refused.
+    void continued_reply_equals_one_written_in_one_go() {
+        auto e = Engine::load(model(), options());
+        SamplingSettings s;
+        s.temperature = 0;
+        s.max_new_tokens = 40;
+        SettingsSlot whole_slot(s);
+        Run whole = respond(*e, "Once upon a time", whole_slot);
+        QCOMPARE(whole.tokens.size(), size_t(40));
+
+        ChatSession session(*e);
+        QVERIFY_THROWS_EXCEPTION(Error, session.continue_reply(whole_slot, [](const TokenEvent&) { return true; }));
+        s.max_new_tokens = 15;
+        SettingsSlot part_slot(s);
+        Run parts;
+        const auto collect = [&](const TokenEvent& ev) {
+            if (ev.token >= 0) parts.tokens.push_back(ev.token);
+            parts.text += ev.text;
+            return true;
+        };
+        TurnStats first = session.respond("Once upon a time", part_slot, collect);
+        QCOMPARE(first.stop_reason, std::string("max_tokens"));
+        s.max_new_tokens = 25;
+        SettingsSlot rest_slot(s);
+        TurnStats rest = session.continue_reply(rest_slot, collect);
+        QCOMPARE(rest.generated_tokens, 25u);
+        QCOMPARE(rest.computed_tokens, 1u);  // only the last token of the first part was not in the cache yet
+        QCOMPARE(parts.tokens, whole.tokens);
+        QCOMPARE(parts.text, whole.text);
+        QCOMPARE(session.history().size(), size_t(2));
+        QCOMPARE(session.history().back().content, whole.text);
+
+        // Reopened from disk: the reply as text, continued from there.
+        ChatSession reopened(*e);
+        const std::string start = session.history().back().content.substr(0, 30);
+        reopened.restore({{"user", "Once upon a time"}, {"assistant", start}});
+        std::string more;
+        TurnStats r = reopened.continue_reply(rest_slot, [&](const TokenEvent& ev) {
+            more += ev.text;
+            return true;
+        });
+        QVERIFY(r.generated_tokens > 0);
+        QCOMPARE(reopened.history().back().content, start + more);
+        QVERIFY(!more.empty());
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void full_context_stops_or_drops_the_oldest_turns_as_chosen() {
         EngineOptions o = options();
         o.context_length = 96;  // a few turns fill it

@@ -75,6 +75,11 @@ public:
     // Generates a different assistant reply to the last user turn (forks the prefix).
     TurnStats regenerate(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
                          const std::atomic<bool>* stop = nullptr);
+    // Writes more of the last assistant reply, from where it stopped (a token limit, Stop, or a
+    // reply reopened from disk): the events carry only the new text, the reply in history() grows,
+    // and the next turn's prompt is what it would be had the reply been written in one go.
+    TurnStats continue_reply(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
+                             const std::atomic<bool>* stop = nullptr);
 
     const std::vector<ChatTurn>& history() const;
     void reset();  // forget the conversation (cached KV blocks stay reusable)

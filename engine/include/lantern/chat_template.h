@@ -66,6 +66,7 @@ const char* chat_format_name(ChatFormat format);  // "llama2", "chatml", ...
 struct RenderedPrompt {
     std::vector<int32_t> tokens;
     std::string text;  // the same prompt for display and debugging, special tokens spelled out
+    size_t open_reply_start = 0;  // render_open_reply: where the open reply's ids begin in tokens
 };
 
 class ChatTemplate {
@@ -89,6 +90,11 @@ public:
     // puts it (for formats without a system role, in front of the next user message).
     RenderedPrompt render(const Tokenizer& tokenizer, std::span<const ChatMessage> messages,
                           bool add_generation_prompt) const;
+    // The prompt to continue the last message, an assistant reply, from where it stopped: the
+    // conversation before it with the generation prompt, then the reply without its end-of-turn.
+    // The rest of the reply generated from here makes, with these tokens, the same prompt for the
+    // next turn as if the reply had been written in one go (the reply's ids when it has them).
+    RenderedPrompt render_open_reply(const Tokenizer& tokenizer, std::span<const ChatMessage> messages) const;
 
     // The tokens that close an assistant reply in this format (</s>, <|im_end|>, <|end|>,
     // <end_of_turn>, <|eot_id|>); empty for Completion.
@@ -98,6 +104,8 @@ public:
     std::vector<int32_t> stop_tokens(const Tokenizer& tokenizer) const;
 
 private:
+    RenderedPrompt render(const Tokenizer& tokenizer, std::span<const ChatMessage> messages, bool add_generation_prompt,
+                          bool open_last_reply) const;
     ChatFormat format_;
 };
 

@@ -89,8 +89,10 @@ struct ChatSession::Impl {
         }
     }
 
+    // One reply: a new one after the last user turn, or (`continuing`) more of the last reply,
+    // which then grows in place.
     TurnStats run_turn(const SettingsSlot& slot, const std::function<bool(const TokenEvent&)>& on_token,
-                       const std::atomic<bool>* stop) {
+                       const std::atomic<bool>* stop, bool continuing = false) {
         const auto t0 = Clock::now();
         const Tokenizer& tok = engine.tokenizer();
         TurnStats stats;
@@ -98,9 +100,14 @@ struct ChatSession::Impl {
         // Leave room for a useful reply when deciding whether the prompt fits.
         const uint32_t reply_room = std::min<uint32_t>(64, ctx / 4);
 
-        RenderedPrompt prompt = chat_template.render(tok, conversation(), true);
+        const auto render = [&] {
+            return continuing ? chat_template.render_open_reply(tok, conversation())
+                              : chat_template.render(tok, conversation(), true);
+        };
+        RenderedPrompt prompt = render();
         while (prompt.tokens.size() + reply_room > ctx) {
-            bool can_drop = policy == ContextPolicy::DropOldestTurns && messages.size() > 1;
+            // The turn being answered (and a reply being continued) always stays.
+            bool can_drop = policy == ContextPolicy::DropOldestTurns && messages.size() > (continuing ? 2u : 1u);
             if (!can_drop) {
                 stats.prompt_tokens = static_cast<uint32_t>(prompt.tokens.size());
                 stats.stop_reason = "context_full";
@@ -111,7 +118,7 @@ struct ChatSession::Impl {
             messages.erase(messages.begin(), messages.begin() + static_cast<long>(n));
             stats.dropped_turns += static_cast<uint32_t>(n);
             rebuild_turns();
-            prompt = chat_template.render(tok, conversation(), true);
+            prompt = render();
         }
         stats.prompt_tokens = static_cast<uint32_t>(prompt.tokens.size());
 
@@ -121,7 +128,8 @@ struct ChatSession::Impl {
         auto stop_ids = chat_template.stop_tokens(tok);
         sampler.set_eos_tokens(stop_ids);
         StopStringMatcher matcher(settings->stop);
-        StreamingDetokenizer detok(tok);
+        // A continued reply goes on from text already shown: no dummy-prefix space to drop.
+        StreamingDetokenizer detok(tok, !(continuing && !messages.back().content.empty()));
 
         const auto t_prefill = Clock::now();
         std::vector<float> logits = feed_prompt(prompt.tokens, stats);
@@ -190,7 +198,16 @@ struct ChatSession::Impl {
         stats.decode_ms = decode_ms;
         uint32_t decoded = stats.generated_tokens > 0 ? stats.generated_tokens - 1 : 0;  // steps after the first token
         stats.decode_tokens_per_s = decode_ms > 0 ? decoded / (decode_ms / 1e3) : 0;
-        messages.push_back({ChatRole::Assistant, reply_text, reply});
+        if (continuing) {
+            // The reply's ids as the sequence holds them (those of its text when it had none),
+            // then the new ones: the next prompt goes on from exactly these.
+            ChatMessage& open = messages.back();
+            open.tokens.assign(prompt.tokens.begin() + static_cast<long>(prompt.open_reply_start), prompt.tokens.end());
+            open.tokens.insert(open.tokens.end(), reply.begin(), reply.end());
+            open.content += reply_text;
+        } else {
+            messages.push_back({ChatRole::Assistant, reply_text, reply});
+        }
         rebuild_turns();
         return stats;
     }
@@ -225,6 +242,14 @@ TurnStats ChatSession::regenerate(const SettingsSlot& settings, const std::funct
     m.pop_back();
     impl_->rebuild_turns();
     return impl_->run_turn(settings, on_token, stop);
+}
+
+TurnStats ChatSession::continue_reply(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
+                                      const std::atomic<bool>* stop) {
+    const auto& m = impl_->messages;
+    if (m.empty() || m.back().role != ChatRole::Assistant)
+        throw Error(ErrorCode::InvalidArgument, "there is no assistant reply to continue");
+    return impl_->run_turn(settings, on_token, stop, true);
 }
 
 const std::vector<ChatTurn>& ChatSession::history() const { return impl_->turns; }

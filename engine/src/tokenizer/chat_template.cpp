@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "lantern/error.h"
 #include "lantern/gguf.h"
 #include "lantern/tokenizer.h"
 
@@ -63,12 +64,25 @@ public:
         } else {
             parts_.push_back({Kind::Tokens, std::string(display), message.tokens});
         }
+        last_reply_ = parts_.size() - 1;
+        last_reply_text_ = display.size();
     }
 
-    RenderedPrompt finish() const {
+    // `open_last_reply`: the prompt ends with the last reply, without what follows it (its
+    // end-of-turn, and text a vocabulary without that marker's token appended to the reply's part).
+    RenderedPrompt finish(bool open_last_reply = false) const {
         RenderedPrompt out;
-        for (size_t i = 0; i < parts_.size(); ++i) {
-            const Part& part = parts_[i];
+        size_t n_parts = parts_.size();
+        if (open_last_reply) {
+            if (last_reply_ == SIZE_MAX) throw Error(ErrorCode::InvalidArgument, "there is no reply to continue");
+            n_parts = last_reply_ + 1;
+        }
+        for (size_t i = 0; i < n_parts; ++i) {
+            Part part = parts_[i];
+            if (open_last_reply && i == last_reply_) {
+                part.text.resize(last_reply_text_);
+                out.open_reply_start = out.tokens.size();
+            }
             out.text += part.text;
             if (part.kind != Kind::Text) {
                 out.tokens.insert(out.tokens.end(), part.ids.begin(), part.ids.end());
@@ -94,6 +108,8 @@ private:
     };
     const Tokenizer& tokenizer_;
     std::vector<Part> parts_;
+    size_t last_reply_ = SIZE_MAX;  // index of the last reply's part
+    size_t last_reply_text_ = 0;    // its own text's length (later text may continue the part)
 };
 
 // System text for formats without a system turn: it goes in front of the next user message.
@@ -171,13 +187,22 @@ void render_llama2(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMes
 // without their reasoning (the text after their last "</think>"), which is why those turns are
 // re-encoded rather than taken from the ids the model produced.
 void render_deepseek_r1(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages,
-                        bool add_generation_prompt) {
+                        bool add_generation_prompt, bool open_last_reply) {
     b.bos();
     std::string system;
     for (const auto& m : messages)
         if (m.role == ChatRole::System) system = m.content;  // the last one, as DeepSeek's template
     b.text(system);
-    for (const auto& m : messages) {
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        if (open_last_reply && i + 1 == messages.size() && m.role == ChatRole::Assistant) {
+            // A reply being continued goes on from the generation prompt, reasoning and all.
+            b.marker("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>");
+            b.marker("<think>");
+            b.text("\n");
+            b.reply(m, m.content);
+            break;
+        }
         if (m.role == ChatRole::User) {
             b.marker("<\xEF\xBD\x9CUser\xEF\xBD\x9C>");
             b.text(m.content);
@@ -383,6 +408,17 @@ bool ChatTemplate::has_system_role() const {
 
 RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const ChatMessage> messages,
                                     bool add_generation_prompt) const {
+    return render(tokenizer, messages, add_generation_prompt, false);
+}
+
+RenderedPrompt ChatTemplate::render_open_reply(const Tokenizer& tokenizer, std::span<const ChatMessage> messages) const {
+    if (messages.empty() || messages.back().role != ChatRole::Assistant)
+        throw Error(ErrorCode::InvalidArgument, "there is no reply to continue: the conversation does not end with one");
+    return render(tokenizer, messages, false, true);
+}
+
+RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const ChatMessage> messages,
+                                    bool add_generation_prompt, bool open_last_reply) const {
     PromptBuilder b(tokenizer);
     switch (format_) {
         case ChatFormat::Completion:
@@ -416,10 +452,10 @@ RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const 
             render_mistral_v7(b, tokenizer, messages);
             break;
         case ChatFormat::DeepSeekR1:
-            render_deepseek_r1(b, tokenizer, messages, add_generation_prompt);
+            render_deepseek_r1(b, tokenizer, messages, add_generation_prompt, open_last_reply);
             break;
     }
-    return b.finish();
+    return b.finish(open_last_reply);
 }
 
 std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer) const {
