@@ -28,7 +28,7 @@ namespace {
 
 const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAPE:TYPE]... [options]
   --synthetic S:T   random-weight model, S = tiny | 110m | tinyllama | llama3-1b | 7b, T = f32 | f16 | bf16 | q8_0
-                    | q4_0 | q4_1 | q5_0 | q5_1 | q4_k | q5_k | q6_k | iq4_nl | iq4_xs | q4_k_m (llama.cpp's
+                    | q4_0 | q4_1 | q5_0 | q5_1 | q3_k | q4_k | q5_k | q6_k | iq4_nl | iq4_xs | q4_k_m (llama.cpp's
                     Q4_K_M mix of Q4_K and Q6_K; K-quants and iq4_xs need 256-element rows: not tiny)
   -p N              prefill tokens (default 128; 0 = skip)
   -n N              decode tokens (default 128; 0 = skip)
@@ -80,7 +80,7 @@ uint32_t type_id(const std::string& t) {
     }
     throw Error(ErrorCode::InvalidArgument,
                 "unknown weight type " + t +
-                    " (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q4_k_m)");
+                    " (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q4_k_m)");
 }
 
 std::vector<int32_t> random_tokens(Rng& rng, uint32_t vocab, int n) {

@@ -635,22 +635,22 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
-    // Q3_K (no device layout; Q4_K, Q5_K, Q6_K and IQ4_XS have one) is refused naming the tensor, its type and
-    // the types that run.
+    // Q2_K (no device layout: its 16-element sub-blocks have a scale and a min, a layout no kernel
+    // runs) is refused naming the tensor, its type and the types that run.
     void unsupported_tensor_type_is_named_with_the_tensor() {
         // The tiny model itself loads (so the error below is about the tensor type only).
         const std::string ok = test::temp_dir() + "/tiny-f32.gguf";
         write_tiny_model(ok, "llama", 256);
         Outcome good = load(ok);
         QVERIFY2(good.parsed, good.message.c_str());
-        const std::string path = test::temp_dir() + "/tiny-q3k.gguf";
-        write_tiny_model(path, "llama", 256, "blk.0.ffn_gate.weight", static_cast<uint32_t>(GgmlType::Q3_K));
+        const std::string path = test::temp_dir() + "/tiny-q2k.gguf";
+        write_tiny_model(path, "llama", 256, "blk.0.ffn_gate.weight", static_cast<uint32_t>(GgmlType::Q2_K));
         Outcome o = load(path);
         QVERIFY(!o.parsed);
         QCOMPARE(o.code, ErrorCode::UnsupportedTensorType);
         QVERIFY2(o.message.find("blk.0.ffn_gate.weight") != std::string::npos, o.message.c_str());
-        QVERIFY2(o.message.find("stored as Q3_K") != std::string::npos, o.message.c_str());
-        QVERIFY2(o.message.find("Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS") != std::string::npos, o.message.c_str());
+        QVERIFY2(o.message.find("stored as Q2_K") != std::string::npos, o.message.c_str());
+        QVERIFY2(o.message.find("Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS") != std::string::npos, o.message.c_str());
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

@@ -53,7 +53,7 @@ const uint32_t kTypes[] = {static_cast<uint32_t>(GgmlType::F32),  static_cast<ui
                            static_cast<uint32_t>(GgmlType::Q6_K), static_cast<uint32_t>(GgmlType::Q4_1),
                            static_cast<uint32_t>(GgmlType::Q5_0), static_cast<uint32_t>(GgmlType::Q5_1),
                            static_cast<uint32_t>(GgmlType::IQ4_NL), static_cast<uint32_t>(GgmlType::IQ4_XS),
-                           static_cast<uint32_t>(GgmlType::BF16)};
+                           static_cast<uint32_t>(GgmlType::BF16),   static_cast<uint32_t>(GgmlType::Q3_K)};
 
 // Row lengths of quantized types are whole blocks: `blocks` of the type's block (32 elements for
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL; 256 for the K-quants and IQ4_XS), so the same cases
@@ -470,6 +470,9 @@ private slots:
         QTest::newRow("IQ4_NL") << kTypes[10] << 14.0 / 127 + 1e-3;
         QTest::newRow("IQ4_XS") << kTypes[11] << 14.0 / 127 + 0.02;
         QTest::newRow("BF16") << kTypes[12] << 1.0 / 256;
+        // Q3_K maps a sub-block's extreme to -4, so the other sign's extreme clamps at 3: a whole
+        // step of amax / 4, plus the 6-bit rounding of the sub-block scales.
+        QTest::newRow("Q3_K") << kTypes[13] << 1.0 / 4 + 0.02;
     }
 
     // A type stored in another type's device layout (Q4_1 -> Q4_K's, Q5_0 -> Q8_0's, Q5_1 ->
@@ -528,7 +531,7 @@ private slots:
         QList<QByteArray> lines;
         for (const QByteArray& line : f.readAll().split('\n'))
             if (!line.isEmpty() && !line.startsWith('#')) lines.push_back(line);
-        QCOMPARE(lines.size(), 20);
+        QCOMPARE(lines.size(), 22);
         auto& ctx = test::context();
         Rng rng(77);
         std::vector<uint32_t> seen;

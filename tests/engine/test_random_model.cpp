@@ -341,9 +341,9 @@ private slots:
         QTest::newRow("Q8_0 with F16 attn_k and ffn_up") << u(GgmlType::Q8_0) << false << u(GgmlType::F16) << false
                                                          << false;
         // Types stored in another type's device layout: Q4_1 (Q4_K's), Q5_0, IQ4_NL, IQ4_XS
-        // (Q8_0's), Q5_1 (Q5_K's), BF16 (F32's).
+        // (Q8_0's), Q5_1 (Q5_K's), Q3_K (Q6_K's), BF16 (F32's).
         for (auto t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::IQ4_XS,
-                       GgmlType::BF16})
+                       GgmlType::Q3_K, GgmlType::BF16})
             QTest::addRow("%s, untied output", ggml_type_name(u(t))) << u(t) << false << u(t) << false << false;
         // K-quants, and mixes: Q6_K beside Q4_K in a layer where Q/K/V and gate/up cannot be
         // stacked (the layer is not fused), and llama.cpp's Q4_K_M mix (Q6_K attn_v and ffn_down:
@@ -354,6 +354,9 @@ private slots:
         QTest::newRow("Q4_K with Q6_K attn_k and ffn_up") << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << false
                                                           << false;
         QTest::newRow("Q4_K with Q6_K attn_v and ffn_down") << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << true
+                                                            << false;
+        // llama.cpp's Q3_K_M mix: Q5_K attn_v and ffn_down beside Q3_K.
+        QTest::newRow("Q3_K with Q5_K attn_v and ffn_down") << u(GgmlType::Q3_K) << false << u(GgmlType::Q5_K) << true
                                                             << false;
         // The path a GPU takes (row-major weights, split-K matmuls, attention splitting keys), here too.
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
@@ -488,17 +491,17 @@ private slots:
         const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
                        GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
-                       GgmlType::IQ4_XS, GgmlType::BF16})
+                       GgmlType::IQ4_XS, GgmlType::Q3_K, GgmlType::BF16})
             for (bool kv_f16 : {true, false})
                 for (bool odd : {false, true}) {
                     if (odd && ops::find_weight_format(u(t))->block_elements > 1) continue;
                     QTest::addRow("%s, %s KV%s", ggml_type_name(u(t)), kv_f16 ? "F16" : "F32", odd ? ", odd shape" : "")
                         << u(t) << kv_f16 << odd << u(t);
                 }
-        // Mixed layers: Q4_K_M's (Q6_K attn_v and ffn_down beside Q4_K), Q5_K_M's, and a float V
+        // Mixed layers: Q4_K_M's (Q6_K attn_v and ffn_down beside Q4_K), Q5_K_M's, Q3_K_M's, and a float V
         // and down beside Q8_0 (zero-padded float groups in the second Q/K/V stack).
         for (auto [t, o] : {std::pair{GgmlType::Q4_K, GgmlType::Q6_K}, std::pair{GgmlType::Q5_K, GgmlType::Q6_K},
-                            std::pair{GgmlType::Q8_0, GgmlType::F16}})
+                            std::pair{GgmlType::Q3_K, GgmlType::Q5_K}, std::pair{GgmlType::Q8_0, GgmlType::F16}})
             for (bool kv_f16 : {true, false})
                 QTest::addRow("%s with %s attn_v and ffn_down, %s KV", ggml_type_name(u(t)), ggml_type_name(u(o)),
                               kv_f16 ? "F16" : "F32")

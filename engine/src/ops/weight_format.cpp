@@ -410,6 +410,90 @@ void quant_q6_k(const float* src, uint8_t* dst, uint64_t n) {
     }
 }
 
+// Q3_K: hmask[32] (third bits), qs[64] (low 2 bits), scales[12] (sixteen 6-bit scales, offset 32),
+// f16 d. Element e of the super-block: half h = e / 128, r = e % 128, j = r / 32 (which 2-bit
+// field of the byte), s = (r % 32) / 16, l = r % 16; its low bits are bits 2j..2j+1 of
+// qs[32h + 16s + l], its third bit is bit 4h + j of hmask[16s + l], and q = low - (third ? 0 : 4),
+// in -4..3; its sub-block is e / 16, whose 6-bit scale is the low nibble of scales[k] (k < 8) or
+// the high nibble of scales[k - 8] (k >= 8) below bits 2(k / 4)..2(k / 4)+1 of scales[8 + k % 4].
+// value = d * (scale - 32) * q. On the device: Q6_K's layout (a byte per element, q + 32, and a
+// float scale per 16), so exactly the same values; 1.25 bytes per weight against 0.43 in the file
+// (Q3_K_S/M/L files load, at the memory of a Q8_0 one).
+constexpr uint64_t kQ3Bytes = 110;
+int q3_k_scale(const uint8_t* scales, int k) {
+    const int low = k < 8 ? scales[k] & 15 : scales[k - 8] >> 4;
+    const int high = (scales[8 + k % 4] >> (2 * (k / 4))) & 3;
+    return (low | high << 4) - 32;
+}
+void q3_k_block(const uint8_t* blk, uint8_t q[256], float scale[16]) {
+    const uint8_t* hmask = blk;
+    const uint8_t* qs = blk + 32;
+    const float d = f16_at(blk + 108);
+    for (int k = 0; k < 16; ++k) scale[k] = d * static_cast<float>(q3_k_scale(blk + 96, k));
+    for (int e = 0; e < 256; ++e) {
+        const int h = e / 128, r = e % 128, j = r / 32, s = (r % 32) / 16, l = r % 16;
+        const int low = (qs[32 * h + 16 * s + l] >> (2 * j)) & 3;
+        const int third = (hmask[16 * s + l] >> (4 * h + j)) & 1;
+        q[e] = static_cast<uint8_t>(low - (third ? 0 : 4) + 32);  // Q6_K's raw: q + 32
+    }
+}
+void repack_row_q3_k(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+    for (uint64_t b = 0; b < cols / kSuper; ++b)
+        q3_k_block(src + b * kQ3Bytes, reinterpret_cast<uint8_t*>(values) + b * 256, scales + b * 16);
+}
+void dequant_q3_k(const uint8_t* src, float* dst, uint64_t n) {
+    uint8_t q[256];
+    float s[16];
+    for (uint64_t b = 0; b < n / kSuper; ++b) {
+        q3_k_block(src + b * kQ3Bytes, q, s);
+        for (int e = 0; e < 256; ++e) dst[b * 256 + e] = (static_cast<float>(q[e]) - 32.0f) * s[e / 16];
+    }
+}
+// Per 16 elements the value of largest magnitude maps to -4 (as Q6_K's to -32), the sub-block
+// scales are quantized to 6 bits (-32..31) against the largest, and q recomputed with the scales
+// as stored.
+void quant_q3_k(const float* src, uint8_t* dst, uint64_t n) {
+    for (uint64_t b = 0; b < n / kSuper; ++b) {
+        const float* x = src + b * 256;
+        uint8_t* blk = dst + b * kQ3Bytes;
+        float step[16], max_abs = 0;
+        for (int k = 0; k < 16; ++k) {
+            float amax = 0, max = 0;
+            for (int i = 0; i < 16; ++i)
+                if (std::fabs(x[16 * k + i]) > amax) {
+                    amax = std::fabs(x[16 * k + i]);
+                    max = x[16 * k + i];
+                }
+            step[k] = max / -4.0f;
+            max_abs = std::max(max_abs, std::fabs(step[k]));
+        }
+        std::memset(blk, 0, kQ3Bytes);
+        put_f16(blk + 108, max_abs / 31.0f);
+        const float d = f16_at(blk + 108);
+        uint8_t* hmask = blk;
+        uint8_t* qs = blk + 32;
+        uint8_t* packed = blk + 96;
+        for (int k = 0; k < 16; ++k) {
+            const int sc = d > 0 ? std::clamp(static_cast<int>(std::lround(step[k] / d)), -32, 31) : 0;
+            const int stored = sc + 32;
+            if (k < 8) {
+                packed[k] = static_cast<uint8_t>(packed[k] | (stored & 15));
+            } else {
+                packed[k - 8] = static_cast<uint8_t>(packed[k - 8] | (stored & 15) << 4);
+            }
+            packed[8 + k % 4] = static_cast<uint8_t>(packed[8 + k % 4] | (stored >> 4) << (2 * (k / 4)));
+            const float s = d * static_cast<float>(sc);
+            for (int i = 0; i < 16; ++i) {
+                const int e = 16 * k + i;
+                const int v = (s != 0 ? std::clamp(static_cast<int>(std::lround(x[e] / s)), -4, 3) : 0) + 4;  // 0..7
+                const int h = e / 128, r = e % 128, j = r / 32, sh = (r % 32) / 16, l = r % 16;
+                qs[32 * h + 16 * sh + l] = static_cast<uint8_t>(qs[32 * h + 16 * sh + l] | (v & 3) << (2 * j));
+                hmask[16 * sh + l] = static_cast<uint8_t>(hmask[16 * sh + l] | (v >> 2) << (4 * h + j));
+            }
+        }
+    }
+}
+
 // ---- Q4_1, Q5_0, Q5_1: 32-element blocks like Q4_0, with a 5th bit per element (qh, 32 bits
 // little-endian; bit j for element j) and/or a min m (value = q * d + m; Q5_0: (q - 16) * d):
 //   Q4_1: d, m, qs[16]   Q5_0: d, qh[4], qs[16]   Q5_1: d, m, qh[4], qs[16]
@@ -725,6 +809,7 @@ const WeightFormat kWeightFormats[] = {
     {13, "Q5_K", 256, 176, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_k_min_of<true>, dequant_k_min_of<true>,
      quant_k_min_of<true>},
     {14, "Q6_K", 256, 210, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q6_k, dequant_q6_k, quant_q6_k},
+    {11, "Q3_K", 256, 110, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q3_k, dequant_q3_k, quant_q3_k},
     {20, "IQ4_NL", 32, 18, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_nl, dequant_iq4_nl, quant_iq4_nl},
     {23, "IQ4_XS", 256, 136, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_xs, dequant_iq4_xs, quant_iq4_xs},
     {30, "BF16", 1, 2, 0, 4, LANTERN_TYPE_SHADERS(f32), 4, 0, repack_row_bf16, dequant_bf16, quant_bf16},
