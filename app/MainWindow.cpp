@@ -138,6 +138,7 @@ void MainWindow::buildCentralArea() {
 
     chatModel_ = new ChatModel(this);
     chatView_ = new ChatView(central);
+    connect(chatView_, &ChatView::editRequested, this, &MainWindow::editMessage);
     chatView_->setObjectName(QStringLiteral("chatView"));
     chatView_->setModel(chatModel_);
     layout->addWidget(chatView_, 1);
@@ -593,6 +594,7 @@ void MainWindow::onDevicesListed(const DeviceList& devices) {
 
 void MainWindow::newConversation() {
     if (state_ == State::Generating) return;
+    cancelEdit();
     conversationId_ = -1;
     preferences::setLastConversation(-1);
     chatModel_->clear();
@@ -607,6 +609,7 @@ void MainWindow::openConversation(qint64 id) {
     if (state_ == State::Generating) return;
     const ConversationSummary summary = store_->conversation(id);
     if (summary.id < 0) return;
+    cancelEdit();
     conversationId_ = id;
     preferences::setLastConversation(id);
     QVector<ChatMessage> messages;
@@ -662,9 +665,40 @@ void MainWindow::renameConversation(qint64 id) {
 // ---------------------------------------------------------------------------------------------
 // Turns
 
+void MainWindow::editMessage(int row) {
+    if (state_ == State::Generating || row < 0 || row >= chatModel_->rowCount() ||
+        chatModel_->message(row).role != ChatMessage::Role::User)
+        return;
+    editingRow_ = row;
+    input_->setPlainText(chatModel_->message(row).text);
+    input_->moveCursor(QTextCursor::End);
+    input_->setFocus();
+    statusBar()->showMessage(tr("Editing a message: sending replaces it and everything after it (Esc cancels)."));
+}
+
+void MainWindow::cancelEdit() {
+    if (editingRow_ < 0) return;
+    editingRow_ = -1;
+    input_->clear();
+    statusBar()->clearMessage();
+}
+
 void MainWindow::sendMessage() {
     const QString text = input_->toPlainText().trimmed();
     if (text.isEmpty() || state_ != State::Ready) return;
+    if (editingRow_ >= 0) {
+        // The edited message and everything after it go, from the screen, the store and the
+        // model's view of the conversation; the new message continues from what stays.
+        const int row = std::min(editingRow_, chatModel_->rowCount());
+        editingRow_ = -1;
+        statusBar()->clearMessage();
+        while (chatModel_->rowCount() > row) {
+            const int last = chatModel_->rowCount() - 1;
+            if (chatModel_->message(last).store_id >= 0) store_->deleteMessage(chatModel_->message(last).store_id);
+            chatModel_->removeMessage(last);
+        }
+        restoreConversationToModel();
+    }
     if (conversationId_ < 0) {
         conversationId_ = store_->createConversation(conversationTitleFrom(text), systemPrompt_->text().trimmed(),
                                                      QFileInfo(modelPath_).fileName());
@@ -846,7 +880,8 @@ bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
             return true;
         }
         if (key->key() == Qt::Key_Escape) {
-            stopGeneration();
+            if (state_ == State::Generating) stopGeneration();
+            else cancelEdit();
             return true;
         }
     }

@@ -84,6 +84,10 @@ private:
     void regenerateReply();
     // Writes more of the last reply (cut by the token limit or Stop, or reopened from disk).
     void continueReply();
+    // Puts the user message at `row` back into the input; the next send replaces it and every
+    // message after it (a branch from that point; the prefix cache keeps what came before).
+    void editMessage(int row);
+    void cancelEdit();
     int continuableRow() const;  // the last reply's row if the conversation ends with one, else -1
     void beginAssistantReply();
     void savePartialReply();
@@ -145,7 +149,8 @@ private:
     QString streamingText_;
     int streamingTokens_ = 0;
     bool canRegenerate_ = false;
-    QString continuedDetails_;  // the reply being continued: its details before (null: not continuing)  // the last reply was made by the loaded model in this session
+    QString continuedDetails_;
+    int editingRow_ = -1;  // the user message being edited (editMessage), -1: none  // the reply being continued: its details before (null: not continuing)  // the last reply was made by the loaded model in this session
     QTimer partialSaveTimer_;
     QElapsedTimer turnClock_;
 };

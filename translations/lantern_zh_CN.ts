@@ -80,6 +80,14 @@
         <source>Assistant</source>
         <translation>助手</translation>
     </message>
+    <message>
+        <source>Edit and Resend…</source>
+        <translation>编辑并重新发送…</translation>
+    </message>
+    <message>
+        <source>Put this message back in the input; sending it replaces it and everything after it</source>
+        <translation>把这条消息放回输入框；发送后将替换它及其后的所有内容</translation>
+    </message>
 </context>
 <context>
     <name>Device</name>
@@ -663,6 +671,10 @@ Driver: %2</source>
     <message>
         <source>continued</source>
         <translation>已续写</translation>
+    </message>
+    <message>
+        <source>Editing a message: sending replaces it and everything after it (Esc cancels).</source>
+        <translation>正在编辑消息：发送后将替换它及其后的所有内容（Esc 取消）。</translation>
     </message>
 </context>
 <context>

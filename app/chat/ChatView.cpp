@@ -289,8 +289,17 @@ void ChatView::contextMenuEvent(QContextMenuEvent* event) {
     copyMessage->setEnabled(index.isValid());
     QAction* copyAll = menu.addAction(tr("Copy Conversation"));
     copyAll->setEnabled(model() != nullptr && model()->rowCount() > 0);
+    QAction* edit = nullptr;
+    if (index.isValid() &&
+        static_cast<ChatMessage::Role>(index.data(ChatModel::MessageRole).toInt()) == ChatMessage::Role::User) {
+        menu.addSeparator();
+        edit = menu.addAction(tr("Edit and Resend…"));
+        edit->setToolTip(tr("Put this message back in the input; sending it replaces it and everything after it"));
+    }
     QAction* chosen = menu.exec(event->globalPos());
-    if (chosen == copyMessage && index.isValid()) {
+    if (chosen != nullptr && chosen == edit) {
+        emit editRequested(index.row());
+    } else if (chosen == copyMessage && index.isValid()) {
         QApplication::clipboard()->setText(index.data(ChatModel::TextRole).toString());
     } else if (chosen == copyAll) {
         QStringList parts;

@@ -38,6 +38,10 @@ public:
     // or the model that wrote the reply ("Assistant" when that was not recorded).
     static QString author(const QModelIndex& index);
 
+signals:
+    // "Edit and Resend" on one of the user's messages (its row).
+    void editRequested(int row);
+
 protected:
     void paintEvent(QPaintEvent* event) override;
     void contextMenuEvent(QContextMenuEvent* event) override;

@@ -122,6 +122,25 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         QCOMPARE(messages.size(), 2);
         QCOMPARE(messages[1].content, after);
         QVERIFY(messages[1].complete);
+
+        // A second turn, then Edit and Resend on the first message: it comes back into the input,
+        // and sending replaces it and everything after it.
+        QTest::keyClicks(input, QStringLiteral("The end"));
+        QTest::keyClick(input, Qt::Key_Return);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        QCOMPARE(chat->rowCount(), 4);
+        emit window.findChild<ChatView*>(QStringLiteral("chatView"))->editRequested(0);
+        QCOMPARE(input->toPlainText(), QStringLiteral("Once upon a time"));
+        input->setPlainText(QStringLiteral("Once upon a time there was a frog"));
+        QTest::keyClick(input, Qt::Key_Return);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        QCOMPARE(chat->rowCount(), 2);
+        QCOMPARE(chat->index(0, 0).data(ChatModel::TextRole).toString(), QStringLiteral("Once upon a time there was a frog"));
+        QVERIFY(!chat->index(1, 0).data(ChatModel::TextRole).toString().isEmpty());
+        messages = store.messages(conversations[0].id);
+        QCOMPARE(messages.size(), 2);
+        QCOMPARE(messages[0].content, QStringLiteral("Once upon a time there was a frog"));
+        QCOMPARE(messages[1].content, chat->index(1, 0).data(ChatModel::TextRole).toString());
     }
 }
 
