@@ -23,6 +23,8 @@
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSaveFile>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QToolBar>
 #include <QUrl>
@@ -36,6 +38,7 @@
 #include "chat/ChatView.h"
 #include "chat/ConversationDelegate.h"
 #include "chat/ConversationStore.h"
+#include "chat/Export.h"
 #include "panels/AttentionPanel.h"
 #include "panels/KvCachePanel.h"
 #include "panels/ModelInfoPanel.h"
@@ -280,6 +283,8 @@ void MainWindow::buildActions() {
         QDir().mkpath(preferences::modelsDirectory());
         QDesktopServices::openUrl(QUrl::fromLocalFile(preferences::modelsDirectory()));
     });
+    exportAction_ = file->addAction(tr("&Export Conversation…"), this, &MainWindow::exportConversation);
+    exportAction_->setObjectName(QStringLiteral("exportAction"));
     deviceMenu_ = file->addMenu(tr("&Device"));
     deviceGroup_ = new QActionGroup(this);
     file->addSeparator();
@@ -402,6 +407,7 @@ void MainWindow::setState(State state) {
     stopButton_->setEnabled(generating);
     regenerateButton_->setEnabled(ready && canRegenerate_);
     continueButton_->setEnabled(ready && continuableRow() >= 0);
+    exportAction_->setEnabled(!generating && chatModel_->rowCount() > 0);
     modelPicker_->setEnabled(!generating && state != State::Loading);
     openAction_->setEnabled(!generating && state != State::Loading);
     deviceMenu_->setEnabled(!generating && state != State::Loading);
@@ -664,6 +670,39 @@ void MainWindow::renameConversation(qint64 id) {
 
 // ---------------------------------------------------------------------------------------------
 // Turns
+
+void MainWindow::exportConversation() {
+    if (chatModel_->rowCount() == 0) return;
+    const ConversationSummary summary = conversationId_ >= 0 ? store_->conversation(conversationId_) : ConversationSummary{};
+    QString name = summary.title.isEmpty() ? tr("Conversation") : summary.title;
+    name.replace(QRegularExpression(QStringLiteral("[\\\\/:*?\"<>|]")), QStringLiteral("_"));
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export Conversation"), QDir(QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation)).filePath(name + ".md"),
+        tr("Markdown (*.md);;All files (*)"));
+    if (path.isEmpty()) return;
+    QString error;
+    if (!writeConversationMarkdown(path, &error)) QMessageBox::warning(this, tr("Export failed"), error);
+    else statusBar()->showMessage(tr("Exported to %1").arg(QDir::toNativeSeparators(path)), 8000);
+}
+
+bool MainWindow::writeConversationMarkdown(const QString& path, QString* error) const {
+    ExportHeader header;
+    const ConversationSummary summary = conversationId_ >= 0 ? store_->conversation(conversationId_) : ConversationSummary{};
+    header.title = summary.title;
+    header.systemPrompt = systemPrompt_->text();
+    header.modelFile = summary.model;
+    header.exported = QDateTime::currentDateTime();
+    QVector<ChatMessage> messages;
+    for (int row = 0; row < chatModel_->rowCount(); ++row) messages.push_back(chatModel_->message(row));
+    // Written to a temporary file and renamed into place: an existing file is never left half written.
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Text) || file.write(conversationMarkdown(header, messages).toUtf8()) < 0 ||
+        !file.commit()) {
+        if (error) *error = tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), file.errorString());
+        return false;
+    }
+    return true;
+}
 
 void MainWindow::editMessage(int row) {
     if (state_ == State::Generating || row < 0 || row >= chatModel_->rowCount() ||

@@ -88,6 +88,14 @@ private:
     // message after it (a branch from that point; the prefix cache keeps what came before).
     void editMessage(int row);
     void cancelEdit();
+    void exportConversation();
+
+public:
+    // The open conversation as Markdown at `path` (File > Export Conversation…); false with a
+    // message in `error` when the file cannot be written.
+    bool writeConversationMarkdown(const QString& path, QString* error = nullptr) const;
+
+protected:
     int continuableRow() const;  // the last reply's row if the conversation ends with one, else -1
     void beginAssistantReply();
     void savePartialReply();
@@ -118,6 +126,7 @@ private:
     QPushButton* stopButton_ = nullptr;
     QPushButton* regenerateButton_ = nullptr;
     QPushButton* continueButton_ = nullptr;
+    QAction* exportAction_ = nullptr;
     QComboBox* modelPicker_ = nullptr;
     QListWidget* conversationList_ = nullptr;
     QFileSystemWatcher* modelsWatcher_ = nullptr;

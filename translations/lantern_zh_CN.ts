@@ -117,6 +117,41 @@
     </message>
 </context>
 <context>
+    <name>Export</name>
+    <message>
+        <source>Conversation</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>Exported from Lantern on %1</source>
+        <translation>由 Lantern 导出于 %1</translation>
+    </message>
+    <message>
+        <source>model file %1</source>
+        <translation>模型文件 %1</translation>
+    </message>
+    <message>
+        <source>System prompt</source>
+        <translation>系统提示词</translation>
+    </message>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+    <message>
+        <source>Reasoning</source>
+        <translation>思考过程</translation>
+    </message>
+    <message>
+        <source>interrupted</source>
+        <translation>已中断</translation>
+    </message>
+</context>
+<context>
     <name>Format</name>
     <message>
         <source>%1 B</source>
@@ -675,6 +710,34 @@ Driver: %2</source>
     <message>
         <source>Editing a message: sending replaces it and everything after it (Esc cancels).</source>
         <translation>正在编辑消息：发送后将替换它及其后的所有内容（Esc 取消）。</translation>
+    </message>
+    <message>
+        <source>&amp;Export Conversation…</source>
+        <translation>导出对话(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>Conversation</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>Export Conversation</source>
+        <translation>导出对话</translation>
+    </message>
+    <message>
+        <source>Markdown (*.md);;All files (*)</source>
+        <translation>Markdown (*.md);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Export failed</source>
+        <translation>导出失败</translation>
+    </message>
+    <message>
+        <source>Exported to %1</source>
+        <translation>已导出到 %1</translation>
+    </message>
+    <message>
+        <source>Could not write %1: %2</source>
+        <translation>无法写入 %1：%2</translation>
     </message>
 </context>
 <context>

@@ -13,6 +13,7 @@
 #include <QTextFragment>
 
 #include "Theme.h"
+#include "chat/Export.h"
 #include "chat/Markdown.h"
 #include "chat/Reasoning.h"
 
@@ -26,6 +27,7 @@ private slots:
     void showsHtmlAndMarkersAsText();
     void rendersAnUnfinishedCodeFenceAsCode();
     void rendersTheAnswerAfterReasoningAsMarkdown();
+    void exportsTheConversationAsMarkdown();
 };
 
 namespace {
@@ -201,6 +203,42 @@ void TestChatView::rendersTheAnswerAfterReasoningAsMarkdown() {
     QCOMPARE(doc.toPlainText(), QStringLiteral("Reasoning\nTry **x**.\n\nThe answer is 42."));
     QVERIFY(fragmentWith(doc, QStringLiteral("42")).charFormat().fontWeight() >= QFont::Bold);
     QVERIFY(fragmentWith(doc, QStringLiteral("Try")).charFormat().fontItalic());
+}
+
+// Export: the title, the system prompt quoted, each message under its author (a reply under the
+// model that wrote it), reasoning quoted apart from the answer, details in small print, an
+// interrupted reply marked, notices left out.
+void TestChatView::exportsTheConversationAsMarkdown() {
+    ExportHeader header;
+    header.title = QStringLiteral("Cats");
+    header.systemPrompt = QStringLiteral("Be brief.\nUse lists.");
+    header.modelFile = QStringLiteral("stories260K.gguf");
+    header.exported = QDateTime(QDate(2026, 11, 30), QTime(23, 5));
+    QVector<ChatMessage> messages(5);
+    messages[0].role = ChatMessage::Role::User;
+    messages[0].text = QStringLiteral("Why do cats purr?");
+    messages[1].role = ChatMessage::Role::Assistant;
+    messages[1].text = QStringLiteral("<think>\nThink.\n\nMore.\n</think>\n\n**Contentment**, mostly.");
+    messages[1].model = QStringLiteral("DeepSeek R1 Distill");
+    messages[1].details = QStringLiteral("12 tokens · 40 tok/s");
+    messages[2].role = ChatMessage::Role::Notice;
+    messages[2].text = QStringLiteral("The context is full.");
+    messages[3].role = ChatMessage::Role::User;
+    messages[3].text = QStringLiteral("And dogs?");
+    messages[4].role = ChatMessage::Role::Assistant;
+    messages[4].text = QStringLiteral("They wag");
+    messages[4].complete = false;
+    const QString md = conversationMarkdown(header, messages);
+    const QString expected = QStringLiteral(
+        "# Cats\n\n"
+        "*Exported from Lantern on 2026-11-30 23:05 · model file stories260K.gguf*\n\n"
+        "**System prompt**\n\n> Be brief.\n> Use lists.\n\n"
+        "## You\n\nWhy do cats purr?\n\n"
+        "## DeepSeek R1 Distill\n\n> **Reasoning**\n>\n> Think.\n>\n> More.\n\n**Contentment**, mostly.\n\n"
+        "<sub>12 tokens · 40 tok/s</sub>\n\n"
+        "## You\n\nAnd dogs?\n\n"
+        "## Assistant\n\nThey wag\n\n<sub>interrupted</sub>\n");
+    QCOMPARE(md, expected);
 }
 
 QTEST_MAIN(TestChatView)

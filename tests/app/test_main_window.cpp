@@ -141,6 +141,19 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         QCOMPARE(messages.size(), 2);
         QCOMPARE(messages[0].content, QStringLiteral("Once upon a time there was a frog"));
         QCOMPARE(messages[1].content, chat->index(1, 0).data(ChatModel::TextRole).toString());
+
+        // Export: the conversation as Markdown, in a file.
+        const QString exported = dir.filePath(QStringLiteral("chat.md"));
+        QString error;
+        QVERIFY2(window.writeConversationMarkdown(exported, &error), qPrintable(error));
+        QFile md(exported);
+        QVERIFY(md.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(md.readAll());
+        QVERIFY2(text.startsWith(QStringLiteral("# Once upon a time\n")), qPrintable(text));
+        QVERIFY(text.contains(QStringLiteral("## You\n\nOnce upon a time there was a frog")));
+        QVERIFY(text.contains(QStringLiteral("## stories260K\n\n") + messages[1].content));
+        QVERIFY(!window.writeConversationMarkdown(dir.filePath(QStringLiteral("missing/dir/chat.md")), &error));
+        QVERIFY(error.contains(QStringLiteral("missing")));
     }
 }
 
