@@ -9,6 +9,9 @@
 #include <QDir>
 #include <QRegularExpression>
 #include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFileSystemWatcher>
@@ -77,6 +80,7 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(
     buildDocks();
     buildActions();
     buildStatusBar();
+    setAcceptDrops(true);  // a .gguf dropped on the window opens it (dropEvent)
     connectWorker();
 
     partialSaveTimer_.setInterval(400);
@@ -216,6 +220,11 @@ void MainWindow::buildDocks() {
     auto* newChat = new QPushButton(tr("New Chat"), sidebar);
     newChat->setObjectName(QStringLiteral("newChatButton"));
     sideLayout->addWidget(newChat);
+    conversationFilter_ = new QLineEdit(sidebar);
+    conversationFilter_->setObjectName(QStringLiteral("conversationFilter"));
+    conversationFilter_->setPlaceholderText(tr("Search conversations"));
+    conversationFilter_->setClearButtonEnabled(true);
+    sideLayout->addWidget(conversationFilter_);
     conversationList_ = new QListWidget(sidebar);
     conversationList_->setObjectName(QStringLiteral("conversationList"));
     conversationList_->setContextMenuPolicy(Qt::CustomContextMenu);
@@ -225,6 +234,7 @@ void MainWindow::buildDocks() {
     sideLayout->addWidget(conversationList_, 1);
     QDockWidget* conversationsDock = makeDock(tr("Conversations"), "conversationsDock", sidebar, Qt::LeftDockWidgetArea);
     connect(newChat, &QPushButton::clicked, this, &MainWindow::newConversation);
+    connect(conversationFilter_, &QLineEdit::textChanged, this, &MainWindow::refreshConversationList);
     connect(conversationList_, &QListWidget::itemClicked, this, [this](QListWidgetItem* item) {
         const qint64 id = item->data(kConversationIdRole).toLongLong();
         if (id != conversationId_) openConversation(id);
@@ -489,7 +499,11 @@ void MainWindow::refreshConversationList() {
     const QSignalBlocker block(conversationList_);
     conversationList_->clear();
     const QLocale locale;
+    // With search text, only the conversations whose title or messages contain it.
+    const QString filter = conversationFilter_->text().trimmed();
+    const QVector<qint64> matching = filter.isEmpty() ? QVector<qint64>{} : store_->search(filter);
     for (const ConversationSummary& c : store_->conversations()) {
+        if (!filter.isEmpty() && !matching.contains(c.id)) continue;
         auto* item = new QListWidgetItem(conversationList_);
         item->setText(c.title);
         item->setData(ConversationDelegate::SubtitleRole,
@@ -925,6 +939,28 @@ bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
         }
     }
     return QMainWindow::eventFilter(watched, event);
+}
+
+namespace {
+// The model file among dropped URLs: the first local *.gguf.
+QString droppedModel(const QMimeData* mime) {
+    if (mime == nullptr || !mime->hasUrls()) return {};
+    for (const QUrl& url : mime->urls())
+        if (url.isLocalFile() && url.toLocalFile().endsWith(QStringLiteral(".gguf"), Qt::CaseInsensitive)) return url.toLocalFile();
+    return {};
+}
+}  // namespace
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (!droppedModel(event->mimeData()).isEmpty() && state_ != State::Generating && state_ != State::Loading)
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QString path = droppedModel(event->mimeData());
+    if (path.isEmpty()) return;
+    event->acceptProposedAction();
+    openModel(path);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -60,6 +60,9 @@ signals:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    // A .gguf file dropped on the window is opened (the first part of a split model opens it whole).
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
     bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
@@ -127,6 +130,7 @@ protected:
     QPushButton* regenerateButton_ = nullptr;
     QPushButton* continueButton_ = nullptr;
     QAction* exportAction_ = nullptr;
+    QLineEdit* conversationFilter_ = nullptr;
     QComboBox* modelPicker_ = nullptr;
     QListWidget* conversationList_ = nullptr;
     QFileSystemWatcher* modelsWatcher_ = nullptr;

@@ -739,6 +739,10 @@ Driver: %2</source>
         <source>Could not write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
+    <message>
+        <source>Search conversations</source>
+        <translation>搜索对话</translation>
+    </message>
 </context>
 <context>
     <name>MessageDelegate</name>

@@ -221,6 +221,28 @@ QVector<ConversationSummary> ConversationStore::conversations() const {
     return out;
 }
 
+QVector<qint64> ConversationStore::search(const QString& text) const {
+    QVector<qint64> out;
+    QString pattern = text;
+    // Typed % and _ are literal characters, not LIKE wildcards.
+    pattern.replace(QLatin1Char('\\'), QStringLiteral("\\\\"))
+        .replace(QLatin1Char('%'), QStringLiteral("\\%"))
+        .replace(QLatin1Char('_'), QStringLiteral("\\_"));
+    pattern = QLatin1Char('%') + pattern + QLatin1Char('%');
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("SELECT c.id FROM conversations c WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS ("
+                             "SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\') "
+                             "ORDER BY c.updated_at DESC, c.id DESC"));
+    q.addBindValue(pattern);
+    q.addBindValue(pattern);
+    if (!q.exec()) {
+        lastError_ = q.lastError().text();
+        return out;
+    }
+    while (q.next()) out.push_back(q.value(0).toLongLong());
+    return out;
+}
+
 ConversationSummary ConversationStore::conversation(qint64 id) const {
     for (const ConversationSummary& c : conversations())
         if (c.id == id) return c;

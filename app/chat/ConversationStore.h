@@ -52,6 +52,9 @@ public:
     bool setConversationModel(qint64 id, const QString& model);
     bool deleteConversation(qint64 id);  // with its messages
     QVector<ConversationSummary> conversations() const;  // most recently updated first
+    // Ids of the conversations whose title or any message contains `text` (case-insensitive for
+    // ASCII letters, as SQLite's LIKE), most recently updated first.
+    QVector<qint64> search(const QString& text) const;
     ConversationSummary conversation(qint64 id) const;
 
     qint64 appendMessage(qint64 conversationId, const QString& role, const QString& content, bool complete = true,

@@ -21,6 +21,7 @@ private slots:
     void partialReplySurvivesTheProcessDyingMidGeneration();
     void deletingAConversationDeletesItsMessages();
     void aVersion1DatabaseIsUpgradedWithoutLoss();
+    void searchFindsTitlesAndMessages();
 };
 
 void TestConversationStore::conversationsAndMessagesRoundTrip() {
@@ -188,6 +189,26 @@ void TestConversationStore::aVersion1DatabaseIsUpgradedWithoutLoss() {
     ConversationStore again(path);
     QVERIFY2(again.isOpen(), qPrintable(again.lastError()));
     QCOMPARE(again.messages(1).size(), 3);
+}
+
+// Search looks in titles and in every message, ignores ASCII case, and takes % and _ literally.
+void TestConversationStore::searchFindsTitlesAndMessages() {
+    QTemporaryDir dir;
+    ConversationStore store(dir.filePath(QStringLiteral("search.sqlite")));
+    const qint64 cats = store.createConversation(QStringLiteral("Cats"));
+    store.appendMessage(cats, QStringLiteral("user"), QStringLiteral("Why do cats purr?"));
+    QTest::qWait(5);
+    const qint64 dogs = store.createConversation(QStringLiteral("Dogs"));
+    store.appendMessage(dogs, QStringLiteral("user"), QStringLiteral("Dogs bark."));
+    store.appendMessage(dogs, QStringLiteral("assistant"), QStringLiteral("Growth was 50% in 2025_q1. 猫也会叫。"));
+    QCOMPARE(store.search(QStringLiteral("PURR")), QVector<qint64>{cats});
+    QCOMPARE(store.search(QStringLiteral("dogs")), QVector<qint64>{dogs});
+    QCOMPARE(store.search(QStringLiteral("50%")), QVector<qint64>{dogs});
+    QCOMPARE(store.search(QStringLiteral("5%")), QVector<qint64>{});  // % is not a wildcard
+    QCOMPARE(store.search(QStringLiteral("2025_q1")), QVector<qint64>{dogs});
+    QCOMPARE(store.search(QStringLiteral("2025xq1")), QVector<qint64>{});  // nor is _
+    QCOMPARE(store.search(QStringLiteral("猫")), QVector<qint64>{dogs});
+    QCOMPARE(store.search(QString()), (QVector<qint64>{dogs, cats}));
 }
 
 QTEST_MAIN(TestConversationStore)

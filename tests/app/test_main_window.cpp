@@ -1,7 +1,13 @@
 // The whole window with the real stories260K model: a message typed and sent is answered by
 // streamed text, stored in the conversation database, and the panels fill in; closing the window
 // in the middle of a reply keeps the partial reply (marked interrupted). Missing data fails.
+#include <QApplication>
 #include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMimeData>
 #include <QDir>
 #include <QFile>
 #include <QLabel>
@@ -154,6 +160,34 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         QVERIFY(text.contains(QStringLiteral("## stories260K\n\n") + messages[1].content));
         QVERIFY(!window.writeConversationMarkdown(dir.filePath(QStringLiteral("missing/dir/chat.md")), &error));
         QVERIFY(error.contains(QStringLiteral("missing")));
+
+        // The sidebar's search: by message text (the reply mentions no "xyzzy"), then cleared.
+        auto* filter = window.findChild<QLineEdit*>(QStringLiteral("conversationFilter"));
+        auto* list = window.findChild<QListWidget*>(QStringLiteral("conversationList"));
+        QCOMPARE(list->count(), 1);
+        filter->setText(QStringLiteral("there was a FROG"));
+        QCOMPARE(list->count(), 1);
+        filter->setText(QStringLiteral("xyzzy"));
+        QCOMPARE(list->count(), 0);
+        filter->clear();
+        QCOMPARE(list->count(), 1);
+
+        // A .gguf dropped on the window loads it.
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(modelPath())});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&window, &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&window, &drop);
+        QCOMPARE(window.state(), MainWindow::State::Loading);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+        QMimeData plain;
+        plain.setText(QStringLiteral("not a model"));
+        QDragEnterEvent refused(QPoint(10, 10), Qt::CopyAction, &plain, Qt::LeftButton, Qt::NoModifier);
+        refused.ignore();
+        QApplication::sendEvent(&window, &refused);
+        QVERIFY(!refused.isAccepted());
     }
 }
 
