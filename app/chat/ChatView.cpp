@@ -37,27 +37,37 @@ QFont smallFont(const QFont& base) {
 
 }  // namespace
 
-struct MessageDelegate::Layout {
-    ChatMessage::Role role = ChatMessage::Role::User;
-    std::shared_ptr<QTextDocument> doc;
-    QRect label, bubble, details;
-    QString labelText, detailsText;
-    int height = 0;
-};
-
 MessageDelegate::MessageDelegate(QObject* parent) : QStyledItemDelegate(parent) {}
 
 MessageDelegate::Layout MessageDelegate::layout(const QStyleOptionViewItem& option, const QModelIndex& index) const {
+    int width = option.rect.width();
+    if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget)) width = view->viewport()->width();
+    width = std::max(width, 200);
+    // Everything the layout depends on, the text last (it is the long part).
+    const QString key = QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8|%9")
+                            .arg(width)
+                            .arg(index.data(ChatModel::MessageRole).toInt())
+                            .arg(int(index.data(ChatModel::StreamingRole).toBool()) * 2 +
+                                 int(index.data(ChatModel::CompleteRole).toBool()))
+                            .arg(int(renderMarkdown_) * 2 + int(repliesOpenInReasoning_))
+                            .arg(option.font.key(), ChatView::author(index), index.data(ChatModel::DetailsRole).toString(),
+                                 QString::number(index.data(ChatModel::TextRole).toString().size()))
+                            + index.data(ChatModel::TextRole).toString();
+    if (const Layout* cached = layouts_.object(key)) return *cached;
+    auto* computed = new Layout(computeLayout(option, index, width));
+    const Layout result = *computed;
+    layouts_.insert(key, computed, 1 + static_cast<qsizetype>(key.size() / 2048));
+    return result;
+}
+
+MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewItem& option, const QModelIndex& index,
+                                                       int width) const {
     Layout l;
     l.role = static_cast<ChatMessage::Role>(index.data(ChatModel::MessageRole).toInt());
     const bool streaming = index.data(ChatModel::StreamingRole).toBool();
     const bool complete = index.data(ChatModel::CompleteRole).toBool();
     QString text = index.data(ChatModel::TextRole).toString();
     if (streaming) text += kCursor;
-
-    int width = option.rect.width();
-    if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget)) width = view->viewport()->width();
-    width = std::max(width, 200);
 
     const QFont font = option.font;
     const QFontMetrics small(smallFont(font));

@@ -13,6 +13,7 @@
 #include <QTextFragment>
 
 #include "Theme.h"
+#include "chat/ChatView.h"
 #include "chat/Export.h"
 #include "chat/Markdown.h"
 #include "chat/Reasoning.h"
@@ -28,6 +29,7 @@ private slots:
     void rendersAnUnfinishedCodeFenceAsCode();
     void rendersTheAnswerAfterReasoningAsMarkdown();
     void exportsTheConversationAsMarkdown();
+    void messageSizesFollowTheirText();
 };
 
 namespace {
@@ -239,6 +241,35 @@ void TestChatView::exportsTheConversationAsMarkdown() {
         "## You\n\nAnd dogs?\n\n"
         "## Assistant\n\nThey wag\n\n<sub>interrupted</sub>\n");
     QCOMPARE(md, expected);
+}
+
+// The delegate keeps laid-out messages (the list asks every row's size on each token): a message
+// whose text, details or rendering changed is laid out again, one that did not keeps its size.
+void TestChatView::messageSizesFollowTheirText() {
+    ChatModel model;
+    ChatMessage reply;
+    reply.role = ChatMessage::Role::Assistant;
+    reply.text = QStringLiteral("Short.");
+    model.append(reply);
+    ChatView view;
+    view.setModel(&model);
+    view.resize(600, 400);
+    QStyleOptionViewItem option;
+    option.initFrom(&view);
+    option.rect = QRect(0, 0, 600, 100);
+    option.widget = &view;
+    const QModelIndex index = model.index(0, 0);
+    const int shortHeight = view.itemDelegate()->sizeHint(option, index).height();
+    QCOMPARE(view.itemDelegate()->sizeHint(option, index).height(), shortHeight);
+    model.appendToMessage(0, QStringLiteral("\n\nMore.\n\nAnd more.\n\nAnd more still."));
+    const int longHeight = view.itemDelegate()->sizeHint(option, index).height();
+    QVERIFY2(longHeight > shortHeight, qPrintable(QStringLiteral("%1 -> %2").arg(shortHeight).arg(longHeight)));
+    model.setDetails(0, QStringLiteral("12 tokens"));
+    QVERIFY(view.itemDelegate()->sizeHint(option, index).height() > longHeight);
+    model.setText(0, QStringLiteral("```\nline 1\nline 2\nline 3\nline 4\nline 5\nline 6\n```"));
+    const int code = view.itemDelegate()->sizeHint(option, index).height();
+    view.setRenderMarkdown(false);  // the fences become lines of their own
+    QVERIFY(view.itemDelegate()->sizeHint(option, index).height() > code);
 }
 
 QTEST_MAIN(TestChatView)
