@@ -417,7 +417,7 @@ void MainWindow::setState(State state) {
     stopButton_->setEnabled(generating);
     regenerateButton_->setEnabled(ready && canRegenerate_);
     continueButton_->setEnabled(ready && continuableRow() >= 0);
-    exportAction_->setEnabled(!generating && chatModel_->rowCount() > 0);
+    if (exportAction_ != nullptr) exportAction_->setEnabled(!generating && chatModel_->rowCount() > 0);
     modelPicker_->setEnabled(!generating && state != State::Loading);
     openAction_->setEnabled(!generating && state != State::Loading);
     deviceMenu_->setEnabled(!generating && state != State::Loading);
