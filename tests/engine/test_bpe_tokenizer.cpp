@@ -153,7 +153,9 @@ private slots:
             };
             // As scripts/bpe-tokenizer-vectors wrote them for llama.cpp (VARIANTS there).
             for (const Variant v : {Variant{"llama3", "llama-bpe", true}, Variant{"tekken", "tekken", true},
-                                    Variant{"smollm", "smollm", false}, Variant{"gpt2", "gpt-2", false}}) {
+                                    Variant{"smollm", "smollm", false}, Variant{"gpt2", "gpt-2", false},
+                                    Variant{"deepseek_llm", "deepseek-llm", false},
+                                    Variant{"deepseek_coder", "deepseek-coder", false}}) {
                 Suite& suite = suites_[v.name];
                 const auto bytes = test::bpe_test_vocab(v.pre, v.add_bos);
                 suite.tokenizer = Tokenizer::from_gguf(*GgufFile::from_memory(bytes));
@@ -297,6 +299,44 @@ private slots:
         QFETCH(QStringList, gpt2);
         QFETCH(QStringList, smollm);
         for (const auto& [pre, expected] : {std::pair{BpePreTokenizer::Gpt2, gpt2}, std::pair{BpePreTokenizer::SmolLm, smollm}}) {
+            std::vector<std::string> want, got;
+            for (const auto& e : expected) want.push_back(e.toStdString());
+            const std::string t = text.toStdString();
+            for (auto w : tokenizer::bpe_split_words(t, pre)) got.emplace_back(w);
+            QCOMPARE(got, want);
+        }
+    }
+
+    // DeepSeek's sequences of expressions, worked out by hand from them: each splits the pieces of
+    // the ones before. Coder: line breaks, \s?\p{L}+, \s?\p{P}+ (symbols such as + and = are not
+    // \p{P}), CJK runs, single digits. LLM: line breaks, \s? + its own letter list, \s? + ASCII
+    // punctuation and letters past '9' (so "Größe" loses its ASCII letters to that one), trailing
+    // whitespace, CJK runs, digit runs.
+    void deepSeekPreTokenizerSplits_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QStringList>("coder");
+        QTest::addColumn<QStringList>("llm");
+        const auto row = [](const char* name, const char* text, QStringList coder, QStringList llm) {
+            QTest::newRow(name) << QString::fromUtf8(text) << coder << llm;
+        };
+        row("words", "Hello world", {"Hello", " world"}, {"Hello", " world"});
+        row("symbols are no punctuation for coder", "a+b=c; x", {"a", "+", "b", "=", "c", ";", " x"},
+            {"a", "+", "b", "=", "c", ";", " x"});
+        row("punctuation after a space", "x, y!", {"x", ",", " y", "!"}, {"x", ",", " y", "!"});
+        row("digits", "12 345", {"1", "2", " ", "3", "4", "5"}, {"12", " ", "345"});
+        row("letters outside ASCII", "Größe", {"Größe"}, {"Gr", "öß", "e"});
+        row("ideographs, kana and Hangul", "漢字かな카나", {"漢字かな카나"}, {"漢字かな카나"});
+        row("fullwidth brackets", "（全角）", {"（", "全角", "）"}, {"（", "全角", "）"});
+        row("ideographic space before a letter", "a　b", {"a", "　b"}, {"a", "　b"});
+        row("line breaks and trailing whitespace", "x  \n  y  ", {"x", "  ", "\n", " ", " y", "  "},
+            {"x", "  ", "\n", " ", " y", "  "});
+    }
+    void deepSeekPreTokenizerSplits() {
+        QFETCH(QString, text);
+        QFETCH(QStringList, coder);
+        QFETCH(QStringList, llm);
+        for (const auto& [pre, expected] :
+             {std::pair{BpePreTokenizer::DeepSeekCoder, coder}, std::pair{BpePreTokenizer::DeepSeekLlm, llm}}) {
             std::vector<std::string> want, got;
             for (const auto& e : expected) want.push_back(e.toStdString());
             const std::string t = text.toStdString();
@@ -559,7 +599,7 @@ private slots:
         other.merges = {"a b"};
         other.pre = "qwen2";
         QCOMPARE(error_of([&] { small_tokenizer(other); }, &what), ErrorCode::UnsupportedTokenizer);
-        QVERIFY2(what.find("pre-tokenizer \"qwen2\" is not supported yet (\"llama-bpe\", \"tekken\", \"smollm\" and \"gpt-2\" are)") !=
+        QVERIFY2(what.find("pre-tokenizer \"qwen2\" is not supported yet (\"llama-bpe\", \"tekken\", \"smollm\", \"deepseek-llm\", \"deepseek-coder\" and \"gpt-2\" are)") !=
                      std::string::npos,
                  what.c_str());
         SmallVocab unnamed;

@@ -138,9 +138,10 @@ const char* const kLlama3Template =
 const char* const kUnknownTemplate =
     "{% for message in messages %}{{ '<\xEF\xBD\x9CUser\xEF\xBD\x9C>' + message['content'] }}{% endfor %}";
 
-const ChatFormat kChatFormats[] = {ChatFormat::Llama2, ChatFormat::Mistral,   ChatFormat::ChatML,
-                                   ChatFormat::Zephyr, ChatFormat::Falcon3,   ChatFormat::Phi3,
-                                   ChatFormat::Gemma,  ChatFormat::MistralV7};
+const ChatFormat kChatFormats[] = {ChatFormat::Llama2,      ChatFormat::Mistral,      ChatFormat::ChatML,
+                                   ChatFormat::Zephyr,      ChatFormat::Falcon3,      ChatFormat::Phi3,
+                                   ChatFormat::Gemma,       ChatFormat::MistralV7,    ChatFormat::DeepSeekLlm,
+                                   ChatFormat::DeepSeekCoder};
 
 // The conversation without its last message (a reply), so that it ends with a user turn.
 std::vector<ChatMessage> prompt_messages_of(std::vector<ChatMessage> messages) {
@@ -239,6 +240,16 @@ private slots:
         QTest::newRow("chatml") << kChatMLTemplate << int(ChatFormat::ChatML);
         QTest::newRow("zephyr") << kZephyrTemplate << int(ChatFormat::Zephyr);
         QTest::newRow("falcon3") << kFalcon3Template << int(ChatFormat::Falcon3);
+        QTest::newRow("deepseek coder")
+            << "{{bos_token}}{%- for message in messages %}{%- if message['role'] == 'user' %}{{'### Instruction:\\n' + "
+               "message['content'] + '\\n'}}{%- else %}{{'### Response:\\n' + message['content'] + '\\n<|EOT|>\\n'}}{%- "
+               "endif %}{%- endfor %}{% if add_generation_prompt %}{{'### Response:'}}{% endif %}"
+            << int(ChatFormat::DeepSeekCoder);
+        QTest::newRow("deepseek llm")
+            << "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ 'User: ' + "
+               "message['content'] + '\\n\\n' }}{% elif message['role'] == 'assistant' %}{{ 'Assistant: ' + "
+               "message['content'] + eos_token }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
+            << int(ChatFormat::DeepSeekLlm);
         QTest::newRow("phi3") << kPhi3Template << int(ChatFormat::Phi3);
         QTest::newRow("gemma") << kGemmaTemplate << int(ChatFormat::Gemma);
         QTest::newRow("llama3") << kLlama3Template << int(ChatFormat::Llama3);
@@ -307,6 +318,13 @@ private slots:
             << int(ChatFormat::Zephyr)
             << "<s><|system|>\nBe brief.</s>\n<|user|>\nHi!</s>\n<|assistant|>\nHello.</s>\n"
                "<|user|>\nName a colour.</s>\n<|assistant|>\n";
+        QTest::newRow("deepseek llm")
+            << int(ChatFormat::DeepSeekLlm)
+            << "<s>Be brief.\n\nUser: Hi!\n\nAssistant: Hello.</s>User: Name a colour.\n\nAssistant:";
+        QTest::newRow("deepseek coder")
+            << int(ChatFormat::DeepSeekCoder)
+            << "<s>Be brief.### Instruction:\nHi!\n### Response:\nHello.\n<|EOT|>\n### Instruction:\nName a colour.\n"
+               "### Response:\n";
         QTest::newRow("falcon3")
             << int(ChatFormat::Falcon3)
             << "<s><|system|>\nBe brief.\n<|user|>\nHi!\n<|assistant|>\nHello.</s>\n"
@@ -374,6 +392,14 @@ private slots:
                 e.special(kAssistant).text("\n");
                 break;
             }
+            case ChatFormat::DeepSeekLlm:
+                e.special(kBos).text("Be brief.\n\nUser: Hi!\n\nAssistant:").reply(" Hello.").special(kEos);
+                e.text("User: Bye\n\nAssistant:");
+                break;
+            case ChatFormat::DeepSeekCoder:  // <|EOT|> is no token of this vocabulary: text
+                e.special(kBos).text("Be brief.### Instruction:\nHi!\n### Response:\n").reply("Hello.");
+                e.text("\n<|EOT|>\n### Instruction:\nBye\n### Response:\n");
+                break;
             case ChatFormat::Falcon3:
                 e.special(kBos).special(kSystem).text("\nBe brief.\n");
                 e.special(kUser).text("\nHi!\n");
@@ -451,7 +477,7 @@ private slots:
         for (const char* vocab : {"llama2-vocab", "marker-vocab"})
             for (ChatFormat f : {ChatFormat::Completion, ChatFormat::Llama2, ChatFormat::Mistral, ChatFormat::ChatML,
                                  ChatFormat::Zephyr, ChatFormat::Falcon3, ChatFormat::Phi3, ChatFormat::Gemma,
-                                 ChatFormat::MistralV7})
+                                 ChatFormat::MistralV7, ChatFormat::DeepSeekLlm, ChatFormat::DeepSeekCoder})
                 QTest::newRow(qPrintable(QString("%1/%2").arg(chat_format_name(f), vocab)))
                     << int(f) << vocab;
     }
@@ -557,6 +583,8 @@ private slots:
         QVERIFY(ChatTemplate(ChatFormat::ChatML).has_system_role());
         QVERIFY(ChatTemplate(ChatFormat::Zephyr).has_system_role());
         QVERIFY(ChatTemplate(ChatFormat::Falcon3).has_system_role());
+        QVERIFY(ChatTemplate(ChatFormat::DeepSeekLlm).has_system_role());
+        QVERIFY(ChatTemplate(ChatFormat::DeepSeekCoder).has_system_role());
         QVERIFY(ChatTemplate(ChatFormat::Phi3).has_system_role());
         QVERIFY(!ChatTemplate(ChatFormat::Mistral).has_system_role());
         QVERIFY(!ChatTemplate(ChatFormat::Gemma).has_system_role());

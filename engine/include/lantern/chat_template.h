@@ -12,6 +12,9 @@
 //   DeepSeekR1 <｜begin▁of▁sentence｜>{system}<｜User｜>{user}<｜Assistant｜>{answer}<｜end▁of▁sentence｜>
 //            ... <｜Assistant｜><think>\n   (DeepSeek-R1-Distill-Llama; earlier replies without their
 //            reasoning, so those turns are not a token prefix of the next prompt)
+//   DeepSeekLlm <bos>{system}\n\nUser: {user}\n\nAssistant: {reply}<eos>User: ... Assistant:   (DeepSeek LLM chat)
+//   DeepSeekCoder <bos>{system, or the model's own}### Instruction:\n{user}\n### Response:\n{reply}\n<|EOT|>\n ...
+//            ### Response:\n   (DeepSeek Coder instruct)
 //   ChatML   <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
 //   Zephyr   <|{role}|>\n{content}</s>\n ... <|assistant|>\n            (TinyLlama chat)
 //   Falcon3  <|{role}|>\n{content}\n ... <|assistant|>\n{reply}<|endoftext|>\n ... <|assistant|>\n
@@ -60,7 +63,10 @@ struct ChatMessage {
     std::vector<int32_t> tokens;
 };
 
-enum class ChatFormat { Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma, Llama3, MistralV7, DeepSeekR1, Falcon3 };
+enum class ChatFormat {
+    Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma, Llama3, MistralV7, DeepSeekR1, Falcon3, DeepSeekLlm,
+    DeepSeekCoder
+};
 const char* chat_format_name(ChatFormat format);  // "llama2", "chatml", ...
 
 struct RenderedPrompt {

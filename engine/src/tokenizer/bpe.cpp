@@ -35,6 +35,7 @@ bool is_space(uint32_t cp) {
 bool is_letter(uint32_t cp) { return cp != kInvalid && in_ranges(kLetterRanges, cp); }
 bool is_number(uint32_t cp) { return cp != kInvalid && in_ranges(kNumberRanges, cp); }
 bool is_newline(uint32_t cp) { return cp == '\r' || cp == '\n'; }
+bool is_punctuation(uint32_t cp) { return cp != kInvalid && in_ranges(kPunctuationRanges, cp); }
 
 // Code points of `text` with the byte offset where each starts (one extra offset: the end).
 struct CodePoints {
@@ -250,12 +251,120 @@ const ByteAlphabet& alphabet() {
     return a;
 }
 
+// ---- DeepSeek's pre-tokenizers: expressions applied one after another, as llama.cpp applies
+// them. Each expression splits every piece the earlier ones made into its matches (leftmost,
+// greedy) and the text between them, which stays a piece of its own. The classes are those the
+// expressions name: \p{L}, \p{P}, \p{N} by Unicode category, \s as White_Space; a whitespace
+// code point is in no other class (llama.cpp sees every non-ASCII one as a vertical tab). ----
+using Spans = std::vector<std::pair<size_t, size_t>>;  // code point ranges [first, second)
+
+// `match(cp, i, end)`: the length of the expression's match at i within a piece ending at `end`,
+// 0 for none.
+template <class Match>
+Spans split_each(const std::vector<uint32_t>& cp, const Spans& pieces, Match match) {
+    Spans out;
+    for (auto [begin, end] : pieces) {
+        size_t gap = begin;
+        for (size_t i = begin; i < end;) {
+            const size_t len = match(cp, i, end);
+            if (len == 0) {
+                ++i;
+                continue;
+            }
+            if (i > gap) out.emplace_back(gap, i);
+            out.emplace_back(i, i + len);
+            i += len;
+            gap = i;
+        }
+        if (gap < end) out.emplace_back(gap, end);
+    }
+    return out;
+}
+
+template <class Class>
+size_t run_of(const std::vector<uint32_t>& cp, size_t i, size_t end, Class in) {
+    size_t j = i;
+    while (j < end && in(cp[j])) ++j;
+    return j - i;
+}
+// "\s?X+": a run of X, with the whitespace code point before it when there is one.
+template <class Class>
+size_t space_then_run(const std::vector<uint32_t>& cp, size_t i, size_t end, Class in) {
+    if (is_space(cp[i]) && i + 1 < end && in(cp[i + 1])) return 1 + run_of(cp, i + 1, end, in);
+    return run_of(cp, i, end, in);
+}
+
+bool deepseek_letter(uint32_t c) { return !is_space(c) && is_letter(c); }
+bool deepseek_punctuation(uint32_t c) { return !is_space(c) && is_punctuation(c); }
+bool deepseek_number(uint32_t c) { return !is_space(c) && is_number(c); }
+// "[一-龥ࠀ-一가-퟿]": CJK ideographs up to U+9FA5, everything from U+0800 to U+4E00, and Hangul
+// syllables and jamo to U+D7FF (whitespace such as U+3000 excepted, as above).
+bool deepseek_cjk(uint32_t c) { return !is_space(c) && ((c >= 0x800 && c <= 0x9FA5) || (c >= 0xAC00 && c <= 0xD7FF)); }
+
+// DeepSeek LLM's letters: its tokenizer's own list of Latin, Greek, Cyrillic, Armenian,
+// Georgian, Cherokee, Glagolitic, Coptic, ... ranges (not Unicode's whole \p{L}).
+constexpr CodePointRange kDeepSeekLlmLetters[] = {
+    {0x41, 0x5A},       {0x61, 0x7A},       {0xB5, 0xB5},       {0xC0, 0xD6},       {0xD8, 0xF6},
+    {0xF8, 0x1BA},      {0x1BC, 0x1BF},     {0x1C4, 0x293},     {0x295, 0x2AF},     {0x370, 0x373},
+    {0x376, 0x377},     {0x37B, 0x37D},     {0x37F, 0x37F},     {0x386, 0x386},     {0x388, 0x38A},
+    {0x38C, 0x38C},     {0x38E, 0x3A1},     {0x3A3, 0x3F5},     {0x3F7, 0x481},     {0x48A, 0x52F},
+    {0x531, 0x556},     {0x10A0, 0x10C5},   {0x13A0, 0x13F5},   {0x13F8, 0x13FD},   {0x1C90, 0x1CBA},
+    {0x1CBD, 0x1CBF},   {0x1D00, 0x1D2B},   {0x1D6B, 0x1D77},   {0x1D79, 0x1D9A},   {0x1E00, 0x1F15},
+    {0x1F18, 0x1F1D},   {0x1F20, 0x1F45},   {0x1F48, 0x1F4D},   {0x1F50, 0x1F57},   {0x1F59, 0x1F59},
+    {0x1F5B, 0x1F5B},   {0x1F5D, 0x1F5D},   {0x1F5F, 0x1F7D},   {0x1F80, 0x1FB4},   {0x1FB6, 0x1FBC},
+    {0x1FBE, 0x1FBE},   {0x1FC2, 0x1FC4},   {0x1FC6, 0x1FCC},   {0x1FD0, 0x1FD3},   {0x1FD6, 0x1FDB},
+    {0x1FE0, 0x1FEC},   {0x1FF2, 0x1FF4},   {0x1FF6, 0x1FFC},   {0x2102, 0x2102},   {0x2107, 0x2107},
+    {0x210A, 0x2113},   {0x2115, 0x2115},   {0x2119, 0x211D},   {0x2124, 0x2124},   {0x2126, 0x2126},
+    {0x2128, 0x2128},   {0x212A, 0x212D},   {0x212F, 0x2134},   {0x2139, 0x2139},   {0x213C, 0x213F},
+    {0x2145, 0x2149},   {0x214E, 0x214E},   {0x2183, 0x2184},   {0x2C00, 0x2C7B},   {0x2C7E, 0x2CE4},
+    {0x2CEB, 0x2CEE},   {0x2CF2, 0x2CF3},   {0xA640, 0xA66D},   {0xA680, 0xA69B},   {0xA722, 0xA76F},
+    {0xA771, 0xA787},   {0xA78B, 0xA78E},   {0xAB70, 0xABBF},   {0xFB00, 0xFB06},   {0xFB13, 0xFB17},
+    {0xFF21, 0xFF3A},   {0xFF41, 0xFF5A},   {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB},
+    {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
+};
+bool deepseek_llm_letter(uint32_t c) { return c != kInvalid && in_ranges(kDeepSeekLlmLetters, c); }
+// "[!-/:-~！-／：-～‘-‟　-。]": ASCII punctuation, symbols and letters past '9', their fullwidth
+// forms, curly quotes, and U+3001/U+3002 (U+3000, a space, is whitespace).
+bool deepseek_llm_punctuation(uint32_t c) {
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x7E) || (c >= 0xFF01 && c <= 0xFF0F) ||
+           (c >= 0xFF1A && c <= 0xFF5E) || (c >= 0x2018 && c <= 0x201F) || c == 0x3001 || c == 0x3002;
+}
+
+Spans deepseek_pieces(const std::vector<uint32_t>& cp, BpePreTokenizer pre) {
+    using CP = std::vector<uint32_t>;
+    Spans pieces{{0, cp.size()}};
+    if (cp.empty()) return {};
+    const auto newline = [](const CP& c, size_t i, size_t) -> size_t { return is_newline(c[i]) ? 1 : 0; };
+    const auto cjk = [](const CP& c, size_t i, size_t end) { return run_of(c, i, end, deepseek_cjk); };
+    pieces = split_each(cp, pieces, newline);
+    if (pre == BpePreTokenizer::DeepSeekCoder) {
+        pieces = split_each(cp, pieces, [](const CP& c, size_t i, size_t end) { return space_then_run(c, i, end, deepseek_letter); });
+        pieces = split_each(cp, pieces,
+                            [](const CP& c, size_t i, size_t end) { return space_then_run(c, i, end, deepseek_punctuation); });
+        pieces = split_each(cp, pieces, cjk);
+        // "\p{N}": one digit at a time.
+        return split_each(cp, pieces, [](const CP& c, size_t i, size_t) -> size_t { return deepseek_number(c[i]) ? 1 : 0; });
+    }
+    pieces = split_each(cp, pieces, [](const CP& c, size_t i, size_t end) { return space_then_run(c, i, end, deepseek_llm_letter); });
+    pieces = split_each(cp, pieces,
+                        [](const CP& c, size_t i, size_t end) { return space_then_run(c, i, end, deepseek_llm_punctuation); });
+    // "\s+$": the whitespace that ends a piece.
+    pieces = split_each(cp, pieces,
+                        [](const CP& c, size_t i, size_t end) { return run_of(c, i, end, is_space) == end - i ? end - i : 0; });
+    pieces = split_each(cp, pieces, cjk);
+    return split_each(cp, pieces, [](const CP& c, size_t i, size_t end) { return run_of(c, i, end, deepseek_number); });
+}
+
 }  // namespace
 
 std::vector<std::string_view> bpe_split_words(std::string_view text, BpePreTokenizer pre) {
     std::vector<std::string_view> words;
     const CodePoints cps = decode_utf8(text);
     const size_t n = cps.cp.size();
+    if (pre == BpePreTokenizer::DeepSeekLlm || pre == BpePreTokenizer::DeepSeekCoder) {
+        for (auto [begin, end] : deepseek_pieces(cps.cp, pre)) words.push_back(text.substr(cps.at[begin], cps.at[end] - cps.at[begin]));
+        return words;
+    }
     for (size_t i = 0; i < n;) {
         size_t end = i + 1;
         switch (pre) {
@@ -277,6 +386,9 @@ std::vector<std::string_view> bpe_split_words(std::string_view text, BpePreToken
                 end = gpt2_word_end(cps.cp, i, segment_end);
                 break;
             }
+            case BpePreTokenizer::DeepSeekLlm:
+            case BpePreTokenizer::DeepSeekCoder:
+                break;  // split above
         }
         words.push_back(text.substr(cps.at[i], cps.at[end] - cps.at[i]));
         i = end;

@@ -23,6 +23,10 @@ enum class BpePreTokenizer {
     SmolLm,  // "smollm": SmolLM and SmolLM2 (llama architecture): GPT-2's, every digit on its own
     Gpt2,    // "gpt-2": GPT-2's own expression
     Tekken,  // "tekken": Mistral NeMo, Mistral Small 3 (llama architecture): words split at case changes
+    // DeepSeek's first models (llama architecture): a sequence of expressions, each splitting the
+    // pieces of the ones before it (line breaks, letter runs, punctuation runs, CJK runs, digits)
+    DeepSeekLlm,    // "deepseek-llm": DeepSeek LLM 7B/67B
+    DeepSeekCoder,  // "deepseek-coder": DeepSeek Coder 1.3B/6.7B/33B
 };
 
 // The words `text` splits into under `pre`, as byte ranges of `text` (they cover it exactly, in

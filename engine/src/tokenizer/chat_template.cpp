@@ -225,6 +225,60 @@ void render_deepseek_r1(PromptBuilder& b, const Tokenizer& t, std::span<const Ch
     }
 }
 
+// DeepSeek LLM chat (and DeepSeek-V2's layout): "{system}\n\nUser: {user}\n\nAssistant: {reply}<eos>",
+// BOS once, "Assistant:" as the generation prompt — the model writes the space before its reply,
+// so a reply known only as text gets that space back when it is rendered.
+void render_deepseek_llm(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages,
+                         bool add_generation_prompt) {
+    b.bos();
+    for (const auto& m : messages) {
+        switch (m.role) {
+            case ChatRole::System:
+                b.text(m.content + "\n\n");
+                break;
+            case ChatRole::User:
+                b.text("User: " + m.content + "\n\n");
+                break;
+            case ChatRole::Assistant:
+                b.text("Assistant:");
+                b.reply(m, m.content.starts_with(' ') ? m.content : " " + m.content);
+                b.special(t.eos_id());
+                break;
+        }
+    }
+    if (add_generation_prompt) b.text("Assistant:");
+}
+
+// DeepSeek Coder instruct: "{system}### Instruction:\n{user}\n### Response:\n{reply}\n<|EOT|>\n", with the
+// model's own system prompt when the conversation has none (as its template does); "### Response:\n"
+// opens a reply (as llama.cpp renders it, so that a reply's turn is a prefix of the next prompt).
+void render_deepseek_coder(PromptBuilder& b, std::span<const ChatMessage> messages, bool add_generation_prompt) {
+    b.bos();
+    const bool has_system = std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) { return m.role == ChatRole::System; });
+    if (!has_system)
+        b.text("You are an AI programming assistant, utilizing the Deepseek Coder model, developed by Deepseek Company, "
+               "and you only answer questions related to computer science. For politically sensitive questions, "
+               "security and privacy issues, and other non-computer science questions, you will refuse to answer\n");
+    for (const auto& m : messages) {
+        switch (m.role) {
+            case ChatRole::System:
+                b.text(m.content);
+                break;
+            case ChatRole::User:
+                b.text("### Instruction:\n" + m.content + "\n");
+                break;
+            case ChatRole::Assistant:
+                b.text("### Response:\n");
+                b.reply(m, m.content);
+                b.text("\n");
+                b.marker("<|EOT|>");
+                b.text("\n");
+                break;
+        }
+    }
+    if (add_generation_prompt) b.text("### Response:\n");
+}
+
 // Mistral's v7 layout (Mistral Large 2411, Mistral Small 3): the system prompt between its own
 // markers, "[INST]{user}[/INST]{reply}</s>", BOS once. Spaces after the markers as in render_llama2.
 void render_mistral_v7(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages) {
@@ -355,6 +409,10 @@ const char* chat_format_name(ChatFormat format) {
             return "mistral-v7";
         case ChatFormat::DeepSeekR1:
             return "deepseek-r1";
+        case ChatFormat::DeepSeekLlm:
+            return "deepseek-llm";
+        case ChatFormat::DeepSeekCoder:
+            return "deepseek-coder";
     }
     return "unknown";
 }
@@ -363,6 +421,8 @@ std::optional<ChatFormat> ChatTemplate::detect(std::string_view jinja) {
     const auto has = [&](std::string_view marker) { return jinja.find(marker) != std::string_view::npos; };
     if (has("<|start_header_id|>")) return ChatFormat::Llama3;
     if (has("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>")) return ChatFormat::DeepSeekR1;
+    if (has("### Instruction:") && has("<|EOT|>")) return ChatFormat::DeepSeekCoder;
+    if (has("'Assistant: ' + message['content'] + eos_token")) return ChatFormat::DeepSeekLlm;
     if (has("<|im_start|>")) return ChatFormat::ChatML;
     if (has("<start_of_turn>")) return ChatFormat::Gemma;
     // Phi-3, Zephyr and Falcon 3 share <|user|>. Phi-3 closes turns with <|end|>; Zephyr closes
@@ -397,6 +457,8 @@ bool ChatTemplate::has_system_role() const {
         case ChatFormat::Llama3:
         case ChatFormat::MistralV7:
         case ChatFormat::DeepSeekR1:
+        case ChatFormat::DeepSeekLlm:
+        case ChatFormat::DeepSeekCoder:
             return true;
         case ChatFormat::Completion:
         case ChatFormat::Mistral:
@@ -454,6 +516,12 @@ RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const 
         case ChatFormat::DeepSeekR1:
             render_deepseek_r1(b, tokenizer, messages, add_generation_prompt, open_last_reply);
             break;
+        case ChatFormat::DeepSeekLlm:
+            render_deepseek_llm(b, tokenizer, messages, add_generation_prompt);
+            break;
+        case ChatFormat::DeepSeekCoder:
+            render_deepseek_coder(b, messages, add_generation_prompt);
+            break;
     }
     return b.finish(open_last_reply);
 }
@@ -466,6 +534,7 @@ std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer
         case ChatFormat::Mistral:
         case ChatFormat::MistralV7:
         case ChatFormat::DeepSeekR1:
+        case ChatFormat::DeepSeekLlm:
         case ChatFormat::Zephyr:
         case ChatFormat::Falcon3:
             if (tokenizer.eos_id() < 0) return {};
@@ -478,6 +547,8 @@ std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer
             return marker_tokens(tokenizer, "<end_of_turn>");
         case ChatFormat::Llama3:
             return marker_tokens(tokenizer, "<|eot_id|>");
+        case ChatFormat::DeepSeekCoder:
+            return marker_tokens(tokenizer, "<|EOT|>");
     }
     return {};
 }

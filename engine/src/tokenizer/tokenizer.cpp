@@ -294,12 +294,17 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
         pre = tokenizer::BpePreTokenizer::Gpt2;
     } else if (pre_name && *pre_name == "tekken") {
         pre = tokenizer::BpePreTokenizer::Tekken;
+    } else if (pre_name && *pre_name == "deepseek-llm") {
+        pre = tokenizer::BpePreTokenizer::DeepSeekLlm;
+    } else if (pre_name && *pre_name == "deepseek-coder") {
+        pre = tokenizer::BpePreTokenizer::DeepSeekCoder;
     } else {
         // Each family splits text by its own expression; guessing one would tokenize differently
         // from how the model was trained, quietly.
         throw Error(ErrorCode::UnsupportedTokenizer,
                     pre_name ? "this model's BPE pre-tokenizer \"" + *pre_name +
-                                   "\" is not supported yet (\"llama-bpe\", \"tekken\", \"smollm\" and \"gpt-2\" are)"
+                                   "\" is not supported yet (\"llama-bpe\", \"tekken\", \"smollm\", \"deepseek-llm\", "
+                                   "\"deepseek-coder\" and \"gpt-2\" are)"
                              : "this BPE vocabulary does not name its pre-tokenizer (tokenizer.ggml.pre), so how it "
                                "splits text is unknown; files converted before May 2024 lack it — a newer conversion "
                                "of the model will load");
