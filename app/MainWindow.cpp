@@ -32,6 +32,7 @@
 #include <QToolBar>
 #include <QUrl>
 #include <QVBoxLayout>
+#include <functional>
 
 #include "Format.h"
 #include "Language.h"
@@ -300,15 +301,23 @@ void MainWindow::buildActions() {
     file->addSeparator();
     newChatAction_ = file->addAction(tr("&New Chat"), this, &MainWindow::newConversation);
     newChatAction_->setShortcut(QKeySequence::New);
-    QAction* dropOldest = file->addAction(tr("When the Context Is Full, Drop the Oldest Turns"));
-    dropOldest->setCheckable(true);
-    dropOldest->setChecked(preferences::dropOldestTurns());
-    dropOldest->setToolTip(tr("Otherwise the reply stops and you are told the context is full."));
-    worker_->setDropOldestTurns(dropOldest->isChecked());
-    connect(dropOldest, &QAction::toggled, this, [this](bool on) {
-        preferences::setDropOldestTurns(on);
-        worker_->setDropOldestTurns(on);
-    });
+    // A checkable menu entry for a remembered setting: applied now and on every change.
+    const auto addSettingToggle = [this](QMenu* menu, const QString& text, const QString& tip, bool on,
+                                         const std::function<void(bool)>& apply) {
+        QAction* action = menu->addAction(text);
+        action->setCheckable(true);
+        action->setChecked(on);
+        action->setToolTip(tip);
+        apply(on);
+        connect(action, &QAction::toggled, this, apply);
+        return action;
+    };
+    addSettingToggle(file, tr("When the Context Is Full, Drop the Oldest Turns"),
+                     tr("Otherwise the reply stops and you are told the context is full."), preferences::dropOldestTurns(),
+                     [this](bool on) {
+                         preferences::setDropOldestTurns(on);
+                         worker_->setDropOldestTurns(on);
+                     });
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -316,16 +325,12 @@ void MainWindow::buildActions() {
     viewMenu_ = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* dock : findChildren<QDockWidget*>()) viewMenu_->addAction(dock->toggleViewAction());
     viewMenu_->addSeparator();
-    QAction* markdown = viewMenu_->addAction(tr("Show Replies as &Markdown"));
-    markdown->setObjectName(QStringLiteral("renderMarkdownAction"));
-    markdown->setCheckable(true);
-    markdown->setChecked(preferences::renderMarkdown());
-    markdown->setToolTip(tr("Otherwise replies show the raw text the model wrote."));
-    chatView_->setRenderMarkdown(markdown->isChecked());
-    connect(markdown, &QAction::toggled, this, [this](bool on) {
-        preferences::setRenderMarkdown(on);
-        chatView_->setRenderMarkdown(on);
-    });
+    addSettingToggle(viewMenu_, tr("Show Replies as &Markdown"), tr("Otherwise replies show the raw text the model wrote."),
+                     preferences::renderMarkdown(), [this](bool on) {
+                         preferences::setRenderMarkdown(on);
+                         chatView_->setRenderMarkdown(on);
+                     })
+        ->setObjectName(QStringLiteral("renderMarkdownAction"));
     viewMenu_->addSeparator();
     QMenu* languageMenu = viewMenu_->addMenu(tr("&Language"));
     auto* languageGroup = new QActionGroup(this);
@@ -792,18 +797,22 @@ void MainWindow::continueReply() {
     if (state_ != State::Ready || row < 0) return;
     const ChatMessage& reply = chatModel_->message(row);
     continuedDetails_ = reply.details.isNull() ? QStringLiteral("") : reply.details;
-    streamingRow_ = row;
-    streamingStoreId_ = reply.store_id;
-    streamingText_ = reply.text;
-    streamingTokens_ = 0;
     chatModel_->resume(row);
+    startStreaming(row, reply.store_id, reply.text);
+    emit continueRequested();
+}
+
+void MainWindow::startStreaming(int row, qint64 storeId, const QString& textSoFar) {
+    streamingRow_ = row;
+    streamingStoreId_ = storeId;
+    streamingText_ = textSoFar;
+    streamingTokens_ = 0;
     canRegenerate_ = false;
     performancePanel_->beginTurn();
     turnClock_.start();
     partialSaveTimer_.start();
     chatView_->scrollToEnd();
     setState(State::Generating);
-    emit continueRequested();
 }
 
 void MainWindow::beginAssistantReply() {
@@ -816,16 +825,7 @@ void MainWindow::beginAssistantReply() {
     if (conversationId_ >= 0)
         reply.store_id =
             store_->appendMessage(conversationId_, QStringLiteral("assistant"), QString(), false, QString(), reply.model);
-    streamingRow_ = chatModel_->append(reply);
-    streamingStoreId_ = reply.store_id;
-    streamingText_.clear();
-    streamingTokens_ = 0;
-    canRegenerate_ = false;
-    performancePanel_->beginTurn();
-    turnClock_.start();
-    partialSaveTimer_.start();
-    chatView_->scrollToEnd();
-    setState(State::Generating);
+    startStreaming(chatModel_->append(reply), reply.store_id, QString());
 }
 
 void MainWindow::stopGeneration() {

@@ -101,6 +101,8 @@ public:
 protected:
     int continuableRow() const;  // the last reply's row if the conversation ends with one, else -1
     void beginAssistantReply();
+    // The reply at `row` (stored as `storeId`, holding `textSoFar`) receives the tokens to come.
+    void startStreaming(int row, qint64 storeId, const QString& textSoFar);
     void savePartialReply();
     void endAssistantReply(bool complete, const QString& details);
     void addNotice(const QString& text);

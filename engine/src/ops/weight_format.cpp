@@ -359,17 +359,39 @@ void q6_k_block(const uint8_t* blk, uint8_t q[256], float scale[16]) {
         }
     }
 }
-void repack_row_q6_k(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
+// Q6_K and Q3_K end up in the same device layout: a super-block decoder gives each element's
+// raw byte (q + 32) and each 16-element sub-block's float scale; these run it over a row.
+using SixteenBlock = void (*)(const uint8_t* blk, uint8_t q[256], float scale[16]);
+template <SixteenBlock Block, uint64_t Bytes>
+void repack_row_sixteen(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
     for (uint64_t b = 0; b < cols / kSuper; ++b)
-        q6_k_block(src + b * kQ6Bytes, reinterpret_cast<uint8_t*>(values) + b * 256, scales + b * 16);
+        Block(src + b * Bytes, reinterpret_cast<uint8_t*>(values) + b * 256, scales + b * 16);
 }
-void dequant_q6_k(const uint8_t* src, float* dst, uint64_t n) {
+template <SixteenBlock Block, uint64_t Bytes>
+void dequant_sixteen(const uint8_t* src, float* dst, uint64_t n) {
     uint8_t q[256];
     float s[16];
     for (uint64_t b = 0; b < n / kSuper; ++b) {
-        q6_k_block(src + b * kQ6Bytes, q, s);
+        Block(src + b * Bytes, q, s);
         for (int e = 0; e < 256; ++e) dst[b * 256 + e] = (static_cast<float>(q[e]) - 32.0f) * s[e / 16];
     }
+}
+// The quantizers' first step for 16-element sub-blocks: each one's step (its value of largest
+// magnitude over -levels, so that value maps to -levels, as Q4_0's maps to -8); returns the
+// largest step's magnitude.
+float sixteen_steps(const float* x, float levels, float step[16]) {
+    float max_abs = 0;
+    for (int j = 0; j < 16; ++j) {
+        float amax = 0, max = 0;
+        for (int i = 0; i < 16; ++i)
+            if (std::fabs(x[16 * j + i]) > amax) {
+                amax = std::fabs(x[16 * j + i]);
+                max = x[16 * j + i];
+            }
+        step[j] = max / -levels;
+        max_abs = std::max(max_abs, std::fabs(step[j]));
+    }
+    return max_abs;
 }
 // Per 16 elements the value of largest magnitude maps to -32 (as Q4_0's maps to -8), the sub-block
 // scales are quantized to int8 against the largest, and q recomputed with the scales as stored.
@@ -377,17 +399,8 @@ void quant_q6_k(const float* src, uint8_t* dst, uint64_t n) {
     for (uint64_t b = 0; b < n / kSuper; ++b) {
         const float* x = src + b * 256;
         uint8_t* blk = dst + b * kQ6Bytes;
-        float step[16], max_abs = 0;
-        for (int j = 0; j < 16; ++j) {
-            float amax = 0, max = 0;
-            for (int i = 0; i < 16; ++i)
-                if (std::fabs(x[16 * j + i]) > amax) {
-                    amax = std::fabs(x[16 * j + i]);
-                    max = x[16 * j + i];
-                }
-            step[j] = max / -32.0f;
-            max_abs = std::max(max_abs, std::fabs(step[j]));
-        }
+        float step[16];
+        const float max_abs = sixteen_steps(x, 32.0f, step);
         put_f16(blk + 208, max_abs / 127.0f);
         const float d = f16_at(blk + 208);
         std::memset(blk, 0, 208);
@@ -437,18 +450,6 @@ void q3_k_block(const uint8_t* blk, uint8_t q[256], float scale[16]) {
         q[e] = static_cast<uint8_t>(low - (third ? 0 : 4) + 32);  // Q6_K's raw: q + 32
     }
 }
-void repack_row_q3_k(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales) {
-    for (uint64_t b = 0; b < cols / kSuper; ++b)
-        q3_k_block(src + b * kQ3Bytes, reinterpret_cast<uint8_t*>(values) + b * 256, scales + b * 16);
-}
-void dequant_q3_k(const uint8_t* src, float* dst, uint64_t n) {
-    uint8_t q[256];
-    float s[16];
-    for (uint64_t b = 0; b < n / kSuper; ++b) {
-        q3_k_block(src + b * kQ3Bytes, q, s);
-        for (int e = 0; e < 256; ++e) dst[b * 256 + e] = (static_cast<float>(q[e]) - 32.0f) * s[e / 16];
-    }
-}
 // Per 16 elements the value of largest magnitude maps to -4 (as Q6_K's to -32), the sub-block
 // scales are quantized to 6 bits (-32..31) against the largest, and q recomputed with the scales
 // as stored.
@@ -456,17 +457,8 @@ void quant_q3_k(const float* src, uint8_t* dst, uint64_t n) {
     for (uint64_t b = 0; b < n / kSuper; ++b) {
         const float* x = src + b * 256;
         uint8_t* blk = dst + b * kQ3Bytes;
-        float step[16], max_abs = 0;
-        for (int k = 0; k < 16; ++k) {
-            float amax = 0, max = 0;
-            for (int i = 0; i < 16; ++i)
-                if (std::fabs(x[16 * k + i]) > amax) {
-                    amax = std::fabs(x[16 * k + i]);
-                    max = x[16 * k + i];
-                }
-            step[k] = max / -4.0f;
-            max_abs = std::max(max_abs, std::fabs(step[k]));
-        }
+        float step[16];
+        const float max_abs = sixteen_steps(x, 4.0f, step);
         std::memset(blk, 0, kQ3Bytes);
         put_f16(blk + 108, max_abs / 31.0f);
         const float d = f16_at(blk + 108);
@@ -808,8 +800,10 @@ const WeightFormat kWeightFormats[] = {
      quant_k_min_of<false>},
     {13, "Q5_K", 256, 176, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_k_min_of<true>, dequant_k_min_of<true>,
      quant_k_min_of<true>},
-    {14, "Q6_K", 256, 210, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q6_k, dequant_q6_k, quant_q6_k},
-    {11, "Q3_K", 256, 110, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q3_k, dequant_q3_k, quant_q3_k},
+    {14, "Q6_K", 256, 210, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_sixteen<q6_k_block, kQ6Bytes>,
+     dequant_sixteen<q6_k_block, kQ6Bytes>, quant_q6_k},
+    {11, "Q3_K", 256, 110, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_sixteen<q3_k_block, kQ3Bytes>,
+     dequant_sixteen<q3_k_block, kQ3Bytes>, quant_q3_k},
     {20, "IQ4_NL", 32, 18, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_nl, dequant_iq4_nl, quant_iq4_nl},
     {23, "IQ4_XS", 256, 136, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_xs, dequant_iq4_xs, quant_iq4_xs},
     {30, "BF16", 1, 2, 0, 4, LANTERN_TYPE_SHADERS(f32), 4, 0, repack_row_bf16, dequant_bf16, quant_bf16},
