@@ -421,7 +421,7 @@ void MainWindow::setState(State state) {
     sendButton_->setEnabled(ready && !input_->toPlainText().trimmed().isEmpty());
     stopButton_->setEnabled(generating);
     regenerateButton_->setEnabled(ready && canRegenerate_);
-    continueButton_->setEnabled(ready && continuableRow() >= 0);
+    continueButton_->setEnabled(ready && canRegenerate_ && continuableRow() >= 0);
     if (exportAction_ != nullptr) exportAction_->setEnabled(!generating && chatModel_->rowCount() > 0);
     modelPicker_->setEnabled(!generating && state != State::Loading);
     openAction_->setEnabled(!generating && state != State::Loading);
@@ -652,7 +652,6 @@ void MainWindow::openConversation(qint64 id) {
     systemPrompt_->setText(summary.system_prompt);
     emit systemPromptChanged(summary.system_prompt);
     restoreConversationToModel();
-    canRegenerate_ = false;
     setState(state_);
     chatView_->scrollToEnd();
 }
@@ -666,6 +665,9 @@ void MainWindow::restoreConversationToModel() {
         contents << m.text;
     }
     emit restoreConversationRequested(roles, contents);
+    // The model's conversation now ends with the last reply, if there is one: it can be
+    // regenerated or continued, by whichever model is loaded.
+    canRegenerate_ = continuableRow() >= 0;
 }
 
 void MainWindow::deleteConversation(qint64 id) {

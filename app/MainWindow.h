@@ -163,9 +163,11 @@ protected:
     qint64 streamingStoreId_ = -1;
     QString streamingText_;
     int streamingTokens_ = 0;
+    // The model's conversation holds the last reply (made in this session, or restored with a
+    // reopened conversation): Regenerate and Continue act on it.
     bool canRegenerate_ = false;
-    QString continuedDetails_;
-    int editingRow_ = -1;  // the user message being edited (editMessage), -1: none  // the reply being continued: its details before (null: not continuing)  // the last reply was made by the loaded model in this session
+    QString continuedDetails_;  // the reply being continued: its details before (null: not continuing)
+    int editingRow_ = -1;       // the user message being edited (editMessage), -1: none
     QTimer partialSaveTimer_;
     QElapsedTimer turnClock_;
 };

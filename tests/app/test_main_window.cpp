@@ -172,6 +172,19 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         filter->clear();
         QCOMPARE(list->count(), 1);
 
+        // Reopened (after a new chat), the conversation's last reply can be regenerated and continued.
+        QTest::mouseClick(window.findChild<QPushButton*>(QStringLiteral("newChatButton")), Qt::LeftButton);
+        QCOMPARE(chat->rowCount(), 0);
+        QVERIFY(!window.findChild<QPushButton*>(QStringLiteral("regenerateButton"))->isEnabled());
+        emit list->itemClicked(list->item(0));
+        QCOMPARE(chat->rowCount(), 2);
+        QVERIFY(window.findChild<QPushButton*>(QStringLiteral("regenerateButton"))->isEnabled());
+        QVERIFY(window.findChild<QPushButton*>(QStringLiteral("continueButton"))->isEnabled());
+        QTest::mouseClick(window.findChild<QPushButton*>(QStringLiteral("regenerateButton")), Qt::LeftButton);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        QCOMPARE(chat->rowCount(), 2);
+        QVERIFY(!chat->index(1, 0).data(ChatModel::TextRole).toString().isEmpty());
+
         // A .gguf dropped on the window loads it.
         QMimeData mime;
         mime.setUrls({QUrl::fromLocalFile(modelPath())});
