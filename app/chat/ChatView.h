@@ -32,9 +32,10 @@ private:
         QString labelText, detailsText;
         int height = 0;
     };
-    // The laid-out message, from the cache when nothing it depends on changed: the list asks every
-    // row's size on each streamed token (rows are not of uniform size), and laying out a long reply
-    // (a Markdown document) costs milliseconds — 40 messages took 43-52 ms per token uncached.
+    // The laid-out message, from the cache when nothing it depends on changed: while a reply
+    // streams the list re-lays itself out (Qt coalesces the changes, one layout per event-loop
+    // pass) and asks every row's size (rows are not of uniform size); laying out a long reply (a
+    // Markdown document) costs milliseconds — with 40 messages each layout took 43-52 ms uncached.
     Layout layout(const QStyleOptionViewItem& option, const QModelIndex& index) const;
     Layout computeLayout(const QStyleOptionViewItem& option, const QModelIndex& index, int width) const;
     // Bounded by text size: cost 1 per 2 KiB of text, so roughly 1 MiB of text stays laid out.
