@@ -5,6 +5,7 @@
 #include <QJsonDocument>
 #include <QTemporaryDir>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -100,8 +101,21 @@ std::vector<std::string> ValidationLog::take() {
     return std::exchange(messages_, {});
 }
 
+// A validation message is a test failure: messages a test did not take (and expect) fail the
+// whole test process at exit, printed, whatever the test functions reported.
+void fail_on_untaken_validation_messages() {
+    auto msgs = validation_log().take();
+    if (msgs.empty()) return;
+    std::fprintf(stderr, "FAIL: Vulkan validation reported %zu message(s) during this test:\n", msgs.size());
+    for (const auto& m : msgs) std::fprintf(stderr, "  %s\n", m.c_str());
+    std::fflush(stderr);
+    std::_Exit(3);
+}
+
 ValidationLog& validation_log() {
     static ValidationLog log;
+    // Registered after `log` exists, so it runs before `log` is destroyed.
+    [[maybe_unused]] static const bool checked_at_exit = std::atexit(fail_on_untaken_validation_messages) == 0;
     return log;
 }
 

@@ -120,6 +120,11 @@ public:
     // sequence is empty), in chunks of max_step_tokens, and returns the last token's logits.
     // Throws Error(ContextFull) before touching anything when the tokens do not fit.
     virtual std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens) = 0;
+    // For an empty sequence: takes the cached KV blocks that hold the start of `prompt` (the
+    // prefix cache, as prefill() does by itself) and returns how many tokens they hold — always
+    // fewer than prompt.size(), so the last token is still computed and gives logits. For callers
+    // that feed a prompt through step() in chunks (the Scheduler): they go on from that token.
+    virtual uint32_t attach_cached_prefix(SequenceId seq, std::span<const int32_t> prompt) = 0;
     // One batched step over several sequences (decodes and prefill chunks together, one command
     // buffer, one submit). Returns one logits row per item with want_logits (per token for
     // want_all_logits), in item order.

@@ -3,7 +3,8 @@
 // Each step() builds one batch: first every running generation's next token (decode), then
 // prompt chunks of waiting generations (chunked prefill) until the per-step token budget is used.
 // A generation's prompt may take several steps; a new request joins at the next step while the
-// others keep decoding, so a long prompt never stalls the running replies. One step = one
+// others keep decoding, so a long prompt never stalls the running replies. A prompt whose start an
+// earlier request computed takes those tokens from the KV prefix cache. One step = one
 // Engine::step = one command buffer, one submit.
 #pragma once
 #include <cstdint>
@@ -25,6 +26,9 @@ struct GenerationRequest {
     std::vector<int32_t> stop_tokens;     // e.g. EOS; generation ends when one is sampled
     // Called for each generated token (not for a stop token), on the thread that calls step().
     std::function<void(RequestId, int32_t token)> on_token;
+    // Called once when the generation gets its sequence, with how many prompt tokens came from the
+    // KV prefix cache (computed by an earlier request) rather than being computed again.
+    std::function<void(RequestId, uint32_t cached_tokens)> on_admitted;
     // Called once when the request ends: "eos", "max_tokens", "context_full" or "cancelled".
     std::function<void(RequestId, const std::string& reason)> on_finish;
 };

@@ -139,6 +139,11 @@ public:
         }
     }
 
+    uint32_t attach_cached_prefix(SequenceId seq, std::span<const int32_t> prompt) override {
+        if (sequence_length(seq) != 0 || prompt.empty()) return 0;
+        return pool_->reuse_prefix(seq, prompt);
+    }
+
     std::vector<std::vector<float>> step(std::span<const StepItem> items) override {
         // The whole step is checked before any sequence is touched: it fails as a whole, and a
         // failed step must not have evicted cached blocks for items that never ran.

@@ -123,6 +123,8 @@ bool Scheduler::step(SchedulerStepStats* stats) {
             if (running >= I.max_running) continue;
             g.seq = I.engine.create_sequence();
             g.started = true;
+            g.prefilled = I.engine.attach_cached_prefix(g.seq, g.req.prompt);
+            if (g.req.on_admitted) g.req.on_admitted(id, static_cast<uint32_t>(g.prefilled));
         }
         ++running;
         size_t n = std::min<size_t>(I.budget - used, g.req.prompt.size() - g.prefilled);

@@ -1,0 +1,60 @@
+// lantern/server.h — an OpenAI-compatible HTTP server over a loaded model, so that editors,
+// scripts and other chat front ends can use the model Lantern runs.
+//
+//   auto engine = lantern::Engine::load("model.gguf", options);
+//   lantern::ApiServer server(*engine, {.port = 8080});
+//   server.run();  // until server.stop()
+//
+// Endpoints: POST /v1/chat/completions and /v1/completions (whole or streamed as server-sent
+// events), GET /v1/models, GET /health, and GET /metrics (Prometheus: requests, tokens, prefix-cache
+// hits, engine steps, KV cache blocks). The request and response shapes are OpenAI's (see
+// engine/src/server/openai.h for the fields honoured and those refused).
+//
+// Requests are served together: every reply in progress advances in each engine step (continuous
+// batching, lantern/scheduler.h), a new request's prompt is fed in chunks between the others'
+// tokens, and a prompt whose start was computed before (a client resending a conversation with one
+// more message) takes those tokens from the KV prefix cache; the response's
+// usage.prompt_tokens_details.cached_tokens says how many.
+//
+// One thread does everything (network and engine steps), the one that calls run(). stop() may be
+// called from any thread or a signal handler.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace lantern {
+
+class Engine;
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";  // an IPv4 address; 0.0.0.0 serves other machines too
+    uint16_t port = 8080;            // 0 = any free port (ApiServer::port says which)
+    std::string api_key;             // non-empty: requests need "Authorization: Bearer <key>"
+    bool cors = false;               // let web pages of any origin call the API
+    uint32_t parallel = 4;           // replies generated at once (at most the engine's max_sequences)
+    uint32_t step_tokens = 256;      // tokens per engine step (at most the engine's max_step_tokens)
+    size_t max_body_bytes = 8u << 20;
+    std::function<void(const std::string&)> log;  // one line per request served; empty = quiet
+};
+
+class ApiServer {
+public:
+    // Binds and listens. Throws Error(Io) when the address cannot be used (port taken, bad host).
+    ApiServer(Engine& engine, ServerOptions options);
+    ~ApiServer();
+    ApiServer(const ApiServer&) = delete;
+    ApiServer& operator=(const ApiServer&) = delete;
+
+    uint16_t port() const;
+    // Serves until stop(); replies in progress are cut (streams end without [DONE]).
+    void run();
+    void stop();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lantern

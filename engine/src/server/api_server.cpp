@@ -1,0 +1,598 @@
+// ApiServer (lantern/server.h): one poll() loop that owns the sockets and the Scheduler. Between
+// engine steps it accepts connections, reads requests and writes what the last step produced; the
+// Scheduler's callbacks (run inside step()) turn tokens into text and queue it on the reply's
+// connection. No locks: everything but stop() runs on the thread that called run().
+#include "lantern/server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <optional>
+
+#include "lantern/chat_template.h"
+#include "lantern/engine.h"
+#include "lantern/error.h"
+#include "lantern/scheduler.h"
+#include "lantern/tokenizer.h"
+#include "server/http.h"
+#include "server/json.h"
+#include "server/openai.h"
+
+namespace lantern {
+
+using server::ApiError;
+using server::Json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK); }
+
+// The model's name as clients see it in "model": general.name, else the file name.
+std::string model_id(const Engine& engine) {
+    const ModelInfo& m = engine.model();
+    if (!m.name.empty()) return m.name;
+    const size_t slash = m.path.find_last_of('/');
+    return slash == std::string::npos ? m.path : m.path.substr(slash + 1);
+}
+
+}  // namespace
+
+struct ApiServer::Impl {
+    struct Connection {
+        int fd = -1;
+        std::string in, out;
+        bool busy = false;         // a reply is being generated for it
+        bool close_after = false;  // close once `out` is written
+        RequestId request = 0;
+    };
+
+    // One reply being generated.
+    struct Reply {
+        uint64_t connection = 0;
+        server::CompletionJob job;
+        bool keep_alive = true;
+        std::string id;
+        int64_t created = 0;
+        std::optional<StreamingDetokenizer> detokenizer;
+        std::optional<StopStringMatcher> stops;
+        std::string text;  // whole responses: the reply so far
+        uint32_t cached_tokens = 0, completion_tokens = 0;
+        Clock::time_point submitted, first_token, last_token;
+        bool finished = false;
+    };
+
+    Engine& engine;
+    ServerOptions options;
+    Scheduler scheduler;
+    server::HttpLimits limits;
+    int listen_fd = -1;
+    int wake[2] = {-1, -1};  // stop() writes to wake[1]
+    std::atomic<bool> stopping{false};
+    uint16_t bound_port = 0;
+    uint64_t next_connection = 1;
+    uint64_t next_reply_number = 1;
+    std::map<uint64_t, Connection> connections;
+    std::map<RequestId, Reply> replies;
+
+    // Totals since start, for GET /metrics.
+    struct Counters {
+        uint64_t requests = 0, errors = 0, replies = 0, client_left = 0;
+        uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+        uint64_t steps = 0, step_decode_tokens = 0, step_prefill_tokens = 0;
+        double step_seconds = 0;
+    } counters;
+
+    Impl(Engine& e, ServerOptions o)
+        : engine(e), options(std::move(o)), scheduler(e, std::max<uint32_t>(1, options.step_tokens),
+                                                      std::max<uint32_t>(1, options.parallel)) {
+        limits.max_body_bytes = options.max_body_bytes;
+        in_addr addr{};
+        if (inet_pton(AF_INET, options.host.c_str(), &addr) != 1)
+            throw Error(ErrorCode::Io, "cannot serve on host \"" + options.host + "\": give an IPv4 address such as 127.0.0.1");
+        listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (listen_fd < 0) throw Error(ErrorCode::Io, std::string("cannot create a socket: ") + std::strerror(errno));
+        const int one = 1;
+        setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        sockaddr_in sa{};
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons(options.port);
+        sa.sin_addr = addr;
+        if (bind(listen_fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || listen(listen_fd, 64) != 0) {
+            const std::string why = std::strerror(errno);
+            close(listen_fd);
+            throw Error(ErrorCode::Io, "cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " + why);
+        }
+        socklen_t len = sizeof sa;
+        getsockname(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len);
+        bound_port = ntohs(sa.sin_port);
+        set_nonblocking(listen_fd);
+        if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+            close(listen_fd);
+            throw Error(ErrorCode::Io, std::string("cannot create a pipe: ") + std::strerror(errno));
+        }
+    }
+
+    ~Impl() {
+        for (auto& [id, c] : connections) close(c.fd);
+        close(listen_fd);
+        close(wake[0]);
+        close(wake[1]);
+    }
+
+    void log(const std::string& line) const {
+        if (options.log) options.log(line);
+    }
+
+    server::HttpHeaders common_headers() const {
+        server::HttpHeaders h;
+        if (options.cors) {
+            h.emplace_back("Access-Control-Allow-Origin", "*");
+            h.emplace_back("Access-Control-Allow-Headers", "Authorization, Content-Type");
+            h.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        }
+        return h;
+    }
+
+    void send_json(Connection& c, int status, const Json& body, bool keep_alive) {
+        c.out += server::http_response(status, "application/json", body.dump(), common_headers(), keep_alive);
+        if (!keep_alive) c.close_after = true;
+    }
+    void send_error(Connection& c, const ApiError& e, bool keep_alive) {
+        ++counters.errors;
+        send_json(c, e.status, server::error_body(e), keep_alive);
+    }
+
+    Json model_object() const {
+        return Json::object()
+            .set("id", model_id(engine))
+            .set("object", "model")
+            .set("created", static_cast<int64_t>(0))
+            .set("owned_by", "lantern")
+            .set("context_length", engine.context_length());
+    }
+
+    // --- requests ---------------------------------------------------------------------------
+
+    void handle(uint64_t conn_id, Connection& c, const server::HttpRequest& req) {
+        const bool keep_alive = req.keep_alive();
+        const std::string path = req.path();
+        log(req.method + " " + req.target);
+        if (req.method == "OPTIONS") {
+            c.out += server::http_response(204, "", "", common_headers(), keep_alive);
+            if (!keep_alive) c.close_after = true;
+            return;
+        }
+        ++counters.requests;
+        const bool known = path == "/health" || path == "/metrics" || path == "/v1/models" || path.rfind("/v1/models/", 0) == 0 ||
+                           path == "/v1/chat/completions" || path == "/v1/completions";
+        if (!known) return send_error(c, ApiError(404, "no such endpoint: " + path, {}, "not_found"), keep_alive);
+        if (path != "/health" && !options.api_key.empty() && req.header("Authorization") != "Bearer " + options.api_key)
+            return send_error(c, ApiError(401, "a valid API key is needed (Authorization: Bearer <key>)", {}, "invalid_api_key"),
+                              keep_alive);
+        const bool post = path == "/v1/chat/completions" || path == "/v1/completions";
+        if (req.method != (post ? "POST" : "GET")) {
+            c.out += server::http_response(
+                405, "application/json",
+                server::error_body(ApiError(405, req.method + " is not allowed on " + path + " (use " +
+                                                     (post ? "POST" : "GET") + ")"))
+                    .dump(),
+                [&] {
+                    auto h = common_headers();
+                    h.emplace_back("Allow", post ? "POST" : "GET");
+                    return h;
+                }(),
+                keep_alive);
+            if (!keep_alive) c.close_after = true;
+            return;
+        }
+        if (path == "/health")
+            return send_json(c, 200, Json::object().set("status", "ok").set("model", model_id(engine)), keep_alive);
+        if (path == "/metrics") {
+            c.out += server::http_response(200, "text/plain; version=0.0.4", metrics(), common_headers(), keep_alive);
+            if (!keep_alive) c.close_after = true;
+            return;
+        }
+        if (path == "/v1/models")
+            return send_json(c, 200, Json::object().set("object", "list").set("data", Json::array().push(model_object())),
+                             keep_alive);
+        if (path.rfind("/v1/models/", 0) == 0) {
+            if (path.substr(11) != model_id(engine))
+                return send_error(c, ApiError(404, "no model named \"" + path.substr(11) + "\" is loaded", "model",
+                                              "model_not_found"),
+                                  keep_alive);
+            return send_json(c, 200, model_object(), keep_alive);
+        }
+        try {
+            Json body;
+            try {
+                body = Json::parse(req.body);
+            } catch (const server::JsonError& e) {
+                throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+            }
+            server::CompletionJob job = path == "/v1/chat/completions" ? server::chat_job(body, engine)
+                                                                      : server::completion_job(body, engine);
+            start_reply(conn_id, c, std::move(job), keep_alive);
+        } catch (const ApiError& e) {
+            send_error(c, e, keep_alive);
+        } catch (const Error& e) {
+            send_error(c, ApiError(400, e.what()), keep_alive);
+        }
+    }
+
+    void start_reply(uint64_t conn_id, Connection& c, server::CompletionJob job, bool keep_alive) {
+        Reply r;
+        r.connection = conn_id;
+        r.keep_alive = keep_alive;
+        r.id = std::string(job.chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_reply_number++);
+        r.created = static_cast<int64_t>(std::time(nullptr));
+        r.submitted = Clock::now();
+        r.detokenizer.emplace(engine.tokenizer(), job.text_start);
+        r.stops.emplace(job.settings.stop);
+
+        GenerationRequest g;
+        g.prompt = job.prompt;
+        g.settings = job.settings;
+        g.settings.stop.clear();  // matched here, on the text
+        g.stop_tokens = job.stop_tokens;
+        g.on_token = [this](RequestId id, int32_t token) { on_token(id, token); };
+        g.on_finish = [this](RequestId id, const std::string& reason) { on_finish(id, reason); };
+        g.on_admitted = [this](RequestId id, uint32_t cached) {
+            if (auto it = replies.find(id); it != replies.end()) it->second.cached_tokens = cached;
+        };
+        r.job = std::move(job);
+        const RequestId id = scheduler.submit(std::move(g));
+        c.busy = true;
+        c.request = id;
+        if (r.job.stream) {
+            auto h = common_headers();
+            h.emplace_back("Cache-Control", "no-cache");
+            c.out += server::http_stream_head(200, "text/event-stream", h, keep_alive);
+            // OpenAI's first chat chunk carries the role alone.
+            if (r.job.chat) send_event(c, chunk(r, Json::object().set("role", "assistant"), Json()));
+        }
+        replies.emplace(id, std::move(r));
+    }
+
+    // Prometheus' text format: totals since start and the state now (replies, KV cache blocks).
+    std::string metrics() const {
+        std::string out;
+        const auto metric = [&out](const char* name, const char* type, const char* help, double value) {
+            char num[32];
+            std::snprintf(num, sizeof num, "%.17g", value);
+            out += std::string("# HELP lantern_") + name + " " + help + "\n# TYPE lantern_" + name + " " + type +
+                   "\nlantern_" + name + " " + num + "\n";
+        };
+        const Counters& c = counters;
+        metric("http_requests_total", "counter", "HTTP requests answered.", double(c.requests));
+        metric("http_errors_total", "counter", "Requests answered with an error status.", double(c.errors));
+        metric("replies_total", "counter", "Completions finished (a stop, the token limit or the context).", double(c.replies));
+        metric("replies_abandoned_total", "counter", "Replies stopped because their client left.", double(c.client_left));
+        metric("prompt_tokens_total", "counter", "Prompt tokens of finished replies.", double(c.prompt_tokens));
+        metric("prompt_tokens_cached_total", "counter", "Of those, tokens taken from the KV prefix cache.",
+               double(c.cached_tokens));
+        metric("generated_tokens_total", "counter", "Tokens generated.", double(c.generated_tokens));
+        metric("engine_steps_total", "counter", "Engine steps (one command buffer each).", double(c.steps));
+        metric("engine_step_decode_tokens_total", "counter", "Decode tokens run in engine steps.",
+               double(c.step_decode_tokens));
+        metric("engine_step_prefill_tokens_total", "counter", "Prompt tokens run in engine steps.",
+               double(c.step_prefill_tokens));
+        metric("engine_step_seconds_total", "counter", "Wall time spent in engine steps.", c.step_seconds);
+        size_t running = 0;
+        for (const auto& [id, r] : replies) running += r.finished ? 0 : 1;
+        metric("replies_in_progress", "gauge", "Replies being generated or waiting for a slot.", double(running));
+        const KvStats kv = engine.kv_stats();
+        metric("kv_blocks_total", "gauge", "KV cache blocks.", kv.total_blocks);
+        metric("kv_blocks_used", "gauge", "KV cache blocks held by replies in progress.", kv.used_blocks);
+        metric("kv_blocks_cached", "gauge", "KV cache blocks kept for reuse by later prompts.", kv.cached_blocks);
+        return out;
+    }
+
+    // --- replies ----------------------------------------------------------------------------
+
+    void send_event(Connection& c, const Json& data) {
+        c.out += server::http_chunk("data: " + data.dump() + "\n\n");
+    }
+
+    // A stream chunk: a chat delta, or a completion's text piece.
+    Json chunk(const Reply& r, Json delta_or_text, Json finish) const {
+        Json choice = Json::object().set("index", 0);
+        if (r.job.chat) choice.set("delta", std::move(delta_or_text));
+        else choice.set("text", std::move(delta_or_text));
+        if (!r.job.chat) choice.set("logprobs", Json());
+        choice.set("finish_reason", std::move(finish));
+        return Json::object()
+            .set("id", r.id)
+            .set("object", r.job.chat ? "chat.completion.chunk" : "text_completion")
+            .set("created", r.created)
+            .set("model", model_id(engine))
+            .set("choices", Json::array().push(std::move(choice)));
+    }
+
+    Json usage(const Reply& r) const {
+        const auto prompt = static_cast<int64_t>(r.job.prompt.size());
+        return Json::object()
+            .set("prompt_tokens", prompt)
+            .set("completion_tokens", r.completion_tokens)
+            .set("total_tokens", prompt + r.completion_tokens)
+            .set("prompt_tokens_details", Json::object().set("cached_tokens", r.cached_tokens));
+    }
+
+    // Lantern's speed figures for this reply (llama-server reports similar "timings").
+    Json timings(const Reply& r) const {
+        Json t = Json::object();
+        if (r.completion_tokens == 0) return t.set("prompt_tokens_computed", static_cast<int64_t>(r.job.prompt.size() - r.cached_tokens));
+        const double ttft = ms_between(r.submitted, r.first_token), decode = ms_between(r.first_token, r.last_token);
+        t.set("prompt_tokens_computed", static_cast<int64_t>(r.job.prompt.size() - r.cached_tokens));
+        t.set("time_to_first_token_ms", ttft);
+        t.set("decode_ms", decode);
+        if (r.completion_tokens > 1 && decode > 0) t.set("decode_tokens_per_s", (r.completion_tokens - 1) * 1000.0 / decode);
+        return t;
+    }
+
+    void emit_text(Reply& r, const std::string& text) {
+        if (text.empty()) return;
+        if (!r.job.stream) {
+            r.text += text;
+            return;
+        }
+        auto it = connections.find(r.connection);
+        if (it == connections.end()) return;
+        send_event(it->second, chunk(r, r.job.chat ? Json::object().set("content", text) : Json(text), Json()));
+    }
+
+    void on_token(RequestId id, int32_t token) {
+        auto it = replies.find(id);
+        if (it == replies.end() || it->second.finished) return;
+        Reply& r = it->second;
+        const auto now = Clock::now();
+        if (r.completion_tokens == 0) r.first_token = now;
+        r.last_token = now;
+        ++r.completion_tokens;
+        const auto result = r.stops->feed(r.detokenizer->push(token));
+        emit_text(r, result.text);
+        if (result.stopped) {
+            complete(id, r, "stop");
+            scheduler.cancel(id);  // frees its sequence before the next step
+        }
+    }
+
+    void on_finish(RequestId id, const std::string& reason) {
+        auto it = replies.find(id);
+        if (it == replies.end()) return;
+        Reply& r = it->second;
+        if (!r.finished) {
+            auto tail = r.stops->feed(r.detokenizer->flush());
+            emit_text(r, tail.text);
+            if (!tail.stopped) emit_text(r, r.stops->flush());
+            complete(id, r, tail.stopped ? "stop" : server::finish_reason(reason));
+        }
+        replies.erase(it);
+    }
+
+    void complete(RequestId id, Reply& r, const char* finish) {
+        r.finished = true;
+        auto it = connections.find(r.connection);
+        if (it == connections.end()) return;
+        Connection& c = it->second;
+        if (r.job.stream) {
+            send_event(c, chunk(r, r.job.chat ? Json::object() : Json(""), finish));
+            if (r.job.include_usage) {
+                Json u = chunk(r, Json(), Json());
+                u.set("choices", Json::array());
+                u.set("usage", usage(r));
+                send_event(c, u);
+            }
+            c.out += server::http_chunk("data: [DONE]\n\n");
+            c.out += server::http_last_chunk();
+            if (!r.keep_alive) c.close_after = true;
+        } else {
+            Json choice = Json::object().set("index", 0);
+            if (r.job.chat) choice.set("message", Json::object().set("role", "assistant").set("content", r.text));
+            else choice.set("text", r.text).set("logprobs", Json());
+            choice.set("finish_reason", finish);
+            Json body = Json::object()
+                            .set("id", r.id)
+                            .set("object", r.job.chat ? "chat.completion" : "text_completion")
+                            .set("created", r.created)
+                            .set("model", model_id(engine))
+                            .set("choices", Json::array().push(std::move(choice)))
+                            .set("usage", usage(r))
+                            .set("timings", timings(r));
+            send_json(c, 200, body, r.keep_alive);
+        }
+        ++counters.replies;
+        counters.prompt_tokens += r.job.prompt.size();
+        counters.cached_tokens += r.cached_tokens;
+        counters.generated_tokens += r.completion_tokens;
+        log("  " + r.id + ": " + std::to_string(r.job.prompt.size()) + " prompt tokens (" +
+            std::to_string(r.cached_tokens) + " cached), " + std::to_string(r.completion_tokens) + " generated, " + finish);
+        if (c.request == id) {
+            c.busy = false;
+            c.request = 0;
+        }
+    }
+
+    // A step failed (the device was lost, the KV cache could not hold every reply): every reply in
+    // progress ends with an error, sent the way its client can read it.
+    void fail_all(const std::string& message) {
+        for (auto& [id, r] : replies) {
+            if (r.finished) continue;
+            r.finished = true;
+            scheduler.cancel(id);
+            auto it = connections.find(r.connection);
+            if (it == connections.end()) continue;
+            Connection& c = it->second;
+            const ApiError e(500, "generation failed: " + message, {}, "engine_error", "server_error");
+            if (r.job.stream) {
+                send_event(c, server::error_body(e));
+                c.out += server::http_last_chunk();
+                c.close_after = true;
+            } else {
+                send_error(c, e, false);
+            }
+            c.busy = false;
+        }
+    }
+
+    // --- network ----------------------------------------------------------------------------
+
+    void drop_connection(uint64_t conn_id) {
+        auto it = connections.find(conn_id);
+        if (it == connections.end()) return;
+        // A client that went away mid-reply: stop generating for it.
+        if (it->second.busy) {
+            scheduler.cancel(it->second.request);
+            if (auto r = replies.find(it->second.request); r != replies.end()) {
+                r->second.finished = true;
+                ++counters.client_left;
+                counters.generated_tokens += r->second.completion_tokens;
+                log("  " + r->second.id + ": the client left after " + std::to_string(r->second.completion_tokens) +
+                    " tokens; generation stopped");
+            }
+        }
+        close(it->second.fd);
+        connections.erase(it);
+    }
+
+    // Requests waiting in connections that are free to take one (pipelined or just arrived).
+    void serve_input() {
+        for (auto& [id, c] : connections) {
+            while (!c.busy && !c.close_after && !c.in.empty()) {
+                server::HttpParse p = server::parse_http_request(c.in, limits);
+                if (p.state == server::HttpParse::State::Incomplete) break;
+                if (p.state == server::HttpParse::State::Bad) {
+                    send_error(c, ApiError(p.status, p.message), false);
+                    c.in.clear();
+                    break;
+                }
+                c.in.erase(0, p.consumed);
+                handle(id, c, p.request);
+            }
+        }
+    }
+
+    void write_out() {
+        std::vector<uint64_t> done;
+        for (auto& [id, c] : connections) {
+            while (!c.out.empty()) {
+                const ssize_t n = send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+                if (n > 0) {
+                    c.out.erase(0, static_cast<size_t>(n));
+                } else {
+                    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+                    if (n < 0 && errno == EINTR) continue;
+                    done.push_back(id);
+                    break;
+                }
+            }
+            if (c.out.empty() && c.close_after) done.push_back(id);
+        }
+        for (uint64_t id : done) drop_connection(id);
+    }
+
+    void run() {
+        while (!stopping.load()) {
+            std::vector<pollfd> fds{{wake[0], POLLIN, 0}, {listen_fd, POLLIN, 0}};
+            std::vector<uint64_t> ids;
+            for (auto& [id, c] : connections) {
+                fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+                ids.push_back(id);
+            }
+            // Block only when no reply is being generated.
+            const int timeout = scheduler.pending() ? 0 : -1;
+            if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR)
+                throw Error(ErrorCode::Io, std::string("poll failed: ") + std::strerror(errno));
+            if (stopping.load()) break;
+            if (fds[1].revents & POLLIN) accept_all();
+            for (size_t i = 0; i < ids.size(); ++i) {
+                if (!(fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+                if (!read_from(ids[i])) drop_connection(ids[i]);
+            }
+            serve_input();
+            write_out();
+            if (scheduler.pending()) {
+                try {
+                    SchedulerStepStats st;
+                    if (scheduler.step(&st)) {
+                        ++counters.steps;
+                        counters.step_decode_tokens += st.decode_tokens;
+                        counters.step_prefill_tokens += st.prefill_tokens;
+                        counters.step_seconds += st.ms / 1000.0;
+                    }
+                } catch (const Error& e) {
+                    log(std::string("engine step failed: ") + e.what());
+                    fail_all(e.what());
+                    while (scheduler.pending()) {
+                        try {
+                            scheduler.step();  // lets the cancellations finish the requests
+                        } catch (const Error&) {
+                            break;
+                        }
+                    }
+                }
+                serve_input();  // replies that ended free their connections for the next request
+                write_out();
+            }
+        }
+    }
+
+    void accept_all() {
+        while (true) {
+            const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) return;
+            const int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // stream tokens as they come
+            Connection c;
+            c.fd = fd;
+            connections.emplace(next_connection++, std::move(c));
+        }
+    }
+
+    // False when the peer closed or the connection failed.
+    bool read_from(uint64_t conn_id) {
+        Connection& c = connections.at(conn_id);
+        char buf[16384];
+        while (true) {
+            const ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+            if (n > 0) {
+                c.in.append(buf, static_cast<size_t>(n));
+                // Bytes beyond one largest request while busy: a client that floods; drop it.
+                if (c.in.size() > limits.max_header_bytes + limits.max_body_bytes + 4) return false;
+                continue;
+            }
+            if (n == 0) return false;
+            if (errno == EINTR) continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK;
+        }
+    }
+};
+
+ApiServer::ApiServer(Engine& engine, ServerOptions options)
+    : impl_(std::make_unique<Impl>(engine, std::move(options))) {}
+ApiServer::~ApiServer() = default;
+uint16_t ApiServer::port() const { return impl_->bound_port; }
+void ApiServer::run() { impl_->run(); }
+void ApiServer::stop() {
+    impl_->stopping.store(true);
+    const char b = 1;
+    [[maybe_unused]] const ssize_t n = write(impl_->wake[1], &b, 1);
+}
+
+}  // namespace lantern

@@ -1,0 +1,190 @@
+#include "server/http.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace lantern::server {
+
+namespace {
+
+bool iequal(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        char x = a[i], y = b[i];
+        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+        if (x != y) return false;
+    }
+    return true;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+// RFC 9110 token characters (method and header names).
+bool is_token(std::string_view s) {
+    if (s.empty()) return false;
+    for (char c : s) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                        std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+        if (!ok) return false;
+    }
+    return true;
+}
+
+HttpParse bad(int status, std::string message) {
+    HttpParse p;
+    p.state = HttpParse::State::Bad;
+    p.status = status;
+    p.message = std::move(message);
+    return p;
+}
+
+// Tolerates a bare LF as a line end (RFC 9112 allows it), so a hand-typed request works too.
+std::string_view next_line(std::string_view& rest) {
+    const size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    rest.remove_prefix(nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    return line;
+}
+
+}  // namespace
+
+std::string HttpRequest::header(std::string_view name) const {
+    for (const auto& [k, v] : headers)
+        if (iequal(k, name)) return v;
+    return {};
+}
+
+bool HttpRequest::keep_alive() const {
+    const std::string c = header("Connection");
+    if (version == "HTTP/1.0") return iequal(c, "keep-alive");
+    return !iequal(c, "close");
+}
+
+std::string HttpRequest::path() const { return target.substr(0, target.find('?')); }
+
+HttpParse parse_http_request(std::string_view buffer, const HttpLimits& limits) {
+    // RFC 9112: a server should ignore empty lines before the request line.
+    size_t lead = 0;
+    while (lead < buffer.size() && (buffer[lead] == '\r' || buffer[lead] == '\n')) ++lead;
+    std::string_view data = buffer.substr(lead);
+    size_t head_end = data.find("\r\n\r\n"), sep = 4;
+    const size_t lf_end = data.find("\n\n");
+    if (lf_end != std::string_view::npos && lf_end < head_end) head_end = lf_end, sep = 2;
+    if (head_end == std::string_view::npos) {
+        if (data.size() > limits.max_header_bytes) return bad(431, "the request headers exceed " +
+                                                                        std::to_string(limits.max_header_bytes) + " bytes");
+        return {};
+    }
+    if (head_end > limits.max_header_bytes)
+        return bad(431, "the request headers exceed " + std::to_string(limits.max_header_bytes) + " bytes");
+
+    std::string_view head = data.substr(0, head_end + sep / 2);  // through the last header's line end
+    HttpParse p;
+    HttpRequest& r = p.request;
+    {
+        std::string_view line = next_line(head);
+        const size_t a = line.find(' '), b = line.rfind(' ');
+        if (a == std::string_view::npos || b == a) return bad(400, "malformed request line");
+        r.method = std::string(line.substr(0, a));
+        r.target = std::string(line.substr(a + 1, b - a - 1));
+        r.version = std::string(line.substr(b + 1));
+        if (!is_token(r.method) || r.target.empty() || r.target.find(' ') != std::string::npos)
+            return bad(400, "malformed request line");
+        if (r.version != "HTTP/1.1" && r.version != "HTTP/1.0")
+            return bad(505, "only HTTP/1.0 and HTTP/1.1 are served");
+    }
+    while (!head.empty()) {
+        std::string_view line = next_line(head);
+        if (line.empty()) break;
+        if (line.front() == ' ' || line.front() == '\t') return bad(400, "folded header lines are not accepted");
+        const size_t colon = line.find(':');
+        if (colon == std::string_view::npos || !is_token(line.substr(0, colon)))
+            return bad(400, "malformed header line");
+        r.headers.emplace_back(std::string(line.substr(0, colon)), std::string(trim(line.substr(colon + 1))));
+    }
+
+    if (!r.header("Transfer-Encoding").empty())
+        return bad(501, "chunked request bodies are not supported; send Content-Length");
+    size_t length = 0;
+    bool has_length = false;
+    for (const auto& [k, v] : r.headers) {
+        if (!iequal(k, "Content-Length")) continue;
+        if (v.empty() || v.size() > 12 || v.find_first_not_of("0123456789") != std::string::npos)
+            return bad(400, "malformed Content-Length");
+        const size_t n = std::stoull(v);
+        if (has_length && n != length) return bad(400, "conflicting Content-Length headers");
+        length = n;
+        has_length = true;
+    }
+    if (!has_length && (r.method == "POST" || r.method == "PUT"))
+        return bad(411, "a " + r.method + " request needs a Content-Length");
+    if (length > limits.max_body_bytes)
+        return bad(413, "the request body (" + std::to_string(length) + " bytes) exceeds " +
+                            std::to_string(limits.max_body_bytes) + " bytes");
+    const size_t body_start = lead + head_end + sep;
+    if (buffer.size() - body_start < length) return {};
+    r.body = std::string(buffer.substr(body_start, length));
+    p.consumed = body_start + length;
+    p.state = HttpParse::State::Complete;
+    return p;
+}
+
+const char* http_reason(int status) {
+    switch (status) {
+        case 200: return "OK";
+        case 204: return "No Content";
+        case 400: return "Bad Request";
+        case 401: return "Unauthorized";
+        case 404: return "Not Found";
+        case 405: return "Method Not Allowed";
+        case 411: return "Length Required";
+        case 413: return "Content Too Large";
+        case 415: return "Unsupported Media Type";
+        case 431: return "Request Header Fields Too Large";
+        case 500: return "Internal Server Error";
+        case 501: return "Not Implemented";
+        case 503: return "Service Unavailable";
+        case 505: return "HTTP Version Not Supported";
+        default: return "Unknown";
+    }
+}
+
+namespace {
+std::string head(int status, std::string_view content_type, const HttpHeaders& extra, bool keep_alive) {
+    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + http_reason(status) + "\r\n";
+    out += "Server: lantern\r\n";
+    if (!content_type.empty()) out += "Content-Type: " + std::string(content_type) + "\r\n";
+    for (const auto& [k, v] : extra) out += k + ": " + v + "\r\n";
+    if (!keep_alive) out += "Connection: close\r\n";
+    return out;
+}
+}  // namespace
+
+std::string http_response(int status, std::string_view content_type, std::string_view body, const HttpHeaders& extra,
+                          bool keep_alive) {
+    std::string out = head(status, content_type, extra, keep_alive);
+    out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    out += body;
+    return out;
+}
+
+std::string http_stream_head(int status, std::string_view content_type, const HttpHeaders& extra, bool keep_alive) {
+    return head(status, content_type, extra, keep_alive) + "Transfer-Encoding: chunked\r\n\r\n";
+}
+
+std::string http_chunk(std::string_view data) {
+    if (data.empty()) return {};  // an empty chunk would end the stream
+    char size[20];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    return size + std::string(data) + "\r\n";
+}
+
+std::string http_last_chunk() { return "0\r\n\r\n"; }
+
+}  // namespace lantern::server

@@ -1,0 +1,59 @@
+// HTTP/1.1 for the API server: reading a request out of a connection's received bytes, and the
+// bytes of a response — whole (Content-Length) or streamed (chunked, for server-sent events).
+//
+// Only what an API client sends is accepted: a request line, headers, and a body announced by
+// Content-Length. Anything else gets the status that says why (400 malformed, 411 no length,
+// 413 too large, 431 headers too large, 501 chunked request bodies, 505 not HTTP/1.x).
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace lantern::server {
+
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+struct HttpRequest {
+    std::string method, target, version;  // "POST", "/v1/chat/completions", "HTTP/1.1"
+    HttpHeaders headers;
+    std::string body;
+    // Header value by case-insensitive name (the first one); empty when absent.
+    std::string header(std::string_view name) const;
+    // Whether the connection stays open after the response (HTTP/1.1 unless "Connection: close";
+    // HTTP/1.0 only with "Connection: keep-alive").
+    bool keep_alive() const;
+    // The target without its query string.
+    std::string path() const;
+};
+
+struct HttpLimits {
+    size_t max_header_bytes = 32 * 1024;
+    size_t max_body_bytes = 8 * 1024 * 1024;
+};
+
+struct HttpParse {
+    enum class State { Incomplete, Complete, Bad } state = State::Incomplete;
+    HttpRequest request;   // Complete
+    size_t consumed = 0;   // Complete: bytes of `buffer` the request used (pipelined requests follow)
+    int status = 0;        // Bad: the status to answer with
+    std::string message;   // Bad: why
+};
+
+// Parses the first request in `buffer` (the bytes received so far on a connection).
+HttpParse parse_http_request(std::string_view buffer, const HttpLimits& limits = {});
+
+const char* http_reason(int status);  // "OK", "Bad Request", ...
+
+// A whole response. Content-Length is added; so is "Connection: close" when !keep_alive.
+std::string http_response(int status, std::string_view content_type, std::string_view body,
+                          const HttpHeaders& extra = {}, bool keep_alive = true);
+// The head of a streamed response (Transfer-Encoding: chunked); then http_chunk() per piece and
+// http_last_chunk() at the end.
+std::string http_stream_head(int status, std::string_view content_type, const HttpHeaders& extra = {},
+                             bool keep_alive = true);
+std::string http_chunk(std::string_view data);
+std::string http_last_chunk();
+
+}  // namespace lantern::server

@@ -1,0 +1,225 @@
+#include "server/openai.h"
+
+#include <cmath>
+#include <limits>
+
+#include "lantern/chat_template.h"
+#include "lantern/engine.h"
+#include "lantern/error.h"
+#include "lantern/tokenizer.h"
+
+namespace lantern::server {
+
+Json error_body(const ApiError& e) {
+    Json err = Json::object();
+    err.set("message", e.what());
+    err.set("type", e.type);
+    err.set("param", e.param.empty() ? Json() : Json(e.param));
+    err.set("code", e.code.empty() ? Json() : Json(e.code));
+    return Json::object().set("error", std::move(err));
+}
+
+const char* finish_reason(const std::string& reason) {
+    return reason == "max_tokens" || reason == "context_full" ? "length" : "stop";
+}
+
+namespace {
+
+// A present, non-null member (null counts as absent, as OpenAI's API treats it).
+const Json* member(const Json& body, const char* key) {
+    const Json* v = body.find(key);
+    return v && !v->is_null() ? v : nullptr;
+}
+
+std::optional<double> number(const Json& body, const char* key, double lo, double hi) {
+    const Json* v = member(body, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) throw ApiError(400, std::string(key) + " must be a number", key);
+    const double d = v->as_number();
+    if (d < lo || d > hi)
+        throw ApiError(400, std::string(key) + " must be between " + Json(lo).dump() + " and " + Json(hi).dump(), key);
+    return d;
+}
+
+std::optional<int64_t> integer(const Json& body, const char* key, int64_t lo, int64_t hi) {
+    const Json* v = member(body, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number() || !v->as_integer()) throw ApiError(400, std::string(key) + " must be an integer", key);
+    const int64_t i = *v->as_integer();
+    if (i < lo || i > hi)
+        throw ApiError(400, std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi),
+                       key);
+    return i;
+}
+
+bool flag(const Json& body, const char* key) {
+    const Json* v = member(body, key);
+    if (!v) return false;
+    if (!v->is_bool()) throw ApiError(400, std::string(key) + " must be true or false", key);
+    return v->as_bool();
+}
+
+void refuse_unsupported(const Json& body) {
+    if (const Json* n = member(body, "n"); n && !(n->is_number() && n->as_integer() == 1))
+        throw ApiError(400, "n must be 1: this server writes one choice per request", "n");
+    for (const char* key : {"tools", "functions", "tool_choice", "function_call"})
+        if (const Json* v = member(body, key); v && !(v->is_array() && v->items().empty()) &&
+                                               !(v->is_string() && v->as_string() == "none"))
+            throw ApiError(400, std::string(key) + ": tool calling is not supported by this server", key);
+    if (flag(body, "logprobs") || member(body, "top_logprobs"))
+        throw ApiError(400, "logprobs are not supported by this server", "logprobs");
+    if (const Json* rf = member(body, "response_format")) {
+        const Json* type = rf->is_object() ? rf->find("type") : nullptr;
+        if (!type || !type->is_string() || type->as_string() != "text")
+            throw ApiError(400, "response_format: only {\"type\": \"text\"} is supported", "response_format");
+    }
+}
+
+// The sampling fields shared by both endpoints. Fields a client leaves out keep Lantern's
+// defaults (llama.cpp's: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05).
+void read_common(const Json& body, CompletionJob& job) {
+    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+    refuse_unsupported(body);
+    SamplingSettings& s = job.settings;
+    if (auto v = number(body, "temperature", 0, 100)) s.temperature = static_cast<float>(*v);
+    if (auto v = number(body, "top_p", 0, 1)) s.top_p = static_cast<float>(*v);
+    if (auto v = number(body, "min_p", 0, 1)) s.min_p = static_cast<float>(*v);
+    if (auto v = integer(body, "top_k", 0, std::numeric_limits<int32_t>::max())) s.top_k = static_cast<int32_t>(*v);
+    if (auto v = number(body, "presence_penalty", -2, 2)) s.presence_penalty = static_cast<float>(*v);
+    if (auto v = number(body, "frequency_penalty", -2, 2)) s.frequency_penalty = static_cast<float>(*v);
+    if (auto v = number(body, "repeat_penalty", 1e-6, 100)) s.repeat_penalty = static_cast<float>(*v);
+    if (auto v = integer(body, "repeat_last_n", -1, std::numeric_limits<int32_t>::max()))
+        s.penalty_last_n = static_cast<int32_t>(*v);
+    if (auto v = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
+        s.seed = static_cast<uint64_t>(*v);
+    s.ignore_eos = flag(body, "ignore_eos");
+    s.max_new_tokens = 0;  // no limit but the context, as OpenAI's default
+    for (const char* key : {"max_tokens", "max_completion_tokens"})
+        if (auto v = integer(body, key, 1, std::numeric_limits<int32_t>::max())) s.max_new_tokens = static_cast<int32_t>(*v);
+    if (const Json* stop = member(body, "stop")) {
+        std::vector<std::string> list;
+        if (stop->is_string()) {
+            list.push_back(stop->as_string());
+        } else if (stop->is_array()) {
+            for (const Json& item : stop->items()) {
+                if (!item.is_string()) throw ApiError(400, "stop must be a string or an array of strings", "stop");
+                list.push_back(item.as_string());
+            }
+        } else {
+            throw ApiError(400, "stop must be a string or an array of strings", "stop");
+        }
+        if (list.size() > 16) throw ApiError(400, "stop holds at most 16 strings", "stop");
+        for (const auto& text : list)
+            if (text.empty()) throw ApiError(400, "stop strings must not be empty", "stop");
+        s.stop = std::move(list);
+    }
+    job.stream = flag(body, "stream");
+    if (const Json* opts = member(body, "stream_options")) {
+        if (!opts->is_object()) throw ApiError(400, "stream_options must be an object", "stream_options");
+        job.include_usage = flag(*opts, "include_usage");
+    }
+    try {
+        validate(s);
+    } catch (const Error& e) {
+        throw ApiError(400, e.what());
+    }
+}
+
+void check_fits(const CompletionJob& job, const Engine& engine) {
+    if (job.prompt.size() >= engine.context_length())
+        throw ApiError(400,
+                       "this model's context holds " + std::to_string(engine.context_length()) +
+                           " tokens, but the prompt takes " + std::to_string(job.prompt.size()) +
+                           " (and the reply needs at least one more); shorten the " +
+                           (job.chat ? "messages" : "prompt"),
+                       job.chat ? "messages" : "prompt", "context_length_exceeded");
+}
+
+std::string message_text(const Json& content, size_t index) {
+    const std::string where = "messages[" + std::to_string(index) + "].content";
+    if (content.is_string()) return content.as_string();
+    if (content.is_null()) return {};
+    if (!content.is_array()) throw ApiError(400, where + " must be a string or an array of parts", where);
+    std::string text;
+    for (const Json& part : content.items()) {
+        const Json* type = part.is_object() ? part.find("type") : nullptr;
+        const Json* t = part.is_object() ? part.find("text") : nullptr;
+        if (!type || !type->is_string()) throw ApiError(400, where + ": each part needs a type", where);
+        if (type->as_string() != "text")
+            throw ApiError(400, where + ": only text parts are supported (got \"" + type->as_string() + "\")", where);
+        if (!t || !t->is_string()) throw ApiError(400, where + ": a text part needs its text", where);
+        if (!text.empty()) text += '\n';
+        text += t->as_string();
+    }
+    return text;
+}
+
+}  // namespace
+
+CompletionJob chat_job(const Json& body, const Engine& engine) {
+    CompletionJob job;
+    job.chat = true;
+    read_common(body, job);
+    const Json* msgs = body.find("messages");
+    if (!msgs || !msgs->is_array() || msgs->items().empty())
+        throw ApiError(400, "messages must be a non-empty array", "messages");
+    std::vector<ChatMessage> messages;
+    for (size_t i = 0; i < msgs->items().size(); ++i) {
+        const Json& m = msgs->items()[i];
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        const Json* role = m.is_object() ? m.find("role") : nullptr;
+        if (!role || !role->is_string()) throw ApiError(400, where + " needs a role", where + ".role");
+        ChatMessage cm;
+        const std::string& r = role->as_string();
+        if (r == "system" || r == "developer") cm.role = ChatRole::System;
+        else if (r == "user") cm.role = ChatRole::User;
+        else if (r == "assistant") cm.role = ChatRole::Assistant;
+        else
+            throw ApiError(400, where + ".role \"" + r + "\" is not supported (system, developer, user, assistant)",
+                           where + ".role");
+        if (const Json* calls = member(m, "tool_calls"); calls && !(calls->is_array() && calls->items().empty()))
+            throw ApiError(400, where + ": tool calls are not supported by this server", where + ".tool_calls");
+        const Json* content = m.find("content");
+        if (!content) throw ApiError(400, where + " needs content", where + ".content");
+        cm.content = message_text(*content, i);
+        messages.push_back(std::move(cm));
+    }
+    const ChatTemplate& tmpl = engine.chat_template();
+    job.prompt = tmpl.render(engine.tokenizer(), messages, true).tokens;
+    job.stop_tokens = tmpl.stop_tokens(engine.tokenizer());
+    // A base model (no chat template) continues the conversation's text: its reply goes on from the
+    // last message (keeping the space in front of its first word), unless there is no text yet.
+    job.text_start = tmpl.format() != ChatFormat::Completion || engine.tokenizer().decode(job.prompt).empty();
+    check_fits(job, engine);
+    return job;
+}
+
+CompletionJob completion_job(const Json& body, const Engine& engine) {
+    CompletionJob job;
+    job.chat = false;
+    read_common(body, job);
+    const Tokenizer& tok = engine.tokenizer();
+    const Json* prompt = body.find("prompt");
+    if (prompt && prompt->is_array() && prompt->items().size() == 1 && prompt->items()[0].is_string())
+        prompt = &prompt->items()[0];
+    if (!prompt || prompt->is_null()) throw ApiError(400, "prompt is required", "prompt");
+    if (prompt->is_string()) {
+        job.prompt = tok.encode(prompt->as_string(), tok.add_bos());
+    } else if (prompt->is_array() && !prompt->items().empty() && prompt->items()[0].is_number()) {
+        for (const Json& id : prompt->items()) {
+            if (!id.is_number() || !id.as_integer() || *id.as_integer() < 0 || *id.as_integer() >= tok.vocab_size())
+                throw ApiError(400, "prompt token ids must be integers in [0, " + std::to_string(tok.vocab_size()) + ")",
+                               "prompt");
+            job.prompt.push_back(static_cast<int32_t>(*id.as_integer()));
+        }
+    } else {
+        throw ApiError(400, "prompt must be a string, an array of one string, or an array of token ids", "prompt");
+    }
+    if (job.prompt.empty()) job.prompt.push_back(tok.bos_id() >= 0 ? tok.bos_id() : 0);
+    job.stop_tokens = engine.chat_template().stop_tokens(tok);
+    job.text_start = tok.decode(job.prompt).empty();  // from BOS alone the reply starts the text
+    check_fits(job, engine);
+    return job;
+}
+
+}  // namespace lantern::server

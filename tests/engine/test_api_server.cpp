@@ -1,0 +1,422 @@
+// lantern-server's API end to end on stories260K, over real sockets: the reference story through
+// /v1/completions, streamed replies equal to whole ones, stop strings, several clients at once
+// (continuous batching) getting the replies each gets alone, the prefix cache across a resent
+// conversation, errors in OpenAI's shape, API keys, and a client leaving mid-stream.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <QTest>
+#include <thread>
+
+#include "lantern/engine.h"
+#include "lantern/error.h"
+#include "lantern/kv_cache.h"
+#include "lantern/server.h"
+#include "lantern/tokenizer.h"
+#include "server/json.h"
+#include "test_support.h"
+
+using namespace lantern;
+using server::Json;
+
+namespace {
+
+// The server on its own thread for one test; stopped and joined when it goes out of scope, after
+// which the engine may be inspected again.
+class RunningServer {
+public:
+    RunningServer(Engine& engine, ServerOptions o = {}) {
+        o.port = 0;
+        o.step_tokens = 64;
+        server_ = std::make_unique<ApiServer>(engine, o);
+        thread_ = std::thread([this] { server_->run(); });
+    }
+    ~RunningServer() {
+        server_->stop();
+        thread_.join();
+    }
+    uint16_t port() const { return server_->port(); }
+
+private:
+    std::unique_ptr<ApiServer> server_;
+    std::thread thread_;
+};
+
+int connect_to(uint16_t port) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) throw std::runtime_error("cannot connect");
+    return fd;
+}
+
+void send_all(int fd, const std::string& data) {
+    for (size_t off = 0; off < data.size();) {
+        const ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+        if (n <= 0) throw std::runtime_error("send failed");
+        off += static_cast<size_t>(n);
+    }
+}
+
+std::string read_to_end(int fd) {
+    std::string out;
+    char buf[8192];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+    return out;
+}
+
+std::string request(const std::string& method, const std::string& path, const std::string& body = {},
+                    const std::string& extra_headers = {}) {
+    std::string r = method + " " + path + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n" + extra_headers;
+    if (method == "POST") r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    return r + "\r\n" + body;
+}
+
+struct Response {
+    int status = 0;
+    std::string head, body;  // body with chunked framing removed
+    Json json() const { return Json::parse(body); }
+    // Server-sent events: the data of each event, in order.
+    std::vector<std::string> events() const {
+        std::vector<std::string> out;
+        for (const auto& block : test::split(body, "\n\n"))
+            if (block.rfind("data: ", 0) == 0) out.push_back(block.substr(6));
+        return out;
+    }
+};
+
+Response parse_response(const std::string& raw) {
+    Response r;
+    const size_t end = raw.find("\r\n\r\n");
+    if (end == std::string::npos) throw std::runtime_error("no response head in: " + raw);
+    r.head = raw.substr(0, end);
+    r.status = std::stoi(raw.substr(9, 3));
+    std::string body = raw.substr(end + 4);
+    if (r.head.find("Transfer-Encoding: chunked") == std::string::npos) {
+        r.body = body;
+        return r;
+    }
+    for (size_t pos = 0;;) {
+        const size_t nl = body.find("\r\n", pos);
+        const size_t size = std::stoul(body.substr(pos, nl - pos), nullptr, 16);
+        if (size == 0) break;
+        r.body += body.substr(nl + 2, size);
+        pos = nl + 2 + size + 2;
+    }
+    return r;
+}
+
+Response call(uint16_t port, const std::string& raw) {
+    const int fd = connect_to(port);
+    send_all(fd, raw);
+    const std::string got = read_to_end(fd);
+    ::close(fd);
+    return parse_response(got);
+}
+
+Response post(uint16_t port, const std::string& path, const std::string& body, const std::string& headers = {}) {
+    return call(port, request("POST", path, body, headers));
+}
+
+// std::string compared as QString, so that a failure prints both texts.
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+std::string error_message(const Response& r) { return r.json().find("error")->find("message")->as_string(); }
+
+// The text of a streamed reply: its deltas (chat) or pieces (completions) joined.
+std::string streamed_text(const Response& r, bool chat) {
+    std::string text;
+    for (const auto& e : r.events()) {
+        if (e == "[DONE]") break;
+        const Json j = Json::parse(e);
+        if (j.find("choices")->items().empty()) continue;  // the usage chunk
+        const Json& c = j.find("choices")->items()[0];
+        const Json* piece = chat ? c.find("delta")->find("content") : c.find("text");
+        if (piece && piece->is_string()) text += piece->as_string();
+    }
+    return text;
+}
+
+std::string chat_body(const std::string& user, int max_tokens, const std::string& extra = {}) {
+    return R"({"messages": [{"role": "user", "content": )" + server::json_quote(user) +
+           R"(}], "temperature": 0, "max_tokens": )" + std::to_string(max_tokens) + extra + "}";
+}
+
+}  // namespace
+
+class ApiServerTest : public QObject {
+    Q_OBJECT
+    std::unique_ptr<Engine> engine_;
+
+    std::string reply_text(const Response& r) {
+        const Json body = r.json();
+        const Json& c = body.find("choices")->items()[0];
+        const Json* m = c.find("message");
+        return m ? m->find("content")->as_string() : c.find("text")->as_string();
+    }
+
+private slots:
+    void initTestCase() {
+        EngineOptions o = test::validated_engine_options();
+        o.context_length = 512;
+        o.max_sequences = 4;
+        o.max_step_tokens = 64;
+        engine_ = Engine::load(test::shared_path("models/stories260K.gguf"), o);
+    }
+
+    void completion_from_bos_is_the_reference_story() {
+        RunningServer s(*engine_);
+        // BOS alone, greedy, 199 tokens: the float64 reference's story, character for character.
+        const Response r = post(s.port(), "/v1/completions", R"({"prompt": [1], "max_tokens": 199, "temperature": 0})");
+        QCOMPARE(r.status, 200);
+        const Json j = r.json();
+        QCOMPARE(j.find("object")->as_string(), std::string("text_completion"));
+        QCOMPARE(j.find("model")->as_string(), std::string("stories260K"));
+        const std::string want = test::stories_reference()["greedy_from_bos_text"].toString().toStdString();
+        QCOMPARE(qs(reply_text(r)), qs(want));
+        const Json& choice = j.find("choices")->items()[0];
+        QCOMPARE(choice.find("finish_reason")->as_string(), std::string("length"));
+        QCOMPARE(*j.find("usage")->find("prompt_tokens")->as_integer(), int64_t(1));
+        QCOMPARE(*j.find("usage")->find("completion_tokens")->as_integer(), int64_t(199));
+        QCOMPARE(*j.find("usage")->find("total_tokens")->as_integer(), int64_t(200));
+    }
+
+    void streamed_reply_equals_the_whole_reply() {
+        RunningServer s(*engine_);
+        for (const bool chat : {true, false}) {
+            const std::string path = chat ? "/v1/chat/completions" : "/v1/completions";
+            const std::string body = chat ? chat_body("Lily saw a dog", 40)
+                                          : R"({"prompt": "Lily saw a dog", "max_tokens": 40, "temperature": 0)";
+            const Response whole = post(s.port(), path, chat ? body : body + "}");
+            QCOMPARE(whole.status, 200);
+            const std::string stream_body = (chat ? body.substr(0, body.size() - 1) : body) +
+                                            R"(, "stream": true, "stream_options": {"include_usage": true}})";
+            const Response streamed = post(s.port(), path, stream_body);
+            QCOMPARE(streamed.status, 200);
+            QVERIFY(streamed.head.find("Content-Type: text/event-stream") != std::string::npos);
+            const auto events = streamed.events();
+            QVERIFY(events.size() > 5);
+            QCOMPARE(events.back(), std::string("[DONE]"));
+            QVERIFY(!reply_text(whole).empty());
+            QCOMPARE(qs(streamed_text(streamed, chat)), qs(reply_text(whole)));
+            if (chat)  // OpenAI's first chunk names the role
+                QCOMPARE(Json::parse(events[0]).find("choices")->items()[0].find("delta")->find("role")->as_string(),
+                         std::string("assistant"));
+            // The last content chunk says why it ended; the usage chunk follows with no choices.
+            const Json last = Json::parse(events[events.size() - 3]);
+            QCOMPARE(last.find("choices")->items()[0].find("finish_reason")->as_string(), std::string("length"));
+            const Json usage = Json::parse(events[events.size() - 2]);
+            QVERIFY(usage.find("choices")->items().empty());
+            QCOMPARE(*usage.find("usage")->find("completion_tokens")->as_integer(), int64_t(40));
+        }
+    }
+
+    void a_stop_string_ends_the_reply_without_it() {
+        RunningServer s(*engine_);
+        // Greedy from "Once upon a time" follows the reference story: ", there was a little girl
+        // named Lily." — the reply stops before the first ".".
+        const std::string story = test::stories_reference()["greedy_from_bos_text"].toString().toStdString();
+        const std::string prefix = "Once upon a time";
+        QVERIFY(story.rfind(prefix, 0) == 0);
+        const std::string want = story.substr(prefix.size(), story.find('.') - prefix.size());
+        const Response r = post(s.port(), "/v1/completions",
+                                R"({"prompt": "Once upon a time", "max_tokens": 100, "temperature": 0, "stop": ["."]})");
+        QCOMPARE(r.status, 200);
+        QCOMPARE(qs(reply_text(r)), qs(want));
+        QCOMPARE(r.json().find("choices")->items()[0].find("finish_reason")->as_string(), std::string("stop"));
+        // Streamed, the held-back text never leaks the stop string either.
+        const Response st = post(s.port(), "/v1/completions",
+                                 R"({"prompt": "Once upon a time", "max_tokens": 100, "temperature": 0, "stop": ". ", "stream": true})");
+        QCOMPARE(qs(streamed_text(st, false)), qs(want));
+    }
+
+    void clients_served_together_get_the_replies_they_get_alone() {
+        RunningServer s(*engine_);
+        const std::vector<std::string> prompts = {"Tom had a red ball", "The cat was sleepy", "Once there was a big tree",
+                                                  "Sue and Ben went to the park", "A little bird sang"};
+        std::vector<std::string> alone;
+        for (const auto& p : prompts) alone.push_back(reply_text(post(s.port(), "/v1/chat/completions", chat_body(p, 48))));
+        // Five clients at once (one more than the server generates together, so one waits for a
+        // free slot), some streamed: every request is sent before any reply is read.
+        std::vector<int> fds;
+        for (size_t i = 0; i < prompts.size(); ++i) {
+            const std::string body = chat_body(prompts[i], 48, i % 2 ? R"(, "stream": true)" : "");
+            fds.push_back(connect_to(s.port()));
+            send_all(fds.back(), request("POST", "/v1/chat/completions", body));
+        }
+        for (size_t i = 0; i < prompts.size(); ++i) {
+            const Response r = parse_response(read_to_end(fds[i]));
+            ::close(fds[i]);
+            QCOMPARE(r.status, 200);
+            QCOMPARE(qs(i % 2 ? streamed_text(r, true) : reply_text(r)), qs(alone[i]));
+        }
+    }
+
+    void a_resent_conversation_reuses_its_cached_prompt() {
+        RunningServer s(*engine_);
+        const std::string first = R"({"messages": [{"role": "system", "content": "Lily and Ben were best friends. They liked to play in the garden every day after lunch."}, {"role": "user", "content": "One day they found a small box under a tree."}], "temperature": 0, "max_tokens": 24})";
+        const Response a = post(s.port(), "/v1/chat/completions", first);
+        QCOMPARE(a.status, 200);
+        const int64_t prompt = *a.json().find("usage")->find("prompt_tokens")->as_integer();
+        QVERIFY2(prompt >= 32, "the prompt should span whole KV blocks");
+        // The same conversation again: every whole block of it comes from the prefix cache, and
+        // the reply is the same.
+        const Response b = post(s.port(), "/v1/chat/completions", first);
+        const int64_t cached = *b.json().find("usage")->find("prompt_tokens_details")->find("cached_tokens")->as_integer();
+        QCOMPARE(cached, (prompt - 1) / 16 * 16);
+        QCOMPARE(qs(reply_text(b)), qs(reply_text(a)));
+        QCOMPARE(*b.json().find("timings")->find("prompt_tokens_computed")->as_integer(), prompt - cached);
+    }
+
+    void bad_requests_get_openai_errors_data() {
+        QTest::addColumn<QString>("raw");
+        QTest::addColumn<int>("status");
+        QTest::addColumn<QString>("message");
+        const auto post_raw = [](const std::string& path, const std::string& body) {
+            return QString::fromStdString(request("POST", path, body));
+        };
+        QTest::newRow("not JSON") << post_raw("/v1/chat/completions", "{oops") << 400
+                                  << "the request body is not valid JSON: invalid JSON: expected a member name in quotes at byte 1";
+        QTest::newRow("no messages") << post_raw("/v1/chat/completions", "{}") << 400 << "messages must be a non-empty array";
+        QTest::newRow("bad role") << post_raw("/v1/chat/completions", R"({"messages": [{"role": "tool", "content": "x"}]})")
+                                  << 400 << R"(messages[0].role "tool" is not supported (system, developer, user, assistant))";
+        QTest::newRow("image") << post_raw("/v1/chat/completions",
+                                           R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})")
+                               << 400 << R"(messages[0].content: only text parts are supported (got "image_url"))";
+        QTest::newRow("n = 2") << post_raw("/v1/completions", R"({"prompt": "a", "n": 2})") << 400
+                               << "n must be 1: this server writes one choice per request";
+        QTest::newRow("temperature") << post_raw("/v1/completions", R"({"prompt": "a", "temperature": "hot"})") << 400
+                                     << "temperature must be a number";
+        QTest::newRow("top_p") << post_raw("/v1/completions", R"({"prompt": "a", "top_p": 2})") << 400
+                               << "top_p must be between 0 and 1";
+        QTest::newRow("max_tokens") << post_raw("/v1/completions", R"({"prompt": "a", "max_tokens": 0})") << 400
+                                    << "max_tokens must be between 1 and 2147483647";
+        QTest::newRow("empty stop") << post_raw("/v1/completions", R"({"prompt": "a", "stop": [""]})") << 400
+                                    << "stop strings must not be empty";
+        QTest::newRow("tools") << post_raw("/v1/chat/completions",
+                                           R"({"messages": [{"role": "user", "content": "x"}], "tools": [{}]})")
+                               << 400 << "tools: tool calling is not supported by this server";
+        QTest::newRow("logprobs") << post_raw("/v1/completions", R"({"prompt": "a", "logprobs": true})") << 400
+                                  << "logprobs are not supported by this server";
+        QTest::newRow("token id") << post_raw("/v1/completions", R"({"prompt": [1, 99999]})") << 400
+                                  << "prompt token ids must be integers in [0, 512)";
+        QTest::newRow("unknown path") << QString::fromStdString(request("GET", "/v2/things")) << 404
+                                      << "no such endpoint: /v2/things";
+        QTest::newRow("wrong method") << QString::fromStdString(request("GET", "/v1/chat/completions")) << 405
+                                      << "GET is not allowed on /v1/chat/completions (use POST)";
+        QTest::newRow("no length") << "POST /v1/completions HTTP/1.1\r\nConnection: close\r\n\r\n" << 411
+                                   << "a POST request needs a Content-Length";
+        QTest::newRow("unknown model") << QString::fromStdString(request("GET", "/v1/models/gpt-4")) << 404
+                                       << R"(no model named "gpt-4" is loaded)";
+    }
+    void bad_requests_get_openai_errors() {
+        QFETCH(QString, raw);
+        QFETCH(int, status);
+        QFETCH(QString, message);
+        RunningServer s(*engine_);
+        const Response r = call(s.port(), raw.toStdString());
+        QCOMPARE(r.status, status);
+        QCOMPARE(QString::fromStdString(error_message(r)), message);
+        QCOMPARE(r.json().find("error")->find("type")->as_string(), std::string("invalid_request_error"));
+    }
+
+    void the_context_bounds_prompts_and_replies() {
+        RunningServer s(*engine_);
+        // 600 token ids do not fit a 512-token context: refused before anything runs.
+        std::string ids = "1";
+        for (int i = 1; i < 600; ++i) ids += ",300";
+        const Response r = post(s.port(), "/v1/completions", R"({"prompt": [)" + ids + "]}");
+        QCOMPARE(r.status, 400);
+        QCOMPARE(r.json().find("error")->find("code")->as_string(), std::string("context_length_exceeded"));
+        // Without max_tokens a reply runs until the context is full and says "length".
+        const Response full = post(s.port(), "/v1/completions", R"({"prompt": [1], "temperature": 0, "ignore_eos": true})");
+        QCOMPARE(full.status, 200);
+        QCOMPARE(full.json().find("choices")->items()[0].find("finish_reason")->as_string(), std::string("length"));
+        // All 512 positions are used: the last token is predicted from position 511 and never
+        // needs a position of its own, so prompt + reply = 513 tokens.
+        QCOMPARE(*full.json().find("usage")->find("total_tokens")->as_integer(), int64_t(513));
+    }
+
+    void an_api_key_is_required_when_set() {
+        ServerOptions o;
+        o.api_key = "sesame";
+        RunningServer s(*engine_, o);
+        QCOMPARE(call(s.port(), request("GET", "/v1/models")).status, 401);
+        QCOMPARE(call(s.port(), request("GET", "/v1/models", {}, "Authorization: Bearer wrong\r\n")).status, 401);
+        const Response ok = call(s.port(), request("GET", "/v1/models", {}, "Authorization: Bearer sesame\r\n"));
+        QCOMPARE(ok.status, 200);
+        QCOMPARE(ok.json().find("data")->items()[0].find("id")->as_string(), std::string("stories260K"));
+        QCOMPARE(call(s.port(), request("GET", "/health")).status, 200);  // health checks need no key
+    }
+
+    void a_client_leaving_mid_stream_frees_its_sequence() {
+        std::vector<std::string> log;
+        {
+            ServerOptions o;
+            o.log = [&log](const std::string& line) { log.push_back(line); };
+            RunningServer s(*engine_, o);
+            const int fd = connect_to(s.port());
+            send_all(fd, request("POST", "/v1/completions",
+                                 R"({"prompt": [1], "temperature": 0, "ignore_eos": true, "stream": true})"));
+            char buf[256];
+            QVERIFY(::recv(fd, buf, sizeof buf, 0) > 0);  // the stream has begun
+            ::close(fd);
+            // The server notices between steps; a later request is served normally.
+            const Response r = post(s.port(), "/v1/completions", R"({"prompt": "Tom", "max_tokens": 4})");
+            QCOMPARE(r.status, 200);
+        }
+        bool left = false;
+        for (const auto& line : log) left = left || line.find("the client left after") != std::string::npos;
+        QVERIFY2(left, "the server did not notice the client leaving mid-reply");
+        // Stopped: no sequence is left holding KV blocks.
+        const KvStats kv = engine_->kv_stats();
+        QCOMPARE(kv.used_blocks, 0u);
+        QVERIFY(kv.sequences.empty());
+    }
+
+    void metrics_count_what_was_served() {
+        RunningServer s(*engine_);
+        const auto value = [](const std::string& text, const std::string& name) {
+            const size_t at = text.find("\nlantern_" + name + " ");
+            if (at == std::string::npos) throw std::runtime_error("no metric " + name + " in:\n" + text);
+            return std::stod(text.substr(at + name.size() + 10));
+        };
+        const Response r = post(s.port(), "/v1/completions", R"({"prompt": "Tom saw a cat", "max_tokens": 7, "temperature": 0})");
+        QCOMPARE(r.status, 200);
+        QCOMPARE(post(s.port(), "/v1/completions", R"({"prompt": 5})").status, 400);
+        const Response m = call(s.port(), request("GET", "/metrics"));
+        QCOMPARE(m.status, 200);
+        QVERIFY(m.head.find("Content-Type: text/plain; version=0.0.4") != std::string::npos);
+        QCOMPARE(value(m.body, "replies_total"), 1.0);
+        QCOMPARE(value(m.body, "generated_tokens_total"), 7.0);
+        QCOMPARE(value(m.body, "prompt_tokens_total"), double(*r.json().find("usage")->find("prompt_tokens")->as_integer()));
+        QCOMPARE(value(m.body, "http_errors_total"), 1.0);
+        QCOMPARE(value(m.body, "http_requests_total"), 3.0);  // this one included
+        // One step for the prompt and one per further token (the last token is not fed).
+        QCOMPARE(value(m.body, "engine_steps_total"), 7.0);
+        QCOMPARE(value(m.body, "engine_step_decode_tokens_total"), 6.0);
+        QCOMPARE(value(m.body, "kv_blocks_used"), 0.0);
+        QCOMPARE(value(m.body, "kv_blocks_total"), double(engine_->kv_stats().total_blocks));
+    }
+
+    void a_busy_port_is_a_clear_error() {
+        RunningServer s(*engine_);
+        ServerOptions o;
+        o.port = s.port();
+        try {
+            ApiServer second(*engine_, o);
+            QFAIL("a second server on the same port should not start");
+        } catch (const Error& e) {
+            QCOMPARE(e.code(), ErrorCode::Io);
+            QVERIFY2(std::string(e.what()).find("cannot listen on 127.0.0.1:" + std::to_string(s.port())) == 0, e.what());
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(ApiServerTest)
+#include "test_api_server.moc"

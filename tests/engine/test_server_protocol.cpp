@@ -1,0 +1,160 @@
+// The API server's protocol layers without a model: the JSON parser and writer (what a request
+// body may and may not be), the HTTP request parser (limits, pipelining, malformed input) and the
+// OpenAI error shape.
+#include <QTest>
+
+#include "server/http.h"
+#include "server/json.h"
+#include "server/openai.h"
+
+using namespace lantern::server;
+
+class ServerProtocolTest : public QObject {
+    Q_OBJECT
+
+    static QString parse_error(const std::string& text) {
+        try {
+            Json::parse(text);
+        } catch (const JsonError& e) {
+            return QString::fromStdString(e.what());
+        }
+        return "(parsed)";
+    }
+
+private slots:
+    void json_values_read_back_as_written() {
+        const Json j = Json::parse(R"( {"a": [1, -2.5e3, true, false, null, "x"], "b": {"c": "d"}, "n": 0} )");
+        QVERIFY(j.is_object());
+        const Json* a = j.find("a");
+        QVERIFY(a && a->is_array());
+        QCOMPARE(a->items().size(), size_t(6));
+        QCOMPARE(*a->items()[0].as_integer(), int64_t(1));
+        QCOMPARE(a->items()[1].as_number(), -2500.0);
+        QVERIFY(!a->items()[1].as_integer());  // written with an exponent: not an integer
+        QVERIFY(a->items()[2].as_bool());
+        QVERIFY(a->items()[4].is_null());
+        QCOMPARE(a->items()[5].as_string(), std::string("x"));
+        QCOMPARE(j.find("b")->find("c")->as_string(), std::string("d"));
+        QVERIFY(j.find("missing") == nullptr);
+        QCOMPARE(j.dump(), std::string(R"({"a":[1,-2500,true,false,null,"x"],"b":{"c":"d"},"n":0})"));
+        // 64-bit integers survive (seeds), and the last of repeated keys wins, as in JavaScript.
+        QCOMPARE(*Json::parse("9007199254740993").as_integer(), int64_t(9007199254740993));
+        QCOMPARE(*Json::parse(R"({"k": 1, "k": 2})").find("k")->as_integer(), int64_t(2));
+    }
+
+    void json_strings_unescape_and_escape() {
+        // (An ordinary literal: Qt 6.4's moc misreads a raw string holding \".)
+        const Json s = Json::parse("\"q\\\" b\\\\ s\\/ \\b\\f\\n\\r\\t \\u00e9 \\u4e2d \\ud83d\\ude00\"");
+        QCOMPARE(s.as_string(), std::string("q\" b\\ s/ \b\f\n\r\t \xC3\xA9 \xE4\xB8\xAD \xF0\x9F\x98\x80"));
+        // Written back: control characters escaped, UTF-8 kept as is, and read again unchanged.
+        QCOMPARE(Json::parse(s.dump()).as_string(), s.as_string());
+        QCOMPARE(json_quote(std::string("a\x01z", 3)), std::string("\"a\\u0001z\""));
+        // A byte that is not UTF-8 (a model can emit anything) is written as U+FFFD, so the
+        // response stays valid JSON.
+        QCOMPARE(json_quote("\xFF"), std::string("\"\xEF\xBF\xBD\""));
+    }
+
+    void json_rejects_what_is_not_json_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("empty") << "" << "unexpected end of input at byte 0";
+        QTest::newRow("trailing") << "{} x" << "unexpected text after the JSON value at byte 3";
+        QTest::newRow("trailing comma") << "[1,]" << "unexpected character ']' at byte 3";
+        QTest::newRow("single quotes") << "{'a':1}" << "expected a member name in quotes at byte 1";
+        QTest::newRow("leading zero") << "01" << "unexpected text after the JSON value at byte 1";
+        QTest::newRow("bare minus") << "-" << "expected a digit at byte 1";
+        QTest::newRow("huge number") << "1e999" << "number out of range at byte 0";
+        QTest::newRow("unterminated") << "\"abc" << "unterminated string at byte 4";
+        QTest::newRow("raw newline") << "\"a\nb\"" << "control character in a string (escape it) at byte 2";
+        QTest::newRow("bad escape") << R"("\x")" << "unknown escape at byte 2";
+        QTest::newRow("lone high surrogate") << R"("\ud83d")" << "high surrogate without its low half at byte 7";
+        QTest::newRow("lone low surrogate") << R"("\ude00")" << "lone low surrogate in a \\u escape at byte 7";
+        QTest::newRow("bad hex") << R"("\u12G4")" << "bad hex digit in a \\u escape at byte 6";
+        QTest::newRow("invalid UTF-8") << QString::fromLatin1("\"\xC3\x28\"") << "invalid UTF-8 at byte 1";
+        QTest::newRow("literal") << "nul" << "unknown literal at byte 0";
+        QTest::newRow("missing colon") << R"({"a" 1})" << "expected ':' after a member name at byte 5";
+    }
+    void json_rejects_what_is_not_json() {
+        QFETCH(QString, text);
+        QFETCH(QString, message);
+        // Latin-1 rows carry raw bytes (the invalid UTF-8 case).
+        const std::string bytes = QTest::currentDataTag() == QByteArray("invalid UTF-8") ? text.toLatin1().toStdString()
+                                                                                        : text.toStdString();
+        QCOMPARE(parse_error(bytes), "invalid JSON: " + message);
+    }
+
+    void json_nesting_is_bounded() {
+        // A hostile body of nested arrays must not exhaust the stack.
+        const std::string deep(100000, '[');
+        QCOMPARE(parse_error(deep), QString("invalid JSON: nesting deeper than 64 levels at byte 64"));
+        const std::string ok = std::string(63, '[') + std::string(63, ']');
+        QVERIFY(Json::parse(ok).is_array());
+    }
+
+    void http_request_is_read_once_complete() {
+        const std::string req = "POST /v1/completions?x=1 HTTP/1.1\r\nHost: h\r\ncontent-length: 5\r\n\r\nhello";
+        // Every strict prefix is incomplete; the whole is one request.
+        for (size_t n = 0; n < req.size(); ++n)
+            QVERIFY2(parse_http_request(req.substr(0, n)).state == HttpParse::State::Incomplete, qPrintable(QString::number(n)));
+        HttpParse p = parse_http_request(req + "GET /health HTTP/1.1\r\n\r\n");
+        QCOMPARE(int(p.state), int(HttpParse::State::Complete));
+        QCOMPARE(p.request.method, std::string("POST"));
+        QCOMPARE(p.request.path(), std::string("/v1/completions"));
+        QCOMPARE(p.request.header("Content-Length"), std::string("5"));  // names are case-insensitive
+        QCOMPARE(p.request.body, std::string("hello"));
+        QCOMPARE(p.consumed, req.size());  // the pipelined GET stays for the next parse
+        QVERIFY(p.request.keep_alive());
+        HttpParse next = parse_http_request("GET /health HTTP/1.1\nConnection: close\n\n");  // bare LFs
+        QCOMPARE(int(next.state), int(HttpParse::State::Complete));
+        QVERIFY(!next.request.keep_alive());
+        QVERIFY(!parse_http_request("GET / HTTP/1.0\r\n\r\n").request.keep_alive());
+    }
+
+    void http_bad_requests_get_the_status_that_says_why_data() {
+        QTest::addColumn<QString>("request");
+        QTest::addColumn<int>("status");
+        QTest::newRow("no length") << "POST /v1/completions HTTP/1.1\r\n\r\n" << 411;
+        QTest::newRow("chunked body") << "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" << 501;
+        QTest::newRow("bad length") << "POST /x HTTP/1.1\r\nContent-Length: -1\r\n\r\n" << 400;
+        QTest::newRow("two lengths") << "POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n" << 400;
+        QTest::newRow("too large") << "POST /x HTTP/1.1\r\nContent-Length: 2000\r\n\r\n" << 413;
+        QTest::newRow("HTTP/2") << "GET / HTTP/2.0\r\n\r\n" << 505;
+        QTest::newRow("no version") << "GET /\r\n\r\n" << 400;
+        QTest::newRow("bad header") << "GET / HTTP/1.1\r\nno colon here\r\n\r\n" << 400;
+        QTest::newRow("folded header") << "GET / HTTP/1.1\r\nA: b\r\n  c\r\n\r\n" << 400;
+        QTest::newRow("headers too large") << "GET / HTTP/1.1\r\nA: " + QString(300, 'x') + "\r\n\r\n" << 431;
+        QTest::newRow("endless headers") << "GET / HTTP/1.1\r\nA: " + QString(300, 'x') << 431;
+    }
+    void http_bad_requests_get_the_status_that_says_why() {
+        QFETCH(QString, request);
+        QFETCH(int, status);
+        HttpLimits limits;
+        limits.max_header_bytes = 256;
+        limits.max_body_bytes = 1000;
+        const HttpParse p = parse_http_request(request.toStdString(), limits);
+        QCOMPARE(int(p.state), int(HttpParse::State::Bad));
+        QCOMPARE(p.status, status);
+        QVERIFY(!p.message.empty());
+    }
+
+    void http_responses_are_framed() {
+        const std::string r = http_response(404, "application/json", "{}", {{"X-A", "b"}}, false);
+        QCOMPARE(r, std::string("HTTP/1.1 404 Not Found\r\nServer: lantern\r\nContent-Type: application/json\r\nX-A: b\r\n"
+                                "Connection: close\r\nContent-Length: 2\r\n\r\n{}"));
+        QCOMPARE(http_chunk("data: x\n\n"), std::string("9\r\ndata: x\n\n\r\n"));
+        QCOMPARE(http_chunk(""), std::string());  // an empty chunk would end the stream early
+        QCOMPARE(http_last_chunk(), std::string("0\r\n\r\n"));
+    }
+
+    void errors_have_openais_shape() {
+        const Json e = error_body(ApiError(400, "stop must be a string", "stop"));
+        QCOMPARE(e.dump(),
+                 std::string(R"({"error":{"message":"stop must be a string","type":"invalid_request_error","param":"stop","code":null}})"));
+        QCOMPARE(std::string(finish_reason("eos")), std::string("stop"));
+        QCOMPARE(std::string(finish_reason("max_tokens")), std::string("length"));
+        QCOMPARE(std::string(finish_reason("context_full")), std::string("length"));
+    }
+};
+
+QTEST_APPLESS_MAIN(ServerProtocolTest)
+#include "test_server_protocol.moc"
