@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
         eo.max_step_tokens = so.step_tokens;
         auto engine = Engine::load(model, eo);
         // Compile every kernel shape now, not inside the first client's request.
-        const double warm_ms = engine->warm_up();
+        double warm_ms = engine->warm_up();
+        for (uint32_t n = 2; n <= so.parallel; ++n) warm_ms += engine->warm_up_batched_decode(n);
         if (!quiet) so.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
         ApiServer server(*engine, so);
         std::fprintf(stderr,

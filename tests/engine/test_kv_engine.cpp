@@ -685,7 +685,8 @@ private slots:
     }
 
     void warm_up_leaves_no_trace() {
-        // Engine::warm_up runs a step of every shape on a scratch sequence. Afterwards the pool must
+        // Engine::warm_up runs a step of every shape on a scratch sequence (warm_up_batched_decode
+        // one step over several). Afterwards the pool must
         // look as it did — the same used, cached and empty blocks, no eviction, no new peak — the
         // live sequence must continue exactly as without it, the cached prefix must still be
         // reused, and the capture setting and last step profile must be the caller's.
@@ -709,6 +710,10 @@ private slots:
         for (uint32_t i = 0; i < Engine::kWarmUpShapes; ++i) ms += e->warm_up(i);
         QVERIFY(ms > 0);
         QVERIFY_THROWS_EXCEPTION(Error, e->warm_up(Engine::kWarmUpShapes));
+        // And the batched decode steps (2..max_sequences sequences of one token) likewise.
+        for (uint32_t n = 2; n <= 4; ++n) QVERIFY(e->warm_up_batched_decode(n) > 0);
+        QVERIFY_THROWS_EXCEPTION(Error, e->warm_up_batched_decode(1));
+        QVERIFY_THROWS_EXCEPTION(Error, e->warm_up_batched_decode(5));
 
         const KvStats after = e->kv_stats();
         QVERIFY(same_counts(after, before));
@@ -749,6 +754,7 @@ private slots:
         QCOMPARE(full.empty_blocks, 0u);
         QCOMPARE(full.cached_blocks, 4u);
         e->warm_up();
+        e->warm_up_batched_decode(4);
         QVERIFY(same_counts(e->kv_stats(), full));
         QCOMPARE(e->kv_stats().evictions, full.evictions);
         LANTERN_VERIFY_NO_VALIDATION();

@@ -159,6 +159,13 @@ public:
         return ms;
     }
 
+    // Warm-up of a batched decode step: `sequences` sequences (2 up to max_logit_rows) one token
+    // each, as continuous batching runs them (lantern/scheduler.h, the API server). Their kernels
+    // differ from one sequence's, and lavapipe compiling them inside the first concurrent replies
+    // cost those replies seconds (110M Q8_0, four clients: 2.4 s to the first token instead of
+    // 0.2). Leaves no trace, as warm_up(); returns the wall time in milliseconds.
+    virtual double warm_up_batched_decode(uint32_t sequences) = 0;
+
     // Timings of load(): pipeline creation (cold vs warm pipeline cache) and weight upload.
     virtual double load_ms() const = 0;
     virtual double pipelines_ms() const = 0;

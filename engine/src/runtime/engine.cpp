@@ -249,6 +249,40 @@ public:
         return ms_since(t);
     }
 
+    double warm_up_batched_decode(uint32_t sequences) override {
+        const auto t = Clock::now();
+        if (sequences < 2 || sequences > limits_.max_logit_rows)
+            throw Error(ErrorCode::InvalidArgument, "a batched decode warm-up needs 2 to " +
+                                                        std::to_string(limits_.max_logit_rows) + " sequences (the logit rows of a step), not " +
+                                                        std::to_string(sequences));
+        KvStats kv;
+        pool_->fill_stats(kv);
+        if (sequences > kv.empty_blocks || sequences > limits_.max_step_tokens) return ms_since(t);  // no room now
+        const uint32_t peak = pool_->peak_used_blocks();
+        const StepProfile profile = profile_;
+        std::vector<StepItem> items(sequences);
+        for (uint32_t i = 0; i < sequences; ++i) {
+            items[i].sequence = pool_->create_sequence();
+            items[i].tokens = {static_cast<int32_t>(i % info_.vocab)};
+        }
+        auto restore = [&] {
+            for (const auto& it : items) {
+                pool_->truncate(it.sequence, sequence_length(it.sequence));
+                pool_->free_sequence(it.sequence);
+            }
+            pool_->restore_peak_used_blocks(peak);
+            profile_ = profile;
+        };
+        try {
+            step(items);
+        } catch (...) {
+            restore();
+            throw;
+        }
+        restore();
+        return ms_since(t);
+    }
+
     uint32_t last_reused_tokens() const override { return last_reused_; }
     uint32_t last_computed_tokens() const override { return last_computed_; }
 
