@@ -17,6 +17,7 @@
 #include <QFileSystemWatcher>
 #include <QHBoxLayout>
 #include <QInputDialog>
+#include <QSignalBlocker>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
@@ -83,6 +84,8 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(
     buildStatusBar();
     setAcceptDrops(true);  // a .gguf dropped on the window opens it (dropEvent)
     connectWorker();
+
+    if (preferences::apiServerEnabled()) emit apiServerStartRequested(preferences::apiServerPort());
 
     partialSaveTimer_.setInterval(400);
     connect(&partialSaveTimer_, &QTimer::timeout, this, &MainWindow::savePartialReply);
@@ -298,6 +301,15 @@ void MainWindow::buildActions() {
     exportAction_->setObjectName(QStringLiteral("exportAction"));
     deviceMenu_ = file->addMenu(tr("&Device"));
     deviceGroup_ = new QActionGroup(this);
+    apiServerAction_ = file->addAction(tr("Local &API Server"));
+    apiServerAction_->setObjectName(QStringLiteral("apiServerAction"));
+    apiServerAction_->setCheckable(true);
+    apiServerAction_->setChecked(preferences::apiServerEnabled());
+    apiServerAction_->setToolTip(tr("Lets editors, scripts and other apps on this computer use the loaded model "
+                                    "through an OpenAI-compatible API (http://127.0.0.1:%1/v1).")
+                                     .arg(preferences::apiServerPort()));
+    connect(apiServerAction_, &QAction::toggled, this, &MainWindow::setApiServerEnabled);
+    file->addAction(tr("API Server &Port…"), this, &MainWindow::chooseApiServerPort);
     file->addSeparator();
     newChatAction_ = file->addAction(tr("&New Chat"), this, &MainWindow::newConversation);
     newChatAction_->setShortcut(QKeySequence::New);
@@ -381,9 +393,53 @@ void MainWindow::buildStatusBar() {
     contextLabel_->setObjectName(QStringLiteral("contextLabel"));
     deviceLabel_ = new QLabel(tr("No device"), this);
     deviceLabel_->setObjectName(QStringLiteral("deviceLabel"));
+    apiLabel_ = new QLabel(this);
+    apiLabel_->setObjectName(QStringLiteral("apiLabel"));
+    apiLabel_->hide();
+    statusBar()->addPermanentWidget(apiLabel_);
     statusBar()->addPermanentWidget(stateLabel_);
     statusBar()->addPermanentWidget(contextLabel_);
     statusBar()->addPermanentWidget(deviceLabel_);
+}
+
+void MainWindow::setApiServerEnabled(bool on) {
+    preferences::setApiServerEnabled(on);
+    if (on) {
+        emit apiServerStartRequested(preferences::apiServerPort());
+        if (modelPath_.isEmpty())
+            statusBar()->showMessage(tr("The API server starts when a model is loaded."), 6000);
+    } else {
+        emit apiServerStopRequested();
+    }
+}
+
+void MainWindow::chooseApiServerPort() {
+    bool ok = false;
+    const int port = QInputDialog::getInt(this, tr("API Server Port"), tr("Port on 127.0.0.1 (this computer only):"),
+                                          preferences::apiServerPort(), 1, 65535, 1, &ok);
+    if (!ok) return;
+    preferences::setApiServerPort(static_cast<quint16>(port));
+    apiServerAction_->setToolTip(tr("Lets editors, scripts and other apps on this computer use the loaded model "
+                                    "through an OpenAI-compatible API (http://127.0.0.1:%1/v1).")
+                                     .arg(port));
+    if (apiServerAction_->isChecked()) emit apiServerStartRequested(static_cast<quint16>(port));  // moves it
+}
+
+void MainWindow::showApiServerState(bool listening, quint32 inProgress, quint64 served) {
+    if (!listening) {
+        apiPort_ = 0;
+        apiLabel_->hide();
+        return;
+    }
+    const QString url = QStringLiteral("http://127.0.0.1:%1/v1").arg(apiPort_);
+    apiLabel_->setText(inProgress > 0 ? tr("API %1 · writing %n repl(ies)", nullptr, static_cast<int>(inProgress))
+                                            .arg(QStringLiteral("127.0.0.1:%1").arg(apiPort_))
+                                      : tr("API %1").arg(QStringLiteral("127.0.0.1:%1").arg(apiPort_)));
+    apiLabel_->setToolTip(tr("OpenAI-compatible API at %1 — %n repl(ies) served. API replies wait while the chat "
+                             "writes one.",
+                             nullptr, static_cast<int>(served))
+                              .arg(url));
+    apiLabel_->show();
 }
 
 void MainWindow::connectWorker() {
@@ -396,6 +452,22 @@ void MainWindow::connectWorker() {
     connect(this, &MainWindow::resetConversationRequested, worker_, &InferenceWorker::resetConversation);
     connect(this, &MainWindow::restoreConversationRequested, worker_, &InferenceWorker::restoreConversation);
     connect(this, &MainWindow::listDevicesRequested, worker_, &InferenceWorker::listDevices);
+    connect(this, &MainWindow::apiServerStartRequested, worker_, &InferenceWorker::startApiServer);
+    connect(this, &MainWindow::apiServerStopRequested, worker_, &InferenceWorker::stopApiServer);
+    connect(worker_, &InferenceWorker::apiServerStarted, this, [this](quint16 port) {
+        apiPort_ = port;
+        showApiServerState(true);
+    });
+    connect(worker_, &InferenceWorker::apiServerStopped, this, [this] { showApiServerState(false); });
+    connect(worker_, &InferenceWorker::apiServerActivity, this,
+            [this](quint32 inProgress, quint64 served) { showApiServerState(true, inProgress, served); });
+    connect(worker_, &InferenceWorker::apiServerFailed, this, [this](const QString& message) {
+        showApiServerState(false);
+        const QSignalBlocker block(apiServerAction_);
+        apiServerAction_->setChecked(false);
+        preferences::setApiServerEnabled(false);
+        statusBar()->showMessage(tr("The API server stopped: %1").arg(message), 10000);
+    });
     // Results: queued back to this (UI) thread, carrying values.
     connect(worker_, &InferenceWorker::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(worker_, &InferenceWorker::loadFailed, this, &MainWindow::onLoadFailed);

@@ -57,6 +57,8 @@ signals:
     void resetConversationRequested();
     void restoreConversationRequested(const QStringList& roles, const QStringList& contents);
     void listDevicesRequested();
+    void apiServerStartRequested(quint16 port);
+    void apiServerStopRequested();
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -71,6 +73,10 @@ private:
     void buildDocks();
     void buildStatusBar();
     void connectWorker();
+    // File > Local API Server: on/off (remembered), and its port.
+    void setApiServerEnabled(bool on);
+    void chooseApiServerPort();
+    void showApiServerState(bool listening, quint32 inProgress = 0, quint64 served = 0);
     void setState(State state);
     void refreshModelPicker();
     static uint64_t modelBytes(const QString& path);  // all parts of a split model
@@ -146,6 +152,9 @@ protected:
     QLabel* stateLabel_ = nullptr;
     QLabel* contextLabel_ = nullptr;
     QLabel* deviceLabel_ = nullptr;
+    QLabel* apiLabel_ = nullptr;  // where the API server listens, hidden while it is off
+    QAction* apiServerAction_ = nullptr;
+    quint16 apiPort_ = 0;  // the port it listens on (0 while off)
 
     QMenu* viewMenu_ = nullptr;
     QMenu* deviceMenu_ = nullptr;

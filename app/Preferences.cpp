@@ -22,6 +22,13 @@ bool dropOldestTurns() { return QSettings().value(QStringLiteral("chat/dropOldes
 void setDropOldestTurns(bool drop) { QSettings().setValue(QStringLiteral("chat/dropOldestTurns"), drop); }
 bool renderMarkdown() { return QSettings().value(QStringLiteral("chat/renderMarkdown"), true).toBool(); }
 void setRenderMarkdown(bool on) { QSettings().setValue(QStringLiteral("chat/renderMarkdown"), on); }
+bool apiServerEnabled() { return QSettings().value(QStringLiteral("apiServer/enabled"), false).toBool(); }
+void setApiServerEnabled(bool on) { QSettings().setValue(QStringLiteral("apiServer/enabled"), on); }
+quint16 apiServerPort() {
+    const int port = QSettings().value(QStringLiteral("apiServer/port"), 8080).toInt();
+    return port > 0 && port < 65536 ? static_cast<quint16>(port) : quint16(8080);
+}
+void setApiServerPort(quint16 port) { QSettings().setValue(QStringLiteral("apiServer/port"), port); }
 qint64 lastConversation() { return QSettings().value(QStringLiteral("chat/lastConversation"), -1).toLongLong(); }
 void setLastConversation(qint64 id) { QSettings().setValue(QStringLiteral("chat/lastConversation"), id); }
 

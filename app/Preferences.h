@@ -26,6 +26,11 @@ void setDropOldestTurns(bool drop);
 // Replies rendered as Markdown (true, the default) or shown as raw text.
 bool renderMarkdown();
 void setRenderMarkdown(bool on);
+// The local OpenAI-compatible API server (off by default) and its port on 127.0.0.1.
+bool apiServerEnabled();
+void setApiServerEnabled(bool on);
+quint16 apiServerPort();
+void setApiServerPort(quint16 port);
 qint64 lastConversation();
 void setLastConversation(qint64 id);
 

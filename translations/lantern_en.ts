@@ -4,6 +4,20 @@
 <context>
     <name>MainWindow</name>
     <message numerus="yes">
+        <source>API %1 · writing %n repl(ies)</source>
+        <translation>
+            <numerusform>API %1 · writing %n reply</numerusform>
+            <numerusform>API %1 · writing %n replies</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies wait while the chat writes one.</source>
+        <translation>
+            <numerusform>OpenAI-compatible API at %1 — %n reply served. API replies wait while the chat writes one.</numerusform>
+            <numerusform>OpenAI-compatible API at %1 — %n replies served. API replies wait while the chat writes one.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
         <source>%1 · %n message(s)</source>
         <translation>
             <numerusform>%1 · %n message</numerusform>

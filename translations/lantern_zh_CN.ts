@@ -743,6 +743,50 @@ Driver: %2</source>
         <source>Search conversations</source>
         <translation>搜索对话</translation>
     </message>
+    <message>
+        <source>Local &amp;API Server</source>
+        <translation>本地 &amp;API 服务器</translation>
+    </message>
+    <message>
+        <source>Lets editors, scripts and other apps on this computer use the loaded model through an OpenAI-compatible API (http://127.0.0.1:%1/v1).</source>
+        <translation>让本机上的编辑器、脚本和其他应用通过兼容 OpenAI 的 API（http://127.0.0.1:%1/v1）使用已加载的模型。</translation>
+    </message>
+    <message>
+        <source>API Server &amp;Port…</source>
+        <translation>API 服务器端口(&amp;P)…</translation>
+    </message>
+    <message>
+        <source>The API server starts when a model is loaded.</source>
+        <translation>加载模型后 API 服务器即会启动。</translation>
+    </message>
+    <message>
+        <source>API Server Port</source>
+        <translation>API 服务器端口</translation>
+    </message>
+    <message>
+        <source>Port on 127.0.0.1 (this computer only):</source>
+        <translation>127.0.0.1 上的端口（仅限本机）：</translation>
+    </message>
+    <message numerus="yes">
+        <source>API %1 · writing %n repl(ies)</source>
+        <translation>
+            <numerusform>API %1 · 正在写 %n 条回复</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>API %1</source>
+        <translation>API %1</translation>
+    </message>
+    <message numerus="yes">
+        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies wait while the chat writes one.</source>
+        <translation>
+            <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。聊天正在写回复时，API 的回复会等待。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>The API server stopped: %1</source>
+        <translation>API 服务器已停止：%1</translation>
+    </message>
 </context>
 <context>
     <name>MessageDelegate</name>

@@ -1,5 +1,6 @@
 #include "worker/InferenceWorker.h"
 
+#include <QTimer>
 #include <algorithm>
 #include <new>
 
@@ -24,11 +25,15 @@ InferenceWorker::InferenceWorker(QObject* parent) : QObject(parent) {
     settings_.store(initial);
     kvThrottle_.start();
     attentionThrottle_.start();
+    // A child, so it moves to the worker's thread with it and fires there.
+    apiTimer_ = new QTimer(this);
+    connect(apiTimer_, &QTimer::timeout, this, &InferenceWorker::serveApi);
 }
 
 InferenceWorker::~InferenceWorker() {
     // Runs on the worker thread (deleteLater when the thread finishes): the engine is destroyed on
-    // the thread that used it. The session refers to the engine, so it goes first.
+    // the thread that used it. The API server and the session refer to the engine, so they go first.
+    apiServer_.reset();
     session_.reset();
     engine_.reset();
 }
@@ -55,6 +60,7 @@ void InferenceWorker::setDropOldestTurns(bool drop) { dropOldestTurns_.store(dro
 void InferenceWorker::dropEngine() {
     ++generation_;
     const bool had = engine_ != nullptr;
+    closeApiServer();  // apiWanted_ stays: it opens again on the next model
     session_.reset();
     engine_.reset();
     capturedLayer_ = -1;
@@ -80,6 +86,7 @@ void InferenceWorker::loadModel(const QString& path, const QString& deviceSelect
         report.tokenizer_kind = QString::fromStdString(engine_->tokenizer().kind());
         emit modelLoaded(engine_->model(), engine_->device(), report);
         publishKvStats();
+        if (apiWanted_) openApiServer();
         warmUpShape_ = 0;
         warmUpMs_ = 0;
         scheduleWarmUp();
@@ -161,6 +168,70 @@ void InferenceWorker::listDevices() {
     } catch (const std::exception& e) {
         emit errorOccurred(tr("Could not list the Vulkan devices: %1").arg(messageOf(e)));
     }
+}
+
+void InferenceWorker::startApiServer(quint16 port) {
+    apiWanted_ = true;
+    apiPort_ = port;
+    closeApiServer();
+    if (engine_) openApiServer();
+}
+
+void InferenceWorker::stopApiServer() {
+    apiWanted_ = false;
+    closeApiServer();
+}
+
+void InferenceWorker::openApiServer() {
+    try {
+        lantern::ServerOptions o;
+        o.port = apiPort_;
+        // The chat keeps a sequence of its own: the API gets the engine's other ones (the app
+        // loads with the default four).
+        o.parallel = std::max<uint32_t>(1, lantern::EngineOptions{}.max_sequences - 1);
+        o.step_tokens = lantern::EngineOptions{}.max_step_tokens;
+        apiServer_ = std::make_unique<lantern::ApiServer>(*engine_, o);
+    } catch (const std::exception& e) {
+        apiWanted_ = false;
+        emit apiServerFailed(messageOf(e));
+        return;
+    }
+    apiActivity_ = {};
+    emit apiServerStarted(apiServer_->port());
+    apiTimer_->start(kApiIdleMs);
+}
+
+void InferenceWorker::closeApiServer() {
+    if (!apiServer_) return;
+    apiTimer_->stop();
+    apiServer_.reset();  // open connections close; replies in progress end
+    emit apiServerStopped();
+}
+
+void InferenceWorker::serveApi() {
+    if (!apiServer_) return;
+    bool busy = false;
+    try {
+        busy = apiServer_->serve_once(0);
+    } catch (const std::exception& e) {
+        apiWanted_ = false;
+        closeApiServer();
+        emit apiServerFailed(messageOf(e));
+        return;
+    }
+    const lantern::ApiServer::Activity now = apiServer_->activity();
+    if (now.replies_in_progress != apiActivity_.replies_in_progress || now.replies_served != apiActivity_.replies_served) {
+        emit apiServerActivity(now.replies_in_progress, now.replies_served);
+        publishKvStats();  // the KV cache panel shows the API's sequences too
+        kvThrottle_.restart();
+    } else if (busy && kvThrottle_.elapsed() >= 50) {
+        publishKvStats();
+        kvThrottle_.restart();
+    }
+    apiActivity_ = now;
+    // Right away while replies are being written; otherwise a short nap between looks at the
+    // network (the poll itself does not wait, so the chat's requests are never held up).
+    apiTimer_->setInterval(busy ? 0 : kApiIdleMs);
 }
 
 void InferenceWorker::runTurn(const TurnFunction& turn) {

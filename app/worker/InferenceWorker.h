@@ -19,7 +19,10 @@
 #include <functional>
 #include <memory>
 
+#include "lantern/server.h"
 #include "worker/EngineTypes.h"
+
+class QTimer;
 
 class InferenceWorker : public QObject {
     Q_OBJECT
@@ -38,6 +41,8 @@ public:
     void setDropOldestTurns(bool drop);
     // How many next-token candidates every tokenGenerated carries.
     static constexpr int kCandidateCount = 5;
+    // How often an idle API server looks at the network (ms).
+    static constexpr int kApiIdleMs = 20;
 
 public slots:
     // Loads a GGUF file; any previous model and conversation are dropped first. deviceSelector is a
@@ -55,6 +60,13 @@ public slots:
     void continueReply();  // more of the last reply, from where it stopped
     // Enumerates the Vulkan devices (answers with devicesListed or errorOccurred).
     void listDevices();
+    // Serves the loaded model — and each model loaded later — over the OpenAI-compatible API
+    // (lantern/server.h) on 127.0.0.1:port (0 = any free port) until stopApiServer(). The chat and
+    // the API share the engine: API replies advance one engine step per pass of this thread's
+    // event loop, so a chat turn waits at most one step, and API clients wait while a chat reply
+    // is being written (this thread is busy with it).
+    void startApiServer(quint16 port);
+    void stopApiServer();
 
 signals:
     void devicesListed(const DeviceList& devices);
@@ -74,6 +86,13 @@ signals:
     // A request failed; when it was a turn, the turn has ended (turnFinished is not emitted).
     void errorOccurred(const QString& message);
     void settingsRejected(const QString& message);
+    // The API server listens on 127.0.0.1:port (after startApiServer, and again after each load).
+    void apiServerStarted(quint16 port);
+    void apiServerStopped();
+    // It could not start (the port is taken) or failed; it stays off until started again.
+    void apiServerFailed(const QString& message);
+    // Replies in progress (being written or waiting) and replies served since it started.
+    void apiServerActivity(quint32 inProgress, quint64 served);
 
 private:
     using TurnFunction = std::function<lantern::TurnStats(const std::function<bool(const lantern::TokenEvent&)>&)>;
@@ -88,9 +107,17 @@ private:
     void scheduleWarmUp();
     void warmUpNext(quint64 generation);
     void reportFailure(const QString& what, const std::exception& e);
+    void openApiServer();
+    void closeApiServer();
+    void serveApi();  // one pass of the API server (the timer's slot)
 
     std::unique_ptr<lantern::Engine> engine_;
     std::unique_ptr<lantern::ChatSession> session_;
+    std::unique_ptr<lantern::ApiServer> apiServer_;  // refers to engine_: reset before it
+    QTimer* apiTimer_ = nullptr;                      // drives serveApi on this thread
+    bool apiWanted_ = false;
+    quint16 apiPort_ = 0;
+    lantern::ApiServer::Activity apiActivity_;
     lantern::SettingsSlot settings_;
     std::atomic<bool> stop_{false};
     std::atomic<int> attentionLayer_{-1};

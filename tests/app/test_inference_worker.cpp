@@ -1,7 +1,15 @@
 // End to end through the app's worker: the real stories260K model loaded by InferenceWorker on its
 // own QThread, tokens streamed back by queued signals, sampling settings changed in the middle of a
 // reply, and Stop. Missing test data fails (shared_path throws), it never skips.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -65,6 +73,8 @@ private slots:
     void stopEndsTheReplyAtTheNextStep();
     void nextTurnReusesTheConversationsKvCache();
     void warmUpFollowsTheLoadAndLetsATurnGoFirst();
+    void apiServerServesTheModelBesideTheChat();
+    void apiServerOnATakenPortFailsClearly();
 
 private:
     Reply run(const QString& prompt, bool regenerate = false);
@@ -279,6 +289,72 @@ void TestInferenceWorker::warmUpFollowsTheLoadAndLetsATurnGoFirst() {
         QCOMPARE(order, (QStringList{QStringLiteral("loaded"), QStringLiteral("turn"), QStringLiteral("warm")}));
     }
     QVERIFY(warmed.first().at(0).toDouble() > 0);
+}
+
+void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
+    // The chat's model, served over the OpenAI-compatible API from the worker's own thread: the
+    // API reply is the reference story (greedy from BOS), the chat keeps working beside it, and the
+    // server says what it did.
+    QSignalSpy started(worker_, &InferenceWorker::apiServerStarted);
+    QSignalSpy activity(worker_, &InferenceWorker::apiServerActivity);
+    QSignalSpy stopped(worker_, &InferenceWorker::apiServerStopped);
+    QMetaObject::invokeMethod(worker_, "startApiServer", Qt::QueuedConnection, Q_ARG(quint16, 0));
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 1, 10'000);
+    const auto port = started.first().at(0).value<quint16>();
+    QVERIFY(port > 0);
+
+    using lantern::test::http_call;
+    using lantern::test::http_request;
+    const auto reply = http_call(port, http_request("POST", "/v1/completions",
+                                                    R"({"prompt": [1], "max_tokens": 30, "temperature": 0})"));
+    QCOMPARE(reply.status, 200);
+    const QJsonObject body = QJsonDocument::fromJson(QByteArray::fromStdString(reply.body)).object();
+    const QString text = body["choices"].toArray()[0].toObject()["text"].toString();
+    const QString story = lantern::test::stories_reference()["greedy_from_bos_text"].toString();
+    QVERIFY2(text.size() > 40 && story.startsWith(text), qPrintable(text));
+    QCOMPARE(body["usage"].toObject()["completion_tokens"].toInt(), 30);
+    QTRY_VERIFY_WITH_TIMEOUT(!activity.isEmpty() && activity.last().at(1).value<quint64>() == 1, 10'000);
+
+    // The chat still answers, and the API answers after it.
+    QVERIFY(worker_->setSamplingSettings(greedy(8)));
+    const Reply chat = run(QStringLiteral("Lily saw a cat"));
+    QCOMPARE(chat.stats.stop_reason, std::string("max_tokens"));
+    QCOMPARE(http_call(port, http_request("GET", "/health")).status, 200);
+
+    // Unloading the model closes the server; loading one opens it again (on a new port: 0 asked
+    // for any free one).
+    QMetaObject::invokeMethod(worker_, "unloadModel", Qt::QueuedConnection);
+    QTRY_COMPARE_WITH_TIMEOUT(stopped.count(), 1, 10'000);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, http_call(port, http_request("GET", "/health")));
+    QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection,
+                              Q_ARG(QString, QString::fromStdString(lantern::test::shared_path("models/stories260K.gguf"))),
+                              Q_ARG(QString, QString()));
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 2, kLoadTimeoutMs);
+    const auto again = started.last().at(0).value<quint16>();
+    QCOMPARE(http_call(again, http_request("GET", "/v1/models")).status, 200);
+    QMetaObject::invokeMethod(worker_, "stopApiServer", Qt::QueuedConnection);
+    QTRY_COMPARE_WITH_TIMEOUT(stopped.count(), 2, 10'000);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, http_call(again, http_request("GET", "/health")));
+}
+
+void TestInferenceWorker::apiServerOnATakenPortFailsClearly() {
+    // Something else listens on the port: the worker says so and keeps the chat working.
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    QVERIFY(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 && listen(fd, 1) == 0);
+    socklen_t len = sizeof sa;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    const quint16 taken = ntohs(sa.sin_port);
+    QSignalSpy failed(worker_, &InferenceWorker::apiServerFailed);
+    QMetaObject::invokeMethod(worker_, "startApiServer", Qt::QueuedConnection, Q_ARG(quint16, taken));
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10'000);
+    ::close(fd);
+    const QString message = failed.first().at(0).toString();
+    QVERIFY2(message.contains(QStringLiteral("cannot listen on 127.0.0.1:%1").arg(taken)), qPrintable(message));
+    QVERIFY(worker_->setSamplingSettings(greedy(4)));
+    QCOMPARE(run(QStringLiteral("Tom")).stats.stop_reason, std::string("max_tokens"));
 }
 
 QTEST_MAIN(TestInferenceWorker)

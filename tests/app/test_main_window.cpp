@@ -1,6 +1,11 @@
 // The whole window with the real stories260K model: a message typed and sent is answered by
 // streamed text, stored in the conversation database, and the panels fill in; closing the window
 // in the middle of a reply keeps the partial reply (marked interrupted). Missing data fails.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <QApplication>
 #include <QComboBox>
 #include <QDragEnterEvent>
@@ -59,6 +64,7 @@ private slots:
     void aSentMessageIsAnsweredStoredAndMeasured();
     void closingDuringAReplyKeepsThePartialReply();
     void splitModelsAreListedOnceWithTheirWholeSize();
+    void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
 };
 
 void TestMainWindow::initTestCase() {
@@ -231,6 +237,53 @@ void TestMainWindow::closingDuringAReplyKeepsThePartialReply() {
     QVERIFY2(!messages[1].complete, "the reply cut short by closing is stored as interrupted");
     QVERIFY(!messages[1].content.isEmpty());
     QCOMPARE(messages[1].content, shown);
+}
+
+void TestMainWindow::theLocalApiServerIsSwitchedFromTheMenuAndRemembered() {
+    // A port nothing listens on: bound by the OS, then released.
+    const int probe = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    QVERIFY(bind(probe, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    socklen_t len = sizeof sa;
+    getsockname(probe, reinterpret_cast<sockaddr*>(&sa), &len);
+    const quint16 port = ntohs(sa.sin_port);
+    ::close(probe);
+    preferences::setApiServerPort(port);
+    preferences::setApiServerEnabled(false);
+
+    QTemporaryDir dir;
+    {
+        MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+        window.show();
+        QVERIFY(loadModel(window));
+        auto* action = window.findChild<QAction*>(QStringLiteral("apiServerAction"));
+        auto* label = window.findChild<QLabel*>(QStringLiteral("apiLabel"));
+        QVERIFY(action && label);
+        QVERIFY(!action->isChecked());
+        QVERIFY(label->isHidden());
+        action->trigger();
+        QTRY_VERIFY_WITH_TIMEOUT(label->isVisible(), 10'000);
+        QVERIFY2(label->text().contains(QString::number(port)), qPrintable(label->text()));
+        const auto models = lantern::test::http_call(port, lantern::test::http_request("GET", "/v1/models"));
+        QCOMPARE(models.status, 200);
+        QVERIFY(models.body.find("stories260K") != std::string::npos);
+        QVERIFY(preferences::apiServerEnabled());
+    }
+    // Remembered: the next window serves again as soon as its model is loaded.
+    {
+        MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+        window.show();
+        QVERIFY(window.findChild<QAction*>(QStringLiteral("apiServerAction"))->isChecked());
+        QVERIFY(loadModel(window));
+        auto* label = window.findChild<QLabel*>(QStringLiteral("apiLabel"));
+        QTRY_VERIFY_WITH_TIMEOUT(label->isVisible(), 10'000);
+        QCOMPARE(lantern::test::http_call(port, lantern::test::http_request("GET", "/health")).status, 200);
+        window.findChild<QAction*>(QStringLiteral("apiServerAction"))->trigger();  // off
+        QTRY_VERIFY_WITH_TIMEOUT(label->isHidden(), 10'000);
+        QVERIFY(!preferences::apiServerEnabled());
+    }
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -1,5 +1,10 @@
 #include "test_support.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <QDir>
 #include <QFile>
 #include <QJsonDocument>
@@ -151,6 +156,71 @@ std::vector<int32_t> token_ids(const QJsonArray& array) {
 vk::Context& context() {
     static std::unique_ptr<vk::Context> ctx = std::make_unique<vk::Context>(validated_options());
     return *ctx;
+}
+
+int http_connect(uint16_t port) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+        ::close(fd);
+        throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port));
+    }
+    return fd;
+}
+
+void http_send(int fd, const std::string& data) {
+    for (size_t off = 0; off < data.size();) {
+        const ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+        if (n <= 0) throw std::runtime_error("send failed");
+        off += static_cast<size_t>(n);
+    }
+}
+
+std::string http_read_to_end(int fd) {
+    std::string out;
+    char buf[8192];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+    return out;
+}
+
+std::string http_request(const std::string& method, const std::string& path, const std::string& body,
+                         const std::string& extra_headers) {
+    std::string r = method + " " + path + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n" + extra_headers;
+    if (method == "POST") r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    return r + "\r\n" + body;
+}
+
+HttpReply http_parse(const std::string& raw) {
+    HttpReply r;
+    const size_t end = raw.find("\r\n\r\n");
+    if (end == std::string::npos || raw.size() < 12) throw std::runtime_error("no HTTP response head in: " + raw);
+    r.head = raw.substr(0, end);
+    r.status = std::stoi(raw.substr(9, 3));
+    const std::string body = raw.substr(end + 4);
+    if (r.head.find("Transfer-Encoding: chunked") == std::string::npos) {
+        r.body = body;
+        return r;
+    }
+    for (size_t pos = 0; pos < body.size();) {
+        const size_t nl = body.find("\r\n", pos);
+        const size_t size = std::stoul(body.substr(pos, nl - pos), nullptr, 16);
+        if (size == 0) break;
+        r.body += body.substr(nl + 2, size);
+        pos = nl + 2 + size + 2;
+    }
+    return r;
+}
+
+HttpReply http_call(uint16_t port, const std::string& raw_request) {
+    const int fd = http_connect(port);
+    http_send(fd, raw_request);
+    const std::string got = http_read_to_end(fd);
+    ::close(fd);
+    return http_parse(got);
 }
 
 bool no_validation_messages(QString* report) {

@@ -54,6 +54,21 @@ EngineOptions validated_engine_options();
 QJsonObject stories_reference();
 std::vector<int32_t> token_ids(const QJsonArray& array);
 
+// A minimal HTTP client for tests of the API server (blocking POSIX sockets on 127.0.0.1).
+struct HttpReply {
+    int status = 0;
+    std::string head, body;  // body with chunked framing removed
+};
+int http_connect(uint16_t port);  // throws std::runtime_error when nothing listens
+void http_send(int fd, const std::string& data);
+std::string http_read_to_end(int fd);
+HttpReply http_parse(const std::string& raw);
+// A request with "Connection: close" (so the reply ends when the server closes) and, for POST,
+// a JSON body.
+std::string http_request(const std::string& method, const std::string& path, const std::string& body = {},
+                         const std::string& extra_headers = {});
+HttpReply http_call(uint16_t port, const std::string& raw_request);
+
 // Fails the current test if the validation layer reported anything since the last call.
 bool no_validation_messages(QString* report);
 

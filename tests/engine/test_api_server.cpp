@@ -2,8 +2,6 @@
 // /v1/completions, streamed replies equal to whole ones, stop strings, several clients at once
 // (continuous batching) getting the replies each gets alone, the prefix cache across a resent
 // conversation, errors in OpenAI's shape, API keys, and a client leaving mid-stream.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -44,42 +42,9 @@ private:
     std::thread thread_;
 };
 
-int connect_to(uint16_t port) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) throw std::runtime_error("cannot connect");
-    return fd;
-}
-
-void send_all(int fd, const std::string& data) {
-    for (size_t off = 0; off < data.size();) {
-        const ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-        if (n <= 0) throw std::runtime_error("send failed");
-        off += static_cast<size_t>(n);
-    }
-}
-
-std::string read_to_end(int fd) {
-    std::string out;
-    char buf[8192];
-    ssize_t n;
-    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
-    return out;
-}
-
-std::string request(const std::string& method, const std::string& path, const std::string& body = {},
-                    const std::string& extra_headers = {}) {
-    std::string r = method + " " + path + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n" + extra_headers;
-    if (method == "POST") r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-    return r + "\r\n" + body;
-}
-
-struct Response {
-    int status = 0;
-    std::string head, body;  // body with chunked framing removed
+// The test's HTTP client (tests/common), with OpenAI's bodies read.
+struct Response : test::HttpReply {
+    Response(test::HttpReply r) : test::HttpReply(std::move(r)) {}
     Json json() const { return Json::parse(body); }
     // Server-sent events: the data of each event, in order.
     std::vector<std::string> events() const {
@@ -90,33 +55,14 @@ struct Response {
     }
 };
 
-Response parse_response(const std::string& raw) {
-    Response r;
-    const size_t end = raw.find("\r\n\r\n");
-    if (end == std::string::npos) throw std::runtime_error("no response head in: " + raw);
-    r.head = raw.substr(0, end);
-    r.status = std::stoi(raw.substr(9, 3));
-    std::string body = raw.substr(end + 4);
-    if (r.head.find("Transfer-Encoding: chunked") == std::string::npos) {
-        r.body = body;
-        return r;
-    }
-    for (size_t pos = 0;;) {
-        const size_t nl = body.find("\r\n", pos);
-        const size_t size = std::stoul(body.substr(pos, nl - pos), nullptr, 16);
-        if (size == 0) break;
-        r.body += body.substr(nl + 2, size);
-        pos = nl + 2 + size + 2;
-    }
-    return r;
-}
-
-Response call(uint16_t port, const std::string& raw) {
-    const int fd = connect_to(port);
-    send_all(fd, raw);
-    const std::string got = read_to_end(fd);
-    ::close(fd);
-    return parse_response(got);
+int connect_to(uint16_t port) { return test::http_connect(port); }
+void send_all(int fd, const std::string& data) { test::http_send(fd, data); }
+std::string read_to_end(int fd) { return test::http_read_to_end(fd); }
+Response parse_response(const std::string& raw) { return test::http_parse(raw); }
+Response call(uint16_t port, const std::string& raw) { return test::http_call(port, raw); }
+std::string request(const std::string& method, const std::string& path, const std::string& body = {},
+                    const std::string& extra_headers = {}) {
+    return test::http_request(method, path, body, extra_headers);
 }
 
 Response post(uint16_t port, const std::string& path, const std::string& body, const std::string& headers = {}) {

@@ -16,8 +16,8 @@
 // more message) takes those tokens from the KV prefix cache; the response's
 // usage.prompt_tokens_details.cached_tokens says how many.
 //
-// One thread does everything (network and engine steps), the one that calls run(). stop() may be
-// called from any thread or a signal handler.
+// One thread does everything (network and engine steps), the one that calls run() or serve_once().
+// stop() may be called from any thread or a signal handler.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -51,6 +51,17 @@ public:
     // Serves until stop(); replies in progress are cut (streams end without [DONE]).
     void run();
     void stop();
+    // For a host with its own event loop (the desktop app's inference worker, which shares the
+    // engine with its chat): one pass — waits up to timeout_ms for the network (not at all while
+    // replies are in progress), answers requests, runs one engine step. Returns true while replies
+    // are in progress: call again soon.
+    bool serve_once(int timeout_ms);
+
+    struct Activity {
+        uint32_t replies_in_progress = 0;  // being generated or waiting for a slot
+        uint64_t replies_served = 0, generated_tokens = 0;  // since start
+    };
+    Activity activity() const;
 
 private:
     struct Impl;

@@ -508,49 +508,53 @@ struct ApiServer::Impl {
     }
 
     void run() {
-        while (!stopping.load()) {
-            std::vector<pollfd> fds{{wake[0], POLLIN, 0}, {listen_fd, POLLIN, 0}};
-            std::vector<uint64_t> ids;
-            for (auto& [id, c] : connections) {
-                fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
-                ids.push_back(id);
-            }
-            // Block only when no reply is being generated.
-            const int timeout = scheduler.pending() ? 0 : -1;
-            if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR)
-                throw Error(ErrorCode::Io, std::string("poll failed: ") + std::strerror(errno));
-            if (stopping.load()) break;
-            if (fds[1].revents & POLLIN) accept_all();
-            for (size_t i = 0; i < ids.size(); ++i) {
-                if (!(fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-                if (!read_from(ids[i])) drop_connection(ids[i]);
-            }
-            serve_input();
-            write_out();
-            if (scheduler.pending()) {
-                try {
-                    SchedulerStepStats st;
-                    if (scheduler.step(&st)) {
-                        ++counters.steps;
-                        counters.step_decode_tokens += st.decode_tokens;
-                        counters.step_prefill_tokens += st.prefill_tokens;
-                        counters.step_seconds += st.ms / 1000.0;
-                    }
-                } catch (const Error& e) {
-                    log(std::string("engine step failed: ") + e.what());
-                    fail_all(e.what());
-                    while (scheduler.pending()) {
-                        try {
-                            scheduler.step();  // lets the cancellations finish the requests
-                        } catch (const Error&) {
-                            break;
-                        }
+        while (!stopping.load()) serve_once(-1);
+    }
+
+    // One pass: wait for the network (up to timeout_ms, not at all while replies are in progress),
+    // accept, read and answer requests, run one engine step, write what it produced.
+    bool serve_once(int timeout_ms) {
+        std::vector<pollfd> fds{{wake[0], POLLIN, 0}, {listen_fd, POLLIN, 0}};
+        std::vector<uint64_t> ids;
+        for (auto& [id, c] : connections) {
+            fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+            ids.push_back(id);
+        }
+        const int timeout = scheduler.pending() ? 0 : timeout_ms;
+        if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR)
+            throw Error(ErrorCode::Io, std::string("poll failed: ") + std::strerror(errno));
+        if (stopping.load()) return false;
+        if (fds[1].revents & POLLIN) accept_all();
+        for (size_t i = 0; i < ids.size(); ++i) {
+            if (!(fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            if (!read_from(ids[i])) drop_connection(ids[i]);
+        }
+        serve_input();
+        write_out();
+        if (scheduler.pending()) {
+            try {
+                SchedulerStepStats st;
+                if (scheduler.step(&st)) {
+                    ++counters.steps;
+                    counters.step_decode_tokens += st.decode_tokens;
+                    counters.step_prefill_tokens += st.prefill_tokens;
+                    counters.step_seconds += st.ms / 1000.0;
+                }
+            } catch (const Error& e) {
+                log(std::string("engine step failed: ") + e.what());
+                fail_all(e.what());
+                while (scheduler.pending()) {
+                    try {
+                        scheduler.step();  // lets the cancellations finish the requests
+                    } catch (const Error&) {
+                        break;
                     }
                 }
-                serve_input();  // replies that ended free their connections for the next request
-                write_out();
             }
+            serve_input();  // replies that ended free their connections for the next request
+            write_out();
         }
+        return scheduler.pending() > 0;
     }
 
     void accept_all() {
@@ -589,6 +593,14 @@ ApiServer::ApiServer(Engine& engine, ServerOptions options)
 ApiServer::~ApiServer() = default;
 uint16_t ApiServer::port() const { return impl_->bound_port; }
 void ApiServer::run() { impl_->run(); }
+bool ApiServer::serve_once(int timeout_ms) { return impl_->serve_once(timeout_ms); }
+ApiServer::Activity ApiServer::activity() const {
+    Activity a;
+    for (const auto& [id, r] : impl_->replies) a.replies_in_progress += r.finished ? 0 : 1;
+    a.replies_served = impl_->counters.replies;
+    a.generated_tokens = impl_->counters.generated_tokens;
+    return a;
+}
 void ApiServer::stop() {
     impl_->stopping.store(true);
     const char b = 1;
