@@ -488,6 +488,7 @@ private slots:
         QTest::addColumn<bool>("kv_f16");
         QTest::addColumn<bool>("odd");
         QTest::addColumn<uint32_t>("v_down_type");  // of attn_v and ffn_down (a layer of mixed types)
+        QTest::addColumn<bool>("nine_heads");         // 9 heads of 32: lanes own heads for 1-3 tokens
         const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
                        GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
@@ -496,7 +497,7 @@ private slots:
                 for (bool odd : {false, true}) {
                     if (odd && ops::find_weight_format(u(t))->block_elements > 1) continue;
                     QTest::addRow("%s, %s KV%s", ggml_type_name(u(t)), kv_f16 ? "F16" : "F32", odd ? ", odd shape" : "")
-                        << u(t) << kv_f16 << odd << u(t);
+                        << u(t) << kv_f16 << odd << u(t) << false;
                 }
         // Mixed layers: Q4_K_M's (Q6_K attn_v and ffn_down beside Q4_K), Q5_K_M's, Q3_K_M's, and a float V
         // and down beside Q8_0 (zero-padded float groups in the second Q/K/V stack).
@@ -505,13 +506,18 @@ private slots:
             for (bool kv_f16 : {true, false})
                 QTest::addRow("%s with %s attn_v and ffn_down, %s KV", ggml_type_name(u(t)), ggml_type_name(u(o)),
                               kv_f16 ? "F16" : "F32")
-                    << u(t) << kv_f16 << false << u(o);
+                    << u(t) << kv_f16 << false << u(o) << false;
+        // Quantized layers whose two- and three-token steps run fused (the shapes above split keys
+        // for one token there): the fused layer's tokens-per-lane variants over integer weights.
+        for (auto t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL})
+            QTest::addRow("%s, F16 KV, nine heads", ggml_type_name(u(t))) << u(t) << true << false << u(t) << true;
     }
     void fused_layers_match_separate_kernels() {
         QFETCH(uint32_t, type);
         QFETCH(bool, kv_f16);
         QFETCH(bool, odd);
         QFETCH(uint32_t, v_down_type);
+        QFETCH(bool, nine_heads);
         Config c = config_for({type, v_down_type});
         if (odd) {
             c.dim = 90;
@@ -519,7 +525,14 @@ private slots:
             c.kv_heads = 3;
             c.ffn = 150;
         }
-        const std::string path = test::temp_dir() + "/fused-" + ggml_type_name(type) + (odd ? "-odd" : "") + "-" +
+        if (nine_heads) {
+            c.dim = 288;
+            c.heads = 9;
+            c.kv_heads = 3;
+            c.ffn = 320;
+        }
+        const std::string path = test::temp_dir() + "/fused-" + ggml_type_name(type) + (odd ? "-odd" : "") +
+                                 (nine_heads ? "-nine" : "") + "-" +
                                  ggml_type_name(v_down_type) + ".gguf";
         ReferenceModel ref(c, false);
         ref.write(path, type, 3000 + type, v_down_type, ReferenceModel::Mix::VAndDown);
@@ -537,17 +550,18 @@ private slots:
         int fused_steps = 0;
         auto lf = fused->prefill(sf, prompt);
         QCOMPARE(lf, separate->prefill(ss, prompt));
-        // A step of three tokens (as for three sequences decoding together, or a short prompt):
-        // fused too where the separate attention kernel splits its work for three tokens as for
-        // one — with 9 heads (two groups of 8) lanes own heads either way; with 6, one token
-        // splits keys and three do not, so that step runs the separate kernels.
-        {
-            const std::vector<int32_t> three{5, 6, 7};
-            StepItem a{sf, three, true, true}, b{ss, three, true, true};
+        // Steps of two and three tokens (as for sequences decoding together, or a short prompt;
+        // the fused layer's two- and three-tokens-per-lane variants): fused too where the separate
+        // attention kernel splits its work for them as for one — with 9 heads (two groups of 8)
+        // lanes own heads either way; with 6, one token splits keys and two or three do not, so
+        // those steps run the separate kernels.
+        for (const auto& tokens : {std::vector<int32_t>{5, 6}, std::vector<int32_t>{7, 8, 9}}) {
+            StepItem a{sf, tokens, true, true}, b{ss, tokens, true, true};
             const auto ra = fused->step(std::span<const StepItem>(&a, 1));
             const auto& prof = fused->last_step_profile();  // (a fallback on a loaded machine counts)
-            QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0, lavapipe && odd);
-            QVERIFY2(ra == separate->step(std::span<const StepItem>(&b, 1)), "a three-token step differs");
+            QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0, lavapipe && (odd || nine_heads));
+            QVERIFY2(ra == separate->step(std::span<const StepItem>(&b, 1)),
+                     qPrintable(QString("a %1-token step differs").arg(tokens.size())));
             lf = ra.back();
         }
         for (int step = 0; step < 12; ++step) {

@@ -530,7 +530,8 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     // (push constants, grid sizes) and the capture and timing commands: a step like the last one
     // resubmits its recording.
     const bool reusable = !timing && capture_token < 0;
-    // Steps of 1-3 tokens run each layer as one dispatch where possible: not while capturing
+    // Steps of 1-3 tokens run each layer as one dispatch where possible (2-3 tokens read each weight
+    // once for all of them, ops::DecodeLayerOp's tokens-per-lane variants): not while capturing
     // attention (the capture is the separate attention kernel's), and only when the separate
     // attention kernel would split the work as the fused layer was built to (it decides by the
     // step's token count), so that both compute the same bits. From 4 tokens on the separate

@@ -88,15 +88,15 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
         BindingKind::Storage,    BindingKind::TexelUint4, BindingKind::TexelUint4, BindingKind::TexelUint,
         BindingKind::Storage};
     auto type = [](const DeviceWeight* d) { return d ? d->format->device_type : 0u; };
-    kernel_ = &ctx.kernel(a.kv_f16 ? shaders::ShaderId::decode_layer_kvf16 : shaders::ShaderId::decode_layer_kvf32,
-                          kinds, sizeof(Push),
-                          {kCpuLanes, lane_rows(w.qkv), lane_rows(w.o), lane_rows(w.gate_up), lane_rows(w.down),
-                           vec4 ? 1u : 0u, a.head_dim, q_vec4 ? 1u : 0u, s.lanes_own_heads ? 1u : 0u,
-                           w.qkv_b ? lane_rows(w.qkv_b) : 0u, type(w.qkv), type(w.qkv_b ? w.qkv_b : w.qkv),
-                           type(w.o), type(w.gate_up), type(w.down)});
-    const vk::BufferRange r[] = {weights, weights, act.arena, act.arena, act.arena, tok_info, rope,
-                                 k_cache, v_cache, k_cache, v_cache, tables, sync};
-    set_ = ctx.make_set(*kernel_, r);
+    shader_ = a.kv_f16 ? shaders::ShaderId::decode_layer_kvf16 : shaders::ShaderId::decode_layer_kvf32;
+    kinds_ = kinds;
+    spec_ = {kCpuLanes, lane_rows(w.qkv), lane_rows(w.o), lane_rows(w.gate_up), lane_rows(w.down),
+             vec4 ? 1u : 0u, a.head_dim, q_vec4 ? 1u : 0u, s.lanes_own_heads ? 1u : 0u,
+             w.qkv_b ? lane_rows(w.qkv_b) : 0u, type(w.qkv), type(w.qkv_b ? w.qkv_b : w.qkv),
+             type(w.o), type(w.gate_up), type(w.down)};
+    ranges_ = {weights, weights, act.arena, act.arena, act.arena, tok_info, rope,
+               k_cache, v_cache, k_cache, v_cache, tables, sync};
+    variant(1);  // the one-token kernel, which every decode step uses, at load
 
     own_heads_ = s.lanes_own_heads;
     push_.T = 1;
@@ -130,7 +130,19 @@ void DecodeLayerOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
                                              " tokens (one workgroup row per token)");
     Push p = push_;
     p.T = tokens;
-    ctx_->dispatch(cmd, *kernel_, set_, &p, groups_);
+    const auto [kernel, set] = variant(std::min(tokens, kMaxTokensPerLane));
+    ctx_->dispatch(cmd, *kernel, set, &p, groups_);
+}
+
+std::pair<const vk::Kernel*, VkDescriptorSet> DecodeLayerOp::variant(uint32_t tokens_per_lane) const {
+    const uint32_t i = tokens_per_lane - 1;
+    if (!kernels_[i]) {
+        std::vector<uint32_t> spec = spec_;
+        spec.push_back(tokens_per_lane);
+        kernels_[i] = &ctx_->kernel(shader_, kinds_, sizeof(Push), std::move(spec));
+        sets_[i] = ctx_->make_set(*kernels_[i], ranges_);
+    }
+    return {kernels_[i], sets_[i]};
 }
 
 }  // namespace lantern::ops

@@ -4,8 +4,11 @@
 // it saves is lavapipe's per-dispatch thread hand-off; see the shader for the measurements and for
 // what happens when a wait gives up (the step is run again with the separate kernels).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ops/attention.h"
 #include "ops/device_weight.h"
@@ -64,9 +67,18 @@ private:
         uint32_t n_head, n_kv, n_rot, block;
         float eps, scale;
     };
+    // Variants by tokens per lane (1, 2, 3: a step of T tokens runs min(T, 3)), each built at its
+    // first step: only batched decoding (several sequences) needs more than one, and lavapipe
+    // compiles a kernel of this size for seconds.
+    static constexpr uint32_t kMaxTokensPerLane = 3;
+    std::pair<const vk::Kernel*, VkDescriptorSet> variant(uint32_t tokens_per_lane) const;
     vk::Context* ctx_ = nullptr;
-    const vk::Kernel* kernel_ = nullptr;
-    VkDescriptorSet set_ = VK_NULL_HANDLE;
+    shaders::ShaderId shader_{};
+    std::vector<vk::BindingKind> kinds_;
+    std::vector<uint32_t> spec_;  // without the tokens-per-lane constant (appended per variant)
+    std::vector<vk::BufferRange> ranges_;
+    mutable std::array<const vk::Kernel*, kMaxTokensPerLane> kernels_{};
+    mutable std::array<VkDescriptorSet, kMaxTokensPerLane> sets_{};
     Push push_{};
     uint32_t groups_ = 1;
     bool own_heads_ = true;
