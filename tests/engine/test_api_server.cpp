@@ -5,7 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <QFile>
+#include <QJsonArray>
 #include <QTest>
+#include <cmath>
 #include <thread>
 
 #include "lantern/engine.h"
@@ -112,6 +115,7 @@ private slots:
         o.context_length = 512;
         o.max_sequences = 4;
         o.max_step_tokens = 64;
+        o.kv_f16 = false;  // f32 K/V: logits within 1e-5 of the float64 reference (logprobs are checked)
         engine_ = Engine::load(test::shared_path("models/stories260K.gguf"), o);
     }
 
@@ -247,8 +251,11 @@ private slots:
         QTest::newRow("tools") << post_raw("/v1/chat/completions",
                                            R"({"messages": [{"role": "user", "content": "x"}], "tools": [{}]})")
                                << 400 << "tools: tool calling is not supported by this server";
-        QTest::newRow("logprobs") << post_raw("/v1/completions", R"({"prompt": "a", "logprobs": true})") << 400
-                                  << "logprobs are not supported by this server";
+        QTest::newRow("top_logprobs alone")
+            << post_raw("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})")
+            << 400 << "top_logprobs needs logprobs: true";
+        QTest::newRow("logprobs > 20") << post_raw("/v1/completions", R"({"prompt": "a", "logprobs": 21})") << 400
+                                       << "logprobs must be between 0 and 20";
         QTest::newRow("token id") << post_raw("/v1/completions", R"({"prompt": [1, 99999]})") << 400
                                   << "prompt token ids must be integers in [0, 512)";
         QTest::newRow("unknown path") << QString::fromStdString(request("GET", "/v2/things")) << 404
@@ -269,6 +276,74 @@ private slots:
         QCOMPARE(r.status, status);
         QCOMPARE(QString::fromStdString(error_message(r)), message);
         QCOMPARE(r.json().find("error")->find("type")->as_string(), std::string("invalid_request_error"));
+    }
+
+    void logprobs_are_the_models_own_probabilities() {
+        RunningServer s(*engine_);
+        // Greedy from BOS: each token's logprob is log softmax of the model's logits at the
+        // position before it — checked against the float64 reference logits of those 63 positions.
+        const Response r = post(s.port(), "/v1/completions",
+                                R"({"prompt": [1], "max_tokens": 63, "temperature": 0, "logprobs": 3})");
+        QCOMPARE(r.status, 200);
+        const Json body = r.json();
+        const Json& lp = *body.find("choices")->items()[0].find("logprobs");
+        const auto& tokens = lp.find("tokens")->items();
+        const auto& values = lp.find("token_logprobs")->items();
+        const auto& tops = lp.find("top_logprobs")->items();
+        QCOMPARE(tokens.size(), size_t(63));
+        QCOMPARE(values.size(), size_t(63));
+        QFile f(QString::fromStdString(test::shared_path("reference/stories260K_logits_64x512.f32")));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray raw = f.readAll();
+        QCOMPARE(raw.size(), qsizetype(64 * 512 * 4));
+        const auto* ref = reinterpret_cast<const float*>(raw.constData());
+        const auto want_ids = test::token_ids(test::stories_reference()["greedy_from_bos_tokens"].toArray());
+        double worst = 0;
+        for (size_t i = 0; i < 63; ++i) {
+            const float* row = ref + i * 512;
+            double m = row[0], sum = 0;
+            for (int v = 0; v < 512; ++v) m = std::max(m, double(row[v]));
+            for (int v = 0; v < 512; ++v) sum += std::exp(double(row[v]) - m);
+            const int32_t id = want_ids[i + 1];
+            const double want = double(row[id]) - m - std::log(sum);
+            QCOMPARE(tokens[i].as_string(), engine_->tokenizer().token_text(id));
+            worst = std::max(worst, std::abs(values[i].as_number() - want));
+            // Three alternatives, most likely first; greedy picked the first.
+            const auto& top = tops[i].members();
+            QCOMPARE(top.size(), size_t(3));
+            QCOMPARE(top[0].first, tokens[i].as_string());
+            QCOMPARE(top[0].second.as_number(), values[i].as_number());
+            QVERIFY(top[0].second.as_number() >= top[1].second.as_number());
+            QVERIFY(top[1].second.as_number() >= top[2].second.as_number());
+        }
+        qInfo("largest |logprob - reference| over 63 tokens: %.2e", worst);
+        QVERIFY2(worst < 1e-4, qPrintable(QString::number(worst)));
+        // The offsets locate each token's text in the reply's.
+        const auto& offsets = lp.find("text_offset")->items();
+        QCOMPARE(*offsets[1].as_integer(), int64_t(tokens[0].as_string().size()));
+
+        // Chat, streamed: every token's entry arrives with its chunks, with top_logprobs of its own,
+        // and their texts make the reply.
+        const Response st = post(s.port(), "/v1/chat/completions",
+                                 chat_body("Lily had a cat", 30, R"(, "logprobs": true, "top_logprobs": 2, "stream": true)"));
+        QCOMPARE(st.status, 200);
+        std::string joined;
+        size_t entries = 0;
+        for (const auto& e : st.events()) {
+            if (e == "[DONE]") break;
+            const Json j = Json::parse(e);
+            const Json* l = j.find("choices")->items()[0].find("logprobs");
+            if (!l || l->is_null()) continue;
+            for (const Json& entry : l->find("content")->items()) {
+                ++entries;
+                joined += entry.find("token")->as_string();
+                QCOMPARE(entry.find("top_logprobs")->items().size(), size_t(2));
+                QVERIFY(entry.find("logprob")->as_number() <= 0);
+                QCOMPARE(entry.find("bytes")->items().size(), entry.find("token")->as_string().size());
+            }
+        }
+        QCOMPARE(entries, size_t(30));
+        QCOMPARE(qs(joined), qs(streamed_text(st, true)));
     }
 
     void the_context_bounds_prompts_and_replies() {

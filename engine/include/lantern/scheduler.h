@@ -26,6 +26,10 @@ struct GenerationRequest {
     std::vector<int32_t> stop_tokens;     // e.g. EOS; generation ends when one is sampled
     // Called for each generated token (not for a stop token), on the thread that calls step().
     std::function<void(RequestId, int32_t token)> on_token;
+    // Called for each generated token (not for a stop token) with what the sampler knew: the
+    // token's probability and, when settings.n_probs > 0, the most likely candidates (before
+    // on_token, on the same thread).
+    std::function<void(RequestId, const Sample&)> on_sample;
     // Called once when the generation gets its sequence, with how many prompt tokens came from the
     // KV prefix cache (computed by an earlier request) rather than being computed again.
     std::function<void(RequestId, uint32_t cached_tokens)> on_admitted;

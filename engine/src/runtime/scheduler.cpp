@@ -47,6 +47,7 @@ struct Scheduler::Impl {
         }
         g.history.push_back(s.token);
         ++g.generated;
+        if (g.req.on_sample) g.req.on_sample(g.id, s);
         if (g.req.on_token) g.req.on_token(g.id, s.token);
         if (g.req.settings.max_new_tokens > 0 && g.generated >= static_cast<uint32_t>(g.req.settings.max_new_tokens)) {
             finish(g, "max_tokens");

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -73,6 +74,9 @@ struct ApiServer::Impl {
         std::optional<StreamingDetokenizer> detokenizer;
         std::optional<StopStringMatcher> stops;
         std::string text;  // whole responses: the reply so far
+        std::vector<Sample> samples;  // logprobs requested: every token's sample (whole responses)
+        std::vector<Sample> pending;  // streamed: the samples since the last chunk
+        size_t text_offset = 0;       // completions' logprobs: where the next token's text starts
         uint32_t cached_tokens = 0, completion_tokens = 0;
         Clock::time_point submitted, first_token, last_token;
         bool finished = false;
@@ -253,6 +257,12 @@ struct ApiServer::Impl {
         g.stop_tokens = job.stop_tokens;
         g.on_token = [this](RequestId id, int32_t token) { on_token(id, token); };
         g.on_finish = [this](RequestId id, const std::string& reason) { on_finish(id, reason); };
+        if (job.logprobs)
+            g.on_sample = [this](RequestId id, const Sample& sample) {
+                auto it = replies.find(id);
+                if (it == replies.end() || it->second.finished) return;
+                (it->second.job.stream ? it->second.pending : it->second.samples).push_back(sample);
+            };
         g.on_admitted = [this](RequestId id, uint32_t cached) {
             if (auto it = replies.find(id); it != replies.end()) it->second.cached_tokens = cached;
         };
@@ -311,11 +321,11 @@ struct ApiServer::Impl {
     }
 
     // A stream chunk: a chat delta, or a completion's text piece.
-    Json chunk(const Reply& r, Json delta_or_text, Json finish) const {
+    Json chunk(const Reply& r, Json delta_or_text, Json finish, Json logprobs = Json()) const {
         Json choice = Json::object().set("index", 0);
         if (r.job.chat) choice.set("delta", std::move(delta_or_text));
         else choice.set("text", std::move(delta_or_text));
-        if (!r.job.chat) choice.set("logprobs", Json());
+        choice.set("logprobs", std::move(logprobs));
         choice.set("finish_reason", std::move(finish));
         return Json::object()
             .set("id", r.id)
@@ -323,6 +333,45 @@ struct ApiServer::Impl {
             .set("created", r.created)
             .set("model", model_id(engine))
             .set("choices", Json::array().push(std::move(choice)));
+    }
+
+    // Log-probabilities in OpenAI's shapes: chat {"content": [{token, logprob, bytes,
+    // top_logprobs}]}, completions {tokens, token_logprobs, top_logprobs: [{token: logprob}],
+    // text_offset}. A probability that underflowed to 0 is reported as -9999 (JSON has no -inf).
+    static double log_of(float p) { return p > 0 ? std::log(static_cast<double>(p)) : -9999.0; }
+    Json token_entry(int32_t id, float p) const {
+        const std::string& text = engine.tokenizer().token_text(id);
+        Json bytes = Json::array();
+        for (const unsigned char b : text) bytes.push(static_cast<int>(b));
+        return Json::object().set("token", text).set("logprob", log_of(p)).set("bytes", std::move(bytes));
+    }
+    Json logprobs_of(Reply& r, const std::vector<Sample>& samples) const {
+        if (!r.job.logprobs) return Json();
+        if (r.job.chat) {
+            Json content = Json::array();
+            for (const Sample& s : samples) {
+                Json top = Json::array();
+                for (const auto& c : s.candidates) top.push(token_entry(c.id, c.probability));
+                content.push(token_entry(s.token, s.probability).set("top_logprobs", std::move(top)));
+            }
+            return Json::object().set("content", std::move(content));
+        }
+        Json tokens = Json::array(), lps = Json::array(), tops = Json::array(), offsets = Json::array();
+        for (const Sample& s : samples) {
+            const std::string& text = engine.tokenizer().token_text(s.token);
+            tokens.push(text);
+            lps.push(log_of(s.probability));
+            Json top = Json::object();
+            for (const auto& c : s.candidates) top.set(engine.tokenizer().token_text(c.id), log_of(c.probability));
+            tops.push(std::move(top));
+            offsets.push(static_cast<int64_t>(r.text_offset));
+            r.text_offset += text.size();
+        }
+        return Json::object()
+            .set("tokens", std::move(tokens))
+            .set("token_logprobs", std::move(lps))
+            .set("top_logprobs", std::move(tops))
+            .set("text_offset", std::move(offsets));
     }
 
     Json usage(const Reply& r) const {
@@ -354,7 +403,10 @@ struct ApiServer::Impl {
         }
         auto it = connections.find(r.connection);
         if (it == connections.end()) return;
-        send_event(it->second, chunk(r, r.job.chat ? Json::object().set("content", text) : Json(text), Json()));
+        Json logprobs = logprobs_of(r, r.pending);
+        r.pending.clear();
+        send_event(it->second,
+                   chunk(r, r.job.chat ? Json::object().set("content", text) : Json(text), Json(), std::move(logprobs)));
     }
 
     void on_token(RequestId id, int32_t token) {
@@ -392,7 +444,9 @@ struct ApiServer::Impl {
         if (it == connections.end()) return;
         Connection& c = it->second;
         if (r.job.stream) {
-            send_event(c, chunk(r, r.job.chat ? Json::object() : Json(""), finish));
+            Json logprobs = r.pending.empty() ? Json() : logprobs_of(r, r.pending);  // tokens whose text never showed
+            r.pending.clear();
+            send_event(c, chunk(r, r.job.chat ? Json::object() : Json(""), finish, std::move(logprobs)));
             if (r.job.include_usage) {
                 Json u = chunk(r, Json(), Json());
                 u.set("choices", Json::array());
@@ -405,7 +459,8 @@ struct ApiServer::Impl {
         } else {
             Json choice = Json::object().set("index", 0);
             if (r.job.chat) choice.set("message", Json::object().set("role", "assistant").set("content", r.text));
-            else choice.set("text", r.text).set("logprobs", Json());
+            else choice.set("text", r.text);
+            choice.set("logprobs", logprobs_of(r, r.samples));
             choice.set("finish_reason", finish);
             Json body = Json::object()
                             .set("id", r.id)

@@ -66,8 +66,6 @@ void refuse_unsupported(const Json& body) {
         if (const Json* v = member(body, key); v && !(v->is_array() && v->items().empty()) &&
                                                !(v->is_string() && v->as_string() == "none"))
             throw ApiError(400, std::string(key) + ": tool calling is not supported by this server", key);
-    if (flag(body, "logprobs") || member(body, "top_logprobs"))
-        throw ApiError(400, "logprobs are not supported by this server", "logprobs");
     if (const Json* rf = member(body, "response_format")) {
         const Json* type = rf->is_object() ? rf->find("type") : nullptr;
         if (!type || !type->is_string() || type->as_string() != "text")
@@ -112,6 +110,18 @@ void read_common(const Json& body, CompletionJob& job) {
         for (const auto& text : list)
             if (text.empty()) throw ApiError(400, "stop strings must not be empty", "stop");
         s.stop = std::move(list);
+    }
+    // Chat: "logprobs": true with "top_logprobs": 0-20. Completions (the legacy shape): "logprobs":
+    // the number of top tokens, 0-20 (null: none).
+    if (job.chat) {
+        job.logprobs = flag(body, "logprobs");
+        if (auto v = integer(body, "top_logprobs", 0, 20)) {
+            if (!job.logprobs) throw ApiError(400, "top_logprobs needs logprobs: true", "top_logprobs");
+            s.n_probs = static_cast<int32_t>(*v);
+        }
+    } else if (auto v = integer(body, "logprobs", 0, 20)) {
+        job.logprobs = true;
+        s.n_probs = static_cast<int32_t>(*v);
     }
     job.stream = flag(body, "stream");
     if (const Json* opts = member(body, "stream_options")) {

@@ -6,10 +6,15 @@
 //   messages (chat: system/developer, user, assistant; content a string or text parts)
 //   prompt (completions: a string, a one-string array, or token ids)
 //   max_tokens / max_completion_tokens, temperature, top_p, seed, stop (string or array),
-//   presence_penalty, frequency_penalty, stream, stream_options.include_usage, n (1 only)
+//   presence_penalty, frequency_penalty, stream, stream_options.include_usage, n (1 only),
+//   logprobs + top_logprobs (chat: true and 0-20; completions: 0-20 top tokens)
 //   and llama.cpp's extensions top_k, min_p, repeat_penalty, repeat_last_n, ignore_eos.
-// Refused with a 400 that names the field: tools, images, logprobs, n > 1, response_format other
-// than text — features this server does not have, rather than answers that quietly ignore them.
+// A token's logprob is the natural log of the probability the sampler drew it with: after the
+// penalties, at the request's temperature, renormalised over the tokens top_k/top_p/min_p kept —
+// and for greedy requests (temperature 0) the model's own softmax of the penalised logits at
+// temperature 1. The top_logprobs are the same distribution's most likely tokens.
+// Refused with a 400 that names the field: tools, images, n > 1, response_format other than text
+// — features this server does not have, rather than answers that quietly ignore them.
 #pragma once
 #include <cstdint>
 #include <stdexcept>
@@ -42,6 +47,7 @@ struct CompletionJob {
     SamplingSettings settings;         // stop strings in settings.stop
     std::vector<int32_t> stop_tokens;  // end of reply: EOS, the format's end-of-turn
     bool stream = false, include_usage = false;
+    bool logprobs = false;       // report each token's logprob (and settings.n_probs alternatives)
     // Whether the reply begins a text (chat: the leading dummy-prefix space is dropped) or continues
     // the prompt's (completions keep it: "Once upon a time" + " there").
     bool text_start = true;
