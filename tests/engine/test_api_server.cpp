@@ -254,6 +254,10 @@ private slots:
         QTest::newRow("top_logprobs alone")
             << post_raw("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})")
             << 400 << "top_logprobs needs logprobs: true";
+        QTest::newRow("reasoning_format")
+            << post_raw("/v1/chat/completions",
+                        R"({"messages": [{"role": "user", "content": "x"}], "reasoning_format": "hidden"})")
+            << 400 << R"(reasoning_format must be "deepseek" (reasoning_content apart) or "none")";
         QTest::newRow("logprobs > 20") << post_raw("/v1/completions", R"({"prompt": "a", "logprobs": 21})") << 400
                                        << "logprobs must be between 0 and 20";
         QTest::newRow("token id") << post_raw("/v1/completions", R"({"prompt": [1, 99999]})") << 400

@@ -146,6 +146,48 @@ private slots:
         QCOMPARE(http_last_chunk(), std::string("0\r\n\r\n"));
     }
 
+    void reasoning_is_split_from_the_answer_however_the_text_streams_data() {
+        QTest::addColumn<bool>("opens");
+        QTest::addColumn<QString>("reply");
+        QTest::addColumn<QString>("reasoning");
+        QTest::addColumn<QString>("answer");
+        QTest::newRow("R1 prompt") << true << "Two and two.\n</think>\n\nThe answer is 4." << "Two and two.\n"
+                                   << "The answer is 4.";
+        QTest::newRow("reply opens it") << false << "\n<think>hmm</think>ok" << "hmm" << "ok";
+        QTest::newRow("no reasoning") << false << "Hello <think> world" << "" << "Hello <think> world";
+        QTest::newRow("almost a tag") << false << "<thinking aloud" << "" << "<thinking aloud";
+        QTest::newRow("cut while reasoning") << true << "still thinking </thi" << "still thinking </thi" << "";
+        QTest::newRow("empty answer") << true << "done</think>\n\n" << "done" << "";
+        QTest::newRow("a second tag is text") << true << "a</think>b</think>c" << "a" << "b</think>c";
+    }
+    void reasoning_is_split_from_the_answer_however_the_text_streams() {
+        QFETCH(bool, opens);
+        QFETCH(QString, reply);
+        QFETCH(QString, reasoning);
+        QFETCH(QString, answer);
+        const std::string text = reply.toStdString();
+        // Whole, in two pieces at every point, and one byte at a time: the same parts.
+        std::vector<std::vector<std::string>> ways{{text}};
+        for (size_t cut = 0; cut <= text.size(); ++cut) ways.push_back({text.substr(0, cut), text.substr(cut)});
+        std::vector<std::string> bytes;
+        for (char c : text) bytes.emplace_back(1, c);
+        ways.push_back(bytes);
+        for (const auto& pieces : ways) {
+            ReasoningSplitter split(opens);
+            std::string r, a;
+            for (const auto& piece : pieces) {
+                const auto parts = split.feed(piece);
+                r += parts.reasoning;
+                a += parts.answer;
+            }
+            const auto rest = split.flush();
+            r += rest.reasoning;
+            a += rest.answer;
+            QCOMPARE(QString::fromStdString(r), reasoning);
+            QCOMPARE(QString::fromStdString(a), answer);
+        }
+    }
+
     void errors_have_openais_shape() {
         const Json e = error_body(ApiError(400, "stop must be a string", "stop"));
         QCOMPARE(e.dump(),

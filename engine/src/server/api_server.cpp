@@ -73,7 +73,9 @@ struct ApiServer::Impl {
         int64_t created = 0;
         std::optional<StreamingDetokenizer> detokenizer;
         std::optional<StopStringMatcher> stops;
-        std::string text;  // whole responses: the reply so far
+        std::optional<server::ReasoningSplitter> splitter;  // chat: reasoning apart from the answer
+        std::string text;       // whole responses: the reply (the answer) so far
+        std::string reasoning;  // whole responses: the reasoning so far
         std::vector<Sample> samples;  // logprobs requested: every token's sample (whole responses)
         std::vector<Sample> pending;  // streamed: the samples since the last chunk
         size_t text_offset = 0;       // completions' logprobs: where the next token's text starts
@@ -249,6 +251,7 @@ struct ApiServer::Impl {
         r.submitted = Clock::now();
         r.detokenizer.emplace(engine.tokenizer(), job.text_start);
         r.stops.emplace(job.settings.stop);
+        if (job.chat && job.split_reasoning) r.splitter.emplace(job.opens_in_reasoning);
 
         GenerationRequest g;
         g.prompt = job.prompt;
@@ -395,18 +398,39 @@ struct ApiServer::Impl {
         return t;
     }
 
-    void emit_text(Reply& r, const std::string& text) {
-        if (text.empty()) return;
+    // Text that became final: through the reasoning splitter (chat), then into the whole reply or
+    // out as a chunk. `last`: the reply ended, so the splitter lets go of what it held.
+    void emit_text(Reply& r, const std::string& text, bool last = false) {
+        server::ReasoningSplitter::Parts parts;
+        if (r.splitter) {
+            parts = r.splitter->feed(text);
+            if (last) {
+                auto rest = r.splitter->flush();
+                parts.reasoning += rest.reasoning;
+                parts.answer += rest.answer;
+            }
+        } else {
+            parts.answer = text;
+        }
+        if (parts.reasoning.empty() && parts.answer.empty()) return;
         if (!r.job.stream) {
-            r.text += text;
+            r.reasoning += parts.reasoning;
+            r.text += parts.answer;
             return;
         }
         auto it = connections.find(r.connection);
         if (it == connections.end()) return;
         Json logprobs = logprobs_of(r, r.pending);
         r.pending.clear();
-        send_event(it->second,
-                   chunk(r, r.job.chat ? Json::object().set("content", text) : Json(text), Json(), std::move(logprobs)));
+        Json piece;
+        if (r.job.chat) {
+            piece = Json::object();
+            if (!parts.reasoning.empty()) piece.set("reasoning_content", parts.reasoning);
+            if (!parts.answer.empty()) piece.set("content", parts.answer);
+        } else {
+            piece = Json(parts.answer);
+        }
+        send_event(it->second, chunk(r, std::move(piece), Json(), std::move(logprobs)));
     }
 
     void on_token(RequestId id, int32_t token) {
@@ -418,7 +442,7 @@ struct ApiServer::Impl {
         r.last_token = now;
         ++r.completion_tokens;
         const auto result = r.stops->feed(r.detokenizer->push(token));
-        emit_text(r, result.text);
+        emit_text(r, result.text, result.stopped);  // a stop ends the reply: nothing stays held
         if (result.stopped) {
             complete(id, r, "stop");
             scheduler.cancel(id);  // frees its sequence before the next step
@@ -431,8 +455,7 @@ struct ApiServer::Impl {
         Reply& r = it->second;
         if (!r.finished) {
             auto tail = r.stops->feed(r.detokenizer->flush());
-            emit_text(r, tail.text);
-            if (!tail.stopped) emit_text(r, r.stops->flush());
+            emit_text(r, tail.stopped ? tail.text : tail.text + r.stops->flush(), true);
             complete(id, r, tail.stopped ? "stop" : server::finish_reason(reason));
         }
         replies.erase(it);
@@ -458,8 +481,13 @@ struct ApiServer::Impl {
             if (!r.keep_alive) c.close_after = true;
         } else {
             Json choice = Json::object().set("index", 0);
-            if (r.job.chat) choice.set("message", Json::object().set("role", "assistant").set("content", r.text));
-            else choice.set("text", r.text);
+            if (r.job.chat) {
+                Json message = Json::object().set("role", "assistant").set("content", r.text);
+                if (!r.reasoning.empty()) message.set("reasoning_content", r.reasoning);
+                choice.set("message", std::move(message));
+            } else {
+                choice.set("text", r.text);
+            }
             choice.set("logprobs", logprobs_of(r, r.samples));
             choice.set("finish_reason", finish);
             Json body = Json::object()

@@ -196,6 +196,14 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
     }
     const ChatTemplate& tmpl = engine.chat_template();
     job.prompt = tmpl.render(engine.tokenizer(), messages, true).tokens;
+    job.split_reasoning = true;
+    if (const Json* rf = member(body, "reasoning_format")) {
+        if (!rf->is_string() || (rf->as_string() != "none" && rf->as_string() != "deepseek"))
+            throw ApiError(400, "reasoning_format must be \"deepseek\" (reasoning_content apart) or \"none\"",
+                           "reasoning_format");
+        job.split_reasoning = rf->as_string() != "none";
+    }
+    job.opens_in_reasoning = tmpl.format() == ChatFormat::DeepSeekR1;
     job.stop_tokens = tmpl.stop_tokens(engine.tokenizer());
     // A base model (no chat template) continues the conversation's text: its reply goes on from the
     // last message (keeping the space in front of its first word), unless there is no text yet.
@@ -230,6 +238,72 @@ CompletionJob completion_job(const Json& body, const Engine& engine) {
     job.text_start = tok.decode(job.prompt).empty();  // from BOS alone the reply starts the text
     check_fits(job, engine);
     return job;
+}
+
+namespace {
+constexpr std::string_view kOpen = "<think>", kClose = "</think>";
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+// Length of the longest end of `text` that is a proper start of `tag`.
+size_t partial_tag(std::string_view text, std::string_view tag) {
+    for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
+        if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
+    return 0;
+}
+}  // namespace
+
+ReasoningSplitter::ReasoningSplitter(bool opens_in_reasoning)
+    : state_(opens_in_reasoning ? State::Reasoning : State::Start) {}
+
+ReasoningSplitter::Parts ReasoningSplitter::feed(std::string_view text) {
+    held_ += text;
+    Parts out;
+    while (true) {
+        if (state_ == State::Start) {
+            // Leading whitespace, then "<think>" or anything else (then there is no reasoning).
+            size_t i = 0;
+            while (i < held_.size() && is_space(held_[i])) ++i;
+            const std::string_view rest = std::string_view(held_).substr(i);
+            if (rest.size() < kOpen.size() && kOpen.substr(0, rest.size()) == rest) return out;  // undecided
+            if (rest.substr(0, kOpen.size()) == kOpen) {
+                held_.erase(0, i + kOpen.size());
+                state_ = State::Reasoning;
+            } else {
+                state_ = State::Answer;
+            }
+            continue;
+        }
+        if (state_ == State::Reasoning) {
+            const size_t close = held_.find(kClose);
+            if (close == std::string::npos) {
+                const size_t keep = partial_tag(held_, kClose);
+                out.reasoning += held_.substr(0, held_.size() - keep);
+                held_.erase(0, held_.size() - keep);
+                return out;
+            }
+            out.reasoning += held_.substr(0, close);
+            held_.erase(0, close + kClose.size());
+            state_ = State::AnswerStart;
+            continue;
+        }
+        if (state_ == State::AnswerStart) {
+            size_t i = 0;
+            while (i < held_.size() && is_space(held_[i])) ++i;
+            held_.erase(0, i);
+            if (held_.empty()) return out;
+            state_ = State::Answer;
+        }
+        out.answer += held_;
+        held_.clear();
+        return out;
+    }
+}
+
+ReasoningSplitter::Parts ReasoningSplitter::flush() {
+    Parts out;
+    if (state_ == State::Reasoning) out.reasoning = std::move(held_);  // cut off while reasoning
+    else if (state_ != State::AnswerStart) out.answer = std::move(held_);
+    held_.clear();
+    return out;
 }
 
 }  // namespace lantern::server

@@ -8,7 +8,8 @@
 //   max_tokens / max_completion_tokens, temperature, top_p, seed, stop (string or array),
 //   presence_penalty, frequency_penalty, stream, stream_options.include_usage, n (1 only),
 //   logprobs + top_logprobs (chat: true and 0-20; completions: 0-20 top tokens)
-//   and llama.cpp's extensions top_k, min_p, repeat_penalty, repeat_last_n, ignore_eos.
+//   and llama.cpp's extensions top_k, min_p, repeat_penalty, repeat_last_n, ignore_eos,
+//   reasoning_format ("none" keeps a reasoning model's "<think>" section in content).
 // A token's logprob is the natural log of the probability the sampler drew it with: after the
 // penalties, at the request's temperature, renormalised over the tokens top_k/top_p/min_p kept —
 // and for greedy requests (temperature 0) the model's own softmax of the penalised logits at
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lantern/sampling.h"
@@ -48,6 +50,9 @@ struct CompletionJob {
     std::vector<int32_t> stop_tokens;  // end of reply: EOS, the format's end-of-turn
     bool stream = false, include_usage = false;
     bool logprobs = false;       // report each token's logprob (and settings.n_probs alternatives)
+    // Chat: split "<think>" reasoning from the answer (ReasoningSplitter; the request's
+    // "reasoning_format": "none" keeps the raw text), and whether the prompt already opened it.
+    bool split_reasoning = false, opens_in_reasoning = false;
     // Whether the reply begins a text (chat: the leading dummy-prefix space is dropped) or continues
     // the prompt's (completions keep it: "Once upon a time" + " there").
     bool text_start = true;
@@ -61,5 +66,26 @@ CompletionJob completion_job(const Json& body, const Engine& engine);
 // "stop" (end of turn or a stop string) or "length" (max_tokens, or the context is full), from
 // the scheduler's reason.
 const char* finish_reason(const std::string& scheduler_reason);
+
+// The reply of a model that reasons before it answers (DeepSeek-R1 and its distilled Llama models:
+// "<think>...</think>" and then the answer), split as it streams into the reasoning (OpenAI
+// clients read it as DeepSeek's API sends it: message.reasoning_content, delta.reasoning_content)
+// and the answer (content, without the blank lines after "</think>"). Text that could be the start
+// of a tag is held back until it is known not to be.
+class ReasoningSplitter {
+public:
+    // `opens_in_reasoning`: the prompt ended with "<think>" (ChatFormat::DeepSeekR1), so the
+    // reply starts inside the reasoning; otherwise a reply that starts with "<think>" opens it.
+    explicit ReasoningSplitter(bool opens_in_reasoning);
+    struct Parts {
+        std::string reasoning, answer;
+    };
+    Parts feed(std::string_view text);
+    Parts flush();  // the end of the reply: whatever was held back
+
+private:
+    enum class State { Start, Reasoning, AnswerStart, Answer } state_;
+    std::string held_;
+};
 
 }  // namespace lantern::server
