@@ -4,6 +4,8 @@
 //   lantern-server --model M.gguf --port 8080
 //   curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json'
 //        -d '{"messages": [{"role": "user", "content": "Hello"}], "stream": true}'
+#include <arpa/inet.h>
+
 #include <charconv>
 #include <csignal>
 #include <cstdio>
@@ -81,6 +83,9 @@ int main(int argc, char** argv) {
     }
     if (model.empty()) usage_error("--model is required");
     if (so.parallel == 0 || so.parallel > 64) usage_error("--parallel must be between 1 and 64");
+    in_addr probe{};
+    if (inet_pton(AF_INET, so.host.c_str(), &probe) != 1)  // before the model loads, not after
+        usage_error("--host needs an IPv4 address such as 127.0.0.1, got \"" + so.host + "\"");
     try {
         EngineOptions eo;
         eo.device_selector = device;

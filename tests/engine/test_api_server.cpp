@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <QFile>
+#include <QProcess>
+#include <QRegularExpression>
 #include <QJsonArray>
 #include <QTest>
 #include <cmath>
@@ -427,6 +429,74 @@ private slots:
         QCOMPARE(value(m.body, "engine_step_decode_tokens_total"), 6.0);
         QCOMPARE(value(m.body, "kv_blocks_used"), 0.0);
         QCOMPARE(value(m.body, "kv_blocks_total"), double(engine_->kv_stats().total_blocks));
+    }
+
+    void connections_past_the_limit_are_turned_away() {
+        ServerOptions o;
+        o.max_connections = 2;
+        RunningServer s(*engine_, o);
+        // Two idle connections take the slots; a third is answered 503 and closed.
+        const int a = connect_to(s.port()), b = connect_to(s.port());
+        const Response third = call(s.port(), request("GET", "/health"));
+        QCOMPARE(third.status, 503);
+        QCOMPARE(third.json().find("error")->find("code")->as_string(), std::string("too_many_connections"));
+        ::close(a);
+        ::close(b);
+        // Once they leave, requests are served again.
+        QTRY_COMPARE_WITH_TIMEOUT(call(s.port(), request("GET", "/health")).status, 200, 5000);
+    }
+
+    void the_lantern_server_tool_serves_until_told_to_stop() {
+        QProcess p;
+        p.start(LANTERN_SERVER_PATH, {"--model", QString::fromStdString(test::shared_path("models/stories260K.gguf")),
+                                      "--port", "0", "--ctx", "256", "--parallel", "2"});
+        QVERIFY(p.waitForStarted());
+        // It says where it listens once the model is loaded and its kernels are compiled.
+        QString err;
+        const QRegularExpression listening(QStringLiteral("listening on http://127\\.0\\.0\\.1:(\\d+)/v1"));
+        QRegularExpressionMatch m;
+        QVERIFY(QTest::qWaitFor([&] {
+            p.waitForReadyRead(100);
+            err += QString::fromUtf8(p.readAllStandardError());
+            m = listening.match(err);
+            return m.hasMatch() || p.state() == QProcess::NotRunning;
+        }, 120000));
+        QVERIFY2(m.hasMatch(), qPrintable(err));
+        QVERIFY2(err.contains(QStringLiteral("context 256 x 2 replies")), qPrintable(err));
+        const auto port = static_cast<uint16_t>(m.captured(1).toUInt());
+        const Response r = post(port, "/v1/completions", R"({"prompt": [1], "max_tokens": 10, "temperature": 0})");
+        QCOMPARE(r.status, 200);
+        QVERIFY(test::stories_reference()["greedy_from_bos_text"].toString().startsWith(qs(reply_text(r))));
+        // SIGTERM (Ctrl+C is SIGINT, the same handler): it stops cleanly.
+        p.terminate();
+        QVERIFY(p.waitForFinished(30000));
+        err += QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 0);
+        QVERIFY2(err.contains(QStringLiteral("[lantern-server] stopped")), qPrintable(err));
+        // A request line per request in its log, and (run under ctest's LANTERN_VALIDATION=1) no
+        // validation message.
+        QVERIFY2(err.contains(QStringLiteral("POST /v1/completions")), qPrintable(err));
+        QVERIFY2(!err.contains(QStringLiteral("vulkan: ")), qPrintable(err));
+    }
+
+    void the_lantern_server_tool_explains_bad_starts() {
+        const auto run = [](const QStringList& args) {
+            QProcess p;
+            p.start(LANTERN_SERVER_PATH, args);
+            p.waitForFinished(60000);
+            return std::make_pair(p.exitCode(), QString::fromUtf8(p.readAllStandardError()));
+        };
+        auto [code, err] = run({"--parallel", "0", "--model", "x.gguf"});
+        QCOMPARE(code, 2);
+        QVERIFY2(err.contains(QStringLiteral("--parallel must be between 1 and 64")), qPrintable(err));
+        std::tie(code, err) = run({"--model", "/nonexistent/model.gguf"});
+        QCOMPARE(code, 1);
+        QVERIFY2(err.contains(QStringLiteral("cannot open /nonexistent/model.gguf")), qPrintable(err));
+        std::tie(code, err) = run({"--model", QString::fromStdString(test::shared_path("models/stories260K.gguf")), "--host",
+                                   "localhost"});
+        QCOMPARE(code, 2);
+        QVERIFY2(err.contains(QStringLiteral("--host needs an IPv4 address such as 127.0.0.1")), qPrintable(err));
     }
 
     void a_busy_port_is_a_clear_error() {

@@ -36,6 +36,7 @@ struct ServerOptions {
     uint32_t parallel = 4;           // replies generated at once (at most the engine's max_sequences)
     uint32_t step_tokens = 256;      // tokens per engine step (at most the engine's max_step_tokens)
     size_t max_body_bytes = 8u << 20;
+    size_t max_connections = 256;  // open at once; more are answered 503 and closed
     std::function<void(const std::string&)> log;  // one line per request served; empty = quiet
 };
 

@@ -474,6 +474,7 @@ struct ApiServer::Impl {
                 Json u = chunk(r, Json(), Json());
                 u.set("choices", Json::array());
                 u.set("usage", usage(r));
+                u.set("timings", timings(r));
                 send_event(c, u);
             }
             c.out += server::http_chunk("data: [DONE]\n\n");
@@ -644,6 +645,21 @@ struct ApiServer::Impl {
         while (true) {
             const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (fd < 0) return;
+            if (connections.size() >= options.max_connections) {
+                // Every slot taken (idle keep-alive clients, or a flood): say so and hang up, rather
+                // than run out of file descriptors.
+                const std::string busy = server::http_response(
+                    503, "application/json",
+                    server::error_body(ApiError(503, "the server has " + std::to_string(options.max_connections) +
+                                                         " open connections; try again later",
+                                                {}, "too_many_connections", "server_error"))
+                        .dump(),
+                    {}, false);
+                [[maybe_unused]] const ssize_t n = send(fd, busy.data(), busy.size(), MSG_NOSIGNAL);
+                close(fd);
+                ++counters.errors;
+                continue;
+            }
             const int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // stream tokens as they come
             Connection c;
