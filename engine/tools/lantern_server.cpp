@@ -34,7 +34,8 @@ const char* kUsage = R"(usage: lantern-server --model FILE [options]
   --device SEL         Vulkan device index or name substring (env LANTERN_DEVICE)
   --quiet              no log line per request
 Endpoints: POST /v1/chat/completions, POST /v1/completions (add "stream": true for
-server-sent events), GET /v1/models, GET /health, GET /metrics (Prometheus).
+server-sent events), GET /v1/models, GET /health, GET /metrics (Prometheus),
+POST /tokenize, POST /detokenize.
 )";
 
 [[noreturn]] void usage_error(const std::string& msg) {

@@ -406,6 +406,29 @@ private slots:
         QVERIFY(kv.sequences.empty());
     }
 
+    void tokens_can_be_counted_and_read_back() {
+        RunningServer s(*engine_);
+        const Tokenizer& tok = engine_->tokenizer();
+        const Response t = post(s.port(), "/tokenize", R"({"content": "Once upon a time", "add_special": true})");
+        QCOMPARE(t.status, 200);
+        std::vector<int32_t> ids;
+        const Json tj = t.json();
+        for (const Json& id : tj.find("tokens")->items()) ids.push_back(static_cast<int32_t>(*id.as_integer()));
+        QCOMPARE(ids, tok.encode("Once upon a time", true));
+        // The reference's own tokens for the prompt: BOS, then the story's first four.
+        const auto ref = test::token_ids(test::stories_reference()["greedy_from_bos_tokens"].toArray());
+        QCOMPARE(ids, std::vector<int32_t>(ref.begin(), ref.begin() + 5));
+        const Response pieces = post(s.port(), "/tokenize", R"({"content": "Once", "with_pieces": true})");
+        const Json pj = pieces.json();
+        const Json& first = pj.find("tokens")->items()[0];
+        QCOMPARE(first.find("piece")->as_string(), tok.display_piece(static_cast<int32_t>(*first.find("id")->as_integer())));
+        const Response d = post(s.port(), "/detokenize", R"({"tokens": [1, 403, 407, 261, 378]})");
+        QCOMPARE(d.status, 200);
+        QCOMPARE(qs(d.json().find("content")->as_string()), QStringLiteral("Once upon a time"));
+        QCOMPARE(post(s.port(), "/detokenize", R"({"tokens": [600]})").status, 400);
+        QCOMPARE(post(s.port(), "/tokenize", R"({"text": "x"})").status, 400);
+    }
+
     void metrics_count_what_was_served() {
         RunningServer s(*engine_);
         const auto value = [](const std::string& text, const std::string& name) {

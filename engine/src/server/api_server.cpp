@@ -187,12 +187,14 @@ struct ApiServer::Impl {
         }
         ++counters.requests;
         const bool known = path == "/health" || path == "/metrics" || path == "/v1/models" || path.rfind("/v1/models/", 0) == 0 ||
-                           path == "/v1/chat/completions" || path == "/v1/completions";
+                           path == "/v1/chat/completions" || path == "/v1/completions" || path == "/tokenize" ||
+                           path == "/detokenize";
         if (!known) return send_error(c, ApiError(404, "no such endpoint: " + path, {}, "not_found"), keep_alive);
         if (path != "/health" && !options.api_key.empty() && req.header("Authorization") != "Bearer " + options.api_key)
             return send_error(c, ApiError(401, "a valid API key is needed (Authorization: Bearer <key>)", {}, "invalid_api_key"),
                               keep_alive);
-        const bool post = path == "/v1/chat/completions" || path == "/v1/completions";
+        const bool post = path == "/v1/chat/completions" || path == "/v1/completions" || path == "/tokenize" ||
+                          path == "/detokenize";
         if (req.method != (post ? "POST" : "GET")) {
             c.out += server::http_response(
                 405, "application/json",
@@ -231,6 +233,10 @@ struct ApiServer::Impl {
                 body = Json::parse(req.body);
             } catch (const server::JsonError& e) {
                 throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+            }
+            if (path == "/tokenize" || path == "/detokenize") {
+                return send_json(c, 200, path == "/tokenize" ? server::tokenize(body, engine) : server::detokenize(body, engine),
+                                 keep_alive);
             }
             server::CompletionJob job = path == "/v1/chat/completions" ? server::chat_job(body, engine)
                                                                       : server::completion_job(body, engine);

@@ -240,6 +240,35 @@ CompletionJob completion_job(const Json& body, const Engine& engine) {
     return job;
 }
 
+Json tokenize(const Json& body, const Engine& engine) {
+    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+    const Json* content = body.find("content");
+    if (!content || !content->is_string()) throw ApiError(400, "content must be a string", "content");
+    const Tokenizer& tok = engine.tokenizer();
+    const std::vector<int32_t> ids = tok.encode(content->as_string(), flag(body, "add_special") && tok.add_bos());
+    Json out = Json::array();
+    const bool pieces = flag(body, "with_pieces");
+    for (const int32_t id : ids) {
+        if (pieces) out.push(Json::object().set("id", id).set("piece", tok.display_piece(id)));
+        else out.push(id);
+    }
+    return Json::object().set("tokens", std::move(out));
+}
+
+Json detokenize(const Json& body, const Engine& engine) {
+    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+    const Json* tokens = body.find("tokens");
+    if (!tokens || !tokens->is_array()) throw ApiError(400, "tokens must be an array of token ids", "tokens");
+    const Tokenizer& tok = engine.tokenizer();
+    std::vector<int32_t> ids;
+    for (const Json& id : tokens->items()) {
+        if (!id.is_number() || !id.as_integer() || *id.as_integer() < 0 || *id.as_integer() >= tok.vocab_size())
+            throw ApiError(400, "tokens must be integers in [0, " + std::to_string(tok.vocab_size()) + ")", "tokens");
+        ids.push_back(static_cast<int32_t>(*id.as_integer()));
+    }
+    return Json::object().set("content", tok.decode(ids));
+}
+
 namespace {
 constexpr std::string_view kOpen = "<think>", kClose = "</think>";
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }

@@ -63,6 +63,13 @@ struct CompletionJob {
 CompletionJob chat_job(const Json& body, const Engine& engine);
 CompletionJob completion_job(const Json& body, const Engine& engine);
 
+// llama-server's token endpoints, for clients that count or inspect tokens:
+//   POST /tokenize {"content": TEXT, "add_special": false, "with_pieces": false}
+//        -> {"tokens": [ids]} (with_pieces: [{"id", "piece"}]; add_special: BOS as prompts get it)
+//   POST /detokenize {"tokens": [ids]} -> {"content": TEXT}
+Json tokenize(const Json& body, const Engine& engine);
+Json detokenize(const Json& body, const Engine& engine);
+
 // "stop" (end of turn or a stop string) or "length" (max_tokens, or the context is full), from
 // the scheduler's reason.
 const char* finish_reason(const std::string& scheduler_reason);
