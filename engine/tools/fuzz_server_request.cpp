@@ -1,0 +1,39 @@
+// libFuzzer target for what the API server reads from the network (build with -DLANTERN_FUZZ=ON
+// and clang, as fuzz_gguf.cpp says):
+//
+//   ninja -C build/fuzz fuzz_server_request
+//   build/fuzz/engine/tools/fuzz_server_request -max_total_time=60 -max_len=4096
+//
+// Each input is split at its first byte: the HTTP request parser gets it all, the JSON parser its
+// body (what parse_http_request found, else the bytes after the first). Any input must parse, be
+// refused with a status (HTTP), or raise JsonError (JSON), and parsed JSON must write back to text
+// that parses to the same text; anything else (a crash, a sanitizer report, a hang, another
+// exception, a round trip that differs) is a finding.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "server/http.h"
+#include "server/json.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+    lantern::server::HttpLimits limits;
+    limits.max_header_bytes = 1024;
+    limits.max_body_bytes = 4096;
+    const auto request = lantern::server::parse_http_request(bytes, limits);
+    if (request.state == lantern::server::HttpParse::State::Bad && (request.status < 400 || request.message.empty()))
+        std::abort();
+    if (request.state == lantern::server::HttpParse::State::Complete && request.consumed > size) std::abort();
+    const std::string_view body = request.state == lantern::server::HttpParse::State::Complete
+                                      ? std::string_view(request.request.body)
+                                      : bytes.substr(size > 0 ? 1 : 0);
+    try {
+        const auto json = lantern::server::Json::parse(body);
+        const std::string text = json.dump();
+        if (lantern::server::Json::parse(text).dump() != text) std::abort();
+    } catch (const lantern::server::JsonError&) {
+    }
+    return 0;
+}
