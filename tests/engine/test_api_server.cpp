@@ -19,6 +19,7 @@
 #include "lantern/server.h"
 #include "lantern/tokenizer.h"
 #include "server/json.h"
+#include "server/json_mode.h"
 #include "test_support.h"
 
 using namespace lantern;
@@ -260,6 +261,10 @@ private slots:
             << post_raw("/v1/chat/completions",
                         R"({"messages": [{"role": "user", "content": "x"}], "reasoning_format": "hidden"})")
             << 400 << R"(reasoning_format must be "deepseek" (reasoning_content apart) or "none")";
+        QTest::newRow("logit_bias id") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"512": 5}})") << 400
+                                       << R"(logit_bias: "512" is not a token id of this model (0 to 511))";
+        QTest::newRow("logit_bias value") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 101}})")
+                                          << 400 << "logit_bias values must be numbers from -100 to 100";
         QTest::newRow("logprobs > 20") << post_raw("/v1/completions", R"({"prompt": "a", "logprobs": 21})") << 400
                                        << "logprobs must be between 0 and 20";
         QTest::newRow("token id") << post_raw("/v1/completions", R"({"prompt": [1, 99999]})") << 400
@@ -404,6 +409,82 @@ private slots:
         const KvStats kv = engine_->kv_stats();
         QCOMPARE(kv.used_blocks, 0u);
         QVERIFY(kv.sequences.empty());
+    }
+
+    void json_mode_lets_every_object_through() {
+        // Valid JSON objects, tokenized as the model would write them: JSON mode allows each of their
+        // tokens in turn, and the reply is whole exactly at the end.
+        const Tokenizer& tok = engine_->tokenizer();
+        for (const char* doc : {R"({"name": "Lily", "age": 3, "toys": ["ball", "doll"], "happy": true})",
+                                "{\n  \"a\": {\"b\": [1.5e-3, -0, null]},\n  \"c\": \"\\u00e9\\n\"\n}", "{}"}) {
+            server::JsonMode mode(tok);
+            const auto ids = tok.encode(doc, false);
+            for (size_t i = 0; i < ids.size(); ++i) {
+                QVERIFY(!mode.complete());
+                std::vector<float> logits(static_cast<size_t>(tok.vocab_size()), 0.0f);
+                mode.constrain(logits);
+                QVERIFY2(std::isfinite(logits[static_cast<size_t>(ids[i])]),
+                         qPrintable(QString("token %1 (%2) of %3 was blocked").arg(i).arg(
+                             QString::fromStdString(tok.display_piece(ids[i])), QString::fromUtf8(doc))));
+                mode.accept(ids[i]);
+            }
+            QVERIFY(mode.complete());
+        }
+    }
+
+    void json_mode_replies_are_json_objects() {
+        RunningServer s(*engine_);
+        // stories260K writes stories, not JSON; constrained, its replies are objects (it rarely
+        // closes one within 60 tokens, so each reply is checked as the start of one), the same
+        // whether streamed or not.
+        for (int seed : {1, 2, 3}) {
+            const std::string fixed = R"({"messages": [{"role": "user", "content": "Lily has a red ball"}], "max_tokens": 60, )"
+                                      R"("response_format": {"type": "json_object"}, "temperature": 0.9, "seed": )" +
+                                      std::to_string(seed) + "}";
+            const Response r = post(s.port(), "/v1/chat/completions", fixed);
+            QCOMPARE(r.status, 200);
+            const std::string text = reply_text(r);
+            const size_t first = text.find_first_not_of(" \n");
+            QVERIFY2(first != std::string::npos && text[first] == '{', text.c_str());
+            server::JsonPrefix prefix;
+            QVERIFY2(prefix.feed(text), text.c_str());
+            const std::string finish = r.json().find("choices")->items()[0].find("finish_reason")->as_string();
+            if (finish == "stop") QVERIFY(server::Json::parse(text).is_object());
+            else QCOMPARE(finish, std::string("length"));
+            const Response st = post(s.port(), "/v1/chat/completions", fixed.substr(0, fixed.size() - 1) + R"(, "stream": true})");
+            QCOMPARE(qs(streamed_text(st, true)), qs(text));
+        }
+        // With "}" pushed up by logit_bias the object closes at once: the reply ends there, "stop",
+        // a whole object, and nothing after it.
+        const auto close = engine_->tokenizer().encode_fragment("}", false);
+        QCOMPARE(close.size(), size_t(1));
+        const Response closed = post(s.port(), "/v1/chat/completions",
+                                     R"({"messages": [{"role": "user", "content": "Lily"}], "max_tokens": 50, )"
+                                     R"("response_format": {"type": "json_object"}, "logit_bias": {")" +
+                                         std::to_string(close[0]) + R"(": 100}})");
+        QCOMPARE(closed.status, 200);
+        QCOMPARE(closed.json().find("choices")->items()[0].find("finish_reason")->as_string(), std::string("stop"));
+        const std::string object = reply_text(closed);
+        QVERIFY2(server::Json::parse(object).is_object() && object.back() == '}', object.c_str());
+        QVERIFY(*closed.json().find("usage")->find("completion_tokens")->as_integer() <= 3);
+        // JSON schemas are refused by name, not ignored.
+        QCOMPARE(post(s.port(), "/v1/chat/completions",
+                      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema"}})")
+                     .status,
+                 400);
+    }
+
+    void logit_bias_bans_and_favours_tokens() {
+        RunningServer s(*engine_);
+        const auto first = [&](const std::string& extra) {
+            const Response r = post(s.port(), "/v1/completions",
+                                    R"({"prompt": [1], "max_tokens": 1, "temperature": 0, "logprobs": 0)" + extra + "}");
+            return r.json().find("choices")->items()[0].find("logprobs")->find("tokens")->items()[0].as_string();
+        };
+        const Tokenizer& tok = engine_->tokenizer();
+        QCOMPARE(first(""), tok.token_text(403));  // the reference story's first token, "Once"
+        QVERIFY(first(R"(, "logit_bias": {"403": -100})") != tok.token_text(403));  // banned
+        QCOMPARE(first(R"(, "logit_bias": {"300": 100})"), tok.token_text(300));    // favoured
     }
 
     void tokens_can_be_counted_and_read_back() {

@@ -2,9 +2,13 @@
 // body may and may not be), the HTTP request parser (limits, pipelining, malformed input) and the
 // OpenAI error shape.
 #include <QTest>
+#include <cmath>
+#include <functional>
+#include <random>
 
 #include "server/http.h"
 #include "server/json.h"
+#include "server/json_mode.h"
 #include "server/openai.h"
 
 using namespace lantern::server;
@@ -186,6 +190,116 @@ private slots:
             QCOMPARE(QString::fromStdString(r), reasoning);
             QCOMPARE(QString::fromStdString(a), answer);
         }
+    }
+
+    void json_mode_accepts_exactly_the_prefixes_of_objects_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<bool>("object");  // a whole JSON object (with up to one space around)
+        QTest::newRow("empty object") << "{}" << true;
+        QTest::newRow("nested") << R"({"a": [1, -2.5e+3, 0, true, null, {"b": "x\n\u00e9"}], "c": {}})" << true;
+        QTest::newRow("pretty") << "{\n  \"k\": [\n    1,\n    2\n  ]\n}" << true;
+        QTest::newRow("leading space") << " {\"a\":false}" << true;
+        QTest::newRow("array at top") << "[1]" << false;
+        QTest::newRow("number at top") << "12" << false;
+        QTest::newRow("leading zero") << R"({"a": 01})" << false;
+        QTest::newRow("bare key") << "{a: 1}" << false;
+        QTest::newRow("trailing comma") << R"({"a": 1,})" << false;
+        QTest::newRow("missing colon") << R"({"a" 1})" << false;
+        QTest::newRow("bad escape") << R"({"a": "\x"})" << false;
+        QTest::newRow("short unicode escape") << R"({"a": "\u12"})" << false;
+        QTest::newRow("control character") << "{\"a\": \"\t\"}" << false;
+        QTest::newRow("two objects") << "{}{}" << false;
+        QTest::newRow("blank lines") << "{\n\n}" << false;  // rationed whitespace
+        QTest::newRow("wide indent") << "{\n" + QString(21, ' ') + "\"a\": 1}" << false;
+        QTest::newRow("literal typo") << R"({"a": nul})" << false;
+        QTest::newRow("exponent without digits") << R"({"a": 1e})" << false;
+    }
+    void json_mode_accepts_exactly_the_prefixes_of_objects() {
+        QFETCH(QString, text);
+        QFETCH(bool, object);
+        const std::string t = text.toStdString();
+        // The strict parser agrees on whole texts (where rationed whitespace is not the point).
+        const QString tag = QString::fromLatin1(QTest::currentDataTag());
+        if (tag != "blank lines" && tag != "wide indent") {
+            bool parses = false;
+            try {
+                parses = Json::parse(t).is_object();
+            } catch (const JsonError&) {
+            }
+            QCOMPARE(parses, object);
+        }
+        // An object's every prefix is accepted, byte by byte, and only the whole is complete.
+        JsonPrefix p;
+        bool ok = true;
+        for (size_t i = 0; i < t.size() && ok; ++i) {
+            QVERIFY(!p.complete() || object == false);
+            ok = p.feed(t.substr(i, 1));
+        }
+        QCOMPARE(ok && p.complete(), object);
+        if (object) QVERIFY(ok);
+    }
+
+    void json_mode_agrees_with_the_parser_on_random_text() {
+        // Short texts over JSON's own characters: complete exactly when the strict parser reads an
+        // object (no whitespace in the alphabet, so the rationing plays no part).
+        const std::string alphabet = "{}[]:,\"a10-.e+tfnul\\";
+        std::mt19937 rng(7);
+        int objects = 0;
+        for (int n = 0; n < 200000; ++n) {
+            std::string t;
+            const size_t len = 2 + rng() % 11;
+            for (size_t i = 0; i < len; ++i) t += alphabet[rng() % alphabet.size()];
+            if (n % 3 == 0) t = "{\"" + t;  // many more texts that start like an object
+            JsonPrefix p;
+            const bool complete = p.feed(t) && p.complete();
+            bool parses = false;
+            try {
+                parses = Json::parse(t).is_object();
+            } catch (const JsonError&) {
+            }
+            if (complete != parses) QFAIL(qPrintable(QString::fromStdString("disagree on " + t)));
+            objects += parses ? 1 : 0;
+        }
+        QVERIFY2(objects > 10, qPrintable(QString::number(objects)));
+
+        // Random objects written by the JSON writer, half of them with one character changed.
+        std::function<Json(int)> value = [&](int depth) -> Json {
+            switch (rng() % (depth > 2 ? 4 : 6)) {
+                case 0: return Json(static_cast<int64_t>(rng() % 2000) - 1000);
+                case 1: return Json(std::ldexp(static_cast<double>(rng() % 100000), -static_cast<int>(rng() % 40)));
+                case 2: return Json(std::string(rng() % 4, "ab\"\\\n"[rng() % 5]));
+                case 3: return rng() % 2 ? Json(rng() % 2 == 0) : Json();
+                case 4: {
+                    Json a = Json::array();
+                    for (int i = static_cast<int>(rng() % 4); i > 0; --i) a.push(value(depth + 1));
+                    return a;
+                }
+                default: {
+                    Json o = Json::object();
+                    for (int i = static_cast<int>(rng() % 4); i > 0; --i) o.set(std::string(1, 'a' + rng() % 3), value(depth + 1));
+                    return o;
+                }
+            }
+        };
+        int whole = 0;
+        for (int n = 0; n < 20000; ++n) {
+            Json o = Json::object();
+            for (int i = static_cast<int>(rng() % 4); i > 0; --i) o.set(std::string(1, 'k' + rng() % 3), value(1));
+            std::string t = o.dump();
+            if (n % 2) t[rng() % t.size()] = alphabet[rng() % alphabet.size()];
+            JsonPrefix p;
+            const bool complete = p.feed(t) && p.complete();
+            bool parses = false;
+            try {
+                parses = Json::parse(t).is_object();
+            } catch (const JsonError& e) {
+                // Grammatical, but past a double's range (1e400): a range check, not a grammar one.
+                parses = std::string(e.what()).find("number out of range") != std::string::npos && complete;
+            }
+            if (complete != parses) QFAIL(qPrintable(QString::fromStdString("disagree on " + t)));
+            whole += parses ? 1 : 0;
+        }
+        QVERIFY2(whole > 10000, qPrintable(QString::number(whole)));
     }
 
     void errors_have_openais_shape() {

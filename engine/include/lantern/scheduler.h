@@ -30,6 +30,9 @@ struct GenerationRequest {
     // token's probability and, when settings.n_probs > 0, the most likely candidates (before
     // on_token, on the same thread).
     std::function<void(RequestId, const Sample&)> on_sample;
+    // Called before each token is sampled, with that position's logits to change: a constraint
+    // sets the logits of tokens that may not come next to -infinity (the API server's JSON mode).
+    std::function<void(RequestId, std::vector<float>& logits)> constrain_logits;
     // Called once when the generation gets its sequence, with how many prompt tokens came from the
     // KV prefix cache (computed by an earlier request) rather than being computed again.
     std::function<void(RequestId, uint32_t cached_tokens)> on_admitted;

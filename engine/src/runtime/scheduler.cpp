@@ -39,8 +39,16 @@ struct Scheduler::Impl {
     }
 
     // Samples from `logits`; returns false when the generation ended.
+    std::vector<float> constrained;  // scratch: logits with a request's constraint applied
+
     bool accept(Generation& g, const std::vector<float>& logits) {
-        Sample s = g.sampler->sample(logits, g.req.settings, g.history);
+        const std::vector<float>* use = &logits;
+        if (g.req.constrain_logits) {
+            constrained = logits;
+            g.req.constrain_logits(g.id, constrained);
+            use = &constrained;
+        }
+        Sample s = g.sampler->sample(*use, g.req.settings, g.history);
         if (std::find(g.req.stop_tokens.begin(), g.req.stop_tokens.end(), s.token) != g.req.stop_tokens.end()) {
             finish(g, "eos");
             return false;

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -29,6 +30,7 @@
 #include "lantern/tokenizer.h"
 #include "server/http.h"
 #include "server/json.h"
+#include "server/json_mode.h"
 #include "server/openai.h"
 
 namespace lantern {
@@ -74,6 +76,7 @@ struct ApiServer::Impl {
         std::optional<StreamingDetokenizer> detokenizer;
         std::optional<StopStringMatcher> stops;
         std::optional<server::ReasoningSplitter> splitter;  // chat: reasoning apart from the answer
+        std::optional<server::JsonMode> json_mode;         // response_format json_object
         std::string text;       // whole responses: the reply (the answer) so far
         std::string reasoning;  // whole responses: the reasoning so far
         std::vector<Sample> samples;  // logprobs requested: every token's sample (whole responses)
@@ -257,7 +260,8 @@ struct ApiServer::Impl {
         r.submitted = Clock::now();
         r.detokenizer.emplace(engine.tokenizer(), job.text_start);
         r.stops.emplace(job.settings.stop);
-        if (job.chat && job.split_reasoning) r.splitter.emplace(job.opens_in_reasoning);
+        if (job.chat && job.split_reasoning && !job.json_mode) r.splitter.emplace(job.opens_in_reasoning);
+        if (job.json_mode) r.json_mode.emplace(engine.tokenizer());
 
         GenerationRequest g;
         g.prompt = job.prompt;
@@ -271,6 +275,15 @@ struct ApiServer::Impl {
                 auto it = replies.find(id);
                 if (it == replies.end() || it->second.finished) return;
                 (it->second.job.stream ? it->second.pending : it->second.samples).push_back(sample);
+            };
+        if (job.json_mode || !job.logit_bias.empty())
+            g.constrain_logits = [this](RequestId id, std::vector<float>& logits) {
+                auto it = replies.find(id);
+                if (it == replies.end()) return;
+                for (const auto& [token, bias] : it->second.job.logit_bias)
+                    logits[static_cast<size_t>(token)] =
+                        bias <= -100 ? -std::numeric_limits<float>::infinity() : logits[static_cast<size_t>(token)] + bias;
+                if (it->second.json_mode) it->second.json_mode->constrain(logits);
             };
         g.on_admitted = [this](RequestId id, uint32_t cached) {
             if (auto it = replies.find(id); it != replies.end()) it->second.cached_tokens = cached;
@@ -447,7 +460,13 @@ struct ApiServer::Impl {
         if (r.completion_tokens == 0) r.first_token = now;
         r.last_token = now;
         ++r.completion_tokens;
-        const auto result = r.stops->feed(r.detokenizer->push(token));
+        const bool object_closed = r.json_mode && r.json_mode->accept(token);
+        auto result = r.stops->feed(r.detokenizer->push(token));
+        if (object_closed && !result.stopped) {  // JSON mode: the object is whole, so is the reply
+            const auto tail = r.stops->feed(r.detokenizer->flush());
+            result.text += tail.stopped ? tail.text : tail.text + r.stops->flush();
+            result.stopped = true;
+        }
         emit_text(r, result.text, result.stopped);  // a stop ends the reply: nothing stays held
         if (result.stopped) {
             complete(id, r, "stop");

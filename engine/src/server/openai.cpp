@@ -1,5 +1,6 @@
 #include "server/openai.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -66,16 +67,24 @@ void refuse_unsupported(const Json& body) {
         if (const Json* v = member(body, key); v && !(v->is_array() && v->items().empty()) &&
                                                !(v->is_string() && v->as_string() == "none"))
             throw ApiError(400, std::string(key) + ": tool calling is not supported by this server", key);
-    if (const Json* rf = member(body, "response_format")) {
-        const Json* type = rf->is_object() ? rf->find("type") : nullptr;
-        if (!type || !type->is_string() || type->as_string() != "text")
-            throw ApiError(400, "response_format: only {\"type\": \"text\"} is supported", "response_format");
-    }
+}
+
+// response_format: {"type": "text"} (the default) or {"type": "json_object"} (JSON mode).
+bool json_mode_of(const Json& body) {
+    const Json* rf = member(body, "response_format");
+    if (!rf) return false;
+    const Json* type = rf->is_object() ? rf->find("type") : nullptr;
+    if (type && type->is_string() && type->as_string() == "text") return false;
+    if (type && type->is_string() && type->as_string() == "json_object") return true;
+    throw ApiError(400,
+                   "response_format: {\"type\": \"text\"} or {\"type\": \"json_object\"} (JSON schemas are not "
+                   "supported)",
+                   "response_format");
 }
 
 // The sampling fields shared by both endpoints. Fields a client leaves out keep Lantern's
 // defaults (llama.cpp's: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05).
-void read_common(const Json& body, CompletionJob& job) {
+void read_common(const Json& body, CompletionJob& job, int32_t vocab_size) {
     if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
     refuse_unsupported(body);
     SamplingSettings& s = job.settings;
@@ -123,6 +132,21 @@ void read_common(const Json& body, CompletionJob& job) {
         job.logprobs = true;
         s.n_probs = static_cast<int32_t>(*v);
     }
+    job.json_mode = json_mode_of(body);
+    if (const Json* bias = member(body, "logit_bias")) {
+        if (!bias->is_object()) throw ApiError(400, "logit_bias must map token ids to numbers", "logit_bias");
+        for (const auto& [key, value] : bias->members()) {
+            int64_t id = -1;
+            const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+            if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id >= vocab_size)
+                throw ApiError(400, "logit_bias: \"" + key + "\" is not a token id of this model (0 to " +
+                                        std::to_string(vocab_size - 1) + ")",
+                               "logit_bias");
+            if (!value.is_number() || value.as_number() < -100 || value.as_number() > 100)
+                throw ApiError(400, "logit_bias values must be numbers from -100 to 100", "logit_bias");
+            job.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(value.as_number()));
+        }
+    }
     job.stream = flag(body, "stream");
     if (const Json* opts = member(body, "stream_options")) {
         if (!opts->is_object()) throw ApiError(400, "stream_options must be an object", "stream_options");
@@ -169,7 +193,7 @@ std::string message_text(const Json& content, size_t index) {
 CompletionJob chat_job(const Json& body, const Engine& engine) {
     CompletionJob job;
     job.chat = true;
-    read_common(body, job);
+    read_common(body, job, engine.tokenizer().vocab_size());
     const Json* msgs = body.find("messages");
     if (!msgs || !msgs->is_array() || msgs->items().empty())
         throw ApiError(400, "messages must be a non-empty array", "messages");
@@ -215,7 +239,7 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
 CompletionJob completion_job(const Json& body, const Engine& engine) {
     CompletionJob job;
     job.chat = false;
-    read_common(body, job);
+    read_common(body, job, engine.tokenizer().vocab_size());
     const Tokenizer& tok = engine.tokenizer();
     const Json* prompt = body.find("prompt");
     if (prompt && prompt->is_array() && prompt->items().size() == 1 && prompt->items()[0].is_string())

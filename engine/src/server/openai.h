@@ -7,20 +7,23 @@
 //   prompt (completions: a string, a one-string array, or token ids)
 //   max_tokens / max_completion_tokens, temperature, top_p, seed, stop (string or array),
 //   presence_penalty, frequency_penalty, stream, stream_options.include_usage, n (1 only),
-//   logprobs + top_logprobs (chat: true and 0-20; completions: 0-20 top tokens)
+//   logprobs + top_logprobs (chat: true and 0-20; completions: 0-20 top tokens),
+//   logit_bias ({"token id": -100..100}; -100 bans the token)
 //   and llama.cpp's extensions top_k, min_p, repeat_penalty, repeat_last_n, ignore_eos,
 //   reasoning_format ("none" keeps a reasoning model's "<think>" section in content).
 // A token's logprob is the natural log of the probability the sampler drew it with: after the
 // penalties, at the request's temperature, renormalised over the tokens top_k/top_p/min_p kept —
 // and for greedy requests (temperature 0) the model's own softmax of the penalised logits at
 // temperature 1. The top_logprobs are the same distribution's most likely tokens.
-// Refused with a 400 that names the field: tools, images, n > 1, response_format other than text
-// — features this server does not have, rather than answers that quietly ignore them.
+// response_format {"type": "json_object"} constrains the reply to one JSON object (json_mode.h).
+// Refused with a 400 that names the field: tools, images, n > 1, JSON schemas — features this
+// server does not have, rather than answers that quietly ignore them.
 #pragma once
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lantern/sampling.h"
@@ -53,6 +56,11 @@ struct CompletionJob {
     // Chat: split "<think>" reasoning from the answer (ReasoningSplitter; the request's
     // "reasoning_format": "none" keeps the raw text), and whether the prompt already opened it.
     bool split_reasoning = false, opens_in_reasoning = false;
+    // response_format {"type": "json_object"}: the reply is constrained to be one JSON object and
+    // ends when it closes (server/json_mode.h).
+    bool json_mode = false;
+    // logit_bias: added to those tokens' logits before sampling (-100 bans a token).
+    std::vector<std::pair<int32_t, float>> logit_bias;
     // Whether the reply begins a text (chat: the leading dummy-prefix space is dropped) or continues
     // the prompt's (completions keep it: "Once upon a time" + " there").
     bool text_start = true;
