@@ -15,11 +15,11 @@
 // (ops::DecodeLayerOp); the op code is the separate kernels' own (matmul_rows.glsl,
 // attention_heads.glsl), run once per op "item" — what a workgroup of the separate kernel did.
 // Each matmul has its own weight type (specialization constants TYPE_*), so the layers of a file
-// that mixes types (Q4_K_M: Q6_K attn_v and ffn_down beside Q4_K) are fused too. A step of 2-3
+// that mixes types (Q4_K_M: Q6_K attn_v and ffn_down beside Q4_K) are fused too. A step of 2-4
 // tokens (sequences decoding together: the API server's clients) runs a variant with that many
 // tokens per lane (TOKENS_PER_LANE), so each weight is read and unpacked once for all of them:
-// 110M Q8_0 with 2 and 3 sequences, 76 -> 87 and 79 -> 102 tok/s in all (one token per lane read
-// the layer's weights once per token).
+// 110M Q8_0 with 2, 3 and 4 sequences, 76 -> 87, 79 -> 102 and 67-71 -> 117-124 tok/s in all (one
+// token per lane read the layer's weights once per token; four ran the separate kernels).
 //
 // Ops follow each other through counters in `sync`, not barriers: a workgroup claims the op's
 // items one at a time, and before the next op waits until every claimed item is finished. Vulkan
@@ -63,7 +63,7 @@ layout(constant_id = 13) const uint TYPE_GU = 8;
 layout(constant_id = 14) const uint TYPE_DOWN = 8;
 // Tokens per lane: each lane's rows are computed for LT tokens at once, so a step of several
 // tokens (sequences decoding together) reads and unpacks each weight once, not once per token.
-// The host builds the variant a step needs (1 for one token, else the step's count, at most 3).
+// The host builds the variant a step needs (1 for one token, else the step's count, at most 4).
 layout(constant_id = 15) const uint TOKENS_PER_LANE = 1;
 const bool LANE_PER_ROW = true, LANE_PER_TOKEN = false;
 const uint LT = TOKENS_PER_LANE;

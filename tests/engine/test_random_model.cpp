@@ -488,7 +488,7 @@ private slots:
         QTest::addColumn<bool>("kv_f16");
         QTest::addColumn<bool>("odd");
         QTest::addColumn<uint32_t>("v_down_type");  // of attn_v and ffn_down (a layer of mixed types)
-        QTest::addColumn<bool>("nine_heads");         // 9 heads of 32: lanes own heads for 1-3 tokens
+        QTest::addColumn<bool>("nine_heads");         // 9 heads of 32: lanes own heads for 1-4 tokens
         const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
                        GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
@@ -507,7 +507,7 @@ private slots:
                 QTest::addRow("%s with %s attn_v and ffn_down, %s KV", ggml_type_name(u(t)), ggml_type_name(u(o)),
                               kv_f16 ? "F16" : "F32")
                     << u(t) << kv_f16 << false << u(o) << false;
-        // Quantized layers whose two- and three-token steps run fused (the shapes above split keys
+        // Quantized layers whose 2-4 token steps run fused (the shapes above split keys
         // for one token there): the fused layer's tokens-per-lane variants over integer weights.
         for (auto t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL})
             QTest::addRow("%s, F16 KV, nine heads", ggml_type_name(u(t))) << u(t) << true << false << u(t) << true;
@@ -550,12 +550,12 @@ private slots:
         int fused_steps = 0;
         auto lf = fused->prefill(sf, prompt);
         QCOMPARE(lf, separate->prefill(ss, prompt));
-        // Steps of two and three tokens (as for sequences decoding together, or a short prompt;
-        // the fused layer's two- and three-tokens-per-lane variants): fused too where the separate
+        // Steps of two, three and four tokens (as for sequences decoding together, or a short
+        // prompt; the fused layer's tokens-per-lane variants): fused too where the separate
         // attention kernel splits its work for them as for one — with 9 heads (two groups of 8)
-        // lanes own heads either way; with 6, one token splits keys and two or three do not, so
-        // those steps run the separate kernels.
-        for (const auto& tokens : {std::vector<int32_t>{5, 6}, std::vector<int32_t>{7, 8, 9}}) {
+        // lanes own heads either way; with 6, one token splits keys and more do not, so those
+        // steps run the separate kernels.
+        for (const auto& tokens : {std::vector<int32_t>{5, 6}, std::vector<int32_t>{7, 8, 9}, std::vector<int32_t>{10, 11, 12, 13}}) {
             StepItem a{sf, tokens, true, true}, b{ss, tokens, true, true};
             const auto ra = fused->step(std::span<const StepItem>(&a, 1));
             const auto& prof = fused->last_step_profile();  // (a fallback on a loaded machine counts)

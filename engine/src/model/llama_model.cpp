@@ -530,13 +530,14 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     // (push constants, grid sizes) and the capture and timing commands: a step like the last one
     // resubmits its recording.
     const bool reusable = !timing && capture_token < 0;
-    // Steps of 1-3 tokens run each layer as one dispatch where possible (2-3 tokens read each weight
+    // Steps of 1-4 tokens run each layer as one dispatch where possible (2-4 tokens read each weight
     // once for all of them, ops::DecodeLayerOp's tokens-per-lane variants): not while capturing
     // attention (the capture is the separate attention kernel's), and only when the separate
     // attention kernel would split the work as the fused layer was built to (it decides by the
-    // step's token count), so that both compute the same bits. From 4 tokens on the separate
-    // kernels' matmuls read the weights once per 4 tokens, which beats one dispatch per layer.
-    bool fused = fused_ok_ && T < ops::kRowLayoutTokensPerLane && capture_token < 0;
+    // step's token count), so that both compute the same bits. From 5 tokens on the separate
+    // kernels run (110M Q8_0: 5-8 sequences fused as two groups of four were no faster).
+    // 4 sequences: 67-71 -> 117-124 tok/s in all.
+    bool fused = fused_ok_ && T <= ops::kRowLayoutTokensPerLane && capture_token < 0;
     for (const auto& L : layers_)
         if (fused && L.has_fused && L.attention.lanes_own_heads(T) != L.fused.lanes_own_heads()) fused = false;
     auto run = [&](bool fused_step) {

@@ -67,10 +67,10 @@ private:
         uint32_t n_head, n_kv, n_rot, block;
         float eps, scale;
     };
-    // Variants by tokens per lane (1, 2, 3: a step of T tokens runs min(T, 3)), each built at its
+    // Variants by tokens per lane (1-4: a step of T tokens runs min(T, 4)), each built at its
     // first step: only batched decoding (several sequences) needs more than one, and lavapipe
     // compiles a kernel of this size for seconds.
-    static constexpr uint32_t kMaxTokensPerLane = 3;
+    static constexpr uint32_t kMaxTokensPerLane = 4;
     std::pair<const vk::Kernel*, VkDescriptorSet> variant(uint32_t tokens_per_lane) const;
     vk::Context* ctx_ = nullptr;
     shaders::ShaderId shader_{};

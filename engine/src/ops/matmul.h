@@ -30,8 +30,8 @@ constexpr uint32_t kCpuLanes = 8, kCpuRows = 32;
 static_assert(kCpuLanes == 8 && kCpuRows == 32, "the tiled weight layout assumes 8 lanes and 32-row bands");
 // On CPU drivers a step of up to kRowLayoutMaxTokens tokens runs the decode layout (lanes own
 // rows) — from kRowLayoutTokensPerLane tokens on with each lane holding its rows' sums for that
-// many tokens, so the weights are read once per 4 tokens (2-3 tokens: one workgroup row per
-// token; 4 slots for 2 tokens cost as much as for 4) — instead of the prefill layout, whose 32-lane workgroups cost the same
+// many tokens, so the weights are read once per 4 tokens (on lavapipe 1-4 tokens run as fused
+// layers instead, ops::DecodeLayerOp) — instead of the prefill layout, whose 32-lane workgroups cost the same
 // for 1 token as for 32 (lavapipe runs their four 8-lane subgroups one after another, each over
 // every weight). 110M Q8_0 on lavapipe, prefill tok/s: prefill layout 17.9 at 4 tokens, 102 at
 // 24; one token per workgroup row 80.7 and 123; 4 tokens per lane 184 at 8 tokens, 174 at 24
