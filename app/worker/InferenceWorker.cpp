@@ -199,6 +199,21 @@ void InferenceWorker::openApiServer() {
     apiActivity_ = {};
     emit apiServerStarted(apiServer_->port());
     apiTimer_->start(kApiIdleMs);
+    // Clients served together run batched decode steps, whose kernels the chat's warm-up does not
+    // compile: do it now, one queued step shape at a time (a request that comes meanwhile goes
+    // first), rather than inside the first concurrent replies.
+    for (uint32_t n = 2; n <= lantern::EngineOptions{}.max_sequences - 1; ++n)
+        QMetaObject::invokeMethod(
+            this,
+            [this, n, g = generation_] {
+                if (g != generation_ || !engine_ || !apiServer_) return;
+                try {
+                    engine_->warm_up_batched_decode(n);
+                } catch (const std::exception& e) {
+                    reportFailure(tr("Preparing the model's kernels"), e);
+                }
+            },
+            Qt::QueuedConnection);
 }
 
 void InferenceWorker::closeApiServer() {
