@@ -141,6 +141,13 @@ private slots:
         QVERIFY(!p.message.empty());
     }
 
+    void url_escapes_are_decoded() {
+        QCOMPARE(percent_decode("Llama%203.2%201B"), std::string("Llama 3.2 1B"));
+        QCOMPARE(percent_decode("%e4%B8%ad"), std::string("\xE4\xB8\xAD"));
+        QCOMPARE(percent_decode("100%"), std::string("100%"));  // a malformed escape stays
+        QCOMPARE(percent_decode("%zz%4"), std::string("%zz%4"));
+    }
+
     void http_responses_are_framed() {
         const std::string r = http_response(404, "application/json", "{}", {{"X-A", "b"}}, false);
         QCOMPARE(r, std::string("HTTP/1.1 404 Not Found\r\nServer: lantern\r\nContent-Type: application/json\r\nX-A: b\r\n"

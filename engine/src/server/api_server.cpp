@@ -224,9 +224,9 @@ struct ApiServer::Impl {
             return send_json(c, 200, Json::object().set("object", "list").set("data", Json::array().push(model_object())),
                              keep_alive);
         if (path.rfind("/v1/models/", 0) == 0) {
-            if (path.substr(11) != model_id(engine))
-                return send_error(c, ApiError(404, "no model named \"" + path.substr(11) + "\" is loaded", "model",
-                                              "model_not_found"),
+            const std::string name = server::percent_decode(path.substr(11));  // "Llama%203.2%201B"
+            if (name != model_id(engine))
+                return send_error(c, ApiError(404, "no model named \"" + name + "\" is loaded", "model", "model_not_found"),
                                   keep_alive);
             return send_json(c, 200, model_object(), keep_alive);
         }
@@ -247,7 +247,9 @@ struct ApiServer::Impl {
         } catch (const ApiError& e) {
             send_error(c, e, keep_alive);
         } catch (const Error& e) {
-            send_error(c, ApiError(400, e.what()), keep_alive);
+            send_error(c, ApiError(e.code() == ErrorCode::Internal ? 500 : 400, e.what()), keep_alive);
+        } catch (const std::exception& e) {  // out of memory and the like: this request fails, the server goes on
+            send_error(c, ApiError(500, std::string("the request failed: ") + e.what(), {}, {}, "server_error"), keep_alive);
         }
     }
 
@@ -649,13 +651,13 @@ struct ApiServer::Impl {
                     counters.step_prefill_tokens += st.prefill_tokens;
                     counters.step_seconds += st.ms / 1000.0;
                 }
-            } catch (const Error& e) {
+            } catch (const std::exception& e) {  // lantern::Error (a lost device, a full KV cache) or worse
                 log(std::string("engine step failed: ") + e.what());
                 fail_all(e.what());
                 while (scheduler.pending()) {
                     try {
                         scheduler.step();  // lets the cancellations finish the requests
-                    } catch (const Error&) {
+                    } catch (const std::exception&) {
                         break;
                     }
                 }

@@ -46,6 +46,10 @@ HttpParse parse_http_request(std::string_view buffer, const HttpLimits& limits =
 
 const char* http_reason(int status);  // "OK", "Bad Request", ...
 
+// A URL path segment with its %XX escapes decoded ("Llama%203.2" -> "Llama 3.2"); a malformed
+// escape stays as written.
+std::string percent_decode(std::string_view text);
+
 // A whole response. Content-Length is added; so is "Connection: close" when !keep_alive.
 std::string http_response(int status, std::string_view content_type, std::string_view body,
                           const HttpHeaders& extra = {}, bool keep_alive = true);
