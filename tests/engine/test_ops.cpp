@@ -45,7 +45,7 @@ constexpr uint32_t kSentinel = 0xDEADBEEFu;  // guard word; as a float a finite 
 // On CPU drivers 3 runs the decode layout with a workgroup row per token, 8 and 9 with four tokens
 // per lane (kRowLayoutTokensPerLane; 9: a partial last four), 30 the prefill layout with one token
 // per lane, 70 more than one workgroup of it with two tokens per lane (64), not a multiple.
-constexpr uint32_t kTokenCounts[] = {1, 3, 8, 9, 30, 70};
+constexpr uint32_t kTokenCounts[] = {1, 3, 8, 9, 30, 40, 70};  // 40: two tokens per lane, 70: four (CPU drivers)
 
 const uint32_t kTypes[] = {static_cast<uint32_t>(GgmlType::F32),  static_cast<uint32_t>(GgmlType::F16),
                            static_cast<uint32_t>(GgmlType::Q8_0), static_cast<uint32_t>(GgmlType::Q4_0),

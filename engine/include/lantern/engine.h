@@ -142,8 +142,8 @@ public:
     virtual void capture_attention(int32_t layer) = 0;
     virtual const AttentionSnapshot& last_attention() const = 0;
 
-    // Warm-up: one step of each shape a chat uses — a long prompt, a decode step, a few tokens, a
-    // short prompt, a decode step with an attention capture — on a scratch sequence that is then
+    // Warm-up: one step of each shape a chat uses — a prompt, a decode step, a few tokens, a short
+    // prompt, a decode step with an attention capture, a long prompt — on a scratch sequence that is then
     // dropped without a trace (no KV blocks, no prefix-cache entries; profile and capture settings
     // as they were). Why: drivers that compile a kernel's machine code at its first dispatch
     // (lavapipe) otherwise do it inside the user's first reply (110M Q8_0 with empty caches: 5.9 s
@@ -151,7 +151,7 @@ public:
     // costs a few steps. warm_up(i) runs shape i (0 <= i < kWarmUpShapes; the first two are what a
     // first reply needs), so a caller can let other work in between; both return the wall time
     // in milliseconds.
-    static constexpr uint32_t kWarmUpShapes = 5;
+    static constexpr uint32_t kWarmUpShapes = 6;
     virtual double warm_up(uint32_t shape) = 0;
     double warm_up() {
         double ms = 0;

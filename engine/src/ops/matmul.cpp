@@ -129,7 +129,7 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     if (lane_per_row_) {
         // kCpuRows rows per lane (decode) or per workgroup (prefill): one input fetch serves that
         // many weight rows. Prefill lanes own 2 tokens each, so one weight unpack serves both:
-        // +17-35 % over 1; 4 is no better.
+        // +17-35 % over 1; long steps 4 (PrefillFourPerLane, see record).
         group_ = decode_group_ = kCpuLanes;
         prefill_rows_ = kCpuRows;
         // Each decode workgroup walks one weight tile (see matmul_tile_rows).
@@ -163,6 +163,8 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         specs_[vec4][PrefillTwoPerLane] = prefill_spec;
         specs_[vec4][DecodeFew] = decode_spec;
         specs_[vec4][DecodeFew][6] = kRowLayoutTokensPerLane;  // CPU drivers only (see record)
+        specs_[vec4][PrefillFourPerLane] = prefill_spec;
+        specs_[vec4][PrefillFourPerLane][6] = 4;  // CPU drivers only (see record)
     }
     const uint32_t vec4 = w.cols % 4 == 0 ? 1 : 0;
     std::vector<vk::KernelSpec> now;
@@ -210,6 +212,13 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
         // kRowLayoutMaxTokens (see there), kRowLayoutTokensPerLane tokens per workgroup row.
         const bool one = s.tokens == 1 || (lane_per_row_ && s.tokens <= kRowLayoutMaxTokens);
         const bool two = s.tokens > prefill_group_ && prefill_tokens_per_lane_ > 1;
+        // Four tokens per lane unpack each weight once per four tokens: on lavapipe 1.26-1.48x the
+        // prefill rate of two where the workgroups' 128 token slots fill (pp128-pp256, 110M Q8_0 /
+        // Q6_K and TinyLlama Q8_0, interleaved A/B), but lanes past the last token compute copies:
+        // at pp64 half the slots are empty (0.68x). So four when their slots, at 1.3x the speed,
+        // cost less than two's.
+        const auto slots = [&](uint32_t per_group) { return (s.tokens + per_group - 1) / per_group * per_group; };
+        const bool four = lane_per_row_ && two && slots(prefill_group_ * 4) * 10 < slots(prefill_group_ * 2) * 13;
         uint32_t gx, gy;
         if (one) {
             uint64_t rows_per_group = decode_rows_ * (lane_per_row_ ? decode_group_ : 1);
@@ -217,10 +226,11 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
             gy = s.tokens;
         } else {
             gx = static_cast<uint32_t>((part.rows + prefill_rows_ - 1) / prefill_rows_);
-            uint32_t tokens_per_group = lane_per_row_ ? prefill_group_ * (two ? prefill_tokens_per_lane_ : 1) : kTokensPerGroup;
+            uint32_t tokens_per_group =
+                lane_per_row_ ? prefill_group_ * (four ? 4 : two ? prefill_tokens_per_lane_ : 1) : kTokensPerGroup;
             gy = (s.tokens + tokens_per_group - 1) / tokens_per_group;
         }
-        Variant v = one ? Decode : two ? PrefillTwoPerLane : PrefillOnePerLane;
+        Variant v = one ? Decode : four ? PrefillFourPerLane : two ? PrefillTwoPerLane : PrefillOnePerLane;
         if (one && s.tokens >= kRowLayoutTokensPerLane) {  // CPU drivers: the lanes' rows for several tokens each
             v = DecodeFew;
             gy = (s.tokens + kRowLayoutTokensPerLane - 1) / kRowLayoutTokensPerLane;

@@ -91,7 +91,9 @@ private:
     // The construction makes the decode and prefill variants that K's alignment predicts, in
     // parallel; any other is made on first use (record): each lavapipe pipeline costs 50-130 ms
     // of every model load, cold or warm, and the other half is almost never used.
-    enum Variant : uint32_t { Decode, PrefillOnePerLane, PrefillTwoPerLane, DecodeFew, Variants };
+    // PrefillFourPerLane (CPU drivers): four tokens per lane for long steps, where a workgroup's 128
+    // token slots fill (PrefillFourPerLane's choice: see record).
+    enum Variant : uint32_t { Decode, PrefillOnePerLane, PrefillTwoPerLane, DecodeFew, PrefillFourPerLane, Variants };
     const vk::Kernel& variant(uint32_t vec4, Variant v) const;
     mutable const vk::Kernel* kernels_[2][Variants] = {};
     std::vector<uint32_t> specs_[2][Variants];

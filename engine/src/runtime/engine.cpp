@@ -202,14 +202,15 @@ public:
     double warm_up(uint32_t shape) override {
         // Each shape runs different kernels (see MatmulOp::record and LlamaModel::forward): more
         // than 32 tokens (prefill, two tokens per lane on CPU drivers), one token (fused layers on
-        // lavapipe), 4-24 (the decode layout, four tokens per lane), 25-32 (prefill, one per lane),
-        // and one token with an attention capture (the separate decode kernels); each from
-        // position 0, shortened to the step limit and the context.
+        // lavapipe), 5-24 (the decode layout, four tokens per lane), 25-32 (prefill, one per lane),
+        // one token with an attention capture (the separate decode kernels), and a long prompt
+        // (prefill, four tokens per lane on CPU drivers); each from position 0, shortened to the
+        // step limit and the context.
         struct Shape {
             uint32_t tokens;
             int32_t capture;
         };
-        static constexpr Shape kShapes[kWarmUpShapes] = {{40, -1}, {1, -1}, {8, -1}, {28, -1}, {1, 0}};
+        static constexpr Shape kShapes[kWarmUpShapes] = {{40, -1}, {1, -1}, {8, -1}, {28, -1}, {1, 0}, {128, -1}};
         if (shape >= kWarmUpShapes)
             throw Error(ErrorCode::InvalidArgument, "warm-up shape " + std::to_string(shape) + " does not exist");
         const auto t = Clock::now();
