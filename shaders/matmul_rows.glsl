@@ -190,9 +190,9 @@ void dot_rows(uint wt, uint row0, uint rstep, uint rows, uint in_kind) {
     // So its rows share one group stride.
     const uint stride = tile.stride;
     // The band's scale texels (the tile layout in weights.glsl): a decode lane (its rows one
-    // octet apart, the band a whole tile) finds the scales of its rows 4q..4q+3 in texel q; a
-    // prefill workgroup (32 rows from a multiple of 32: one quad of octets) those of rows i, i + 8,
-    // i + 16, i + 24 in texel i. Rows past N are clamped, so a texel found through a clamped row
+    // octet apart, the band a whole tile: one lane stream) finds the scales of its rows 4q..4q+3
+    // in texel q of each group of its stream; a prefill workgroup (32 rows from a multiple of 32)
+    // those of rows i, i + 8, i + 16, i + 24 in one texel of stream i. Rows past N are clamped, so a texel found through a clamped row
     // serves only rows that are never stored.
     const uint scale_texels = LANE_PER_ROW ? rows / 4u : 8u;
     uint scale_texel[ROWS_MAX / 4u];
@@ -237,7 +237,7 @@ void dot_rows(uint wt, uint row0, uint rstep, uint rows, uint in_kind) {
                 const uint q = LANE_PER_ROW ? r / 4u : r;
                 if (LANE_PER_ROW ? r % 4u == 0u : r < 8u) {
                     scales[q] = scales4_at(scale_texel[q] + g * stride);
-                    if (mins_on) mins[q] = scales4_at(scale_texel[q] + 8u + g * stride);
+                    if (mins_on) mins[q] = scales4_at(scale_texel[q] + tile.head + g * stride);
                 }
                 d = LANE_PER_ROW ? scales[r / 4u][r % 4u] : scales[r % 8u][r / 8u];
             }

@@ -23,20 +23,24 @@
 // Layout: rows of whole groups (GPS units sharing one scale; float rows are zero-padded to whole
 // groups). tile_rows = 1: plain row-major, scales in their own array (GPUs, whose lanes split a
 // row). Otherwise (CPU drivers; tile_rows a multiple of 8) rows are stored in tiles of tile_rows
-// rows (a part's last tile may be shorter): inside a tile, group 0 of every row, then group 1 of
-// every row, and so on; within a group, the tile's rows in quads of 32 (four octets of 8; the
-// last quad may be shorter), each quad's units preceded (quantized types) by its 8 scale texels:
-// texel i holds the scales of row i of its octets 0, 1, 2, 3 (zero past the last row), and with
-// mins by 8 more texels holding the mins in the same order (mins at scale texel + 8). A decode
-// lane, which owns row i of every octet, so fetches four of its rows' scales in one texel (32
-// single-float gathers per group of a 32-row lane were 8 % of 110M Q8_0 decode on lavapipe), and
-// a prefill workgroup, which owns a quad, reads its scales and units as one run. (All of a
-// group's scales in one block, before or after its units, made reads jump: decode 0.76x with
-// them after, prefill 0.93x with them before.)
-// A workgroup walks a whole tile, group by group, so its weight reads — scales included — form
-// one sequential stream instead of one stream per row, which the CPU's prefetchers cannot follow
-// past a few dozen (110M Q8_0 LM head on lavapipe: 8.6 -> 13 GB/s), and scales in their own array
-// were a second stream that the gathers missed (GEMV over a 110 MB matrix: 8.2 -> 7.2 ms).
+// rows (a part's last tile may be shorter), and a tile is 8 lane streams: row i of the tile is row
+// i / 8 of stream i % 8 — the rows that decode lane i % 8 owns (shaders/matmul_rows.glsl) — and
+// the streams are padded with zero rows to one length. A stream holds group 0 of its rows, then
+// group 1, and so on; each group starts (quantized types) with its scale texels, texel q holding
+// the scales of the stream's rows 4q .. 4q + 3 (zero past the tile's last row), then (types
+// with mins) as many texels of mins in the same order, then the rows' units.
+// So each decode lane reads one sequential stream of its own, scales included, and the 8 loads of
+// lavapipe's texel-fetch helper (one per lane) go to 8 streams at once, the read roofline's
+// lane-contiguous pattern (110M Q8_0 decode 1.18x, prefill 0.93x, interleaved A/B against the
+// previous layout; see docs/architecture.md).
+// A prefill workgroup owns 32 rows from a multiple of 32: 4 rows of each stream, whose scales
+// are one texel per stream (texel i: rows i, i + 8, i + 16, i + 24 of the workgroup).
+// Earlier layouts, measured: the tile as one sequential stream, rows in quads of 32 (a fetch's 8
+// lanes 32 bytes apart), was this one's predecessor; rows row-major inside a band were 256
+// streams per workgroup, more than the CPU's prefetchers follow (110M Q8_0 LM head on lavapipe:
+// 8.6 -> 13 GB/s with tiles), and scales in an array of their own were a second stream that the
+// gathers missed (GEMV over a 110 MB matrix: 8.2 -> 7.2 ms); all of a group's scales in one block
+// made reads jump (decode 0.76x).
 //
 // Adding a type = its number and properties here (EPU_OF, GPS_OF, WZERO_OF, unpack family) + one
 // row in the engine's weight-format table + its variants in shaders/manifest.txt.
@@ -111,10 +115,6 @@ const uint WT = T_Q6_K;
 #define EPG EPG_OF(WT)
 #endif
 
-// Scale texels per quad of rows and group, and per group of a tile of n rows (the layout above).
-uint quad_scale_texels(uint wt) { return 8u * SPG_OF(wt); }
-uint tile_scale_texels(uint wt, uint n) { return ((n + 31u) / 32u) * quad_scale_texels(wt); }
-
 // Where a row's units and scales are: unit u of the row is unit_at(walk, u), the scale of its
 // group g is at float index walk.scale_first + g * walk.scale_stride of the scales view.
 struct RowWalk {
@@ -130,25 +130,32 @@ struct RowWalk {
 struct TileWalk {
     uint t0;      // the tile's first row
     uint n;       // its rows (tile_rows but for the last tile)
-    uint base;    // texel index of its group 0
-    uint stride;  // texels from one group of its rows to the next
+    uint base;    // texel index of its first lane stream
+    uint stride;  // texels of one group in a stream: its scale texels (and mins), then its units
+    uint lane;    // texels of one stream (every group)
+    uint head;    // scale texels per group of a stream (4 rows each); as many of mins follow them
 };
+uint stream_rows(uint n) { return (n + 7u) / 8u; }
+uint stream_head(uint wt, uint n) { return QUANT_OF(wt) ? (stream_rows(n) + 3u) / 4u : 0u; }
+uint stream_stride(uint wt, uint n) { return stream_head(wt, n) * SPG_OF(wt) + stream_rows(n) * GPS_OF(wt); }
 TileWalk tile_walk(uint wt, uint row, uint rows, uint row_units, uint tile_rows) {
-    if (tile_rows == 1u) return TileWalk(row, 1u, 0u, GPS_OF(wt));
+    if (tile_rows == 1u) return TileWalk(row, 1u, 0u, GPS_OF(wt), 0u, 0u);
     const uint t0 = row - row % tile_rows, n = min(tile_rows, rows - t0);
+    const uint groups = row_units / GPS_OF(wt);
     // Every earlier tile is whole.
-    const uint whole = tile_rows * GPS_OF(wt) + tile_scale_texels(wt, tile_rows);
-    return TileWalk(t0, n, (t0 / tile_rows) * (row_units / GPS_OF(wt)) * whole,
-                    n * GPS_OF(wt) + tile_scale_texels(wt, n));
+    const uint stride = stream_stride(wt, n);
+    return TileWalk(t0, n, (t0 / tile_rows) * 8u * groups * stream_stride(wt, tile_rows), stride, groups * stride,
+                    stream_head(wt, n));
 }
-// A row of the tile `tw` (divisions by constants only).
+// A row of the tile `tw` (divisions by constants only): row i of the tile is row i / 8 of
+// stream i % 8.
 RowWalk row_walk_in(uint wt, TileWalk tw, uint row, uint row_units, uint tile_rows) {
     if (tile_rows == 1u)
         return RowWalk(row * row_units, GPS_OF(wt), row * (row_units / GPS_OF(wt)) * SPG_OF(wt), SPG_OF(wt), 1u);
-    const uint rr = row - tw.t0;
-    const uint quad = tw.base + (rr / 32u) * (quad_scale_texels(wt) + 32u * GPS_OF(wt));  // earlier quads are whole
-    return RowWalk(quad + quad_scale_texels(wt) + (rr % 32u) * GPS_OF(wt), tw.stride,
-                   (quad + rr % 8u) * 4u + (rr / 8u) % 4u, tw.stride * 4u, 32u);
+    const uint rr = row - tw.t0, k = rr / 8u;
+    const uint stream = tw.base + (rr % 8u) * tw.lane;
+    return RowWalk(stream + tw.head * SPG_OF(wt) + k * GPS_OF(wt), tw.stride, (stream + k / 4u) * 4u + k % 4u,
+                   tw.stride * 4u, tw.head * 4u);
 }
 RowWalk row_walk(uint wt, uint row, uint rows, uint row_units, uint tile_rows) {
     return row_walk_in(wt, tile_walk(wt, row, rows, row_units, tile_rows), row, row_units, tile_rows);

@@ -379,7 +379,11 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
     if (!r.scales.empty() && w.tile_rows > 1)  // scales inline, read through a float view of the values
         rows_per_part = std::min(rows_per_part, texels / 4 / (r.row_units + scales_per_row));
     // Parts start at even rows: the RoPE and SwiGLU epilogues finish rows in pairs (2i, 2i + 1).
-    if (rows_per_part < rows) rows_per_part -= rows_per_part % 2;
+    // Tiled parts also keep room for the zero rows that pad a short last tile's lane streams.
+    if (rows_per_part < rows) {
+        if (w.tile_rows > 1 && rows_per_part > 16) rows_per_part -= 8;
+        rows_per_part -= rows_per_part % 2;
+    }
     if (rows_per_part == 0)
         throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " cannot be split for the device's binding range");
     for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_part) {

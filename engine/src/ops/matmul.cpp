@@ -135,8 +135,9 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         // Each decode workgroup walks one weight tile (see matmul_tile_rows).
         decode_rows_ = w.tile_rows / group_;
         prefill_tokens_per_lane_ = 2;
-        // A workgroup's band of rows must lie in one weight tile, and a decode lane's rows must be
-        // whole quads of the tile layout (dot_rows in shaders/matmul_rows.glsl, weights.glsl).
+        // A workgroup's band of rows must lie in one weight tile, and a decode lane's rows must
+        // fill whole scale texels of its lane stream (4 rows each; dot_rows in
+        // shaders/matmul_rows.glsl, weights.glsl).
         if (w.tile_rows == 1 || w.tile_rows % group_ != 0 || decode_rows_ > kCpuRows || decode_rows_ % 4 != 0 ||
             w.tile_rows % prefill_rows_ != 0)
             throw Error(ErrorCode::Internal, "weight tiles of " + std::to_string(w.tile_rows) +

@@ -26,7 +26,8 @@ struct MatmulShape {
 // layer (ops/decode_layer.h) uses the same.
 constexpr uint32_t kCpuLanes = 8, kCpuRows = 32;
 // The tiled weight layout (shaders/weights.glsl) is built for them: a decode lane owns row i of
-// every octet (8 rows) of its tile, a prefill workgroup one quad of octets (32 rows).
+// every octet (8 rows) of its tile, which is one lane stream of the layout; a prefill workgroup 32
+// rows from a multiple of 32.
 static_assert(kCpuLanes == 8 && kCpuRows == 32, "the tiled weight layout assumes 8 lanes and 32-row bands");
 // On CPU drivers a step of up to kRowLayoutMaxTokens tokens runs the decode layout (lanes own
 // rows) — from kRowLayoutTokensPerLane tokens on with each lane holding its rows' sums for that

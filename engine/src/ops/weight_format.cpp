@@ -844,41 +844,54 @@ Repacked repack(const WeightFormat& f, std::span<const uint8_t> src, uint64_t ro
     return r;
 }
 
+// The tiled layout's shape (shaders/weights.glsl): a tile of n rows is 8 lane streams of
+// lane_rows(n) rows each (row i of the tile is row i / 8 of stream i % 8, streams padded with zero
+// rows to the same length); a stream holds, per group, the scale texels of its rows (4 rows per
+// texel), then as many of mins (types with mins), then its rows' units.
+namespace {
+constexpr uint64_t kStreams = 8;
+uint64_t lane_rows(uint64_t n) { return (n + kStreams - 1) / kStreams; }
+uint64_t scale_texels_per_group(uint64_t n) { return (lane_rows(n) + 3) / 4; }
+}  // namespace
+
 uint64_t tiled_words(const Repacked& r, uint64_t rows, uint64_t tile_rows, uint32_t group_units) {
     const uint64_t groups = r.row_units / group_units, group_words = group_units * 4;
-    const uint64_t scale_words = 32 * r.scales_per_group;  // per quad and group: 8 texels of 4 scales (and of mins)
     uint64_t words = 0;
     for (uint64_t t0 = 0; t0 < rows; t0 += tile_rows) {
         const uint64_t n = std::min(tile_rows, rows - t0);
-        words += groups * (n * group_words + (n + 31) / 32 * scale_words);
+        const uint64_t stream_group_words = r.scales_per_group * scale_texels_per_group(n) * 4 + lane_rows(n) * group_words;
+        words += kStreams * groups * stream_group_words;
     }
     return words;
 }
 
 void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows, uint32_t group_units,
                     uint32_t* dst) {
-    if (tile_rows % 8 != 0) throw Error(ErrorCode::Internal, "weight tiles must be whole octets of rows");
+    if (tile_rows % kStreams != 0) throw Error(ErrorCode::Internal, "weight tiles must be whole octets of rows");
     const uint64_t groups = r.row_units / group_units;
     const uint64_t group_words = group_units * 4;  // uint32 words per group
     const uint64_t spg = r.scales_per_group;
-    // Per tile and group: the rows in quads of 32, each quad's units preceded (quantized types)
-    // by 8 scale texels — texel i holds the scales of row i of its octets 0..3, zero past the
-    // last row — and (types with mins) 8 texels of mins in the same order (shaders/weights.glsl,
-    // the tile layout; row_walk_in reads it back).
+    // Stream by stream, group by group: the scale texels (texel q holds the scales of the
+    // stream's rows 4q .. 4q + 3, zero past the tile's last row), the mins' texels in the same
+    // order, then the units of the stream's rows (zeros for padding rows). row_walk_in in
+    // shaders/weights.glsl reads it back.
     for (uint64_t t0 = 0; t0 < rows; t0 += tile_rows) {
-        const uint64_t n = std::min(tile_rows, rows - t0);
-        for (uint64_t g = 0; g < groups; ++g)
-            for (uint64_t q0 = 0; q0 < n; q0 += 32) {  // quads of 32 rows
+        const uint64_t n = std::min(tile_rows, rows - t0), lr = lane_rows(n), st = scale_texels_per_group(n);
+        for (uint64_t lane = 0; lane < kStreams; ++lane)
+            for (uint64_t g = 0; g < groups; ++g) {
                 for (uint64_t s = 0; s < spg; ++s)
-                    for (uint64_t i = 0; i < 8; ++i)
-                        for (uint64_t c = 0; c < 4; ++c) {
-                            const uint64_t row = q0 + c * 8 + i;  // row of the tile
-                            const float v = row < n ? r.scales[((first_row + t0 + row) * groups + g) * spg + s] : 0.0f;
-                            std::memcpy(dst++, &v, 4);
-                        }
-                for (uint64_t i = q0; i < std::min<uint64_t>(n, q0 + 32); ++i) {
-                    std::memcpy(dst, r.values.data() + ((first_row + t0 + i) * groups + g) * group_words,
-                                group_words * 4);
+                    for (uint64_t k = 0; k < st * 4; ++k) {
+                        const uint64_t row = lane + kStreams * k;  // row of the tile
+                        const float v = k < lr && row < n ? r.scales[((first_row + t0 + row) * groups + g) * spg + s] : 0.0f;
+                        std::memcpy(dst++, &v, 4);
+                    }
+                for (uint64_t k = 0; k < lr; ++k) {
+                    const uint64_t row = lane + kStreams * k;
+                    if (row < n)
+                        std::memcpy(dst, r.values.data() + ((first_row + t0 + row) * groups + g) * group_words,
+                                    group_words * 4);
+                    else
+                        std::memset(dst, 0, group_words * 4);
                     dst += group_words;
                 }
             }

@@ -73,9 +73,9 @@ Repacked repack(const WeightFormat& f, std::span<const uint8_t> src, uint64_t ro
 
 // Rows [first_row, first_row + rows) of a row-major repacked matrix in the device layout (see
 // shaders/weights.glsl): tile_rows = 1 keeps the rows as they are, scales in their own array;
-// otherwise (a multiple of 8) tiles of `tile_rows` rows, inside each tile group 0 of every row,
-// then group 1, ..., rows in quads of 32, each quad's scales (and mins) followed by its units (the
-// result has no scale array).
+// otherwise (a multiple of 8) tiles of `tile_rows` rows, each tile 8 lane streams (row i of the
+// tile is row i / 8 of stream i % 8), a stream holding group 0 of its rows, then group 1, ...,
+// each group's scale texels (and mins) before its units (the result has no scale array).
 Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows,
                       uint32_t group_units);
 // The tiled layout (tile_rows > 1) in pieces, so the model loader can write it straight into
