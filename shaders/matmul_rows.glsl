@@ -169,34 +169,44 @@ uint lane_xb[LT];     // first in_kind element of each of the lane's tokens
 float lane_ss[LT];    // sum of their squares (IN_NORM)
 float lane_acc[LT * ROWS_MAX];
 
-// lane_acc[j * ROWS_MAX + r] = sum_k W[row0 + r * rstep][k] * in(token j, k) for r < rows
+// The rows of a CPU-layout band: slot r (< rows) holds row band_row(r) = row0 + (r >> cshift) +
+// (r & (2^cshift - 1)) * rstep. A decode lane's rows are one octet apart (cshift 31: row0 + r *
+// rstep, one lane stream of the tile); a prefill workgroup takes 2^cshift rows from each of a few
+// neighbouring lane streams (weights.glsl), so its reads are runs of whole rows of each stream.
+uint band_row0, band_rstep, band_cshift;
+uint band_row(uint r) {
+    return band_row0 + (band_cshift >= 31u ? r * band_rstep
+                                            : (r >> band_cshift) + (r & ((1u << band_cshift) - 1u)) * band_rstep);
+}
+
+// lane_acc[j * ROWS_MAX + r] = sum_k W[band_row(r)][k] * in(token j, k) for r < rows
 // (rows past N are clamped, their sums never stored). One scale fetch per row and group, each
 // unpacked unit serving all LT tokens, raw values against the in_kind with the zero point taken
 // off once per group (sum(raw * in) - WZERO * sum(in), see weights.glsl). IN_NORM: the sums
 // are of x * norm_w; the caller applies each token's RMS scale (lane_ss).
-void dot_rows(uint wt, uint row0, uint rstep, uint rows, uint in_kind) {
+void dot_rows(uint wt, uint rows, uint in_kind) {
     const uint VPU_ = VPU_OF(wt), VPG_ = VPG_OF(wt), EPG_ = EPG_OF(wt), GPS_ = GPS_OF(wt);
     const float WZERO_ = WZERO_OF(wt);
     const bool quant = QUANT_OF(wt), mins_on = MINS_OF(wt), fixed_point = fixed_point_input(wt);
     uint first_unit[ROWS_MAX];
     uint first_scale[ROWS_MAX];  // quantized types
     // The band lies in one tile (the host checks tile_rows), its clamped rows too.
-    const TileWalk tile = tile_walk(wt, min(row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
+    const TileWalk tile = tile_walk(wt, min(band_row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
     [[unroll]] for (uint r = 0; r < rows; ++r) {
-        const RowWalk walk = row_walk_in(wt, tile, min(row0 + r * rstep, pc.N - 1u), pc.row_units, pc.tile_rows);
+        const RowWalk walk = row_walk_in(wt, tile, min(band_row(r), pc.N - 1u), pc.row_units, pc.tile_rows);
         first_unit[r] = walk.first;
         first_scale[r] = walk.scale_first;
     }
     // So its rows share one group stride.
     const uint stride = tile.stride;
-    // The band's scale texels (the tile layout in weights.glsl): a decode lane (its rows one
-    // octet apart, the band a whole tile: one lane stream) finds the scales of its rows 4q..4q+3
-    // in texel q of each group of its stream; a prefill workgroup (32 rows from a multiple of 32)
-    // those of rows i, i + 8, i + 16, i + 24 in one texel of stream i. Rows past N are clamped, so a texel found through a clamped row
-    // serves only rows that are never stored.
-    const uint scale_texels = LANE_PER_ROW ? rows / 4u : 8u;
+    // The band's scale texels (the tile layout in weights.glsl): slots 4q..4q+3 are four
+    // neighbouring rows of one lane stream, starting at a multiple of 4 (a decode lane: rows 4q..4q+3
+    // of its stream; a prefill workgroup: runs of 4, 8 or 16 rows of each stream), so texel q of
+    // each group holds their scales. Rows past N are clamped, so a texel found through a clamped
+    // row serves only rows that are never stored.
+    const uint scale_texels = rows / 4u;
     uint scale_texel[ROWS_MAX / 4u];
-    [[unroll]] for (uint q = 0; q < scale_texels; ++q) scale_texel[q] = first_scale[LANE_PER_ROW ? 4u * q : q] / 4u;
+    [[unroll]] for (uint q = 0; q < scale_texels; ++q) scale_texel[q] = first_scale[4u * q] / 4u;
     [[unroll]] for (uint i = 0; i < LT * ROWS_MAX; ++i) lane_acc[i] = 0.0;
     [[unroll]] for (uint j = 0; j < LT; ++j) lane_ss[j] = 0.0;
     const uint groups = (pc.K + EPG_ - 1u) / EPG_;
@@ -234,12 +244,12 @@ void dot_rows(uint wt, uint row0, uint rstep, uint rows, uint in_kind) {
             const uint first = first_unit[r] + g * stride;
             float d = 1.0;
             if (quant) {
-                const uint q = LANE_PER_ROW ? r / 4u : r;
-                if (LANE_PER_ROW ? r % 4u == 0u : r < 8u) {
+                const uint q = r / 4u;
+                if (r % 4u == 0u) {
                     scales[q] = scales4_at(scale_texel[q] + g * stride);
                     if (mins_on) mins[q] = scales4_at(scale_texel[q] + tile.head + g * stride);
                 }
-                d = LANE_PER_ROW ? scales[r / 4u][r % 4u] : scales[r % 8u][r / 8u];
+                d = scales[r / 4u][r % 4u];
             }
             float a[LT];  // the row's sums over this group (quantized: zero point off, input scale on)
             if (fixed_point) {
@@ -263,7 +273,7 @@ void dot_rows(uint wt, uint row0, uint rstep, uint rows, uint in_kind) {
                 if (quant) [[unroll]] for (uint j = 0; j < LT; ++j) a[j] -= zero[j];
             }
             if (mins_on) {
-                const float mn = LANE_PER_ROW ? mins[r / 4u][r % 4u] : mins[r % 8u][r / 8u];
+                const float mn = mins[r / 4u][r % 4u];
                 [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * d - mn * in_sum[j];
             } else if (quant) {
                 [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * d;
@@ -275,23 +285,36 @@ void dot_rows(uint wt, uint row0, uint rstep, uint rows, uint in_kind) {
 }
 
 // One workgroup of a CPU layout over weights of type `wt`: `wg` is its (x, y) place in the grid,
-// `rows` the rows per lane
-// (LANE_PER_ROW) or per workgroup (LANE_PER_TOKEN).
-// LANE_PER_ROW: lane i owns rows x * WG * rows + i + r * WG (r < rows) of token y. LANE_PER_TOKEN:
-// the workgroup owns rows x * rows + r, lane i tokens y * WG * LT + j * WG + i (j < LT).
+// `rows` the rows per lane (LANE_PER_ROW) or per workgroup (LANE_PER_TOKEN, 32).
+// LANE_PER_ROW: lane i owns rows x * WG * rows + i + r * WG (r < rows) of token y: one lane stream
+// of a tile (weights.glsl). LANE_PER_TOKEN: the workgroup owns 32 rows of one tile, c neighbouring
+// rows (c = 16, 8 or 4: the largest that divides the tile's stream length) from each of 32 / c
+// neighbouring lane streams, so that it reads runs of whole rows of each stream; lane i takes tokens
+// y * WG * LT + j * WG + i (j < LT). The grid covers every tile whole (workgroups past N return).
 void matmul_rows(uint wt, uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
     const uint tid = gl_LocalInvocationID.x;
     const uint wg = gl_WorkGroupSize.x;
     const bool pairs = out_kind != OUT_PLAIN;
-    const uint row0 = LANE_PER_ROW ? wg_id.x * wg * rows + tid : wg_id.x * rows;
-    const uint rstep = LANE_PER_ROW ? wg : 1u;
+    if (LANE_PER_ROW) {
+        band_row0 = wg_id.x * wg * rows + tid;
+        band_rstep = wg;
+        band_cshift = 31u;
+    } else {
+        const uint per_tile = pc.tile_rows / rows, stream_rows = pc.tile_rows / 8u;
+        const uint c = stream_rows % 16u == 0u ? 16u : stream_rows % 8u == 0u ? 8u : 4u;
+        const uint streams = rows / c, w = wg_id.x % per_tile, stream_groups = 8u / streams;
+        band_row0 = (wg_id.x / per_tile) * pc.tile_rows + (w % stream_groups) * streams + 8u * c * (w / stream_groups);
+        band_rstep = 8u;
+        band_cshift = findMSB(c);
+        if (band_row0 >= pc.N) return;  // the last tile's workgroups past its rows (uniform: no barrier follows)
+    }
     uint t[LT];
     [[unroll]] for (uint j = 0; j < LT; ++j) {
         t[j] = LANE_PER_ROW ? wg_id.y * LT + j : (wg_id.y * LT + j) * wg + tid;
         const uint tc = min(t[j], pc.T - 1u);  // lanes past the last token compute a copy, never stored
         lane_xb[j] = x_row(tc) * pc.x_stride;
     }
-    dot_rows(wt, row0, rstep, rows, in_kind);
+    dot_rows(wt, rows, in_kind);
     // The row sums (IN_NORM: scaled by the token's RMS factor) go to shared memory, slot
     // (j * wg + tid) * rows + r, and the epilogues read them there. Why: a CPU driver keeps a
     // private array that is ever indexed by a variable in memory, written lane by lane each time;
@@ -309,11 +332,11 @@ void matmul_rows(uint wt, uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
         [[unroll]] for (uint j = 0; j < LT; ++j)
             if (t[j] < pc.T)
                 for (uint r = 0; r < rows; ++r)
-                    if (row0 + r * rstep < pc.N) store(row0 + r * rstep, t[j], partial[(j * wg + tid) * rows + r]);
+                    if (band_row(r) < pc.N) store(band_row(r), t[j], partial[(j * wg + tid) * rows + r]);
         return;
     }
     if (LANE_PER_ROW) {
-        // Row pairs sit in neighbouring lanes (row0 has the lane's parity, rstep is even): each
+        // Row pairs sit in neighbouring lanes (band_row0 has the lane's parity, the step is even): each
         // lane of a pair stores every other pair (the even lane those at even r, the odd lane
         // those at odd r), reading its neighbour's sum from shared memory.
         barrier();
@@ -323,19 +346,23 @@ void matmul_rows(uint wt, uvec2 wg_id, uint rows, uint in_kind, uint out_kind) {
                 const uvec4 info = token_info(t[j], out_kind);
                 for (uint r = odd; r < rows; r += 2u) {
                     const float mine = partial[(j * wg + tid) * rows + r], other = partial[(j * wg + (tid ^ 1u)) * rows + r];
-                    const uint row = row0 + r * rstep - odd;  // the pair's even row
+                    const uint row = band_row(r) - odd;  // the pair's even row
                     if (row < pc.N)
                         store_pair(row, t[j], info, odd == 0u ? mine : other, odd == 0u ? other : mine, out_kind);
                 }
             }
         }
     } else {
-        // LANE_PER_TOKEN: the workgroup's rows start even and each lane holds all of them.
+        // LANE_PER_TOKEN: each lane holds all of the workgroup's rows; a pair (2i, 2i + 1) is the
+        // same slot of an even stream and the next one (slots r and r + c).
+        const uint c = 1u << band_cshift;
         [[unroll]] for (uint j = 0; j < LT; ++j)
             if (t[j] < pc.T)
-                for (uint r = 0; r < rows; r += 2u)
-                    if (row0 + r < pc.N)
-                        store_pair(row0 + r, t[j], token_info(t[j], out_kind), partial[(j * wg + tid) * rows + r],
-                                   partial[(j * wg + tid) * rows + r + 1u], out_kind);
+                for (uint i = 0; i < rows / 2u; ++i) {
+                    const uint r = ((i >> band_cshift) << (band_cshift + 1u)) | (i & (c - 1u));
+                    if (band_row(r) < pc.N)
+                        store_pair(band_row(r), t[j], token_info(t[j], out_kind), partial[(j * wg + tid) * rows + r],
+                                   partial[(j * wg + tid) * rows + r + c], out_kind);
+                }
     }
 }

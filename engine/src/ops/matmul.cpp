@@ -227,6 +227,10 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
             gy = s.tokens;
         } else {
             gx = static_cast<uint32_t>((part.rows + prefill_rows_ - 1) / prefill_rows_);
+            // CPU layouts: a workgroup's 32 rows come from several lane streams of a tile
+            // (matmul_rows in shaders/matmul_rows.glsl), so the grid covers whole tiles.
+            if (lane_per_row_)
+                gx = static_cast<uint32_t>((part.rows + w_->tile_rows - 1) / w_->tile_rows * (w_->tile_rows / prefill_rows_));
             uint32_t tokens_per_group =
                 lane_per_row_ ? prefill_group_ * (four ? 4 : two ? prefill_tokens_per_lane_ : 1) : kTokensPerGroup;
             gy = (s.tokens + tokens_per_group - 1) / tokens_per_group;
