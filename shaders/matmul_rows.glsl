@@ -179,40 +179,49 @@ uint band_row(uint r) {
                                             : (r >> band_cshift) + (r & ((1u << band_cshift) - 1u)) * band_rstep);
 }
 
-// lane_acc[j * ROWS_MAX + r] = sum_k W[band_row(r)][k] * in(token j, k) for r < rows
-// (rows past N are clamped, their sums never stored). One scale fetch per row and group, each
-// unpacked unit serving all LT tokens, raw values against the in_kind with the zero point taken
-// off once per group (sum(raw * in) - WZERO * sum(in), see weights.glsl). IN_NORM: the sums
-// are of x * norm_w; the caller applies each token's RMS scale (lane_ss).
+// lane_acc[j * ROWS_MAX + r] = sum_k W[band_row(r)][k] * in(token j, k) for r < rows (the sums
+// of rows past N are garbage, never stored). One scale fetch per row and group, each unpacked unit
+// serving all LT tokens, raw values against the in_kind with the zero point taken off once per
+// group (sum(raw * in) - WZERO * sum(in), see weights.glsl). IN_NORM: the sums are of x * norm_w;
+// the caller applies each token's RMS scale (lane_ss).
+//
+// Two things here are for lavapipe, whose texel fetch is a call to an out-of-line helper that
+// clobbers every vector register (docs/architecture.md), and both were found by comparing decode
+// with bench_dot.comp, the least work a kernel can do per weight:
+//  - A decode lane's rows are one lane stream of the band's tile (weights.glsl), so their units
+//    sit at constant offsets from one per-lane address: row slot r's group g starts at
+//    lane_first + g * stride + r * GPS. Rows past the tile's last row read the stream's zero
+//    padding or, in a short last tile, the data after it (the host leaves slack after every tiled
+//    part, so those reads stay inside the view). 32 per-row addresses held through the group loop
+//    were 32 more values spilled around every fetch.
+//  - Each quad of rows (one scale texel) fetches its units before unpacking any of them, so the
+//    helper calls run back to back and their loads overlap instead of each waiting behind the last
+//    unit's arithmetic and the spills around it (bench_dot's Q8_0 rate 1.2x).
 void dot_rows(uint wt, uint rows, uint in_kind) {
     const uint VPU_ = VPU_OF(wt), VPG_ = VPG_OF(wt), EPG_ = EPG_OF(wt), GPS_ = GPS_OF(wt);
     const float WZERO_ = WZERO_OF(wt);
     const bool quant = QUANT_OF(wt), mins_on = MINS_OF(wt), fixed_point = fixed_point_input(wt);
-    uint first_unit[ROWS_MAX];
-    uint first_scale[ROWS_MAX];  // quantized types
-    // The band lies in one tile (the host checks tile_rows), its clamped rows too.
+    // The band lies in one tile (the host checks tile_rows).
     const TileWalk tile = tile_walk(wt, min(band_row0, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
-    [[unroll]] for (uint r = 0; r < rows; ++r) {
-        const RowWalk walk = row_walk_in(wt, tile, min(band_row(r), pc.N - 1u), pc.row_units, pc.tile_rows);
+    // Row slot r's group-0 unit and, for r a multiple of 4, its quad's group-0 scale texel.
+    // LANE_PER_ROW: slot r is row r of the lane's stream (the band is the whole tile), so only
+    // slot 0's are kept. LANE_PER_TOKEN: slots come in runs from a few streams (band_row), each
+    // kept; rows past N are clamped to the last row.
+    uint first_unit[ROWS_MAX];
+    uint scale_texel[ROWS_MAX / 4u];
+    const uint walked = LANE_PER_ROW ? 1u : rows;
+    [[unroll]] for (uint r = 0; r < walked; ++r) {
+        const uint row = LANE_PER_ROW ? band_row0 : min(band_row(r), pc.N - 1u);  // (every stream has row 0)
+        const RowWalk walk = row_walk_in(wt, tile, row, pc.row_units, pc.tile_rows);
         first_unit[r] = walk.first;
-        first_scale[r] = walk.scale_first;
+        if (r % 4u == 0u) scale_texel[r / 4u] = walk.scale_first / 4u;
     }
     // So its rows share one group stride.
     const uint stride = tile.stride;
-    // The band's scale texels (the tile layout in weights.glsl): slots 4q..4q+3 are four
-    // neighbouring rows of one lane stream, starting at a multiple of 4 (a decode lane: rows 4q..4q+3
-    // of its stream; a prefill workgroup: runs of 4, 8 or 16 rows of each stream), so texel q of
-    // each group holds their scales. Rows past N are clamped, so a texel found through a clamped
-    // row serves only rows that are never stored.
-    const uint scale_texels = rows / 4u;
-    uint scale_texel[ROWS_MAX / 4u];
-    [[unroll]] for (uint q = 0; q < scale_texels; ++q) scale_texel[q] = first_scale[4u * q] / 4u;
     [[unroll]] for (uint i = 0; i < LT * ROWS_MAX; ++i) lane_acc[i] = 0.0;
     [[unroll]] for (uint j = 0; j < LT; ++j) lane_ss[j] = 0.0;
     const uint groups = (pc.K + EPG_ - 1u) / EPG_;
     for (uint g = 0; g < groups; ++g) {
-        vec4 scales[ROWS_MAX / 4u];  // (quantized) fetched with the first row that needs each, in memory order
-        vec4 mins[ROWS_MAX / 4u];    // (types with mins) the same rows' mins, 8 texels after their scales
         vec4 in_v[LT][VPG_MAX];
         float zero[LT], in_sum[LT];
         [[unroll]] for (uint j = 0; j < LT; ++j) {
@@ -240,45 +249,56 @@ void dot_rows(uint wt, uint rows, uint in_kind) {
                 zero_q[j] = int(WZERO_) * qsum;
                 in_sum[j] = float(qsum) * in_s[j];  // the mins' input: the rounded one, as the products'
             }
-        [[unroll]] for (uint r = 0; r < rows; ++r) {
-            const uint first = first_unit[r] + g * stride;
-            float d = 1.0;
+        const uint lane_first = first_unit[0] + g * stride;
+        [[unroll]] for (uint r0 = 0; r0 < rows; r0 += 4u) {
+            const uint q = r0 / 4u;
+            vec4 scales = vec4(1.0), mins = vec4(0.0);
             if (quant) {
-                const uint q = r / 4u;
-                if (r % 4u == 0u) {
-                    scales[q] = scales4_at(scale_texel[q] + g * stride);
-                    if (mins_on) mins[q] = scales4_at(scale_texel[q] + tile.head + g * stride);
-                }
-                d = scales[r / 4u][r % 4u];
+                const uint texel = (LANE_PER_ROW ? scale_texel[0] + q : scale_texel[q]) + g * stride;
+                scales = scales4_at(texel);
+                if (mins_on) mins = scales4_at(texel + tile.head);  // the mins follow the scale texels
             }
-            float a[LT];  // the row's sums over this group (quantized: zero point off, input scale on)
-            if (fixed_point) {
-                int ai[LT];
-                [[unroll]] for (uint j = 0; j < LT; ++j) ai[j] = 0;
-                [[unroll]] for (uint h = 0; h < GPS_; ++h) {
-                    ivec4 w[VPU_MAX];
-                    load_ints(wt, first + h, w);
-                    [[unroll]] for (uint j = 0; j < LT; ++j)
-                        [[unroll]] for (uint v = 0; v < VPU_; ++v) ai[j] += idot(w[v], in_q[j][h * VPU_ + v]);
+            // Decode fetches the quad's units first (see above). Prefill does not: there each unit
+            // serves several tokens' arithmetic, and fetching first measured no faster (0.997x at
+            // pp256) while lavapipe took longer to compile it.
+            uvec4 raw[4u * GPS_MAX];
+            if (LANE_PER_ROW)
+                [[unroll]] for (uint rr = 0; rr < 4u; ++rr)
+                    if (r0 + rr < rows)
+                        [[unroll]] for (uint h = 0; h < GPS_; ++h)
+                            raw[rr * GPS_ + h] = unit_texel(lane_first + (r0 + rr) * GPS_ + h);
+            [[unroll]] for (uint rr = 0; rr < 4u; ++rr) {
+                const uint r = r0 + rr;
+                if (r >= rows) continue;  // (rows is a constant: this folds)
+                const uint first = LANE_PER_ROW ? 0u : first_unit[r] + g * stride;
+                float a[LT];  // the row's sums over this group (quantized: zero point off, input scale on)
+                if (fixed_point) {
+                    int ai[LT];
+                    [[unroll]] for (uint j = 0; j < LT; ++j) ai[j] = 0;
+                    [[unroll]] for (uint h = 0; h < GPS_; ++h) {
+                        ivec4 w[VPU_MAX];
+                        unpack_ints(wt, LANE_PER_ROW ? raw[rr * GPS_ + h] : unit_texel(first + h), w);
+                        [[unroll]] for (uint j = 0; j < LT; ++j)
+                            [[unroll]] for (uint v = 0; v < VPU_; ++v) ai[j] += idot(w[v], in_q[j][h * VPU_ + v]);
+                    }
+                    [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = float(ai[j] - zero_q[j]) * in_s[j];
+                } else {
+                    [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = 0.0;
+                    [[unroll]] for (uint h = 0; h < GPS_; ++h) {
+                        vec4 w[VPU_MAX];
+                        unpack_values(wt, LANE_PER_ROW ? raw[rr * GPS_ + h] : unit_texel(first + h), w);
+                        [[unroll]] for (uint j = 0; j < LT; ++j)
+                            [[unroll]] for (uint v = 0; v < VPU_; ++v) a[j] += dot(w[v], in_v[j][h * VPU_ + v]);
+                    }
+                    if (quant) [[unroll]] for (uint j = 0; j < LT; ++j) a[j] -= zero[j];
                 }
-                [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = float(ai[j] - zero_q[j]) * in_s[j];
-            } else {
-                [[unroll]] for (uint j = 0; j < LT; ++j) a[j] = 0.0;
-                [[unroll]] for (uint h = 0; h < GPS_; ++h) {
-                    vec4 w[VPU_MAX];
-                    load_values(wt, first + h, w);
-                    [[unroll]] for (uint j = 0; j < LT; ++j)
-                        [[unroll]] for (uint v = 0; v < VPU_; ++v) a[j] += dot(w[v], in_v[j][h * VPU_ + v]);
+                if (mins_on) {
+                    [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * scales[rr] - mins[rr] * in_sum[j];
+                } else if (quant) {
+                    [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * scales[rr];
+                } else {
+                    [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j];
                 }
-                if (quant) [[unroll]] for (uint j = 0; j < LT; ++j) a[j] -= zero[j];
-            }
-            if (mins_on) {
-                const float mn = mins[r / 4u][r % 4u];
-                [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * d - mn * in_sum[j];
-            } else if (quant) {
-                [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j] * d;
-            } else {
-                [[unroll]] for (uint j = 0; j < LT; ++j) lane_acc[j * ROWS_MAX + r] += a[j];
             }
         }
     }

@@ -28,7 +28,9 @@
 // the streams are padded with zero rows to one length. A stream holds group 0 of its rows, then
 // group 1, and so on; each group starts (quantized types) with its scale texels, texel q holding
 // the scales of the stream's rows 4q .. 4q + 3 (zero past the tile's last row), then (types
-// with mins) as many texels of mins in the same order, then the rows' units.
+// with mins) as many texels of mins in the same order, then the rows' units. A tiled part ends
+// with zero texels (ops::kTiledSlackWords) that a decode lane's row slots past a short last tile
+// read instead of rows (dot_rows in matmul_rows.glsl).
 // So each decode lane reads one sequential stream of its own, scales included, and the 8 loads of
 // lavapipe's texel-fetch helper (one per lane) go to 8 streams at once, the read roofline's
 // lane-contiguous pattern (110M Q8_0 decode 1.18x, prefill 1.03x, interleaved A/B against the
@@ -79,6 +81,7 @@ const uint T_F32 = 0u, T_F16 = 1u, T_Q4_0 = 2u, T_Q8_0 = 8u, T_Q4_K = 12u, T_Q5_
 // Array sizes that hold any type's unit or group (unused entries are never touched).
 #define VPU_MAX 8u
 #define VPG_MAX 8u
+#define GPS_MAX 4u
 // 16-byte units per row of k elements (rows are whole groups; ops::repacked_row_units).
 uint row_units_of(uint wt, uint k) { return (k + EPG_OF(wt) - 1u) / EPG_OF(wt) * GPS_OF(wt); }
 
@@ -168,9 +171,11 @@ float scale_at(uint i) { return texelFetch(weight_scales, int(WEIGHT_FLOAT_BASE 
 // Texel i of the values view as floats: four scales of a tiled quantized matrix.
 vec4 scales4_at(uint i) { return uintBitsToFloat(texelFetch(weight_units, int(WEIGHT_UNIT_BASE + i))); }
 
-// The raw values of unit `i` (a unit index), before zero point and scale: VPU_OF(wt) vec4s.
-void load_values(uint wt, uint i, out vec4 w[VPU_MAX]) {
-    uvec4 q = texelFetch(weight_units, int(WEIGHT_UNIT_BASE + i));
+// Texel i of the values view: one 16-byte unit.
+uvec4 unit_texel(uint i) { return texelFetch(weight_units, int(WEIGHT_UNIT_BASE + i)); }
+
+// The raw values of a unit `q`, before zero point and scale: VPU_OF(wt) vec4s.
+void unpack_values(uint wt, uvec4 q, out vec4 w[VPU_MAX]) {
     if (wt == T_F32) {
         w[0] = uintBitsToFloat(q);
     } else if (wt == T_F16) {
@@ -189,11 +194,12 @@ void load_values(uint wt, uint i, out vec4 w[VPU_MAX]) {
         }
     }
 }
+// The raw values of unit `i` (a unit index).
+void load_values(uint wt, uint i, out vec4 w[VPU_MAX]) { unpack_values(wt, unit_texel(i), w); }
 
-// The raw values of unit `i` of a quantized type as integers, for products with a fixed-point
+// The raw values of a unit `q` of a quantized type as integers, for products with a fixed-point
 // input (the CPU decode layout, see fixed_point_group in matmul_rows.glsl).
-void load_ints(uint wt, uint i, out ivec4 w[VPU_MAX]) {
-    uvec4 q = texelFetch(weight_units, int(WEIGHT_UNIT_BASE + i));
+void unpack_ints(uint wt, uvec4 q, out ivec4 w[VPU_MAX]) {
     [[unroll]] for (uint c = 0; c < 4u; ++c) {
         const uint u = q[c];
         if (BYTES_OF(wt)) {

@@ -37,7 +37,8 @@ const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAP
   --steady N        sustained decode of N tokens: transient, steady-state rate, degradation
   --profile         per-op GPU time of one decode step
   --profile-at N    position of the profiled step (default 34: after a 32-token prefill and one step)
-  --rooflines       measure read bandwidth and dispatch/submit overhead (on by default; --no-rooflines)
+  --rooflines       measure read bandwidth, each weight layout's arithmetic roofline and dispatch/submit
+                    overhead (on by default; --no-rooflines)
   --startup         cold vs warm start to the first tokens: two fresh processes sharing one empty cache
                     directory (XDG_CACHE_HOME: Lantern's pipeline cache and the driver's shader cache)
   --no-fused-decode one-token steps run the separate kernels even on lavapipe (for comparisons)
@@ -93,20 +94,23 @@ struct Result {
     std::string model, test;
     int tokens = 0, batch = 1;
     double tok_s = 0, spread = 0, ms_per_token = 0;
-    double read_fraction = -1;  // of the read roofline (decode only)
+    double read_fraction = -1;   // of the read roofline (decode only)
+    double arith_fraction = -1;  // of the weights' arithmetic roofline (decode only)
 };
 
 void print_result(const Result& r, bool json) {
     std::printf("| %-28s | %-10s | %5d | %3d | %10.2f ± %-7.2f | %9.3f |", r.model.c_str(), r.test.c_str(), r.tokens,
                 r.batch, r.tok_s, r.spread, r.ms_per_token);
-    if (r.read_fraction >= 0) std::printf(" %5.1f %% |", 100 * r.read_fraction);
-    else std::printf("        |");
+    for (double f : {r.read_fraction, r.arith_fraction}) {
+        if (f >= 0) std::printf(" %5.1f %% |", 100 * f);
+        else std::printf("         |");
+    }
     std::printf("\n");
     if (json)
         std::printf("{\"model\":\"%s\",\"test\":\"%s\",\"tokens\":%d,\"batch\":%d,\"tok_s\":%.3f,\"stdev\":%.3f,"
-                    "\"ms_per_token\":%.4f,\"read_roofline_fraction\":%.4f}\n",
+                    "\"ms_per_token\":%.4f,\"read_roofline_fraction\":%.4f,\"arithmetic_roofline_fraction\":%.4f}\n",
                     r.model.c_str(), r.test.c_str(), r.tokens, r.batch, r.tok_s, r.spread, r.ms_per_token,
-                    r.read_fraction);
+                    r.read_fraction, r.arith_fraction);
     std::fflush(stdout);
 }
 
@@ -231,6 +235,18 @@ void bench_startup(const std::string& path, const std::string& label, const Opti
     std::fflush(stdout);
 }
 
+// Seconds one decode step needs at least if each layout's weights stream at that layout's
+// arithmetic roofline (Rooflines::dot_gb_per_s); -1 when a layout was not measured.
+double arithmetic_bound_s(const ModelInfo& m, const Rooflines& roof) {
+    double s = 0;
+    for (const auto& [layout, bytes] : m.decode_read_bytes_by_layout) {
+        const double gb_s = roof.dot_gb_per_s_of(layout);
+        if (gb_s <= 0) return -1;
+        s += bytes / (gb_s * 1e9);
+    }
+    return m.decode_read_bytes_by_layout.empty() ? -1 : s;
+}
+
 void bench_model(const std::string& path, const std::string& label, const Options& o, const Rooflines& roof) {
     EngineOptions eo;
     eo.device_selector = o.device;
@@ -286,6 +302,8 @@ void bench_model(const std::string& path, const std::string& label, const Option
             // Each step reads every weight once, whatever the batch.
             double steps_per_s = rate / b;
             res.read_fraction = roof_bytes_per_s > 0 ? m.decode_read_bytes * steps_per_s / roof_bytes_per_s : -1;
+            const double bound_s = arithmetic_bound_s(m, roof);
+            res.arith_fraction = bound_s > 0 ? bound_s * steps_per_s : -1;
             print_result(res, o.json);
         }
     }
@@ -450,16 +468,23 @@ int main(int argc, char** argv) {
             std::printf("device %s: read roofline %.2f GB/s (", roof.device.c_str(), roof.read_gb_per_s);
             for (int i = 0; i < Rooflines::kReadPatterns; ++i)
                 std::printf("%s%s %.2f", i ? ", " : "", Rooflines::kReadPatternNames[i], roof.read_gb_per_s_by_pattern[i]);
-            std::printf("); dispatch %.1f us (%.1f us without barrier); submit+wait %.1f us\n", roof.dispatch_us,
+            std::printf("); arithmetic roofline (");
+            for (int i = 0; i < Rooflines::kDotTypes; ++i)
+                std::printf("%s%s %.2f", i ? ", " : "", Rooflines::kDotTypeNames[i], roof.dot_gb_per_s[i]);
+            std::printf(" GB/s); dispatch %.1f us (%.1f us without barrier); submit+wait %.1f us\n", roof.dispatch_us,
                         roof.dispatch_no_barrier_us, roof.submit_wait_us);
-            if (o.json)
+            if (o.json) {
                 std::printf("{\"test\":\"rooflines\",\"device\":\"%s\",\"read_gb_s\":%.3f,\"dispatch_us\":%.2f,"
-                            "\"dispatch_no_barrier_us\":%.2f,\"submit_wait_us\":%.2f}\n",
+                            "\"dispatch_no_barrier_us\":%.2f,\"submit_wait_us\":%.2f",
                             roof.device.c_str(), roof.read_gb_per_s, roof.dispatch_us, roof.dispatch_no_barrier_us,
                             roof.submit_wait_us);
+                for (int i = 0; i < Rooflines::kDotTypes; ++i)
+                    std::printf(",\"arithmetic_%s_gb_s\":%.3f", Rooflines::kDotTypeNames[i], roof.dot_gb_per_s[i]);
+                std::printf("}\n");
+            }
         }
-        std::printf("| %-28s | %-10s | %5s | %3s | %20s | %9s | %6s |\n", "model", "test", "tok", "seq", "tok/s",
-                    "ms/tok", "read %");
+        std::printf("| %-28s | %-10s | %5s | %3s | %20s | %9s | %7s | %7s |\n", "model", "test", "tok", "seq", "tok/s",
+                    "ms/tok", "read %", "arith %");
         for (const auto& m : o.models) bench_model(m, std::filesystem::path(m).filename().string(), o, roof);
         for (const auto& [shape, type] : o.synthetic) {
             auto path = std::filesystem::temp_directory_path() / ("lantern-synthetic-" + shape + "-" + type + ".gguf");

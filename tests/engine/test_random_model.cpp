@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -378,6 +379,31 @@ private slots:
         EngineOptions o = options();
         o.gpu_layouts_for_test = gpu_layouts;
         auto engine = Engine::load(path, o);
+        {
+            // The bytes one decode step reads, by the device layout they are stored in (what
+            // lantern-bench weighs against each layout's arithmetic roofline): the layouts of
+            // the file's two matmul types, adding up to the total, tiles' slack not counted.
+            // (BF16 goes to F16's layout when its values fit F16, else to F32's.)
+            const ModelInfo& m = engine->model();
+            auto layouts_of = [](uint32_t t) -> std::set<uint32_t> {
+                if (t == uint32_t(GgmlType::BF16)) return {uint32_t(GgmlType::F32), uint32_t(GgmlType::F16)};
+                return {ops::find_weight_format(t)->device_type};
+            };
+            std::set<uint32_t> layouts;
+            uint64_t sum = 0;
+            for (const auto& [layout, bytes] : m.decode_read_bytes_by_layout) {
+                QVERIFY(bytes > 0);
+                QVERIFY(layouts_of(type).count(layout) || layouts_of(other_type).count(layout));
+                layouts.insert(layout);
+                sum += bytes;
+            }
+            for (uint32_t t : {type, other_type}) {
+                const auto allowed = layouts_of(t);
+                QVERIFY(std::any_of(layouts.begin(), layouts.end(), [&](uint32_t l) { return allowed.count(l) > 0; }));
+            }
+            QCOMPARE(sum, m.decode_read_bytes);
+            QVERIFY(m.decode_read_bytes < m.weight_bytes);
+        }
         // The reference rounds as the engine's matmul layout does (fixed-point decode input on the
         // CPU layouts only).
         ref.set_cpu_driver(engine->device().type == DeviceType::Cpu && !gpu_layouts);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lantern/device.h"
@@ -36,6 +37,10 @@ struct ModelInfo {
     std::string weight_types;               // e.g. "Q8_0 x 36, F32 x 11"
     uint64_t parameters = 0, file_bytes = 0, weight_bytes = 0;  // weight_bytes: on the device
     uint64_t decode_read_bytes = 0;  // weight bytes one decode step must read (all matmuls + LM head)
+    // The same bytes by the device layout they are stored in (the ggml type number of the layout:
+    // 0 F32, 1 F16, 8 Q8_0, 2 Q4_0, 12 Q4_K, 13 Q5_K, 14 Q6_K; other file types are repacked into
+    // one of these), so a benchmark can weigh each against that layout's arithmetic roofline.
+    std::vector<std::pair<uint32_t, uint64_t>> decode_read_bytes_by_layout;
 };
 
 struct EngineOptions {

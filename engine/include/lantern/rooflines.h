@@ -1,6 +1,7 @@
 // lantern/rooflines.h — what the Vulkan device can physically do, measured in the same run as a
 // benchmark, so speed figures can be given as fractions of the device's own limits.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace lantern {
@@ -17,6 +18,21 @@ struct Rooflines {
         "storage grid-stride", "storage lane-contiguous", "storage uniform", "texel grid-stride",
         "texel lane-contiguous", "texel workgroup-contiguous", "image workgroup-contiguous"};
     double read_gb_per_s_by_pattern[kReadPatterns] = {};
+    // Arithmetic roofline per weight layout (bench_dot.comp): bytes per second of weights that a
+    // kernel doing only the layout's decode arithmetic (unpack, multiply, add, scale) streams at
+    // the lane-contiguous texel pattern. What a decode kernel of that type can reach at best here;
+    // on a CPU driver far below the read roofline for 8- and 4-bit types (their unpack is work per
+    // weight), on a GPU close to it. 0 = not measured.
+    static constexpr int kDotTypes = 7;
+    static constexpr const char* kDotTypeNames[kDotTypes] = {"f32", "f16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k"};
+    static constexpr int kDotTypeNumbers[kDotTypes] = {0, 1, 8, 2, 12, 13, 14};  // ggml numbers of the layouts
+    double dot_gb_per_s[kDotTypes] = {};
+    // The arithmetic roofline of a layout by its ggml type number (0 if not measured).
+    double dot_gb_per_s_of(uint32_t layout) const {
+        for (int i = 0; i < kDotTypes; ++i)
+            if (uint32_t(kDotTypeNumbers[i]) == layout) return dot_gb_per_s[i];
+        return 0;
+    }
     double dispatch_us = 0;          // per dispatch in a chain with a barrier after each
     double dispatch_no_barrier_us = 0;  // per dispatch in a chain without barriers
     double submit_wait_us = 0;       // one empty submit + fence wait

@@ -372,7 +372,9 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
     // 4-byte scale texels; weights are read only through texel views, see shaders/weights.glsl);
     // each part is laid out as a matrix of its own.
     const uint64_t scales_per_row = r.row_units / fmt.group_units * fmt.scales_per_group;
-    const uint64_t texels = ctx_.limits().maxTexelBufferElements;
+    // (Tiled parts end with a few zero texels, see ops::kTiledSlackWords.)
+    const uint64_t slack = w.tile_rows > 1 ? ops::kTiledSlackWords * 4 : 0;
+    const uint64_t texels = ctx_.limits().maxTexelBufferElements - slack / 16;
     uint64_t rows_per_part = std::min(texels / std::max<uint64_t>(r.row_units, 1), rows);
     if (!r.scales.empty() && w.tile_rows == 1)  // scales in their own array
         rows_per_part = std::min(rows_per_part, texels / std::max<uint64_t>(scales_per_row, 1));
@@ -409,6 +411,7 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
                 ctx_.upload(*range.buffer, range.offset, tiled.values.data(), words * 4);
             }
             part.values = range;
+            part.slack_bytes = slack;
         }
         w.parts.push_back(part);
     }
@@ -422,8 +425,11 @@ void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint3
                               const ops::RopeKvEpilogue* rope_kv, bool swiglu) {
     uint32_t off = 0;
     for (const auto* w : weights) {
-        for (const auto& part : w->parts)
-            matmul_bytes_ += part.values.size + (part.scales.buffer ? part.scales.size : 0);
+        for (const auto& part : w->parts) {
+            const uint64_t bytes = part.values.size - part.slack_bytes + (part.scales.buffer ? part.scales.size : 0);
+            matmul_bytes_ += bytes;
+            matmul_bytes_by_layout_[w->format->device_type] += bytes;
+        }
         ops::MatmulOptions options;
         options.split = matmul_split();
         options.rope_kv = rope_kv;

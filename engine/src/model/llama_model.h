@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <deque>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -50,6 +51,8 @@ public:
 
     uint64_t weight_bytes() const { return weight_bytes_; }
     uint64_t matmul_weight_bytes() const { return matmul_bytes_; }
+    // The same bytes by device layout (ggml type number of ops::WeightFormat::device_type).
+    const std::map<uint32_t, uint64_t>& matmul_weight_bytes_by_layout() const { return matmul_bytes_by_layout_; }
     uint64_t kv_bytes() const { return kv_bytes_; }
     static uint64_t kv_bytes_per_token(const ModelInfo& m, bool f16) {
         return 2ull * m.n_layers * m.n_kv_heads * m.head_dim * (f16 ? 2 : 4);
@@ -122,6 +125,7 @@ private:
     uint64_t slab_used_ = 0;
     std::deque<ops::DeviceWeight> weights_;
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0, matmul_bytes_ = 0;
+    std::map<uint32_t, uint64_t> matmul_bytes_by_layout_;
     // Weight bytes per step of each profile label: a step on the separate kernels, a fused step.
     std::array<uint64_t, kProfileLabels> label_bytes_{}, fused_label_bytes_{};
     uint32_t qkv_width_ = 0;

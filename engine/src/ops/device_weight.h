@@ -18,6 +18,8 @@ struct DeviceWeight {
     struct Part {
         vk::BufferRange values, scales;
         uint64_t first_row = 0, rows = 0;
+        // Tiled parts: the zero bytes at the end of `values` (ops::kTiledSlackWords), not weights.
+        uint64_t slack_bytes = 0;
     };
     std::vector<Part> parts;
 };

@@ -862,7 +862,7 @@ uint64_t tiled_words(const Repacked& r, uint64_t rows, uint64_t tile_rows, uint3
         const uint64_t stream_group_words = r.scales_per_group * scale_texels_per_group(n) * 4 + lane_rows(n) * group_words;
         words += kStreams * groups * stream_group_words;
     }
-    return words;
+    return words + kTiledSlackWords;
 }
 
 void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows, uint32_t group_units,
@@ -896,6 +896,7 @@ void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64
                 }
             }
     }
+    std::memset(dst, 0, kTiledSlackWords * 4);
 }
 
 Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows,

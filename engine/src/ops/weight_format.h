@@ -80,7 +80,13 @@ Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint
                       uint32_t group_units);
 // The tiled layout (tile_rows > 1) in pieces, so the model loader can write it straight into
 // mapped device memory instead of a vector it then copies: its size in 32-bit words, and the
-// words themselves (what tile_rows_of returns as values).
+// words themselves (what tile_rows_of returns as values). Both end with kTiledSlackWords zero
+// words after the tiles.
+// Why the slack: a decode lane reads its 32 row slots at fixed offsets from its stream's start
+// (dot_rows in shaders/matmul_rows.glsl), and in a short last tile the slots past the stream's
+// rows land after the tiles — at most 32 units of 4 texels (F32's group) — so those reads, whose
+// sums are never stored, stay inside the part's texel view.
+constexpr uint64_t kTiledSlackWords = 32 * 4 * 4;
 uint64_t tiled_words(const Repacked& r, uint64_t rows, uint64_t tile_rows, uint32_t group_units);
 void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows, uint32_t group_units,
                     uint32_t* dst);

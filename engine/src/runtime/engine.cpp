@@ -78,6 +78,8 @@ public:
         pipelines_ms_ = ms_since(tp);
         info_.weight_bytes = model_->weight_bytes();
         info_.decode_read_bytes = model_->matmul_weight_bytes();
+        info_.decode_read_bytes_by_layout.assign(model_->matmul_weight_bytes_by_layout().begin(),
+                                                 model_->matmul_weight_bytes_by_layout().end());
         pool_ = std::make_unique<kv::BlockPool>(lim.kv_blocks, lim.block_tokens, model_identity(*gguf_, info_));
         limits_ = lim;
         ctx_->save_pipeline_cache();

@@ -10,6 +10,10 @@ namespace lantern {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+// Texels of one block of bench_dot.comp per layout of Rooflines::kDotTypeNames: scale texels (one,
+// two with mins) and 4 rows of a group's units (weights.glsl's GPS_OF: F32 4, F16 2, Q8_0 2,
+// Q4_0 1, Q4_K 1, Q5_K 2, Q6_K 1).
+constexpr uint64_t kDotBlockTexels[Rooflines::kDotTypes] = {16, 8, 9, 5, 6, 10, 5};
 }  // namespace
 
 Rooflines measure_rooflines(const std::string& selector, double budget) {
@@ -41,15 +45,17 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
     // Access patterns of bench_read.comp: storage buffer modes 0-2, texel modes 0, 1 and 3, then
     // image (storage texel buffer) mode 3.
     // The roofline is the best of them, and each is reported so kernels can be designed for the
-    // pattern this device does best. Workgroup-contiguous runs one-subgroup workgroups on CPU
-    // drivers, as their matmuls do: on lavapipe it is the best texel pattern by far (37-43 GB/s
-    // here against 25-30 for lane-contiguous, which was the roofline until it was measured), and
-    // read through a storage texel buffer it is faster still (46-50 GB/s).
+    // pattern this device does best. On CPU drivers the lane-contiguous and workgroup-contiguous
+    // patterns run one-subgroup workgroups, as their matmuls do (lavapipe runs the subgroups of a
+    // wider workgroup one after another).
+    // Timed on the device's clock where it has one: on a GPU the read takes ~60 us, the same order
+    // as a submit + fence wait, which a host clock would count as read time.
+    const bool gpu_clock = ctx.timestamps_supported() && !cpu;
     auto t_all = Clock::now();
     for (int pattern = 0; pattern < Rooflines::kReadPatterns; ++pattern) {
         const bool image = pattern == 6, texel = pattern >= 3 && !image;
         const uint32_t mode = image || pattern == 5 ? 3 : texel ? pattern - 3 : pattern;
-        const uint32_t lanes = mode == 3 && cpu ? ctx.subgroup_size() : 64;
+        const uint32_t lanes = (mode == 1 || mode == 3) && cpu ? ctx.subgroup_size() : 64;
         const auto& read =
             image   ? ctx.kernel(shaders::ShaderId::bench_read_image, {vk::BindingKind::ImageFloat4, vk::BindingKind::Storage},
                                  4, {lanes, mode})
@@ -58,9 +64,6 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
                     : ctx.kernel(shaders::ShaderId::bench_read, 2, 4, {lanes, mode});
         auto set = ctx.make_set(read, rr);
         uint32_t groups = mode == 2 ? uniform_groups : spread_groups;
-        // Timed on the device's clock where it has one: on a GPU the read takes ~60 us, the same
-        // order as a submit + fence wait, which a host clock would count as read time.
-        const bool gpu_clock = ctx.timestamps_supported() && !cpu;
         auto run_read = [&]() {
             VkCommandBuffer cmd = ctx.begin();
             if (gpu_clock) ctx.begin_timing(cmd);
@@ -82,6 +85,41 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
         // Mode 2 reads each byte once per workgroup (all lanes share each load).
         r.read_gb_per_s_by_pattern[pattern] = bytes / best / 1e9;
         r.read_gb_per_s = std::max(r.read_gb_per_s, r.read_gb_per_s_by_pattern[pattern]);
+    }
+
+    // Arithmetic rooflines: each weight layout's decode arithmetic over the same buffer
+    // (bench_dot.comp). CPU drivers: one-subgroup workgroups, each lane its own stream, as decode
+    // runs there; GPUs: grid-stride, so that neighbouring lanes' loads coalesce.
+    for (int t = 0; t < Rooflines::kDotTypes; ++t) {
+        const uint32_t lanes = cpu ? ctx.subgroup_size() : 64, dot_groups = spread_groups;
+        const auto& dot = ctx.kernel(shaders::ShaderId::bench_dot,
+                                     {vk::BindingKind::TexelUint4, vk::BindingKind::TexelFloat, vk::BindingKind::Storage}, 8,
+                                     {lanes, uint32_t(Rooflines::kDotTypeNumbers[t]), cpu ? 0u : 1u});
+        vk::BufferRange dr[] = {{&src}, {&src}, {&dst}};
+        auto set = ctx.make_set(dot, dr);
+        const uint32_t push[2] = {n_vec4, 0};
+        auto run_dot = [&]() {
+            VkCommandBuffer cmd = ctx.begin();
+            if (gpu_clock) ctx.begin_timing(cmd);
+            ctx.dispatch(cmd, dot, set, push, dot_groups);
+            if (gpu_clock) ctx.mark(cmd, 0);
+            auto t0 = Clock::now();
+            ctx.submit_and_wait(cmd);
+            if (!gpu_clock) return seconds(t0);
+            double ns = 0;
+            for (const auto& [label, dt] : ctx.read_timing()) ns += dt;
+            return ns * 1e-9;
+        };
+        run_dot();  // warm-up (and shader compile)
+        double best = 1e30;
+        t_all = Clock::now();
+        do {
+            best = std::min(best, run_dot());
+        } while (seconds(t_all) < budget / Rooflines::kDotTypes);
+        // Each lane reads whole blocks (bench_dot.comp): the scale texel(s) and 4 rows' units.
+        const uint64_t all_lanes = uint64_t(lanes) * dot_groups, block = kDotBlockTexels[t];
+        const uint64_t read = n_vec4 / block / all_lanes * block * all_lanes * 16;
+        r.dot_gb_per_s[t] = read / best / 1e9;
     }
 
     // Dispatch overhead: a chain of N tiny dispatches, with and without barriers.
