@@ -52,6 +52,29 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
     // as a submit + fence wait, which a host clock would count as read time.
     const bool gpu_clock = ctx.timestamps_supported() && !cpu;
     auto t_all = Clock::now();
+    // The best time of one dispatch, run again and again for `seconds` after a warm-up (which
+    // also compiles the kernel).
+    auto best_time = [&](const vk::Kernel& k, VkDescriptorSet set, const void* push, uint32_t groups, double seconds_) {
+        auto run = [&]() {
+            VkCommandBuffer cmd = ctx.begin();
+            if (gpu_clock) ctx.begin_timing(cmd);
+            ctx.dispatch(cmd, k, set, push, groups);
+            if (gpu_clock) ctx.mark(cmd, 0);
+            auto t = Clock::now();
+            ctx.submit_and_wait(cmd);
+            if (!gpu_clock) return seconds(t);
+            double ns = 0;
+            for (const auto& [label, dt] : ctx.read_timing()) ns += dt;
+            return ns * 1e-9;
+        };
+        run();
+        double best = 1e30;
+        const auto t0 = Clock::now();
+        do {
+            best = std::min(best, run());
+        } while (seconds(t0) < seconds_);
+        return best;
+    };
     for (int pattern = 0; pattern < Rooflines::kReadPatterns; ++pattern) {
         const bool image = pattern == 6, texel = pattern >= 3 && !image;
         const uint32_t mode = image || pattern == 5 ? 3 : texel ? pattern - 3 : pattern;
@@ -64,24 +87,7 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
                     : ctx.kernel(shaders::ShaderId::bench_read, 2, 4, {lanes, mode});
         auto set = ctx.make_set(read, rr);
         uint32_t groups = mode == 2 ? uniform_groups : spread_groups;
-        auto run_read = [&]() {
-            VkCommandBuffer cmd = ctx.begin();
-            if (gpu_clock) ctx.begin_timing(cmd);
-            ctx.dispatch(cmd, read, set, &n_vec4, groups);
-            if (gpu_clock) ctx.mark(cmd, 0);
-            auto t = Clock::now();
-            ctx.submit_and_wait(cmd);
-            if (!gpu_clock) return seconds(t);
-            double ns = 0;
-            for (const auto& [label, dt] : ctx.read_timing()) ns += dt;
-            return ns * 1e-9;
-        };
-        run_read();  // warm-up (and shader compile)
-        double best = 1e30;
-        t_all = Clock::now();
-        do {
-            best = std::min(best, run_read());
-        } while (seconds(t_all) < budget / Rooflines::kReadPatterns);
+        const double best = best_time(read, set, &n_vec4, groups, budget / Rooflines::kReadPatterns);
         // Mode 2 reads each byte once per workgroup (all lanes share each load).
         r.read_gb_per_s_by_pattern[pattern] = bytes / best / 1e9;
         r.read_gb_per_s = std::max(r.read_gb_per_s, r.read_gb_per_s_by_pattern[pattern]);
@@ -98,24 +104,7 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
         vk::BufferRange dr[] = {{&src}, {&src}, {&dst}};
         auto set = ctx.make_set(dot, dr);
         const uint32_t push[2] = {n_vec4, 0};
-        auto run_dot = [&]() {
-            VkCommandBuffer cmd = ctx.begin();
-            if (gpu_clock) ctx.begin_timing(cmd);
-            ctx.dispatch(cmd, dot, set, push, dot_groups);
-            if (gpu_clock) ctx.mark(cmd, 0);
-            auto t0 = Clock::now();
-            ctx.submit_and_wait(cmd);
-            if (!gpu_clock) return seconds(t0);
-            double ns = 0;
-            for (const auto& [label, dt] : ctx.read_timing()) ns += dt;
-            return ns * 1e-9;
-        };
-        run_dot();  // warm-up (and shader compile)
-        double best = 1e30;
-        t_all = Clock::now();
-        do {
-            best = std::min(best, run_dot());
-        } while (seconds(t_all) < budget / Rooflines::kDotTypes);
+        const double best = best_time(dot, set, push, dot_groups, budget / Rooflines::kDotTypes);
         // Each lane reads whole blocks (bench_dot.comp): the scale texel(s) and 4 rows' units.
         const uint64_t all_lanes = uint64_t(lanes) * dot_groups, block = kDotBlockTexels[t];
         const uint64_t read = n_vec4 / block / all_lanes * block * all_lanes * 16;
