@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "ops/weight_format.h"
 #include "vulkan/context.h"
 
 namespace lantern {
@@ -10,10 +11,6 @@ namespace lantern {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
-// Texels of one block of bench_dot.comp per layout of Rooflines::kDotTypeNames: scale texels (one,
-// two with mins) and 4 rows of a group's units (weights.glsl's GPS_OF: F32 4, F16 2, Q8_0 2,
-// Q4_0 1, Q4_K 1, Q5_K 2, Q6_K 1).
-constexpr uint64_t kDotBlockTexels[Rooflines::kDotTypes] = {16, 8, 9, 5, 6, 10, 5};
 }  // namespace
 
 Rooflines measure_rooflines(const std::string& selector, double budget) {
@@ -105,8 +102,10 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
         auto set = ctx.make_set(dot, dr);
         const uint32_t push[2] = {n_vec4, 0};
         const double best = best_time(dot, set, push, dot_groups, budget / Rooflines::kDotTypes);
-        // Each lane reads whole blocks (bench_dot.comp): the scale texel(s) and 4 rows' units.
-        const uint64_t all_lanes = uint64_t(lanes) * dot_groups, block = kDotBlockTexels[t];
+        // Each lane reads whole blocks (bench_dot.comp): the scale texel (and the mins' texel)
+        // and 4 rows' units of one group.
+        const ops::WeightFormat* f = ops::find_weight_format(uint32_t(Rooflines::kDotTypeNumbers[t]));
+        const uint64_t all_lanes = uint64_t(lanes) * dot_groups, block = f->scales_per_group + 4ull * f->group_units;
         const uint64_t read = n_vec4 / block / all_lanes * block * all_lanes * 16;
         r.dot_gb_per_s[t] = read / best / 1e9;
     }
