@@ -3,6 +3,9 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#if defined(PHASE_CLOCK)
+#extension GL_EXT_shader_realtime_clock : require
+#endif
 // A whole transformer layer of a decode step (one token, or up to 24: batched decode, short
 // prompts; the matmuls' decode layout, see kRowLayoutMaxTokens) in one dispatch, for lavapipe:
 //   Q/K/V matmul (RMSNorm in; RoPE + KV store out) -> attention -> output projection (+= x)
@@ -85,7 +88,8 @@ layout(binding = 9) uniform usamplerBuffer kc4;
 layout(binding = 10) uniform usamplerBuffer vc4;
 layout(binding = 11) uniform usamplerBuffer tables;  // block tables
 // sync[0]: a wait gave up this step; then per layer and op, items claimed and items finished
-// (op_counter). The host zeroes it before each step.
+// (op_counter); in the profiled variant (PHASE_CLOCK) each workgroup's clock at the events of
+// each layer from lp.clock_base on (mark). The host zeroes it before each step.
 layout(std430, binding = 12) coherent buffer Sync { uint sync[]; };
 
 layout(push_constant) uniform Layer {
@@ -100,6 +104,7 @@ layout(push_constant) uniform Layer {
     uint act_x, act_qkv, act_attn, act_ffn;  // first float of each activation in the arena
     uint n_head, n_kv, n_rot, block;
     float eps, scale;
+    uint clock_base; // PHASE_CLOCK: where the clock events start in sync
 } lp;
 
 // The op being run: the push-constant fields of matmul.comp and attention.comp, plus where its
@@ -199,6 +204,24 @@ void finished(uint op) {
 
 bool gave_up() { return atomicOr(sync[0], 0u) != 0u; }
 
+// The profiled variant (PHASE_CLOCK, `lantern-bench --profile`): this workgroup's device clock at
+// event e of the layer — 0 its start, 1 + 2 op the end of its share of op `op` (it found no item
+// left), 2 + 2 op the end of its wait for the op's last item (ops 0-3; op 4, down, has no wait) —
+// as two words at lp.clock_base + ((layer * workgroups + workgroup) * 10 + e) * 2. The host turns
+// them into each op's time and the share of it that threads spent waiting (ops::DecodeLayerOp::
+// phase_times). One thread writes; the clock read is a call into the driver on lavapipe.
+const uint kClockEvents = 10u;
+void mark(uint e) {
+#if defined(PHASE_CLOCK)
+    if (gl_LocalInvocationIndex == 0u) {
+        const uvec2 t = clockRealtime2x32EXT();
+        const uint i = lp.clock_base + ((lp.slot * gl_NumWorkGroups.x + gl_WorkGroupID.x) * kClockEvents + e) * 2u;
+        sync[i] = t.x;
+        sync[i + 1u] = t.y;
+    }
+#endif
+}
+
 shared bool all_done;
 
 // Waits until all n items of `op` are finished, so their writes are visible. False: this step is
@@ -234,7 +257,10 @@ bool run_matmul(uint wt, uint op, uint rows, uint in_kind, uint out_kind) {
         matmul_rows(wt, uvec2(v % bands, v / bands), rows, in_kind, out_kind);
         finished(op);
     }
-    return wait_done(op, n);
+    mark(1u + 2u * op);
+    const bool ok = wait_done(op, n);
+    mark(2u + 2u * op);
+    return ok;
 }
 
 // Part `b` (0 or 1) of Q/K/V: RMSNorm of x in; Q rows RoPE'd to the q/k/v rows, K and V into
@@ -259,6 +285,7 @@ void main() {
     pc.scale = lp.scale;
     pc.capture_token = 0u;
     pc.capture_stride = 0u;
+    mark(0u);
 
     // Q/K/V: RMSNorm of x in, RoPE'd Q to the q/k/v rows, K and V into the cache. In two parts,
     // one op: the first part's bands are items 0..n_a-1, the second's follow.
@@ -280,7 +307,9 @@ void main() {
         }
         finished(0u);
     }
+    mark(1u);
     if (!wait_done(0u, n_qkv)) return;
+    mark(2u);
 
     // Attention: one item per 8 heads (lanes own heads) or per head (lanes split keys), and token.
     pc.x_base = lp.act_qkv;
@@ -293,7 +322,9 @@ void main() {
         attention_workgroup(uvec2(v % groups, v / groups), lp.T);
         finished(1u);
     }
+    mark(3u);
     if (!wait_done(1u, groups * lp.T)) return;
+    mark(4u);
 
     // Output projection, added to x.
     set_matmul(TYPE_O, lp.dim, lp.dim, ROWS_O, lp.w_o, lp.act_attn, lp.dim, lp.act_x, lp.dim, 1u, 0u);
@@ -311,4 +342,5 @@ void main() {
         matmul_rows(TYPE_DOWN, uvec2(v % bands, v / bands), ROWS_DOWN, IN_PLAIN, OUT_PLAIN);
         barrier();
     }
+    mark(9u);
 }

@@ -378,10 +378,23 @@ void bench_model(const std::string& path, const std::string& label, const Option
         std::printf("profile %s (decode step at position %d): wall %.3f ms, GPU %.3f ms, %u dispatches%s\n",
                     label.c_str(), o.profile_at, p.total_ms, p.gpu_ms, p.dispatches,
                     p.fused_layers ? " (fused layers: one dispatch each)" : "");
-        for (const auto& op : p.ops)
+        for (const auto& op : p.ops) {
             std::printf("  %-14s %8.3f ms  %5.1f %%  %3u dispatches  %8.2f MiB  %6.2f GB/s\n", op.op.c_str(), op.ms,
                         p.gpu_ms > 0 ? 100 * op.ms / p.gpu_ms : 0.0, op.dispatches, op.bytes / 1048576.0,
                         op.ms > 0 ? op.bytes / (op.ms * 1e6) : 0.0);
+            if (op.op != "fused_layer") continue;
+            // Inside the fused layers (clocks in the kernel): each op family, and the share of the
+            // threads' time in it spent waiting for another thread's last item.
+            for (const auto& f : p.fused_ops) {
+                if (f.idle_fraction < 0)
+                    std::printf("    %-12s %8.3f ms  %5.1f %%  (the driver starting and ending the dispatches)\n",
+                                f.op.c_str(), f.ms, p.gpu_ms > 0 ? 100 * f.ms / p.gpu_ms : 0.0);
+                else
+                    std::printf("    %-12s %8.3f ms  %5.1f %%  %8.2f MiB  %6.2f GB/s  threads idle %4.1f %%\n",
+                                f.op.c_str(), f.ms, p.gpu_ms > 0 ? 100 * f.ms / p.gpu_ms : 0.0, f.bytes / 1048576.0,
+                                f.ms > 0 ? f.bytes / (f.ms * 1e6) : 0.0, 100 * f.idle_fraction);
+            }
+        }
         std::printf("  weights read per token: %.1f MiB\n", m.decode_read_bytes / 1048576.0);
     }
 }

@@ -225,7 +225,11 @@ int generate(Engine& e, const Args& a) {
         const auto& p = e.last_step_profile();
         std::fprintf(stderr, "[lantern] last step: %.2f ms wall, %.2f ms GPU, %u dispatches\n", p.total_ms, p.gpu_ms,
                      p.dispatches);
-        for (const auto& op : p.ops) std::fprintf(stderr, "  %-14s %8.3f ms\n", op.op.c_str(), op.ms);
+        for (const auto& op : p.ops) {
+            std::fprintf(stderr, "  %-14s %8.3f ms\n", op.op.c_str(), op.ms);
+            if (op.op == "fused_layer")
+                for (const auto& f : p.fused_ops) std::fprintf(stderr, "    %-12s %8.3f ms\n", f.op.c_str(), f.ms);
+        }
     }
     return 0;
 }

@@ -214,6 +214,41 @@ bool same_counts(const KvStats& a, const KvStats& b) {
     return true;
 }
 
+// A profiled fused step (lavapipe) says where the fused layers' time went, from clocks inside the
+// kernel: the five op families and the dispatches' start-up, adding up to the fused layers'
+// timestamp time, every op taking some, each matmul with its weights' bytes. Empty when it does.
+QString fused_op_times_problem(const StepProfile& prof) {
+    const OpTime* fused = nullptr;
+    for (const auto& o : prof.ops)
+        if (o.op == "fused_layer") fused = &o;
+    if (!fused) return "a fused step's profile has no fused_layer entry";
+    if (prof.fused_ops.size() != 6)
+        return QString("%1 entries inside the fused layers, not the 5 op families and the start-up (lavapipe has "
+                       "VK_KHR_shader_clock)").arg(prof.fused_ops.size());
+    const char* names[] = {"qkv+rope+kv", "attention", "attn_output", "ffn_gate_up", "ffn_down", "fused_start"};
+    double ms = 0;
+    uint64_t matmul_bytes = 0;
+    for (size_t i = 0; i < 6; ++i) {
+        const OpTime& o = prof.fused_ops[i];
+        if (o.op != names[i]) return QString("entry %1 is %2, not %3").arg(i).arg(o.op.c_str()).arg(names[i]);
+        ms += o.ms;
+        if (i == 5) {
+            if (o.ms < 0) return "the kernels' clocks span more than their dispatches' timestamps";
+            continue;
+        }
+        if (o.ms <= 0) return QString("%1 took no time").arg(names[i]);
+        if (o.idle_fraction < 0 || o.idle_fraction > 1)
+            return QString("%1: idle fraction %2").arg(names[i]).arg(o.idle_fraction);
+        if (o.bytes == 0) return QString("%1 read no bytes").arg(names[i]);
+        if (i != 1) matmul_bytes += o.bytes;
+    }
+    if (std::fabs(ms - fused->ms) > 1e-6 * fused->ms)
+        return QString("the entries add up to %1 ms, fused_layer took %2").arg(ms).arg(fused->ms);
+    if (matmul_bytes != fused->bytes)
+        return QString("the matmuls read %1 bytes, fused_layer %2").arg(matmul_bytes).arg(fused->bytes);
+    return {};
+}
+
 }  // namespace
 
 class KvEngineTest : public QObject {
@@ -368,7 +403,7 @@ private slots:
         const int n_prompt = static_cast<int>(prompt.size());
         const int two_a = n_prompt + 3, two_b = n_prompt + 4;  // steps that feed two tokens
         Tokens feed = {prompt[0]};
-        int captures = 0;
+        int captures = 0, fused_profiles = 0;
         for (int step = 0; step < n_prompt + 10; ++step) {
             const bool capture = step == 2 || step == n_prompt + 1 || step == two_a;
             if (capture) {  // on the mixed engine only
@@ -383,7 +418,13 @@ private slots:
             QVERIFY2(got[1] == got[0], qPrintable(QString("step %1: the profiled run's logits differ").arg(step)));
             QVERIFY2(got[2] == got[0], qPrintable(QString("step %1: the run with captures differs").arg(step)));
             if (capture) QVERIFY2(mixed->last_attention().n_positions > 0, "no attention was captured");
-            QVERIFY(profiled->last_step_profile().ops.size() > 0);
+            const StepProfile& prof = profiled->last_step_profile();
+            QVERIFY(prof.ops.size() > 0);
+            if (prof.fused_layers) {
+                ++fused_profiles;
+                const QString problem = fused_op_times_problem(prof);
+                QVERIFY2(problem.isEmpty(), qPrintable(QString("step %1: %2").arg(step).arg(problem)));
+            }
             const int32_t next = argmax(got[0]);
             if (step + 1 < n_prompt)
                 feed = {prompt[static_cast<size_t>(step) + 1]};
@@ -391,6 +432,9 @@ private slots:
                 feed = (step + 1 == two_a || step + 1 == two_b) ? Tokens{next, next} : Tokens{next};
         }
         QCOMPARE(captures, 3);
+        // On lavapipe the profiled steps ran fused (one- and two-token steps), so their per-op
+        // times were checked above.
+        if (profiled->device().name.find("llvmpipe") != std::string::npos) QVERIFY(fused_profiles > 0);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

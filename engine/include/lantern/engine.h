@@ -84,6 +84,9 @@ struct OpTime {
     double ms = 0;
     uint32_t dispatches = 0;
     uint64_t bytes = 0;  // what the op reads from memory in the step: weights, or (attention) K/V rows
+    // Inside fused layers (StepProfile::fused_ops): of the driver threads' time in the op, the
+    // fraction spent not working on it — waiting for another thread's last item. -1 elsewhere.
+    double idle_fraction = -1;
 };
 
 struct StepProfile {
@@ -93,6 +96,11 @@ struct StepProfile {
     bool fused_layers = false;  // layers ran as one dispatch each (decode steps on lavapipe)
     uint32_t fused_fallbacks = 0;  // fused steps so far that gave up and ran on the separate kernels
     std::vector<OpTime> ops;   // empty when not profiled
+    // Where the "fused_layer" entry's time goes, per op family, from clocks inside the kernel
+    // (devices with VK_KHR_shader_clock; empty otherwise), "qkv+rope+kv" ... "ffn_down" as in
+    // `ops`, then "fused_start" (the dispatches' time before their first workgroup starts and
+    // after their last ends: lavapipe waking its threads). Their times add up to fused_layer's.
+    std::vector<OpTime> fused_ops;
 };
 
 // Attention weights of one token (the heatmap): probs[head][j] over positions j < n_positions.

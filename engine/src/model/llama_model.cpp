@@ -75,7 +75,13 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         attn_ = {&act_, ra.first, ra.second};
         gate_up_ = {&act_, rf.first, rf.second};
     }
-    sync_ = ctx.create_buffer(4ull * (1 + 10 * m.n_layers), MemoryUse::Upload);
+    // The fused layers' counters, then (devices with a shader clock) their clock events in profiled steps.
+    fused_groups_ = ops::DecodeLayerOp::workgroups_for(ctx);
+    const uint32_t counters = 1 + 10 * m.n_layers;
+    const uint32_t clock_words = ctx.shader_device_clock() ? ops::DecodeLayerOp::clock_words(m.n_layers, fused_groups_) : 0;
+    clock_base_ = clock_words ? counters : 0;
+    sync_ = ctx.create_buffer(4ull * (counters + clock_words), MemoryUse::Upload);
+    sync_counter_bytes_ = 4ull * counters;
     logits_ = ctx.create_buffer(4ull * S * m.vocab, MemoryUse::Readback);
     tokens_ = ctx.create_buffer(4ull * T, MemoryUse::Upload);
     tok_info_ = ctx.create_buffer(16ull * T, MemoryUse::Upload);
@@ -195,6 +201,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         for (uint32_t label : {kQkv, kAttnOut, kFfnGateUp, kFfnDown}) {
             label_bytes_[label] += layer_bytes[label];
             (L.has_fused ? fused_label_bytes_[kFusedLayer] : fused_label_bytes_[label]) += layer_bytes[label];
+            if (L.has_fused) inside_fused_bytes_[label] += layer_bytes[label];
         }
         if (L.has_fused) {
             const ops::DecodeLayerActivations arena{{&act_}, static_cast<uint32_t>(x_.offset / 4),
@@ -202,7 +209,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
                                                   static_cast<uint32_t>(attn_.offset / 4),
                                                   static_cast<uint32_t>(gate_up_.offset / 4)};
             L.fused = ops::DecodeLayerOp(ctx, fw, fs, arena, {&tok_info_}, {&rope_}, {&tables_}, {&L.k_cache},
-                                         {&L.v_cache}, {&sync_}, l);
+                                         {&L.v_cache}, {&sync_}, l, clock_base_);
         }
         uint32_t separate = 1;  // attention
         for (auto* v : {&L.qkv, &L.o, &L.gate_up, &L.down})
@@ -482,7 +489,7 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         auto& L = layers_[l];
         if (fused && L.has_fused) {
-            L.fused.record(cmd, T);
+            L.fused.record(cmd, T, timing && L.fused.clocks());
             mark(kFusedLayer);
             ctx_.barrier(cmd);
             continue;
@@ -512,6 +519,43 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
         mark(kLmHead);
         ctx_.barrier(cmd);
     }
+}
+
+// The fused layers' time by op family, from their clocks (ops::DecodeLayerOp::op_times). The
+// clock counts nanoseconds on lavapipe, the only driver running fused layers; what the
+// timestamps measured for the dispatches beyond the kernels' own span is the driver starting
+// and ending them ("fused_start"). A clock that does not count nanoseconds (its span longer than
+// the dispatches) is scaled to the timestamps instead.
+void LlamaModel::fused_op_times(StepProfile& prof, uint64_t kv_read) const {
+    uint32_t fused_layers = 0;
+    for (const auto& L : layers_) fused_layers += L.has_fused ? 1 : 0;
+    double fused_ms = 0;
+    for (const auto& o : prof.ops)
+        if (o.op == kLabelNames[kFusedLayer]) fused_ms = o.ms;
+    // Clock slots by layer index; a layer that ran on the separate kernels left its slot at 0,
+    // which op_times skips.
+    const auto* words = static_cast<const uint32_t*>(sync_.mapped) + clock_base_;
+    const uint32_t n = info_.n_layers;
+    const ops::FusedOpTimes t =
+        ops::DecodeLayerOp::op_times({words, ops::DecodeLayerOp::clock_words(n, fused_groups_)}, n, fused_groups_);
+    if (t.layers != fused_layers || fused_ms <= 0 || t.span_ns <= 0) return;
+    const double span_ms = t.span_ns / 1e6;
+    const double scale = span_ms > fused_ms ? fused_ms / span_ms : 1.0;
+    const uint32_t labels[ops::FusedOpTimes::kOps] = {kQkv, kAttention, kAttnOut, kFfnGateUp, kFfnDown};
+    for (uint32_t k = 0; k < ops::FusedOpTimes::kOps; ++k) {
+        OpTime o;
+        o.op = kLabelNames[labels[k]];
+        o.ms = t.ns[k] / 1e6 * scale;
+        o.dispatches = 0;
+        o.bytes = labels[k] == kAttention ? kv_read * fused_layers / n : inside_fused_bytes_[labels[k]];
+        o.idle_fraction = t.ns[k] > 0 ? t.idle_ns[k] / (t.ns[k] * fused_groups_) : 0;
+        prof.fused_ops.push_back(o);
+    }
+    OpTime start;
+    start.op = "fused_start";
+    start.ms = fused_ms - span_ms * scale;
+    start.dispatches = fused_layers;
+    prof.fused_ops.push_back(start);
 }
 
 void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool profile, StepProfile* prof,
@@ -552,7 +596,8 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
         if (fused && L.has_fused && L.attention.lanes_own_heads(T) != L.fused.lanes_own_heads()) fused = false;
     auto run = [&](bool fused_step) {
         if (fused_step) {
-            std::memset(sync_.mapped, 0, sync_.size);  // the op counters start at 0
+            // The op counters start at 0, and so do the clocks of a profiled step.
+            std::memset(sync_.mapped, 0, timing ? sync_.size : sync_counter_bytes_);
             if (const int32_t l = limits_.fused_stall_layer_for_test; l >= 0 && l < static_cast<int32_t>(m.n_layers))
                 static_cast<uint32_t*>(sync_.mapped)[1 + 10 * l + 2] = 1u << 30;  // op_counter(1): attention items all claimed
         }
@@ -625,6 +670,7 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
         prof->fused_layers = fused;
         prof->fused_fallbacks = fused_fallbacks_;
         prof->ops.clear();
+        prof->fused_ops.clear();
         prof->gpu_ms = 0;
         if (timing) {
             std::map<uint32_t, OpTime> by;
@@ -642,6 +688,7 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
                 prof->gpu_ms += ns / 1e6;
             }
             for (auto& [label, o] : by) prof->ops.push_back(o);
+            if (fused && clock_base_) fused_op_times(*prof, kv_read);
         }
         prof->total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
     }

@@ -128,6 +128,7 @@ private:
     std::map<uint32_t, uint64_t> matmul_bytes_by_layout_;
     // Weight bytes per step of each profile label: a step on the separate kernels, a fused step.
     std::array<uint64_t, kProfileLabels> label_bytes_{}, fused_label_bytes_{};
+    std::array<uint64_t, kProfileLabels> inside_fused_bytes_{};  // of the fused layers, per op family
     uint32_t qkv_width_ = 0;
     // Activations: one arena (the fused decode layer reads them all through one view), each at
     // an aligned offset. Step inputs and outputs in buffers of their own.
@@ -137,6 +138,9 @@ private:
     // Fused decode: counters (sync_[0]: a wait gave up; then per layer and op, items claimed and
     // finished; see shaders/decode_layer.comp), zeroed by the host before each fused step.
     vk::Buffer sync_;
+    VkDeviceSize sync_counter_bytes_ = 0;  // the counters; the clock events follow (clock_base_, in uints)
+    uint32_t clock_base_ = 0, fused_groups_ = 1;
+    void fused_op_times(StepProfile& prof, uint64_t kv_read) const;
     bool fused_ok_ = false;
     std::string fused_why_;
     uint32_t fused_fallbacks_ = 0, fused_fallbacks_in_a_row_ = 0, fused_dispatches_ = 0;

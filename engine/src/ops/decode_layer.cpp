@@ -67,7 +67,7 @@ std::string DecodeLayerOp::unsupported(const vk::Context& ctx, const DecodeLayer
 DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s,
                              const DecodeLayerActivations& act, vk::BufferRange tok_info, vk::BufferRange rope,
                              vk::BufferRange tables, vk::BufferRange k_cache, vk::BufferRange v_cache,
-                             vk::BufferRange sync, uint32_t slot)
+                             vk::BufferRange sync, uint32_t slot, uint32_t clock_base)
     : ctx_(&ctx) {
     if (std::string why = unsupported(ctx, w, s); !why.empty())
         throw Error(ErrorCode::Internal, "fused decode layer: " + why);
@@ -78,7 +78,7 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
     auto lane_rows = [](const DeviceWeight* d) { return d->tile_rows / kCpuLanes; };
 
     // One workgroup per driver thread, so every thread can take part (a late one finds less work).
-    groups_ = vk::cpu_driver_threads();
+    groups_ = workgroups_for(ctx);
     const bool vec4 = s.dim % 4 == 0 && s.ffn_dim % 4 == 0 && act.x % 4 == 0 && act.attn % 4 == 0 && act.ffn % 4 == 0;
     const bool q_vec4 = a.qkv_stride % 4 == 0 && a.head_dim % 4 == 0 && act.qkv % 4 == 0;
     using vk::BindingKind;
@@ -89,6 +89,8 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
         BindingKind::Storage};
     auto type = [](const DeviceWeight* d) { return d ? d->format->device_type : 0u; };
     shader_ = a.kv_f16 ? shaders::ShaderId::decode_layer_kvf16 : shaders::ShaderId::decode_layer_kvf32;
+    clock_shader_ = a.kv_f16 ? shaders::ShaderId::decode_layer_kvf16_clock : shaders::ShaderId::decode_layer_kvf32_clock;
+    clocks_ = clock_base != 0 && ctx.shader_device_clock();
     kinds_ = kinds;
     spec_ = {kCpuLanes, lane_rows(w.qkv), lane_rows(w.o), lane_rows(w.gate_up), lane_rows(w.down),
              vec4 ? 1u : 0u, a.head_dim, q_vec4 ? 1u : 0u, s.lanes_own_heads ? 1u : 0u,
@@ -96,7 +98,7 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
              type(w.o), type(w.gate_up), type(w.down)};
     ranges_ = {weights, weights, act.arena, act.arena, act.arena, tok_info, rope,
                k_cache, v_cache, k_cache, v_cache, tables, sync};
-    variant(1);  // the one-token kernel, which every decode step uses, at load
+    variant(1, false);  // the one-token kernel, which every decode step uses, at load
 
     own_heads_ = s.lanes_own_heads;
     push_.T = 1;
@@ -122,27 +124,83 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
     push_.block = a.block;
     push_.eps = s.eps;
     push_.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
+    push_.clock_base = clock_base;
 }
 
-void DecodeLayerOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
+uint32_t DecodeLayerOp::workgroups_for(const vk::Context&) { return vk::cpu_driver_threads(); }
+
+void DecodeLayerOp::record(VkCommandBuffer cmd, uint32_t tokens, bool clocked) const {
     if (tokens == 0 || tokens > kRowLayoutMaxTokens)
         throw Error(ErrorCode::Internal, "a fused decode layer takes 1-" + std::to_string(kRowLayoutMaxTokens) +
                                              " tokens (one workgroup row per token)");
+    if (clocked && !clocks_) throw Error(ErrorCode::Internal, "this fused decode layer has no clocked variant");
     Push p = push_;
     p.T = tokens;
-    const auto [kernel, set] = variant(std::min(tokens, kMaxTokensPerLane));
+    const auto [kernel, set] = variant(std::min(tokens, kMaxTokensPerLane), clocked);
     ctx_->dispatch(cmd, *kernel, set, &p, groups_);
 }
 
-std::pair<const vk::Kernel*, VkDescriptorSet> DecodeLayerOp::variant(uint32_t tokens_per_lane) const {
-    const uint32_t i = tokens_per_lane - 1;
+std::pair<const vk::Kernel*, VkDescriptorSet> DecodeLayerOp::variant(uint32_t tokens_per_lane, bool clocked) const {
+    // The clocked variant is made at the first profiled step (lantern-bench --profile), never otherwise.
+    const uint32_t i = (clocked ? kMaxTokensPerLane : 0u) + tokens_per_lane - 1;
     if (!kernels_[i]) {
         std::vector<uint32_t> spec = spec_;
         spec.push_back(tokens_per_lane);
-        kernels_[i] = &ctx_->kernel(shader_, kinds_, sizeof(Push), std::move(spec));
+        kernels_[i] = &ctx_->kernel(clocked ? clock_shader_ : shader_, kinds_, sizeof(Push), std::move(spec));
         sets_[i] = ctx_->make_set(*kernels_[i], ranges_);
     }
     return {kernels_[i], sets_[i]};
+}
+
+FusedOpTimes DecodeLayerOp::op_times(std::span<const uint32_t> clock, uint32_t layers, uint32_t workgroups) {
+    FusedOpTimes out;
+    if (clock.size() < clock_words(layers, workgroups)) return out;
+    constexpr uint32_t kOps = FusedOpTimes::kOps;
+    for (uint32_t l = 0; l < layers; ++l) {
+        // t[w][e]: workgroup w's clock at event e (0: start; 1 + 2k: its share of op k done;
+        // 2 + 2k: its wait for op k's last item over, k < 4), 0 where it was not written.
+        std::vector<std::array<uint64_t, kClockEvents>> t;
+        for (uint32_t w = 0; w < workgroups; ++w) {
+            std::array<uint64_t, kClockEvents> e{};
+            bool complete = true;
+            for (uint32_t i = 0; i < kClockEvents; ++i) {
+                const size_t at = (static_cast<size_t>(l * workgroups + w) * kClockEvents + i) * 2;
+                e[i] = clock[at] | (uint64_t{clock[at + 1]} << 32);
+                complete = complete && e[i] != 0;
+            }
+            if (complete) t.push_back(e);
+        }
+        if (t.size() != workgroups) continue;  // a workgroup gave up (the step ran on the separate kernels)
+        auto earliest = [&](uint32_t e) {
+            uint64_t v = ~uint64_t{0};
+            for (const auto& w : t) v = std::min(v, w[e]);
+            return v;
+        };
+        auto latest = [&](uint32_t e) {
+            uint64_t v = 0;
+            for (const auto& w : t) v = std::max(v, w[e]);
+            return v;
+        };
+        uint64_t begin = earliest(0);
+        const uint64_t first = begin;
+        for (uint32_t k = 0; k < kOps; ++k) {
+            // The op ends when its last item is finished: the first workgroup to see that is the
+            // closest clock to it. Down has no wait: it ends with the last workgroup.
+            const uint64_t end = std::max(begin, k + 1 < kOps ? earliest(2 + 2 * k) : latest(kClockEvents - 1));
+            double busy = 0;
+            for (const auto& w : t) {
+                const uint64_t from = std::max(begin, k == 0 ? w[0] : w[2 * k]), to = std::min(end, w[1 + 2 * k]);
+                if (to > from) busy += static_cast<double>(to - from);
+            }
+            const double span = static_cast<double>(end - begin);
+            out.ns[k] += span;
+            out.idle_ns[k] += std::max(0.0, span * workgroups - busy);
+            begin = end;
+        }
+        out.span_ns += static_cast<double>(begin - first);
+        ++out.layers;
+    }
+    return out;
 }
 
 }  // namespace lantern::ops

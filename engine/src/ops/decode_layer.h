@@ -6,6 +6,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,8 +39,31 @@ struct DecodeLayerShape {
     bool lanes_own_heads = true;  // attention's layout (see shaders/attention.comp), as AttentionOp picks it
 };
 
+// Where the time of fused layers goes, from the profiled variant's clocks (shaders/decode_layer.comp,
+// mark()): per op of the layer — Q/K/V with RoPE and the KV store, attention, the output
+// projection, gate/up with SwiGLU, down — summed over the layers of a step.
+struct FusedOpTimes {
+    static constexpr uint32_t kOps = 5;
+    // Each op's time: from the end of the previous op (the first workgroup's start for Q/K/V) to
+    // the moment the first workgroup saw its last item finished (the last workgroup's end for down).
+    std::array<double, kOps> ns{};
+    // Of the workgroups' time in each op (workgroups x its time), what was not spent on its items:
+    // waiting for another workgroup's last item, or not started yet. 0 = perfect balance.
+    std::array<double, kOps> idle_ns{};
+    double span_ns = 0;   // first start to last end, summed over the layers
+    uint32_t layers = 0;  // layers whose clocks were complete
+};
+
 class DecodeLayerOp {
 public:
+    // The profiled variant's clock events (mark() in the shader): 10 per workgroup and layer, 2 uints each.
+    static constexpr uint32_t kClockEvents = 10;
+    static uint32_t clock_words(uint32_t layers, uint32_t workgroups) { return layers * workgroups * kClockEvents * 2; }
+    // Reads the clock words of a step of `layers` fused layers run by `workgroups` workgroups each.
+    // The clock counts nanoseconds on lavapipe (the only driver that runs fused layers).
+    static FusedOpTimes op_times(std::span<const uint32_t> clock, uint32_t layers, uint32_t workgroups);
+    // Workgroups of a fused layer on this device: one per driver thread.
+    static uint32_t workgroups_for(const vk::Context& ctx);
     // Empty when a layer with these weights can run fused on this device, else why not (a GPU,
     // weights split in parts or spread over several slabs, gate and up of different types, ...):
     // the model then runs the separate kernels.
@@ -48,13 +72,17 @@ public:
     static bool device_supported(const vk::Context& ctx);
 
     DecodeLayerOp() = default;
-    // `slot`: this layer's counter in `sync` (which needs 1 + layers uints, zeroed before each step).
+    // `slot`: this layer's counters in `sync` (which needs 1 + 10 x layers uints, zeroed before each
+    // step); `clock_base`: where the clock events of profiled steps start in it (clock_words(layers,
+    // workgroups()) uints from there; 0 = no clocked steps).
     DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s,
                   const DecodeLayerActivations& act, vk::BufferRange tok_info, vk::BufferRange rope,
                   vk::BufferRange tables, vk::BufferRange k_cache, vk::BufferRange v_cache, vk::BufferRange sync,
-                  uint32_t slot);
-    // A step of `tokens` tokens (at most kRowLayoutMaxTokens: the matmuls run the decode layout).
-    void record(VkCommandBuffer cmd, uint32_t tokens) const;
+                  uint32_t slot, uint32_t clock_base = 0);
+    // A step of `tokens` tokens (at most kRowLayoutMaxTokens: the matmuls run the decode layout);
+    // `clocked`: the variant that records its op clocks (only where clocks() is true).
+    void record(VkCommandBuffer cmd, uint32_t tokens, bool clocked = false) const;
+    bool clocks() const { return clocks_; }
     uint32_t workgroups() const { return groups_; }
     bool lanes_own_heads() const { return own_heads_; }  // attention's layout (DecodeLayerShape)
 
@@ -66,22 +94,24 @@ private:
         uint32_t act_x, act_qkv, act_attn, act_ffn;
         uint32_t n_head, n_kv, n_rot, block;
         float eps, scale;
+        uint32_t clock_base;
     };
     // Variants by tokens per lane (1-4: a step of T tokens runs min(T, 4)), each built at its
     // first step: only batched decoding (several sequences) needs more than one, and lavapipe
     // compiles a kernel of this size for seconds.
     static constexpr uint32_t kMaxTokensPerLane = 4;
-    std::pair<const vk::Kernel*, VkDescriptorSet> variant(uint32_t tokens_per_lane) const;
+    std::pair<const vk::Kernel*, VkDescriptorSet> variant(uint32_t tokens_per_lane, bool clocked) const;
     vk::Context* ctx_ = nullptr;
-    shaders::ShaderId shader_{};
+    shaders::ShaderId shader_{}, clock_shader_{};
     std::vector<vk::BindingKind> kinds_;
     std::vector<uint32_t> spec_;  // without the tokens-per-lane constant (appended per variant)
     std::vector<vk::BufferRange> ranges_;
-    mutable std::array<const vk::Kernel*, kMaxTokensPerLane> kernels_{};
-    mutable std::array<VkDescriptorSet, kMaxTokensPerLane> sets_{};
+    mutable std::array<const vk::Kernel*, 2 * kMaxTokensPerLane> kernels_{};  // [clocked][tokens per lane - 1]
+    mutable std::array<VkDescriptorSet, 2 * kMaxTokensPerLane> sets_{};
     Push push_{};
     uint32_t groups_ = 1;
     bool own_heads_ = true;
+    bool clocks_ = false;  // the device has a shader clock and sync has room for the events
 };
 
 }  // namespace lantern::ops

@@ -123,6 +123,16 @@ bool has_compute_queue(VkPhysicalDevice pd, uint32_t* family) {
     return false;
 }
 
+bool device_has_extension(VkPhysicalDevice pd, const char* name) {
+    uint32_t n = 0;
+    vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+    std::vector<VkExtensionProperties> e(n);
+    vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, e.data());
+    for (const auto& x : e)
+        if (std::strcmp(x.extensionName, name) == 0) return true;
+    return false;
+}
+
 VkInstance make_bare_instance() {
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "Lantern";
@@ -327,6 +337,23 @@ void Context::create_device() {
     VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     ci.queueCreateInfoCount = 1;
     ci.pQueueCreateInfos = &q;
+    // The device clock in shaders, for profiling only (the fused decode layer's per-op times): on
+    // where the device has it, and nothing else needs an extension.
+    std::vector<const char*> exts;
+    VkPhysicalDeviceShaderClockFeaturesKHR clock{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR};
+    if (props_.apiVersion >= VK_API_VERSION_1_1 && device_has_extension(phys_, VK_KHR_SHADER_CLOCK_EXTENSION_NAME)) {
+        VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+        f2.pNext = &clock;
+        vkGetPhysicalDeviceFeatures2(phys_, &f2);
+        if (clock.shaderDeviceClock) {
+            clock.shaderSubgroupClock = VK_FALSE;
+            exts.push_back(VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
+            ci.pNext = &clock;
+            shader_device_clock_ = true;
+        }
+    }
+    ci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+    ci.ppEnabledExtensionNames = exts.data();
     check(vkCreateDevice(phys_, &ci, nullptr, &device_), "vkCreateDevice");
     vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
     VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};

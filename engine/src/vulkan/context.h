@@ -153,6 +153,9 @@ public:
 
     // Timestamp queries (per-op GPU timing). begin_timing resets; mark() writes a timestamp.
     bool timestamps_supported() const { return timestamp_period_ns_ > 0; }
+    // A shader may read the device clock (VK_KHR_shader_clock's shaderDeviceClock, enabled when the
+    // device has it): the fused decode layer's profiled variant times its ops with it.
+    bool shader_device_clock() const { return shader_device_clock_; }
     void begin_timing(VkCommandBuffer cmd);
     void mark(VkCommandBuffer cmd, uint32_t label);
     // After submit_and_wait: (label, ns since previous mark) per mark.
@@ -204,6 +207,7 @@ private:
     std::vector<uint32_t> query_labels_;
     double timestamp_period_ns_ = 0;
     uint64_t timestamp_mask_ = ~0ull;
+    bool shader_device_clock_ = false;
 };
 
 }  // namespace lantern::vk
