@@ -27,7 +27,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAPE:TYPE]... [options]
-  --synthetic S:T   random-weight model, S = tiny | 110m | tinyllama | llama3-1b | 7b, T = f32 | f16 | bf16 | q8_0
+  --synthetic S:T   random-weight model, S = tiny | 110m | tinyllama | llama3-1b | 7b or any shape written
+                    DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB (e.g. 768/12/12/12/2048/32000), T = f32 | f16 | bf16 | q8_0
                     | q4_0 | q4_1 | q5_0 | q5_1 | q3_k | q4_k | q5_k | q6_k | iq4_nl | iq4_xs | q4_k_m (llama.cpp's
                     Q4_K_M mix of Q4_K and Q6_K; K-quants and iq4_xs need 256-element rows: not tiny)
   -p N              prefill tokens (default 128; 0 = skip)
@@ -500,7 +501,9 @@ int main(int argc, char** argv) {
                     "ms/tok", "read %", "arith %");
         for (const auto& m : o.models) bench_model(m, std::filesystem::path(m).filename().string(), o, roof);
         for (const auto& [shape, type] : o.synthetic) {
-            auto path = std::filesystem::temp_directory_path() / ("lantern-synthetic-" + shape + "-" + type + ".gguf");
+            std::string file = shape;  // a written-out shape's slashes are not a path
+            std::replace(file.begin(), file.end(), '/', 'x');
+            auto path = std::filesystem::temp_directory_path() / ("lantern-synthetic-" + file + "-" + type + ".gguf");
             if (!std::filesystem::exists(path)) write_synthetic_model(synthetic_shape(shape), type_id(type), path.string());
             bench_model(path.string(), "synthetic-" + shape + ":" + type, o, roof);
         }

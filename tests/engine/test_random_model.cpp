@@ -663,6 +663,32 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // lantern-bench's synthetic shapes by name, and any other written out as
+    // DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB (untied LM head); shapes the engine cannot run refused.
+    void synthetic_shapes_by_name_and_written_out() {
+        const SyntheticShape named = synthetic_shape("110m"), written = synthetic_shape("768/12/12/12/2048/32000");
+        QCOMPARE(written.dim, named.dim);
+        QCOMPARE(written.n_layers, named.n_layers);
+        QCOMPARE(written.n_heads, named.n_heads);
+        QCOMPARE(written.n_kv_heads, named.n_kv_heads);
+        QCOMPARE(written.ffn_dim, named.ffn_dim);
+        QCOMPARE(written.vocab, named.vocab);
+        QVERIFY(!written.tied_output);
+        const SyntheticShape gqa = synthetic_shape("2048/4/32/4/5632/512");
+        QCOMPARE(gqa.n_kv_heads, 4u);
+        QCOMPARE(gqa.n_layers, 4u);
+        for (const char* bad : {"768/12/12/5/2048/32000", "770/12/12/12/2048/32000", "768/0/12/12/2048/32000",
+                                "768/12/12/12/2048", "768/12/12/12/2048/32000x", "huge"}) {
+            bool refused = false;
+            try {
+                synthetic_shape(bad);
+            } catch (const Error& e) {
+                refused = e.code() == ErrorCode::InvalidArgument;
+            }
+            QVERIFY2(refused, bad);
+        }
+    }
+
     // lantern-bench's Q4_K_M-like synthetic model (kSyntheticQ4KM): Q4_K, with Q6_K for the
     // output and for attn_v and ffn_down in the "more bits" layers, as llama.cpp's Q4_K_M files.
     // It loads and runs; on lavapipe every layer is fused, the mixed ones too (Q and K stacked in

@@ -18,8 +18,10 @@ struct SyntheticShape {
 // "tiny" (stories260K-like), "110m" (768/12 layers/12 heads/FFN 2048/vocab 32000),
 // "tinyllama" (2048/22 layers/32 heads/4 KV heads/FFN 5632/vocab 32000),
 // "llama3-1b" (Llama 3.2 1B: 2048/16 layers/32 heads/8 KV heads/FFN 8192/vocab 128256, tied),
-// "7b" (Llama 2 7B: 4096/32 layers/32 heads/FFN 11008/vocab 32000; for GPUs).
-// Throws Error(InvalidArgument) for other names.
+// "7b" (Llama 2 7B: 4096/32 layers/32 heads/FFN 11008/vocab 32000; for GPUs), or any shape as
+// "DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB" (untied LM head). Throws Error(InvalidArgument) for other
+// names and for shapes the engine cannot run (heads not dividing the width into even head
+// dimensions, KV heads not dividing the heads).
 SyntheticShape synthetic_shape(const std::string& name);
 
 class GgufWriter;

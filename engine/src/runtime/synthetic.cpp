@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -36,7 +37,24 @@ SyntheticShape synthetic_shape(const std::string& name) {
         s.tied_output = false;
         return s;
     }
-    throw Error(ErrorCode::InvalidArgument, "unknown synthetic shape \"" + name + "\" (tiny, 110m, tinyllama, llama3-1b, 7b)");
+    // Any other shape, written as the issue tracker and papers write them: DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB
+    // (an untied LM head; e.g. 768/12/12/12/2048/32000 is the 110M shape), so the effect of one
+    // dimension on speed can be measured without a model of that shape.
+    uint32_t v[6];
+    char end = 0;
+    if (std::sscanf(name.c_str(), "%u/%u/%u/%u/%u/%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) == 6) {
+        s.dim = v[0], s.n_layers = v[1], s.n_heads = v[2], s.n_kv_heads = v[3], s.ffn_dim = v[4], s.vocab = v[5];
+        s.tied_output = false;
+        if (s.n_layers == 0 || s.n_heads == 0 || s.n_kv_heads == 0 || s.n_heads % s.n_kv_heads != 0 ||
+            s.dim % s.n_heads != 0 || (s.dim / s.n_heads) % 2 != 0 || s.ffn_dim == 0)
+            throw Error(ErrorCode::InvalidArgument,
+                        "synthetic shape \"" + name +
+                            "\": the heads must divide the width into even head dimensions, the KV heads the heads, "
+                            "and layers and FFN width be positive");
+        return s;
+    }
+    throw Error(ErrorCode::InvalidArgument, "unknown synthetic shape \"" + name +
+                                                "\" (tiny, 110m, tinyllama, llama3-1b, 7b, or DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB)");
 }
 
 void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab) {
