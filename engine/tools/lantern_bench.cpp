@@ -36,6 +36,8 @@ const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAP
   -r N              repetitions (default 3, after one warm-up)
   -b LIST           sequences decoding together, e.g. 1,4 (default 1)
   --steady N        sustained decode of N tokens: transient, steady-state rate, degradation
+  --steady-seconds S  the same for S seconds (or until the context is full; the context is the model's,
+                    up to 8192 tokens)
   --profile         per-op GPU time of one decode step
   --profile-at N    position of the profiled step (default 34: after a 32-token prefill and one step)
   --rooflines       measure read bandwidth, each weight layout's arithmetic roofline and dispatch/submit
@@ -52,6 +54,7 @@ struct Options {
     std::vector<std::string> models;
     std::vector<std::pair<std::string, std::string>> synthetic;
     int pp = 128, tg = 128, reps = 3, steady = 0;
+    double steady_seconds = 0;
     std::vector<int> batches{1};
     int profile_at = 34;
     bool profile = false, rooflines = true, json = false, startup = false, fused_decode = true;
@@ -255,6 +258,9 @@ void bench_model(const std::string& path, const std::string& label, const Option
     eo.max_sequences = static_cast<uint32_t>(std::max(1, max_batch));
     eo.max_step_tokens = static_cast<uint32_t>(std::max({o.pp, max_batch, 1}));
     eo.context_length = static_cast<uint32_t>(std::max(o.pp + 8, std::max(o.tg, o.steady) + 8));
+    // A sustained run by time takes as much of the model's context as it can, up to 8192 tokens
+    // (the KV cache of a long context would not fit lavapipe's heap for every model).
+    if (o.steady_seconds > 0) eo.context_length = std::max(eo.context_length, 8192u);
     eo.kv_budget_bytes = 0;
     eo.fused_decode = o.fused_decode;
     if (o.startup) bench_startup(path, label, o);
@@ -308,17 +314,32 @@ void bench_model(const std::string& path, const std::string& label, const Option
             print_result(res, o.json);
         }
     }
-    if (o.steady > 0) {
+    if (o.steady > 0 || o.steady_seconds > 0) {
+        // One sequence decoding token after token: o.steady tokens, or (--steady-seconds) until the
+        // time is up or the context is full, whichever comes first.
+        // Position 0 is not timed, as in the tg test: a driver that compiles kernels at their first
+        // dispatch (lavapipe) would otherwise put seconds of compiling into the "transient"
+        // (start-up is --startup's measure).
         auto seq = engine->create_sequence();
         StepItem item{seq, {1}, true, false};
+        engine->step(std::span<const StepItem>(&item, 1));
         std::vector<double> lat;
-        for (int k = 0; k < o.steady; ++k) {
+        const auto t_begin = Clock::now();
+        const int limit = o.steady > 0 ? o.steady : static_cast<int>(engine->context_length()) - 2;
+        bool context_full = false;
+        for (int k = 0; k < limit; ++k) {
+            if (o.steady_seconds > 0 && ms_since(t_begin) >= o.steady_seconds * 1e3) break;
             item.tokens[0] = static_cast<int32_t>(3 + rng.next() % (m.vocab - 3));
             auto t = Clock::now();
             engine->step(std::span<const StepItem>(&item, 1));
             lat.push_back(ms_since(t));
+            context_full = o.steady == 0 && k + 1 == limit;
         }
         engine->free_sequence(seq);
+        const double run_s = ms_since(t_begin) / 1e3;
+        if (o.steady_seconds > 0)
+            std::printf("steady %s: %.1f s, %zu tokens%s\n", label.c_str(), run_s, lat.size(),
+                        context_full ? " (stopped: the context is full)" : "");
         // End of the transient: first window of 32 tokens whose coefficient of variation < 5 %.
         const size_t W = std::min<size_t>(32, lat.size());
         size_t transient = lat.size();
@@ -348,16 +369,20 @@ void bench_model(const std::string& path, const std::string& label, const Option
             double last = median(std::vector<double>(steady.end() - q, steady.end()));
             drop = 1 - first / last;
         }
-        std::printf("steady %s: %d tokens; transient %s%zu tokens; burst %.1f tok/s; steady %.1f tok/s "
-                    "(%.1f %% of read roofline); latency slope %+.3f ms/100 tok; last-vs-first quarter %+.1f %%\n",
-                    label.c_str(), o.steady, transient == lat.size() ? "not over after " : "", transient, burst,
-                    steady_rate,
-                    roof_bytes_per_s > 0 ? 100 * m.decode_read_bytes * steady_rate / roof_bytes_per_s : 0.0, slope,
-                    100 * drop);
+        char of_roofline[64] = "";
+        if (roof_bytes_per_s > 0)
+            std::snprintf(of_roofline, sizeof of_roofline, " (%.1f %% of read roofline)",
+                          100 * m.decode_read_bytes * steady_rate / roof_bytes_per_s);
+        std::printf("steady %s: %zu tokens; transient %s%zu tokens; burst %.1f tok/s; steady %.1f tok/s%s; "
+                    "latency slope %+.3f ms/100 tok; last-vs-first quarter %+.1f %%\n",
+                    label.c_str(), lat.size(), transient == lat.size() ? "not over after " : "", transient, burst,
+                    steady_rate, of_roofline, slope, 100 * drop);
         if (o.json)
-            std::printf("{\"model\":\"%s\",\"test\":\"steady\",\"tokens\":%d,\"transient_tokens\":%zu,\"burst_tok_s\":%.3f,"
-                        "\"steady_tok_s\":%.3f,\"latency_slope_ms_per_100\":%.4f,\"last_vs_first_quarter\":%.4f}\n",
-                        label.c_str(), o.steady, transient, burst, steady_rate, slope, drop);
+            std::printf("{\"model\":\"%s\",\"test\":\"steady\",\"tokens\":%zu,\"seconds\":%.3f,\"context_full\":%s,"
+                        "\"transient_tokens\":%zu,\"burst_tok_s\":%.3f,\"steady_tok_s\":%.3f,"
+                        "\"latency_slope_ms_per_100\":%.4f,\"last_vs_first_quarter\":%.4f}\n",
+                        label.c_str(), lat.size(), run_s, context_full ? "true" : "false", transient, burst,
+                        steady_rate, slope, drop);
     }
     if (o.profile) {
         EngineOptions po = eo;
@@ -430,6 +455,7 @@ int main(int argc, char** argv) {
                 s = e == std::string::npos ? v.size() : e + 1;
             }
         } else if (f == "--steady") o.steady = std::stoi(value());
+        else if (f == "--steady-seconds") o.steady_seconds = std::stod(value());
         else if (f == "--profile") o.profile = true;
         else if (f == "--profile-at") {
             o.profile = true;
