@@ -961,16 +961,8 @@ Driver: %2</source>
         <translation>移动平均</translation>
     </message>
     <message>
-        <source>Per-token latency (decode)</source>
-        <translation>每词元延迟（解码）</translation>
-    </message>
-    <message>
         <source>token</source>
         <translation>词元</translation>
-    </message>
-    <message>
-        <source>ms</source>
-        <translation>毫秒</translation>
     </message>
     <message>
         <source>%1 (pipelines %2, cache %3)</source>
@@ -1023,6 +1015,38 @@ Driver: %2</source>
     <message>
         <source>running…</source>
         <translation>进行中…</translation>
+    </message>
+    <message>
+        <source>Steady state</source>
+        <translation>稳态</translation>
+    </message>
+    <message>
+        <source>Slowdown</source>
+        <translation>减速</translation>
+    </message>
+    <message>
+        <source>How much slower the last quarter of the settled steps ran than the first quarter. Every new token attends to all earlier ones, so long replies slow down as they grow.</source>
+        <translation>稳定后的各步中，最后四分之一比最前四分之一慢了多少。每个新词元都要关注之前的所有词元，所以回复越长越慢。</translation>
+    </message>
+    <message>
+        <source>ms / step</source>
+        <translation>毫秒/步</translation>
+    </message>
+    <message>
+        <source>The decode rate once it has settled: the median step from the first 32 steps in a row that vary by less than 5 % on. The first steps of a reply are often slower or uneven.</source>
+        <translation>解码速度稳定后的速率：从第一段连续 32 步、波动小于 5 % 的位置起，各步耗时的中位数。回复开头的几步往往更慢或不均匀。</translation>
+    </message>
+    <message>
+        <source>This reply settled at token %1 of the chart.</source>
+        <translation>本次回复在图中第 %1 个词元处趋于稳定。</translation>
+    </message>
+    <message>
+        <source>after 32 steps</source>
+        <translation>32 步后可知</translation>
+    </message>
+    <message>
+        <source>not settled</source>
+        <translation>未稳定</translation>
     </message>
 </context>
 <context>

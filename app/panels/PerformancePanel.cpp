@@ -13,6 +13,7 @@
 
 #include "Format.h"
 #include "Theme.h"
+#include "lantern/steady_state.h"
 
 // Reused vs computed prompt tokens as one stacked bar.
 class SplitBar : public QWidget {
@@ -63,6 +64,10 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     addValue(grid, 2, 2, tr("Ended by"), "stopReason");
     addValue(grid, 3, 0, tr("Reused / computed"), "reuse");
     addValue(grid, 3, 2, tr("Last step"), "lastStep");
+    addValue(grid, 4, 0, tr("Steady state"), "steadyRate")->setToolTip(steadyToolTip());
+    addValue(grid, 4, 2, tr("Slowdown"), "slowdown")
+        ->setToolTip(tr("How much slower the last quarter of the settled steps ran than the first quarter. Every new "
+                        "token attends to all earlier ones, so long replies slow down as they grow."));
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
 
@@ -89,10 +94,8 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     chart_ = new QChart();
     chart_->addSeries(latency_);
     chart_->addSeries(average_);
-    chart_->setTitle(tr("Per-token latency (decode)"));
-    QFont titleFont = font();
-    titleFont.setBold(true);
-    chart_->setTitleFont(titleFont);
+    // No chart title: the axis says what is plotted, and the panel's rows above leave the plot little
+    // height in a docked panel (a title cost the axis labels their room).
     chart_->legend()->setAlignment(Qt::AlignBottom);
     chart_->legend()->setFont(font());
     chart_->setMargins(QMargins(2, 2, 2, 2));
@@ -102,7 +105,7 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     axisX_->setLabelFormat(QStringLiteral("%d"));
     axisX_->setRange(0, 32);
     axisY_ = new QValueAxis();
-    axisY_->setTitleText(tr("ms"));
+    axisY_->setTitleText(tr("ms / step"));
     axisY_->setLabelFormat(QStringLiteral("%.1f"));
     axisY_->setRange(0, 1);
     for (QValueAxis* axis : {axisX_, axisY_}) {
@@ -158,6 +161,7 @@ void PerformancePanel::clear() {
     tokensThisTurn_ = 0;
     maxLatency_ = 1.0;
     emaMs_ = 0.0;
+    decodeMs_.clear();
     axisX_->setRange(0, 32);
     axisY_->setRange(0, 1);
 }
@@ -190,6 +194,8 @@ void PerformancePanel::addToken(double stepMs) {
     emaMs_ = x == 1 ? stepMs : emaMs_ * 0.85 + stepMs * 0.15;
     latency_->append(x, stepMs);
     average_->append(x, emaMs_);
+    decodeMs_.push_back(stepMs);
+    if (decodeMs_.size() % 8 == 0) showSteadyState();  // live, without rescanning at every token
     if (emaMs_ > 0) setValue("decodeRate", tr("%1 (live)").arg(display::tokensPerSecond(1000.0 / emaMs_)));
     maxLatency_ = std::max(maxLatency_, stepMs);
     axisY_->setRange(0, std::ceil(maxLatency_ * 1.15 * 10.0) / 10.0);
@@ -205,4 +211,31 @@ void PerformancePanel::finishTurn(const lantern::TurnStats& stats) {
     setValue("reuse", tr("%1 / %2").arg(display::count(stats.reused_tokens), display::count(stats.computed_tokens)));
     reuseBar_->setSplit(stats.reused_tokens, stats.computed_tokens);
     setValue("stopReason", display::stopReason(stats.stop_reason));
+    showSteadyState();
+}
+
+QString PerformancePanel::steadyToolTip() const {
+    return tr("The decode rate once it has settled: the median step from the first 32 steps in a row that vary by "
+              "less than 5 % on. The first steps of a reply are often slower or uneven.");
+}
+
+void PerformancePanel::showSteadyState() {
+    const lantern::SteadyState s = lantern::steady_state(decodeMs_);
+    QLabel* rate = values_.value(QStringLiteral("steadyRate"));
+    rate->setToolTip(steadyToolTip());
+    if (s.reached) {
+        // Where it settled goes in the tooltip: the value stays one line beside the others.
+        setValue("steadyRate", display::tokensPerSecond(s.steady_tok_s));
+        rate->setToolTip(steadyToolTip() + QLatin1Char('\n') +
+                         tr("This reply settled at token %1 of the chart.").arg(s.transient_tokens + 1));
+        // The slowdown needs a steady part to compare its quarters (8 steps at least).
+        const size_t settled = s.tokens - s.transient_tokens;
+        setValue("slowdown", settled >= 8 ? QStringLiteral("%1%2 %")
+                                                .arg(s.slowdown >= 0 ? QStringLiteral("+") : QString())
+                                                .arg(100.0 * s.slowdown, 0, 'f', 1)
+                                          : QStringLiteral("—"));
+    } else {
+        setValue("steadyRate", decodeMs_.size() < 32 ? tr("after 32 steps") : tr("not settled"));
+        setValue("slowdown", QStringLiteral("—"));
+    }
 }

@@ -1,9 +1,11 @@
 // PerformancePanel — honest speed figures of the last reply: time to first token, prefill and
-// decode throughput, how much of the prompt came from the KV prefix cache, and a live chart of
-// every decode step's latency.
+// decode throughput, how much of the prompt came from the KV prefix cache, the steady-state rate
+// once the decode settles and how much it slows down as the reply grows (lantern/steady_state.h,
+// as lantern-bench --steady measures them), and a live chart of every decode step's latency.
 #pragma once
 #include <QHash>
 #include <QWidget>
+#include <vector>
 
 #include "worker/EngineTypes.h"
 
@@ -34,6 +36,8 @@ public:
 private:
     QLabel* addValue(class QGridLayout* grid, int row, int column, const QString& caption, const char* name);
     void setValue(const char* name, const QString& text);
+    void showSteadyState();
+    QString steadyToolTip() const;
 
     QHash<QString, QLabel*> values_;
     SplitBar* reuseBar_;
@@ -46,4 +50,5 @@ private:
     int tokensThisTurn_ = 0;
     double maxLatency_ = 1.0;
     double emaMs_ = 0.0;
+    std::vector<double> decodeMs_;  // this turn's decode steps (the prefill step not among them)
 };

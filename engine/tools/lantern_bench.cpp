@@ -19,6 +19,7 @@
 #include "lantern/gguf.h"
 #include "lantern/rooflines.h"
 #include "lantern/sampling.h"
+#include "lantern/steady_state.h"
 #include "lantern/synthetic.h"
 
 using namespace lantern;
@@ -340,49 +341,28 @@ void bench_model(const std::string& path, const std::string& label, const Option
         if (o.steady_seconds > 0)
             std::printf("steady %s: %.1f s, %zu tokens%s\n", label.c_str(), run_s, lat.size(),
                         context_full ? " (stopped: the context is full)" : "");
-        // End of the transient: first window of 32 tokens whose coefficient of variation < 5 %.
-        const size_t W = std::min<size_t>(32, lat.size());
-        size_t transient = lat.size();
-        for (size_t i = 0; i + W <= lat.size(); ++i) {
-            std::vector<double> w(lat.begin() + i, lat.begin() + i + W);
-            double mean = std::accumulate(w.begin(), w.end(), 0.0) / W;
-            if (stdev(w) / mean < 0.05) {
-                transient = i;
-                break;
-            }
-        }
-        size_t burst_n = std::min<size_t>(16, lat.size());
-        double burst = burst_n / (std::accumulate(lat.begin(), lat.begin() + burst_n, 0.0) / 1e3);
-        std::vector<double> steady(lat.begin() + std::min(transient, lat.size()), lat.end());
-        double steady_rate = steady.empty() ? 0 : 1e3 / median(steady);
-        // Degradation: least-squares slope of latency over the steady part (ms per 100 tokens),
-        // and the rate of the last quarter relative to the first quarter of the steady part.
-        double slope = 0, drop = 0;
-        if (steady.size() >= 8) {
-            double n = steady.size(), sx = 0, sy = 0, sxx = 0, sxy = 0;
-            for (size_t i = 0; i < steady.size(); ++i) {
-                sx += i, sy += steady[i], sxx += double(i) * i, sxy += i * steady[i];
-            }
-            slope = (n * sxy - sx * sy) / (n * sxx - sx * sx) * 100;
-            size_t q = steady.size() / 4;
-            double first = median(std::vector<double>(steady.begin(), steady.begin() + q));
-            double last = median(std::vector<double>(steady.end() - q, steady.end()));
-            drop = 1 - first / last;
-        }
+        // The transient's end, the steady rate and the slowdown, as the app's Performance panel
+        // reports them (lantern/steady_state.h: the first 32-token window varying by < 5 %).
+        const SteadyState st = steady_state(lat);
         char of_roofline[64] = "";
-        if (roof_bytes_per_s > 0)
+        if (roof_bytes_per_s > 0 && st.reached)
             std::snprintf(of_roofline, sizeof of_roofline, " (%.1f %% of read roofline)",
-                          100 * m.decode_read_bytes * steady_rate / roof_bytes_per_s);
-        std::printf("steady %s: %zu tokens; transient %s%zu tokens; burst %.1f tok/s; steady %.1f tok/s%s; "
-                    "latency slope %+.3f ms/100 tok; last-vs-first quarter %+.1f %%\n",
-                    label.c_str(), lat.size(), transient == lat.size() ? "not over after " : "", transient, burst,
-                    steady_rate, of_roofline, slope, 100 * drop);
+                          100 * m.decode_read_bytes * st.steady_tok_s / roof_bytes_per_s);
+        if (st.reached)
+            std::printf("steady %s: %zu tokens; transient %zu tokens; burst %.1f tok/s; steady %.1f tok/s%s; "
+                        "latency slope %+.3f ms/100 tok; last quarter %+.1f %% slower than the first\n",
+                        label.c_str(), st.tokens, st.transient_tokens, st.burst_tok_s, st.steady_tok_s, of_roofline,
+                        st.slope_ms_per_100, 100 * st.slowdown);
+        else
+            std::printf("steady %s: %zu tokens; no steady state (no 32-token window varied by less than 5 %%); "
+                        "burst %.1f tok/s\n",
+                        label.c_str(), st.tokens, st.burst_tok_s);
         if (o.json)
             std::printf("{\"model\":\"%s\",\"test\":\"steady\",\"tokens\":%zu,\"seconds\":%.3f,\"context_full\":%s,"
-                        "\"transient_tokens\":%zu,\"burst_tok_s\":%.3f,\"steady_tok_s\":%.3f,"
-                        "\"latency_slope_ms_per_100\":%.4f,\"last_vs_first_quarter\":%.4f}\n",
-                        label.c_str(), lat.size(), run_s, context_full ? "true" : "false", transient, burst,
-                        steady_rate, slope, drop);
+                        "\"reached\":%s,\"transient_tokens\":%zu,\"burst_tok_s\":%.3f,\"steady_tok_s\":%.3f,"
+                        "\"latency_slope_ms_per_100\":%.4f,\"slowdown\":%.4f}\n",
+                        label.c_str(), st.tokens, run_s, context_full ? "true" : "false", st.reached ? "true" : "false",
+                        st.transient_tokens, st.burst_tok_s, st.steady_tok_s, st.slope_ms_per_100, st.slowdown);
     }
     if (o.profile) {
         EngineOptions po = eo;
