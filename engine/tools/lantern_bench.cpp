@@ -491,8 +491,12 @@ int main(int argc, char** argv) {
             std::printf("); arithmetic roofline (");
             for (int i = 0; i < Rooflines::kDotTypes; ++i)
                 std::printf("%s%s %.2f", i ? ", " : "", Rooflines::kDotTypeNames[i], roof.dot_gb_per_s[i]);
-            std::printf(" GB/s); dispatch %.1f us (%.1f us without barrier); submit+wait %.1f us\n", roof.dispatch_us,
+            std::printf(" GB/s); dispatch %.1f us (%.1f us without barrier); submit+wait %.1f us", roof.dispatch_us,
                         roof.dispatch_no_barrier_us, roof.submit_wait_us);
+            if (roof.host_clock_ghz_max > 0)
+                std::printf("; host core clock %.2f-%.2f GHz (dependent adds)", roof.host_clock_ghz_min,
+                            roof.host_clock_ghz_max);
+            std::printf("\n");
             if (o.json) {
                 std::printf("{\"test\":\"rooflines\",\"device\":\"%s\",\"read_gb_s\":%.3f,\"dispatch_us\":%.2f,"
                             "\"dispatch_no_barrier_us\":%.2f,\"submit_wait_us\":%.2f",
@@ -500,7 +504,8 @@ int main(int argc, char** argv) {
                             roof.submit_wait_us);
                 for (int i = 0; i < Rooflines::kDotTypes; ++i)
                     std::printf(",\"arithmetic_%s_gb_s\":%.3f", Rooflines::kDotTypeNames[i], roof.dot_gb_per_s[i]);
-                std::printf("}\n");
+                std::printf(",\"host_clock_ghz_min\":%.3f,\"host_clock_ghz_max\":%.3f}\n", roof.host_clock_ghz_min,
+                            roof.host_clock_ghz_max);
             }
         }
         std::printf("| %-28s | %-10s | %5s | %3s | %20s | %9s | %7s | %7s |\n", "model", "test", "tok", "seq", "tok/s",

@@ -36,7 +36,18 @@ struct Rooflines {
     double dispatch_us = 0;          // per dispatch in a chain with a barrier after each
     double dispatch_no_barrier_us = 0;  // per dispatch in a chain without barriers
     double submit_wait_us = 0;       // one empty submit + fence wait
+    // CPU devices (x86-64 hosts): the host core's effective clock, as a chain of dependent integer
+    // adds runs (one per cycle), measured before, between and after the probes — lowest and highest.
+    // Tells a throttled or contended core from other noise: on the 2-core EPYC VM of README's
+    // latest figures it read 2.8-3.0 GHz in every run while the same build's decode moved by
+    // ±30 % and the read roofline by ±12 %, so there the noise is in memory, not the clock.
+    // 0 = not measured (GPUs, other hosts).
+    double host_clock_ghz_min = 0, host_clock_ghz_max = 0;
 };
+
+// The calling core's effective clock in GHz, from ~10 ms of dependent integer adds (x86-64; 0
+// elsewhere). What a CPU driver's kernels have to work with at that moment.
+double host_clock_ghz();
 
 // Runs the microbenchmarks on the device chosen by `device_selector` (see lantern/device.h).
 Rooflines measure_rooflines(const std::string& device_selector, double seconds_per_probe = 1.0);

@@ -13,6 +13,31 @@ using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
 }  // namespace
 
+double host_clock_ghz() {
+#if defined(__x86_64__)
+    // Eight adds per iteration, each depending on the last: one per cycle, with the counter and
+    // the branch beside them in other ports (written as one asm block, so no compiler-made moves
+    // lengthen the chain). Best of three runs of 40M adds, against a preempted one.
+    double best = 0;
+    for (int run = 0; run < 3; ++run) {
+        constexpr uint64_t iterations = 5'000'000;
+        uint64_t x = 0, n = iterations;
+        const auto t = Clock::now();
+        asm volatile(
+            "1:\n\t"
+            "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+            "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+            "sub $1, %1\n\tjnz 1b"
+            : "+r"(x), "+r"(n));
+        const double s = seconds(t);
+        if (x == 8 * iterations && s > 0) best = std::max(best, static_cast<double>(x) / s / 1e9);
+    }
+    return best;
+#else
+    return 0;
+#endif
+}
+
 Rooflines measure_rooflines(const std::string& selector, double budget) {
     vk::ContextOptions o;
     o.device_selector = selector;
@@ -28,6 +53,14 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
     // A GPU needs enough lanes in flight to cover its memory latency on every multiprocessor
     // (an H200 holds ~270k resident lanes): 8192 workgroups of 64.
     const bool cpu = ctx.info().type == DeviceType::Cpu;
+    auto sample_clock = [&] {
+        if (!cpu) return;
+        const double ghz = host_clock_ghz();
+        if (ghz <= 0) return;
+        r.host_clock_ghz_min = r.host_clock_ghz_min > 0 ? std::min(r.host_clock_ghz_min, ghz) : ghz;
+        r.host_clock_ghz_max = std::max(r.host_clock_ghz_max, ghz);
+    };
+    sample_clock();
     const uint32_t spread_groups = cpu ? 256 : 8192, uniform_groups = cpu ? 64 : 2048;
     auto src = ctx.create_buffer(bytes, vk::MemoryUse::DeviceLocal);
     auto dst = ctx.create_buffer(uint64_t(spread_groups) * 64 * 4, vk::MemoryUse::DeviceLocal);
@@ -124,6 +157,7 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
         ctx.submit_and_wait(cmd);
         return seconds(t);
     };
+    sample_clock();
     chain(8, true);
     const uint32_t N = 200;
     double with = 1e30, without = 1e30, empty_submit = 1e30;
@@ -136,6 +170,7 @@ Rooflines measure_rooflines(const std::string& selector, double budget) {
     r.submit_wait_us = empty_submit * 1e6;
     r.dispatch_us = (with - empty_submit) / N * 1e6;
     r.dispatch_no_barrier_us = (without - empty_submit) / N * 1e6;
+    sample_clock();
     ctx.destroy(src);
     ctx.destroy(dst);
     return r;
