@@ -2,6 +2,7 @@
 // benchmark, so speed figures can be given as fractions of the device's own limits.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace lantern {
@@ -49,7 +50,10 @@ struct Rooflines {
 // elsewhere). What a CPU driver's kernels have to work with at that moment.
 double host_clock_ghz();
 
-// Runs the microbenchmarks on the device chosen by `device_selector` (see lantern/device.h).
-Rooflines measure_rooflines(const std::string& device_selector, double seconds_per_probe = 1.0);
+// Runs the microbenchmarks on the device chosen by `device_selector` (see lantern/device.h), each
+// probe for about `seconds_per_probe`. Validation messages (LANTERN_VALIDATION=1) go to
+// `on_validation_message` when given, else to stderr.
+Rooflines measure_rooflines(const std::string& device_selector, double seconds_per_probe = 1.0,
+                            std::function<void(const std::string&)> on_validation_message = {});
 
 }  // namespace lantern

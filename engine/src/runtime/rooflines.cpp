@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "ops/weight_format.h"
 #include "vulkan/context.h"
@@ -38,9 +39,11 @@ double host_clock_ghz() {
 #endif
 }
 
-Rooflines measure_rooflines(const std::string& selector, double budget) {
+Rooflines measure_rooflines(const std::string& selector, double budget,
+                            std::function<void(const std::string&)> on_validation_message) {
     vk::ContextOptions o;
     o.device_selector = selector;
+    o.on_validation_message = std::move(on_validation_message);
     vk::Context ctx(o);
     Rooflines r;
     r.device = ctx.info().name;

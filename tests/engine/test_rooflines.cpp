@@ -1,0 +1,46 @@
+// lantern-bench's rooflines (lantern/rooflines.h) measure something real on this device: every read
+// pattern and every weight layout's arithmetic kernel streams data, the chains of dispatches take
+// time, and on a CPU device the host core's clock is measured — with validation on, short probes.
+#include <QTest>
+
+#include "lantern/device.h"
+#include "lantern/rooflines.h"
+#include "test_support.h"
+
+using namespace lantern;
+
+class RooflinesTest : public QObject {
+    Q_OBJECT
+private slots:
+    void everyProbeMeasuresTheDevice() {
+        const Rooflines r = measure_rooflines("", 0.05, test::validated_options().on_validation_message);
+        QVERIFY(!r.device.empty());
+        double best = 0;
+        for (int i = 0; i < Rooflines::kReadPatterns; ++i) {
+            QVERIFY2(r.read_gb_per_s_by_pattern[i] > 0, Rooflines::kReadPatternNames[i]);
+            best = std::max(best, r.read_gb_per_s_by_pattern[i]);
+        }
+        QCOMPARE(r.read_gb_per_s, best);  // the roofline is the best pattern
+        for (int i = 0; i < Rooflines::kDotTypes; ++i) {
+            QVERIFY2(r.dot_gb_per_s[i] > 0, Rooflines::kDotTypeNames[i]);
+            QCOMPARE(r.dot_gb_per_s_of(static_cast<uint32_t>(Rooflines::kDotTypeNumbers[i])), r.dot_gb_per_s[i]);
+        }
+        QCOMPARE(r.dot_gb_per_s_of(99), 0.0);  // a layout that is not measured
+        QVERIFY(r.submit_wait_us > 0);
+        QVERIFY(r.dispatch_us > 0);
+        bool cpu = false;
+        for (const auto& d : list_devices()) cpu = cpu || (d.name == r.device && d.type == DeviceType::Cpu);
+#if defined(__x86_64__)
+        if (cpu) {
+            // A core clock, not a made-up number: between 0.2 and 10 GHz, the lowest not above the highest.
+            QVERIFY2(r.host_clock_ghz_min > 0.2 && r.host_clock_ghz_max < 10, qPrintable(QString::number(r.host_clock_ghz_max)));
+            QVERIFY(r.host_clock_ghz_min <= r.host_clock_ghz_max);
+        }
+#endif
+        if (!cpu) QCOMPARE(r.host_clock_ghz_max, 0.0);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+};
+
+QTEST_APPLESS_MAIN(RooflinesTest)
+#include "test_rooflines.moc"
