@@ -49,6 +49,7 @@
 #include "panels/ModelInfoPanel.h"
 #include "panels/PerformancePanel.h"
 #include "panels/SamplingPanel.h"
+#include "panels/StepProfilePanel.h"
 #include "worker/InferenceWorker.h"
 
 namespace {
@@ -261,15 +262,18 @@ void MainWindow::buildDocks() {
     kvPanel_ = new KvCachePanel(this);
     performancePanel_ = new PerformancePanel(this);
     attentionPanel_ = new AttentionPanel(this);
+    stepProfilePanel_ = new StepProfilePanel(this);
     modelInfoPanel_ = new ModelInfoPanel(this);
     QDockWidget* kvDock = makeDock(tr("KV Cache"), "kvCacheDock", kvPanel_, Qt::RightDockWidgetArea);
     QDockWidget* samplingDock = makeDock(tr("Sampling"), "samplingDock", samplingPanel_, Qt::RightDockWidgetArea);
     QDockWidget* performanceDock = makeDock(tr("Performance"), "performanceDock", performancePanel_, Qt::RightDockWidgetArea);
     QDockWidget* attentionDock = makeDock(tr("Attention"), "attentionDock", attentionPanel_, Qt::RightDockWidgetArea);
+    QDockWidget* profileDock = makeDock(tr("Step Profile"), "stepProfileDock", stepProfilePanel_, Qt::RightDockWidgetArea);
     QDockWidget* modelDock = makeDock(tr("Model"), "modelDock", modelInfoPanel_, Qt::RightDockWidgetArea);
     splitDockWidget(kvDock, samplingDock, Qt::Vertical);
     tabifyDockWidget(kvDock, performanceDock);
     tabifyDockWidget(performanceDock, attentionDock);
+    tabifyDockWidget(attentionDock, profileDock);
     tabifyDockWidget(samplingDock, modelDock);
     kvDock->raise();
     samplingDock->raise();
@@ -282,6 +286,8 @@ void MainWindow::buildDocks() {
         if (worker_->setSamplingSettings(s)) preferences::setSamplingSettings(s);
     });
     connect(attentionPanel_, &AttentionPanel::captureLayerChanged, this, [this](int layer) { worker_->setAttentionLayer(layer); });
+    // Thread-safe as well: it must reach a reply that is being written.
+    connect(stepProfilePanel_, &StepProfilePanel::timeNextStepRequested, this, [this] { worker_->requestStepProfile(); });
 }
 
 void MainWindow::buildActions() {
@@ -477,6 +483,7 @@ void MainWindow::connectWorker() {
     connect(worker_, &InferenceWorker::turnFinished, this, &MainWindow::onTurnFinished);
     connect(worker_, &InferenceWorker::kvStatsChanged, this, &MainWindow::onKvStats);
     connect(worker_, &InferenceWorker::attentionCaptured, attentionPanel_, &AttentionPanel::setSnapshot);
+    connect(worker_, &InferenceWorker::stepProfiled, stepProfilePanel_, &StepProfilePanel::showProfile);
     connect(worker_, &InferenceWorker::errorOccurred, this, &MainWindow::onError);
     connect(worker_, &InferenceWorker::devicesListed, this, &MainWindow::onDevicesListed);
     connect(worker_, &InferenceWorker::settingsRejected, this,
@@ -626,6 +633,7 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
     modelInfoPanel_->setModel(model, device, report);
     performancePanel_->setLoadReport(report);
     attentionPanel_->setModelShape(model.n_layers, model.n_heads);
+    stepProfilePanel_->setModelLoaded(true);
     worker_->setAttentionLayer(attentionPanel_->captureLayer());
     statusBar()->showMessage(tr("Loaded %1 on %2 in %3").arg(loadedModelName_, QString::fromStdString(device.name),
                                                              display::milliseconds(report.load_ms)),
@@ -663,6 +671,7 @@ void MainWindow::onModelUnloaded() {
     kvPanel_->clear();
     modelInfoPanel_->clear();
     attentionPanel_->setModelShape(0, 0);
+    stepProfilePanel_->setModelLoaded(false);
     setState(State::NoModel);
 }
 

@@ -21,6 +21,7 @@ class KvCachePanel;
 class ModelInfoPanel;
 class PerformancePanel;
 class SamplingPanel;
+class StepProfilePanel;
 class InferenceWorker;
 class QActionGroup;
 class QComboBox;
@@ -147,6 +148,7 @@ protected:
     KvCachePanel* kvPanel_ = nullptr;
     PerformancePanel* performancePanel_ = nullptr;
     AttentionPanel* attentionPanel_ = nullptr;
+    StepProfilePanel* stepProfilePanel_ = nullptr;
     ModelInfoPanel* modelInfoPanel_ = nullptr;
 
     QLabel* stateLabel_ = nullptr;

@@ -46,4 +46,14 @@
         </translation>
     </message>
 </context>
+<context>
+    <name>StepProfilePanel</name>
+    <message numerus="yes">
+        <source>%1 of %2 in all, %n dispatch(es)%3</source>
+        <translation>
+            <numerusform>%1 of %2 in all, %n dispatch%3</numerusform>
+            <numerusform>%1 of %2 in all, %n dispatches%3</numerusform>
+        </translation>
+    </message>
+</context>
 </TS>

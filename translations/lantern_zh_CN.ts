@@ -787,6 +787,10 @@ Driver: %2</source>
         <source>The API server stopped: %1</source>
         <translation>API 服务器已停止：%1</translation>
     </message>
+    <message>
+        <source>Step Profile</source>
+        <translation>单步剖析</translation>
+    </message>
 </context>
 <context>
     <name>MessageDelegate</name>
@@ -912,6 +916,13 @@ Driver: %2</source>
     <message>
         <source>none — completion mode (your text is continued)</source>
         <translation>无 — 补全模式（续写你的文字）</translation>
+    </message>
+</context>
+<context>
+    <name>OpBars</name>
+    <message>
+        <source>Each op family&apos;s time on the device in the timed step, with the bytes it read per second. &quot;Waiting&quot;: inside a fused layer, the share of the driver threads&apos; time in that op spent waiting for another thread&apos;s last piece of work.</source>
+        <translation>被计时那一步中各类算子在设备上的耗时，以及它每秒读取的字节数。“等待”：在融合层内，驱动线程在该算子上等待其他线程完成最后一块工作所占的时间比例。</translation>
     </message>
 </context>
 <context>
@@ -1190,6 +1201,91 @@ Driver: %2</source>
     <message>
         <source>Last token&apos;s candidates</source>
         <translation>最近词元的候选项</translation>
+    </message>
+</context>
+<context>
+    <name>StepProfilePanel</name>
+    <message>
+        <source>Time the Next Step</source>
+        <translation>为下一步计时</translation>
+    </message>
+    <message>
+        <source>Times the next steps of a reply op by op on the device (GPU timestamps, and clocks inside fused layers) and shows where one step&apos;s time goes. If no reply is being written, the next reply&apos;s steps are timed.</source>
+        <translation>在设备上逐个算子为回复接下来的几步计时（GPU 时间戳，以及融合层内部的时钟），并显示一步的时间花在哪里。如果当前没有在写回复，就为下一次回复的步骤计时。</translation>
+    </message>
+    <message>
+        <source>Timing the next two steps (the first may compile the timed kernels)…</source>
+        <translation>正在为接下来的两步计时（第一步可能需要编译计时用的内核）…</translation>
+    </message>
+    <message>
+        <source>Press the button while a reply is written, or before sending one.</source>
+        <translation>在回复生成过程中或发送消息之前按下按钮。</translation>
+    </message>
+    <message>
+        <source>Load a model to time its steps.</source>
+        <translation>加载模型后即可为其步骤计时。</translation>
+    </message>
+    <message>
+        <source>Embedding lookup</source>
+        <translation>嵌入查找</translation>
+    </message>
+    <message>
+        <source>Q/K/V, RoPE, KV store</source>
+        <translation>Q/K/V、RoPE、写入 KV</translation>
+    </message>
+    <message>
+        <source>Attention</source>
+        <translation>注意力</translation>
+    </message>
+    <message>
+        <source>Attention output</source>
+        <translation>注意力输出</translation>
+    </message>
+    <message>
+        <source>FFN gate/up, SwiGLU</source>
+        <translation>FFN 门控/上投影、SwiGLU</translation>
+    </message>
+    <message>
+        <source>FFN down</source>
+        <translation>FFN 下投影</translation>
+    </message>
+    <message>
+        <source>Output layer (logits)</source>
+        <translation>输出层（logits）</translation>
+    </message>
+    <message>
+        <source>Layers (one dispatch each)</source>
+        <translation>各层（每层一次调度）</translation>
+    </message>
+    <message>
+        <source>Layer dispatches starting</source>
+        <translation>各层调度的启动</translation>
+    </message>
+    <message>
+        <source>This device cannot time its steps (no timestamp queries).</source>
+        <translation>此设备无法为步骤计时（不支持时间戳查询）。</translation>
+    </message>
+    <message>
+        <source>Token %1, timed on the device:</source>
+        <translation>第 %1 个词元，在设备上计时：</translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 of %2 in all, %n dispatch(es)%3</source>
+        <translation>
+            <numerusform>%1（共 %2），%n 次调度%3</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source> (each layer one dispatch)</source>
+        <translation>（每层一次调度）</translation>
+    </message>
+    <message>
+        <source>%1 GB/s</source>
+        <translation>%1 GB/s</translation>
+    </message>
+    <message>
+        <source>%1 % waiting</source>
+        <translation>等待 %1 %</translation>
     </message>
 </context>
 <context>

@@ -8,6 +8,7 @@ void registerEngineMetaTypes() {
     qRegisterMetaType<lantern::DeviceInfo>();
     qRegisterMetaType<lantern::TurnStats>();
     qRegisterMetaType<lantern::AttentionSnapshot>();
+    qRegisterMetaType<lantern::StepProfile>();
     qRegisterMetaType<LoadReport>();
     qRegisterMetaType<KvSnapshot>();
     qRegisterMetaType<TokenCandidates>();

@@ -40,6 +40,8 @@ InferenceWorker::~InferenceWorker() {
 
 void InferenceWorker::requestStop() { stop_.store(true); }
 
+void InferenceWorker::requestStepProfile() { stepProfileRequested_.store(true); }
+
 bool InferenceWorker::setSamplingSettings(const lantern::SamplingSettings& settings) {
     lantern::SamplingSettings copy = settings;
     copy.n_probs = std::max(copy.n_probs, kCandidateCount);
@@ -64,6 +66,7 @@ void InferenceWorker::dropEngine() {
     session_.reset();
     engine_.reset();
     capturedLayer_ = -1;
+    profileCountdown_ = 0;  // a new model's steps are timed only when asked again
     if (had) emit modelUnloaded();
 }
 
@@ -264,6 +267,14 @@ void InferenceWorker::runTurn(const TurnFunction& turn) {
     const auto onToken = [this](const lantern::TokenEvent& event) {
         emit tokenGenerated(QString::fromStdString(event.text), event.candidates, event.step_ms, event.position,
                             event.token);
+        // A step profile asked for: time the next two steps and send the second (the first may
+        // compile the timed kernels' variants, which would be in its times).
+        if (stepProfileRequested_.exchange(false)) {
+            engine_->profile_steps(2);
+            profileCountdown_ = 2;
+        } else if (profileCountdown_ > 0 && --profileCountdown_ == 0) {
+            emit stepProfiled(engine_->last_step_profile(), event.position);
+        }
         if (kvThrottle_.elapsed() >= 50) {
             publishKvStats();
             kvThrottle_.restart();

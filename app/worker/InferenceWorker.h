@@ -10,7 +10,9 @@
 //  - setSamplingSettings() stores a snapshot into a lantern::SettingsSlot, which the generating
 //    loop reads before every token; the change applies from the next token on.
 //  - setAttentionLayer() sets an atomic read after every token.
-// All three are thread-safe and are called directly from the UI thread.
+//  - requestStepProfile() sets an atomic read after every token: the next two steps are timed
+//    per op and the second one's profile is sent (stepProfiled).
+// All four are thread-safe and are called directly from the UI thread.
 #pragma once
 #include <QElapsedTimer>
 #include <QObject>
@@ -37,6 +39,10 @@ public:
     bool setSamplingSettings(const lantern::SamplingSettings& settings);
     lantern::SamplingSettings samplingSettings() const;
     void setAttentionLayer(int layer);  // -1 = no capture
+    // Times the coming steps per op (Engine::profile_steps); stepProfiled carries the second timed
+    // step's profile (the first may compile the timed kernels). Served by the reply being written,
+    // or else by the next one.
+    void requestStepProfile();
     // Context-full policy for the next turn: drop the oldest turns, or stop (thread-safe).
     void setDropOldestTurns(bool drop);
     // How many next-token candidates every tokenGenerated carries.
@@ -83,6 +89,8 @@ signals:
     void turnFinished(const lantern::TurnStats& stats);
     void kvStatsChanged(const KvSnapshot& snapshot);
     void attentionCaptured(const lantern::AttentionSnapshot& snapshot);
+    // Where one step's time went (requestStepProfile), and the position of its token.
+    void stepProfiled(const lantern::StepProfile& profile, quint32 position);
     // A request failed; when it was a turn, the turn has ended (turnFinished is not emitted).
     void errorOccurred(const QString& message);
     void settingsRejected(const QString& message);
@@ -121,6 +129,8 @@ private:
     lantern::SettingsSlot settings_;
     std::atomic<bool> stop_{false};
     std::atomic<int> attentionLayer_{-1};
+    std::atomic<bool> stepProfileRequested_{false};
+    int profileCountdown_ = 0;  // timed steps still to come before the one that is sent
     std::atomic<bool> dropOldestTurns_{true};
     int capturedLayer_ = -1;  // what the engine was last told (worker thread only)
     quint64 generation_ = 0;  // loads and unloads so far (worker thread only)

@@ -71,6 +71,7 @@ private slots:
     void regenerateRepeatsAGreedyReply();
     void temperatureChangedMidGenerationAppliesFromTheNextToken();
     void stopEndsTheReplyAtTheNextStep();
+    void aStepProfileAskedMidReplyTimesASecondStep();
     void nextTurnReusesTheConversationsKvCache();
     void warmUpFollowsTheLoadAndLetsATurnGoFirst();
     void apiServerServesTheModelBesideTheChat();
@@ -250,6 +251,38 @@ void TestInferenceWorker::stopEndsTheReplyAtTheNextStep() {
     QCOMPARE(stopped.stats.stop_reason, std::string("user"));
     QCOMPARE(stopped.stats.generated_tokens, 8u);
     QCOMPARE(static_cast<int>(stopped.tokens.size()), 8);
+}
+
+// The Step Profile panel's request, made from another thread in the middle of a reply (as the UI
+// does): two steps are timed and the second's profile arrives with its token's position — per-op
+// times of the step that added that token, and the reply itself unchanged by the timing.
+void TestInferenceWorker::aStepProfileAskedMidReplyTimesASecondStep() {
+    QVERIFY(!greedyReply_.tokens.empty());
+    QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
+    QVERIFY(worker_->setSamplingSettings(greedy(24)));
+    QSignalSpy profiled(worker_, &InferenceWorker::stepProfiled);
+    std::atomic<int> seen{0};
+    std::atomic<quint32> askedAt{0};
+    auto asker = connect(
+        worker_, &InferenceWorker::tokenGenerated, worker_,
+        [this, &seen, &askedAt](const QString&, const TokenCandidates&, double, quint32 position, qint32 token) {
+            if (token >= 0 && ++seen == 5) {
+                askedAt = position;
+                worker_->requestStepProfile();
+            }
+        },
+        Qt::DirectConnection);
+    const Reply reply = run(QStringLiteral("Once upon a time"));
+    disconnect(asker);
+    QCOMPARE(reply.tokens, std::vector<int32_t>(greedyReply_.tokens.begin(), greedyReply_.tokens.begin() + 24));
+    QVERIFY(QTest::qWaitFor([&] { return profiled.count() > 0; }, 10'000));
+    QCOMPARE(profiled.count(), 1);
+    const auto profile = profiled.first().at(0).value<lantern::StepProfile>();
+    const quint32 position = profiled.first().at(1).value<quint32>();
+    QCOMPARE(position, askedAt.load() + 2);  // the second step after the request
+    QVERIFY2(!profile.ops.empty(), "the timed step has per-op times (lavapipe has timestamps)");
+    QVERIFY(profile.gpu_ms > 0);
+    if (profile.fused_layers) QCOMPARE(static_cast<int>(profile.fused_ops.size()), 6);
 }
 
 void TestInferenceWorker::nextTurnReusesTheConversationsKvCache() {

@@ -383,6 +383,41 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // profile_steps(n) times the next n steps of a running engine (the app's Step Profile panel):
+    // those steps have per-op times (on lavapipe the fused layers' inside too), the steps after
+    // them none, warm-ups in between do not use them up, and no step's logits change.
+    void profile_steps_times_the_next_steps_only() {
+        Config c;
+        auto plain = load(c);
+        auto timed = load(c);
+        const Tokens prompt = plain->tokenizer().encode("Once upon a time", true);
+        std::vector<std::pair<Engine*, SequenceId>> runs;
+        for (Engine* e : {plain.get(), timed.get()}) runs.emplace_back(e, e->create_sequence());
+        Tokens feed = prompt;
+        for (int step = 0; step < 8; ++step) {
+            if (step == 2) {
+                timed->profile_steps(2);
+                timed->warm_up(1);  // a warm-up between: it must not take the timed steps
+            }
+            std::vector<Logits> got;
+            for (auto& [e, seq] : runs) {
+                StepItem item{seq, feed, true, false};
+                got.push_back(e->step(std::span<const StepItem>(&item, 1)).at(0));
+            }
+            QVERIFY2(got[1] == got[0], qPrintable(QString("step %1: a timed step's logits differ").arg(step)));
+            const StepProfile& p = timed->last_step_profile();
+            const bool was_timed = step == 2 || step == 3;
+            QVERIFY2(p.ops.empty() != was_timed, qPrintable(QString("step %1: %2 op times").arg(step).arg(p.ops.size())));
+            if (was_timed && p.fused_layers) {
+                const QString problem = fused_op_times_problem(p);
+                QVERIFY2(problem.isEmpty(), qPrintable(problem));
+            }
+            QVERIFY(plain->last_step_profile().ops.empty());
+            feed = {argmax(got[0])};
+        }
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     // A step shaped like the previous one resubmits its recorded command buffer; steps with an
     // attention capture or per-op timing, and steps of another size, record fresh ones. Whatever
     // the mix, every step's logits must be bit for bit those of the profiled run, which records

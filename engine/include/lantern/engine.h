@@ -151,6 +151,12 @@ public:
     virtual std::vector<KvBlockInfo> kv_block_map() const = 0;
 
     virtual const StepProfile& last_step_profile() const = 0;
+    // Times the next `steps` steps per op, as EngineOptions::profile times every step, so that a
+    // running model can show where one step's time goes (the app's Step Profile panel); each
+    // step's profile is in last_step_profile() after it. Timed steps compute the same logits; they
+    // record their commands afresh, and the first may compile the timed kernels' variants (on
+    // lavapipe, seconds), so look at the last of two. Warm-ups do not count. 0 cancels.
+    virtual void profile_steps(uint32_t steps) = 0;
     // Capture the attention weights of the last token of the next step, for `layer` (-1 = off).
     virtual void capture_attention(int32_t layer) = 0;
     virtual const AttentionSnapshot& last_attention() const = 0;

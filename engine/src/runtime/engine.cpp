@@ -189,7 +189,9 @@ public:
             }
             in.capture_layer = capture_layer_;
             std::vector<float> flat;
-            model_->forward(in, flat, options_.profile, &profile_, capture_layer_ >= 0 ? &attention_ : nullptr);
+            const bool timed = options_.profile || profile_steps_ > 0;
+            if (profile_steps_ > 0) --profile_steps_;
+            model_->forward(in, flat, timed, &profile_, capture_layer_ >= 0 ? &attention_ : nullptr);
             std::vector<std::vector<float>> out(in.logit_rows.size());
             for (size_t r = 0; r < out.size(); ++r)
                 out[r].assign(flat.begin() + r * info_.vocab, flat.begin() + (r + 1) * info_.vocab);
@@ -227,9 +229,11 @@ public:
         }
         const uint32_t peak = pool_->peak_used_blocks();
         const StepProfile profile = profile_;
+        const uint32_t timed_steps = profile_steps_;
         const AttentionSnapshot attention = attention_;
         const int32_t capture = capture_layer_;
         auto restore = [&] {
+            profile_steps_ = timed_steps;
             // truncate() also takes the blocks out of the prefix cache (free_sequence would keep them).
             pool_->truncate(seq, sequence_length(seq));
             pool_->free_sequence(seq);
@@ -263,6 +267,7 @@ public:
         if (sequences > kv.empty_blocks || sequences > limits_.max_step_tokens) return ms_since(t);  // no room now
         const uint32_t peak = pool_->peak_used_blocks();
         const StepProfile profile = profile_;
+        const uint32_t timed_steps = profile_steps_;
         std::vector<StepItem> items(sequences);
         for (uint32_t i = 0; i < sequences; ++i) {
             items[i].sequence = pool_->create_sequence();
@@ -275,6 +280,7 @@ public:
             }
             pool_->restore_peak_used_blocks(peak);
             profile_ = profile;
+            profile_steps_ = timed_steps;
         };
         try {
             step(items);
@@ -302,6 +308,7 @@ public:
     }
     std::vector<KvBlockInfo> kv_block_map() const override { return pool_->block_map(); }
     const StepProfile& last_step_profile() const override { return profile_; }
+    void profile_steps(uint32_t steps) override { profile_steps_ = steps; }
     void capture_attention(int32_t layer) override {
         capture_layer_ = layer >= 0 && static_cast<uint32_t>(layer) < info_.n_layers ? layer : -1;
     }
@@ -337,6 +344,7 @@ private:
     uint32_t context_ = 0;
     uint32_t last_reused_ = 0, last_computed_ = 0;
     StepProfile profile_;
+    uint32_t profile_steps_ = 0;  // steps still to time (profile_steps)
     int32_t capture_layer_ = -1;
     AttentionSnapshot attention_;
     double load_ms_ = 0, pipelines_ms_ = 0;
