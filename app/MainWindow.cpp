@@ -90,6 +90,8 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(
 
     partialSaveTimer_.setInterval(400);
     connect(&partialSaveTimer_, &QTimer::timeout, this, &MainWindow::savePartialReply);
+    streamFrame_.setSingleShot(true);
+    connect(&streamFrame_, &QTimer::timeout, this, &MainWindow::flushStream);
 
     // Restore what the user had.
     const lantern::SamplingSettings sampling = preferences::samplingSettings();
@@ -890,6 +892,9 @@ void MainWindow::startStreaming(int row, qint64 storeId, const QString& textSoFa
     streamingStoreId_ = storeId;
     streamingText_ = textSoFar;
     streamingTokens_ = 0;
+    pendingText_.clear();
+    pendingSteps_.clear();
+    sinceFlush_.invalidate();  // the first token shows at once
     canRegenerate_ = false;
     performancePanel_->beginTurn();
     turnClock_.start();
@@ -922,6 +927,7 @@ void MainWindow::savePartialReply() {
 }
 
 void MainWindow::endAssistantReply(bool complete, const QString& details) {
+    flushStream();  // what the last frame held back goes in before the reply ends
     partialSaveTimer_.stop();
     if (streamingRow_ >= 0) {
         chatModel_->setDetails(streamingRow_, details);
@@ -935,17 +941,43 @@ void MainWindow::endAssistantReply(bool complete, const QString& details) {
 
 void MainWindow::onToken(const QString& delta, const TokenCandidates& candidates, double stepMs, quint32 position, qint32 token) {
     if (state_ != State::Generating || streamingRow_ < 0) return;
+    // streamingText_ is always whole (the partial-reply save reads it); the widgets get the
+    // pending text and steps by frames (kStreamFrameMs).
     if (!delta.isEmpty()) {
         streamingText_ += delta;
-        chatModel_->appendToMessage(streamingRow_, delta);
+        pendingText_ += delta;
     }
-    if (token < 0) return;  // text held back earlier (a possible stop string), released at the end
-    ++streamingTokens_;
-    performancePanel_->addToken(stepMs);
-    samplingPanel_->showCandidates(candidates, token);
+    if (token >= 0) {  // (token < 0: text held back earlier, a possible stop string, released at the end)
+        ++streamingTokens_;
+        pendingSteps_.push_back(stepMs);
+        pendingCandidates_ = candidates;
+        pendingToken_ = token;
+        pendingPosition_ = position;
+    }
+    if (!sinceFlush_.isValid() || sinceFlush_.elapsed() >= kStreamFrameMs)
+        flushStream();
+    else if (!streamFrame_.isActive())
+        streamFrame_.start(static_cast<int>(kStreamFrameMs - sinceFlush_.elapsed()));
+}
+
+void MainWindow::flushStream() {
+    streamFrame_.stop();
+    sinceFlush_.start();
+    if (streamingRow_ < 0) {
+        pendingText_.clear();
+        pendingSteps_.clear();
+        return;
+    }
+    if (!pendingText_.isEmpty()) chatModel_->appendToMessage(streamingRow_, pendingText_);
+    pendingText_.clear();
+    if (pendingSteps_.empty()) return;
+    performancePanel_->addTokens(pendingSteps_);
+    pendingSteps_.clear();
+    samplingPanel_->showCandidates(pendingCandidates_, pendingToken_);
     stateLabel_->setText(tr("Generating… %n token(s)", nullptr, streamingTokens_));
     if (contextLength_ > 0)
-        contextLabel_->setText(tr("Context %1 / %2").arg(display::count(position + 1), display::count(contextLength_)));
+        contextLabel_->setText(
+            tr("Context %1 / %2").arg(display::count(pendingPosition_ + 1), display::count(contextLength_)));
 }
 
 void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {

@@ -182,23 +182,34 @@ void PerformancePanel::beginTurn() {
     setValue("stopReason", tr("generating…"));
 }
 
-void PerformancePanel::addToken(double stepMs) {
-    ++tokensThisTurn_;
-    setValue("generated", display::count(static_cast<uint64_t>(tokensThisTurn_)));
-    setValue("lastStep", display::milliseconds(stepMs));
-    if (tokensThisTurn_ == 1) {
-        setValue("ttft", tr("%1 (prefill step)").arg(display::milliseconds(stepMs)));
-        return;
+void PerformancePanel::addToken(double stepMs) { addTokens({stepMs}); }
+
+void PerformancePanel::addTokens(const std::vector<double>& steps) {
+    if (steps.empty()) return;
+    QList<QPointF> latency, average;
+    const size_t settledBefore = decodeMs_.size() / 8;
+    for (const double stepMs : steps) {
+        ++tokensThisTurn_;
+        if (tokensThisTurn_ == 1) {
+            setValue("ttft", tr("%1 (prefill step)").arg(display::milliseconds(stepMs)));
+            continue;
+        }
+        const int x = tokensThisTurn_ - 1;
+        emaMs_ = x == 1 ? stepMs : emaMs_ * 0.85 + stepMs * 0.15;
+        latency.append(QPointF(x, stepMs));
+        average.append(QPointF(x, emaMs_));
+        decodeMs_.push_back(stepMs);
+        maxLatency_ = std::max(maxLatency_, stepMs);
     }
-    const int x = tokensThisTurn_ - 1;
-    emaMs_ = x == 1 ? stepMs : emaMs_ * 0.85 + stepMs * 0.15;
-    latency_->append(x, stepMs);
-    average_->append(x, emaMs_);
-    decodeMs_.push_back(stepMs);
-    if (decodeMs_.size() % 8 == 0) showSteadyState();  // live, without rescanning at every token
+    setValue("generated", display::count(static_cast<uint64_t>(tokensThisTurn_)));
+    setValue("lastStep", display::milliseconds(steps.back()));
+    if (latency.isEmpty()) return;
+    latency_->append(latency);
+    average_->append(average);
+    if (decodeMs_.size() / 8 != settledBefore) showSteadyState();  // live, every 8 steps, not every token
     if (emaMs_ > 0) setValue("decodeRate", tr("%1 (live)").arg(display::tokensPerSecond(1000.0 / emaMs_)));
-    maxLatency_ = std::max(maxLatency_, stepMs);
     axisY_->setRange(0, std::ceil(maxLatency_ * 1.15 * 10.0) / 10.0);
+    const double x = latency.back().x();
     if (x > axisX_->max()) axisX_->setRange(0, std::max(32.0, std::ceil(x * 1.25)));
 }
 

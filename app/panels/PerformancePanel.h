@@ -27,6 +27,8 @@ public:
     void beginTurn();
     // A generated token; the first of a turn is the prefill step and is not charted.
     void addToken(double stepMs);
+    // Several at once (the window hands streamed tokens over by frames): one chart update.
+    void addTokens(const std::vector<double>& stepMs);
     void finishTurn(const lantern::TurnStats& stats);
     void clear();
 

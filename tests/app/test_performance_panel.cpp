@@ -43,6 +43,29 @@ private slots:
         QCOMPARE(panel.chartedPoints(), 0);
     }
 
+    // The window hands streamed tokens over by frames (MainWindow::flushStream): steps given in
+    // batches show exactly what they show one by one.
+    void stepsInBatchesShowWhatStepsOneByOneShow() {
+        std::vector<double> steps{40.0};
+        for (int i = 0; i < 90; ++i) steps.push_back(10.0 + (i % 7) * 0.1);
+        PerformancePanel single, batched;
+        single.beginTurn();
+        batched.beginTurn();
+        for (double s : steps) single.addToken(s);
+        for (size_t i = 0; i < steps.size(); i += 13)
+            batched.addTokens(std::vector<double>(steps.begin() + i, steps.begin() + std::min(steps.size(), i + 13)));
+        QCOMPARE(batched.chartedPoints(), single.chartedPoints());
+        for (const char* name : {"ttft", "generated", "lastStep", "decodeRate"})
+            QCOMPARE(batched.valueText(QString::fromLatin1(name)), single.valueText(QString::fromLatin1(name)));
+        // (The live steady state is refreshed every 8 steps, so a batch may refresh it a few steps
+        // later; the turn's final figures are the same.)
+        single.finishTurn(lantern::TurnStats{});
+        batched.finishTurn(lantern::TurnStats{});
+        for (const char* name : {"steadyRate", "slowdown"})
+            QCOMPARE(batched.valueText(QString::fromLatin1(name)), single.valueText(QString::fromLatin1(name)));
+        QVERIFY(single.valueText(QStringLiteral("steadyRate")) != QStringLiteral("not settled"));
+    }
+
     // Steps that never settle are said to be so, with no rate made up for them.
     void anUnevenReplyIsNotSettled() {
         PerformancePanel panel;
