@@ -98,28 +98,45 @@ void attention_workgroup(uvec2 wg_id, uint rows) {
         oa[c] = vec4(0.0);
         ob[c] = vec4(0.0);
     }
-    for (uint j = j_first; j < n_ctx; j += j_step) {
-        uint slot = table_at(table + j / pc.block) * pc.block + j % pc.block;
-        uint base = kv_index(slot, kvh, 0u, pc.n_kv, hd, pc.block);
-        float s = 0.0;
-        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
-            vec4 ka, kb;
-            load_chunk(true, base, c, ka, kb);
-            s += dot(qa[c], ka) + dot(qb[c], kb);
-        }
-        if (capturing && live) capture_set(h * pc.capture_stride + j, s);
-        float m_new = max(m, s);
-        float correction = exp(m - m_new);  // 0 on this lane's first key (m = -inf)
-        float p = exp(s - m_new);
-        l = l * correction + p;
-        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
-            vec4 va, vb;
-            load_chunk(false, base, c, va, vb);
-            oa[c] = oa[c] * correction + p * va;
-            ob[c] = ob[c] * correction + p * vb;
-        }
-        m = m_new;
+    // One key: row `key_base` of the caches, position `key_j` (a macro: the per-lane arrays
+    // cannot be passed to a function).
+#define ATTEND_KEY(key_base, key_j)                                                                 \
+    {                                                                                              \
+        float s = 0.0;                                                                             \
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {                                             \
+            vec4 ka, kb;                                                                           \
+            load_chunk(true, key_base, c, ka, kb);                                                 \
+            s += dot(qa[c], ka) + dot(qb[c], kb);                                                  \
+        }                                                                                          \
+        if (capturing && live) capture_set(h * pc.capture_stride + (key_j), s);                    \
+        float m_new = max(m, s);                                                                   \
+        float correction = exp(m - m_new); /* 0 on this lane's first key (m = -inf) */             \
+        float p = exp(s - m_new);                                                                  \
+        l = l * correction + p;                                                                    \
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {                                             \
+            vec4 va, vb;                                                                           \
+            load_chunk(false, key_base, c, va, vb);                                                \
+            oa[c] = oa[c] * correction + p * va;                                                   \
+            ob[c] = ob[c] * correction + p * vb;                                                   \
+        }                                                                                          \
+        m = m_new;                                                                                 \
     }
+    if (LANES_OWN_HEADS) {
+        // Every lane walks the same keys: block by block of the sequence's table, so the table
+        // lookup and kv_index's divisions come once per block, not once per key (on lavapipe a
+        // division is eight scalar ones, one per lane, even when all lanes divide the same values).
+        for (uint j0 = 0u, b = 0u; j0 < n_ctx; j0 += pc.block, ++b) {
+            const uint row0 = kv_index(table_at(table + b) * pc.block, kvh, 0u, pc.n_kv, hd, pc.block);
+            const uint in_block = min(pc.block, n_ctx - j0);
+            for (uint o = 0u; o < in_block; ++o) ATTEND_KEY(row0 + o * hd, j0 + o)
+        }
+    } else {
+        for (uint j = j_first; j < n_ctx; j += j_step) {
+            const uint slot = table_at(table + j / pc.block) * pc.block + j % pc.block;
+            ATTEND_KEY(kv_index(slot, kvh, 0u, pc.n_kv, hd, pc.block), j)
+        }
+    }
+#undef ATTEND_KEY
 
     const uint obase = t * pc.out_stride + h * hd;
     if (LANES_OWN_HEADS) {

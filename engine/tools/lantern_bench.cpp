@@ -36,6 +36,9 @@ const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAP
   -n N              decode tokens (default 128; 0 = skip)
   -r N              repetitions (default 3, after one warm-up)
   -b LIST           sequences decoding together, e.g. 1,4 (default 1)
+  -d LIST           context depths for the decode test, e.g. 0,1024,2048 (default 0): tg N @ dD decodes N
+                    tokens after a D-token prefix (prefilled once, untimed; each repetition decodes in a
+                    fresh fork of it), so the table shows how decode slows as attention reads more keys
   --steady N        sustained decode of N tokens: transient, steady-state rate, degradation
   --steady-seconds S  the same for S seconds (or until the context is full; the context is the model's,
                     up to 8192 tokens)
@@ -57,6 +60,7 @@ struct Options {
     int pp = 128, tg = 128, reps = 3, steady = 0;
     double steady_seconds = 0;
     std::vector<int> batches{1};
+    std::vector<int> depths{0};
     int profile_at = 34;
     bool profile = false, rooflines = true, json = false, startup = false, fused_decode = true;
     bool startup_probe = false, startup_probe_warm_up = false;  // the children of --startup (startup_probe)
@@ -256,9 +260,11 @@ void bench_model(const std::string& path, const std::string& label, const Option
     EngineOptions eo;
     eo.device_selector = o.device;
     int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
-    eo.max_sequences = static_cast<uint32_t>(std::max(1, max_batch));
-    eo.max_step_tokens = static_cast<uint32_t>(std::max({o.pp, max_batch, 1}));
-    eo.context_length = static_cast<uint32_t>(std::max(o.pp + 8, std::max(o.tg, o.steady) + 8));
+    const int max_depth = *std::max_element(o.depths.begin(), o.depths.end());
+    // A deep decode test holds its prefix in one more sequence, which its forks share.
+    eo.max_sequences = static_cast<uint32_t>(std::max(1, max_batch) + (max_depth > 0 ? 1 : 0));
+    eo.max_step_tokens = static_cast<uint32_t>(std::max({o.pp, max_batch, std::min(max_depth, 256), 1}));
+    eo.context_length = static_cast<uint32_t>(std::max(o.pp + 8, std::max(max_depth + o.tg, o.steady) + 8));
     // A sustained run by time takes as much of the model's context as it can, up to 8192 tokens
     // (the KV cache of a long context would not fit lavapipe's heap for every model).
     if (o.steady_seconds > 0) eo.context_length = std::max(eo.context_length, 8192u);
@@ -267,6 +273,11 @@ void bench_model(const std::string& path, const std::string& label, const Option
     if (o.startup) bench_startup(path, label, o);
     auto engine = Engine::load(path, eo);
     const auto& m = engine->model();
+    if (o.tg > 0 && static_cast<uint64_t>(max_depth) + o.tg + 1 > engine->context_length())
+        throw Error(ErrorCode::InvalidArgument, "-d " + std::to_string(max_depth) + " and -n " + std::to_string(o.tg) +
+                                                    " need " + std::to_string(max_depth + o.tg + 1) +
+                                                    " tokens of context; " + label + " has " +
+                                                    std::to_string(engine->context_length()));
     Rng rng(42);
     const double roof_bytes_per_s = roof.read_gb_per_s * 1e9;
 
@@ -285,17 +296,25 @@ void bench_model(const std::string& path, const std::string& label, const Option
         Result res{label, "pp" + std::to_string(o.pp), o.pp, 1, median(rates), stdev(rates), 1e3 / median(rates)};
         print_result(res, o.json);
     }
-    if (o.tg > 0) {
+    for (int depth : o.depths) {
+        if (o.tg <= 0) break;
+        // The prefix: whole KV blocks where the depth allows, so forks share all of it and
+        // recompute nothing (a fork recomputes its partial last block).
+        SequenceId prefix = 0;
+        if (depth > 0) {
+            prefix = engine->create_sequence();
+            engine->prefill(prefix, random_tokens(rng, m.vocab, depth));
+        }
         for (int b : o.batches) {
             std::vector<double> rates;
             for (int r = 0; r <= o.reps; ++r) {
                 std::vector<SequenceId> seqs;
                 std::vector<StepItem> items;
                 for (int i = 0; i < b; ++i) {
-                    seqs.push_back(engine->create_sequence());
+                    seqs.push_back(depth > 0 ? engine->fork_sequence(prefix) : engine->create_sequence());
                     items.push_back({seqs.back(), random_tokens(rng, m.vocab, 1), true, false});
                 }
-                engine->step(items);  // position 0 (not timed)
+                engine->step(items);  // position `depth` (not timed; a fork's recomputed block is in it)
                 auto t = Clock::now();
                 for (int k = 0; k < o.tg; ++k) {
                     for (auto& it : items) it.tokens[0] = static_cast<int32_t>(3 + rng.next() % (m.vocab - 3));
@@ -306,7 +325,8 @@ void bench_model(const std::string& path, const std::string& label, const Option
                 if (r > 0) rates.push_back(o.tg * b / (ms / 1e3));
             }
             double rate = median(rates);
-            Result res{label, "tg" + std::to_string(o.tg), o.tg, b, rate, stdev(rates), 1e3 / rate * b};
+            const std::string test = "tg" + std::to_string(o.tg) + (depth > 0 ? "@d" + std::to_string(depth) : "");
+            Result res{label, test, o.tg, b, rate, stdev(rates), 1e3 / rate * b};
             // Each step reads every weight once, whatever the batch.
             double steps_per_s = rate / b;
             res.read_fraction = roof_bytes_per_s > 0 ? m.decode_read_bytes * steps_per_s / roof_bytes_per_s : -1;
@@ -314,6 +334,7 @@ void bench_model(const std::string& path, const std::string& label, const Option
             res.arith_fraction = bound_s > 0 ? bound_s * steps_per_s : -1;
             print_result(res, o.json);
         }
+        if (depth > 0) engine->free_sequence(prefix);
     }
     if (o.steady > 0 || o.steady_seconds > 0) {
         // One sequence decoding token after token: o.steady tokens, or (--steady-seconds) until the
@@ -426,13 +447,19 @@ int main(int argc, char** argv) {
         } else if (f == "-p") o.pp = std::stoi(value());
         else if (f == "-n") o.tg = std::stoi(value());
         else if (f == "-r") o.reps = std::max(1, std::stoi(value()));
-        else if (f == "-b") {
-            o.batches.clear();
+        else if (f == "-b" || f == "-d") {
+            auto& list = f == "-b" ? o.batches : o.depths;
+            list.clear();
             std::string v = value();
             for (size_t s = 0; s < v.size();) {
                 size_t e = v.find(',', s);
-                o.batches.push_back(std::stoi(v.substr(s, e - s)));
+                list.push_back(std::stoi(v.substr(s, e - s)));
                 s = e == std::string::npos ? v.size() : e + 1;
+            }
+            if (list.empty() || *std::min_element(list.begin(), list.end()) < (f == "-b" ? 1 : 0)) {
+                std::fprintf(stderr, "%s needs a list of %s numbers\n%s", f.c_str(), f == "-b" ? "positive" : "non-negative",
+                             kUsage);
+                return 2;
             }
         } else if (f == "--steady") o.steady = std::stoi(value());
         else if (f == "--steady-seconds") o.steady_seconds = std::stod(value());
