@@ -31,7 +31,8 @@ const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAP
   --synthetic S:T   random-weight model, S = tiny | 110m | tinyllama | llama3-1b | 7b or any shape written
                     DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB (e.g. 768/12/12/12/2048/32000), T = f32 | f16 | bf16 | q8_0
                     | q4_0 | q4_1 | q5_0 | q5_1 | q3_k | q4_k | q5_k | q6_k | iq4_nl | iq4_xs | q4_k_m (llama.cpp's
-                    Q4_K_M mix of Q4_K and Q6_K; K-quants and iq4_xs need 256-element rows: not tiny)
+                    Q4_K_M mix of Q4_K and Q6_K; block types need rows of whole blocks: tiny, whose FFN is
+                    172 wide as stories260K's, takes f32, f16 and bf16; K-quants and iq4_xs need 256-element rows)
   -p N              prefill tokens (default 128; 0 = skip)
   -n N              decode tokens (default 128; 0 = skip)
   -r N              repetitions (default 3, after one warm-up)
@@ -102,6 +103,7 @@ std::vector<int32_t> random_tokens(Rng& rng, uint32_t vocab, int n) {
 struct Result {
     std::string model, test;
     int tokens = 0, batch = 1;
+    int depth = 0;  // decode: tokens of context before the test's first token (-d)
     double tok_s = 0, spread = 0, ms_per_token = 0;
     double read_fraction = -1;   // of the read roofline (decode only)
     double arith_fraction = -1;  // of the weights' arithmetic roofline (decode only)
@@ -116,9 +118,10 @@ void print_result(const Result& r, bool json) {
     }
     std::printf("\n");
     if (json)
-        std::printf("{\"model\":\"%s\",\"test\":\"%s\",\"tokens\":%d,\"batch\":%d,\"tok_s\":%.3f,\"stdev\":%.3f,"
-                    "\"ms_per_token\":%.4f,\"read_roofline_fraction\":%.4f,\"arithmetic_roofline_fraction\":%.4f}\n",
-                    r.model.c_str(), r.test.c_str(), r.tokens, r.batch, r.tok_s, r.spread, r.ms_per_token,
+        std::printf("{\"model\":\"%s\",\"test\":\"%s\",\"tokens\":%d,\"batch\":%d,\"depth\":%d,\"tok_s\":%.3f,"
+                    "\"stdev\":%.3f,\"ms_per_token\":%.4f,\"read_roofline_fraction\":%.4f,"
+                    "\"arithmetic_roofline_fraction\":%.4f}\n",
+                    r.model.c_str(), r.test.c_str(), r.tokens, r.batch, r.depth, r.tok_s, r.spread, r.ms_per_token,
                     r.read_fraction, r.arith_fraction);
     std::fflush(stdout);
 }
@@ -293,7 +296,7 @@ void bench_model(const std::string& path, const std::string& label, const Option
             engine->free_sequence(seq);
             if (r > 0) rates.push_back(o.pp / (ms / 1e3));
         }
-        Result res{label, "pp" + std::to_string(o.pp), o.pp, 1, median(rates), stdev(rates), 1e3 / median(rates)};
+        Result res{label, "pp" + std::to_string(o.pp), o.pp, 1, 0, median(rates), stdev(rates), 1e3 / median(rates)};
         print_result(res, o.json);
     }
     for (int depth : o.depths) {
@@ -326,7 +329,7 @@ void bench_model(const std::string& path, const std::string& label, const Option
             }
             double rate = median(rates);
             const std::string test = "tg" + std::to_string(o.tg) + (depth > 0 ? "@d" + std::to_string(depth) : "");
-            Result res{label, test, o.tg, b, rate, stdev(rates), 1e3 / rate * b};
+            Result res{label, test, o.tg, b, depth, rate, stdev(rates), 1e3 / rate * b};
             // Each step reads every weight once, whatever the batch.
             double steps_per_s = rate / b;
             res.read_fraction = roof_bytes_per_s > 0 ? m.decode_read_bytes * steps_per_s / roof_bytes_per_s : -1;
