@@ -38,6 +38,7 @@
 #include "Format.h"
 #include "Language.h"
 #include "Preferences.h"
+#include "StatusLabel.h"
 #include "Theme.h"
 #include "chat/ChatModel.h"
 #include "chat/ChatView.h"
@@ -395,9 +396,9 @@ void MainWindow::buildActions() {
 }
 
 void MainWindow::buildStatusBar() {
-    stateLabel_ = new QLabel(this);
+    stateLabel_ = new StatusLabel(this);
     stateLabel_->setObjectName(QStringLiteral("stateLabel"));
-    contextLabel_ = new QLabel(this);
+    contextLabel_ = new StatusLabel(this);
     contextLabel_->setObjectName(QStringLiteral("contextLabel"));
     deviceLabel_ = new QLabel(tr("No device"), this);
     deviceLabel_->setObjectName(QStringLiteral("deviceLabel"));
@@ -511,22 +512,22 @@ void MainWindow::setState(State state) {
     newChatAction_->setEnabled(!generating);
     switch (state) {
     case State::NoModel:
-        stateLabel_->setText(tr("No model"));
+        stateLabel_->setFittedText(tr("No model"));
         chatView_->setEmptyText(tr("Welcome to Lantern"),
                                 tr("Open a GGUF model (File > Open Model…) or pick one from the toolbar. "
                                    "Models in %1 are listed automatically.")
                                     .arg(QDir::toNativeSeparators(preferences::modelsDirectory())));
         break;
     case State::Loading:
-        stateLabel_->setText(tr("Loading %1…").arg(QFileInfo(modelPath_).fileName()));
+        stateLabel_->setFittedText(tr("Loading %1…").arg(QFileInfo(modelPath_).fileName()));
         chatView_->setEmptyText(tr("Loading the model…"), tr("Weights are uploaded to the device and the compute pipelines are built."));
         break;
     case State::Ready:
-        stateLabel_->setText(tr("Ready"));
+        stateLabel_->setFittedText(tr("Ready"));
         chatView_->setEmptyText(tr("Ready when you are"), tr("%1 is loaded. Write a message below to start.").arg(loadedModelName_));
         break;
     case State::Generating:
-        stateLabel_->setText(tr("Generating…"));
+        stateLabel_->setFittedText(tr("Generating…"));
         break;
     }
 }
@@ -919,7 +920,7 @@ void MainWindow::beginAssistantReply() {
 void MainWindow::stopGeneration() {
     if (state_ != State::Generating) return;
     worker_->requestStop();  // thread-safe: the worker polls it between steps
-    stateLabel_->setText(tr("Stopping…"));
+    stateLabel_->setFittedText(tr("Stopping…"));
 }
 
 void MainWindow::savePartialReply() {
@@ -974,9 +975,9 @@ void MainWindow::flushStream() {
     performancePanel_->addTokens(pendingSteps_);
     pendingSteps_.clear();
     samplingPanel_->showCandidates(pendingCandidates_, pendingToken_);
-    stateLabel_->setText(tr("Generating… %n token(s)", nullptr, streamingTokens_));
+    stateLabel_->setLiveText(tr("Generating… %n token(s)", nullptr, streamingTokens_));
     if (contextLength_ > 0)
-        contextLabel_->setText(
+        contextLabel_->setLiveText(
             tr("Context %1 / %2").arg(display::count(pendingPosition_ + 1), display::count(contextLength_)));
 }
 
@@ -1012,7 +1013,7 @@ void MainWindow::onKvStats(const KvSnapshot& snapshot) {
     kvPanel_->setSnapshot(snapshot);
     for (const lantern::KvSequenceStats& seq : snapshot.stats.sequences) {
         if (seq.id == snapshot.active_sequence && contextLength_ > 0)
-            contextLabel_->setText(tr("Context %1 / %2").arg(display::count(seq.tokens), display::count(contextLength_)));
+            contextLabel_->setLiveText(tr("Context %1 / %2").arg(display::count(seq.tokens), display::count(contextLength_)));
     }
 }
 

@@ -28,6 +28,7 @@ class QComboBox;
 class QDockWidget;
 class QFileSystemWatcher;
 class QLabel;
+class StatusLabel;
 class QLineEdit;
 class QListWidget;
 class QListWidgetItem;
@@ -151,8 +152,8 @@ protected:
     StepProfilePanel* stepProfilePanel_ = nullptr;
     ModelInfoPanel* modelInfoPanel_ = nullptr;
 
-    QLabel* stateLabel_ = nullptr;
-    QLabel* contextLabel_ = nullptr;
+    StatusLabel* stateLabel_ = nullptr;
+    StatusLabel* contextLabel_ = nullptr;
     QLabel* deviceLabel_ = nullptr;
     QLabel* apiLabel_ = nullptr;  // where the API server listens, hidden while it is off
     QAction* apiServerAction_ = nullptr;

@@ -12,6 +12,7 @@
 
 #include "Format.h"
 #include "Theme.h"
+#include "panels/ScrollablePanel.h"
 
 namespace {
 
@@ -158,7 +159,12 @@ bool KvBlockGrid::event(QEvent* event) {
 }
 
 KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
-    auto* layout = new QVBoxLayout(this);
+    // In a scroll area: the values change at every frame of a reply (20 a second), and a label's
+    // new text re-lays out its parents up to the first widget that absorbs it. Docked directly,
+    // that was the main window — every dock and each word-wrapped label's size, ~20 % of the UI
+    // thread while streaming; a scroll area takes the change itself.
+    QWidget* content = makeScrollableContent(this);
+    auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(10, 6, 10, 8);
     grid_ = new KvBlockGrid(this);
     grid_->setObjectName(QStringLiteral("blockGrid"));

@@ -13,6 +13,7 @@
 
 #include "Format.h"
 #include "Theme.h"
+#include "panels/ScrollablePanel.h"
 #include "lantern/steady_state.h"
 
 // Reused vs computed prompt tokens as one stacked bar.
@@ -50,7 +51,12 @@ private:
 };
 
 PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
-    auto* layout = new QVBoxLayout(this);
+    // In a scroll area: the values change at every frame of a reply (20 a second), and a label's
+    // new text re-lays out its parents up to the first widget that absorbs it. Docked directly,
+    // that was the main window — every dock and each word-wrapped label's size, ~20 % of the UI
+    // thread while streaming; a scroll area takes the change itself.
+    QWidget* content = makeScrollableContent(this);
+    auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(10, 6, 10, 8);
     auto* grid = new QGridLayout();
     grid->setHorizontalSpacing(10);
@@ -141,7 +147,8 @@ QLabel* PerformancePanel::addValue(QGridLayout* grid, int row, int column, const
 }
 
 void PerformancePanel::setValue(const char* name, const QString& text) {
-    if (QLabel* l = values_.value(QString::fromLatin1(name))) l->setText(text);
+    QLabel* l = values_.value(QString::fromLatin1(name));
+    if (l != nullptr && l->text() != text) l->setText(text);  // (same text: no re-layout at all)
 }
 
 QString PerformancePanel::valueText(const QString& name) const {
