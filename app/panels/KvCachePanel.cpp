@@ -159,10 +159,7 @@ bool KvBlockGrid::event(QEvent* event) {
 }
 
 KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
-    // In a scroll area: the values change at every frame of a reply (20 a second), and a label's
-    // new text re-lays out its parents up to the first widget that absorbs it. Docked directly,
-    // that was the main window — every dock and each word-wrapped label's size, ~20 % of the UI
-    // thread while streaming; a scroll area takes the change itself.
+    // Its values change at every frame of a reply: see ScrollablePanel.h for why a scroll area.
     QWidget* content = makeScrollableContent(this);
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(10, 6, 10, 8);

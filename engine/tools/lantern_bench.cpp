@@ -301,8 +301,8 @@ void bench_model(const std::string& path, const std::string& label, const Option
     }
     for (int depth : o.depths) {
         if (o.tg <= 0) break;
-        // The prefix: whole KV blocks where the depth allows, so forks share all of it and
-        // recompute nothing (a fork recomputes its partial last block).
+        // The prefix, prefilled once: forks share its full KV blocks and recompute its partial last
+        // block, in their untimed first step.
         SequenceId prefix = 0;
         if (depth > 0) {
             prefix = engine->create_sequence();

@@ -24,6 +24,15 @@ public:
         return false;
     }
 };
+// The panel as the window's content, shown and laid out.
+bool showIn(QMainWindow& window, QWidget* panel) {
+    window.setCentralWidget(panel);
+    window.resize(500, 500);
+    window.show();
+    if (!QTest::qWaitForWindowExposed(&window)) return false;
+    QCoreApplication::processEvents();
+    return true;
+}
 }  // namespace
 
 class TestStatusLabel : public QObject {
@@ -82,11 +91,7 @@ private slots:
     void panelValuesChangingDoNotReachTheDockingWindow() {
         QMainWindow window;
         auto* performance = new PerformancePanel(&window);
-        window.setCentralWidget(performance);
-        window.resize(500, 500);
-        window.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&window));
-        QCoreApplication::processEvents();
+        QVERIFY(showIn(window, performance));
         LayoutRequests requests(&window);
         performance->beginTurn();
         performance->addToken(250.0);  // the prefill step
@@ -100,11 +105,7 @@ private slots:
 
         QMainWindow kvWindow;
         auto* kv = new KvCachePanel(&kvWindow);
-        kvWindow.setCentralWidget(kv);
-        kvWindow.resize(500, 500);
-        kvWindow.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&kvWindow));
-        QCoreApplication::processEvents();
+        QVERIFY(showIn(kvWindow, kv));
         LayoutRequests kvRequests(&kvWindow);
         for (uint32_t used = 1; used <= 5; ++used) {
             KvSnapshot s;
