@@ -39,6 +39,8 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HD = 64;  // head dimension (even, at most 256)
 layout(constant_id = 2) const bool Q_VEC4 = false;  // q rows start at multiples of 4 floats: vec4 fetches
 layout(constant_id = 3) const bool LANES_OWN_HEADS = false;  // see the top
+// Lanes own heads: query heads per lane, all of one KV head (see attention_heads.glsl).
+layout(constant_id = 4) const uint HEADS_PER_LANE = 1;
 // Subgroups per workgroup at most (the host keeps the workgroup at most 8 subgroups wide).
 #define ATT_MAX_SUBGROUPS 8
 #include "kv.glsl"

@@ -59,67 +59,86 @@ void load_chunk(bool is_k, uint base, uint c, out vec4 a, out vec4 b) {
 // tokens attend to more keys (110M pp256 on lavapipe +3.5 %).
 uint token_of_row(uint y, uint rows) { return (y % 2u == 0u) ? y / 2u : rows - 1u - y / 2u; }
 
+// Query heads per lane (lanes own heads): consecutive heads of one KV head, so each K and V chunk
+// a lane fetches serves all of them (GQA). The host picks it (AttentionOp); splitting keys, one.
+const uint HPL = LANES_OWN_HEADS ? HEADS_PER_LANE : 1u;
+
 // One workgroup: `wg_id` is its place in a grid of `rows` workgroup rows (one per token).
 void attention_workgroup(uvec2 wg_id, uint rows) {
     const uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
     const uint t = token_of_row(wg_id.y, rows);
-    // Lanes own heads: lanes past the last head compute a copy of it and store nothing.
-    const uint h_lane = LANES_OWN_HEADS ? wg_id.x * wg + tid : wg_id.x;
+    // Lanes own heads: lane i takes heads h0 .. h0 + HPL - 1; lanes past the last head compute a
+    // copy of the last ones and store nothing (n_head is a multiple of HPL).
+    const uint h_lane = LANES_OWN_HEADS ? (wg_id.x * wg + tid) * HPL : wg_id.x;
     const bool live = h_lane < pc.n_head;
-    const uint h = min(h_lane, pc.n_head - 1u);
+    const uint h0 = min(h_lane, pc.n_head - HPL);
     const uint j_first = LANES_OWN_HEADS ? 0u : tid, j_step = LANES_OWN_HEADS ? 1u : wg;
     const uint hd = HD;
-    const uint kvh = h / (pc.n_head / pc.n_kv);
+    const uint kvh = h0 / (pc.n_head / pc.n_kv);
     const uvec4 info = tok_at(t);
     const uint n_ctx = info.x + 1u, table = info.y;
     const bool capturing = (pc.flags & 1u) != 0u && t == pc.capture_token;
 
-    // q (pre-scaled) in registers, in the same chunk layout as the cache rows.
-    vec4 qa[CHUNKS], qb[CHUNKS];
-    const uint qbase = t * pc.qkv_stride + h * hd;
-    [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
-        if (Q_VEC4 && WHOLE_CHUNKS) {
-            qa[c] = q4_at((qbase + c * KV_EPL) / 4u) * pc.scale;
-            qb[c] = KV_EPL == 8u ? q4_at((qbase + c * KV_EPL) / 4u + 1u) * pc.scale : vec4(0.0);
-            continue;
+    // q (pre-scaled) in registers, in the same chunk layout as the cache rows: head g's chunk c
+    // at g * CHUNKS + c.
+    vec4 qa[HPL * CHUNKS], qb[HPL * CHUNKS];
+    [[unroll]] for (uint g = 0; g < HPL; ++g) {
+        const uint qbase = t * pc.qkv_stride + (h0 + g) * hd;
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+            if (Q_VEC4 && WHOLE_CHUNKS) {
+                qa[g * CHUNKS + c] = q4_at((qbase + c * KV_EPL) / 4u) * pc.scale;
+                qb[g * CHUNKS + c] = KV_EPL == 8u ? q4_at((qbase + c * KV_EPL) / 4u + 1u) * pc.scale : vec4(0.0);
+                continue;
+            }
+            float v[8];
+            [[unroll]] for (uint i = 0; i < 8u; ++i) {
+                uint d = c * KV_EPL + i;
+                v[i] = (i < KV_EPL && d < hd) ? q_at(qbase + d) * pc.scale : 0.0;
+            }
+            qa[g * CHUNKS + c] = vec4(v[0], v[1], v[2], v[3]);
+            qb[g * CHUNKS + c] = vec4(v[4], v[5], v[6], v[7]);
         }
-        float v[8];
-        [[unroll]] for (uint i = 0; i < 8u; ++i) {
-            uint d = c * KV_EPL + i;
-            v[i] = (i < KV_EPL && d < hd) ? q_at(qbase + d) * pc.scale : 0.0;
-        }
-        qa[c] = vec4(v[0], v[1], v[2], v[3]);
-        qb[c] = vec4(v[4], v[5], v[6], v[7]);
     }
 
-    float m = -1.0 / 0.0, l = 0.0;
-    vec4 oa[CHUNKS], ob[CHUNKS];
-    [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+    float m[HPL], l[HPL];
+    vec4 oa[HPL * CHUNKS], ob[HPL * CHUNKS];
+    [[unroll]] for (uint g = 0; g < HPL; ++g) {
+        m[g] = -1.0 / 0.0;
+        l[g] = 0.0;
+    }
+    [[unroll]] for (uint c = 0; c < HPL * CHUNKS; ++c) {
         oa[c] = vec4(0.0);
         ob[c] = vec4(0.0);
     }
     // One key: row `key_base` of the caches, position `key_j` (a macro: the per-lane arrays
-    // cannot be passed to a function).
+    // cannot be passed to a function). Each chunk is loaded once for the lane's heads; per head
+    // the arithmetic is exactly that of one head per lane, so every layout computes the same bits.
 #define ATTEND_KEY(key_base, key_j)                                                                 \
     {                                                                                              \
-        float s = 0.0;                                                                             \
+        float s[HPL], correction[HPL], p[HPL];                                                     \
+        [[unroll]] for (uint g = 0; g < HPL; ++g) s[g] = 0.0;                                      \
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {                                             \
             vec4 ka, kb;                                                                           \
             load_chunk(true, key_base, c, ka, kb);                                                 \
-            s += dot(qa[c], ka) + dot(qb[c], kb);                                                  \
+            [[unroll]] for (uint g = 0; g < HPL; ++g)                                              \
+                s[g] += dot(qa[g * CHUNKS + c], ka) + dot(qb[g * CHUNKS + c], kb);                 \
         }                                                                                          \
-        if (capturing && live) capture_set(h * pc.capture_stride + (key_j), s);                    \
-        float m_new = max(m, s);                                                                   \
-        float correction = exp(m - m_new); /* 0 on this lane's first key (m = -inf) */             \
-        float p = exp(s - m_new);                                                                  \
-        l = l * correction + p;                                                                    \
+        [[unroll]] for (uint g = 0; g < HPL; ++g) {                                                \
+            if (capturing && live) capture_set((h0 + g) * pc.capture_stride + (key_j), s[g]);      \
+            float m_new = max(m[g], s[g]);                                                         \
+            correction[g] = exp(m[g] - m_new); /* 0 on this lane's first key (m = -inf) */         \
+            p[g] = exp(s[g] - m_new);                                                              \
+            l[g] = l[g] * correction[g] + p[g];                                                    \
+            m[g] = m_new;                                                                          \
+        }                                                                                          \
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {                                             \
             vec4 va, vb;                                                                           \
             load_chunk(false, key_base, c, va, vb);                                                \
-            oa[c] = oa[c] * correction + p * va;                                                   \
-            ob[c] = ob[c] * correction + p * vb;                                                   \
+            [[unroll]] for (uint g = 0; g < HPL; ++g) {                                            \
+                oa[g * CHUNKS + c] = oa[g * CHUNKS + c] * correction[g] + p[g] * va;               \
+                ob[g * CHUNKS + c] = ob[g * CHUNKS + c] * correction[g] + p[g] * vb;               \
+            }                                                                                      \
         }                                                                                          \
-        m = m_new;                                                                                 \
     }
     if (LANES_OWN_HEADS) {
         // Every lane walks the same keys: block by block of the sequence's table, so the table
@@ -138,28 +157,35 @@ void attention_workgroup(uvec2 wg_id, uint rows) {
     }
 #undef ATTEND_KEY
 
-    const uint obase = t * pc.out_stride + h * hd;
     if (LANES_OWN_HEADS) {
-        // Each lane holds its head's whole result (l > 0: every token sees at least itself).
+        // Each lane holds its heads' whole results (l > 0: every token sees at least itself).
         if (!live) return;
-        [[unroll]] for (uint c = 0; c < CHUNKS; ++c)
-            [[unroll]] for (uint i = 0; i < KV_EPL; ++i) {
-                const uint d = c * KV_EPL + i;
-                if (d < hd) out_set(obase + d, (i < 4u ? oa[c][i] : ob[c][i - 4u]) / l);
+        [[unroll]] for (uint g = 0; g < HPL; ++g) {
+            const uint obase = t * pc.out_stride + (h0 + g) * hd;
+            [[unroll]] for (uint c = 0; c < CHUNKS; ++c)
+                [[unroll]] for (uint i = 0; i < KV_EPL; ++i) {
+                    const uint d = c * KV_EPL + i;
+                    const uint k = g * CHUNKS + c;
+                    if (d < hd) out_set(obase + d, (i < 4u ? oa[k][i] : ob[k][i - 4u]) / l[g]);
+                }
+            if (capturing) {
+                capture_set(pc.n_head * pc.capture_stride + 2u * (h0 + g), m[g]);
+                capture_set(pc.n_head * pc.capture_stride + 2u * (h0 + g) + 1u, l[g]);
             }
-        if (capturing) {
-            capture_set(pc.n_head * pc.capture_stride + 2u * h, m);
-            capture_set(pc.n_head * pc.capture_stride + 2u * h + 1u, l);
         }
         return;
     }
 
+    // Lanes split the keys (HPL is 1): one head, h0.
+    const uint h = h0;
+    const uint obase = t * pc.out_stride + h * hd;
+
     // Merge the lanes: within each subgroup with subgroup operations, then (several subgroups)
     // across subgroups through shared memory.
     const bool one_subgroup = gl_NumSubgroups == 1u;
-    const float M = subgroupMax(m);
-    const float f = (m == -1.0 / 0.0) ? 0.0 : exp(m - M);  // lanes that saw no key contribute nothing
-    const float L = subgroupAdd(l * f);
+    const float M = subgroupMax(m[0]);
+    const float f = (m[0] == -1.0 / 0.0) ? 0.0 : exp(m[0] - M);  // lanes that saw no key contribute nothing
+    const float L = subgroupAdd(l[0] * f);
     const uint rbase = gl_SubgroupID * RED_STRIDE;
     if (!one_subgroup && subgroupElect()) {
         red[rbase] = M;

@@ -68,6 +68,8 @@ layout(constant_id = 14) const uint TYPE_DOWN = 8;
 // tokens (sequences decoding together) reads and unpacks each weight once, not once per token.
 // The host builds the variant a step needs (1 for one token, else the step's count, at most 4).
 layout(constant_id = 15) const uint TOKENS_PER_LANE = 1;
+// Attention with lanes owning heads: query heads per lane, as the separate kernel's (AttentionOp).
+layout(constant_id = 16) const uint HEADS_PER_LANE = 1;
 const bool LANE_PER_ROW = true, LANE_PER_TOKEN = false;
 const uint LT = TOKENS_PER_LANE;
 #define ROWS_MAX 32u          // kCpuRows in ops/matmul.cpp
@@ -317,7 +319,8 @@ void main() {
     pc.qkv_stride = lp.qkv_rows;
     pc.out_stride = lp.dim;
     pc.flags = 0u;
-    const uint groups = LANES_OWN_HEADS ? (lp.n_head + gl_WorkGroupSize.x - 1u) / gl_WorkGroupSize.x : lp.n_head;
+    const uint heads_per_item = gl_WorkGroupSize.x * HEADS_PER_LANE;
+    const uint groups = LANES_OWN_HEADS ? (lp.n_head + heads_per_item - 1u) / heads_per_item : lp.n_head;
     for (uint v = claim(1u); v < groups * lp.T; v = claim(1u)) {
         attention_workgroup(uvec2(v % groups, v / groups), lp.T);
         finished(1u);

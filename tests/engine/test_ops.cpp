@@ -996,44 +996,59 @@ private slots:
         QTest::addColumn<bool>("two_subgroups");  // attention workgroups of two subgroups (lanes split keys)
         QTest::addColumn<uint32_t>("n_head");
         QTest::addColumn<bool>("one_decode");  // the step under test is one decode token (kOneDecode)
+        QTest::addColumn<uint32_t>("heads_per_lane");  // lanes owning heads: 0 = as the device picks
         for (bool f16 : {false, true})
             for (uint32_t n_kv : {2u, 4u})
                 for (uint32_t hd : {64u, 48u, 128u})
                     for (uint32_t block : {16u, 5u})
                         QTest::addRow("kv %s, n_kv %u, head_dim %u, block %u", f16 ? "f16" : "f32", n_kv, hd, block)
-                            << n_kv << hd << hd << block << f16 << false << false << false << 8u << false;
+                            << n_kv << hd << hd << block << f16 << false << false << false << 8u << false << 0u;
         // Partial rotary embedding (rope.dimension_count < head_dim).
         QTest::newRow("kv f32, n_kv 2, head_dim 64, n_rot 32") << 2u << 64u << 32u << 16u << false << false << false
-                                                               << false << 8u << false;
+                                                               << false << 8u << false << 0u;
         QTest::newRow("kv f16, n_kv 4, head_dim 48, n_rot 16") << 4u << 48u << 16u << 5u << true << false << false
-                                                               << false << 8u << false;
+                                                               << false << 8u << false << 0u;
         QTest::newRow("kv f16, n_kv 2, head_dim 64, other split") << 2u << 64u << 64u << 16u << true << true << false
-                                                                  << false << 8u << false;
+                                                                  << false << 8u << false << 0u;
         QTest::newRow("kv f32, n_kv 4, head_dim 48, n_rot 16, other split") << 4u << 48u << 16u << 5u << false << true
-                                                                             << false << false << 8u << false;
+                                                                             << false << false << 8u << false << 0u;
         QTest::newRow("kv f16, n_kv 2, head_dim 64, parts") << 2u << 64u << 64u << 16u << true << false << true
-                                                            << false << 8u << false;
+                                                            << false << 8u << false << 0u;
         QTest::newRow("kv f32, n_kv 4, head_dim 48, parts, other split") << 4u << 48u << 48u << 5u << false << true
-                                                                          << true << false << 8u << false;
+                                                                          << true << false << 8u << false << 0u;
         QTest::newRow("kv f16, n_kv 2, head_dim 64, two subgroups") << 2u << 64u << 64u << 16u << true << false
-                                                                    << false << true << 8u << false;
+                                                                    << false << true << 8u << false << 0u;
         QTest::newRow("kv f32, n_kv 8, head_dim 48, block 5, two subgroups") << 8u << 48u << 48u << 5u << false << false
-                                                                              << false << true << 8u << false;
+                                                                              << false << true << 8u << false << 0u;
         // 12 heads: lanes owning heads leave part of their last workgroup empty; 6:1 and 3:1 GQA.
         QTest::newRow("kv f16, 12 heads, n_kv 4, head_dim 64") << 4u << 64u << 64u << 16u << true << false << false
-                                                               << false << 12u << false;
+                                                               << false << 12u << false << 0u;
         QTest::newRow("kv f32, 12 heads, n_kv 2, head_dim 48, block 5, other split")
-            << 2u << 48u << 48u << 5u << false << true << false << false << 12u << false;
+            << 2u << 48u << 48u << 5u << false << true << false << false << 12u << false << 0u;
         QTest::newRow("kv f16, 12 heads, n_kv 2, head_dim 64, other split") << 2u << 64u << 64u << 16u << true << true
-                                                                            << false << false << 12u << false;
+                                                                            << false << false << 12u << false << 0u;
         // One decode token: the fewest workgroups.
         QTest::newRow("kv f16, n_kv 2, head_dim 64, one decode") << 2u << 64u << 64u << 16u << true << false << false
-                                                                 << false << 8u << true;
+                                                                 << false << 8u << true << 0u;
         QTest::newRow("kv f32, 12 heads, n_kv 4, head_dim 128, block 5, one decode")
-            << 4u << 128u << 128u << 5u << false << false << false << false << 12u << true;
+            << 4u << 128u << 128u << 5u << false << false << false << false << 12u << true << 0u;
         QTest::newRow("kv f16, n_kv 2, head_dim 48, one decode, other split") << 2u << 48u << 48u << 16u << true
-                                                                              << true << false << false << 8u << true;
+                                                                              << true << false << false << 8u << true << 0u;
+        // Lanes owning two or four query heads of one KV head (GQA): 32 heads of 64 with 4 per KV
+        // head as TinyLlama's (the device picks two per lane for them on 2-4 threads), one decode
+        // token too; six per KV head over a part-empty workgroup; four per lane.
+        QTest::newRow("kv f16, 32 heads, n_kv 8, head_dim 64, as the device picks")
+            << 8u << 64u << 64u << 16u << true << false << false << false << 32u << false << 0u;
+        QTest::newRow("kv f16, 32 heads, n_kv 8, head_dim 64, one decode, as the device picks")
+            << 8u << 64u << 64u << 16u << true << false << false << false << 32u << true << 0u;
+        QTest::newRow("kv f32, 12 heads, n_kv 2, head_dim 48, block 5, two heads per lane")
+            << 2u << 48u << 48u << 5u << false << false << false << false << 12u << false << 2u;
+        QTest::newRow("kv f16, 16 heads, n_kv 4, head_dim 64, one decode, two heads per lane, other split")
+            << 4u << 64u << 64u << 16u << true << true << false << false << 16u << true << 2u;
+        QTest::newRow("kv f16, 8 heads, n_kv 2, head_dim 128, four heads per lane")
+            << 2u << 128u << 128u << 16u << true << false << false << false << 8u << false << 4u;
     }
+
     // Several sequences in one step (a decode at position 299, prefill chunks, a first token), with
     // block tables drawn from a shuffled pool so no sequence's blocks are contiguous. A first step
     // fills the history through the Q/K/V matmul with its RoPE + KV-store epilogue; the step under
@@ -1050,9 +1065,10 @@ private slots:
         QFETCH(bool, two_subgroups);
         QFETCH(uint32_t, n_head);
         QFETCH(bool, one_decode);
+        QFETCH(uint32_t, heads_per_lane);
         const std::vector<SeqPlan>& plans = one_decode ? kOneDecode : kPlans;
         auto& ctx = test::context();
-        Rng rng(400 + n_kv * 1000 + head_dim * 10 + block + (kv_f16 ? 7 : 0) + n_head * 100000 + (one_decode ? 3 : 0));
+        Rng rng(400 + n_kv * 1000 + head_dim * 10 + block + (kv_f16 ? 7 : 0) + n_head * 100000 + (one_decode ? 3 : 0) + heads_per_lane * 13);
 
         ops::AttentionShape shape;
         shape.n_head = n_head;
@@ -1149,21 +1165,34 @@ private slots:
         // devices whose subgroup fills the workgroup never reach otherwise (64-lane subgroups: one).
         const uint32_t one_subgroup = std::clamp<uint32_t>(ctx.subgroup_size(), 8, 64);
         const uint32_t lanes = two_subgroups ? std::min(2 * one_subgroup, 64u) : 0;
-        const uint64_t own_heads_groups = uint64_t{(n_head + one_subgroup - 1) / one_subgroup} * T2;
-        const ops::AttentionSplit attn_split = two_subgroups ? ops::AttentionSplit::LanesSplitKeys
-                                               : other_split ? other_attention_split_of(ctx, own_heads_groups)
-                                                             : ops::AttentionSplit::ForDevice;
+        // Two query heads per lane where a KV head has an even number of them, they fill whole
+        // workgroups and a one-token step still has a workgroup per driver thread.
+        const bool cpu = ctx.info().type == DeviceType::Cpu;
+        const uint32_t threads = cpu ? vk::cpu_driver_threads() : 1;
+        const uint32_t hpl = heads_per_lane ? heads_per_lane
+                             : (n_head / n_kv) % 2 == 0 && n_head % (2 * one_subgroup) == 0 &&
+                                       n_head / (2 * one_subgroup) >= threads
+                                 ? 2u
+                                 : 1u;
+        const uint64_t own_heads_groups =
+            uint64_t{(n_head + one_subgroup * hpl - 1) / (one_subgroup * hpl)} * T2;
+        // A row that asks for several heads per lane is about that layout: lanes own heads.
+        const ops::AttentionSplit attn_split = two_subgroups    ? ops::AttentionSplit::LanesSplitKeys
+                                               : heads_per_lane ? ops::AttentionSplit::LanesOwnHeads
+                                               : other_split    ? other_attention_split_of(ctx, own_heads_groups)
+                                                                : ops::AttentionSplit::ForDevice;
         ops::AttentionOp attention(ctx, shape, qkv2_b.range(), k_cache.range(), v_cache.range(), info2.range(),
-                                   tables_b.range(), out.range(), capture.range(), lanes, attn_split);
+                                   tables_b.range(), out.range(), capture.range(), lanes, attn_split, heads_per_lane);
         const bool own_heads = attention.lanes_own_heads(T2);
-        qInfo("attention: lanes %s, %u per workgroup", own_heads ? "own heads" : "split keys", attention.lanes());
+        qInfo("attention: lanes %s, %u per workgroup, %u heads per lane", own_heads ? "own heads" : "split keys",
+              attention.lanes(), attention.heads_per_lane());
+        if (!two_subgroups) QCOMPARE(attention.heads_per_lane(), hpl);
         if (attn_split != ops::AttentionSplit::ForDevice) {
             QCOMPARE(own_heads, attn_split == ops::AttentionSplit::LanesOwnHeads);
-        } else if (ctx.info().type != DeviceType::Cpu) {
+        } else if (!cpu) {
             QVERIFY(!own_heads);
         } else {  // a CPU driver: lanes own heads when the step has a workgroup per driver thread
-            const uint32_t groups = (n_head + attention.lanes() - 1) / attention.lanes() * T2;
-            QCOMPARE(own_heads, groups >= vk::cpu_driver_threads());
+            QCOMPARE(own_heads, own_heads_groups >= threads);
         }
         // Capture the heads of the decode token at position 299 (context 300).
         int32_t capture_token = -1;

@@ -515,6 +515,8 @@ private slots:
         QTest::addColumn<bool>("odd");
         QTest::addColumn<uint32_t>("v_down_type");  // of attn_v and ffn_down (a layer of mixed types)
         QTest::addColumn<bool>("nine_heads");         // 9 heads of 32: lanes own heads for 1-4 tokens
+        // 32 heads of 8, 4 per KV head: lanes own two heads each (ops::heads_per_lane_for on 2 threads)
+        QTest::addColumn<bool>("many_heads");
         const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
                        GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
@@ -523,7 +525,7 @@ private slots:
                 for (bool odd : {false, true}) {
                     if (odd && ops::find_weight_format(u(t))->block_elements > 1) continue;
                     QTest::addRow("%s, %s KV%s", ggml_type_name(u(t)), kv_f16 ? "F16" : "F32", odd ? ", odd shape" : "")
-                        << u(t) << kv_f16 << odd << u(t) << false;
+                        << u(t) << kv_f16 << odd << u(t) << false << false;
                 }
         // Mixed layers: Q4_K_M's (Q6_K attn_v and ffn_down beside Q4_K), Q5_K_M's, Q3_K_M's, and a float V
         // and down beside Q8_0 (zero-padded float groups in the second Q/K/V stack).
@@ -532,11 +534,15 @@ private slots:
             for (bool kv_f16 : {true, false})
                 QTest::addRow("%s with %s attn_v and ffn_down, %s KV", ggml_type_name(u(t)), ggml_type_name(u(o)),
                               kv_f16 ? "F16" : "F32")
-                    << u(t) << kv_f16 << false << u(o) << false;
+                    << u(t) << kv_f16 << false << u(o) << false << false;
         // Quantized layers whose 2-4 token steps run fused (the shapes above split keys
         // for one token there): the fused layer's tokens-per-lane variants over integer weights.
         for (auto t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL})
-            QTest::addRow("%s, F16 KV, nine heads", ggml_type_name(u(t))) << u(t) << true << false << u(t) << true;
+            QTest::addRow("%s, F16 KV, nine heads", ggml_type_name(u(t))) << u(t) << true << false << u(t) << true
+                                                                         << false;
+        // GQA with two query heads per lane (F32 KV there: test_ops).
+        QTest::newRow("Q8_0, F16 KV, 32 heads of 4 per KV head")
+            << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0) << false << true;
     }
     void fused_layers_match_separate_kernels() {
         QFETCH(uint32_t, type);
@@ -544,6 +550,7 @@ private slots:
         QFETCH(bool, odd);
         QFETCH(uint32_t, v_down_type);
         QFETCH(bool, nine_heads);
+        QFETCH(bool, many_heads);
         Config c = config_for({type, v_down_type});
         if (odd) {
             c.dim = 90;
@@ -557,8 +564,14 @@ private slots:
             c.kv_heads = 3;
             c.ffn = 320;
         }
+        if (many_heads) {
+            c.dim = 256;
+            c.heads = 32;
+            c.kv_heads = 8;
+            c.ffn = 320;
+        }
         const std::string path = test::temp_dir() + "/fused-" + ggml_type_name(type) + (odd ? "-odd" : "") +
-                                 (nine_heads ? "-nine" : "") + "-" +
+                                 (nine_heads ? "-nine" : "") + (many_heads ? "-many" : "") + "-" +
                                  ggml_type_name(v_down_type) + ".gguf";
         ReferenceModel ref(c, false);
         ref.write(path, type, 3000 + type, v_down_type, ReferenceModel::Mix::VAndDown);
@@ -585,7 +598,7 @@ private slots:
             StepItem a{sf, tokens, true, true}, b{ss, tokens, true, true};
             const auto ra = fused->step(std::span<const StepItem>(&a, 1));
             const auto& prof = fused->last_step_profile();  // (a fallback on a loaded machine counts)
-            QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0, lavapipe && (odd || nine_heads));
+            QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0, lavapipe && (odd || nine_heads || many_heads));
             QVERIFY2(ra == separate->step(std::span<const StepItem>(&b, 1)),
                      qPrintable(QString("a %1-token step differs").arg(tokens.size())));
             lf = ra.back();

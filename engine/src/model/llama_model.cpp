@@ -196,6 +196,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         // (forward() runs it only for steps where the separate kernel would do the same), so a step
         // on the separate kernels (an attention capture, a fallback) computes exactly what it does.
         fs.lanes_own_heads = L.attention.lanes_own_heads(1);
+        fs.heads_per_lane = L.attention.heads_per_lane();
         // Profile bytes: a step on the separate kernels, and a fused step (where this layer's
         // matmuls are one "fused_layer" entry if it is fused).
         for (uint32_t label : {kQkv, kAttnOut, kFfnGateUp, kFfnDown}) {

@@ -55,7 +55,8 @@ std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_ba
 
 AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
                          vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange tables,
-                         vk::BufferRange out, vk::BufferRange capture, uint32_t lanes, AttentionSplit split)
+                         vk::BufferRange out, vk::BufferRange capture, uint32_t lanes, AttentionSplit split,
+                         uint32_t heads_per_lane)
     : ctx_(&ctx), shape_(shape) {
     if (shape.head_dim > 256 || shape.head_dim % 2 != 0)
         throw Error(ErrorCode::UnsupportedArchitecture,
@@ -81,7 +82,8 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
         layout.kernel = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::attention_f16 : shaders::ShaderId::attention_f32,
                                     kinds, sizeof(AttnPush),
                                     {group_, shape.head_dim,
-                                     shape.qkv_stride % 4 == 0 && shape.head_dim % 4 == 0 ? 1u : 0u, own_heads ? 1u : 0u});
+                                     shape.qkv_stride % 4 == 0 && shape.head_dim % 4 == 0 ? 1u : 0u, own_heads ? 1u : 0u,
+                                     own_heads ? heads_per_lane_ : 1u});
         layout.set = ctx.make_set(*layout.kernel, r);
     };
     // ForDevice on a CPU driver: lanes own heads wherever a step has a workgroup for each of the
@@ -89,15 +91,32 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
     // one workgroup) split keys instead, so that every thread works. Narrower workgroups would not
     // do it: each thread would still walk every key, its SIMD group merely emptier.
     const bool cpu = ctx.info().type == DeviceType::Cpu;
+    threads_ = cpu ? vk::cpu_driver_threads() : 1;
+    heads_per_lane_ = heads_per_lane ? heads_per_lane : heads_per_lane_for(shape, group_, threads_);
+    if ((heads_per_lane_ != 1 && heads_per_lane_ != 2 && heads_per_lane_ != 4) ||
+        (shape.n_head / shape.n_kv) % heads_per_lane_ != 0)
+        throw Error(ErrorCode::Internal, std::to_string(heads_per_lane_) + " query heads per lane with " +
+                                             std::to_string(shape.n_head / shape.n_kv) + " per KV head");
     if (split == AttentionSplit::ForDevice ? cpu : split == AttentionSplit::LanesOwnHeads) make(true, own_heads_);
     if (split == AttentionSplit::ForDevice || split == AttentionSplit::LanesSplitKeys) make(false, split_keys_);
-    threads_ = cpu ? vk::cpu_driver_threads() : 1;
+}
+
+uint32_t heads_per_lane_for(const AttentionShape& s, uint32_t lanes, uint32_t threads) {
+    // Each K and V chunk a lane fetches then serves both heads: on lavapipe a texel fetch is a
+    // call that gathers lane by lane, much of attention's time. TinyLlama-shaped layers (32
+    // heads, 4 KV heads) at position 1024: attention ~1.3x faster (docs/architecture.md). Four
+    // per lane were slower (their q and output rows spill), and heads that leave part of a
+    // workgroup empty cost as much as full ones.
+    const bool two = (s.n_head / s.n_kv) % 2 == 0 && s.n_head % (2 * lanes) == 0 &&
+                     s.n_head / (2 * lanes) >= threads;
+    return two ? 2 : 1;
 }
 
 bool AttentionOp::lanes_own_heads(uint32_t tokens) const {
     if (!own_heads_.kernel) return false;
     if (!split_keys_.kernel) return true;
-    return uint64_t{(shape_.n_head + group_ - 1) / group_} * tokens >= threads_;
+    const uint32_t heads = group_ * heads_per_lane_;
+    return uint64_t{(shape_.n_head + heads - 1) / heads} * tokens >= threads_;
 }
 
 void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token, uint32_t capture_stride) const {
@@ -114,7 +133,9 @@ void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_t
                capture_stride};
     const bool own_heads = lanes_own_heads(tokens);
     const Layout& l = own_heads ? own_heads_ : split_keys_;
-    ctx_->dispatch(cmd, *l.kernel, l.set, &p, own_heads ? (s.n_head + group_ - 1) / group_ : s.n_head, tokens);
+    const uint32_t heads_per_group = group_ * heads_per_lane_;
+    ctx_->dispatch(cmd, *l.kernel, l.set, &p, own_heads ? (s.n_head + heads_per_group - 1) / heads_per_group : s.n_head,
+                   tokens);
 }
 
 void reference_rope_store(const AttentionShape& s, std::span<float> qkv, std::span<const TokenInfo> tok,

@@ -38,14 +38,19 @@ public:
     AttentionOp() = default;
     AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
                 vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange tables, vk::BufferRange out,
-                vk::BufferRange capture, uint32_t lanes = 0, AttentionSplit split = AttentionSplit::ForDevice);
+                vk::BufferRange capture, uint32_t lanes = 0, AttentionSplit split = AttentionSplit::ForDevice,
+                uint32_t heads_per_lane = 0);
     // lanes: workgroup size, at most 64; 0 = one subgroup (split keys: the lanes then merge with
     // subgroup operations alone; tests ask for more to run the merge across subgroups).
+    // heads_per_lane (lanes owning heads): 1, 2 or 4 query heads of one KV head per lane; 0 = as
+    // heads_per_lane_for picks it (tests ask for each).
     // capture_token < 0: no capture. Else the scores of that token (all heads) are written to the
     // capture buffer: [n_head][capture_stride] scores, then (max, sum) per head.
     void record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token, uint32_t capture_stride) const;
     // Whether a step of `tokens` tokens runs with lanes owning heads (else they split keys).
     bool lanes_own_heads(uint32_t tokens) const;
+    // Lanes own heads: query heads per lane (of one KV head; see shaders/attention_heads.glsl).
+    uint32_t heads_per_lane() const { return heads_per_lane_; }
     uint32_t lanes() const { return group_; }  // per workgroup
 
 private:
@@ -57,8 +62,15 @@ private:
     };
     Layout own_heads_, split_keys_;
     uint32_t group_ = 64;   // lanes per workgroup
+    uint32_t heads_per_lane_ = 1;
     uint32_t threads_ = 1;  // a CPU driver's threads (vk::cpu_driver_threads)
 };
+
+// Query heads per lane when lanes own heads (see shaders/attention_heads.glsl): two where a KV head
+// serves an even number of query heads, two per lane fill whole workgroups of `lanes`, and a
+// one-token step still has a workgroup for each of the driver's `threads` (else decode would
+// split keys); otherwise one.
+uint32_t heads_per_lane_for(const AttentionShape& shape, uint32_t lanes, uint32_t threads);
 
 // CPU references over a float KV pool with the same paged layout as the device.
 struct ReferenceKv {

@@ -98,9 +98,10 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
              type(w.o), type(w.gate_up), type(w.down)};
     ranges_ = {weights, weights, act.arena, act.arena, act.arena, tok_info, rope,
                k_cache, v_cache, k_cache, v_cache, tables, sync};
+    own_heads_ = s.lanes_own_heads;
+    heads_per_lane_ = s.lanes_own_heads ? s.heads_per_lane : 1u;
     variant(1, false);  // the one-token kernel, which every decode step uses, at load
 
-    own_heads_ = s.lanes_own_heads;
     push_.T = 1;
     push_.slot = slot;
     push_.dim = s.dim;
@@ -146,6 +147,7 @@ std::pair<const vk::Kernel*, VkDescriptorSet> DecodeLayerOp::variant(uint32_t to
     if (!kernels_[i]) {
         std::vector<uint32_t> spec = spec_;
         spec.push_back(tokens_per_lane);
+        spec.push_back(heads_per_lane_);
         kernels_[i] = &ctx_->kernel(clocked ? clock_shader_ : shader_, kinds_, sizeof(Push), std::move(spec));
         sets_[i] = ctx_->make_set(*kernels_[i], ranges_);
     }

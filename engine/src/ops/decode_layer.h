@@ -37,6 +37,7 @@ struct DecodeLayerShape {
     uint32_t dim = 0, ffn_dim = 0;
     float eps = 1e-5f;
     bool lanes_own_heads = true;  // attention's layout (see shaders/attention.comp), as AttentionOp picks it
+    uint32_t heads_per_lane = 1;  // with lanes owning heads, as AttentionOp picks it
 };
 
 // Where the time of fused layers goes, from the profiled variant's clocks (shaders/decode_layer.comp,
@@ -85,6 +86,7 @@ public:
     bool clocks() const { return clocks_; }
     uint32_t workgroups() const { return groups_; }
     bool lanes_own_heads() const { return own_heads_; }  // attention's layout (DecodeLayerShape)
+    uint32_t heads_per_lane() const { return heads_per_lane_; }
 
 private:
     struct Push {
@@ -104,13 +106,14 @@ private:
     vk::Context* ctx_ = nullptr;
     shaders::ShaderId shader_{}, clock_shader_{};
     std::vector<vk::BindingKind> kinds_;
-    std::vector<uint32_t> spec_;  // without the tokens-per-lane constant (appended per variant)
+    std::vector<uint32_t> spec_;  // without the tokens- and heads-per-lane constants (appended per variant)
     std::vector<vk::BufferRange> ranges_;
     mutable std::array<const vk::Kernel*, 2 * kMaxTokensPerLane> kernels_{};  // [clocked][tokens per lane - 1]
     mutable std::array<VkDescriptorSet, 2 * kMaxTokensPerLane> sets_{};
     Push push_{};
     uint32_t groups_ = 1;
     bool own_heads_ = true;
+    uint32_t heads_per_lane_ = 1;
     bool clocks_ = false;  // the device has a shader clock and sync has room for the events
 };
 
