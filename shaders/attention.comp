@@ -10,7 +10,8 @@
 //    max m, running sum l, and an output accumulator o[head_dim] in registers — so every K and V
 //    row is read by exactly one lane as one coalesced row. At the end the lanes' partial results
 //    are merged: M = max m_i, l = sum l_i e^(m_i - M), o = sum o_i e^(m_i - M) / l.
-//  * Lanes own heads (CPU drivers): workgroup (x, t) takes query heads x * WG + i, one per lane,
+//  * Lanes own heads (CPU drivers): workgroup (x, t) takes query heads x * WG + i, one per lane
+//    (or HEADS_PER_LANE neighbours of one KV head per lane: GQA, see attention_heads.glsl),
 //    each over all the token's keys, so no merge at all. On lavapipe a subgroup operation is a loop
 //    over the lanes with a branch per lane, and the merge's 2 + 2 * CHUNKS of them (plus the
 //    stores it leads to) were most of the attention time at short contexts: at position 4 of a

@@ -50,7 +50,7 @@ layout(constant_id = 6) const uint HD = 64;          // head dimension (even, at
 layout(constant_id = 7) const bool Q_VEC4 = false;
 // Attention's layout, as the separate kernel picks it for one token (the host runs this kernel
 // only for steps where it would pick the same, so both compute the same bits): lanes own heads,
-// one item per 8 heads; or (fewer such items than driver threads) lanes split the keys of one
+// one item per 8 * HEADS_PER_LANE heads; or (fewer such items than driver threads) lanes split the keys of one
 // head, one item per head.
 layout(constant_id = 8) const bool LANES_OWN_HEADS = true;
 // Q/K/V in two parts (0: one stacked matrix): rows per lane of the second, whose rows follow the
@@ -313,7 +313,8 @@ void main() {
     if (!wait_done(0u, n_qkv)) return;
     mark(2u);
 
-    // Attention: one item per 8 heads (lanes own heads) or per head (lanes split keys), and token.
+    // Attention: one item per 8 * HEADS_PER_LANE heads (lanes own heads) or per head (lanes split
+    // keys), and token.
     pc.x_base = lp.act_qkv;
     pc.y_base = lp.act_attn;
     pc.qkv_stride = lp.qkv_rows;
