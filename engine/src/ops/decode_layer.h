@@ -86,7 +86,6 @@ public:
     bool clocks() const { return clocks_; }
     uint32_t workgroups() const { return groups_; }
     bool lanes_own_heads() const { return own_heads_; }  // attention's layout (DecodeLayerShape)
-    uint32_t heads_per_lane() const { return heads_per_lane_; }
 
 private:
     struct Push {
