@@ -482,7 +482,7 @@ void MainWindow::connectWorker() {
     connect(worker_, &InferenceWorker::loadFailed, this, &MainWindow::onLoadFailed);
     connect(worker_, &InferenceWorker::modelUnloaded, this, &MainWindow::onModelUnloaded);
     connect(worker_, &InferenceWorker::modelWarmedUp, performancePanel_, &PerformancePanel::setWarmUp);
-    connect(worker_, &InferenceWorker::tokenGenerated, this, &MainWindow::onToken);
+    connect(worker_, &InferenceWorker::tokensGenerated, this, &MainWindow::onTokens);
     connect(worker_, &InferenceWorker::turnFinished, this, &MainWindow::onTurnFinished);
     connect(worker_, &InferenceWorker::kvStatsChanged, this, &MainWindow::onKvStats);
     connect(worker_, &InferenceWorker::attentionCaptured, attentionPanel_, &AttentionPanel::setSnapshot);
@@ -940,20 +940,20 @@ void MainWindow::endAssistantReply(bool complete, const QString& details) {
     refreshConversationList();
 }
 
-void MainWindow::onToken(const QString& delta, const TokenCandidates& candidates, double stepMs, quint32 position, qint32 token) {
+void MainWindow::onTokens(const TokenBatch& batch) {
     if (state_ != State::Generating || streamingRow_ < 0) return;
     // streamingText_ is always whole (the partial-reply save reads it); the widgets get the
     // pending text and steps by frames (kStreamFrameMs).
-    if (!delta.isEmpty()) {
-        streamingText_ += delta;
-        pendingText_ += delta;
+    if (!batch.text.isEmpty()) {
+        streamingText_ += batch.text;
+        pendingText_ += batch.text;
     }
-    if (token >= 0) {  // (token < 0: text held back earlier, a possible stop string, released at the end)
-        ++streamingTokens_;
-        pendingSteps_.push_back(stepMs);
-        pendingCandidates_ = candidates;
-        pendingToken_ = token;
-        pendingPosition_ = position;
+    if (!batch.tokens.empty()) {
+        streamingTokens_ += static_cast<int>(batch.tokens.size());
+        pendingSteps_.insert(pendingSteps_.end(), batch.stepMs.begin(), batch.stepMs.end());
+        pendingCandidates_ = batch.candidates;
+        pendingToken_ = batch.tokens.back();
+        pendingPosition_ = batch.position;
     }
     if (!sinceFlush_.isValid() || sinceFlush_.elapsed() >= kStreamFrameMs)
         flushStream();

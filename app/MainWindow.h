@@ -121,7 +121,7 @@ protected:
     void onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report);
     void onLoadFailed(const QString& message);
     void onModelUnloaded();
-    void onToken(const QString& delta, const TokenCandidates& candidates, double stepMs, quint32 position, qint32 token);
+    void onTokens(const TokenBatch& batch);
     void onTurnFinished(const lantern::TurnStats& stats);
     void onKvStats(const KvSnapshot& snapshot);
     void onError(const QString& message);

@@ -1059,6 +1059,10 @@ Driver: %2</source>
         <source>not settled</source>
         <translation>未稳定</translation>
     </message>
+    <message>
+        <source>slowest step of every %1</source>
+        <translation>每 %1 步中最慢的一步</translation>
+    </message>
 </context>
 <context>
     <name>SamplingPanel</name>

@@ -106,9 +106,13 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
     }
 
     const int maxBubble = std::min(static_cast<int>(width * 0.82), kMaxBubbleWidth);
-    l.doc->setTextWidth(maxBubble - 2 * kPadX);
-    const int textWidth = std::min(static_cast<int>(std::ceil(l.doc->idealWidth())), maxBubble - 2 * kPadX);
-    l.doc->setTextWidth(std::max(textWidth, 8));
+    const int maxText = maxBubble - 2 * kPadX;
+    l.doc->setTextWidth(maxText);
+    // The bubble fits its text: laid out again at the width its longest line needs. Not while a
+    // reply streams once its lines fill most of the width: each frame lays the growing reply
+    // out anew, and the second layout was half that cost; the bubble tightens when it ends.
+    const int textWidth = std::min(static_cast<int>(std::ceil(l.doc->idealWidth())), maxText);
+    if (!streaming || textWidth < maxText * 3 / 4) l.doc->setTextWidth(std::max(textWidth, 8));
     const int textHeight = static_cast<int>(std::ceil(l.doc->size().height()));
     const int bubbleWidth = static_cast<int>(std::max(l.doc->textWidth(), 8.0)) + 2 * kPadX;
 
@@ -185,9 +189,14 @@ void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& optio
     painter->drawPath(path);
 
     painter->save();
-    painter->translate(l.bubble.topLeft() + QPoint(kPadX, kPadY));
+    const QPoint textOrigin = l.bubble.topLeft() + QPoint(kPadX, kPadY);
+    painter->translate(textOrigin);
     QAbstractTextDocumentLayout::PaintContext ctx;
     ctx.palette.setColor(QPalette::Text, theme::text());
+    // Only the lines inside the view: a long reply is mostly scrolled away, and it is repainted
+    // at every frame while it streams.
+    if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget))
+        ctx.clip = QRectF(view->viewport()->rect().translated(-option.rect.topLeft() - textOrigin));
     l.doc->documentLayout()->draw(painter, ctx);
     painter->restore();
 

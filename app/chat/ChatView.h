@@ -19,6 +19,8 @@ public:
     explicit MessageDelegate(QObject* parent = nullptr);
     void paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const override;
     QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override;
+    // Where the message's bubble is painted, relative to its row.
+    QRect bubbleRect(const QStyleOptionViewItem& option, const QModelIndex& index) const { return layout(option, index).bubble; }
 
     // Replies start inside a reasoning section (the prompt ends with "<think>": DeepSeek-R1).
     void setRepliesOpenInReasoning(bool open) { repliesOpenInReasoning_ = open; }

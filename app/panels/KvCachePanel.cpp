@@ -3,6 +3,7 @@
 #include <QGridLayout>
 #include <QHelpEvent>
 #include <QLabel>
+#include <QPaintEvent>
 #include <QPainter>
 #include <QScrollArea>
 #include <QToolTip>
@@ -39,8 +40,18 @@ QSize KvBlockGrid::minimumSizeHint() const { return {120, 80}; }
 
 void KvBlockGrid::setSnapshot(const KvSnapshot& snapshot) {
     snapshot_ = snapshot;
-    relayout();
-    update();
+    const bool moved = relayout();
+    std::vector<Look> looks(static_cast<size_t>(shownBlocks()));
+    for (size_t i = 0; i < looks.size(); ++i) looks[i] = lookOf(static_cast<int>(i));
+    if (moved || looks.size() != looks_.size()) {
+        update();
+    } else {
+        QRegion changed;
+        for (size_t i = 0; i < looks.size(); ++i)
+            if (looks[i] != looks_[i]) changed += blockRect(static_cast<int>(i));
+        if (!changed.isEmpty()) update(changed);
+    }
+    looks_ = std::move(looks);
 }
 
 void KvBlockGrid::resizeEvent(QResizeEvent* event) {
@@ -48,8 +59,12 @@ void KvBlockGrid::resizeEvent(QResizeEvent* event) {
     relayout();
 }
 
-void KvBlockGrid::relayout() {
-    const int n = std::max<int>(1, static_cast<int>(std::max<size_t>(snapshot_.blocks.size(), snapshot_.stats.total_blocks)));
+int KvBlockGrid::shownBlocks() const {
+    return static_cast<int>(std::max<size_t>(snapshot_.blocks.size(), snapshot_.stats.total_blocks));
+}
+
+bool KvBlockGrid::relayout() {
+    const int n = std::max(1, shownBlocks());
     const int w = std::max(1, width() - 2), h = std::max(1, height() - 2);
     // The largest square (cell + gap) that lets n blocks fit in w x h.
     int best = 3;
@@ -61,9 +76,19 @@ void KvBlockGrid::relayout() {
             break;
         }
     }
+    const int cell = cell_, gap = gap_, columns = columns_;
     gap_ = best >= 10 ? 2 : 1;
     cell_ = std::max(2, best - gap_);
     columns_ = std::max(1, w / (cell_ + gap_));
+    return cell != cell_ || gap != gap_ || columns != columns_;
+}
+
+KvBlockGrid::Look KvBlockGrid::lookOf(int index) const {
+    if (index >= static_cast<int>(snapshot_.blocks.size())) return {theme::emptyBlock().rgba(), 0, false};
+    const lantern::KvBlockInfo& b = snapshot_.blocks[static_cast<size_t>(index)];
+    const uint32_t blockTokens = std::max<uint32_t>(1, snapshot_.stats.block_tokens);
+    const bool partial = !b.owners.empty() && b.filled < blockTokens;
+    return {blockColor(b).rgba(), partial ? b.filled : 0, b.owners.size() > 1};
 }
 
 QColor KvBlockGrid::blockColor(const lantern::KvBlockInfo& block) const {
@@ -85,14 +110,15 @@ int KvBlockGrid::blockAt(const QPoint& pos) const {
     return index < static_cast<int>(snapshot_.blocks.size()) ? index : -1;
 }
 
-void KvBlockGrid::paintEvent(QPaintEvent*) {
+void KvBlockGrid::paintEvent(QPaintEvent* event) {
     QPainter p(this);
     p.setRenderHint(QPainter::Antialiasing, cell_ >= 6);
     const int pitch = cell_ + gap_;
     const double radius = cell_ >= 8 ? 2.0 : 0.0;
     const uint32_t blockTokens = std::max<uint32_t>(1, snapshot_.stats.block_tokens);
-    const int shown = static_cast<int>(std::max<size_t>(snapshot_.blocks.size(), snapshot_.stats.total_blocks));
+    const int shown = shownBlocks();
     for (int i = 0; i < shown; ++i) {
+        if (!event->region().intersects(blockRect(i))) continue;  // (setSnapshot repaints changed squares only)
         const QRectF r(1 + (i % columns_) * pitch, 1 + (i / columns_) * pitch, cell_, cell_);
         if (i >= static_cast<int>(snapshot_.blocks.size())) {
             p.setPen(Qt::NoPen);

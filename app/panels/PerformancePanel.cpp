@@ -89,7 +89,6 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     load->setColumnStretch(1, 1);
 
     latency_ = new QLineSeries();
-    latency_->setName(tr("step latency"));
     latency_->setPen(QPen(theme::accent(), 1.6));
     average_ = new QLineSeries();
     average_->setName(tr("moving average"));
@@ -155,6 +154,15 @@ QString PerformancePanel::valueText(const QString& name) const {
 
 int PerformancePanel::chartedPoints() const { return static_cast<int>(latency_->count()); }
 
+int PerformancePanel::stepsPerChartPoint() const { return chartData_.stepsPerPoint(); }
+
+void PerformancePanel::nameLatencyLine() {
+    const QString name = chartData_.stepsPerPoint() == 1
+                             ? tr("step latency")
+                             : tr("slowest step of every %1").arg(chartData_.stepsPerPoint());
+    if (latency_->name() != name) latency_->setName(name);
+}
+
 void PerformancePanel::clear() {
     for (auto it = values_.begin(); it != values_.end(); ++it)
         if (it.key() != QLatin1String("loadTime") && it.key() != QLatin1String("warmUp"))
@@ -162,6 +170,8 @@ void PerformancePanel::clear() {
     reuseBar_->setSplit(0, 0);
     latency_->clear();
     average_->clear();
+    chartData_.clear();
+    nameLatencyLine();
     tokensThisTurn_ = 0;
     maxLatency_ = 1.0;
     emaMs_ = 0.0;
@@ -190,8 +200,8 @@ void PerformancePanel::addToken(double stepMs) { addTokens({stepMs}); }
 
 void PerformancePanel::addTokens(const std::vector<double>& steps) {
     if (steps.empty()) return;
-    QList<QPointF> latency, average;
     const size_t settledBefore = decodeMs_.size() / 8;
+    double lastX = -1;
     for (const double stepMs : steps) {
         ++tokensThisTurn_;
         if (tokensThisTurn_ == 1) {
@@ -200,20 +210,23 @@ void PerformancePanel::addTokens(const std::vector<double>& steps) {
         }
         const int x = tokensThisTurn_ - 1;
         emaMs_ = x == 1 ? stepMs : emaMs_ * 0.85 + stepMs * 0.15;
-        latency.append(QPointF(x, stepMs));
-        average.append(QPointF(x, emaMs_));
+        chartData_.add(x, stepMs, emaMs_);
+        lastX = x;
         decodeMs_.push_back(stepMs);
         maxLatency_ = std::max(maxLatency_, stepMs);
     }
     setValue("generated", display::count(static_cast<uint64_t>(tokensThisTurn_)));
     setValue("lastStep", display::milliseconds(steps.back()));
-    if (latency.isEmpty()) return;
-    latency_->append(latency);
-    average_->append(average);
+    if (lastX < 0) return;
+    // One replace per line and frame: Qt Charts re-strokes a line at every change, and its
+    // append(QList) adds the points one by one (a re-stroke each).
+    latency_->replace(chartData_.latency());
+    average_->replace(chartData_.average());
+    nameLatencyLine();
     if (decodeMs_.size() / 8 != settledBefore) showSteadyState();  // live, every 8 steps, not every token
     if (emaMs_ > 0) setValue("decodeRate", tr("%1 (live)").arg(display::tokensPerSecond(1000.0 / emaMs_)));
     axisY_->setRange(0, std::ceil(maxLatency_ * 1.15 * 10.0) / 10.0);
-    const double x = latency.back().x();
+    const double x = lastX;
     if (x > axisX_->max()) axisX_->setRange(0, std::max(32.0, std::ceil(x * 1.25)));
 }
 

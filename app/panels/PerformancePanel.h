@@ -1,12 +1,14 @@
 // PerformancePanel — honest speed figures of the last reply: time to first token, prefill and
 // decode throughput, how much of the prompt came from the KV prefix cache, the steady-state rate
 // once the decode settles and how much it slows down as the reply grows (lantern/steady_state.h,
-// as lantern-bench --steady measures them), and a live chart of every decode step's latency.
+// as lantern-bench --steady measures them), and a live chart of the decode steps' latency (a
+// bounded number of points however long the reply: LatencyChartData).
 #pragma once
 #include <QHash>
 #include <QWidget>
 #include <vector>
 
+#include "panels/LatencyChartData.h"
 #include "worker/EngineTypes.h"
 
 class QChart;
@@ -33,12 +35,14 @@ public:
     void clear();
 
     QString valueText(const QString& name) const;  // for tests and the status bar
-    int chartedPoints() const;
+    int chartedPoints() const;        // points of the latency line
+    int stepsPerChartPoint() const;   // steps each point stands for (LatencyChartData)
 
 private:
     QLabel* addValue(class QGridLayout* grid, int row, int column, const QString& caption, const char* name);
     void setValue(const char* name, const QString& text);
     void showSteadyState();
+    void nameLatencyLine();
     QString steadyToolTip() const;
 
     QHash<QString, QLabel*> values_;
@@ -52,5 +56,6 @@ private:
     int tokensThisTurn_ = 0;
     double maxLatency_ = 1.0;
     double emaMs_ = 0.0;
+    LatencyChartData chartData_;
     std::vector<double> decodeMs_;  // this turn's decode steps (the prefill step not among them)
 };

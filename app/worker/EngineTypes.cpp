@@ -12,6 +12,7 @@ void registerEngineMetaTypes() {
     qRegisterMetaType<LoadReport>();
     qRegisterMetaType<KvSnapshot>();
     qRegisterMetaType<TokenCandidates>();
+    qRegisterMetaType<TokenBatch>();
     qRegisterMetaType<DeviceList>();
 }
 

@@ -34,6 +34,19 @@ struct KvSnapshot {
 using TokenCandidates = std::vector<lantern::TokenCandidate>;
 using DeviceList = std::vector<lantern::DeviceInfo>;
 
+// Tokens of a reply that the worker sends together (InferenceWorker::tokensGenerated): those
+// generated since its last batch, in order.
+struct TokenBatch {
+    QString text;                // their visible text, concatenated (may be empty)
+    std::vector<double> stepMs;  // wall time of each one's step, one entry per token
+    std::vector<int32_t> tokens; // their ids, in order
+    TokenCandidates candidates;  // the most likely candidates at the last token's position
+    quint32 position = 0;        // the last token's position
+    // Text released without a step of its own (held back earlier as a possible stop string,
+    // released when the reply ends) is in `text` with no entry in stepMs or tokens.
+    bool empty() const { return text.isEmpty() && tokens.empty(); }
+};
+
 Q_DECLARE_METATYPE(lantern::SamplingSettings)
 Q_DECLARE_METATYPE(lantern::ModelInfo)
 Q_DECLARE_METATYPE(lantern::DeviceInfo)
@@ -43,6 +56,7 @@ Q_DECLARE_METATYPE(lantern::StepProfile)
 Q_DECLARE_METATYPE(LoadReport)
 Q_DECLARE_METATYPE(KvSnapshot)
 Q_DECLARE_METATYPE(TokenCandidates)
+Q_DECLARE_METATYPE(TokenBatch)
 Q_DECLARE_METATYPE(DeviceList)
 
 // Registers the types above for queued connections. Safe to call more than once.

@@ -264,15 +264,25 @@ void InferenceWorker::runTurn(const TurnFunction& turn) {
     emit turnStarted();
     kvThrottle_.restart();
     attentionThrottle_.restart();
-    const auto onToken = [this](const lantern::TokenEvent& event) {
-        emit tokenGenerated(QString::fromStdString(event.text), event.candidates, event.step_ms, event.position,
-                            event.token);
+    batch_ = {};
+    sinceBatch_.start();
+    const double batchMs = tokenBatchMs_.load();
+    const auto onToken = [this, batchMs](const lantern::TokenEvent& event) {
+        batch_.text += QString::fromStdString(event.text);
+        if (event.token >= 0) {  // (< 0: held-back text released at the end, no step of its own)
+            batch_.stepMs.push_back(event.step_ms);
+            batch_.tokens.push_back(event.token);
+            batch_.candidates = event.candidates;
+            batch_.position = event.position;
+        }
+        if (sendBatchNow(static_cast<double>(sinceBatch_.nsecsElapsed()) / 1e6, event.step_ms, batchMs)) sendTokens();
         // A step profile asked for: time the next two steps and send the second (the first may
         // compile the timed kernels' variants, which would be in its times).
         if (stepProfileRequested_.exchange(false)) {
             engine_->profile_steps(2);
             profileCountdown_ = 2;
         } else if (profileCountdown_ > 0 && --profileCountdown_ == 0) {
+            sendTokens();  // the profiled token first
             emit stepProfiled(engine_->last_step_profile(), event.position);
         }
         if (kvThrottle_.elapsed() >= 50) {
@@ -286,12 +296,21 @@ void InferenceWorker::runTurn(const TurnFunction& turn) {
     try {
         applyAttentionLayer();
         const lantern::TurnStats stats = turn(onToken);
+        sendTokens();
         publishKvStats();
         publishAttention(true);
         emit turnFinished(stats);
     } catch (const std::exception& e) {
+        sendTokens();  // what was generated before the failure is shown
         reportFailure(tr("Generation failed"), e);
     }
+}
+
+void InferenceWorker::sendTokens() {
+    if (batch_.empty()) return;
+    emit tokensGenerated(batch_);
+    batch_ = {};
+    sinceBatch_.start();
 }
 
 void InferenceWorker::reportFailure(const QString& what, const std::exception& e) {

@@ -45,8 +45,20 @@ public:
     void requestStepProfile();
     // Context-full policy for the next turn: drop the oldest turns, or stop (thread-safe).
     void setDropOldestTurns(bool drop);
-    // How many next-token candidates every tokenGenerated carries.
+    // How many next-token candidates a batch carries (those of its last token).
     static constexpr int kCandidateCount = 5;
+    // Tokens are sent in batches at most this often: a queued signal per token woke the UI thread
+    // for every one, and a small model on a CPU driver (1 400+ tokens/s) then lost a third of its
+    // speed to the wake-ups. A token is held only if the next one is due within the batch's time
+    // (the last step was short), so a slow model's tokens still go out the moment they exist.
+    static constexpr double kTokenBatchMs = 16.0;
+    // Whether a batch goes out now, batchMs after the previous one at most: `sinceSentMs` after the
+    // last batch, the last step having taken `lastStepMs`.
+    static bool sendBatchNow(double sinceSentMs, double lastStepMs, double batchMs) {
+        return sinceSentMs + lastStepMs >= batchMs;
+    }
+    // The batch time of the coming turns (thread-safe); 0 sends every token in a batch of its own.
+    void setTokenBatchMs(double ms) { tokenBatchMs_.store(ms); }
     // How often an idle API server looks at the network (ms).
     static constexpr int kApiIdleMs = 20;
 
@@ -82,10 +94,10 @@ signals:
     // Every warm-up shape of the loaded model ran (Engine::warm_up), taking `ms` in all.
     void modelWarmedUp(double ms);
     void turnStarted();
-    // One generated token: its visible text (possibly empty), the most likely candidates for that
-    // position, the wall time of the step that produced it, its position and its id.
-    void tokenGenerated(const QString& delta, const TokenCandidates& candidates, double stepMs, quint32 position,
-                        qint32 token);
+    // Generated tokens, in batches (see kTokenBatchMs): their text, steps, ids, and the candidates
+    // and position of the last. Every token of a turn is in exactly one batch, the last batch
+    // before turnFinished.
+    void tokensGenerated(const TokenBatch& batch);
     void turnFinished(const lantern::TurnStats& stats);
     void kvStatsChanged(const KvSnapshot& snapshot);
     void attentionCaptured(const lantern::AttentionSnapshot& snapshot);
@@ -118,6 +130,7 @@ private:
     void openApiServer();
     void closeApiServer();
     void serveApi();  // one pass of the API server (the timer's slot)
+    void sendTokens();  // the batch being gathered, if it holds anything
 
     std::unique_ptr<lantern::Engine> engine_;
     std::unique_ptr<lantern::ChatSession> session_;
@@ -131,6 +144,9 @@ private:
     std::atomic<int> attentionLayer_{-1};
     std::atomic<bool> stepProfileRequested_{false};
     int profileCountdown_ = 0;  // timed steps still to come before the one that is sent
+    std::atomic<double> tokenBatchMs_{kTokenBatchMs};
+    TokenBatch batch_;          // tokens not yet sent (worker thread only)
+    QElapsedTimer sinceBatch_;  // since the last batch went out
     std::atomic<bool> dropOldestTurns_{true};
     int capturedLayer_ = -1;  // what the engine was last told (worker thread only)
     quint64 generation_ = 0;  // loads and unloads so far (worker thread only)

@@ -30,6 +30,7 @@ private slots:
     void rendersTheAnswerAfterReasoningAsMarkdown();
     void exportsTheConversationAsMarkdown();
     void messageSizesFollowTheirText();
+    void aStreamingReplyKeepsItsFullWidthAndFitsWhenItEnds();
 };
 
 namespace {
@@ -270,6 +271,46 @@ void TestChatView::messageSizesFollowTheirText() {
     const int code = view.itemDelegate()->sizeHint(option, index).height();
     view.setRenderMarkdown(false);  // the fences become lines of their own
     QVERIFY(view.itemDelegate()->sizeHint(option, index).height() > code);
+}
+
+// Each frame of a streaming reply lays it out anew; fitting the bubble to the text's longest line
+// is a second layout, so a reply whose lines fill most of the width keeps the full width until it
+// ends, and then fits. A short reply fits all along.
+void TestChatView::aStreamingReplyKeepsItsFullWidthAndFitsWhenItEnds() {
+    ChatModel model;
+    ChatView view;
+    view.setModel(&model);
+    view.resize(600, 400);
+    QStyleOptionViewItem option;
+    option.initFrom(&view);
+    option.rect = QRect(0, 0, 600, 100);
+    option.widget = &view;
+    auto* delegate = qobject_cast<MessageDelegate*>(view.itemDelegate());
+    QVERIFY(delegate != nullptr);
+
+    ChatMessage reply;
+    reply.role = ChatMessage::Role::Assistant;
+    reply.streaming = true;
+    reply.text = QStringLiteral("Hi there.");
+    model.append(reply);
+    const QModelIndex index = model.index(0, 0);
+    const QRect shortStreaming = delegate->bubbleRect(option, index);
+
+    // A first line a little shorter than the widest bubble, then a short one.
+    const QFontMetrics fm(option.font);
+    QString line;
+    const double widest = 0.82 * std::max(200, view.viewport()->width()) - 26;  // (bubble padding: 13 a side)
+    while (fm.horizontalAdvance(line + QStringLiteral("word ")) < 0.85 * widest) line += QStringLiteral("word ");
+    model.setText(0, line.trimmed() + QStringLiteral("\n\nEnd."));
+    const QRect longStreaming = delegate->bubbleRect(option, index);
+    model.finish(0, true);
+    const QRect longDone = delegate->bubbleRect(option, index);
+    QVERIFY2(longDone.width() < longStreaming.width(),
+             qPrintable(QStringLiteral("%1 streaming, %2 done").arg(longStreaming.width()).arg(longDone.width())));
+    QVERIFY(longDone.width() >= fm.horizontalAdvance(line.trimmed()));
+    QCOMPARE(longDone.height(), longStreaming.height());
+
+    QVERIFY2(shortStreaming.width() < longDone.width() / 2, "a short reply's bubble fits it while it streams");
 }
 
 QTEST_MAIN(TestChatView)

@@ -30,6 +30,8 @@ struct Reply {
     std::vector<int32_t> tokens;
     QString text;
     lantern::TurnStats stats;
+    int batches = 0;
+    QString problem;  // what was wrong with the batches, if anything
 };
 
 // Collects one turn's queued signals until turnFinished.
@@ -41,9 +43,12 @@ Reply collectTurn(QSignalSpy& tokens, QSignalSpy& finished, QSignalSpy& errors) 
     }
     if (errors.count() > 0) qWarning("worker error: %s", qPrintable(errors.first().at(0).toString()));
     for (const QList<QVariant>& args : std::as_const(tokens)) {
-        r.text += args.at(0).toString();
-        const qint32 token = args.at(4).value<qint32>();
-        if (token >= 0) r.tokens.push_back(token);  // -1: the held-back text flushed at the end
+        const auto batch = args.at(0).value<TokenBatch>();
+        r.text += batch.text;
+        r.tokens.insert(r.tokens.end(), batch.tokens.begin(), batch.tokens.end());
+        if (batch.stepMs.size() != batch.tokens.size()) r.problem = QStringLiteral("a batch's steps and tokens differ in number");
+        if (batch.empty()) r.problem = QStringLiteral("an empty batch was sent");
+        ++r.batches;
     }
     if (finished.count() > 0) r.stats = finished.first().at(0).value<lantern::TurnStats>();
     return r;
@@ -71,6 +76,7 @@ private slots:
     void regenerateRepeatsAGreedyReply();
     void temperatureChangedMidGenerationAppliesFromTheNextToken();
     void stopEndsTheReplyAtTheNextStep();
+    void tokensAreSentInBatchesThatHoldOnlyWhatIsDueSoon();
     void aStepProfileAskedMidReplyTimesASecondStep();
     void nextTurnReusesTheConversationsKvCache();
     void warmUpFollowsTheLoadAndLetsATurnGoFirst();
@@ -100,7 +106,7 @@ void TestInferenceWorker::cleanupTestCase() {
 }
 
 Reply TestInferenceWorker::run(const QString& prompt, bool regenerate) {
-    QSignalSpy tokens(worker_, &InferenceWorker::tokenGenerated);
+    QSignalSpy tokens(worker_, &InferenceWorker::tokensGenerated);
     QSignalSpy finished(worker_, &InferenceWorker::turnFinished);
     QSignalSpy errors(worker_, &InferenceWorker::errorOccurred);
     if (regenerate)
@@ -167,11 +173,22 @@ void TestInferenceWorker::streamsTokensByQueuedSignals() {
     QSignalSpy attention(worker_, &InferenceWorker::attentionCaptured);
     QSignalSpy kv(worker_, &InferenceWorker::kvStatsChanged);
     QThread* tokenThread = nullptr;
-    auto probe = connect(worker_, &InferenceWorker::tokenGenerated, worker_, [&tokenThread] { tokenThread = QThread::currentThread(); },
+    bool afterFinish = false, finishedYet = false;
+    auto probe = connect(worker_, &InferenceWorker::tokensGenerated, worker_,
+                         [&tokenThread, &afterFinish, &finishedYet] {
+                             tokenThread = QThread::currentThread();
+                             afterFinish = afterFinish || finishedYet;
+                         },
                          Qt::DirectConnection);
+    auto finishProbe = connect(worker_, &InferenceWorker::turnFinished, worker_, [&finishedYet] { finishedYet = true; },
+                               Qt::DirectConnection);
     greedyReply_ = run(QStringLiteral("Once upon a time"));
     disconnect(probe);
+    disconnect(finishProbe);
     worker_->setAttentionLayer(-1);
+    QVERIFY2(greedyReply_.problem.isEmpty(), qPrintable(greedyReply_.problem));
+    QVERIFY2(!afterFinish, "every token is sent before turnFinished");
+    QVERIFY(greedyReply_.batches >= 1 && greedyReply_.batches <= 24);
 
     QCOMPARE(greedyReply_.stats.stop_reason, std::string("max_tokens"));
     QCOMPARE(greedyReply_.stats.generated_tokens, 24u);
@@ -218,14 +235,18 @@ void TestInferenceWorker::temperatureChangedMidGenerationAppliesFromTheNextToken
     hot.top_p = 1.0f;
     hot.min_p = 0.0f;
     std::atomic<int> seen{0};
+    worker_->setTokenBatchMs(0);  // a batch per token, so that the hook runs right after the 5th
     auto changer = connect(
-        worker_, &InferenceWorker::tokenGenerated, worker_,
-        [this, &seen, hot](const QString&, const TokenCandidates&, double, quint32, qint32 token) {
-            if (token >= 0 && ++seen == 5) worker_->setSamplingSettings(hot);
+        worker_, &InferenceWorker::tokensGenerated, worker_,
+        [this, &seen, hot](const TokenBatch& batch) {
+            for (size_t i = 0; i < batch.tokens.size(); ++i)
+                if (++seen == 5) worker_->setSamplingSettings(hot);
         },
         Qt::DirectConnection);
     const Reply mixed = run(QStringLiteral("Once upon a time"));
     disconnect(changer);
+    worker_->setTokenBatchMs(InferenceWorker::kTokenBatchMs);
+    QCOMPARE(mixed.batches, 24);
 
     QCOMPARE(mixed.stats.stop_reason, std::string("max_tokens"));
     QCOMPARE(static_cast<int>(mixed.tokens.size()), 24);
@@ -239,18 +260,25 @@ void TestInferenceWorker::temperatureChangedMidGenerationAppliesFromTheNextToken
 void TestInferenceWorker::stopEndsTheReplyAtTheNextStep() {
     QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
     QVERIFY(worker_->setSamplingSettings(greedy(400)));
-    std::atomic<int> seen{0};
+    // Stop asked for while the tokens still come in batches: the reply ends at the step after
+    // the request, with every token generated until then sent.
+    std::atomic<int> seen{0}, seenAtStop{0};
     auto stopper = connect(
-        worker_, &InferenceWorker::tokenGenerated, worker_,
-        [this, &seen](const QString&, const TokenCandidates&, double, quint32, qint32 token) {
-            if (token >= 0 && ++seen == 8) worker_->requestStop();
+        worker_, &InferenceWorker::tokensGenerated, worker_,
+        [this, &seen, &seenAtStop](const TokenBatch& batch) {
+            seen += static_cast<int>(batch.tokens.size());
+            if (seenAtStop == 0 && seen >= 8) {
+                seenAtStop = seen.load();
+                worker_->requestStop();
+            }
         },
         Qt::DirectConnection);
     const Reply stopped = run(QStringLiteral("The dog"));
     disconnect(stopper);
     QCOMPARE(stopped.stats.stop_reason, std::string("user"));
-    QCOMPARE(stopped.stats.generated_tokens, 8u);
-    QCOMPARE(static_cast<int>(stopped.tokens.size()), 8);
+    QVERIFY2(seenAtStop >= 8 && seenAtStop < 400, "the stop came mid-reply");
+    QCOMPARE(static_cast<int>(stopped.stats.generated_tokens), seenAtStop.load());
+    QCOMPARE(static_cast<int>(stopped.tokens.size()), seenAtStop.load());
 }
 
 // The Step Profile panel's request, made from another thread in the middle of a reply (as the UI
@@ -263,17 +291,21 @@ void TestInferenceWorker::aStepProfileAskedMidReplyTimesASecondStep() {
     QSignalSpy profiled(worker_, &InferenceWorker::stepProfiled);
     std::atomic<int> seen{0};
     std::atomic<quint32> askedAt{0};
+    worker_->setTokenBatchMs(0);
     auto asker = connect(
-        worker_, &InferenceWorker::tokenGenerated, worker_,
-        [this, &seen, &askedAt](const QString&, const TokenCandidates&, double, quint32 position, qint32 token) {
-            if (token >= 0 && ++seen == 5) {
-                askedAt = position;
+        worker_, &InferenceWorker::tokensGenerated, worker_,
+        [this, &seen, &askedAt](const TokenBatch& batch) {
+            if (batch.tokens.empty()) return;
+            seen += static_cast<int>(batch.tokens.size());
+            if (askedAt == 0 && seen >= 5) {
+                askedAt = batch.position;
                 worker_->requestStepProfile();
             }
         },
         Qt::DirectConnection);
     const Reply reply = run(QStringLiteral("Once upon a time"));
     disconnect(asker);
+    worker_->setTokenBatchMs(InferenceWorker::kTokenBatchMs);
     QCOMPARE(reply.tokens, std::vector<int32_t>(greedyReply_.tokens.begin(), greedyReply_.tokens.begin() + 24));
     QVERIFY(QTest::qWaitFor([&] { return profiled.count() > 0; }, 10'000));
     QCOMPARE(profiled.count(), 1);
@@ -283,6 +315,26 @@ void TestInferenceWorker::aStepProfileAskedMidReplyTimesASecondStep() {
     QVERIFY2(!profile.ops.empty(), "the timed step has per-op times (lavapipe has timestamps)");
     QVERIFY(profile.gpu_ms > 0);
     if (profile.fused_layers) QCOMPARE(static_cast<int>(profile.fused_ops.size()), 6);
+}
+
+// The UI thread is woken once per batch, not once per token: a batch is held only while the next
+// token is due within the batch time, and the last one goes out before turnFinished.
+void TestInferenceWorker::tokensAreSentInBatchesThatHoldOnlyWhatIsDueSoon() {
+    const double b = InferenceWorker::kTokenBatchMs;
+    QVERIFY2(InferenceWorker::sendBatchNow(0.0, 2 * b, b), "a slow step's token goes out at once");
+    QVERIFY2(!InferenceWorker::sendBatchNow(1.0, 1.0, b), "a fast step's token waits for the next");
+    QVERIFY2(InferenceWorker::sendBatchNow(b - 0.5, 1.0, b), "no token waits past the batch time");
+
+    QVERIFY(!greedyReply_.tokens.empty());
+    QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
+    QVERIFY(worker_->setSamplingSettings(greedy(24)));
+    worker_->setTokenBatchMs(1e12);  // nothing is due in time: the whole reply is one batch
+    const Reply one = run(QStringLiteral("Once upon a time"));
+    worker_->setTokenBatchMs(InferenceWorker::kTokenBatchMs);
+    QVERIFY2(one.problem.isEmpty(), qPrintable(one.problem));
+    QCOMPARE(one.batches, 1);
+    QCOMPARE(one.tokens, std::vector<int32_t>(greedyReply_.tokens.begin(), greedyReply_.tokens.begin() + 24));
+    QCOMPARE(one.text, greedyReply_.text);
 }
 
 void TestInferenceWorker::nextTurnReusesTheConversationsKvCache() {

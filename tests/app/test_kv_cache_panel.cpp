@@ -1,6 +1,7 @@
 // KvCachePanel: paints a synthetic KV cache (no engine) and shows the right numbers.
 #include <QImage>
 #include <QLabel>
+#include <QPaintEvent>
 #include <QLocale>
 #include <QTest>
 
@@ -52,6 +53,22 @@ KvSnapshot syntheticSnapshot() {
     return s;
 }
 
+// Records the regions a widget is asked to paint.
+class PaintRecorder : public QObject {
+public:
+    QRegion painted;
+    int paints = 0;
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override {
+        if (event->type() == QEvent::Paint) {
+            painted += static_cast<QPaintEvent*>(event)->region();
+            ++paints;
+        }
+        return QObject::eventFilter(watched, event);
+    }
+};
+
 QString labelText(const KvCachePanel& panel, const char* name) {
     const auto* label = panel.findChild<QLabel*>(QString::fromLatin1(name));
     if (label == nullptr) qFatal("KvCachePanel has no label named '%s'", name);
@@ -67,6 +84,7 @@ private slots:
     void labelsShowTheNumbersOfTheSnapshot();
     void gridPaintsEachBlockInItsStateColour();
     void paintsEmptyAndHugeCachesWithoutCrashing();
+    void aNewSnapshotRepaintsOnlyTheBlocksThatChanged();
 };
 
 void TestKvCachePanel::labelsShowTheNumbersOfTheSnapshot() {
@@ -131,6 +149,61 @@ void TestKvCachePanel::paintsEmptyAndHugeCachesWithoutCrashing() {
     panel.setSnapshot(huge);
     QVERIFY(!panel.grab().isNull());
     QCOMPARE(panel.grid()->cellSize(), 2);
+}
+
+// While a reply streams a snapshot arrives 20 times a second and usually changes one block (the
+// one being written): only that block is repainted, and what is painted is right.
+void TestKvCachePanel::aNewSnapshotRepaintsOnlyTheBlocksThatChanged() {
+    KvCachePanel panel;
+    panel.resize(420, 520);
+    KvSnapshot snapshot = syntheticSnapshot();
+    panel.setSnapshot(snapshot);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    KvBlockGrid* grid = panel.grid();
+    PaintRecorder recorder;
+    grid->installEventFilter(&recorder);
+    QCoreApplication::processEvents();
+    recorder.painted = QRegion();
+    recorder.paints = 0;
+
+    // Block 2 gets 6 more tokens (5 -> 11 of 16).
+    snapshot.blocks[2].filled = 11;
+    snapshot.stats.sequences[0].tokens += 6;
+    panel.setSnapshot(snapshot);
+    QTRY_VERIFY(recorder.paints > 0);
+    QCOMPARE(recorder.painted.boundingRect(), grid->blockRect(2));
+    const QImage image = grid->grab().toImage();
+    const QRect r = grid->blockRect(2);
+    auto colorAt = [&](double fy) {
+        return QColor(image.pixel(QPoint(r.center().x(), r.top() + static_cast<int>(r.height() * fy)) * image.devicePixelRatio()));
+    };
+    QCOMPARE(colorAt(0.5).name(), theme::usedBlock().name());  // 11/16 full now: solid at half height
+    QVERIFY(colorAt(0.15).name() != theme::usedBlock().name());
+
+    // The same snapshot again: nothing to repaint.
+    recorder.painted = QRegion();
+    recorder.paints = 0;
+    panel.setSnapshot(snapshot);
+    QCoreApplication::processEvents();
+    QCOMPARE(recorder.paints, 0);
+
+    // Block 6 taken by a second sequence, block 3 evicted from the prefix cache: those two.
+    snapshot.blocks[6].owners = {2};
+    snapshot.blocks[6].filled = 3;
+    snapshot.blocks[3].cached = false;
+    panel.setSnapshot(snapshot);
+    QTRY_VERIFY(recorder.paints > 0);
+    QCOMPARE(recorder.painted, QRegion(grid->blockRect(3)) + QRegion(grid->blockRect(6)));
+
+    // A cache of another size moves every square: all of the grid.
+    recorder.painted = QRegion();
+    recorder.paints = 0;
+    snapshot.stats.total_blocks = 40;
+    snapshot.blocks.resize(40);
+    panel.setSnapshot(snapshot);
+    QTRY_VERIFY(recorder.paints > 0);
+    QCOMPARE(recorder.painted.boundingRect(), grid->rect());
 }
 
 QTEST_MAIN(TestKvCachePanel)

@@ -2,9 +2,11 @@
 // steady state and slowdown read from the decode steps as lantern-bench --steady reads them.
 #include <QLabel>
 #include <QTest>
+#include <algorithm>
 
 #include "Format.h"
 #include "lantern/steady_state.h"
+#include "panels/LatencyChartData.h"
 #include "panels/PerformancePanel.h"
 
 class TestPerformancePanel : public QObject {
@@ -64,6 +66,47 @@ private slots:
         for (const char* name : {"steadyRate", "slowdown"})
             QCOMPARE(batched.valueText(QString::fromLatin1(name)), single.valueText(QString::fromLatin1(name)));
         QVERIFY(single.valueText(QStringLiteral("steadyRate")) != QStringLiteral("not settled"));
+    }
+
+    // A long reply keeps the chart to a bounded number of points (one frame's cost stays the same
+    // however long the reply): points merge in pairs, each keeping its span's slowest step and the
+    // moving average at its last step, and the newest step is always the line's end.
+    void aLongReplyChartsBoundedPointsKeepingEachSpansSlowestStep() {
+        LatencyChartData data(16);
+        std::vector<double> steps, ema;
+        double e = 0;
+        for (int t = 1; t <= 100; ++t) {
+            const double ms = 10.0 + (t * 37 % 11) + (t == 45 ? 90.0 : 0.0);  // one stall, at step 45
+            e = t == 1 ? ms : e * 0.85 + ms * 0.15;
+            steps.push_back(ms);
+            ema.push_back(e);
+            data.add(t, ms, e);
+            QVERIFY(data.latency().size() <= 16);
+        }
+        // 100 steps in at most 16 points: 8 steps a point (the 12 whole spans of 8, and 4 steps filling).
+        QCOMPARE(data.stepsPerPoint(), 8);
+        const QList<QPointF> latency = data.latency(), average = data.average();
+        QCOMPARE(latency.size(), 13);
+        QCOMPARE(average.size(), 13);
+        for (int i = 0; i < latency.size(); ++i) {
+            const int first = i * 8 + 1, last = std::min(100, first + 7);
+            QCOMPARE(latency[i].x(), double(last));
+            QCOMPARE(latency[i].y(), *std::max_element(steps.begin() + first - 1, steps.begin() + last));
+            QCOMPARE(average[i].y(), ema[static_cast<size_t>(last - 1)]);
+        }
+        QCOMPARE(latency[5].y(), steps[44]);  // the stall (steps 41-48) is still on the line
+
+        PerformancePanel panel;
+        panel.beginTurn();
+        panel.addToken(100.0);
+        for (int batch = 0; batch < 100; ++batch) panel.addTokens(std::vector<double>(50, 12.5));
+        QVERIFY2(panel.chartedPoints() <= 512, qPrintable(QString::number(panel.chartedPoints())));
+        QVERIFY(panel.chartedPoints() >= 256);
+        QCOMPARE(panel.stepsPerChartPoint(), 16);
+        QCOMPARE(panel.valueText(QStringLiteral("generated")), display::count(5001));
+        panel.beginTurn();
+        QCOMPARE(panel.chartedPoints(), 0);
+        QCOMPARE(panel.stepsPerChartPoint(), 1);
     }
 
     // Steps that never settle are said to be so, with no rate made up for them.
