@@ -72,24 +72,33 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
     const QFont font = option.font;
     const QFontMetrics small(smallFont(font));
 
-    l.doc = std::make_shared<QTextDocument>();
-    l.doc->setDefaultFont(font);
-    l.doc->setDocumentMargin(0);
     QTextOption textOption;
     textOption.setWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
-    l.doc->setDefaultTextOption(textOption);
+    auto newDocument = [&] {
+        auto doc = std::make_shared<QTextDocument>();
+        doc->setDefaultFont(font);
+        doc->setDocumentMargin(0);
+        doc->setDefaultTextOption(textOption);
+        return doc;
+    };
     const ReplyParts parts = l.role == ChatMessage::Role::Assistant
                                  ? splitReasoning(index.data(ChatModel::TextRole).toString(), repliesOpenInReasoning_)
                                  : ReplyParts{};
     if (parts.has_reasoning) {
         // The reasoning muted and smaller under its own heading, then the answer.
+        l.doc = newDocument();
         writeReasonedReply(*l.doc, parts, font, smallFont(font), parts.reasoning_done ? tr("Reasoning") : tr("Reasoning…"),
                            streaming ? QString(kCursor) : QString(), renderMarkdown_);
+    } else if (l.role == ChatMessage::Role::Assistant && streaming) {
+        streamingPieces(l, index.data(ChatModel::TextRole).toString(), font, newDocument);
     } else if (l.role == ChatMessage::Role::Assistant && renderMarkdown_) {
+        l.doc = newDocument();
         writeMarkdown(*l.doc, text, font);
     } else {
+        l.doc = newDocument();
         l.doc->setPlainText(text);
     }
+    if (l.pieces.empty()) l.pieces.push_back({l.doc, 0.0});
 
     if (l.role == ChatMessage::Role::Notice) {
         const int textWidth = std::min(width - 2 * kSideMargin, kMaxBubbleWidth);
@@ -107,14 +116,20 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
 
     const int maxBubble = std::min(static_cast<int>(width * 0.82), kMaxBubbleWidth);
     const int maxText = maxBubble - 2 * kPadX;
-    l.doc->setTextWidth(maxText);
+    l.textWidth = maxText;
+    double textH = layOutPieces(l);
     // The bubble fits its text: laid out again at the width its longest line needs. Not while a
     // reply streams once its lines fill most of the width: each frame lays the growing reply
     // out anew, and the second layout was half that cost; the bubble tightens when it ends.
-    const int textWidth = std::min(static_cast<int>(std::ceil(l.doc->idealWidth())), maxText);
-    if (!streaming || textWidth < maxText * 3 / 4) l.doc->setTextWidth(std::max(textWidth, 8));
-    const int textHeight = static_cast<int>(std::ceil(l.doc->size().height()));
-    const int bubbleWidth = static_cast<int>(std::max(l.doc->textWidth(), 8.0)) + 2 * kPadX;
+    double ideal = 0;
+    for (const Piece& piece : l.pieces) ideal = std::max(ideal, piece.doc->idealWidth());
+    const int fitted = std::min(static_cast<int>(std::ceil(ideal)), maxText);
+    if (!streaming || fitted < maxText * 3 / 4) {
+        l.textWidth = std::max(fitted, 8);
+        textH = layOutPieces(l);
+    }
+    const int textHeight = static_cast<int>(std::ceil(textH));
+    const int bubbleWidth = static_cast<int>(std::max(l.textWidth, 8.0)) + 2 * kPadX;
 
     l.labelText = ChatView::author(index);
     l.detailsText = index.data(ChatModel::DetailsRole).toString();
@@ -142,6 +157,54 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
     }
     l.height = y + kVerticalMargin;
     return l;
+}
+
+void MessageDelegate::streamingPieces(Layout& l, const QString& text, const QFont& font,
+                                      const std::function<std::shared_ptr<QTextDocument>()>& newDocument) const {
+    const bool markdown = renderMarkdown_;
+    if (live_.fontKey != font.key() || live_.markdown != markdown) live_ = {font.key(), markdown, {}, {}};
+    const QList<qsizetype> starts = pieceStarts(text, markdown);
+    QStringList texts;
+    for (qsizetype i = 0; i <= starts.size(); ++i) {
+        const qsizetype from = i == 0 ? 0 : starts[i - 1];
+        const qsizetype to = i < starts.size() ? starts[i] - (markdown ? 0 : 1) : text.size();
+        texts << text.mid(from, to - from);
+    }
+    texts.back() += kCursor;
+    LivePieces next{live_.fontKey, markdown, {}, {}};
+    for (qsizetype i = 0; i < texts.size(); ++i) {
+        const bool finished = i + 1 < texts.size();  // the last piece is still being written
+        std::shared_ptr<QTextDocument> doc;
+        if (finished && i < live_.texts.size() && live_.texts[i] == texts[i]) {
+            doc = live_.docs[static_cast<size_t>(i)];
+        } else {
+            doc = newDocument();
+            if (markdown)
+                writeMarkdown(*doc, texts[i], font);
+            else
+                doc->setPlainText(texts[i]);
+        }
+        if (finished) {
+            next.texts << texts[i];
+            next.docs.push_back(doc);
+        }
+        l.pieces.push_back({doc, 0.0});
+    }
+    live_ = std::move(next);
+    l.doc = l.pieces.back().doc;
+}
+
+double MessageDelegate::layOutPieces(Layout& l) {
+    double y = 0;
+    for (size_t i = 0; i < l.pieces.size(); ++i) {
+        QTextDocument& doc = *l.pieces[i].doc;
+        // setTextWidth lays the document out again even at its present width.
+        if (doc.textWidth() != l.textWidth) doc.setTextWidth(l.textWidth);
+        l.pieces[i].y = y;
+        y += doc.size().height();
+        if (i + 1 < l.pieces.size()) y += stackedGap(doc, *l.pieces[i + 1].doc);
+    }
+    return y;
 }
 
 QSize MessageDelegate::sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const {
@@ -188,17 +251,25 @@ void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& optio
     painter->setPen(QPen(stroke, 1));
     painter->drawPath(path);
 
-    painter->save();
     const QPoint textOrigin = l.bubble.topLeft() + QPoint(kPadX, kPadY);
-    painter->translate(textOrigin);
-    QAbstractTextDocumentLayout::PaintContext ctx;
-    ctx.palette.setColor(QPalette::Text, theme::text());
     // Only the lines inside the view: a long reply is mostly scrolled away, and it is repainted
     // at every frame while it streams.
+    QRectF visible;
     if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget))
-        ctx.clip = QRectF(view->viewport()->rect().translated(-option.rect.topLeft() - textOrigin));
-    l.doc->documentLayout()->draw(painter, ctx);
-    painter->restore();
+        visible = QRectF(view->viewport()->rect().translated(-option.rect.topLeft() - textOrigin));
+    for (const Piece& piece : l.pieces) {
+        const QRectF area(0, piece.y, l.textWidth, piece.doc->size().height());
+        if (!visible.isNull() && !visible.intersects(area.adjusted(0, -kPadY, 0, kPadY))) continue;
+        // (A piece shared with a later frame's layout may have been laid out at another width since.)
+        if (piece.doc->textWidth() != l.textWidth) piece.doc->setTextWidth(l.textWidth);
+        painter->save();
+        painter->translate(QPointF(textOrigin) + QPointF(0, piece.y));
+        QAbstractTextDocumentLayout::PaintContext ctx;
+        ctx.palette.setColor(QPalette::Text, theme::text());
+        if (!visible.isNull()) ctx.clip = visible.translated(0, -piece.y);
+        piece.doc->documentLayout()->draw(painter, ctx);
+        painter->restore();
+    }
 
     if (!l.detailsText.isEmpty()) {
         painter->setFont(small);

@@ -6,7 +6,9 @@
 #include <QPixmap>
 #include <QCache>
 #include <QRect>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "chat/ChatModel.h"
 #include <QStyledItemDelegate>
@@ -27,13 +29,31 @@ public:
     void setRenderMarkdown(bool on) { renderMarkdown_ = on; }
 
 private:
+    // A document of the message's text and where it starts below the bubble's top padding.
+    struct Piece {
+        std::shared_ptr<QTextDocument> doc;
+        double y = 0;
+    };
     struct Layout {
         ChatMessage::Role role = ChatMessage::Role::User;
-        std::shared_ptr<QTextDocument> doc;
+        std::shared_ptr<QTextDocument> doc;  // the message's document (a streaming reply's last piece)
+        std::vector<Piece> pieces;           // what is painted: doc alone, or a streaming reply's pieces
+        double textWidth = 0;                // the width the pieces are laid out at
         QRect label, bubble, details;
         QString labelText, detailsText;
         int height = 0;
     };
+    // A streaming reply, cut where its finished blocks end (pieceStarts in Markdown.h): every
+    // frame renders only the last piece; the others come from live_, laid out already.
+    struct LivePieces {
+        QString fontKey;
+        bool markdown = true;
+        QStringList texts;  // the finished pieces of the last streaming layout
+        std::vector<std::shared_ptr<QTextDocument>> docs;
+    };
+    void streamingPieces(Layout& l, const QString& text, const QFont& font,
+                         const std::function<std::shared_ptr<QTextDocument>()>& newDocument) const;
+    static double layOutPieces(Layout& l);  // lays the pieces out at l.textWidth; their height
     // The laid-out message, from the cache when nothing it depends on changed: while a reply
     // streams the list re-lays itself out (Qt coalesces the changes, one layout per event-loop
     // pass) and asks every row's size (rows are not of uniform size); laying out a long reply (a
@@ -42,6 +62,7 @@ private:
     Layout computeLayout(const QStyleOptionViewItem& option, const QModelIndex& index, int width) const;
     // Bounded by text size: cost 1 per 2 KiB of text, so roughly 1 MiB of text stays laid out.
     mutable QCache<QString, Layout> layouts_{512};
+    mutable LivePieces live_;
     bool repliesOpenInReasoning_ = false;
     bool renderMarkdown_ = true;
 };

@@ -9,6 +9,8 @@
 #include <QTextFrame>
 #include <QTextTable>
 
+#include <algorithm>
+
 #include "Theme.h"
 
 namespace {
@@ -99,4 +101,75 @@ void insertMarkdown(QTextCursor& cursor, const QString& markdown, const QFont& f
     QTextDocument rendered;
     writeMarkdown(rendered, markdown, font);
     cursor.insertFragment(QTextDocumentFragment(&rendered));
+}
+
+namespace {
+
+// The fence a line opens or closes: "```" or "~~~" (3 or more) after at most 3 spaces.
+struct Fence {
+    QChar mark;
+    qsizetype length = 0;
+};
+Fence fenceOf(QStringView line) {
+    qsizetype i = 0;
+    while (i < line.size() && i < 3 && line[i] == QLatin1Char(' ')) ++i;
+    if (i >= line.size() || (line[i] != QLatin1Char('`') && line[i] != QLatin1Char('~'))) return {};
+    const QChar mark = line[i];
+    qsizetype n = 0;
+    while (i + n < line.size() && line[i + n] == mark) ++n;
+    return n >= 3 ? Fence{mark, n} : Fence{};
+}
+
+bool blank(QStringView line) { return line.trimmed().isEmpty(); }
+
+// A line that may continue the block above it even after a blank line, or change it: indented
+// (code, or a list item's continuation), a list item, a quote, a table row, a thematic break or
+// setext underline, a footnote or link reference definition.
+bool mayBelongAbove(QStringView line) {
+    if (line.isEmpty()) return true;
+    const QChar c = line[0];
+    if (c == QLatin1Char(' ') || c == QLatin1Char('\t')) return true;
+    if (c == QLatin1Char('-') || c == QLatin1Char('*') || c == QLatin1Char('+') || c == QLatin1Char('>') ||
+        c == QLatin1Char('|') || c == QLatin1Char('=') || c == QLatin1Char('_') || c == QLatin1Char('[') || c.isDigit())
+        return true;
+    return false;
+}
+
+}  // namespace
+
+QList<qsizetype> pieceStarts(const QString& text, bool markdown) {
+    QList<qsizetype> starts;
+    Fence open;                  // the code fence we are inside, if any
+    bool previousBlank = false;  // the line before was blank (and outside a fence)
+    qsizetype start = 0;
+    while (start < text.size()) {
+        qsizetype end = text.indexOf(QLatin1Char('\n'), start);
+        const bool last = end < 0;
+        if (last) end = text.size();
+        const QStringView line = QStringView(text).mid(start, end - start);
+        if (markdown && open.length > 0) {
+            const Fence f = fenceOf(line);
+            if (f.mark == open.mark && f.length >= open.length && blank(line.mid(line.indexOf(f.mark) + f.length)))
+                open = {};
+            previousBlank = false;
+        } else if (blank(line)) {
+            previousBlank = true;
+        } else {
+            const Fence fence = markdown ? fenceOf(line) : Fence{};
+            // Not at a line still being written (the text's last, unterminated one), nor at a fence
+            // with nothing in it yet: rendered alone, those are an empty line that the whole text
+            // does not have.
+            const bool written = !last && (fence.length == 0 || end + 1 < text.size());
+            if (previousBlank && start > 0 && written && (!markdown || !mayBelongAbove(line))) starts.push_back(start);
+            previousBlank = false;
+            open = fence;
+        }
+        if (last) break;
+        start = end + 1;
+    }
+    return starts;
+}
+
+double stackedGap(const QTextDocument& above, const QTextDocument& below) {
+    return std::max(above.lastBlock().blockFormat().bottomMargin(), below.firstBlock().blockFormat().topMargin());
 }

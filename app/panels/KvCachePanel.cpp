@@ -193,10 +193,8 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
     grid_->setObjectName(QStringLiteral("blockGrid"));
     layout->addWidget(grid_, 1);
 
-    legend_ = new QLabel(this);
+    legend_ = new KvLegend(this);
     legend_->setObjectName(QStringLiteral("legend"));
-    legend_->setTextFormat(Qt::RichText);
-    legend_->setWordWrap(true);
     layout->addWidget(legend_);
 
     auto* numbers = new QGridLayout();
@@ -238,7 +236,7 @@ void KvCachePanel::clear() {
     snapshot_ = {};
     grid_->setSnapshot(snapshot_);
     for (QLabel* l : std::as_const(values_)) l->setText(QStringLiteral("—"));
-    legend_->setText(tr("No model loaded."));
+    legend_->setMessage(tr("No model loaded."));
 }
 
 void KvCachePanel::setSnapshot(const KvSnapshot& snapshot) {
@@ -264,16 +262,108 @@ void KvCachePanel::setSnapshot(const KvSnapshot& snapshot) {
     set("prefixHitTotal", tr("%1 of %2 tokens (%3)")
                               .arg(display::count(s.prefix_hit_tokens), display::count(s.prefix_query_tokens), display::percent(ratio)));
 
-    auto swatch = [](const QColor& c) {
-        return QStringLiteral("<span style=\"color:%1; font-size:large\">■</span>").arg(c.name());
-    };
-    QStringList parts;
+    QList<KvLegend::Entry> entries;
     for (const lantern::KvSequenceStats& seq : s.sequences) {
         const QString who = seq.id == snapshot.active_sequence ? tr("this chat") : tr("sequence %1").arg(seq.id);
-        parts << swatch(ownerColorFor(seq.id, snapshot.active_sequence)) + QStringLiteral("&nbsp;") +
-                     tr("%1: %2 tokens in %3 blocks").arg(who, display::count(seq.tokens), display::count(seq.blocks));
+        entries.push_back({ownerColorFor(seq.id, snapshot.active_sequence),
+                           tr("%1: %2 tokens in %3 blocks").arg(who, display::count(seq.tokens), display::count(seq.blocks))});
     }
-    parts << swatch(theme::cachedBlock()) + QStringLiteral("&nbsp;") + tr("cached");
-    parts << swatch(theme::emptyBlock()) + QStringLiteral("&nbsp;") + tr("empty");
-    legend_->setText(parts.join(QStringLiteral(" &nbsp; ")));
+    entries.push_back({theme::cachedBlock(), tr("cached")});
+    entries.push_back({theme::emptyBlock(), tr("empty")});
+    legend_->setEntries(entries);
+}
+
+// ---------------------------------------------------------------------------------------------
+// KvLegend
+
+namespace {
+constexpr int kSwatchGap = 5;    // swatch to its words
+constexpr int kEntryGap = 14;    // one entry to the next on a line
+}  // namespace
+
+KvLegend::KvLegend(QWidget* parent) : QWidget(parent) {
+    QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Preferred);
+    policy.setHeightForWidth(true);
+    setSizePolicy(policy);
+}
+
+void KvLegend::setEntries(const QList<Entry>& entries) {
+    if (entries == entries_) return;
+    const int height = heightForWidth(width());
+    const QSize minimum = minimumSizeHint();
+    entries_ = entries;
+    // A new layout only when the legend needs another height at its width (or another minimum);
+    // otherwise its entries change within its rectangle, and a repaint shows them.
+    if (heightForWidth(width()) != height || minimumSizeHint() != minimum) updateGeometry();
+    update();
+}
+
+void KvLegend::setMessage(const QString& text) { setEntries({{QColor(), text}}); }
+
+QString KvLegend::text() const {
+    QStringList parts;
+    for (const Entry& e : entries_) parts << e.text;
+    return parts.join(QStringLiteral("   "));
+}
+
+int KvLegend::entryWidth(const Entry& e) const {
+    const QFontMetrics fm(font());
+    const int swatch = e.color.isValid() ? fm.height() * 3 / 4 + kSwatchGap : 0;
+    return swatch + fm.horizontalAdvance(e.text);
+}
+
+QList<KvLegend::Placed> KvLegend::place(int width, int* lines) const {
+    QList<Placed> places;
+    int x = 0, line = 0;
+    for (const Entry& e : entries_) {
+        const int w = entryWidth(e);
+        if (x > 0 && x + w > width) {  // onto the next line (an entry wider than the legend stays whole)
+            x = 0;
+            ++line;
+        }
+        places.push_back({x, line});
+        x += w + kEntryGap;
+    }
+    if (lines != nullptr) *lines = entries_.isEmpty() ? 0 : line + 1;
+    return places;
+}
+
+int KvLegend::heightForWidth(int width) const {
+    int lines = 0;
+    place(width, &lines);
+    return std::max(1, lines) * (fontMetrics().height() + 2);
+}
+
+QSize KvLegend::sizeHint() const {
+    int w = 0;
+    for (const Entry& e : entries_) w += entryWidth(e) + kEntryGap;
+    return {std::max(0, w - kEntryGap), heightForWidth(std::max(1, w))};
+}
+
+QSize KvLegend::minimumSizeHint() const {
+    int w = 0;
+    for (const Entry& e : entries_) w = std::max(w, entryWidth(e));
+    return {std::min(w, 120), fontMetrics().height() + 2};
+}
+
+void KvLegend::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing);
+    const QFontMetrics fm(font());
+    const int lineHeight = fm.height() + 2;
+    const QList<Placed> places = place(width(), nullptr);
+    for (qsizetype i = 0; i < entries_.size(); ++i) {
+        const Entry& e = entries_[i];
+        int x = places[i].x;
+        const int top = places[i].line * lineHeight + 1;
+        if (e.color.isValid()) {
+            const int side = fm.height() * 3 / 4;
+            p.setPen(Qt::NoPen);
+            p.setBrush(e.color);
+            p.drawRoundedRect(QRectF(x, top + (fm.height() - side) / 2.0, side, side), 2, 2);
+            x += side + kSwatchGap;
+        }
+        p.setPen(palette().color(QPalette::WindowText));
+        p.drawText(QPoint(x, top + fm.ascent()), e.text);
+    }
 }

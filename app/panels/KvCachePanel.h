@@ -50,6 +50,42 @@ private:
     int cell_ = 12, gap_ = 2, columns_ = 1;
 };
 
+// The key under the grid: a colour swatch and words per entry ("this chat: 37 tokens in 3
+// blocks", "cached", "empty"), flowing onto more lines in a narrow dock. Its counts change with
+// every snapshot, 20 times a second while a reply streams; a word-wrapped rich-text QLabel
+// re-parsed its HTML and re-laid out the whole panel each time. This one repaints, and asks
+// for a new layout only when the lines it needs at its width change.
+class KvLegend : public QWidget {
+    Q_OBJECT
+public:
+    struct Entry {
+        QColor color;
+        QString text;
+        bool operator==(const Entry&) const = default;
+    };
+    explicit KvLegend(QWidget* parent = nullptr);
+    void setEntries(const QList<Entry>& entries);
+    void setMessage(const QString& text);  // words alone (no model loaded)
+    QString text() const;                  // the entries' words, as shown, for tests and tooltips
+    bool hasHeightForWidth() const override { return true; }
+    int heightForWidth(int width) const override;
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+
+private:
+    // Where each entry goes at `width`: its swatch's left edge and baseline row.
+    struct Placed {
+        int x = 0, line = 0;
+    };
+    QList<Placed> place(int width, int* lines) const;
+    int entryWidth(const Entry& e) const;
+
+    QList<Entry> entries_;
+};
+
 class KvCachePanel : public QWidget {
     Q_OBJECT
 public:
@@ -64,6 +100,6 @@ private:
 
     KvSnapshot snapshot_;
     KvBlockGrid* grid_;
-    QLabel* legend_;
+    KvLegend* legend_;
     QHash<QString, QLabel*> values_;
 };

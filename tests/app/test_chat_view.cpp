@@ -3,7 +3,10 @@
 // such a reply becomes (muted reasoning under its heading, then the answer). Replies are rendered
 // as Markdown: emphasis, lists, code (fixed font, tinted), with HTML and special-token spellings
 // shown as the characters they are.
+#include <QApplication>
 #include <QFontDatabase>
+#include <QImage>
+#include <memory>
 #include <QTest>
 #include <QTextCursor>
 #include <QTextList>
@@ -31,6 +34,9 @@ private slots:
     void exportsTheConversationAsMarkdown();
     void messageSizesFollowTheirText();
     void aStreamingReplyKeepsItsFullWidthAndFitsWhenItEnds();
+    void piecesAreCutOnlyWhereABlockCannotBelongAbove();
+    void stackedPiecesShowWhatTheWholeTextShows();
+    void aStreamingReplyPaintsAsItWillWhenFinished();
 };
 
 namespace {
@@ -46,6 +52,26 @@ QTextFragment fragmentWith(const QTextDocument& doc, const QString& text) {
         if (f.text().contains(text)) return f;
     return {};
 }
+// The HTML of a document's body: what it shows, block by block, with every format.
+QString bodyOf(const QTextDocument& doc) {
+    const QString html = doc.toHtml();
+    const qsizetype from = html.indexOf(QLatin1Char('>'), html.indexOf(QStringLiteral("<body"))) + 1;
+    return html.mid(from, html.lastIndexOf(QStringLiteral("</body>")) - from).trimmed();
+}
+// A reply with every kind of block, blank lines inside its code fence and list.
+const char* kEveryBlock =
+    "Here is a plan, with **bold** and `code`.\n\n"
+    "# Heading one\n\n"
+    "Some text\nover two lines.\n\n"
+    "1. first\n2. second\n\n   still the second item\n\n3. third\n\n"
+    "- a\n- b\n\n"
+    "```cpp\nint main() {\n\n    return 0;\n}\n```\n\n"
+    "> a quote\n\n"
+    "| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+    "    indented code\n\n"
+    "Para before a rule\n\n---\n\n"
+    "~~~\nfence with\n\n```\nan inner marker\n~~~\n\n"
+    "The end.";
 bool isFixedFont(const QTextCharFormat& c) {
     return c.fontFixedPitch() && c.fontFamilies().toStringList() == QFontDatabase::systemFont(QFontDatabase::FixedFont).families();
 }
@@ -311,6 +337,106 @@ void TestChatView::aStreamingReplyKeepsItsFullWidthAndFitsWhenItEnds() {
     QCOMPARE(longDone.height(), longStreaming.height());
 
     QVERIFY2(shortStreaming.width() < longDone.width() / 2, "a short reply's bubble fits it while it streams");
+}
+
+// A streaming reply is cut into pieces so that only its last one is rendered at each frame
+// (pieceStarts): never inside a code fence, nor before a line that may continue the block above.
+void TestChatView::piecesAreCutOnlyWhereABlockCannotBelongAbove() {
+    const QString text = QString::fromUtf8(kEveryBlock);
+    QStringList firstLines;
+    for (const qsizetype start : pieceStarts(text, true)) {
+        QVERIFY(start > 0 && text[start - 1] == QLatin1Char('\n'));
+        firstLines << text.mid(start, text.indexOf(QLatin1Char('\n'), start) - start);
+    }
+    QCOMPARE(firstLines, QStringList({QStringLiteral("# Heading one"), QStringLiteral("Some text"), QStringLiteral("```cpp"),
+                                      QStringLiteral("Para before a rule"), QStringLiteral("~~~")}));
+    // (None before "1." "3." "-" ">" "|" "    " "---", each of which may belong to the block above,
+    // none inside the fences, whose blank lines and inner markers are code, and none before "The
+    // end.", a line still being written.)
+    // Plain text is cut at every blank line.
+    QCOMPARE(pieceStarts(QStringLiteral("a\n\nb\n\n\nc\n"), false), QList<qsizetype>({3, 7}));
+    QCOMPARE(pieceStarts(QStringLiteral("a\n\nb\n"), true), QList<qsizetype>({3}));
+    QVERIFY(pieceStarts(QStringLiteral("a\n\nb"), true).isEmpty());  // "b" is still being written
+    QVERIFY(pieceStarts(QStringLiteral("no blank line\nat all"), true).isEmpty());
+}
+
+// What the cut relies on: at every length a reply passes through while it streams, its pieces
+// rendered one by one and stacked show exactly what the text rendered at once shows — the same
+// blocks with the same formats, and the same height.
+void TestChatView::stackedPiecesShowWhatTheWholeTextShows() {
+    const QString full = QString::fromUtf8(kEveryBlock);
+    const QFont font = QApplication::font();
+    auto rendered = [&](const QString& markdown, bool md) {
+        auto doc = std::make_unique<QTextDocument>();
+        doc->setDocumentMargin(0);
+        if (md)
+            writeMarkdown(*doc, markdown, font);
+        else
+            doc->setPlainText(markdown);
+        doc->setTextWidth(300);
+        return doc;
+    };
+    int cutLengths = 0;
+    for (const bool md : {true, false}) {
+        for (qsizetype n = 1; n <= full.size(); n += (n % 5) + 1) {
+            const QString text = full.left(n);
+            const QList<qsizetype> starts = pieceStarts(text, md);
+            if (starts.isEmpty()) continue;
+            ++cutLengths;
+            QStringList bodies;
+            double height = 0;
+            std::unique_ptr<QTextDocument> previous;
+            for (qsizetype i = 0; i <= starts.size(); ++i) {
+                const qsizetype from = i == 0 ? 0 : starts[i - 1];
+                const qsizetype to = i < starts.size() ? starts[i] - (md ? 0 : 1) : text.size();
+                auto piece = rendered(text.mid(from, to - from), md);
+                bodies << bodyOf(*piece);
+                if (previous) height += stackedGap(*previous, *piece);
+                height += piece->size().height();
+                previous = std::move(piece);
+            }
+            const auto whole = rendered(text, md);
+            QCOMPARE(bodies.join(QLatin1Char('\n')), bodyOf(*whole));
+            QCOMPARE(height, whole->size().height());
+        }
+    }
+    QVERIFY(cutLengths > 100);
+}
+
+// Painted while streaming (pieces) and once finished (one document), a reply looks the same.
+void TestChatView::aStreamingReplyPaintsAsItWillWhenFinished() {
+    ChatModel model;
+    ChatView view;
+    view.setModel(&model);
+    view.resize(640, 2400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    ChatMessage reply;
+    reply.role = ChatMessage::Role::Assistant;
+    reply.streaming = true;
+    reply.text = QString::fromUtf8(kEveryBlock) + QStringLiteral("\n\nA last line as long as the others are, or longer than that.");
+    model.append(reply);
+    QCoreApplication::processEvents();
+    QStyleOptionViewItem option;
+    option.initFrom(&view);
+    option.rect = QRect(0, 0, view.viewport()->width(), 100);
+    option.widget = &view;
+    auto* delegate = qobject_cast<MessageDelegate*>(view.itemDelegate());
+    const QRect streamingBubble = delegate->bubbleRect(option, model.index(0, 0));
+    const QImage streaming = view.viewport()->grab(streamingBubble).toImage();
+    // Finished, with the cursor's width left alone: the same text at the same width.
+    model.finish(0, true);
+    QCoreApplication::processEvents();
+    const QRect doneBubble = delegate->bubbleRect(option, model.index(0, 0));
+    QCOMPARE(doneBubble.height(), streamingBubble.height());
+    const QImage done = view.viewport()->grab(doneBubble).toImage();
+    // Compare the left part (the finished bubble may be narrower, and the streaming one ends
+    // with the cursor).
+    const int w = std::min(streaming.width(), done.width()) - 40;
+    int differing = 0;
+    for (int y = 0; y < std::min(streaming.height(), done.height()) - 40; ++y)
+        for (int x = 0; x < w; ++x) differing += streaming.pixel(x, y) != done.pixel(x, y);
+    QCOMPARE(differing, 0);
 }
 
 QTEST_MAIN(TestChatView)

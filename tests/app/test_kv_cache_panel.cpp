@@ -85,6 +85,7 @@ private slots:
     void gridPaintsEachBlockInItsStateColour();
     void paintsEmptyAndHugeCachesWithoutCrashing();
     void aNewSnapshotRepaintsOnlyTheBlocksThatChanged();
+    void theLegendFlowsOntoMoreLinesAndReLaysOutOnlyWhenItsHeightChanges();
 };
 
 void TestKvCachePanel::labelsShowTheNumbersOfTheSnapshot() {
@@ -100,7 +101,9 @@ void TestKvCachePanel::labelsShowTheNumbersOfTheSnapshot() {
     QCOMPARE(labelText(panel, "bytesPerToken"), QStringLiteral("640 B = 2 (K,V) × 5 layers × 4 KV heads × 8 dims × 2 B"));
     QCOMPARE(labelText(panel, "prefixHitLast"), QStringLiteral("16 of 20 tokens"));
     QCOMPARE(labelText(panel, "prefixHitTotal"), QStringLiteral("48 of 120 tokens (40%)"));
-    QVERIFY2(labelText(panel, "legend").contains(QStringLiteral("37 tokens in 3 blocks")), qPrintable(labelText(panel, "legend")));
+    const QString legend = panel.findChild<KvLegend*>(QStringLiteral("legend"))->text();
+    QVERIFY2(legend.contains(QStringLiteral("this chat: 37 tokens in 3 blocks")), qPrintable(legend));
+    QVERIFY2(legend.contains(QStringLiteral("cached")) && legend.contains(QStringLiteral("empty")), qPrintable(legend));
 
     panel.clear();
     QCOMPARE(labelText(panel, "usedBlocks"), QStringLiteral("—"));
@@ -204,6 +207,54 @@ void TestKvCachePanel::aNewSnapshotRepaintsOnlyTheBlocksThatChanged() {
     panel.setSnapshot(snapshot);
     QTRY_VERIFY(recorder.paints > 0);
     QCOMPARE(recorder.painted.boundingRect(), grid->rect());
+}
+
+// The legend's counts change at every snapshot; the panel is laid out again only when the legend
+// needs another height (a narrow dock, another sequence), not for a new count.
+void TestKvCachePanel::theLegendFlowsOntoMoreLinesAndReLaysOutOnlyWhenItsHeightChanges() {
+    KvCachePanel panel;
+    panel.resize(420, 520);
+    KvSnapshot snapshot = syntheticSnapshot();
+    panel.setSnapshot(snapshot);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    auto* legend = panel.findChild<KvLegend*>(QStringLiteral("legend"));
+    QVERIFY(legend != nullptr);
+    const int oneLine = legend->heightForWidth(2000);
+    QVERIFY2(legend->heightForWidth(80) >= 3 * oneLine, "three entries, one per line when narrow");
+    QCOMPARE(legend->height(), legend->heightForWidth(legend->width()));
+    // Painted: the active sequence's swatch colour is in the legend's pixels.
+    const QImage image = legend->grab().toImage();
+    bool swatch = false;
+    for (int y = 0; y < image.height() && !swatch; ++y)
+        for (int x = 0; x < image.width() && !swatch; ++x) swatch = QColor(image.pixel(x, y)).name() == theme::usedBlock().name();
+    QVERIFY2(swatch, "the legend paints this chat's colour");
+
+    struct LayoutRequests : QObject {
+        int count = 0;
+        bool eventFilter(QObject* o, QEvent* e) override {
+            if (e->type() == QEvent::LayoutRequest) ++count;
+            return QObject::eventFilter(o, e);
+        }
+    } requests;
+    legend->parentWidget()->installEventFilter(&requests);
+    QCoreApplication::processEvents();
+    requests.count = 0;
+    snapshot.stats.sequences[0].tokens = 38;
+    panel.setSnapshot(snapshot);
+    QCoreApplication::processEvents();
+    QVERIFY(legend->text().contains(QStringLiteral("38 tokens")));
+    QCOMPARE(requests.count, 0);
+
+    // A second sequence: another entry, which needs another line at this width.
+    legend->parentWidget()->resize(160, legend->parentWidget()->height());
+    QCoreApplication::processEvents();
+    const int before = legend->height();
+    requests.count = 0;
+    snapshot.stats.sequences.push_back({2, 20, 2});
+    panel.setSnapshot(snapshot);
+    QTRY_VERIFY(requests.count > 0);
+    QTRY_VERIFY(legend->height() > before);
 }
 
 QTEST_MAIN(TestKvCachePanel)
