@@ -39,18 +39,14 @@ void LatencyChartData::mergePairs() {
     stepsPerPoint_ *= 2;
 }
 
-QList<QPointF> LatencyChartData::latency() const {
+QList<QPointF> LatencyChartData::line(double Span::*value) const {
     QList<QPointF> points;
     points.reserve(spans_.size() + 1);
-    for (const Span& s : spans_) points.append(QPointF(s.lastToken, s.slowestMs));
-    if (fillingSteps_ > 0) points.append(QPointF(filling_.lastToken, filling_.slowestMs));
+    for (const Span& s : spans_) points.append(QPointF(s.lastToken, s.*value));
+    if (fillingSteps_ > 0) points.append(QPointF(filling_.lastToken, filling_.*value));
     return points;
 }
 
-QList<QPointF> LatencyChartData::average() const {
-    QList<QPointF> points;
-    points.reserve(spans_.size() + 1);
-    for (const Span& s : spans_) points.append(QPointF(s.lastToken, s.averageMs));
-    if (fillingSteps_ > 0) points.append(QPointF(filling_.lastToken, filling_.averageMs));
-    return points;
-}
+QList<QPointF> LatencyChartData::latency() const { return line(&Span::slowestMs); }
+
+QList<QPointF> LatencyChartData::average() const { return line(&Span::averageMs); }

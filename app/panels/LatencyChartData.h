@@ -37,6 +37,7 @@ private:
         double averageMs = 0;  // moving-average line at lastToken
     };
     void mergePairs();
+    QList<QPointF> line(double Span::*value) const;  // a line's points: that value of each span
 
     int maxPoints_;
     int stepsPerPoint_ = 1;

@@ -52,6 +52,14 @@ QTextFragment fragmentWith(const QTextDocument& doc, const QString& text) {
         if (f.text().contains(text)) return f;
     return {};
 }
+// What the view gives its delegate for a row (the width the delegate reads is the viewport's).
+QStyleOptionViewItem rowOption(ChatView& view) {
+    QStyleOptionViewItem option;
+    option.initFrom(&view);
+    option.rect = QRect(0, 0, view.viewport()->width(), 100);
+    option.widget = &view;
+    return option;
+}
 // The HTML of a document's body: what it shows, block by block, with every format.
 QString bodyOf(const QTextDocument& doc) {
     const QString html = doc.toHtml();
@@ -281,10 +289,7 @@ void TestChatView::messageSizesFollowTheirText() {
     ChatView view;
     view.setModel(&model);
     view.resize(600, 400);
-    QStyleOptionViewItem option;
-    option.initFrom(&view);
-    option.rect = QRect(0, 0, 600, 100);
-    option.widget = &view;
+    const QStyleOptionViewItem option = rowOption(view);
     const QModelIndex index = model.index(0, 0);
     const int shortHeight = view.itemDelegate()->sizeHint(option, index).height();
     QCOMPARE(view.itemDelegate()->sizeHint(option, index).height(), shortHeight);
@@ -307,10 +312,7 @@ void TestChatView::aStreamingReplyKeepsItsFullWidthAndFitsWhenItEnds() {
     ChatView view;
     view.setModel(&model);
     view.resize(600, 400);
-    QStyleOptionViewItem option;
-    option.initFrom(&view);
-    option.rect = QRect(0, 0, 600, 100);
-    option.widget = &view;
+    const QStyleOptionViewItem option = rowOption(view);
     auto* delegate = qobject_cast<MessageDelegate*>(view.itemDelegate());
     QVERIFY(delegate != nullptr);
 
@@ -417,10 +419,7 @@ void TestChatView::aStreamingReplyPaintsAsItWillWhenFinished() {
     reply.text = QString::fromUtf8(kEveryBlock) + QStringLiteral("\n\nA last line as long as the others are, or longer than that.");
     model.append(reply);
     QCoreApplication::processEvents();
-    QStyleOptionViewItem option;
-    option.initFrom(&view);
-    option.rect = QRect(0, 0, view.viewport()->width(), 100);
-    option.widget = &view;
+    const QStyleOptionViewItem option = rowOption(view);
     auto* delegate = qobject_cast<MessageDelegate*>(view.itemDelegate());
     const QRect streamingBubble = delegate->bubbleRect(option, model.index(0, 0));
     const QImage streaming = view.viewport()->grab(streamingBubble).toImage();

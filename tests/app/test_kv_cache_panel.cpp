@@ -69,6 +69,14 @@ protected:
     }
 };
 
+// The panel on screen at a dock's size, showing `snapshot`.
+bool showWith(KvCachePanel& panel, const KvSnapshot& snapshot) {
+    panel.resize(420, 520);
+    panel.setSnapshot(snapshot);
+    panel.show();
+    return QTest::qWaitForWindowExposed(&panel);
+}
+
 QString labelText(const KvCachePanel& panel, const char* name) {
     const auto* label = panel.findChild<QLabel*>(QString::fromLatin1(name));
     if (label == nullptr) qFatal("KvCachePanel has no label named '%s'", name);
@@ -158,11 +166,8 @@ void TestKvCachePanel::paintsEmptyAndHugeCachesWithoutCrashing() {
 // one being written): only that block is repainted, and what is painted is right.
 void TestKvCachePanel::aNewSnapshotRepaintsOnlyTheBlocksThatChanged() {
     KvCachePanel panel;
-    panel.resize(420, 520);
     KvSnapshot snapshot = syntheticSnapshot();
-    panel.setSnapshot(snapshot);
-    panel.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QVERIFY(showWith(panel, snapshot));
     KvBlockGrid* grid = panel.grid();
     PaintRecorder recorder;
     grid->installEventFilter(&recorder);
@@ -213,11 +218,8 @@ void TestKvCachePanel::aNewSnapshotRepaintsOnlyTheBlocksThatChanged() {
 // needs another height (a narrow dock, another sequence), not for a new count.
 void TestKvCachePanel::theLegendFlowsOntoMoreLinesAndReLaysOutOnlyWhenItsHeightChanges() {
     KvCachePanel panel;
-    panel.resize(420, 520);
     KvSnapshot snapshot = syntheticSnapshot();
-    panel.setSnapshot(snapshot);
-    panel.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QVERIFY(showWith(panel, snapshot));
     auto* legend = panel.findChild<KvLegend*>(QStringLiteral("legend"));
     QVERIFY(legend != nullptr);
     const int oneLine = legend->heightForWidth(2000);
