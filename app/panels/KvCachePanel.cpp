@@ -292,6 +292,7 @@ void KvLegend::setEntries(const QList<Entry>& entries) {
     const int height = heightForWidth(width());
     const QSize minimum = minimumSizeHint();
     entries_ = entries;
+    measure();
     // A new layout only when the legend needs another height at its width (or another minimum);
     // otherwise its entries change within its rectangle, and a repaint shows them.
     if (heightForWidth(width()) != height || minimumSizeHint() != minimum) updateGeometry();
@@ -306,17 +307,26 @@ QString KvLegend::text() const {
     return parts.join(QStringLiteral("   "));
 }
 
-int KvLegend::entryWidth(const Entry& e) const {
+void KvLegend::measure() {
+    // Once per change of the entries (or font): layouts ask heightForWidth many times.
     const QFontMetrics fm(font());
-    const int swatch = e.color.isValid() ? fm.height() * 3 / 4 + kSwatchGap : 0;
-    return swatch + fm.horizontalAdvance(e.text);
+    widths_.clear();
+    for (const Entry& e : entries_)
+        widths_.push_back((e.color.isValid() ? fm.height() * 3 / 4 + kSwatchGap : 0) + fm.horizontalAdvance(e.text));
+}
+
+void KvLegend::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::FontChange || event->type() == QEvent::StyleChange) {
+        measure();
+        updateGeometry();
+    }
 }
 
 QList<KvLegend::Placed> KvLegend::place(int width, int* lines) const {
     QList<Placed> places;
     int x = 0, line = 0;
-    for (const Entry& e : entries_) {
-        const int w = entryWidth(e);
+    for (const int w : widths_) {
         if (x > 0 && x + w > width) {  // onto the next line (an entry wider than the legend stays whole)
             x = 0;
             ++line;
@@ -336,13 +346,13 @@ int KvLegend::heightForWidth(int width) const {
 
 QSize KvLegend::sizeHint() const {
     int w = 0;
-    for (const Entry& e : entries_) w += entryWidth(e) + kEntryGap;
+    for (const int e : widths_) w += e + kEntryGap;
     return {std::max(0, w - kEntryGap), heightForWidth(std::max(1, w))};
 }
 
 QSize KvLegend::minimumSizeHint() const {
     int w = 0;
-    for (const Entry& e : entries_) w = std::max(w, entryWidth(e));
+    for (const int e : widths_) w = std::max(w, e);
     return {std::min(w, 120), fontMetrics().height() + 2};
 }
 

@@ -74,6 +74,7 @@ public:
 
 protected:
     void paintEvent(QPaintEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     // Where each entry goes at `width`: its swatch's left edge and baseline row.
@@ -81,9 +82,10 @@ private:
         int x = 0, line = 0;
     };
     QList<Placed> place(int width, int* lines) const;
-    int entryWidth(const Entry& e) const;
+    void measure();
 
     QList<Entry> entries_;
+    QList<int> widths_;  // of each entry: its swatch and words
 };
 
 class KvCachePanel : public QWidget {
