@@ -1,6 +1,7 @@
 #include "chat/ChatView.h"
 
 #include <QAbstractTextDocumentLayout>
+#include <QAccessible>
 #include <QApplication>
 #include <QClipboard>
 #include <QContextMenuEvent>
@@ -148,6 +149,8 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
     l.label = QRect(right ? width - kSideMargin - labelWidth : kSideMargin, y, labelWidth, labelH);
     y += labelH + 3;
     l.bubble = QRect(x, y, bubbleWidth, textHeight + 2 * kPadY);
+    if (streaming && l.role == ChatMessage::Role::Assistant && !parts.has_reasoning)  // (in pieces)
+        l.liveTop = y + kPadY + static_cast<int>(std::floor(l.pieces.back().y)) - 2;
     y += l.bubble.height();
     if (!l.detailsText.isEmpty()) {
         y += 3;
@@ -207,6 +210,12 @@ double MessageDelegate::layOutPieces(Layout& l) {
     return y;
 }
 
+QRect MessageDelegate::liveRect(const QStyleOptionViewItem& option, const QModelIndex& index) const {
+    const Layout l = layout(option, index);
+    if (l.liveTop < 0) return {};
+    return QRect(QPoint(l.bubble.left(), l.liveTop), l.bubble.bottomRight());
+}
+
 QSize MessageDelegate::sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const {
     const Layout l = layout(option, index);
     int width = option.rect.width();
@@ -255,8 +264,10 @@ void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& optio
     // Only the lines inside the view: a long reply is mostly scrolled away, and it is repainted
     // at every frame while it streams.
     QRectF visible;
-    if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget))
-        visible = QRectF(view->viewport()->rect().translated(-option.rect.topLeft() - textOrigin));
+    if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget)) {
+        const QRect area = paintArea_.isNull() ? view->viewport()->rect() : paintArea_ & view->viewport()->rect();
+        visible = QRectF(area.translated(-option.rect.topLeft() - textOrigin));
+    }
     for (const Piece& piece : l.pieces) {
         const QRectF area(0, piece.y, l.textWidth, piece.doc->size().height());
         if (!visible.isNull() && !visible.intersects(area.adjusted(0, -kPadY, 0, kPadY))) continue;
@@ -305,8 +316,7 @@ ChatView::ChatView(QWidget* parent) : QListView(parent), delegate_(new MessageDe
 void ChatView::setModel(QAbstractItemModel* model) {
     QListView::setModel(model);
     if (model == nullptr) return;
-    // Geometry of a streaming row changes with every delta: re-measure it.
-    connect(model, &QAbstractItemModel::dataChanged, this, [this] { scheduleDelayedItemsLayout(); });
+
     connect(model, &QAbstractItemModel::modelReset, this, [this] { followTail_ = true; });
 }
 
@@ -347,8 +357,39 @@ void ChatView::scrollToEnd() {
     scrollToBottom();
 }
 
+void ChatView::dataChanged(const QModelIndex& topLeft, const QModelIndex& bottomRight, const QList<int>& roles) {
+    const QRect row = topLeft == bottomRight && topLeft.isValid() ? visualRect(topLeft) : QRect();
+    if (!row.isEmpty() && isVisible()) {
+        QStyleOptionViewItem option;
+        initViewItemOption(&option);
+        option.rect = row;
+        const QRect bubble = delegate_->bubbleRect(option, topLeft);
+        const QRect live = delegate_->liveRect(option, topLeft);
+        const bool sameBubble = liveRow_ == topLeft && liveBubble_ == bubble;
+        liveRow_ = topLeft;
+        liveBubble_ = bubble;
+        if (delegate_->sizeHint(option, topLeft).height() == row.height()) {
+            // The same height: no re-layout, and of the row only what can have changed.
+            viewport()->update(sameBubble && !live.isEmpty() ? live.translated(row.topLeft()) : row);
+#if QT_CONFIG(accessibility)
+            if (QAccessible::isActive()) {  // what QAbstractItemView::dataChanged would tell
+                QAccessibleTableModelChangeEvent event(this, QAccessibleTableModelChangeEvent::DataChanged);
+                event.setFirstRow(topLeft.row());
+                event.setLastRow(topLeft.row());
+                QAccessible::updateAccessibility(&event);
+            }
+#endif
+            return;
+        }
+    }
+    QListView::dataChanged(topLeft, bottomRight, roles);
+    scheduleDelayedItemsLayout();  // the row's height may have changed: re-measure it
+}
+
 void ChatView::paintEvent(QPaintEvent* event) {
+    delegate_->setPaintArea(event->rect());
     QListView::paintEvent(event);
+    delegate_->setPaintArea({});
     if (model() != nullptr && model()->rowCount() > 0) return;
     QPainter painter(viewport());
     painter.setRenderHint(QPainter::Antialiasing);

@@ -23,6 +23,12 @@ public:
     QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override;
     // Where the message's bubble is painted, relative to its row.
     QRect bubbleRect(const QStyleOptionViewItem& option, const QModelIndex& index) const { return layout(option, index).bubble; }
+    // Where a streaming reply can change from frame to frame, relative to its row: its last piece
+    // down to the bubble's bottom (the pieces above are finished). Empty for other messages.
+    QRect liveRect(const QStyleOptionViewItem& option, const QModelIndex& index) const;
+    // The part of the view being painted (viewport coordinates; null: all of it). Only the lines
+    // inside it are drawn.
+    void setPaintArea(const QRect& area) { paintArea_ = area; }
 
     // Replies start inside a reasoning section (the prompt ends with "<think>": DeepSeek-R1).
     void setRepliesOpenInReasoning(bool open) { repliesOpenInReasoning_ = open; }
@@ -39,6 +45,7 @@ private:
         std::shared_ptr<QTextDocument> doc;  // the message's document (a streaming reply's last piece)
         std::vector<Piece> pieces;           // what is painted: doc alone, or a streaming reply's pieces
         double textWidth = 0;                // the width the pieces are laid out at
+        int liveTop = -1;                    // a streaming reply's last piece's top in the row, else -1
         QRect label, bubble, details;
         QString labelText, detailsText;
         int height = 0;
@@ -63,6 +70,7 @@ private:
     // Bounded by text size: cost 1 per 2 KiB of text, so roughly 1 MiB of text stays laid out.
     mutable QCache<QString, Layout> layouts_{512};
     mutable LivePieces live_;
+    QRect paintArea_;
     bool repliesOpenInReasoning_ = false;
     bool renderMarkdown_ = true;
 };
@@ -88,9 +96,16 @@ signals:
 protected:
     void paintEvent(QPaintEvent* event) override;
     void contextMenuEvent(QContextMenuEvent* event) override;
+    // A streaming reply changes about 20 times a second. A re-layout of the list repaints the
+    // whole view (every visible message's text), so a change that keeps the row's height only
+    // repaints the row — of a streaming reply whose bubble stays put, only its last piece — and
+    // only a new height re-lays the list out.
+    void dataChanged(const QModelIndex& topLeft, const QModelIndex& bottomRight, const QList<int>& roles = QList<int>()) override;
 
 private:
     MessageDelegate* delegate_;
+    QPersistentModelIndex liveRow_;  // the row last repainted in part, and its bubble then
+    QRect liveBubble_;
     QString emptyTitle_, emptyHint_;
     QPixmap emptyIcon_;
     bool followTail_ = true;

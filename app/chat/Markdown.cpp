@@ -156,10 +156,12 @@ QList<qsizetype> pieceStarts(const QString& text, bool markdown) {
             previousBlank = true;
         } else {
             const Fence fence = markdown ? fenceOf(line) : Fence{};
-            // Not at a line still being written (the text's last, unterminated one), nor at a fence
-            // with nothing in it yet: rendered alone, those are an empty line that the whole text
-            // does not have.
-            const bool written = !last && (fence.length == 0 || end + 1 < text.size());
+            // Not at a code fence with nothing in it yet, nor at a line still being written that
+            // may become one ("`", "``"): rendered alone, an empty fence is an empty line that the
+            // whole text does not have. (A paragraph's first characters already say what block
+            // it is, so the line being written may start the last piece.)
+            const bool fenceLike = line[0] == QLatin1Char('`') || line[0] == QLatin1Char('~');
+            const bool written = fence.length > 0 ? end + 1 < text.size() : !(last && fenceLike);
             if (previousBlank && start > 0 && written && (!markdown || !mayBelongAbove(line))) starts.push_back(start);
             previousBlank = false;
             open = fence;

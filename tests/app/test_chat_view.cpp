@@ -6,6 +6,8 @@
 #include <QApplication>
 #include <QFontDatabase>
 #include <QImage>
+#include <QPaintEvent>
+#include <QScreen>
 #include <memory>
 #include <QTest>
 #include <QTextCursor>
@@ -37,6 +39,7 @@ private slots:
     void piecesAreCutOnlyWhereABlockCannotBelongAbove();
     void stackedPiecesShowWhatTheWholeTextShows();
     void aStreamingReplyPaintsAsItWillWhenFinished();
+    void aStreamingReplyRepaintsOnlyItsLastPiece();
 };
 
 namespace {
@@ -52,6 +55,24 @@ QTextFragment fragmentWith(const QTextDocument& doc, const QString& text) {
         if (f.text().contains(text)) return f;
     return {};
 }
+// An assistant's reply being written.
+ChatMessage streamingReply(const QString& text) {
+    ChatMessage reply;
+    reply.role = ChatMessage::Role::Assistant;
+    reply.streaming = true;
+    reply.text = text;
+    return reply;
+}
+// A chat view on screen over a model of its own.
+struct ShownChat {
+    ChatModel model;
+    ChatView view;
+    explicit ShownChat(QSize size) {
+        view.setModel(&model);
+        view.resize(size);
+        view.show();
+    }
+};
 // What the view gives its delegate for a row (the width the delegate reads is the viewport's).
 QStyleOptionViewItem rowOption(ChatView& view) {
     QStyleOptionViewItem option;
@@ -351,14 +372,17 @@ void TestChatView::piecesAreCutOnlyWhereABlockCannotBelongAbove() {
         firstLines << text.mid(start, text.indexOf(QLatin1Char('\n'), start) - start);
     }
     QCOMPARE(firstLines, QStringList({QStringLiteral("# Heading one"), QStringLiteral("Some text"), QStringLiteral("```cpp"),
-                                      QStringLiteral("Para before a rule"), QStringLiteral("~~~")}));
+                                      QStringLiteral("Para before a rule"), QStringLiteral("~~~"), QStringLiteral("The end.")}));
     // (None before "1." "3." "-" ">" "|" "    " "---", each of which may belong to the block above,
-    // none inside the fences, whose blank lines and inner markers are code, and none before "The
-    // end.", a line still being written.)
+    // and none inside the fences, whose blank lines and inner markers are code.)
     // Plain text is cut at every blank line.
     QCOMPARE(pieceStarts(QStringLiteral("a\n\nb\n\n\nc\n"), false), QList<qsizetype>({3, 7}));
     QCOMPARE(pieceStarts(QStringLiteral("a\n\nb\n"), true), QList<qsizetype>({3}));
-    QVERIFY(pieceStarts(QStringLiteral("a\n\nb"), true).isEmpty());  // "b" is still being written
+    QCOMPARE(pieceStarts(QStringLiteral("a\n\nb"), true), QList<qsizetype>({3}));  // "b" being written
+    // Not before a fence with nothing in it yet, or a line being written that may become one.
+    QVERIFY(pieceStarts(QStringLiteral("a\n\n```cpp\n"), true).isEmpty());
+    QVERIFY(pieceStarts(QStringLiteral("a\n\n``"), true).isEmpty());
+    QCOMPARE(pieceStarts(QStringLiteral("a\n\n```cpp\nint"), true), QList<qsizetype>({3}));
     QVERIFY(pieceStarts(QStringLiteral("no blank line\nat all"), true).isEmpty());
 }
 
@@ -407,17 +431,12 @@ void TestChatView::stackedPiecesShowWhatTheWholeTextShows() {
 
 // Painted while streaming (pieces) and once finished (one document), a reply looks the same.
 void TestChatView::aStreamingReplyPaintsAsItWillWhenFinished() {
-    ChatModel model;
-    ChatView view;
-    view.setModel(&model);
-    view.resize(640, 2400);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
-    ChatMessage reply;
-    reply.role = ChatMessage::Role::Assistant;
-    reply.streaming = true;
-    reply.text = QString::fromUtf8(kEveryBlock) + QStringLiteral("\n\nA last line as long as the others are, or longer than that.");
-    model.append(reply);
+    ShownChat chat(QSize(640, 2400));
+    QVERIFY(QTest::qWaitForWindowExposed(&chat.view));
+    ChatModel& model = chat.model;
+    ChatView& view = chat.view;
+    model.append(streamingReply(QString::fromUtf8(kEveryBlock) +
+                                QStringLiteral("\n\nA last line as long as the others are, or longer than that.")));
     QCoreApplication::processEvents();
     const QStyleOptionViewItem option = rowOption(view);
     auto* delegate = qobject_cast<MessageDelegate*>(view.itemDelegate());
@@ -436,6 +455,54 @@ void TestChatView::aStreamingReplyPaintsAsItWillWhenFinished() {
     for (int y = 0; y < std::min(streaming.height(), done.height()) - 40; ++y)
         for (int x = 0; x < w; ++x) differing += streaming.pixel(x, y) != done.pixel(x, y);
     QCOMPARE(differing, 0);
+}
+
+// A frame of a streaming reply that keeps its height repaints only the reply's last piece (the
+// rest of the view, other messages and finished paragraphs, stays as painted), and what is on
+// screen then is what a full repaint shows.
+void TestChatView::aStreamingReplyRepaintsOnlyItsLastPiece() {
+    ShownChat chat(QSize(640, 700));
+    QVERIFY(QTest::qWaitForWindowExposed(&chat.view));
+    ChatModel& model = chat.model;
+    ChatView& view = chat.view;
+    ChatMessage question;
+    question.role = ChatMessage::Role::User;
+    question.text = QStringLiteral("Tell me a story.");
+    model.append(question);
+    QString first;
+    for (int i = 0; i < 40; ++i) first += QStringLiteral("Once upon a time ");
+    model.append(streamingReply(first + QStringLiteral("\n\nThe")));
+    auto settle = [] {
+        for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();
+    };
+    settle();
+    model.appendToMessage(1, QStringLiteral(" end"));  // (the first change after a layout repaints the row)
+    settle();
+
+    struct Painted : QObject {
+        QRegion region;
+        bool eventFilter(QObject* o, QEvent* e) override {
+            if (e->type() == QEvent::Paint) region += static_cast<QPaintEvent*>(e)->region();
+            return QObject::eventFilter(o, e);
+        }
+    } painted;
+    view.viewport()->installEventFilter(&painted);
+    model.appendToMessage(1, QStringLiteral(" came"));
+    settle();
+    const QRect row = view.visualRect(model.index(1, 0));
+    const QRect live = qobject_cast<MessageDelegate*>(view.itemDelegate())->liveRect(rowOption(view), model.index(1, 0));
+    QVERIFY(!live.isEmpty());
+    QVERIFY2(!painted.region.isEmpty(), "the change was painted");
+    QCOMPARE(painted.region.boundingRect(), live.translated(row.topLeft()) & view.viewport()->rect());
+    QVERIFY2(live.top() > row.height() / 2, "the finished paragraph above is not repainted");
+
+    // On screen, the same as a full repaint.
+    QScreen* screen = view.screen();
+    const QImage partial = screen->grabWindow(view.winId()).toImage();
+    view.viewport()->repaint();
+    const QImage full = screen->grabWindow(view.winId()).toImage();
+    QVERIFY(!partial.isNull());
+    QCOMPARE(partial, full);
 }
 
 QTEST_MAIN(TestChatView)
