@@ -40,6 +40,7 @@
 #include "Preferences.h"
 #include "StatusLabel.h"
 #include "Theme.h"
+#include "UiPriority.h"
 #include "chat/ChatModel.h"
 #include "chat/ChatView.h"
 #include "chat/ConversationDelegate.h"
@@ -627,7 +628,10 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
     chatView_->setRepliesOpenInReasoning(report.chat_template && report.template_name == QStringLiteral("deepseek-r1"));
 
     QString deviceText = QString::fromStdString(device.name);
-    if (device.type == lantern::DeviceType::Cpu) deviceText += QStringLiteral(" · ") + deviceTypeDescription(device.type);
+    if (device.type == lantern::DeviceType::Cpu) {
+        deviceText += QStringLiteral(" · ") + deviceTypeDescription(device.type);
+        yieldUiThreadToInference();  // the model now runs on the UI's cores (UiPriority.h)
+    }
     deviceLabel_->setText(deviceText);
     deviceLabel_->setToolTip(tr("%1\nDriver: %2").arg(deviceDescription(device), QString::fromStdString(device.driver)));
     for (QAction* a : deviceGroup_->actions())

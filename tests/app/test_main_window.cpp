@@ -26,6 +26,7 @@
 
 #include "MainWindow.h"
 #include "Preferences.h"
+#include "UiPriority.h"
 #include "chat/ChatModel.h"
 #include "chat/ChatView.h"
 #include "chat/ConversationStore.h"
@@ -44,6 +45,24 @@ QString modelPath() {
         qWarning("%s", e.what());
         return {};
     }
+}
+
+// The nice value of each of this process's threads whose name starts with `prefix`, or of the
+// main thread alone (prefix null) (Linux).
+QList<int> niceOfThreads(const QString& prefix) {
+    QList<int> out;
+    for (const QString& tid : QDir(QStringLiteral("/proc/self/task")).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+        if (prefix.isNull() && tid.toLongLong() != static_cast<qint64>(getpid())) continue;
+        QFile stat(QStringLiteral("/proc/self/task/%1/stat").arg(tid));
+        if (!stat.open(QIODevice::ReadOnly)) continue;
+        const QString line = QString::fromLatin1(stat.readAll());
+        const qsizetype open = line.indexOf(QLatin1Char('(')), close = line.lastIndexOf(QLatin1Char(')'));
+        if (!prefix.isNull() && !line.mid(open + 1, close - open - 1).startsWith(prefix)) continue;
+        // After "(name)": state, then fields 4..; the nice value is field 19 of the file.
+        const QStringList fields = line.mid(close + 2).split(QLatin1Char(' '));
+        if (fields.size() > 16) out << fields[16].toInt();
+    }
+    return out;
 }
 
 bool loadModel(MainWindow& window) {
@@ -83,6 +102,15 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         window.show();
         QVERIFY2(loadModel(window), "stories260K loads through the window's worker");
         QVERIFY(!window.findChild<QLabel*>(QStringLiteral("deviceLabel"))->text().isEmpty());
+#if defined(Q_OS_LINUX)
+        if (window.findChild<QLabel*>(QStringLiteral("deviceLabel"))->text().contains(QStringLiteral("CPU"))) {
+            // On a CPU driver the UI thread gives way to the model's threads (UiPriority.h).
+            QCOMPARE(niceOfThreads(QString()).value(0, -1), kUiNice);  // the main thread
+            const QList<int> drivers = niceOfThreads(QStringLiteral("llvmpipe")) + niceOfThreads(QStringLiteral("InferenceWorker"));
+            QVERIFY(!drivers.isEmpty());
+            for (const int nice : drivers) QVERIFY2(nice < kUiNice, "the worker and the driver's threads keep their priority");
+        }
+#endif
         window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(16);
 
         auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
