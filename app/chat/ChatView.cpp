@@ -120,12 +120,13 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
     l.textWidth = maxText;
     double textH = layOutPieces(l);
     // The bubble fits its text: laid out again at the width its longest line needs. Not while a
-    // reply streams once its lines fill most of the width: each frame lays the growing reply
-    // out anew, and the second layout was half that cost; the bubble tightens when it ends.
+    // reply streams once its lines fill most of the width or it has finished pieces: each frame
+    // lays the growing reply out anew, the second layout was half that cost, and it would lay
+    // the finished pieces out again at every frame; the bubble tightens when the reply ends.
     double ideal = 0;
     for (const Piece& piece : l.pieces) ideal = std::max(ideal, piece.doc->idealWidth());
     const int fitted = std::min(static_cast<int>(std::ceil(ideal)), maxText);
-    if (!streaming || fitted < maxText * 3 / 4) {
+    if (!streaming || (fitted < maxText * 3 / 4 && l.pieces.size() == 1)) {
         l.textWidth = std::max(fitted, 8);
         textH = layOutPieces(l);
     }
