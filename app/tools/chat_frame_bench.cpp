@@ -1,10 +1,12 @@
 // lantern-chat-bench: what one frame of a streaming reply costs the UI thread, by reply length.
 //
-//   lantern-chat-bench [--frames N] [LENGTH ...]     (QT_QPA_PLATFORM=offscreen to run headless)
+//   lantern-chat-bench [--frames N] [--break N] [--reasoning] [LENGTH ...]
+//                                                    (QT_QPA_PLATFORM=offscreen to run headless)
 //
 // For each length (characters; default 2500 10000 30000) it shows a chat view holding a reply
 // of that length being written — Markdown paragraphs with bold and inline code, a blank line
-// every ~700 characters, as chat models write — then appends a word per frame, as
+// every ~700 characters (--break N: every ~N; 0: one paragraph, as small models write), as chat
+// models write; --reasoning: all of it inside a still-open <think> section — then appends a word per frame, as
 // MainWindow::flushStream does, and times the change and the event processing that follows (the
 // layout and the repaint), in ms per frame: the number that must not grow with the reply
 // (docs/architecture.md, "What a frame costs must not grow with the reply"). A developer tool, not
@@ -20,7 +22,7 @@
 
 namespace {
 
-QString replyOfLength(int length) {
+QString replyOfLength(int length, int breakEvery) {
     const QString sentence = QStringLiteral(
         "The quick brown fox jumps over the lazy dog, and then it runs **far away** into the `forest` where "
         "nobody can find it. ");
@@ -29,7 +31,7 @@ QString replyOfLength(int length) {
     while (text.size() < length) {
         text += sentence;
         sinceBreak += static_cast<int>(sentence.size());
-        if (sinceBreak >= 700) {
+        if (breakEvery > 0 && sinceBreak >= breakEvery) {
             text += QStringLiteral("\n\n");
             sinceBreak = 0;
         }
@@ -43,14 +45,20 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QStringList args = app.arguments().mid(1);
     int frames = 40;
+    int breakEvery = 700;
+    bool reasoning = false;
     QList<int> lengths;
     for (qsizetype i = 0; i < args.size(); ++i) {
         if (args[i] == QLatin1String("--frames") && i + 1 < args.size()) {
             frames = std::max(1, args[++i].toInt());
+        } else if (args[i] == QLatin1String("--reasoning")) {
+            reasoning = true;
+        } else if (args[i] == QLatin1String("--break") && i + 1 < args.size()) {
+            breakEvery = std::max(0, args[++i].toInt());
         } else if (args[i].toInt() > 0) {
             lengths << args[i].toInt();
         } else {
-            std::fprintf(stderr, "usage: lantern-chat-bench [--frames N] [LENGTH ...]\n");
+            std::fprintf(stderr, "usage: lantern-chat-bench [--frames N] [--break N] [--reasoning] [LENGTH ...]\n");
             return 2;
         }
     }
@@ -64,7 +72,8 @@ int main(int argc, char** argv) {
         ChatMessage reply;
         reply.role = ChatMessage::Role::Assistant;
         reply.streaming = true;
-        reply.text = replyOfLength(length);
+        reply.text = replyOfLength(length, breakEvery);
+        if (reasoning) reply.text.prepend(QStringLiteral("<think>\n"));
         model.append(reply);
         for (int i = 0; i < 5; ++i) QApplication::processEvents();
         QElapsedTimer clock;
