@@ -87,9 +87,13 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
                                  : ReplyParts{};
     if (parts.has_reasoning) {
         // The reasoning muted and smaller under its own heading, then the answer.
-        l.doc = newDocument();
-        writeReasonedReply(*l.doc, parts, font, smallFont(font), parts.reasoning_done ? tr("Reasoning") : tr("Reasoning…"),
-                           streaming ? QString(kCursor) : QString(), renderMarkdown_);
+        const QString heading = parts.reasoning_done ? tr("Reasoning") : tr("Reasoning…");
+        if (streaming) {
+            streamingReasonedPieces(l, parts, font, heading, newDocument);
+        } else {
+            l.doc = newDocument();
+            writeReasonedReply(*l.doc, parts, font, smallFont(font), heading, QString(), renderMarkdown_);
+        }
     } else if (l.role == ChatMessage::Role::Assistant && streaming) {
         streamingPieces(l, index.data(ChatModel::TextRole).toString(), font, newDocument);
     } else if (l.role == ChatMessage::Role::Assistant && renderMarkdown_) {
@@ -150,7 +154,7 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
     l.label = QRect(right ? width - kSideMargin - labelWidth : kSideMargin, y, labelWidth, labelH);
     y += labelH + 3;
     l.bubble = QRect(x, y, bubbleWidth, textHeight + 2 * kPadY);
-    if (streaming && l.role == ChatMessage::Role::Assistant && !parts.has_reasoning)  // (in pieces)
+    if (streaming && l.role == ChatMessage::Role::Assistant)  // (in pieces)
         l.liveTop = y + kPadY + static_cast<int>(std::floor(l.pieces.back().y)) - 2;
     y += l.bubble.height();
     if (!l.detailsText.isEmpty()) {
@@ -163,39 +167,63 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
     return l;
 }
 
-void MessageDelegate::streamingPieces(Layout& l, const QString& text, const QFont& font,
-                                      const std::function<std::shared_ptr<QTextDocument>()>& newDocument) const {
+void MessageDelegate::assemblePieces(Layout& l, const QStringList& keys,
+                                     const std::function<void(QTextDocument&, qsizetype)>& write, const QFont& font,
+                                     const NewDocument& newDocument) const {
     const bool markdown = renderMarkdown_;
     if (live_.fontKey != font.key() || live_.markdown != markdown) live_ = {font.key(), markdown, {}, {}};
-    const QList<qsizetype> starts = pieceStarts(text, markdown);
-    QStringList texts;
-    for (qsizetype i = 0; i <= starts.size(); ++i) {
-        const qsizetype from = i == 0 ? 0 : starts[i - 1];
-        const qsizetype to = i < starts.size() ? starts[i] - (markdown ? 0 : 1) : text.size();
-        texts << text.mid(from, to - from);
-    }
-    texts.back() += kCursor;
     LivePieces next{live_.fontKey, markdown, {}, {}};
-    for (qsizetype i = 0; i < texts.size(); ++i) {
-        const bool finished = i + 1 < texts.size();  // the last piece is still being written
+    for (qsizetype i = 0; i < keys.size(); ++i) {
+        const bool finished = i + 1 < keys.size();  // the last piece is still being written
         std::shared_ptr<QTextDocument> doc;
-        if (finished && i < live_.texts.size() && live_.texts[i] == texts[i]) {
+        if (finished && i < live_.keys.size() && live_.keys[i] == keys[i]) {
             doc = live_.docs[static_cast<size_t>(i)];
         } else {
             doc = newDocument();
-            if (markdown)
-                writeMarkdown(*doc, texts[i], font);
-            else
-                doc->setPlainText(texts[i]);
+            write(*doc, i);
         }
         if (finished) {
-            next.texts << texts[i];
+            next.keys << keys[i];
             next.docs.push_back(doc);
         }
         l.pieces.push_back({doc, 0.0});
     }
     live_ = std::move(next);
     l.doc = l.pieces.back().doc;
+}
+
+void MessageDelegate::streamingPieces(Layout& l, const QString& text, const QFont& font,
+                                      const NewDocument& newDocument) const {
+    const bool markdown = renderMarkdown_;
+    QStringList texts = pieceTexts(text, markdown);
+    texts.back() += kCursor;
+    assemblePieces(
+        l, texts,
+        [&](QTextDocument& doc, qsizetype i) {
+            if (markdown)
+                writeMarkdown(doc, texts[i], font);
+            else
+                doc.setPlainText(texts[i]);
+        },
+        font, newDocument);
+}
+
+void MessageDelegate::streamingReasonedPieces(Layout& l, const ReplyParts& parts, const QFont& font,
+                                              const QString& heading, const NewDocument& newDocument) const {
+    const bool markdown = renderMarkdown_;
+    const QList<ReasonedPiece> pieces = reasonedPieces(parts, markdown);
+    QStringList keys;
+    for (const ReasonedPiece& p : pieces)  // the heading is part of the first piece
+        keys << QString::number(int(p.kind)) + (p.kind == ReasonedPiece::Kind::Heading ? heading : QString()) +
+                    QChar(0x1F) + p.text;
+    keys.back() += kCursor;
+    assemblePieces(
+        l, keys,
+        [&](QTextDocument& doc, qsizetype i) {
+            writeReasonedPiece(doc, pieces[i], font, smallFont(font), heading,
+                               i + 1 == pieces.size() ? QString(kCursor) : QString(), markdown);
+        },
+        font, newDocument);
 }
 
 double MessageDelegate::layOutPieces(Layout& l) {

@@ -14,6 +14,7 @@
 #include <QStyledItemDelegate>
 
 class QTextDocument;
+struct ReplyParts;
 
 class MessageDelegate : public QStyledItemDelegate {
     Q_OBJECT
@@ -55,11 +56,18 @@ private:
     struct LivePieces {
         QString fontKey;
         bool markdown = true;
-        QStringList texts;  // the finished pieces of the last streaming layout
+        QStringList keys;  // what the finished pieces of the last streaming layout show
         std::vector<std::shared_ptr<QTextDocument>> docs;
     };
-    void streamingPieces(Layout& l, const QString& text, const QFont& font,
-                         const std::function<std::shared_ptr<QTextDocument>()>& newDocument) const;
+    using NewDocument = std::function<std::shared_ptr<QTextDocument>()>;
+    // l.pieces for a streaming reply: one per key (what the piece shows), the last still being
+    // written; `write(doc, i)` renders piece i into an empty document. Finished pieces whose key
+    // is unchanged keep their documents from live_.
+    void assemblePieces(Layout& l, const QStringList& keys, const std::function<void(QTextDocument&, qsizetype)>& write,
+                        const QFont& font, const NewDocument& newDocument) const;
+    void streamingPieces(Layout& l, const QString& text, const QFont& font, const NewDocument& newDocument) const;
+    void streamingReasonedPieces(Layout& l, const ReplyParts& parts, const QFont& font, const QString& heading,
+                                 const NewDocument& newDocument) const;
     static double layOutPieces(Layout& l);  // lays the pieces out at l.textWidth; their height
     // The laid-out message, from the cache when nothing it depends on changed: while a reply
     // streams the list re-lays itself out (Qt coalesces the changes, one layout per event-loop

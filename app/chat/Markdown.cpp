@@ -181,6 +181,17 @@ QList<qsizetype> pieceStarts(const QString& text, bool markdown) {
     return starts;
 }
 
+QStringList pieceTexts(const QString& text, bool markdown) {
+    const QList<qsizetype> starts = pieceStarts(text, markdown);
+    QStringList pieces;
+    for (qsizetype i = 0; i <= starts.size(); ++i) {
+        const qsizetype from = i == 0 ? 0 : starts[i - 1];
+        const qsizetype to = i < starts.size() ? starts[i] - (markdown ? 0 : 1) : text.size();
+        pieces << text.mid(from, to - from);
+    }
+    return pieces;
+}
+
 double stackedGap(const QTextDocument& above, const QTextDocument& below) {
     return std::max(above.lastBlock().blockFormat().bottomMargin(), below.firstBlock().blockFormat().topMargin());
 }

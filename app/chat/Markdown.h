@@ -11,6 +11,7 @@
 #include <QFont>
 #include <QList>
 #include <QString>
+#include <QStringList>
 
 class QTextCursor;
 class QTextDocument;
@@ -36,6 +37,9 @@ QColor codeBackground();
 // Markdown pieces are text[start_i, start_i+1); plain-text pieces leave out the newline before
 // the next piece (setPlainText makes a block of every line, so "a\n" + "b" stacks as "a\n\nb").
 QList<qsizetype> pieceStarts(const QString& text, bool markdown);
+
+// `text` cut at pieceStarts: the text of each piece (at least one).
+QStringList pieceTexts(const QString& text, bool markdown);
 
 // The space between the last block of `above` and the first of `below` when they are one
 // document: Qt collapses the two margins into the larger and leaves out a document's first top

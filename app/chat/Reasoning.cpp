@@ -40,30 +40,87 @@ ReplyParts splitReasoning(const QString& reply, bool opens_in_reasoning) {
     return parts;
 }
 
+namespace {
+
+struct ReplyFormats {
+    QTextCharFormat head, muted, plain;
+    ReplyFormats(const QFont& font, const QFont& small) {
+        head.setFont(small);
+        head.setFontWeight(QFont::Bold);
+        head.setForeground(theme::mutedText());
+        muted.setFont(small);
+        muted.setFontItalic(true);
+        muted.setForeground(theme::mutedText());
+        plain.setFont(font);
+        plain.setForeground(theme::text());
+    }
+};
+
+}  // namespace
+
 void writeReasonedReply(QTextDocument& doc, const ReplyParts& parts, const QFont& font, const QFont& small,
                         const QString& heading, const QString& tail, bool markdown) {
+    const ReplyFormats f(font, small);
     QTextCursor cursor(&doc);
-    QTextCharFormat head;
-    head.setFont(small);
-    head.setFontWeight(QFont::Bold);
-    head.setForeground(theme::mutedText());
-    cursor.insertText(heading, head);
-    QTextCharFormat muted;
-    muted.setFont(small);
-    muted.setFontItalic(true);
-    muted.setForeground(theme::mutedText());
-    if (!parts.reasoning.isEmpty()) cursor.insertText(QStringLiteral("\n") + parts.reasoning, muted);
+    cursor.insertText(heading, f.head);
+    if (!parts.reasoning.isEmpty()) cursor.insertText(QStringLiteral("\n") + parts.reasoning, f.muted);
     if (!parts.reasoning_done) {
-        if (!tail.isEmpty()) cursor.insertText(tail, muted);
+        if (!tail.isEmpty()) cursor.insertText(tail, f.muted);
         return;
     }
-    QTextCharFormat plain;
-    plain.setFont(font);
-    plain.setForeground(theme::text());
     if (!markdown) {
-        cursor.insertText(QStringLiteral("\n\n") + parts.answer + tail, plain);
+        cursor.insertText(QStringLiteral("\n\n") + parts.answer + tail, f.plain);
         return;
     }
-    cursor.insertText(QStringLiteral("\n\n"), plain);
+    cursor.insertText(QStringLiteral("\n\n"), f.plain);
     insertMarkdown(cursor, parts.answer + tail, font);
+}
+
+QList<ReasonedPiece> reasonedPieces(const ReplyParts& parts, bool markdown) {
+    QList<ReasonedPiece> pieces;
+    const QStringList reasoning = pieceTexts(parts.reasoning, false);
+    for (qsizetype i = 0; i < reasoning.size(); ++i)
+        pieces.push_back({i == 0 ? ReasonedPiece::Kind::Heading : ReasonedPiece::Kind::Reasoning, reasoning[i]});
+    if (!parts.reasoning_done) return pieces;
+    const QStringList answer = pieceTexts(parts.answer, markdown);
+    for (qsizetype i = 0; i < answer.size(); ++i)
+        pieces.push_back({i == 0 ? ReasonedPiece::Kind::FirstAnswer : ReasonedPiece::Kind::Answer, answer[i]});
+    return pieces;
+}
+
+void writeReasonedPiece(QTextDocument& doc, const ReasonedPiece& piece, const QFont& font, const QFont& small,
+                        const QString& heading, const QString& tail, bool markdown) {
+    const ReplyFormats f(font, small);
+    QTextCursor cursor(&doc);
+    switch (piece.kind) {
+        case ReasonedPiece::Kind::Heading:
+            cursor.insertText(heading, f.head);
+            if (!piece.text.isEmpty()) cursor.insertText(QStringLiteral("\n") + piece.text, f.muted);
+            if (!tail.isEmpty()) cursor.insertText(tail, f.muted);
+            return;
+        case ReasonedPiece::Kind::Reasoning:
+            // The block's own format as in the whole document, where the reasoning's lines are
+            // blocks begun by muted line breaks.
+            cursor.setBlockCharFormat(f.muted);
+            cursor.insertText(piece.text + tail, f.muted);
+            return;
+        case ReasonedPiece::Kind::FirstAnswer:
+            // This document's first block is the empty line between the reasoning and the answer.
+            cursor.setBlockCharFormat(f.plain);
+            if (!markdown) {
+                cursor.insertText(QStringLiteral("\n") + piece.text + tail, f.plain);
+                return;
+            }
+            cursor.insertText(QStringLiteral("\n"), f.plain);
+            insertMarkdown(cursor, piece.text + tail, font);
+            return;
+        case ReasonedPiece::Kind::Answer:
+            cursor.setBlockCharFormat(f.plain);
+            if (!markdown) {
+                cursor.insertText(piece.text + tail, f.plain);
+                return;
+            }
+            insertMarkdown(cursor, piece.text + tail, font);
+            return;
+    }
 }

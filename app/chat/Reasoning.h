@@ -3,6 +3,7 @@
 // The chat shows the reasoning muted and apart from the answer, as it streams.
 #pragma once
 #include <QFont>
+#include <QList>
 #include <QString>
 
 class QTextDocument;
@@ -24,3 +25,26 @@ ReplyParts splitReasoning(const QString& reply, bool opens_in_reasoning);
 // cursor) goes after whatever is being written.
 void writeReasonedReply(QTextDocument& doc, const ReplyParts& parts, const QFont& font, const QFont& small,
                         const QString& heading, const QString& tail, bool markdown = false);
+
+// A reply that reasons, while it is being written, cut into pieces that each get a document of
+// their own (as a reply without reasoning is, MessageDelegate): a model may reason for tens of
+// thousands of characters, and laying all of them out again at every frame made a frame's cost
+// grow with the reply. The reasoning is cut where its paragraphs end, the answer where its blocks
+// end (pieceStarts in chat/Markdown.h). Written with writeReasonedPiece and stacked (stackedGap),
+// the pieces show what writeReasonedReply shows for the same parts.
+struct ReasonedPiece {
+    enum class Kind {
+        Heading,      // the heading and the reasoning's first paragraphs
+        Reasoning,    // more of the reasoning
+        FirstAnswer,  // the blank line after the reasoning and the answer's first blocks
+        Answer,       // more of the answer
+    };
+    Kind kind = Kind::Heading;
+    QString text;
+    bool operator==(const ReasonedPiece&) const = default;
+};
+QList<ReasonedPiece> reasonedPieces(const ReplyParts& parts, bool markdown);
+
+// Writes one piece into an empty `doc`; `tail` (the streaming cursor) goes to the last piece.
+void writeReasonedPiece(QTextDocument& doc, const ReasonedPiece& piece, const QFont& font, const QFont& small,
+                        const QString& heading, const QString& tail, bool markdown);

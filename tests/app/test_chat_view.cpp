@@ -38,7 +38,10 @@ private slots:
     void aStreamingReplyKeepsItsFullWidthAndFitsWhenItEnds();
     void piecesAreCutOnlyWhereABlockCannotBelongAbove();
     void stackedPiecesShowWhatTheWholeTextShows();
+    void stackedReasonedPiecesShowWhatTheWholeReplyShows();
+    void aStreamingReplyPaintsAsItWillWhenFinished_data();
     void aStreamingReplyPaintsAsItWillWhenFinished();
+    void aStreamingReplyRepaintsOnlyItsLastPiece_data();
     void aStreamingReplyRepaintsOnlyItsLastPiece();
 };
 
@@ -429,14 +432,79 @@ void TestChatView::stackedPiecesShowWhatTheWholeTextShows() {
     QVERIFY(cutLengths > 100);
 }
 
+// The same for a reply that reasons: at every length it passes through (reasoning still being
+// written, then the answer), its pieces stacked show what writeReasonedReply shows, with the
+// cursor on the last piece.
+void TestChatView::stackedReasonedPiecesShowWhatTheWholeReplyShows() {
+    const QString full = QStringLiteral(
+                             "<think>\nThe user asks for a plan.\nFirst paragraph.\n\nSecond, after a blank "
+                             "line.\n\n\nThird, after two.\n  indented\n\n</think>\n\n") +
+                         QString::fromUtf8(kEveryBlock);
+    const QFont font = QApplication::font();
+    QFont small = font;
+    small.setPointSizeF(font.pointSizeF() * 0.85);
+    const QString tail = QStringLiteral("\u258d");
+    auto fresh = [] {
+        auto doc = std::make_unique<QTextDocument>();
+        doc->setDocumentMargin(0);
+        return doc;
+    };
+    int cutLengths = 0, answerCuts = 0;
+    for (const bool md : {true, false}) {
+        for (qsizetype n = 8; n <= full.size(); n += (n % 3) + 1) {
+            const ReplyParts parts = splitReasoning(full.left(n), false);
+            QVERIFY(parts.has_reasoning);
+            const QString heading = parts.reasoning_done ? QStringLiteral("Reasoning") : QStringLiteral("Reasoning…");
+            const QList<ReasonedPiece> pieces = reasonedPieces(parts, md);
+            QVERIFY(!pieces.isEmpty());
+            QCOMPARE(pieces.front().kind, ReasonedPiece::Kind::Heading);
+            if (pieces.size() == 1) continue;
+            ++cutLengths;
+            answerCuts += pieces.back().kind == ReasonedPiece::Kind::Answer;
+            QStringList bodies;
+            double height = 0;
+            std::unique_ptr<QTextDocument> previous;
+            for (qsizetype i = 0; i < pieces.size(); ++i) {
+                auto piece = fresh();
+                writeReasonedPiece(*piece, pieces[i], font, small, heading, i + 1 == pieces.size() ? tail : QString(),
+                                   md);
+                piece->setTextWidth(300);
+                bodies << bodyOf(*piece);
+                if (previous) height += stackedGap(*previous, *piece);
+                height += piece->size().height();
+                previous = std::move(piece);
+            }
+            auto whole = fresh();
+            writeReasonedReply(*whole, parts, font, small, heading, tail, md);
+            whole->setTextWidth(300);
+            QCOMPARE(bodies.join(QLatin1Char('\n')), bodyOf(*whole));
+            QCOMPARE(height, whole->size().height());
+        }
+    }
+    QVERIFY(cutLengths > 100);
+    QVERIFY(answerCuts > 20);
+}
+
 // Painted while streaming (pieces) and once finished (one document), a reply looks the same.
+void TestChatView::aStreamingReplyPaintsAsItWillWhenFinished_data() {
+    QTest::addColumn<QString>("reply");
+    const QString answer =
+        QString::fromUtf8(kEveryBlock) + QStringLiteral("\n\nA last line as long as the others are, or longer than that.");
+    const QString reasoning = QStringLiteral(
+        "<think>\nA first thought, long enough to wrap onto a second line of the bubble at this width.\n\n"
+        "A second one.\n\n\nA third, after two blank lines.");
+    QTest::newRow("answer") << answer;
+    QTest::newRow("still reasoning") << reasoning;
+    QTest::newRow("reasoning, then the answer") << reasoning + QStringLiteral("\n</think>\n\n") + answer;
+}
+
 void TestChatView::aStreamingReplyPaintsAsItWillWhenFinished() {
+    QFETCH(QString, reply);
     ShownChat chat(QSize(640, 2400));
     QVERIFY(QTest::qWaitForWindowExposed(&chat.view));
     ChatModel& model = chat.model;
     ChatView& view = chat.view;
-    model.append(streamingReply(QString::fromUtf8(kEveryBlock) +
-                                QStringLiteral("\n\nA last line as long as the others are, or longer than that.")));
+    model.append(streamingReply(reply));
     QCoreApplication::processEvents();
     const QStyleOptionViewItem option = rowOption(view);
     auto* delegate = qobject_cast<MessageDelegate*>(view.itemDelegate());
@@ -460,7 +528,18 @@ void TestChatView::aStreamingReplyPaintsAsItWillWhenFinished() {
 // A frame of a streaming reply that keeps its height repaints only the reply's last piece (the
 // rest of the view, other messages and finished paragraphs, stays as painted), and what is on
 // screen then is what a full repaint shows.
+void TestChatView::aStreamingReplyRepaintsOnlyItsLastPiece_data() {
+    QTest::addColumn<QString>("opening");  // what the reply starts with
+    QTest::addColumn<QString>("last");     // its last paragraph, being written
+    QTest::newRow("answer") << QString() << QStringLiteral("The");
+    QTest::newRow("reasoning") << QStringLiteral("<think>\n") << QStringLiteral("The");
+    QTest::newRow("answer after reasoning")
+        << QStringLiteral("<think>\nA thought.\n</think>\n\n") << QStringLiteral("The");
+}
+
 void TestChatView::aStreamingReplyRepaintsOnlyItsLastPiece() {
+    QFETCH(QString, opening);
+    QFETCH(QString, last);
     ShownChat chat(QSize(640, 700));
     QVERIFY(QTest::qWaitForWindowExposed(&chat.view));
     ChatModel& model = chat.model;
@@ -471,7 +550,7 @@ void TestChatView::aStreamingReplyRepaintsOnlyItsLastPiece() {
     model.append(question);
     QString first;
     for (int i = 0; i < 40; ++i) first += QStringLiteral("Once upon a time ");
-    model.append(streamingReply(first + QStringLiteral("\n\nThe")));
+    model.append(streamingReply(opening + first + QStringLiteral("\n\n") + last));
     auto settle = [] {
         for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();
     };
