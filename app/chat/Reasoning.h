@@ -41,7 +41,6 @@ struct ReasonedPiece {
     };
     Kind kind = Kind::Heading;
     QString text;
-    bool operator==(const ReasonedPiece&) const = default;
 };
 QList<ReasonedPiece> reasonedPieces(const ReplyParts& parts, bool markdown);
 

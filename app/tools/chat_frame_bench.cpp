@@ -5,8 +5,9 @@
 //
 // For each length (characters; default 2500 10000 30000) it shows a chat view holding a reply
 // of that length being written — Markdown paragraphs with bold and inline code, a blank line
-// every ~700 characters (--break N: every ~N; 0: one paragraph, as small models write), as chat
-// models write; --reasoning: all of it inside a still-open <think> section — then appends a word per frame, as
+// every ~700 characters, as chat models write (--break N: every ~N; 0: one paragraph, as small
+// models write; --reasoning: all of it inside a still-open <think> section) — then appends a
+// word per frame, as
 // MainWindow::flushStream does, and times the change and the event processing that follows (the
 // layout and the repaint), in ms per frame: the number that must not grow with the reply
 // (docs/architecture.md, "What a frame costs must not grow with the reply"). A developer tool, not
