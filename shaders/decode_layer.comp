@@ -6,8 +6,9 @@
 #if defined(PHASE_CLOCK)
 #extension GL_EXT_shader_realtime_clock : require
 #endif
-// A whole transformer layer of a decode step (one token, or up to 24: batched decode, short
-// prompts; the matmuls' decode layout, see kRowLayoutMaxTokens) in one dispatch, for lavapipe:
+// Whole transformer layers of a decode step (one token, or up to 24: batched decode, short
+// prompts; the matmuls' decode layout, see kRowLayoutMaxTokens) in one dispatch, for lavapipe —
+// a run of consecutive layers (all of a model's where its weights share a slab), each
 //   Q/K/V matmul (RMSNorm in; RoPE + KV store out) -> attention -> output projection (+= x)
 //   -> gate/up matmul (RMSNorm in; SwiGLU out) -> down matmul (+= x)
 // Why: lavapipe runs each dispatch by waking its worker threads and waiting for them all, and on
@@ -35,8 +36,9 @@
 // then sync[0] is set, every workgroup and the step's later layers stop, and the host runs the
 // step again with the separate kernels (LlamaModel::forward), which rewrite everything it wrote.
 //
-// Everything lives in a few shared views: the layer's weights are one contiguous span of a weight
+// Everything lives in a few shared views: the run's weights are one contiguous span of a weight
 // slab (binding 0 as 16-byte units, binding 1 as floats: quantized scales and the norm weights),
+// its layers' K and V caches one span each of a KV buffer,
 // the activations one arena (x | q/k/v | attention out | FFN), so each op reads at its offsets.
 // Reads of what an earlier op of the same dispatch wrote go through texel views of the same
 // memory: on a CPU driver that is plain memory, and the counters' atomics order it.
@@ -94,15 +96,22 @@ layout(binding = 11) uniform usamplerBuffer tables;  // block tables
 // each layer from lp.clock_base on (mark). The host zeroes it before each step.
 layout(std430, binding = 12) coherent buffer Sync { uint sync[]; };
 
-layout(push_constant) uniform Layer {
+layout(push_constant) uniform Layers {
     uint T;          // tokens in the step
-    uint slot;       // this layer's counter in sync
+    uint slot;       // the run's first layer: its counters in sync (layer r's at slot + r)
+    uint layers;     // layers in the run
     uint dim;        // model width
     uint ffn;        // FFN width
     uint qkv_rows;   // rows of Q, K and V together
     uint qkv_a_rows; // rows of the first Q/K/V part (all of them with one part)
-    uint w_qkv, w_qkv_b, w_o, w_gu, w_down;  // first 16-byte unit of each matrix in binding 0
-    uint norm_attn, norm_ffn;                // first float of each norm weight in binding 1
+    // The run's first layer: first 16-byte unit of each matrix in binding 0, first float of each
+    // norm weight in binding 1. Each later layer's are layer_units units further, and its caches
+    // layer_kv 16-byte units further than the one before (the host checks that a run's layers lie
+    // so, ops::DecodeLayerOp::joins: push constants, not a table in memory, so that the offsets
+    // stay uniform values for the compiler).
+    uint w_qkv, w_qkv_b, w_o, w_gu, w_down;
+    uint norm_attn, norm_ffn;
+    uint layer_units, layer_kv;
     uint act_x, act_qkv, act_attn, act_ffn;  // first float of each activation in the arena
     uint n_head, n_kv, n_rot, block;
     float eps, scale;
@@ -122,6 +131,10 @@ struct Op {
     uint w_base, x_base, y_base, norm_base;
 };
 Op pc;
+
+// The layer being run: its counter slot, and where its weights and caches start relative to the
+// run's first layer's (16-byte units).
+uint slot, w_layer, kv_layer;
 
 // Where the matrix being run starts in the weight views (see weights.glsl).
 #define WEIGHT_UNIT_BASE pc.w_base
@@ -143,20 +156,26 @@ void y_set(uint o, float v) { act[pc.y_base + o] = v; }
 uvec4 tok_at(uint t) { return texelFetch(tok, int(t)); }
 float rope_at(uint i) { return texelFetch(rope, int(i)).x; }
 #if defined(KV_F16)
-void k_store(uint i, vec2 v) { kc[i / 2u] = packHalf2x16(v); }
-void v_store(uint i, vec2 v) { vc[i / 2u] = packHalf2x16(v); }
-uint k_word(uint e) { return kc[e / 2u]; }
-uint v_word(uint e) { return vc[e / 2u]; }
+void k_store(uint i, vec2 v) { kc[kv_layer * 4u + i / 2u] = packHalf2x16(v); }
+void v_store(uint i, vec2 v) { vc[kv_layer * 4u + i / 2u] = packHalf2x16(v); }
+uint k_word(uint e) { return kc[kv_layer * 4u + e / 2u]; }
+uint v_word(uint e) { return vc[kv_layer * 4u + e / 2u]; }
 #else
-void k_store(uint i, vec2 v) { kc[i] = floatBitsToUint(v.x); kc[i + 1u] = floatBitsToUint(v.y); }
-void v_store(uint i, vec2 v) { vc[i] = floatBitsToUint(v.x); vc[i + 1u] = floatBitsToUint(v.y); }
-uint k_word(uint e) { return kc[e]; }
-uint v_word(uint e) { return vc[e]; }
+void k_store(uint i, vec2 v) {
+    kc[kv_layer * 4u + i] = floatBitsToUint(v.x);
+    kc[kv_layer * 4u + i + 1u] = floatBitsToUint(v.y);
+}
+void v_store(uint i, vec2 v) {
+    vc[kv_layer * 4u + i] = floatBitsToUint(v.x);
+    vc[kv_layer * 4u + i + 1u] = floatBitsToUint(v.y);
+}
+uint k_word(uint e) { return kc[kv_layer * 4u + e]; }
+uint v_word(uint e) { return vc[kv_layer * 4u + e]; }
 #endif
 float q_at(uint i) { return x(i); }
 vec4 q4_at(uint i) { return x4(i); }
-uvec4 k4_at(uint i) { return texelFetch(kc4, int(i)); }
-uvec4 v4_at(uint i) { return texelFetch(vc4, int(i)); }
+uvec4 k4_at(uint i) { return texelFetch(kc4, int(kv_layer + i)); }
+uvec4 v4_at(uint i) { return texelFetch(vc4, int(kv_layer + i)); }
 uint table_at(uint i) { return texelFetch(tables, int(i)).x; }
 void out_set(uint i, float v) { act[pc.y_base + i] = v; }
 void capture_set(uint i, float v) {}
@@ -173,19 +192,19 @@ void set_matmul(uint wt, uint K, uint N, uint rows, uint w, uint x_base, uint x_
     pc.N = N;
     pc.row_units = row_units_of(wt, K);
     pc.tile_rows = gl_WorkGroupSize.x * rows;
-    pc.w_base = w;
+    pc.w_base = w + w_layer;
     pc.x_base = x_base;
     pc.x_stride = x_stride;
     pc.y_base = y_base;
     pc.y_stride = y_stride;
     pc.y_offset = 0u;
     pc.flags = flags;
-    pc.norm_base = norm;
+    pc.norm_base = norm + w_layer * 4u;  // (norm is unused where the input is plain)
 }
 
 // Work sharing (see the top). The op's items — bands of a matmul, groups of 8 heads — are claimed
 // one at a time. Counters per op: sync[c] items claimed, sync[c + 1] items finished.
-uint op_counter(uint op) { return 1u + lp.slot * 10u + 2u * op; }
+uint op_counter(uint op) { return 1u + slot * 10u + 2u * op; }
 
 shared uint claimed;
 
@@ -217,7 +236,7 @@ void mark(uint e) {
 #if defined(PHASE_CLOCK)
     if (gl_LocalInvocationIndex == 0u) {
         const uvec2 t = clockRealtime2x32EXT();
-        const uint i = lp.clock_base + ((lp.slot * gl_NumWorkGroups.x + gl_WorkGroupID.x) * kClockEvents + e) * 2u;
+        const uint i = lp.clock_base + ((slot * gl_NumWorkGroups.x + gl_WorkGroupID.x) * kClockEvents + e) * 2u;
         sync[i] = t.x;
         sync[i + 1u] = t.y;
     }
@@ -275,8 +294,9 @@ void set_qkv(bool b) {
     pc.y_offset = b ? lp.qkv_a_rows : 0u;
 }
 
-void main() {
-    if (gave_up()) return;  // an earlier layer of this step gave up
+// One layer (slot, w_layer and kv_layer set). False: the step is given up (here or in an earlier layer).
+bool run_layer(bool last) {
+    if (gave_up()) return false;
     pc.T = lp.T;
     pc.eps = lp.eps;
     pc.n_head = lp.n_head;
@@ -310,7 +330,7 @@ void main() {
         finished(0u);
     }
     mark(1u);
-    if (!wait_done(0u, n_qkv)) return;
+    if (!wait_done(0u, n_qkv)) return false;
     mark(2u);
 
     // Attention: one item per 8 * HEADS_PER_LANE heads (lanes own heads) or per head (lanes split
@@ -327,24 +347,44 @@ void main() {
         finished(1u);
     }
     mark(3u);
-    if (!wait_done(1u, groups * lp.T)) return;
+    if (!wait_done(1u, groups * lp.T)) return false;
     mark(4u);
 
     // Output projection, added to x.
     set_matmul(TYPE_O, lp.dim, lp.dim, ROWS_O, lp.w_o, lp.act_attn, lp.dim, lp.act_x, lp.dim, 1u, 0u);
-    if (!run_matmul(TYPE_O, 2u, ROWS_O, IN_PLAIN, OUT_PLAIN)) return;
+    if (!run_matmul(TYPE_O, 2u, ROWS_O, IN_PLAIN, OUT_PLAIN)) return false;
 
     // Gate/up: RMSNorm of x in, silu(gate) * up out (gate and up rows interleaved).
     set_matmul(TYPE_GU, lp.dim, 2u * lp.ffn, ROWS_GU, lp.w_gu, lp.act_x, lp.dim, lp.act_ffn, lp.ffn, 0u,
                lp.norm_ffn);
-    if (!run_matmul(TYPE_GU, 3u, ROWS_GU, IN_NORM, OUT_SWIGLU)) return;
+    if (!run_matmul(TYPE_GU, 3u, ROWS_GU, IN_NORM, OUT_SWIGLU)) return false;
 
-    // Down, added to x. The next dispatch starts after this one ends: no wait needed here.
+    // Down, added to x. After the run's last layer the dispatch's end orders it for what follows;
+    // within a run the next layer waits for it like any op.
     set_matmul(TYPE_DOWN, lp.ffn, lp.dim, ROWS_DOWN, lp.w_down, lp.act_ffn, lp.ffn, lp.act_x, lp.dim, 1u, 0u);
-    const uint bands = bands_of(ROWS_DOWN);
-    for (uint v = claim(4u); v < bands * token_groups(); v = claim(4u)) {
+    const uint bands = bands_of(ROWS_DOWN), n_down = bands * token_groups();
+    for (uint v = claim(4u); v < n_down; v = claim(4u)) {
         matmul_rows(TYPE_DOWN, uvec2(v % bands, v / bands), ROWS_DOWN, IN_PLAIN, OUT_PLAIN);
-        barrier();
+        if (last)
+            barrier();
+        else
+            finished(4u);
     }
     mark(9u);
+    return last || wait_done(4u, n_down);
+}
+
+// A run of consecutive layers, one after another in this dispatch (ops::DecodeLayerOp): their
+// weights in one slab and their caches in one K and one V buffer. Why not a dispatch per layer:
+// lavapipe wakes its threads for each dispatch and waits for all of them at its end, and a run of
+// the 110M model's 12 layers in one dispatch decoded 1.1-1.3x faster than 12 dispatches of the
+// same code (docs/architecture.md). [[dont_unroll]]: the loop's trip count is a push constant,
+// and a copy of the layer per iteration would multiply the shader's size.
+void main() {
+    [[dont_unroll]] for (uint r = 0u; r < lp.layers; ++r) {
+        slot = lp.slot + r;
+        w_layer = r * lp.layer_units;
+        kv_layer = r * lp.layer_kv;
+        if (!run_layer(r + 1u == lp.layers)) return;
+    }
 }

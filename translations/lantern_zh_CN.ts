@@ -1258,8 +1258,8 @@ Driver: %2</source>
         <translation>输出层（logits）</translation>
     </message>
     <message>
-        <source>Layers (one dispatch each)</source>
-        <translation>各层（每层一次调度）</translation>
+        <source>Layers (fused dispatches)</source>
+        <translation>各层（融合调度）</translation>
     </message>
     <message>
         <source>Layer dispatches starting</source>

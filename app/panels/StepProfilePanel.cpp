@@ -109,7 +109,7 @@ QString StepProfilePanel::opName(const std::string& op) {
     if (op == "ffn_gate_up") return tr("FFN gate/up, SwiGLU");
     if (op == "ffn_down") return tr("FFN down");
     if (op == "lm_head") return tr("Output layer (logits)");
-    if (op == "fused_layer") return tr("Layers (one dispatch each)");
+    if (op == "fused_layer") return tr("Layers (fused dispatches)");
     if (op == "fused_start") return tr("Layer dispatches starting");
     return QString::fromStdString(op);
 }

@@ -407,7 +407,7 @@ void bench_model(const std::string& path, const std::string& label, const Option
         const auto& p = pe->last_step_profile();
         std::printf("profile %s (decode step at position %d): wall %.3f ms, GPU %.3f ms, %u dispatches%s\n",
                     label.c_str(), o.profile_at, p.total_ms, p.gpu_ms, p.dispatches,
-                    p.fused_layers ? " (fused layers: one dispatch each)" : "");
+                    p.fused_layers ? " (fused layers: one dispatch per run of layers)" : "");
         for (const auto& op : p.ops) {
             std::printf("  %-14s %8.3f ms  %5.1f %%  %3u dispatches  %8.2f MiB  %6.2f GB/s\n", op.op.c_str(), op.ms,
                         p.gpu_ms > 0 ? 100 * op.ms / p.gpu_ms : 0.0, op.dispatches, op.bytes / 1048576.0,

@@ -422,7 +422,7 @@ private slots:
               "(logits RMS %.3g)",
               ggml_type_name(type), tied ? "tied" : "untied", c.vocab, prefill.nmse(), prefill.max_abs, decode.nmse(),
               decode.max_abs, decode.rms());
-        // On lavapipe the decode steps ran each layer as one dispatch (the fused decode layer),
+        // On lavapipe the decode steps ran fused layers (the fused decode layer),
         // unless Q/K/V came in three stacks or gate/up could not be interleaved (other types on
         // attn_k and ffn_up); elsewhere the separate kernels. (A fused
         // step can fall back to the separate kernels when a thread is preempted for ~50 ms on a
@@ -504,7 +504,7 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
-    // The fused decode layer (one dispatch per layer, ops::DecodeLayerOp) computes exactly what the
+    // The fused decode layers (one dispatch per run of layers, ops::DecodeLayerOp) compute exactly what the
     // separate kernels compute: same routines, same order of operations, so the logits of every
     // decode step are bit for bit the same, for every weight and KV type. The odd shape (F32/F16:
     // quantized rows need whole blocks) has rows that are not multiples of 4 floats,
@@ -745,8 +745,67 @@ private slots:
         const bool lavapipe = engine->device().name.find("llvmpipe") != std::string::npos;
         const auto& prof = engine->last_step_profile();
         QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0, lavapipe);
-        // One dispatch per layer, mixed or not, plus the embedding and the LM head.
-        if (prof.fused_layers) QCOMPARE(prof.dispatches, shape.n_layers + 2);
+        // One dispatch per run of consecutive layers of the same types (a run's layers share one
+        // kernel; here [0], [1, 2], [3], [4, 5], [6, 7]), plus the embedding and the LM head.
+        uint32_t runs = 0;
+        for (uint32_t l = 0; l < shape.n_layers; ++l) {
+            const bool more = std::find(more_bits.begin(), more_bits.end(), l) != more_bits.end();
+            const bool more_before = l > 0 && std::find(more_bits.begin(), more_bits.end(), l - 1) != more_bits.end();
+            runs += (l == 0 || more != more_before) ? 1 : 0;
+        }
+        QCOMPARE(runs, 5u);
+        if (prof.fused_layers) QCOMPARE(prof.dispatches, runs + 2);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // Fused layers run as runs of consecutive layers, one dispatch each, and a run ends where its
+    // layers' caches leave one buffer (a model whose caches exceed one storage-buffer view): with
+    // the caches of 1, 2 and all 3 layers to a buffer, 3, 2 and 1 runs, each computing what the
+    // separate kernels compute.
+    void fused_runs_end_where_the_caches_leave_a_buffer_data() {
+        QTest::addColumn<uint32_t>("per_buffer");
+        QTest::addColumn<uint32_t>("runs");
+        QTest::newRow("one layer per buffer") << 1u << 3u;
+        QTest::newRow("two layers per buffer") << 2u << 2u;
+        QTest::newRow("as many as fit") << 0u << 1u;
+    }
+    void fused_runs_end_where_the_caches_leave_a_buffer() {
+        QFETCH(uint32_t, per_buffer);
+        QFETCH(uint32_t, runs);
+        Config c;  // 3 layers
+        c.dim = 288;
+        c.heads = 9;  // lanes own heads for one token (two groups of 8), as in real models
+        c.kv_heads = 3;
+        c.ffn = 320;
+        QCOMPARE(c.layers, 3u);
+        const std::string path = test::temp_dir() + "/fused-runs.gguf";
+        ReferenceModel ref(c, false);
+        ref.write(path, static_cast<uint32_t>(GgmlType::Q8_0), 4100);
+        auto o = options();
+        o.kv_layers_per_buffer_for_test = per_buffer;
+        auto fused = Engine::load(path, o);
+        const bool lavapipe = fused->device().name.find("llvmpipe") != std::string::npos;  // else no fused layers
+        o.kv_layers_per_buffer_for_test = 0;
+        o.fused_decode = false;
+        auto separate = Engine::load(path, o);
+        const std::vector<int32_t> prompt{1, 17, 42, 99, 5};
+        auto sf = fused->create_sequence(), ss = separate->create_sequence();
+        auto lf = fused->prefill(sf, prompt);
+        QCOMPARE(lf, separate->prefill(ss, prompt));
+        uint32_t fused_steps = 0;
+        for (int step = 0; step < 6; ++step) {
+            const int32_t next = argmax(lf, 0, c.vocab);
+            StepItem a{sf, {next}, true, false}, b{ss, {next}, true, false};
+            lf = fused->step(std::span<const StepItem>(&a, 1))[0];
+            QVERIFY2(lf == separate->step(std::span<const StepItem>(&b, 1))[0],
+                     qPrintable(QString("decode step %1: fused and separate logits differ").arg(step)));
+            const auto& p = fused->last_step_profile();
+            if (p.fused_layers) {
+                ++fused_steps;
+                QCOMPARE(p.dispatches, runs + 2);  // the runs, the embedding and the LM head
+            }
+        }
+        QCOMPARE(fused_steps + fused->last_step_profile().fused_fallbacks, lavapipe ? 6u : 0u);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

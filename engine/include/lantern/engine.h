@@ -57,9 +57,12 @@ struct EngineOptions {
     uint32_t max_logit_rows = 0;       // logit rows per step; 0 = max_sequences
     bool profile = false;              // per-op GPU timestamps (see last_step_profile)
     uint64_t weight_slab_bytes = 0;    // weight sub-allocation block; 0 = 256 MiB (tests use tiny ones)
-    // On lavapipe, decode steps (up to 24 tokens) run each layer as one dispatch (engine/src/ops/decode_layer.h);
-    // false = the separate kernels (for comparisons).
+    // On lavapipe, decode steps (up to 24 tokens) run runs of consecutive layers as one dispatch
+    // each (engine/src/ops/decode_layer.h); false = the separate kernels (for comparisons).
     bool fused_decode = true;
+    // Tests of how fused layers form runs: at most this many layers' K (and V) caches per buffer, so
+    // runs end where a buffer does (0 = as many as one storage-buffer view reaches).
+    uint32_t kv_layers_per_buffer_for_test = 0;
     // Tests of the fused layers' fallback: every fused step stalls in this layer's attention, so
     // its wait gives up and the step runs again with the separate kernels. -1 = off.
     int32_t fused_decode_stall_layer_for_test = -1;
@@ -93,7 +96,7 @@ struct StepProfile {
     double total_ms = 0;       // wall time of the step (record + submit + wait + readback)
     double gpu_ms = 0;         // sum of op times (timestamps), 0 when not profiled
     uint32_t dispatches = 0;
-    bool fused_layers = false;  // layers ran as one dispatch each (decode steps on lavapipe)
+    bool fused_layers = false;  // layers ran fused, a run of layers per dispatch (decode steps on lavapipe)
     uint32_t fused_fallbacks = 0;  // fused steps so far that gave up and ran on the separate kernels
     std::vector<OpTime> ops;   // empty when not profiled
     // Where the "fused_layer" entry's time goes, per op family, from clocks inside the kernel

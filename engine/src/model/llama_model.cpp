@@ -36,8 +36,11 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     const uint32_t T = limits.max_step_tokens, S = limits.max_logit_rows;
 
     // Fit check before any large allocation: a clear message beats a driver OOM halfway through.
+    // Rounded up to 256 bytes: layers' caches lie side by side in buffers (kv_buffers_), and each
+    // must start where any device lets a view start.
     uint64_t kv_layer_bytes = static_cast<uint64_t>(limits.kv_blocks) * limits.block_tokens * kv_dim *
                               (limits.kv_f16 ? 2 : 4);
+    kv_layer_bytes = (kv_layer_bytes + 255) / 256 * 256;
     kv_bytes_ = kv_layer_bytes * 2 * m.n_layers;
     if (kv_layer_bytes > lim.maxStorageBufferRange || kv_layer_bytes / 16 > lim.maxTexelBufferElements)
         throw Error(ErrorCode::ModelTooLarge, "the KV cache of one layer (" + std::to_string(kv_layer_bytes >> 20) +
@@ -108,6 +111,15 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     ashape.kv_f16 = limits.kv_f16;
 
     layers_.resize(m.n_layers);
+    // Layers per KV buffer: as many as one view reaches (a run of fused layers binds its caches as
+    // one) and one allocation holds.
+    uint64_t kv_buffer_max = std::min<uint64_t>(lim.maxStorageBufferRange, 16ull * lim.maxTexelBufferElements);
+    if (ctx.info().max_allocation_bytes) kv_buffer_max = std::min<uint64_t>(kv_buffer_max, ctx.info().max_allocation_bytes);
+    uint32_t kv_per_buffer = static_cast<uint32_t>(std::max<uint64_t>(1, kv_buffer_max / kv_layer_bytes));
+    if (limits.kv_layers_per_buffer_for_test) kv_per_buffer = std::min(kv_per_buffer, limits.kv_layers_per_buffer_for_test);
+    kv_buffers_.reserve(2 * ((m.n_layers + kv_per_buffer - 1) / kv_per_buffer));  // the layers point into it
+    std::vector<ops::DecodeLayerInput> fused_inputs;
+    ops::DecodeLayerShape fused_shape;
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         auto& L = layers_[l];
         std::string p = "blk." + std::to_string(l) + ".";
@@ -143,15 +155,22 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
                                                    {m.ffn_dim, m.ffn_dim}, m.dim);
         const auto* wd = &upload(gguf, p + "ffn_down.weight", m.dim, m.ffn_dim);
         vk::BufferRange attn_norm_w = L.attn_norm->parts[0].values, ffn_norm_w = L.ffn_norm->parts[0].values;
-        L.k_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
-        L.v_cache = ctx.create_buffer(kv_layer_bytes, MemoryUse::DeviceLocal);
+        // K and V caches: the next slice of this chunk's buffers (a new pair every kv_per_buffer layers).
+        if (l % kv_per_buffer == 0) {
+            const uint64_t n = std::min<uint64_t>(kv_per_buffer, m.n_layers - l);
+            for (int kv = 0; kv < 2; ++kv)
+                kv_buffers_.push_back(ctx.create_buffer(n * kv_layer_bytes, MemoryUse::DeviceLocal));
+        }
+        const VkDeviceSize kv_at = (l % kv_per_buffer) * kv_layer_bytes;
+        L.k_cache = {&kv_buffers_[kv_buffers_.size() - 2], kv_at, kv_layer_bytes};
+        L.v_cache = {&kv_buffers_[kv_buffers_.size() - 1], kv_at, kv_layer_bytes};
         // Q/K/V with RoPE and the KV-cache store fused into the matmul's epilogue.
         ops::RopeKvEpilogue rope_kv;
         rope_kv.shape = ashape;
         rope_kv.tok_info = {&tok_info_};
         rope_kv.rope = {&rope_};
-        rope_kv.k_cache = {&L.k_cache};
-        rope_kv.v_cache = {&L.v_cache};
+        rope_kv.k_cache = L.k_cache;
+        rope_kv.v_cache = L.v_cache;
         // Each matmul's weight bytes go to its profile label (bytes read per step, for GB/s per op).
         std::array<uint64_t, kProfileLabels> layer_bytes{};
         auto counted = [&](uint32_t label, auto&& build) {
@@ -188,7 +207,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         const std::string why = limits.fused_decode ? ops::DecodeLayerOp::unsupported(ctx, fw, fs) : "turned off";
         if (!why.empty() && fused_why_.empty()) fused_why_ = "layer " + std::to_string(l) + ": " + why;
         L.has_fused = why.empty();
-        L.attention = ops::AttentionOp(ctx, ashape, qkv_, {&L.k_cache}, {&L.v_cache}, {&tok_info_}, {&tables_},
+        L.attention = ops::AttentionOp(ctx, ashape, qkv_, L.k_cache, L.v_cache, {&tok_info_}, {&tables_},
                                        attn_, {&capture_}, 0,
                                        limits.gpu_layouts ? ops::AttentionSplit::LanesSplitKeys
                                                           : ops::AttentionSplit::ForDevice);
@@ -205,18 +224,32 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
             if (L.has_fused) inside_fused_bytes_[label] += layer_bytes[label];
         }
         if (L.has_fused) {
-            const ops::DecodeLayerActivations arena{{&act_}, static_cast<uint32_t>(x_.offset / 4),
-                                                  static_cast<uint32_t>(qkv_.offset / 4),
-                                                  static_cast<uint32_t>(attn_.offset / 4),
-                                                  static_cast<uint32_t>(gate_up_.offset / 4)};
-            L.fused = ops::DecodeLayerOp(ctx, fw, fs, arena, {&tok_info_}, {&rope_}, {&tables_}, {&L.k_cache},
-                                         {&L.v_cache}, {&sync_}, l, clock_base_);
+            fused_inputs.push_back({fw, L.k_cache, L.v_cache, l});
+            fused_shape = fs;
         }
         uint32_t separate = 1;  // attention
         for (auto* v : {&L.qkv, &L.o, &L.gate_up, &L.down})
             for (auto& op : *v) separate += op.dispatches();
         dispatches_ += separate;
-        fused_dispatches_ += L.has_fused ? 1 : separate;
+        fused_dispatches_ += L.has_fused ? 0 : separate;
+    }
+    // The fused layers as runs of consecutive layers, one dispatch each.
+    if (!fused_inputs.empty()) {
+        const ops::DecodeLayerActivations arena{{&act_}, static_cast<uint32_t>(x_.offset / 4),
+                                              static_cast<uint32_t>(qkv_.offset / 4),
+                                              static_cast<uint32_t>(attn_.offset / 4),
+                                              static_cast<uint32_t>(gate_up_.offset / 4)};
+        const std::span<const ops::DecodeLayerInput> all(fused_inputs);
+        for (size_t i = 0; i < all.size();) {
+            size_t n = 1;
+            while (i + n < all.size() && ops::DecodeLayerOp::joins(ctx, all.subspan(i, n), all[i + n])) ++n;
+            for (size_t k = i; k < i + n; ++k) layers_[all[k].slot].fused_run = static_cast<int32_t>(fused_runs_.size());
+            fused_runs_.emplace_back(ctx, all.subspan(i, n), fused_shape, arena, vk::BufferRange{&tok_info_},
+                                     vk::BufferRange{&rope_}, vk::BufferRange{&tables_}, vk::BufferRange{&sync_},
+                                     clock_base_);
+            i += n;
+        }
+        fused_dispatches_ += static_cast<uint32_t>(fused_runs_.size());
     }
     std::vector<uint32_t> unused;
     const uint64_t before_lm_head = matmul_bytes_;
@@ -234,10 +267,7 @@ LlamaModel::~LlamaModel() { release(); }
 void LlamaModel::release() {
     for (auto* b : {&act_, &logits_, &tokens_, &tok_info_, &tables_, &rowmap_, &capture_, &rope_, &dummy_, &sync_})
         ctx_.destroy(*b);
-    for (auto& L : layers_) {
-        ctx_.destroy(L.k_cache);
-        ctx_.destroy(L.v_cache);
-    }
+    for (auto& b : kv_buffers_) ctx_.destroy(b);
     for (auto& s : slabs_) ctx_.destroy(s);
 }
 
@@ -460,8 +490,8 @@ void LlamaModel::record_lm_head(VkCommandBuffer cmd, uint32_t S) {
     }
 }
 
-// Records one step of T tokens with S logit rows (see forward); `fused`: one dispatch per layer
-// (steps of 1-3 tokens).
+// Records one step of T tokens with S logit rows (see forward); `fused`: one dispatch per run of
+// fused layers (steps of 1-4 tokens).
 void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool timing, int32_t capture_layer,
                              int32_t capture_token, bool fused) {
     const auto& m = info_;
@@ -490,9 +520,13 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         auto& L = layers_[l];
         if (fused && L.has_fused) {
-            L.fused.record(cmd, T, timing && L.fused.clocks());
-            mark(kFusedLayer);
-            ctx_.barrier(cmd);
+            // A run's layers all run fused: the dispatch is recorded at its first layer.
+            const auto& run = fused_runs_[L.fused_run];
+            if (run.first_layer() == l) {
+                run.record(cmd, T, timing && run.clocks());
+                mark(kFusedLayer);
+                ctx_.barrier(cmd);
+            }
             continue;
         }
         linear(L.qkv, L.qkv_offsets, m.dim, qkv_width_, false);
@@ -554,8 +588,10 @@ void LlamaModel::fused_op_times(StepProfile& prof, uint64_t kv_read) const {
     }
     OpTime start;
     start.op = "fused_start";
-    start.ms = fused_ms - span_ms * scale;
-    start.dispatches = fused_layers;
+    // (Not below 0: where the clocks spanned the whole dispatch time, and were scaled to it, the
+    // difference is rounding.)
+    start.ms = std::max(0.0, fused_ms - span_ms * scale);
+    start.dispatches = static_cast<uint32_t>(fused_runs_.size());
     prof.fused_ops.push_back(start);
 }
 
@@ -585,7 +621,7 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     // (push constants, grid sizes) and the capture and timing commands: a step like the last one
     // resubmits its recording.
     const bool reusable = !timing && capture_token < 0;
-    // Steps of 1-4 tokens run each layer as one dispatch where possible (2-4 tokens read each weight
+    // Steps of 1-4 tokens run fused layers (a run of layers per dispatch) where possible (2-4 tokens read each weight
     // once for all of them, ops::DecodeLayerOp's tokens-per-lane variants): not while capturing
     // attention (the capture is the separate attention kernel's), and only when the separate
     // attention kernel would split the work as the fused layer was built to (it decides by the
@@ -594,7 +630,8 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     // 4 sequences: 67-71 -> 117-124 tok/s in all.
     bool fused = fused_ok_ && T <= ops::kRowLayoutTokensPerLane && capture_token < 0;
     for (const auto& L : layers_)
-        if (fused && L.has_fused && L.attention.lanes_own_heads(T) != L.fused.lanes_own_heads()) fused = false;
+        if (fused && L.has_fused && L.attention.lanes_own_heads(T) != fused_runs_[L.fused_run].lanes_own_heads())
+            fused = false;
     auto run = [&](bool fused_step) {
         if (fused_step) {
             // The op counters start at 0, and so do the clocks of a profiled step.

@@ -26,8 +26,9 @@ struct ModelLimits {
     uint32_t block_tokens = 16;
     bool kv_f16 = true;
     uint64_t weight_slab_bytes = 256ull << 20;  // weights are sub-allocated from slabs of this size
-    bool fused_decode = true;  // one dispatch per layer for steps of a few tokens where possible (ops/decode_layer.h)
+    bool fused_decode = true;  // one dispatch per run of layers for steps of a few tokens where possible (ops/decode_layer.h)
     int32_t fused_stall_layer_for_test = -1;  // see EngineOptions::fused_decode_stall_layer_for_test
+    uint32_t kv_layers_per_buffer_for_test = 0;  // see EngineOptions::kv_layers_per_buffer_for_test
     bool gpu_layouts = false;                 // see EngineOptions::gpu_layouts_for_test
 };
 
@@ -58,7 +59,7 @@ public:
         return 2ull * m.n_layers * m.n_kv_heads * m.head_dim * (f16 ? 2 : 4);
     }
     uint32_t dispatches_per_step() const { return dispatches_; }
-    // Whether decode steps run layers as one dispatch each (ops::DecodeLayerOp), and if not
+    // Whether decode steps run fused layers, a run of layers per dispatch (ops::DecodeLayerOp), and if not
     // all of them do, why the first that does not cannot.
     bool fused_decode() const { return fused_ok_; }
     const std::string& fused_decode_unsupported() const { return fused_why_; }
@@ -75,10 +76,10 @@ private:
         std::vector<ops::MatmulOp> qkv, o, gate_up, down;
         std::vector<uint32_t> qkv_offsets, gate_up_offsets;
         bool swiglu_fused = false;  // gate/up rows interleaved, SwiGLU in their matmul's epilogue
-        vk::Buffer k_cache, v_cache;
+        vk::BufferRange k_cache, v_cache;  // in kv_buffers_
         ops::AttentionOp attention;
-        ops::DecodeLayerOp fused;  // the whole layer in one dispatch (when has_fused)
         bool has_fused = false;
+        int32_t fused_run = -1;  // its run in fused_runs_ (when has_fused)
     };
 
     void release();  // destroys every buffer (destructor, and a constructor that throws)
@@ -138,6 +139,12 @@ private:
     // Fused decode: counters (sync_[0]: a wait gave up; then per layer and op, items claimed and
     // finished; see shaders/decode_layer.comp), zeroed by the host before each fused step.
     vk::Buffer sync_;
+    // Runs of consecutive fused layers, one dispatch each: all of a model's layers where their
+    // weights share a slab and their caches a KV buffer (ops::DecodeLayerOp::joins).
+    std::vector<ops::DecodeLayerOp> fused_runs_;
+    // The KV caches: each buffer holds the K (or V) caches of consecutive layers, as many as one
+    // storage-buffer view reaches, so that a run of fused layers reads all of its own through one.
+    std::vector<vk::Buffer> kv_buffers_;
     VkDeviceSize sync_counter_bytes_ = 0;  // the counters; the clock events follow (clock_base_, in uints)
     uint32_t clock_base_ = 0, fused_groups_ = 1;
     void fused_op_times(StepProfile& prof, uint64_t kv_read) const;

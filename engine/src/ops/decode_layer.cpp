@@ -28,6 +28,24 @@ std::pair<VkDeviceSize, VkDeviceSize> span_of(const DecodeLayerWeights& w) {
     }
     return {first, end};
 }
+
+uint32_t lane_rows(const DeviceWeight* d) { return d->tile_rows / kCpuLanes; }
+uint32_t type_of(const DeviceWeight* d) { return d ? d->format->device_type : 0u; }
+
+// What a layer's weights make of the kernel: each matmul's rows per lane and type (the
+// specialization constants that differ between layers of one model).
+std::vector<uint32_t> matmul_spec(const DecodeLayerWeights& w) {
+    return {lane_rows(w.qkv), lane_rows(w.o), lane_rows(w.gate_up), lane_rows(w.down),
+            w.qkv_b ? lane_rows(w.qkv_b) : 0u, type_of(w.qkv), type_of(w.qkv_b ? w.qkv_b : w.qkv),
+            type_of(w.o), type_of(w.gate_up), type_of(w.down)};
+}
+
+// The bytes a run's view of its caches covers: from the first layer's cache to the last's end.
+VkDeviceSize cache_span(std::span<const DecodeLayerInput> run, bool k) {
+    const auto& first = k ? run.front().k_cache : run.front().v_cache;
+    const auto& last = k ? run.back().k_cache : run.back().v_cache;
+    return last.offset + last.size - first.offset;
+}
 }  // namespace
 
 bool DecodeLayerOp::device_supported(const vk::Context& ctx) {
@@ -64,18 +82,68 @@ std::string DecodeLayerOp::unsupported(const vk::Context& ctx, const DecodeLayer
     return {};
 }
 
-DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s,
+bool DecodeLayerOp::joins(const vk::Context& ctx, std::span<const DecodeLayerInput> run, const DecodeLayerInput& next) {
+    if (run.empty()) return false;
+    const DecodeLayerInput& first = run.front();
+    const DecodeLayerInput& last = run.back();
+    if (next.slot != last.slot + 1 || matmul_spec(next.weights) != matmul_spec(first.weights)) return false;
+    if (next.weights.qkv->parts[0].values.buffer != first.weights.qkv->parts[0].values.buffer) return false;
+    // The caches follow each other in one buffer, K and V at the same offsets (the shader keeps
+    // one offset per layer for both).
+    const auto follows = [](const vk::BufferRange& a, const vk::BufferRange& b) {
+        return b.buffer == a.buffer && b.offset == a.offset + a.size && b.size == a.size;
+    };
+    if (!follows(last.k_cache, next.k_cache) || !follows(last.v_cache, next.v_cache)) return false;
+    if (next.k_cache.offset - first.k_cache.offset != next.v_cache.offset - first.v_cache.offset) return false;
+    // Every weight as far after the last layer's as the first layer's are before the second's
+    // (the kernel finds layer r's at the first's plus r strides).
+    const auto weights_of = [](const DecodeLayerWeights& w) {
+        return std::array{w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm};
+    };
+    const auto a = weights_of(first.weights), b = weights_of(next.weights);
+    if (b[0]->parts[0].values.offset <= a[0]->parts[0].values.offset) return false;
+    const VkDeviceSize stride = (b[0]->parts[0].values.offset - a[0]->parts[0].values.offset) / run.size();
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (!a[i] != !b[i]) return false;
+        if (a[i] && b[i]->parts[0].values.offset != a[i]->parts[0].values.offset + stride * run.size()) return false;
+    }
+    if (run.size() >= 2) {
+        const auto c = weights_of(run[1].weights);
+        for (size_t i = 0; i < a.size(); ++i)
+            if (a[i] && c[i]->parts[0].values.offset != a[i]->parts[0].values.offset + stride) return false;
+    }
+    if (stride == 0 || stride % 16 != 0) return false;
+    std::vector<DecodeLayerInput> joined(run.begin(), run.end());
+    joined.push_back(next);
+    const auto& lim = ctx.limits();
+    for (bool k : {true, false}) {
+        const VkDeviceSize bytes = cache_span(joined, k);
+        if (bytes > lim.maxStorageBufferRange || bytes / 16 > lim.maxTexelBufferElements) return false;
+    }
+    const VkDeviceSize w_first = span_of(first.weights).first, w_end = span_of(next.weights).second;
+    // Binding 1 views the weights as floats: four bytes a texel.
+    return w_end > w_first && (w_end - w_first) / 4 <= lim.maxTexelBufferElements;
+}
+
+DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, std::span<const DecodeLayerInput> layers, const DecodeLayerShape& s,
                              const DecodeLayerActivations& act, vk::BufferRange tok_info, vk::BufferRange rope,
-                             vk::BufferRange tables, vk::BufferRange k_cache, vk::BufferRange v_cache,
-                             vk::BufferRange sync, uint32_t slot, uint32_t clock_base)
+                             vk::BufferRange tables, vk::BufferRange sync, uint32_t clock_base)
     : ctx_(&ctx) {
-    if (std::string why = unsupported(ctx, w, s); !why.empty())
-        throw Error(ErrorCode::Internal, "fused decode layer: " + why);
+    if (layers.empty()) throw Error(ErrorCode::Internal, "fused decode layers: an empty run");
+    for (size_t i = 0; i < layers.size(); ++i) {
+        if (std::string why = unsupported(ctx, layers[i].weights, s); !why.empty())
+            throw Error(ErrorCode::Internal, "fused decode layer: " + why);
+        if (i > 0 && !joins(ctx, layers.subspan(0, i), layers[i]))
+            throw Error(ErrorCode::Internal, "fused decode layers: layer " + std::to_string(layers[i].slot) +
+                                                 " cannot join the run before it");
+    }
     const auto& a = s.attention;
-    const auto [first, end] = span_of(w);
+    const DecodeLayerWeights& w = layers.front().weights;
+    const VkDeviceSize first = span_of(w).first, end = span_of(layers.back().weights).second;
     const vk::BufferRange weights{w.qkv->parts[0].values.buffer, first, end - first};
+    const vk::BufferRange k_cache{layers.front().k_cache.buffer, layers.front().k_cache.offset, cache_span(layers, true)};
+    const vk::BufferRange v_cache{layers.front().v_cache.buffer, layers.front().v_cache.offset, cache_span(layers, false)};
     auto unit = [&](const DeviceWeight* d) { return static_cast<uint32_t>((d->parts[0].values.offset - first) / 16); };
-    auto lane_rows = [](const DeviceWeight* d) { return d->tile_rows / kCpuLanes; };
 
     // One workgroup per driver thread, so every thread can take part (a late one finds less work).
     groups_ = workgroups_for(ctx);
@@ -87,15 +155,13 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
         BindingKind::TexelFloat4, BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::Storage,
         BindingKind::Storage,    BindingKind::TexelUint4, BindingKind::TexelUint4, BindingKind::TexelUint,
         BindingKind::Storage};
-    auto type = [](const DeviceWeight* d) { return d ? d->format->device_type : 0u; };
     shader_ = a.kv_f16 ? shaders::ShaderId::decode_layer_kvf16 : shaders::ShaderId::decode_layer_kvf32;
     clock_shader_ = a.kv_f16 ? shaders::ShaderId::decode_layer_kvf16_clock : shaders::ShaderId::decode_layer_kvf32_clock;
     clocks_ = clock_base != 0 && ctx.shader_device_clock();
     kinds_ = kinds;
-    spec_ = {kCpuLanes, lane_rows(w.qkv), lane_rows(w.o), lane_rows(w.gate_up), lane_rows(w.down),
-             vec4 ? 1u : 0u, a.head_dim, q_vec4 ? 1u : 0u, s.lanes_own_heads ? 1u : 0u,
-             w.qkv_b ? lane_rows(w.qkv_b) : 0u, type(w.qkv), type(w.qkv_b ? w.qkv_b : w.qkv),
-             type(w.o), type(w.gate_up), type(w.down)};
+    const std::vector<uint32_t> m = matmul_spec(w);
+    spec_ = {kCpuLanes, m[0], m[1], m[2], m[3], vec4 ? 1u : 0u, a.head_dim, q_vec4 ? 1u : 0u,
+             s.lanes_own_heads ? 1u : 0u, m[4], m[5], m[6], m[7], m[8], m[9]};
     ranges_ = {weights, weights, act.arena, act.arena, act.arena, tok_info, rope,
                k_cache, v_cache, k_cache, v_cache, tables, sync};
     own_heads_ = s.lanes_own_heads;
@@ -103,7 +169,8 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
     variant(1, false);  // the one-token kernel, which every decode step uses, at load
 
     push_.T = 1;
-    push_.slot = slot;
+    push_.slot = layers.front().slot;
+    push_.layers = static_cast<uint32_t>(layers.size());
     push_.dim = s.dim;
     push_.ffn = s.ffn_dim;
     push_.qkv_a_rows = static_cast<uint32_t>(w.qkv->rows);
@@ -115,6 +182,9 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, cons
     push_.w_down = unit(w.down);
     push_.norm_attn = unit(w.attn_norm) * 4;
     push_.norm_ffn = unit(w.ffn_norm) * 4;
+    // Strides between the layers (joins checked that they are equal); one layer: none.
+    push_.layer_units = layers.size() > 1 ? unit(layers[1].weights.qkv) - unit(w.qkv) : 0u;
+    push_.layer_kv = layers.size() > 1 ? static_cast<uint32_t>((layers[1].k_cache.offset - k_cache.offset) / 16) : 0u;
     push_.act_x = act.x;
     push_.act_qkv = act.qkv;
     push_.act_attn = act.attn;

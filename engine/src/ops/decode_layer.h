@@ -1,8 +1,10 @@
-// The fused decode layer (shaders/decode_layer.comp): on lavapipe a decode step (one token, or
-// a few: batched decode, short prompts) runs each transformer layer as one dispatch instead of five; its workgroups (one per driver thread)
-// claim each op's work from atomic counters and wait for the op to finish before the next. What
-// it saves is lavapipe's per-dispatch thread hand-off; see the shader for the measurements and for
-// what happens when a wait gives up (the step is run again with the separate kernels).
+// Fused decode layers (shaders/decode_layer.comp): on lavapipe a decode step (one token, or a few:
+// batched decode, short prompts) runs a run of consecutive transformer layers — all of a model's,
+// where their weights share a slab and their caches a buffer — as one dispatch instead of five per
+// layer; its workgroups (one per driver thread) claim each op's work from atomic counters and wait
+// for the op to finish before the next. What it saves is lavapipe's per-dispatch thread hand-off;
+// see the shader for the measurements and for what happens when a wait gives up (the step is run
+// again with the separate kernels).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -30,6 +32,14 @@ struct DecodeLayerWeights {
 struct DecodeLayerActivations {
     vk::BufferRange arena;
     uint32_t x = 0, qkv = 0, attn = 0, ffn = 0;  // first float of each
+};
+
+// One layer of a run: its weights, its K and V caches and its counter slot in `sync` (its index in
+// the model).
+struct DecodeLayerInput {
+    DecodeLayerWeights weights;
+    vk::BufferRange k_cache, v_cache;
+    uint32_t slot = 0;
 };
 
 struct DecodeLayerShape {
@@ -71,27 +81,35 @@ public:
     static std::string unsupported(const vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s);
     // Whether the device runs fused layers at all (lavapipe).
     static bool device_supported(const vk::Context& ctx);
+    // Whether `next` (supported on its own) can join the run `run` (consecutive layers, `next`
+    // following the last): the same kernel, its weights in the run's slab as far after the last
+    // layer's as those are after the one before (every matrix and norm), and its caches right
+    // after the last layer's in the same buffers, all within one view of each.
+    static bool joins(const vk::Context& ctx, std::span<const DecodeLayerInput> run, const DecodeLayerInput& next);
 
     DecodeLayerOp() = default;
-    // `slot`: this layer's counters in `sync` (which needs 1 + 10 x layers uints, zeroed before each
-    // step); `clock_base`: where the clock events of profiled steps start in it (clock_words(layers,
-    // workgroups()) uints from there; 0 = no clocked steps).
-    DecodeLayerOp(vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s,
+    // `layers`: a run (each joins the ones before it). `sync`: every layer's counters (1 + 10 x
+    // model layers uints, zeroed before each step); `clock_base`: where the clock events of
+    // profiled steps start in it (clock_words(model layers, workgroups()) uints from there; 0 = no
+    // clocked steps).
+    DecodeLayerOp(vk::Context& ctx, std::span<const DecodeLayerInput> layers, const DecodeLayerShape& s,
                   const DecodeLayerActivations& act, vk::BufferRange tok_info, vk::BufferRange rope,
-                  vk::BufferRange tables, vk::BufferRange k_cache, vk::BufferRange v_cache, vk::BufferRange sync,
-                  uint32_t slot, uint32_t clock_base = 0);
+                  vk::BufferRange tables, vk::BufferRange sync, uint32_t clock_base = 0);
     // A step of `tokens` tokens (at most kRowLayoutMaxTokens: the matmuls run the decode layout);
     // `clocked`: the variant that records its op clocks (only where clocks() is true).
     void record(VkCommandBuffer cmd, uint32_t tokens, bool clocked = false) const;
     bool clocks() const { return clocks_; }
     uint32_t workgroups() const { return groups_; }
+    uint32_t first_layer() const { return push_.slot; }
+    uint32_t layers() const { return push_.layers; }
     bool lanes_own_heads() const { return own_heads_; }  // attention's layout (DecodeLayerShape)
 
 private:
     struct Push {
-        uint32_t T, slot, dim, ffn, qkv_rows, qkv_a_rows;
+        uint32_t T, slot, layers, dim, ffn, qkv_rows, qkv_a_rows;
         uint32_t w_qkv, w_qkv_b, w_o, w_gu, w_down;
         uint32_t norm_attn, norm_ffn;
+        uint32_t layer_units, layer_kv;
         uint32_t act_x, act_qkv, act_attn, act_ffn;
         uint32_t n_head, n_kv, n_rot, block;
         float eps, scale;

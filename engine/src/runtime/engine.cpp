@@ -65,6 +65,7 @@ public:
         if (o.weight_slab_bytes) lim.weight_slab_bytes = o.weight_slab_bytes;
         lim.fused_decode = o.fused_decode;
         lim.fused_stall_layer_for_test = o.fused_decode_stall_layer_for_test;
+        lim.kv_layers_per_buffer_for_test = o.kv_layers_per_buffer_for_test;
         lim.gpu_layouts = o.gpu_layouts_for_test;
         uint64_t per_token = model::LlamaModel::kv_bytes_per_token(info_, o.kv_f16);
         // Default budget: every sequence can reach the full context at once.
