@@ -87,6 +87,11 @@ bool DecodeLayerOp::joins(const vk::Context& ctx, std::span<const DecodeLayerInp
     const DecodeLayerInput& first = run.front();
     const DecodeLayerInput& last = run.back();
     if (next.slot != last.slot + 1 || matmul_spec(next.weights) != matmul_spec(first.weights)) return false;
+    // The push constants hold the first layer's Q/K/V rows for all (the first part's and in all).
+    const auto rows = [](const DecodeLayerWeights& w) {
+        return std::pair{w.qkv->rows, w.qkv_b ? w.qkv_b->rows : 0};
+    };
+    if (rows(next.weights) != rows(first.weights)) return false;
     if (next.weights.qkv->parts[0].values.buffer != first.weights.qkv->parts[0].values.buffer) return false;
     // The caches follow each other in one buffer, K and V at the same offsets (the shader keeps
     // one offset per layer for both).

@@ -115,6 +115,8 @@ private:
         float eps, scale;
         uint32_t clock_base;
     };
+    // Vulkan promises 128 bytes of push constants (lavapipe gives no more).
+    static_assert(sizeof(Push) <= 128, "the fused layers' push constants exceed 128 bytes");
     // Variants by tokens per lane (1-4: a step of T tokens runs min(T, 4)), each built at its
     // first step: only batched decoding (several sequences) needs more than one, and lavapipe
     // compiles a kernel of this size for seconds.
