@@ -100,31 +100,25 @@ bool DecodeLayerOp::joins(const vk::Context& ctx, std::span<const DecodeLayerInp
     };
     if (!follows(last.k_cache, next.k_cache) || !follows(last.v_cache, next.v_cache)) return false;
     if (next.k_cache.offset - first.k_cache.offset != next.v_cache.offset - first.v_cache.offset) return false;
-    // Every weight as far after the last layer's as the first layer's are before the second's
-    // (the kernel finds layer r's at the first's plus r strides).
-    const auto weights_of = [](const DecodeLayerWeights& w) {
-        return std::array{w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm};
+    // Every weight one stride after the last layer's (the kernel finds layer r's at the first's
+    // plus r strides; the layers already in the run lie so, having joined).
+    const auto offsets = [](const DecodeLayerWeights& w) {
+        std::array<VkDeviceSize, 7> o{};
+        const DeviceWeight* all[] = {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm};
+        for (size_t i = 0; i < o.size(); ++i) o[i] = all[i] ? all[i]->parts[0].values.offset + 1 : 0;  // 0: absent
+        return o;
     };
-    const auto a = weights_of(first.weights), b = weights_of(next.weights);
-    if (b[0]->parts[0].values.offset <= a[0]->parts[0].values.offset) return false;
-    const VkDeviceSize stride = (b[0]->parts[0].values.offset - a[0]->parts[0].values.offset) / run.size();
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (!a[i] != !b[i]) return false;
-        if (a[i] && b[i]->parts[0].values.offset != a[i]->parts[0].values.offset + stride * run.size()) return false;
-    }
-    if (run.size() >= 2) {
-        const auto c = weights_of(run[1].weights);
-        for (size_t i = 0; i < a.size(); ++i)
-            if (a[i] && c[i]->parts[0].values.offset != a[i]->parts[0].values.offset + stride) return false;
-    }
-    if (stride == 0 || stride % 16 != 0) return false;
-    std::vector<DecodeLayerInput> joined(run.begin(), run.end());
-    joined.push_back(next);
+    const auto a = offsets(run.size() >= 2 ? run[run.size() - 2].weights : last.weights);
+    const auto b = offsets(last.weights), c = offsets(next.weights);
+    if (c[0] <= b[0]) return false;
+    const VkDeviceSize stride = run.size() >= 2 ? b[0] - a[0] : c[0] - b[0];
+    if (stride % 16 != 0) return false;
+    for (size_t i = 0; i < c.size(); ++i)
+        if ((b[i] == 0) != (c[i] == 0) || (c[i] != 0 && c[i] != b[i] + stride)) return false;
     const auto& lim = ctx.limits();
-    for (bool k : {true, false}) {
-        const VkDeviceSize bytes = cache_span(joined, k);
+    for (VkDeviceSize bytes : {next.k_cache.offset + next.k_cache.size - first.k_cache.offset,
+                               next.v_cache.offset + next.v_cache.size - first.v_cache.offset})
         if (bytes > lim.maxStorageBufferRange || bytes / 16 > lim.maxTexelBufferElements) return false;
-    }
     const VkDeviceSize w_first = span_of(first.weights).first, w_end = span_of(next.weights).second;
     // Binding 1 views the weights as floats: four bytes a texel.
     return w_end > w_first && (w_end - w_first) / 4 <= lim.maxTexelBufferElements;
