@@ -334,12 +334,15 @@ void MainWindow::buildActions() {
         connect(action, &QAction::toggled, this, apply);
         return action;
     };
-    addSettingToggle(file, tr("When the Context Is Full, Drop the Oldest Turns"),
+    QAction* dropOldest = addSettingToggle(file, tr("When the Context Is Full, Drop the Oldest Turns"),
                      tr("Otherwise the reply stops and you are told the context is full."), preferences::dropOldestTurns(),
                      [this](bool on) {
                          preferences::setDropOldestTurns(on);
                          worker_->setDropOldestTurns(on);
+                         dropOldestTurns_ = on;
+                         updateContinueButton();  // dropping may make the room Continue needs
                      });
+    dropOldest->setObjectName(QStringLiteral("dropOldestAction"));
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -504,7 +507,7 @@ void MainWindow::setState(State state) {
     sendButton_->setEnabled(ready && !input_->toPlainText().trimmed().isEmpty());
     stopButton_->setEnabled(generating);
     regenerateButton_->setEnabled(ready && canRegenerate_);
-    continueButton_->setEnabled(ready && canRegenerate_ && continuableRow() >= 0);
+    updateContinueButton();
     if (exportAction_ != nullptr) exportAction_->setEnabled(!generating && chatModel_->rowCount() > 0);
     modelPicker_->setEnabled(!generating && state != State::Loading);
     openAction_->setEnabled(!generating && state != State::Loading);
@@ -858,6 +861,8 @@ void MainWindow::sendMessage() {
     user.store_id = store_->appendMessage(conversationId_, QStringLiteral("user"), text);
     chatModel_->append(user);
     input_->clear();
+    turn_ = Turn::Send;
+    sentText_ = text;
     beginAssistantReply();
     emit sendRequested(text);
     refreshConversationList();
@@ -869,8 +874,23 @@ void MainWindow::regenerateReply() {
     if (row < 0) return;
     if (chatModel_->message(row).store_id >= 0) store_->deleteMessage(chatModel_->message(row).store_id);
     chatModel_->removeMessage(row);
+    turn_ = Turn::Regenerate;
     beginAssistantReply();
     emit regenerateRequested();
+}
+
+bool MainWindow::roomToContinue(int row) const {
+    const ChatMessage& m = chatModel_->message(row);
+    return m.roomToContinue || (dropOldestTurns_ && m.roomToContinueDropping);
+}
+
+void MainWindow::updateContinueButton() {
+    if (continueButton_ == nullptr) return;
+    const int row = continuableRow();
+    const bool full = row >= 0 && !roomToContinue(row);
+    continueButton_->setEnabled(state_ == State::Ready && canRegenerate_ && row >= 0 && !full);
+    continueButton_->setToolTip(full ? tr("There is no room left in the context to continue this reply")
+                                     : tr("Write more of the last reply, from where it stopped"));
 }
 
 int MainWindow::continuableRow() const {
@@ -887,6 +907,8 @@ void MainWindow::continueReply() {
     if (state_ != State::Ready || row < 0) return;
     const ChatMessage& reply = chatModel_->message(row);
     continuedDetails_ = reply.details.isNull() ? QStringLiteral("") : reply.details;
+    continuedComplete_ = reply.complete;
+    turn_ = Turn::Continue;
     chatModel_->resume(row);
     startStreaming(row, reply.store_id, reply.text);
     emit continueRequested();
@@ -980,13 +1002,19 @@ void MainWindow::flushStream() {
     pendingSteps_.clear();
     samplingPanel_->showCandidates(pendingCandidates_, pendingToken_);
     stateLabel_->setLiveText(tr("Generating… %n token(s)", nullptr, streamingTokens_));
+    // The token just sampled enters the context at the next step; the last one of a reply that
+    // filled the context never does, so the count stops at the context's size.
     if (contextLength_ > 0)
-        contextLabel_->setLiveText(
-            tr("Context %1 / %2").arg(display::count(pendingPosition_ + 1), display::count(contextLength_)));
+        contextLabel_->setLiveText(tr("Context %1 / %2").arg(display::count(std::min(pendingPosition_ + 1, contextLength_)),
+                                                               display::count(contextLength_)));
 }
 
 void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
     if (state_ != State::Generating) return;
+    if (stats.stop_reason == "context_full" && stats.generated_tokens == 0) {
+        undoTurnThatDidNotFit(stats);
+        return;
+    }
     QStringList details;
     details << tr("%n token(s)", nullptr, static_cast<int>(stats.generated_tokens));
     if (stats.decode_tokens_per_s > 0) details << display::tokensPerSecond(stats.decode_tokens_per_s);
@@ -1002,6 +1030,7 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
                QStringLiteral(": ") + line;
         continuedDetails_ = QString();
     }
+    chatModel_->setRoomToContinue(streamingRow_, stats.can_continue, stats.can_continue_dropping);
     endAssistantReply(true, line);
     performancePanel_->finishTurn(stats);
     samplingPanel_->setSeedUsed(stats.seed);
@@ -1009,7 +1038,68 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
     if (stats.dropped_turns > 0)
         addNotice(tr("%n earlier turn(s) were dropped to make room in the context.", nullptr, static_cast<int>(stats.dropped_turns)));
     if (stats.stop_reason == "context_full")
-        addNotice(tr("The context is full. Start a new chat to continue."));
+        addNotice(dropOldestTurns_ ? tr("The reply filled the context. Your next message makes room by dropping the oldest turns.")
+                                   : tr("The context is full. Start a new chat, or turn on File > When the Context Is Full, "
+                                        "Drop the Oldest Turns."));
+    setState(State::Ready);
+}
+
+// The engine changed nothing (TurnStats::would_fit_dropping): the screen and the store go back to
+// how they were, the text the user sent goes back into the input, and a notice says why and what
+// would help.
+void MainWindow::undoTurnThatDidNotFit(const lantern::TurnStats& stats) {
+    const int row = streamingRow_;
+    const QString fix = stats.would_fit_dropping
+                            ? tr("Turn on File > When the Context Is Full, Drop the Oldest Turns to make room, or start a new chat.")
+                            : QString();
+    performancePanel_->finishTurn(stats);
+    if (turn_ == Turn::Continue) {
+        // The reply as it was: its text, details and completeness.
+        endAssistantReply(continuedComplete_, continuedDetails_);
+        continuedDetails_ = QString();
+        chatModel_->setRoomToContinue(row, false, stats.would_fit_dropping);
+        canRegenerate_ = true;
+        addNotice(tr("There is no room left in the context to continue this reply.") + QLatin1Char(' ') +
+                  (fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
+        setState(State::Ready);
+        return;
+    }
+    // The empty reply goes, from the screen and the store.
+    streamFrame_.stop();
+    partialSaveTimer_.stop();
+    pendingText_.clear();
+    pendingSteps_.clear();
+    if (streamingStoreId_ >= 0) store_->deleteMessage(streamingStoreId_);
+    if (row >= 0) chatModel_->removeMessage(row);
+    streamingRow_ = -1;
+    streamingStoreId_ = -1;
+    const QString size = tr("The conversation would be %1 tokens long; the context holds %2, and a reply needs room too.")
+                             .arg(display::count(stats.prompt_tokens), display::count(contextLength_));
+    if (turn_ == Turn::Send) {
+        // So does the message: the model's conversation never took it, and it goes back into the
+        // input to be shortened or sent elsewhere.
+        const int user = chatModel_->lastRow(ChatMessage::Role::User);
+        if (user >= 0 && chatModel_->message(user).text == sentText_) {
+            if (chatModel_->message(user).store_id >= 0) store_->deleteMessage(chatModel_->message(user).store_id);
+            chatModel_->removeMessage(user);
+        }
+        if (input_->toPlainText().trimmed().isEmpty()) {
+            input_->setPlainText(sentText_);
+            input_->moveCursor(QTextCursor::End);
+        }
+        if (conversationId_ >= 0 && chatModel_->rowCount() == 0) {  // it was the conversation's first message
+            store_->deleteConversation(conversationId_);
+            conversationId_ = -1;
+        }
+        canRegenerate_ = continuableRow() >= 0;
+        addNotice(tr("This message does not fit in the context.") + QLatin1Char(' ') + size + QLatin1Char(' ') +
+                  (fix.isEmpty() ? tr("Shorten it, or start a new chat.") : fix));
+    } else {
+        canRegenerate_ = false;  // the model's conversation now ends with the user's turn
+        addNotice(tr("There is no room left in the context for a new reply.") + QLatin1Char(' ') + size + QLatin1Char(' ') +
+                  (fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
+    }
+    refreshConversationList();
     setState(State::Ready);
 }
 

@@ -114,6 +114,9 @@ protected:
     void savePartialReply();
     void endAssistantReply(bool complete, const QString& details);
     void addNotice(const QString& text);
+    void undoTurnThatDidNotFit(const lantern::TurnStats& stats);
+    bool roomToContinue(int row) const;  // Continue could write more of the reply at `row`
+    void updateContinueButton();
     void chooseLanguage(const QString& name);
     void showAbout();
 
@@ -179,6 +182,13 @@ protected:
     // reopened conversation): Regenerate and Continue act on it.
     bool canRegenerate_ = false;
     QString continuedDetails_;  // the reply being continued: its details before (null: not continuing)
+    bool continuedComplete_ = true;  // and whether it was complete
+    // What the running turn is, so that one that cannot start (no room in the context) is undone
+    // the right way: a sent message goes back to the input, a reply keeps what it had.
+    enum class Turn { Send, Regenerate, Continue };
+    Turn turn_ = Turn::Send;
+    QString sentText_;  // the text of the message being answered (Turn::Send)
+    bool dropOldestTurns_ = true;  // File > When the Context Is Full, Drop the Oldest Turns
     int editingRow_ = -1;       // the user message being edited (editMessage), -1: none
     QTimer partialSaveTimer_;
     QElapsedTimer turnClock_;

@@ -648,10 +648,6 @@ Driver: %2</source>
         </translation>
     </message>
     <message>
-        <source>The context is full. Start a new chat to continue.</source>
-        <translation>上下文已满。请开始新对话以继续。</translation>
-    </message>
-    <message>
         <source>failed</source>
         <translation>失败</translation>
     </message>
@@ -790,6 +786,46 @@ Driver: %2</source>
     <message>
         <source>Step Profile</source>
         <translation>单步剖析</translation>
+    </message>
+    <message>
+        <source>There is no room left in the context to continue this reply</source>
+        <translation>上下文已没有空间继续这条回复</translation>
+    </message>
+    <message>
+        <source>The reply filled the context. Your next message makes room by dropping the oldest turns.</source>
+        <translation>回复已占满上下文。发送下一条消息时会丢弃最早的对话轮次以腾出空间。</translation>
+    </message>
+    <message>
+        <source>The context is full. Start a new chat, or turn on File &gt; When the Context Is Full, Drop the Oldest Turns.</source>
+        <translation>上下文已满。请开始新对话，或打开“文件 &gt; 上下文已满时，丢弃最早的对话轮次”。</translation>
+    </message>
+    <message>
+        <source>Turn on File &gt; When the Context Is Full, Drop the Oldest Turns to make room, or start a new chat.</source>
+        <translation>打开“文件 &gt; 上下文已满时，丢弃最早的对话轮次”即可腾出空间，或开始新对话。</translation>
+    </message>
+    <message>
+        <source>There is no room left in the context to continue this reply.</source>
+        <translation>上下文已没有空间继续这条回复。</translation>
+    </message>
+    <message>
+        <source>Start a new chat to go on.</source>
+        <translation>请开始新对话继续。</translation>
+    </message>
+    <message>
+        <source>The conversation would be %1 tokens long; the context holds %2, and a reply needs room too.</source>
+        <translation>对话将长达 %1 个词元；上下文只能容纳 %2 个，还需为回复留出空间。</translation>
+    </message>
+    <message>
+        <source>This message does not fit in the context.</source>
+        <translation>这条消息放不进上下文。</translation>
+    </message>
+    <message>
+        <source>Shorten it, or start a new chat.</source>
+        <translation>请缩短消息，或开始新对话。</translation>
+    </message>
+    <message>
+        <source>There is no room left in the context for a new reply.</source>
+        <translation>上下文已没有空间生成新的回复。</translation>
     </message>
 </context>
 <context>

@@ -89,6 +89,12 @@ void ChatModel::resume(int row) {
     changed(row);
 }
 
+void ChatModel::setRoomToContinue(int row, bool asItStands, bool byDropping) {
+    if (row < 0 || row >= messages_.size()) return;
+    messages_[row].roomToContinue = asItStands;
+    messages_[row].roomToContinueDropping = byDropping;
+}
+
 void ChatModel::setStoreId(int row, qint64 id) {
     if (row < 0 || row >= messages_.size()) return;
     messages_[row].store_id = id;

@@ -16,6 +16,11 @@ struct ChatMessage {
     bool complete = true;    // false: an interrupted reply
     bool streaming = false;  // being generated right now
     qint64 store_id = -1;    // ConversationStore message id, -1 when not stored (notices)
+    // A reply's room for Continue (lantern::TurnStats::can_continue): as the conversation stands,
+    // and once the oldest turns are dropped. Not stored: a reply reopened from disk offers
+    // Continue, and a continuation without room says so and changes nothing.
+    bool roomToContinue = true;
+    bool roomToContinueDropping = true;
 };
 
 class ChatModel : public QAbstractListModel {
@@ -45,6 +50,7 @@ public:
     void finish(int row, bool complete);  // ends streaming
     void resume(int row);                 // streams again (a reply being continued)
     void setStoreId(int row, qint64 id);
+    void setRoomToContinue(int row, bool asItStands, bool byDropping);
     void removeMessage(int row);
     const ChatMessage& message(int row) const { return messages_.at(row); }
     int lastRow(ChatMessage::Role role) const;  // -1 if none

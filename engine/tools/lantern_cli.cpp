@@ -312,9 +312,13 @@ int chat(Engine& e, const Args& a) {
                      kv.used_blocks, kv.cached_blocks, kv.total_blocks, st.ttft_ms, st.prefill_tokens_per_s,
                      st.decode_tokens_per_s);
         if (st.dropped_turns) std::fprintf(stderr, "[turn] dropped %u oldest turns to fit the context\n", st.dropped_turns);
-        if (st.stop_reason == "context_full")
-            std::fprintf(stderr, "[turn] the context is full (%u tokens); use --drop-oldest or a larger --ctx\n",
-                         e.context_length());
+        if (st.stop_reason == "context_full" && st.generated_tokens == 0)
+            std::fprintf(stderr, "[turn] no room: the prompt would take %u of the context's %u tokens; nothing was kept (%s)\n",
+                         st.prompt_tokens, e.context_length(),
+                         st.would_fit_dropping ? "--drop-oldest would make room" : "shorten it, or use a larger --ctx");
+        else if (st.stop_reason == "context_full")
+            std::fprintf(stderr, "[turn] the context is full (%u tokens); %s\n", e.context_length(),
+                         a.drop_oldest ? "the next turn drops the oldest turns" : "use --drop-oldest or a larger --ctx");
     }
     return 0;
 }

@@ -84,6 +84,7 @@ private slots:
     void closingDuringAReplyKeepsThePartialReply();
     void splitModelsAreListedOnceWithTheirWholeSize();
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
+    void aFullContextOffersOnlyWhatCanWork();
 };
 
 void TestMainWindow::initTestCase() {
@@ -344,3 +345,65 @@ void TestMainWindow::splitModelsAreListedOnceWithTheirWholeSize() {
 }
 
 #include "test_main_window.moc"
+
+// A reply that fills the context: the status bar counts no more tokens than the context holds,
+// Continue is off (nothing can be dropped to make room for it), and a message too long for the
+// context changes nothing: it goes back into the input, the chat and the store keep what they had.
+void TestMainWindow::aFullContextOffersOnlyWhatCanWork() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(QStringLiteral("chat.sqlite"));
+    MainWindow window(db);
+    window.show();
+    QVERIFY(loadModel(window));
+    auto* drop = window.findChild<QAction*>(QStringLiteral("dropOldestAction"));
+    QVERIFY(drop);
+    if (!drop->isChecked()) drop->trigger();
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(0);  // no limit but the context
+    auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
+    auto* continueButton = window.findChild<QPushButton*>(QStringLiteral("continueButton"));
+    QTest::keyClicks(input, QStringLiteral("Once upon a time"));
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+
+    const QAbstractItemModel* chat = window.findChild<ChatView*>(QStringLiteral("chatView"))->model();
+    QVERIFY(chat->rowCount() >= 3);
+    QVERIFY2(chat->index(1, 0).data(ChatModel::DetailsRole).toString().contains(QStringLiteral("full context")),
+             qPrintable(chat->index(1, 0).data(ChatModel::DetailsRole).toString()));
+    const QString notice = chat->index(chat->rowCount() - 1, 0).data(ChatModel::TextRole).toString();
+    QVERIFY2(notice.contains(QStringLiteral("dropping the oldest turns")), qPrintable(notice));
+    const QString context = window.findChild<QLabel*>(QStringLiteral("contextLabel"))->text();
+    QVERIFY2(context == QStringLiteral("Context 512 / 512"), qPrintable(context));
+    QVERIFY2(!continueButton->isEnabled(), "a reply that filled the context alone cannot be continued");
+    QVERIFY(window.findChild<QPushButton*>(QStringLiteral("regenerateButton"))->isEnabled());
+
+    // A message longer than the whole context: nothing changes but a notice, and the text is back.
+    const int rows = chat->rowCount();
+    QString longText;
+    for (int i = 0; i < 120; ++i) longText += QStringLiteral("The dog ran to the big park. ");
+    longText = longText.trimmed();
+    input->setPlainText(longText);
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QCOMPARE(input->toPlainText(), longText);
+    QCOMPARE(chat->rowCount(), rows + 1);
+    const QString refused = chat->index(rows, 0).data(ChatModel::TextRole).toString();
+    QCOMPARE(chat->index(rows, 0).data(ChatModel::MessageRole).toInt(), static_cast<int>(ChatMessage::Role::Notice));
+    QVERIFY2(refused.contains(QStringLiteral("does not fit")) && refused.contains(QStringLiteral("Shorten it")), qPrintable(refused));
+    ConversationStore store(db);
+    const QVector<ConversationSummary> conversations = store.conversations();
+    QCOMPARE(conversations.size(), 1);
+    QCOMPARE(store.messages(conversations[0].id).size(), 2);  // the first message and its reply
+    QVERIFY(window.findChild<QPushButton*>(QStringLiteral("regenerateButton"))->isEnabled());
+
+    // With Stop instead, a new message into the full conversation would fit once the oldest turns
+    // go: the notice says that is the choice that helps.
+    drop->trigger();
+    QVERIFY(!drop->isChecked());
+    input->setPlainText(QStringLiteral("The cat"));
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QCOMPARE(input->toPlainText(), QStringLiteral("The cat"));
+    const QString stopped = chat->index(chat->rowCount() - 1, 0).data(ChatModel::TextRole).toString();
+    QVERIFY2(stopped.contains(QStringLiteral("Drop the Oldest Turns to make room")), qPrintable(stopped));
+    QCOMPARE(store.messages(conversations[0].id).size(), 2);
+}

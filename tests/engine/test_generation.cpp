@@ -319,20 +319,31 @@ private slots:
         auto quiet = [](const TokenEvent&) { return true; };
         const std::string line = "Once upon a time there was a little dog who liked to run";
 
-        // Stop: the turn that no longer fits ends at once with "context_full"; nothing is lost.
+        // Stop: the turn that no longer fits ends at once with "context_full" and changes nothing:
+        // the conversation is the one before it (the caller still has the text), and it says that
+        // dropping the oldest turns would have made room.
         ChatSession stop(*e);
         stop.set_context_policy(ContextPolicy::Stop);
         TurnStats st;
         int turns = 0;
+        std::vector<ChatTurn> before;
         do {
+            before = stop.history();
             st = stop.respond(line, slot, quiet);
             ++turns;
-        } while (st.stop_reason != "context_full" && turns < 20);
+        } while (!(st.stop_reason == "context_full" && st.generated_tokens == 0) && turns < 20);
         QCOMPARE(st.stop_reason, std::string("context_full"));
         QVERIFY(turns >= 2);
         QCOMPARE(st.dropped_turns, 0u);
         QCOMPARE(st.generated_tokens, 0u);
-        QVERIFY(stop.history().size() >= 2u * (turns - 1));
+        QVERIFY(st.would_fit_dropping);
+        QVERIFY(st.prompt_tokens + std::min<uint32_t>(64, e->context_length() / 4) > e->context_length());
+        QCOMPARE(stop.history().size(), before.size());
+        for (size_t i = 0; i < before.size(); ++i) {
+            QCOMPARE(stop.history()[i].role, before[i].role);
+            QCOMPARE(stop.history()[i].content, before[i].content);
+        }
+        QCOMPARE(stop.history().back().role, std::string("assistant"));
 
         // DropOldestTurns: the same conversation keeps going; the oldest turns leave, and it says so.
         ChatSession drop(*e);
@@ -347,6 +358,64 @@ private slots:
         }
         QVERIFY2(dropped > 0, "no turn was dropped although the context filled up");
         QCOMPARE(drop.history().front().role, std::string("user"));
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // Continue is offered only where it can write something (TurnStats::can_continue), and a
+    // continuation that cannot start leaves the reply as it was.
+    void continue_has_room_only_while_the_context_does() {
+        EngineOptions o = options();
+        o.context_length = 64;
+        auto e = Engine::load(model(), o);
+        const uint32_t ctx = e->context_length();
+        SamplingSettings s;
+        s.temperature = 0;
+        s.ignore_eos = true;
+        s.max_new_tokens = 20;
+        SettingsSlot slot(s);
+        auto quiet = [](const TokenEvent&) { return true; };
+
+        ChatSession chat(*e);
+        chat.set_context_policy(ContextPolicy::DropOldestTurns);
+        TurnStats t = chat.respond("Once upon a time", slot, quiet);
+        QCOMPARE(t.stop_reason, std::string("max_tokens"));
+        QVERIFY(t.can_continue);
+        QVERIFY(t.can_continue_dropping);
+
+        // More of it until the context is full: each continuation that had room says so first.
+        SamplingSettings more = s;
+        more.max_new_tokens = 0;
+        SettingsSlot more_slot(more);
+        TurnStats c = chat.continue_reply(more_slot, quiet);
+        QCOMPARE(c.stop_reason, std::string("context_full"));
+        QVERIFY(c.generated_tokens > 0);
+        QVERIFY(t.prompt_tokens + t.generated_tokens + c.generated_tokens >= ctx);
+        // A reply that filled the context alone: nothing to continue, nothing to drop.
+        QVERIFY(!c.can_continue);
+        QVERIFY(!c.can_continue_dropping);
+        const std::string whole = chat.history().back().content;
+        TurnStats none = chat.continue_reply(more_slot, quiet);
+        QCOMPARE(none.stop_reason, std::string("context_full"));
+        QCOMPARE(none.generated_tokens, 0u);
+        QVERIFY(!none.would_fit_dropping);
+        QCOMPARE(chat.history().size(), 2u);
+        QCOMPARE(chat.history().back().content, whole);
+
+        // A short reply leaves room; Stop with 10 tokens of room still continues (any room does
+        // for more of a reply), up to the context's end.
+        ChatSession near(*e);
+        near.set_context_policy(ContextPolicy::Stop);
+        SamplingSettings fill = s;
+        TurnStats p = near.respond("Once upon a time", slot, quiet);
+        fill.max_new_tokens = static_cast<int>(ctx - p.prompt_tokens - p.generated_tokens - 10);
+        SettingsSlot fill_slot(fill);
+        TurnStats q = near.continue_reply(fill_slot, quiet);
+        QCOMPARE(q.stop_reason, std::string("max_tokens"));
+        QVERIFY2(q.can_continue, "10 tokens of room are room for more of a reply");
+        TurnStats r = near.continue_reply(more_slot, quiet);
+        QVERIFY(r.generated_tokens > 0 && r.generated_tokens <= 11);
+        QCOMPARE(r.stop_reason, std::string("context_full"));
+        QVERIFY(!r.can_continue);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

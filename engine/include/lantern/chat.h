@@ -54,6 +54,16 @@ struct TurnStats {
     std::string stop_reason;        // "eos", "stop_string", "max_tokens", "user", "context_full"
     uint64_t seed = 0;              // the seed actually used
     uint32_t dropped_turns = 0;     // turns removed by DropOldestTurns
+    // After a turn that wrote its reply: whether continue_reply() has room for more of it as the
+    // conversation stands, and whether it would have once the oldest turns are dropped
+    // (DropOldestTurns), so that a front end offers Continue only when it can write something.
+    bool can_continue = false;
+    bool can_continue_dropping = false;
+    // A turn that could not start (stop_reason "context_full", no token written) changes nothing:
+    // respond() does not keep the user text and no turn is dropped. prompt_tokens is then the
+    // shortest prompt the policy allowed, and would_fit_dropping whether DropOldestTurns would
+    // have made room (so a front end can say which of its choices helps).
+    bool would_fit_dropping = false;
 };
 
 class ChatSession {

@@ -41,11 +41,46 @@ struct ChatSession::Impl {
 
     explicit Impl(Engine& e) : engine(e), chat_template(e.chat_template()) {}
 
-    std::vector<ChatMessage> conversation() const {
+    // The system prompt and the messages from `first` on (the ones before it dropped).
+    std::vector<ChatMessage> conversation(size_t first = 0) const {
         std::vector<ChatMessage> all;
         if (!system_prompt.empty()) all.push_back({ChatRole::System, system_prompt, {}});
-        all.insert(all.end(), messages.begin(), messages.end());
+        all.insert(all.end(), messages.begin() + static_cast<long>(first), messages.end());
         return all;
+    }
+
+    // The prompt of a turn (`continuing`: more of the last reply) with the oldest turns left out
+    // as far as `p` allows and the context needs. Changes nothing, so that a turn that cannot
+    // start loses nothing, and so that the end of a turn can ask whether Continue would fit.
+    struct Fit {
+        RenderedPrompt prompt;
+        size_t dropped = 0;  // messages left out at the front
+        bool fits = false;
+    };
+    Fit fit_prompt(bool continuing, ContextPolicy p) const {
+        const Tokenizer& tok = engine.tokenizer();
+        const uint32_t ctx = engine.context_length();
+        // A new reply needs room to be useful, so the oldest turns go until it has some; a reply
+        // being continued was asked for more, and any room at all will do once nothing more can go.
+        const uint32_t reply_room = std::min<uint32_t>(64, ctx / 4);
+        Fit f;
+        while (true) {
+            const auto kept = conversation(f.dropped);
+            f.prompt = continuing ? chat_template.render_open_reply(tok, kept) : chat_template.render(tok, kept, true);
+            const size_t n = f.prompt.tokens.size();
+            if (n + reply_room <= ctx) break;
+            // The turn being answered (and a reply being continued) always stays.
+            const size_t left = messages.size() - f.dropped;
+            if (p != ContextPolicy::DropOldestTurns || left <= (continuing ? 2u : 1u)) {
+                f.fits = continuing && n + 1 <= ctx;
+                return f;
+            }
+            // Drop the oldest user turn and the assistant reply that answered it.
+            const bool pair = left >= 2 && messages[f.dropped + 1].role == ChatRole::Assistant;
+            f.dropped += pair ? 2 : 1;
+        }
+        f.fits = true;
+        return f;
     }
 
     void rebuild_turns() {
@@ -97,29 +132,20 @@ struct ChatSession::Impl {
         const Tokenizer& tok = engine.tokenizer();
         TurnStats stats;
         const uint32_t ctx = engine.context_length();
-        // Leave room for a useful reply when deciding whether the prompt fits.
-        const uint32_t reply_room = std::min<uint32_t>(64, ctx / 4);
-
-        const auto render = [&] {
-            return continuing ? chat_template.render_open_reply(tok, conversation())
-                              : chat_template.render(tok, conversation(), true);
-        };
-        RenderedPrompt prompt = render();
-        while (prompt.tokens.size() + reply_room > ctx) {
-            // The turn being answered (and a reply being continued) always stays.
-            bool can_drop = policy == ContextPolicy::DropOldestTurns && messages.size() > (continuing ? 2u : 1u);
-            if (!can_drop) {
-                stats.prompt_tokens = static_cast<uint32_t>(prompt.tokens.size());
-                stats.stop_reason = "context_full";
-                return stats;
-            }
-            // Drop the oldest user turn and the assistant reply that answered it.
-            size_t n = (messages.size() >= 2 && messages[1].role == ChatRole::Assistant) ? 2 : 1;
-            messages.erase(messages.begin(), messages.begin() + static_cast<long>(n));
-            stats.dropped_turns += static_cast<uint32_t>(n);
-            rebuild_turns();
-            prompt = render();
+        Fit fit = fit_prompt(continuing, policy);
+        if (!fit.fits) {
+            stats.prompt_tokens = static_cast<uint32_t>(fit.prompt.tokens.size());
+            stats.stop_reason = "context_full";
+            stats.would_fit_dropping =
+                policy == ContextPolicy::Stop && fit_prompt(continuing, ContextPolicy::DropOldestTurns).fits;
+            return stats;
         }
+        if (fit.dropped > 0) {
+            messages.erase(messages.begin(), messages.begin() + static_cast<long>(fit.dropped));
+            stats.dropped_turns = static_cast<uint32_t>(fit.dropped);
+            rebuild_turns();
+        }
+        RenderedPrompt prompt = std::move(fit.prompt);
         stats.prompt_tokens = static_cast<uint32_t>(prompt.tokens.size());
 
         auto settings = slot.load();
@@ -209,6 +235,10 @@ struct ChatSession::Impl {
             messages.push_back({ChatRole::Assistant, reply_text, reply});
         }
         rebuild_turns();
+        // One more render of the conversation (a dry run, usually one tokenization) so that the
+        // caller knows whether Continue has room.
+        stats.can_continue = fit_prompt(true, ContextPolicy::Stop).fits;
+        stats.can_continue_dropping = stats.can_continue || fit_prompt(true, ContextPolicy::DropOldestTurns).fits;
         return stats;
     }
 };
@@ -231,7 +261,13 @@ TurnStats ChatSession::respond(const std::string& user_text, const SettingsSlot&
                                const std::function<bool(const TokenEvent&)>& on_token, const std::atomic<bool>* stop) {
     impl_->messages.push_back({ChatRole::User, user_text, {}});
     impl_->rebuild_turns();
-    return impl_->run_turn(settings, on_token, stop);
+    TurnStats stats = impl_->run_turn(settings, on_token, stop);
+    if (stats.stop_reason == "context_full" && stats.generated_tokens == 0) {
+        // It did not fit: the conversation stays as it was (the caller still has the text).
+        impl_->messages.pop_back();
+        impl_->rebuild_turns();
+    }
+    return stats;
 }
 
 TurnStats ChatSession::regenerate(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
