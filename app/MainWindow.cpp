@@ -1052,7 +1052,7 @@ void MainWindow::undoTurnThatDidNotFit(const lantern::TurnStats& stats) {
     const QString fix = stats.would_fit_dropping
                             ? tr("Turn on File > When the Context Is Full, Drop the Oldest Turns to make room, or start a new chat.")
                             : QString();
-    performancePanel_->finishTurn(stats);
+    performancePanel_->cancelTurn();  // it wrote nothing: the last reply's figures stay
     if (turn_ == Turn::Continue) {
         // The reply as it was: its text, details and completeness.
         endAssistantReply(continuedComplete_, continuedDetails_);

@@ -25,6 +25,8 @@ public:
         computed_ = computed;
         update();
     }
+    uint64_t reused() const { return reused_; }
+    uint64_t computed() const { return computed_; }
 
 protected:
     void paintEvent(QPaintEvent*) override {
@@ -192,8 +194,41 @@ void PerformancePanel::setWarmUp(double ms) {
 }
 
 void PerformancePanel::beginTurn() {
+    previous_ = std::make_unique<Snapshot>();
+    Snapshot& p = *previous_;
+    for (auto it = values_.cbegin(); it != values_.cend(); ++it) p.texts.insert(it.key(), it.value()->text());
+    p.steadyTip = values_.value(QStringLiteral("steadyRate"))->toolTip();
+    p.reused = reuseBar_->reused();
+    p.computed = reuseBar_->computed();
+    p.chart = chartData_;
+    p.decodeMs = decodeMs_;
+    p.tokens = tokensThisTurn_;
+    p.maxLatency = maxLatency_;
+    p.ema = emaMs_;
+    p.xMax = axisX_->max();
+    p.yMax = axisY_->max();
     clear();
     setValue("stopReason", tr("generating…"));
+}
+
+void PerformancePanel::cancelTurn() {
+    if (!previous_) return;
+    const Snapshot p = std::move(*previous_);
+    previous_.reset();
+    for (auto it = p.texts.cbegin(); it != p.texts.cend(); ++it)
+        if (QLabel* l = values_.value(it.key())) l->setText(it.value());
+    values_.value(QStringLiteral("steadyRate"))->setToolTip(p.steadyTip);
+    reuseBar_->setSplit(p.reused, p.computed);
+    chartData_ = p.chart;
+    decodeMs_ = p.decodeMs;
+    tokensThisTurn_ = p.tokens;
+    maxLatency_ = p.maxLatency;
+    emaMs_ = p.ema;
+    latency_->replace(chartData_.latency());
+    average_->replace(chartData_.average());
+    nameLatencyLine();
+    axisX_->setRange(0, p.xMax);
+    axisY_->setRange(0, p.yMax);
 }
 
 void PerformancePanel::addToken(double stepMs) { addTokens({stepMs}); }
@@ -231,6 +266,7 @@ void PerformancePanel::addTokens(const std::vector<double>& steps) {
 }
 
 void PerformancePanel::finishTurn(const lantern::TurnStats& stats) {
+    previous_.reset();
     setValue("ttft", display::milliseconds(stats.ttft_ms));
     setValue("generated", tr("%1 tokens").arg(display::count(stats.generated_tokens)));
     setValue("prefillRate", tr("%1 · %2").arg(display::tokensPerSecond(stats.prefill_tokens_per_s), display::milliseconds(stats.prefill_ms)));

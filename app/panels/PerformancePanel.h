@@ -6,6 +6,7 @@
 #pragma once
 #include <QHash>
 #include <QWidget>
+#include <memory>
 #include <vector>
 
 #include "panels/LatencyChartData.h"
@@ -32,6 +33,9 @@ public:
     // Several at once (the window hands streamed tokens over by frames): one chart update.
     void addTokens(const std::vector<double>& stepMs);
     void finishTurn(const lantern::TurnStats& stats);
+    // A turn that did not start (no room in the context): the previous turn's figures and chart
+    // come back, as they were before beginTurn().
+    void cancelTurn();
     void clear();
 
     QString valueText(const QString& name) const;  // for tests and the status bar
@@ -58,4 +62,15 @@ private:
     double emaMs_ = 0.0;
     LatencyChartData chartData_;
     std::vector<double> decodeMs_;  // this turn's decode steps (the prefill step not among them)
+    // What beginTurn() cleared, for cancelTurn().
+    struct Snapshot {
+        QHash<QString, QString> texts;
+        QString steadyTip;
+        uint64_t reused = 0, computed = 0;
+        LatencyChartData chart;
+        std::vector<double> decodeMs;
+        int tokens = 0;
+        double maxLatency = 1.0, ema = 0.0, xMax = 32, yMax = 1;
+    };
+    std::unique_ptr<Snapshot> previous_;
 };

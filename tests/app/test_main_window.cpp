@@ -30,6 +30,7 @@
 #include "chat/ChatModel.h"
 #include "chat/ChatView.h"
 #include "chat/ConversationStore.h"
+#include "panels/PerformancePanel.h"
 #include "panels/SamplingPanel.h"
 #include "test_support.h"
 
@@ -378,6 +379,10 @@ void TestMainWindow::aFullContextOffersOnlyWhatCanWork() {
 
     // A message longer than the whole context: nothing changes but a notice, and the text is back.
     const int rows = chat->rowCount();
+    auto* performance = window.findChild<PerformancePanel*>();
+    QVERIFY(performance);
+    const QString generated = performance->valueText(QStringLiteral("generated"));
+    QVERIFY2(generated.startsWith(QStringLiteral("50")), qPrintable(generated));  // 508 tokens
     QString longText;
     for (int i = 0; i < 120; ++i) longText += QStringLiteral("The dog ran to the big park. ");
     longText = longText.trimmed();
@@ -386,6 +391,7 @@ void TestMainWindow::aFullContextOffersOnlyWhatCanWork() {
     QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
     QCOMPARE(input->toPlainText(), longText);
     QCOMPARE(chat->rowCount(), rows + 1);
+    QCOMPARE(performance->valueText(QStringLiteral("generated")), generated);  // the last reply's figures stay
     const QString refused = chat->index(rows, 0).data(ChatModel::TextRole).toString();
     QCOMPARE(chat->index(rows, 0).data(ChatModel::MessageRole).toInt(), static_cast<int>(ChatMessage::Role::Notice));
     QVERIFY2(refused.contains(QStringLiteral("does not fit")) && refused.contains(QStringLiteral("Shorten it")), qPrintable(refused));

@@ -45,6 +45,41 @@ private slots:
         QCOMPARE(panel.chartedPoints(), 0);
     }
 
+    // A turn that did not start (its prompt had no room in the context): the panel shows the last
+    // reply's figures and chart again, not a turn of zeros.
+    void aTurnThatDidNotStartLeavesTheLastRepliesFigures() {
+        PerformancePanel panel;
+        panel.beginTurn();
+        std::vector<double> steps{30.0};
+        for (int i = 0; i < 60; ++i) steps.push_back(8.0 + (i % 5) * 0.1);
+        panel.addTokens(steps);
+        lantern::TurnStats stats;
+        stats.generated_tokens = 61;
+        stats.prompt_tokens = 12;
+        stats.ttft_ms = 30.0;
+        stats.stop_reason = "max_tokens";
+        panel.finishTurn(stats);
+        const char* names[] = {"ttft", "generated", "promptTokens", "stopReason", "steadyRate", "slowdown", "lastStep"};
+        QHash<QString, QString> before;
+        for (const char* n : names) before.insert(QString::fromLatin1(n), panel.valueText(QString::fromLatin1(n)));
+        const int points = panel.chartedPoints();
+        QCOMPARE(points, 60);
+
+        panel.beginTurn();
+        QCOMPARE(panel.valueText(QStringLiteral("stopReason")), QStringLiteral("generating…"));
+        QCOMPARE(panel.chartedPoints(), 0);
+        panel.cancelTurn();
+        for (const char* n : names) QCOMPARE(panel.valueText(QString::fromLatin1(n)), before.value(QString::fromLatin1(n)));
+        QCOMPARE(panel.chartedPoints(), points);
+        // And the next turn goes on as any: cleared at its start, its own figures at its end.
+        panel.beginTurn();
+        panel.addTokens({20.0, 9.0});
+        panel.finishTurn(lantern::TurnStats{});
+        QCOMPARE(panel.chartedPoints(), 1);
+        panel.cancelTurn();  // nothing to undo once a turn has finished
+        QCOMPARE(panel.chartedPoints(), 1);
+    }
+
     // The window hands streamed tokens over by frames (MainWindow::flushStream): steps given in
     // batches show exactly what they show one by one.
     void stepsInBatchesShowWhatStepsOneByOneShow() {
