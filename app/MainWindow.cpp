@@ -752,6 +752,8 @@ void MainWindow::restoreConversationToModel() {
     for (int row = 0; row < chatModel_->rowCount(); ++row) {
         const ChatMessage& m = chatModel_->message(row);
         if (m.role != ChatMessage::Role::User && m.role != ChatMessage::Role::Assistant) continue;
+        // The model gets the whole conversation again; the next turn drops what does not fit.
+        chatModel_->setOutOfContext(row, false);
         roles << ChatModel::roleName(m.role);
         contents << m.text;
     }
@@ -1035,8 +1037,18 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
     performancePanel_->finishTurn(stats);
     samplingPanel_->setSeedUsed(stats.seed);
     canRegenerate_ = true;
-    if (stats.dropped_turns > 0)
+    if (stats.dropped_turns > 0) {
+        // The session dropped its oldest messages: the same ones, in order, of those on screen
+        // that it still held.
+        uint32_t left = stats.dropped_turns;
+        for (int row = 0; row < chatModel_->rowCount() && left > 0; ++row) {
+            const ChatMessage& m = chatModel_->message(row);
+            if ((m.role != ChatMessage::Role::User && m.role != ChatMessage::Role::Assistant) || m.outOfContext) continue;
+            chatModel_->setOutOfContext(row, true);
+            --left;
+        }
         addNotice(tr("%n earlier turn(s) were dropped to make room in the context.", nullptr, static_cast<int>(stats.dropped_turns)));
+    }
     if (stats.stop_reason == "context_full")
         addNotice(dropOldestTurns_ ? tr("The reply filled the context. Your next message makes room by dropping the oldest turns.")
                                    : tr("The context is full. Start a new chat, or turn on File > When the Context Is Full, "

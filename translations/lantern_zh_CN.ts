@@ -842,6 +842,10 @@ Driver: %2</source>
         <source>Reasoning…</source>
         <translation>思考中…</translation>
     </message>
+    <message>
+        <source>no longer in the model&apos;s context</source>
+        <translation>已不在模型的上下文中</translation>
+    </message>
 </context>
 <context>
     <name>ModelInfoPanel</name>

@@ -22,6 +22,8 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
         return m.streaming;
     case ModelRole:
         return m.model;
+    case OutOfContextRole:
+        return m.outOfContext;
     default:
         return {};
     }
@@ -29,7 +31,8 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
 
 QHash<int, QByteArray> ChatModel::roleNames() const {
     return {{MessageRole, "messageRole"}, {TextRole, "text"},           {DetailsRole, "details"},
-            {CompleteRole, "complete"},   {StreamingRole, "streaming"},    {ModelRole, "model"}};
+            {CompleteRole, "complete"},   {StreamingRole, "streaming"},    {ModelRole, "model"},
+            {OutOfContextRole, "outOfContext"}};
 }
 
 void ChatModel::clear() {
@@ -93,6 +96,12 @@ void ChatModel::setRoomToContinue(int row, bool asItStands, bool byDropping) {
     if (row < 0 || row >= messages_.size()) return;
     messages_[row].roomToContinue = asItStands;
     messages_[row].roomToContinueDropping = byDropping;
+}
+
+void ChatModel::setOutOfContext(int row, bool out) {
+    if (row < 0 || row >= messages_.size() || messages_[row].outOfContext == out) return;
+    messages_[row].outOfContext = out;
+    changed(row);
 }
 
 void ChatModel::setStoreId(int row, qint64 id) {

@@ -21,6 +21,9 @@ struct ChatMessage {
     // Continue, and a continuation without room says so and changes nothing.
     bool roomToContinue = true;
     bool roomToContinueDropping = true;
+    // The model no longer sees it: dropped to make room in the context (DropOldestTurns). Shown
+    // dimmed; not stored (a reopened conversation is the model's whole again until a turn drops).
+    bool outOfContext = false;
 };
 
 class ChatModel : public QAbstractListModel {
@@ -33,6 +36,7 @@ public:
         CompleteRole,
         StreamingRole,
         ModelRole,  // ChatMessage::model
+        OutOfContextRole,  // ChatMessage::outOfContext
     };
 
     explicit ChatModel(QObject* parent = nullptr);
@@ -51,6 +55,7 @@ public:
     void resume(int row);                 // streams again (a reply being continued)
     void setStoreId(int row, qint64 id);
     void setRoomToContinue(int row, bool asItStands, bool byDropping);
+    void setOutOfContext(int row, bool out);
     void removeMessage(int row);
     const ChatMessage& message(int row) const { return messages_.at(row); }
     int lastRow(ChatMessage::Role role) const;  // -1 if none

@@ -47,7 +47,7 @@ MessageDelegate::Layout MessageDelegate::layout(const QStyleOptionViewItem& opti
     // Everything the layout depends on, the text last (it is the long part).
     const QString key = QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8|%9")
                             .arg(width)
-                            .arg(index.data(ChatModel::MessageRole).toInt())
+                            .arg(index.data(ChatModel::MessageRole).toInt() * 2 + int(index.data(ChatModel::OutOfContextRole).toBool()))
                             .arg(int(index.data(ChatModel::StreamingRole).toBool()) * 2 +
                                  int(index.data(ChatModel::CompleteRole).toBool()))
                             .arg(int(renderMarkdown_) * 2 + int(repliesOpenInReasoning_))
@@ -138,6 +138,8 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
     const int bubbleWidth = static_cast<int>(std::max(l.textWidth, 8.0)) + 2 * kPadX;
 
     l.labelText = ChatView::author(index);
+    l.outOfContext = index.data(ChatModel::OutOfContextRole).toBool();
+    if (l.outOfContext) l.labelText += QStringLiteral(" · ") + tr("no longer in the model's context");
     l.detailsText = index.data(ChatModel::DetailsRole).toString();
     if (!complete && !streaming) {
         const QString interrupted = tr("interrupted");
@@ -267,6 +269,9 @@ void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& optio
         return;
     }
 
+    // A message dropped to make room in the context is shown faded: still readable, clearly
+    // not what the model answers from.
+    if (l.outOfContext) painter->setOpacity(0.5);
     const QFont small = smallFont(option.font);
     QFont labelFont = small;
     labelFont.setBold(true);

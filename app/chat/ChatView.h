@@ -49,6 +49,7 @@ private:
         int liveTop = -1;                    // a streaming reply's last piece's top in the row, else -1
         QRect label, bubble, details;
         QString labelText, detailsText;
+        bool outOfContext = false;  // dropped from the model's context: painted faded
         int height = 0;
     };
     // A streaming reply, cut where its finished blocks end (pieceStarts in Markdown.h): every

@@ -412,4 +412,23 @@ void TestMainWindow::aFullContextOffersOnlyWhatCanWork() {
     const QString stopped = chat->index(chat->rowCount() - 1, 0).data(ChatModel::TextRole).toString();
     QVERIFY2(stopped.contains(QStringLiteral("Drop the Oldest Turns to make room")), qPrintable(stopped));
     QCOMPARE(store.messages(conversations[0].id).size(), 2);
+
+    // Dropping again: the message is answered, and the turn that made room for it is shown as no
+    // longer in the model's context (the messages stay on screen and in the store).
+    drop->trigger();
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(8);
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QVERIFY(input->toPlainText().isEmpty());
+    QCOMPARE(store.messages(conversations[0].id).size(), 4);
+    QVERIFY(chat->index(0, 0).data(ChatModel::OutOfContextRole).toBool());
+    QVERIFY(chat->index(1, 0).data(ChatModel::OutOfContextRole).toBool());
+    int answered = -1;
+    for (int row = 2; row < chat->rowCount(); ++row) {
+        QVERIFY(!chat->index(row, 0).data(ChatModel::OutOfContextRole).toBool());
+        if (chat->index(row, 0).data(ChatModel::MessageRole).toInt() == static_cast<int>(ChatMessage::Role::Assistant)) answered = row;
+    }
+    QVERIFY(answered > 2);
+    QVERIFY(chat->index(answered - 1, 0).data(ChatModel::TextRole).toString() == QStringLiteral("The cat") ||
+            chat->index(answered - 2, 0).data(ChatModel::TextRole).toString() == QStringLiteral("The cat"));
 }
