@@ -52,6 +52,9 @@ struct ChatSession::Impl {
     // The prompt of a turn (`continuing`: more of the last reply) with the oldest turns left out
     // as far as `p` allows and the context needs. Changes nothing, so that a turn that cannot
     // start loses nothing, and so that the end of a turn can ask whether Continue would fit.
+    // A new reply needs room to be useful, so the oldest turns go until it has some; a reply
+    // being continued was asked for more, and any room at all will do once nothing more can go.
+    static uint32_t reply_room(uint32_t ctx) { return std::min<uint32_t>(64, ctx / 4); }
     struct Fit {
         RenderedPrompt prompt;
         size_t dropped = 0;  // messages left out at the front
@@ -60,15 +63,12 @@ struct ChatSession::Impl {
     Fit fit_prompt(bool continuing, ContextPolicy p) const {
         const Tokenizer& tok = engine.tokenizer();
         const uint32_t ctx = engine.context_length();
-        // A new reply needs room to be useful, so the oldest turns go until it has some; a reply
-        // being continued was asked for more, and any room at all will do once nothing more can go.
-        const uint32_t reply_room = std::min<uint32_t>(64, ctx / 4);
         Fit f;
         while (true) {
             const auto kept = conversation(f.dropped);
             f.prompt = continuing ? chat_template.render_open_reply(tok, kept) : chat_template.render(tok, kept, true);
             const size_t n = f.prompt.tokens.size();
-            if (n + reply_room <= ctx) break;
+            if (n + reply_room(ctx) <= ctx) break;
             // The turn being answered (and a reply being continued) always stays.
             const size_t left = messages.size() - f.dropped;
             if (p != ContextPolicy::DropOldestTurns || left <= (continuing ? 2u : 1u)) {
@@ -235,10 +235,17 @@ struct ChatSession::Impl {
             messages.push_back({ChatRole::Assistant, reply_text, reply});
         }
         rebuild_turns();
-        // One more render of the conversation (a dry run, usually one tokenization) so that the
-        // caller knows whether Continue has room.
-        stats.can_continue = fit_prompt(true, ContextPolicy::Stop).fits;
-        stats.can_continue_dropping = stats.can_continue || fit_prompt(true, ContextPolicy::DropOldestTurns).fits;
+        // Whether Continue has room. Its prompt is the sequence plus the reply's last token (the
+        // open reply keeps the ids the sequence holds), so with room to spare that is certain; near
+        // the end a dry run of the fit decides (a render and tokenization of the conversation,
+        // a few ms per 1000 tokens, not worth paying after every turn).
+        const uint32_t held = has_seq ? engine.sequence_length(seq) : 0;
+        if (has_seq && held + 1 + reply_room(ctx) + 16 <= ctx) {
+            stats.can_continue = stats.can_continue_dropping = true;
+        } else {
+            stats.can_continue = fit_prompt(true, ContextPolicy::Stop).fits;
+            stats.can_continue_dropping = stats.can_continue || fit_prompt(true, ContextPolicy::DropOldestTurns).fits;
+        }
         return stats;
     }
 };
