@@ -1071,8 +1071,9 @@ void MainWindow::undoTurnThatDidNotFit(const lantern::TurnStats& stats) {
         continuedDetails_ = QString();
         chatModel_->setRoomToContinue(row, false, stats.would_fit_dropping);
         canRegenerate_ = true;
-        addNotice(tr("There is no room left in the context to continue this reply.") + QLatin1Char(' ') +
-                  (fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
+        // (Whole sentences with placeholders, so that each language joins them its own way.)
+        addNotice(tr("There is no room left in the context to continue this reply. %1")
+                      .arg(fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
         setState(State::Ready);
         return;
     }
@@ -1104,12 +1105,12 @@ void MainWindow::undoTurnThatDidNotFit(const lantern::TurnStats& stats) {
             conversationId_ = -1;
         }
         canRegenerate_ = continuableRow() >= 0;
-        addNotice(tr("This message does not fit in the context.") + QLatin1Char(' ') + size + QLatin1Char(' ') +
-                  (fix.isEmpty() ? tr("Shorten it, or start a new chat.") : fix));
+        addNotice(tr("This message does not fit in the context. %1 %2")
+                      .arg(size, fix.isEmpty() ? tr("Shorten it, or start a new chat.") : fix));
     } else {
         canRegenerate_ = false;  // the model's conversation now ends with the user's turn
-        addNotice(tr("There is no room left in the context for a new reply.") + QLatin1Char(' ') + size + QLatin1Char(' ') +
-                  (fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
+        addNotice(tr("There is no room left in the context for a new reply. %1 %2")
+                      .arg(size, fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
     }
     refreshConversationList();
     setState(State::Ready);

@@ -804,10 +804,6 @@ Driver: %2</source>
         <translation>打开“文件 &gt; 上下文已满时，丢弃最早的对话轮次”即可腾出空间，或开始新对话。</translation>
     </message>
     <message>
-        <source>There is no room left in the context to continue this reply.</source>
-        <translation>上下文已没有空间继续这条回复。</translation>
-    </message>
-    <message>
         <source>Start a new chat to go on.</source>
         <translation>请开始新对话继续。</translation>
     </message>
@@ -816,16 +812,20 @@ Driver: %2</source>
         <translation>对话将长达 %1 个词元；上下文只能容纳 %2 个，还需为回复留出空间。</translation>
     </message>
     <message>
-        <source>This message does not fit in the context.</source>
-        <translation>这条消息放不进上下文。</translation>
-    </message>
-    <message>
         <source>Shorten it, or start a new chat.</source>
         <translation>请缩短消息，或开始新对话。</translation>
     </message>
     <message>
-        <source>There is no room left in the context for a new reply.</source>
-        <translation>上下文已没有空间生成新的回复。</translation>
+        <source>There is no room left in the context to continue this reply. %1</source>
+        <translation>上下文已没有空间继续这条回复。%1</translation>
+    </message>
+    <message>
+        <source>This message does not fit in the context. %1 %2</source>
+        <translation>这条消息放不进上下文。%1%2</translation>
+    </message>
+    <message>
+        <source>There is no room left in the context for a new reply. %1 %2</source>
+        <translation>上下文已没有空间生成新的回复。%1%2</translation>
     </message>
 </context>
 <context>
