@@ -488,6 +488,12 @@ void MainWindow::connectWorker() {
     connect(worker_, &InferenceWorker::modelWarmedUp, performancePanel_, &PerformancePanel::setWarmUp);
     connect(worker_, &InferenceWorker::tokensGenerated, this, &MainWindow::onTokens);
     connect(worker_, &InferenceWorker::turnFinished, this, &MainWindow::onTurnFinished);
+    connect(worker_, &InferenceWorker::promptProgress, this, [this](quint32 done, quint32 total) {
+        // A long prompt on a CPU driver takes a while before the first token: say how far it is
+        // (Stop works meanwhile, from the next chunk).
+        if (state_ == State::Generating && streamingTokens_ == 0)
+            stateLabel_->setLiveText(tr("Reading the prompt… %1 of %2 tokens").arg(display::count(done), display::count(total)));
+    });
     connect(worker_, &InferenceWorker::kvStatsChanged, this, &MainWindow::onKvStats);
     connect(worker_, &InferenceWorker::attentionCaptured, attentionPanel_, &AttentionPanel::setSnapshot);
     connect(worker_, &InferenceWorker::stepProfiled, stepProfilePanel_, &StepProfilePanel::showProfile);
@@ -1013,8 +1019,8 @@ void MainWindow::flushStream() {
 
 void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
     if (state_ != State::Generating) return;
-    if (stats.stop_reason == "context_full" && stats.generated_tokens == 0) {
-        undoTurnThatDidNotFit(stats);
+    if (stats.generated_tokens == 0 && (stats.stop_reason == "context_full" || stats.stop_reason == "user")) {
+        undoTurnThatWroteNothing(stats);
         return;
     }
     QStringList details;
@@ -1056,11 +1062,13 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
     setState(State::Ready);
 }
 
-// The engine changed nothing (TurnStats::would_fit_dropping): the screen and the store go back to
-// how they were, the text the user sent goes back into the input, and a notice says why and what
-// would help.
-void MainWindow::undoTurnThatDidNotFit(const lantern::TurnStats& stats) {
+// A turn that had no room in the context (TurnStats::would_fit_dropping), or that was stopped
+// while its prompt was read, changed nothing in the model's conversation: the screen and the store
+// go back to how they were, a sent message goes back into the input, and (no room) a notice says
+// why and what would help.
+void MainWindow::undoTurnThatWroteNothing(const lantern::TurnStats& stats) {
     const int row = streamingRow_;
+    const bool stopped = stats.stop_reason == "user";
     const QString fix = stats.would_fit_dropping
                             ? tr("Turn on File > When the Context Is Full, Drop the Oldest Turns to make room, or start a new chat.")
                             : QString();
@@ -1069,11 +1077,13 @@ void MainWindow::undoTurnThatDidNotFit(const lantern::TurnStats& stats) {
         // The reply as it was: its text, details and completeness.
         endAssistantReply(continuedComplete_, continuedDetails_);
         continuedDetails_ = QString();
-        chatModel_->setRoomToContinue(row, false, stats.would_fit_dropping);
         canRegenerate_ = true;
-        // (Whole sentences with placeholders, so that each language joins them its own way.)
-        addNotice(tr("There is no room left in the context to continue this reply. %1")
-                      .arg(fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
+        if (!stopped) {
+            chatModel_->setRoomToContinue(row, false, stats.would_fit_dropping);
+            // (Whole sentences with placeholders, so that each language joins them its own way.)
+            addNotice(tr("There is no room left in the context to continue this reply. %1")
+                          .arg(fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
+        }
         setState(State::Ready);
         return;
     }
@@ -1090,7 +1100,7 @@ void MainWindow::undoTurnThatDidNotFit(const lantern::TurnStats& stats) {
                              .arg(display::count(stats.prompt_tokens), display::count(contextLength_));
     if (turn_ == Turn::Send) {
         // So does the message: the model's conversation never took it, and it goes back into the
-        // input to be shortened or sent elsewhere.
+        // input to be shortened, sent again (what was computed of it is reused) or elsewhere.
         const int user = chatModel_->lastRow(ChatMessage::Role::User);
         if (user >= 0 && chatModel_->message(user).text == sentText_) {
             if (chatModel_->message(user).store_id >= 0) store_->deleteMessage(chatModel_->message(user).store_id);
@@ -1105,12 +1115,16 @@ void MainWindow::undoTurnThatDidNotFit(const lantern::TurnStats& stats) {
             conversationId_ = -1;
         }
         canRegenerate_ = continuableRow() >= 0;
-        addNotice(tr("This message does not fit in the context. %1 %2")
-                      .arg(size, fix.isEmpty() ? tr("Shorten it, or start a new chat.") : fix));
+        if (stopped)
+            statusBar()->showMessage(tr("Stopped before the reply began: your message is back in the input."), 8000);
+        else
+            addNotice(tr("This message does not fit in the context. %1 %2")
+                          .arg(size, fix.isEmpty() ? tr("Shorten it, or start a new chat.") : fix));
     } else {
         canRegenerate_ = false;  // the model's conversation now ends with the user's turn
-        addNotice(tr("There is no room left in the context for a new reply. %1 %2")
-                      .arg(size, fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
+        if (!stopped)
+            addNotice(tr("There is no room left in the context for a new reply. %1 %2")
+                          .arg(size, fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
     }
     refreshConversationList();
     setState(State::Ready);

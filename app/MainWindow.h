@@ -48,6 +48,7 @@ public:
     // Loads a model on the worker thread (also what --model does). deviceSelector "" = preference.
     void openModel(const QString& path, const QString& deviceSelector = {});
     State state() const { return state_; }
+    InferenceWorker* worker() const { return worker_; }  // (lives on its own thread; for tests)
 
 signals:
     // Requests to the InferenceWorker (queued: it lives on its own thread).
@@ -114,7 +115,7 @@ protected:
     void savePartialReply();
     void endAssistantReply(bool complete, const QString& details);
     void addNotice(const QString& text);
-    void undoTurnThatDidNotFit(const lantern::TurnStats& stats);
+    void undoTurnThatWroteNothing(const lantern::TurnStats& stats);
     bool roomToContinue(int row) const;  // Continue could write more of the reply at `row`
     void updateContinueButton();
     void chooseLanguage(const QString& name);

@@ -827,6 +827,14 @@ Driver: %2</source>
         <source>There is no room left in the context for a new reply. %1 %2</source>
         <translation>上下文已没有空间生成新的回复。%1%2</translation>
     </message>
+    <message>
+        <source>Reading the prompt… %1 of %2 tokens</source>
+        <translation>正在读取提示词… 已完成 %1 / %2 个词元</translation>
+    </message>
+    <message>
+        <source>Stopped before the reply began: your message is back in the input.</source>
+        <translation>回复开始前已停止：你的消息已放回输入框。</translation>
+    </message>
 </context>
 <context>
     <name>MessageDelegate</name>

@@ -78,6 +78,7 @@ void InferenceWorker::loadModel(const QString& path, const QString& deviceSelect
         engine_ = lantern::Engine::load(path.toStdString(), options);
         session_ = std::make_unique<lantern::ChatSession>(*engine_);
         session_->set_system_prompt(systemPrompt_);
+        session_->set_prompt_progress([this](uint32_t done, uint32_t total) { emit promptProgress(done, total); });
 
         LoadReport report;
         report.load_ms = engine_->load_ms();

@@ -94,6 +94,9 @@ signals:
     // Every warm-up shape of the loaded model ran (Engine::warm_up), taking `ms` in all.
     void modelWarmedUp(double ms);
     void turnStarted();
+    // How far the turn's prompt is (after each chunk of a prompt longer than one): `done` of the
+    // `total` tokens it computes. Stop (requestStop) takes effect at the next chunk.
+    void promptProgress(quint32 done, quint32 total);
     // Generated tokens, in batches (see kTokenBatchMs): their text, steps, ids, and the candidates
     // and position of the last. Every token of a turn is in exactly one batch, the last batch
     // before turnFinished.

@@ -25,6 +25,7 @@
 #include <QTest>
 
 #include "MainWindow.h"
+#include "worker/InferenceWorker.h"
 #include "Preferences.h"
 #include "UiPriority.h"
 #include "chat/ChatModel.h"
@@ -86,6 +87,7 @@ private slots:
     void splitModelsAreListedOnceWithTheirWholeSize();
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
     void aFullContextOffersOnlyWhatCanWork();
+    void stoppingWhileThePromptIsReadGivesTheMessageBack();
 };
 
 void TestMainWindow::initTestCase() {
@@ -431,4 +433,44 @@ void TestMainWindow::aFullContextOffersOnlyWhatCanWork() {
     QVERIFY(answered > 2);
     QVERIFY(chat->index(answered - 1, 0).data(ChatModel::TextRole).toString() == QStringLiteral("The cat") ||
             chat->index(answered - 2, 0).data(ChatModel::TextRole).toString() == QStringLiteral("The cat"));
+}
+
+// A prompt longer than one chunk says how far it is in the status bar, and Stop pressed while it
+// is read (here: at its first progress report, from the worker's thread) ends the turn before any
+// token: the message goes back into the input and nothing is kept, on screen or in the store.
+void TestMainWindow::stoppingWhileThePromptIsReadGivesTheMessageBack() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(QStringLiteral("chat.sqlite"));
+    MainWindow window(db);
+    window.show();
+    QVERIFY(loadModel(window));
+    QString shown;
+    connect(window.worker(), &InferenceWorker::promptProgress, window.worker(), [&](quint32, quint32) {
+        window.worker()->requestStop();  // as the Stop button does (an atomic flag)
+    }, Qt::DirectConnection);
+    connect(window.worker(), &InferenceWorker::promptProgress, &window, [&](quint32, quint32) {
+        shown = window.findChild<QLabel*>(QStringLiteral("stateLabel"))->text();  // after the window's own slot
+    });
+    QString text;
+    for (int i = 0; i < 30; ++i) text += QStringLiteral("The dog ran to the big park. ");
+    text = text.trimmed();
+    auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
+    input->setPlainText(text);
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QVERIFY2(shown.startsWith(QStringLiteral("Reading the prompt… 256 of ")), qPrintable(shown));
+    QCOMPARE(input->toPlainText(), text);
+    const QAbstractItemModel* chat = window.findChild<ChatView*>(QStringLiteral("chatView"))->model();
+    QCOMPARE(chat->rowCount(), 0);
+    QVERIFY(!window.findChild<QPushButton*>(QStringLiteral("regenerateButton"))->isEnabled());
+    QVERIFY(ConversationStore(db).conversations().isEmpty());
+
+    // Sent again without a stop, it is answered (from the chunk already computed on).
+    disconnect(window.worker(), &InferenceWorker::promptProgress, window.worker(), nullptr);
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(8);
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QVERIFY(input->toPlainText().isEmpty());
+    QVERIFY(chat->rowCount() >= 2);
+    QVERIFY(!chat->index(1, 0).data(ChatModel::TextRole).toString().isEmpty());
 }

@@ -419,6 +419,86 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // A long prompt tells how far it is after each chunk, and Stop takes effect between chunks:
+    // the engine keeps the chunks done (a later prefill goes on from them, to the same logits),
+    // the chat session's turn ends with no token and changes nothing, and sending the message
+    // again reuses what was computed and writes what it would have written in one go.
+    void a_long_prompt_reports_progress_and_stops_between_chunks() {
+        EngineOptions o = options();
+        o.max_step_tokens = 16;
+        auto e = Engine::load(model(), o);
+        std::string text;
+        for (int i = 0; i < 8; ++i) text += "The little dog ran to the big park. ";
+        const std::vector<int32_t> prompt = e->tokenizer().encode(text, true);
+        QVERIFY(prompt.size() > 48);
+
+        // Engine: progress after each chunk but the last; false stops it after the second.
+        std::vector<std::pair<uint32_t, uint32_t>> told;
+        SequenceId a = e->create_sequence();
+        auto none = e->prefill(a, prompt, [&](uint32_t done, uint32_t total) {
+            told.emplace_back(done, total);
+            return told.size() < 2;
+        });
+        QVERIFY(none.empty());
+        QCOMPARE(told.size(), size_t{2});
+        QCOMPARE(told[0], std::make_pair(16u, static_cast<uint32_t>(prompt.size())));
+        QCOMPARE(told[1], std::make_pair(32u, static_cast<uint32_t>(prompt.size())));
+        QCOMPARE(e->sequence_length(a), 32u);
+        auto rest = e->prefill(a, std::span<const int32_t>(prompt).subspan(32));
+        auto whole_engine = Engine::load(model(), o);
+        SequenceId b = whole_engine->create_sequence();
+        auto whole = whole_engine->prefill(b, prompt);
+        QCOMPARE(rest.size(), whole.size());
+        QVERIFY2(rest == whole, "a prefill stopped and resumed at a chunk boundary computes what one in one go does");
+        e->free_sequence(a);
+
+        // ChatSession: the stop flag, set while the prompt runs, ends the turn between chunks
+        // (another text: this one's blocks are in the prefix cache now).
+        text.clear();
+        for (int i = 0; i < 8; ++i) text += "Once upon a time, a cat sat on the mat. ";
+        SamplingSettings s;
+        s.temperature = 0;
+        s.max_new_tokens = 12;
+        SettingsSlot slot(s);
+        ChatSession chat(*e);
+        std::atomic<bool> stop{false};
+        uint32_t progress_calls = 0;
+        chat.set_prompt_progress([&](uint32_t done, uint32_t total) {
+            ++progress_calls;
+            QVERIFY(done < total);
+            stop.store(true);  // as the Stop button, pressed while the prompt is read
+        });
+        std::string written;
+        TurnStats st = chat.respond(text, slot, [&](const TokenEvent& ev) {
+            written += ev.text;
+            return true;
+        }, &stop);
+        QCOMPARE(st.stop_reason, std::string("user"));
+        QCOMPARE(st.generated_tokens, 0u);
+        QCOMPARE(progress_calls, 1u);
+        QVERIFY(written.empty());
+        QVERIFY2(chat.history().empty(), "a turn stopped during its prompt keeps nothing");
+
+        stop.store(false);
+        chat.set_prompt_progress({});
+        std::string again;
+        TurnStats st2 = chat.respond(text, slot, [&](const TokenEvent& ev) {
+            again += ev.text;
+            return true;
+        }, &stop);
+        QCOMPARE(st2.stop_reason, std::string("max_tokens"));
+        QVERIFY2(st2.reused_tokens >= 16, "the chunks computed before the stop are reused");
+        auto one_go_engine = Engine::load(model(), o);
+        ChatSession fresh(*one_go_engine);
+        std::string one_go;
+        fresh.respond(text, slot, [&](const TokenEvent& ev) {
+            one_go += ev.text;
+            return true;
+        });
+        QCOMPARE(again, one_go);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void batched_generations_match_each_alone() {
         auto e = Engine::load(model(), options());
         const Tokenizer& tok = e->tokenizer();

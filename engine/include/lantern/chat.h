@@ -59,7 +59,8 @@ struct TurnStats {
     // (DropOldestTurns), so that a front end offers Continue only when it can write something.
     bool can_continue = false;
     bool can_continue_dropping = false;
-    // A turn that could not start (stop_reason "context_full", no token written) changes nothing:
+    // A turn that could not start (stop_reason "context_full", no token written; or "user", stopped
+    // during its prompt) changes nothing:
     // respond() does not keep the user text and no turn is dropped. prompt_tokens is then the
     // shortest prompt the policy allowed, and would_fit_dropping whether DropOldestTurns would
     // have made room (so a front end can say which of its choices helps).
@@ -72,6 +73,12 @@ public:
     ~ChatSession();
 
     void set_system_prompt(const std::string& text);
+    // Told while a turn's prompt is computed, after each chunk but the last: `done` of the
+    // `total` prompt tokens it computes (Engine::prefill's progress), so that a front end can show
+    // how far a long prompt is. A turn's `stop` is polled there too: a turn stopped during its
+    // prompt ends with stop_reason "user" and no token, and changes nothing (as a turn that
+    // cannot fit: respond() does not keep the user text); what was computed stays in the KV.
+    void set_prompt_progress(std::function<void(uint32_t done, uint32_t total)> on_progress);
     void set_context_policy(ContextPolicy policy);
     // Base models (no chat template in the GGUF) run in completion mode: the user text is
     // continued directly. True when the model has a recognised chat template.

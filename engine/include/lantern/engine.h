@@ -135,7 +135,14 @@ public:
     // Feeds `tokens` after the sequence's current content (reusing cached prefix blocks when the
     // sequence is empty), in chunks of max_step_tokens, and returns the last token's logits.
     // Throws Error(ContextFull) before touching anything when the tokens do not fit.
-    virtual std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens) = 0;
+    std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens) { return prefill(seq, tokens, {}); }
+    // The same, told after every chunk but the last how far it is: `done` of the `total` tokens
+    // it computes (those from the prefix cache not counted). Returning false stops it there, so
+    // that a long prompt can be abandoned (on a CPU driver one takes minutes): the chunks done stay
+    // in the sequence, so a later prefill of the same prompt goes on from them, and it returns no
+    // logits.
+    using PrefillProgress = std::function<bool(uint32_t done, uint32_t total)>;
+    virtual std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens, const PrefillProgress& progress) = 0;
     // For an empty sequence: takes the cached KV blocks that hold the start of `prompt` (the
     // prefix cache, as prefill() does by itself) and returns how many tokens they hold — always
     // fewer than prompt.size(), so the last token is still computed and gives logits. For callers

@@ -38,6 +38,7 @@ struct ChatSession::Impl {
     std::vector<ChatTurn> turns;        // the same, as returned by history()
     SequenceId seq = 0;
     bool has_seq = false;
+    std::function<void(uint32_t, uint32_t)> on_prompt_progress;
 
     explicit Impl(Engine& e) : engine(e), chat_template(e.chat_template()) {}
 
@@ -94,16 +95,21 @@ struct ChatSession::Impl {
     }
 
     // Makes the sequence hold exactly the start of `prompt` it can keep, feeds the rest, and
-    // returns the logits of the prompt's last token.
-    std::vector<float> feed_prompt(const std::vector<int32_t>& prompt, TurnStats& stats) {
+    // returns the logits of the prompt's last token — none when `stop` was set while it ran (the
+    // sequence then holds the part computed, a prefix of the prompt).
+    std::vector<float> feed_prompt(const std::vector<int32_t>& prompt, TurnStats& stats, const std::atomic<bool>* stop) {
+        const Engine::PrefillProgress progress = [&](uint32_t done, uint32_t total) {
+            if (on_prompt_progress) on_prompt_progress(done, total);
+            return !(stop && stop->load());
+        };
         if (has_seq) {
             auto have = engine.sequence_tokens(seq);
             bool prefix = have.size() < prompt.size() && std::equal(have.begin(), have.end(), prompt.begin());
             if (prefix) {
                 std::span<const int32_t> rest(prompt.data() + have.size(), prompt.size() - have.size());
-                auto logits = engine.prefill(seq, rest);
+                auto logits = engine.prefill(seq, rest, progress);
                 stats.reused_tokens = static_cast<uint32_t>(have.size());
-                stats.computed_tokens = static_cast<uint32_t>(rest.size());
+                stats.computed_tokens = engine.sequence_length(seq) - stats.reused_tokens;
                 return logits;
             }
         }
@@ -111,12 +117,12 @@ struct ChatSession::Impl {
         // an earlier sequence (this conversation's previous one included) computed.
         SequenceId fresh = engine.create_sequence();
         try {
-            auto logits = engine.prefill(fresh, prompt);
+            auto logits = engine.prefill(fresh, prompt, progress);
             drop_sequence();
             seq = fresh;
             has_seq = true;
             stats.reused_tokens = engine.last_reused_tokens();
-            stats.computed_tokens = engine.last_computed_tokens();
+            stats.computed_tokens = engine.sequence_length(seq) - stats.reused_tokens;
             return logits;
         } catch (...) {
             engine.free_sequence(fresh);
@@ -158,10 +164,14 @@ struct ChatSession::Impl {
         StreamingDetokenizer detok(tok, !(continuing && !messages.back().content.empty()));
 
         const auto t_prefill = Clock::now();
-        std::vector<float> logits = feed_prompt(prompt.tokens, stats);
+        std::vector<float> logits = feed_prompt(prompt.tokens, stats, stop);
         const auto t_prefill_end = Clock::now();
         stats.prefill_ms = ms_between(t_prefill, t_prefill_end);
         stats.prefill_tokens_per_s = stats.computed_tokens ? stats.computed_tokens / (stats.prefill_ms / 1e3) : 0;
+        if (logits.empty()) {  // stopped during the prompt: no reply, nothing changed
+            stats.stop_reason = "user";
+            return stats;
+        }
 
         std::vector<int32_t> reply;
         std::string reply_text;
@@ -261,6 +271,9 @@ ChatSession::~ChatSession() {
 
 void ChatSession::set_system_prompt(const std::string& text) { impl_->system_prompt = text; }
 void ChatSession::set_context_policy(ContextPolicy policy) { impl_->policy = policy; }
+void ChatSession::set_prompt_progress(std::function<void(uint32_t, uint32_t)> on_progress) {
+    impl_->on_prompt_progress = std::move(on_progress);
+}
 bool ChatSession::has_chat_template() const { return impl_->chat_template.format() != ChatFormat::Completion; }
 std::string ChatSession::template_name() const { return chat_format_name(impl_->chat_template.format()); }
 
@@ -269,8 +282,9 @@ TurnStats ChatSession::respond(const std::string& user_text, const SettingsSlot&
     impl_->messages.push_back({ChatRole::User, user_text, {}});
     impl_->rebuild_turns();
     TurnStats stats = impl_->run_turn(settings, on_token, stop);
-    if (stats.stop_reason == "context_full" && stats.generated_tokens == 0) {
-        // It did not fit: the conversation stays as it was (the caller still has the text).
+    if (stats.generated_tokens == 0 && (stats.stop_reason == "context_full" || stats.stop_reason == "user")) {
+        // It did not fit, or was stopped during its prompt: the conversation stays as it was (the
+        // caller still has the text).
         impl_->messages.pop_back();
         impl_->rebuild_turns();
     }

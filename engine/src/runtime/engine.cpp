@@ -114,7 +114,8 @@ public:
     }
     std::vector<int32_t> sequence_tokens(SequenceId seq) const override { return pool_->tokens(seq); }
 
-    std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens) override {
+    using Engine::prefill;
+    std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens, const PrefillProgress& progress) override {
         if (tokens.empty()) throw Error(ErrorCode::InvalidArgument, "prefill needs at least one token");
         uint32_t len = sequence_length(seq);
         if (len + tokens.size() > context_)
@@ -134,7 +135,7 @@ public:
         last_reused_ = reused;
         last_computed_ = static_cast<uint32_t>(tokens.size()) - reused;
         try {
-            return run_prefill(seq, tokens.subspan(reused), true);
+            return run_prefill(seq, tokens.subspan(reused), true, progress);
         } catch (...) {
             // All or nothing: earlier chunks and the reused prefix are dropped too.
             pool_->truncate(seq, sequence_length(seq) - len);
@@ -319,9 +320,13 @@ public:
     bool pipeline_cache_was_warm() const override { return ctx_->pipeline_cache_loaded(); }
 
 private:
-    std::vector<float> run_prefill(SequenceId seq, std::span<const int32_t> tokens, bool want_logits) {
+    std::vector<float> run_prefill(SequenceId seq, std::span<const int32_t> tokens, bool want_logits,
+                                   const PrefillProgress& progress = {}) {
         std::vector<float> logits;
         for (size_t done = 0; done < tokens.size(); done += limits_.max_step_tokens) {
+            if (done > 0 && progress &&
+                !progress(static_cast<uint32_t>(done), static_cast<uint32_t>(tokens.size())))
+                return {};  // stopped: the chunks done stay
             size_t n = std::min<size_t>(limits_.max_step_tokens, tokens.size() - done);
             StepItem item;
             item.sequence = seq;
