@@ -1110,7 +1110,9 @@ void MainWindow::undoTurnThatWroteNothing(const lantern::TurnStats& stats) {
             input_->setPlainText(sentText_);
             input_->moveCursor(QTextCursor::End);
         }
-        if (conversationId_ >= 0 && chatModel_->rowCount() == 0) {  // it was the conversation's first message
+        bool anyStored = false;  // (notices are not stored)
+        for (int r = 0; r < chatModel_->rowCount() && !anyStored; ++r) anyStored = chatModel_->message(r).store_id >= 0;
+        if (conversationId_ >= 0 && !anyStored) {  // it was the conversation's first message
             store_->deleteConversation(conversationId_);
             conversationId_ = -1;
         }

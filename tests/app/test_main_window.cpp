@@ -464,6 +464,23 @@ void TestMainWindow::stoppingWhileThePromptIsReadGivesTheMessageBack() {
     QCOMPARE(chat->rowCount(), 0);
     QVERIFY(!window.findChild<QPushButton*>(QStringLiteral("regenerateButton"))->isEnabled());
     QVERIFY(ConversationStore(db).conversations().isEmpty());
+    // The same with a notice already in the chat (a message that did not fit): no conversation of
+    // no messages is left in the sidebar either.
+    QString tooLong;
+    for (int i = 0; i < 120; ++i) tooLong += QStringLiteral("The dog ran to the big park. ");
+    input->setPlainText(tooLong.trimmed());
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QCOMPARE(chat->rowCount(), 1);  // the notice
+    text.clear();  // (another text: the first one's computed chunk would be reused, leaving one chunk)
+    for (int i = 0; i < 30; ++i) text += QStringLiteral("The cat sat on the mat in the sun. ");
+    text = text.trimmed();
+    input->setPlainText(text);
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QCOMPARE(input->toPlainText(), text);
+    QCOMPARE(chat->rowCount(), 1);
+    QVERIFY(ConversationStore(db).conversations().isEmpty());
 
     // Sent again without a stop, it is answered (from the chunk already computed on).
     disconnect(window.worker(), &InferenceWorker::promptProgress, window.worker(), nullptr);
@@ -471,6 +488,7 @@ void TestMainWindow::stoppingWhileThePromptIsReadGivesTheMessageBack() {
     QTest::keyClick(input, Qt::Key_Return);
     QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
     QVERIFY(input->toPlainText().isEmpty());
-    QVERIFY(chat->rowCount() >= 2);
-    QVERIFY(!chat->index(1, 0).data(ChatModel::TextRole).toString().isEmpty());
+    QVERIFY(chat->rowCount() >= 3);
+    QVERIFY(!chat->index(2, 0).data(ChatModel::TextRole).toString().isEmpty());
+    QCOMPARE(ConversationStore(db).conversations().size(), 1);
 }
