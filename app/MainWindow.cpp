@@ -491,8 +491,9 @@ void MainWindow::connectWorker() {
     connect(worker_, &InferenceWorker::promptProgress, this, [this](quint32 done, quint32 total) {
         // A long prompt on a CPU driver takes a while before the first token: say how far it is
         // (Stop works meanwhile, from the next chunk).
-        if (state_ == State::Generating && streamingTokens_ == 0)
-            stateLabel_->setLiveText(tr("Reading the prompt… %1 of %2 tokens").arg(display::count(done), display::count(total)));
+        if (state_ != State::Generating || streamingTokens_ > 0) return;
+        stateLabel_->setLiveText(tr("Reading the prompt… %1 of %2 tokens").arg(display::count(done), display::count(total)));
+        performancePanel_->showPromptProgress(done, total);
     });
     connect(worker_, &InferenceWorker::kvStatsChanged, this, &MainWindow::onKvStats);
     connect(worker_, &InferenceWorker::attentionCaptured, attentionPanel_, &AttentionPanel::setSnapshot);

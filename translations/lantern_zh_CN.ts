@@ -1111,6 +1111,10 @@ Driver: %2</source>
         <source>slowest step of every %1</source>
         <translation>每 %1 步中最慢的一步</translation>
     </message>
+    <message>
+        <source>%1 of %2 tokens…</source>
+        <translation>已完成 %1 / %2 个词元…</translation>
+    </message>
 </context>
 <context>
     <name>SamplingPanel</name>

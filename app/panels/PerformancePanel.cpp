@@ -231,6 +231,11 @@ void PerformancePanel::cancelTurn() {
     axisY_->setRange(0, p.yMax);
 }
 
+void PerformancePanel::showPromptProgress(uint32_t done, uint32_t total) {
+    if (tokensThisTurn_ > 0) return;  // the reply has begun: its figures are shown
+    setValue("prefillRate", tr("%1 of %2 tokens…").arg(display::count(done), display::count(total)));
+}
+
 void PerformancePanel::addToken(double stepMs) { addTokens({stepMs}); }
 
 void PerformancePanel::addTokens(const std::vector<double>& steps) {

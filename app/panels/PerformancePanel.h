@@ -28,6 +28,9 @@ public:
     // The kernels' warm-up after the load ran (Engine::warm_up), taking ms.
     void setWarmUp(double ms);
     void beginTurn();
+    // How far the turn's prompt is (a long one, between its chunks): the prefill figure shows it
+    // live until the first token.
+    void showPromptProgress(uint32_t done, uint32_t total);
     // A generated token; the first of a turn is the prefill step and is not charted.
     void addToken(double stepMs);
     // Several at once (the window hands streamed tokens over by frames): one chart update.

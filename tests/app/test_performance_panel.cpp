@@ -68,12 +68,16 @@ private slots:
         panel.beginTurn();
         QCOMPARE(panel.valueText(QStringLiteral("stopReason")), QStringLiteral("generating…"));
         QCOMPARE(panel.chartedPoints(), 0);
+        panel.showPromptProgress(1024, 3000);  // a long prompt, stopped while it is read
+        QCOMPARE(panel.valueText(QStringLiteral("prefillRate")), QStringLiteral("1,024 of 3,000 tokens…"));
         panel.cancelTurn();
         for (const char* n : names) QCOMPARE(panel.valueText(QString::fromLatin1(n)), before.value(QString::fromLatin1(n)));
         QCOMPARE(panel.chartedPoints(), points);
         // And the next turn goes on as any: cleared at its start, its own figures at its end.
         panel.beginTurn();
         panel.addTokens({20.0, 9.0});
+        panel.showPromptProgress(10, 20);  // (late: the reply has begun, its figures stay)
+        QVERIFY(!panel.valueText(QStringLiteral("prefillRate")).contains(QStringLiteral("of 20")));
         panel.finishTurn(lantern::TurnStats{});
         QCOMPARE(panel.chartedPoints(), 1);
         panel.cancelTurn();  // nothing to undo once a turn has finished
