@@ -496,6 +496,25 @@ private slots:
             return true;
         });
         QCOMPARE(again, one_go);
+
+        // A turn that had to drop the oldest turns and was stopped during its prompt keeps them.
+        ChatSession full(*e);
+        full.set_context_policy(ContextPolicy::DropOldestTurns);
+        std::string first, second;  // ~200 and ~250 tokens: each fits, both together do not
+        while (e->tokenizer().encode(first, true).size() < 200) first += "A bird sang in the tall green tree. ";
+        while (e->tokenizer().encode(second, true).size() < 250) second += "The sun was warm and the sky was blue. ";
+        QVERIFY(e->tokenizer().encode(first, true).size() + e->tokenizer().encode(second, true).size() + 64 >
+                e->context_length());
+        const TurnStats opened = full.respond(first, slot, [](const TokenEvent&) { return true; });
+        QVERIFY2(opened.generated_tokens > 0, opened.stop_reason.c_str());
+        const std::vector<ChatTurn> kept = full.history();
+        stop.store(false);
+        full.set_prompt_progress([&](uint32_t, uint32_t) { stop.store(true); });
+        TurnStats dropped = full.respond(second, slot, [](const TokenEvent&) { return true; }, &stop);
+        QCOMPARE(dropped.stop_reason, std::string("user"));
+        QCOMPARE(dropped.generated_tokens, 0u);
+        QCOMPARE(full.history().size(), kept.size());
+        QCOMPARE(full.history().front().content, kept.front().content);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

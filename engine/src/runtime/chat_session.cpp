@@ -146,11 +146,6 @@ struct ChatSession::Impl {
                 policy == ContextPolicy::Stop && fit_prompt(continuing, ContextPolicy::DropOldestTurns).fits;
             return stats;
         }
-        if (fit.dropped > 0) {
-            messages.erase(messages.begin(), messages.begin() + static_cast<long>(fit.dropped));
-            stats.dropped_turns = static_cast<uint32_t>(fit.dropped);
-            rebuild_turns();
-        }
         RenderedPrompt prompt = std::move(fit.prompt);
         stats.prompt_tokens = static_cast<uint32_t>(prompt.tokens.size());
 
@@ -171,6 +166,13 @@ struct ChatSession::Impl {
         if (logits.empty()) {  // stopped during the prompt: no reply, nothing changed
             stats.stop_reason = "user";
             return stats;
+        }
+        // The turns left out of the prompt leave the conversation only now that the prompt is in
+        // (a turn stopped or failed before that keeps them).
+        if (fit.dropped > 0) {
+            messages.erase(messages.begin(), messages.begin() + static_cast<long>(fit.dropped));
+            stats.dropped_turns = static_cast<uint32_t>(fit.dropped);
+            rebuild_turns();
         }
 
         std::vector<int32_t> reply;
