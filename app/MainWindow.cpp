@@ -879,10 +879,17 @@ void MainWindow::sendMessage() {
 
 void MainWindow::regenerateReply() {
     if (state_ != State::Ready || !canRegenerate_) return;
-    const int row = chatModel_->lastRow(ChatMessage::Role::Assistant);
+    // The reply that ends the conversation goes; a conversation that ends with the user's turn (a
+    // regenerate stopped during its prompt) gets the reply it lacks.
+    int row = chatModel_->rowCount() - 1;
+    while (row >= 0 && chatModel_->message(row).role == ChatMessage::Role::Notice) --row;
     if (row < 0) return;
-    if (chatModel_->message(row).store_id >= 0) store_->deleteMessage(chatModel_->message(row).store_id);
-    chatModel_->removeMessage(row);
+    if (chatModel_->message(row).role == ChatMessage::Role::Assistant) {
+        if (chatModel_->message(row).store_id >= 0) store_->deleteMessage(chatModel_->message(row).store_id);
+        chatModel_->removeMessage(row);
+    } else if (chatModel_->message(row).role != ChatMessage::Role::User) {
+        return;
+    }
     turn_ = Turn::Regenerate;
     beginAssistantReply();
     emit regenerateRequested();
@@ -1124,7 +1131,7 @@ void MainWindow::undoTurnThatWroteNothing(const lantern::TurnStats& stats) {
             addNotice(tr("This message does not fit in the context. %1 %2")
                           .arg(size, fix.isEmpty() ? tr("Shorten it, or start a new chat.") : fix));
     } else {
-        canRegenerate_ = false;  // the model's conversation now ends with the user's turn
+        canRegenerate_ = true;  // the conversation ends with the user's turn: Regenerate answers it
         if (!stopped)
             addNotice(tr("There is no room left in the context for a new reply. %1 %2")
                           .arg(size, fix.isEmpty() ? tr("Start a new chat to go on.") : fix));

@@ -180,7 +180,8 @@ protected:
     QString streamingText_;
     int streamingTokens_ = 0;
     // The model's conversation holds the last reply (made in this session, or restored with a
-    // reopened conversation): Regenerate and Continue act on it.
+    // reopened conversation): Regenerate and Continue act on it. Also true when it ends with the
+    // user's turn after a Regenerate that wrote nothing: Regenerate then writes the reply it lacks.
     bool canRegenerate_ = false;
     QString continuedDetails_;  // the reply being continued: its details before (null: not continuing)
     bool continuedComplete_ = true;  // and whether it was complete

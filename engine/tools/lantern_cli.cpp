@@ -296,7 +296,8 @@ int chat(Engine& e, const Args& a) {
     while (std::getline(std::cin, line)) {
         if (line.empty()) continue;
         const bool more = line == "/continue", again = line == "/regenerate";
-        if ((more || again) && (session.history().empty() || session.history().back().role != "assistant")) {
+        if ((more && (session.history().empty() || session.history().back().role != "assistant")) ||
+            (again && session.history().empty())) {
             std::fprintf(stderr, "[turn] there is no reply to %s yet\n", more ? "continue" : "regenerate");
             continue;
         }

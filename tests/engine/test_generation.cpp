@@ -515,6 +515,25 @@ private slots:
         QCOMPARE(dropped.generated_tokens, 0u);
         QCOMPARE(full.history().size(), kept.size());
         QCOMPARE(full.history().front().content, kept.front().content);
+
+        // Regenerate stopped during its prompt: the old reply is gone (the window removed it
+        // first) and the conversation ends with the user's turn, which the next Regenerate answers.
+        std::string asked;
+        while (e->tokenizer().encode(asked, true).size() < 100) asked += "Why is the river so wide and so cold? ";
+        ChatSession again_chat(*e);
+        again_chat.restore({{"user", asked}, {"assistant", "It is."}});
+        stop.store(false);
+        again_chat.set_prompt_progress([&](uint32_t, uint32_t) { stop.store(true); });
+        TurnStats halted = again_chat.regenerate(slot, [](const TokenEvent&) { return true; }, &stop);
+        QCOMPARE(halted.stop_reason, std::string("user"));
+        QCOMPARE(again_chat.history().size(), 1u);
+        QCOMPARE(again_chat.history().back().role, std::string("user"));
+        stop.store(false);
+        again_chat.set_prompt_progress({});
+        TurnStats answered = again_chat.regenerate(slot, [](const TokenEvent&) { return true; }, &stop);
+        QVERIFY(answered.generated_tokens > 0);
+        QCOMPARE(again_chat.history().size(), 2u);
+        QCOMPARE(again_chat.history().back().role, std::string("assistant"));
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

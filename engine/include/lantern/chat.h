@@ -89,7 +89,9 @@ public:
     // on_token returns false to stop. `stop` is also polled between steps.
     TurnStats respond(const std::string& user_text, const SettingsSlot& settings,
                       const std::function<bool(const TokenEvent&)>& on_token, const std::atomic<bool>* stop = nullptr);
-    // Generates a different assistant reply to the last user turn (forks the prefix).
+    // Generates a different assistant reply to the last user turn (forks the prefix); when the
+    // conversation ends with the user's turn (a regenerate that was stopped during its prompt, or
+    // had no room), the reply it lacks.
     TurnStats regenerate(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
                          const std::atomic<bool>* stop = nullptr);
     // Writes more of the last assistant reply, from where it stopped (a token limit, Stop, or a

@@ -296,9 +296,10 @@ TurnStats ChatSession::respond(const std::string& user_text, const SettingsSlot&
 TurnStats ChatSession::regenerate(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
                                   const std::atomic<bool>* stop) {
     auto& m = impl_->messages;
-    if (m.empty() || m.back().role != ChatRole::Assistant)
-        throw Error(ErrorCode::InvalidArgument, "there is no assistant reply to regenerate");
-    m.pop_back();
+    if (m.empty()) throw Error(ErrorCode::InvalidArgument, "there is no assistant reply to regenerate");
+    // (A conversation that ends with the user's turn — a regenerate stopped during its prompt or
+    // without room — gets its reply written now.)
+    if (m.back().role == ChatRole::Assistant) m.pop_back();
     impl_->rebuild_turns();
     return impl_->run_turn(settings, on_token, stop);
 }
