@@ -1027,7 +1027,7 @@ void MainWindow::flushStream() {
 
 void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
     if (state_ != State::Generating) return;
-    if (stats.generated_tokens == 0 && (stats.stop_reason == "context_full" || stats.stop_reason == "user")) {
+    if (stats.changed_nothing) {
         undoTurnThatWroteNothing(stats);
         return;
     }

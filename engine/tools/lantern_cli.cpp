@@ -313,7 +313,7 @@ int chat(Engine& e, const Args& a) {
                      kv.used_blocks, kv.cached_blocks, kv.total_blocks, st.ttft_ms, st.prefill_tokens_per_s,
                      st.decode_tokens_per_s);
         if (st.dropped_turns) std::fprintf(stderr, "[turn] dropped %u oldest turns to fit the context\n", st.dropped_turns);
-        if (st.stop_reason == "context_full" && st.generated_tokens == 0)
+        if (st.stop_reason == "context_full" && st.changed_nothing)
             std::fprintf(stderr, "[turn] no room: the prompt would take %u of the context's %u tokens; nothing was kept (%s)\n",
                          st.prompt_tokens, e.context_length(),
                          st.would_fit_dropping ? "--drop-oldest would make room" : "shorten it, or use a larger --ctx");

@@ -336,6 +336,7 @@ private slots:
         QVERIFY(turns >= 2);
         QCOMPARE(st.dropped_turns, 0u);
         QCOMPARE(st.generated_tokens, 0u);
+        QVERIFY(st.changed_nothing);
         QVERIFY(st.would_fit_dropping);
         QVERIFY(st.prompt_tokens + std::min<uint32_t>(64, e->context_length() / 4) > e->context_length());
         QCOMPARE(stop.history().size(), before.size());
@@ -397,6 +398,7 @@ private slots:
         TurnStats none = chat.continue_reply(more_slot, quiet);
         QCOMPARE(none.stop_reason, std::string("context_full"));
         QCOMPARE(none.generated_tokens, 0u);
+        QVERIFY(none.changed_nothing);
         QVERIFY(!none.would_fit_dropping);
         QCOMPARE(chat.history().size(), 2u);
         QCOMPARE(chat.history().back().content, whole);
@@ -415,6 +417,7 @@ private slots:
         TurnStats r = near.continue_reply(more_slot, quiet);
         QVERIFY(r.generated_tokens > 0 && r.generated_tokens <= 11);
         QCOMPARE(r.stop_reason, std::string("context_full"));
+        QVERIFY2(!r.changed_nothing, "a reply that filled the context wrote tokens");
         QVERIFY(!r.can_continue);
         LANTERN_VERIFY_NO_VALIDATION();
     }
@@ -475,6 +478,7 @@ private slots:
         }, &stop);
         QCOMPARE(st.stop_reason, std::string("user"));
         QCOMPARE(st.generated_tokens, 0u);
+        QVERIFY(st.changed_nothing);
         QCOMPARE(progress_calls, 1u);
         QVERIFY(written.empty());
         QVERIFY2(chat.history().empty(), "a turn stopped during its prompt keeps nothing");

@@ -59,11 +59,12 @@ struct TurnStats {
     // (DropOldestTurns), so that a front end offers Continue only when it can write something.
     bool can_continue = false;
     bool can_continue_dropping = false;
-    // A turn that could not start (stop_reason "context_full", no token written; or "user", stopped
-    // during its prompt) changes nothing:
-    // respond() does not keep the user text and no turn is dropped. prompt_tokens is then the
-    // shortest prompt the policy allowed, and would_fit_dropping whether DropOldestTurns would
-    // have made room (so a front end can say which of its choices helps).
+    // A turn that did not start — no room in the context (stop_reason "context_full") or stopped
+    // during its prompt ("user") — changed nothing: no token, respond() does not keep the user text
+    // and no turn is dropped. Front ends undo what they showed for it. On "context_full",
+    // prompt_tokens is the shortest prompt the policy allowed and would_fit_dropping whether
+    // DropOldestTurns would have made room (so a front end can say which of its choices helps).
+    bool changed_nothing = false;
     bool would_fit_dropping = false;
 };
 

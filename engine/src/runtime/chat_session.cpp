@@ -142,6 +142,7 @@ struct ChatSession::Impl {
         if (!fit.fits) {
             stats.prompt_tokens = static_cast<uint32_t>(fit.prompt.tokens.size());
             stats.stop_reason = "context_full";
+            stats.changed_nothing = true;
             stats.would_fit_dropping =
                 policy == ContextPolicy::Stop && fit_prompt(continuing, ContextPolicy::DropOldestTurns).fits;
             return stats;
@@ -165,6 +166,7 @@ struct ChatSession::Impl {
         stats.prefill_tokens_per_s = stats.computed_tokens ? stats.computed_tokens / (stats.prefill_ms / 1e3) : 0;
         if (logits.empty()) {  // stopped during the prompt: no reply, nothing changed
             stats.stop_reason = "user";
+            stats.changed_nothing = true;
             return stats;
         }
         // The turns left out of the prompt leave the conversation only now that the prompt is in
@@ -284,9 +286,7 @@ TurnStats ChatSession::respond(const std::string& user_text, const SettingsSlot&
     impl_->messages.push_back({ChatRole::User, user_text, {}});
     impl_->rebuild_turns();
     TurnStats stats = impl_->run_turn(settings, on_token, stop);
-    if (stats.generated_tokens == 0 && (stats.stop_reason == "context_full" || stats.stop_reason == "user")) {
-        // It did not fit, or was stopped during its prompt: the conversation stays as it was (the
-        // caller still has the text).
+    if (stats.changed_nothing) {  // the conversation stays as it was (the caller still has the text)
         impl_->messages.pop_back();
         impl_->rebuild_turns();
     }
