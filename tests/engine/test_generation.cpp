@@ -447,6 +447,7 @@ private slots:
         QCOMPARE(told[0], std::make_pair(16u, static_cast<uint32_t>(prompt.size())));
         QCOMPARE(told[1], std::make_pair(32u, static_cast<uint32_t>(prompt.size())));
         QCOMPARE(e->sequence_length(a), 32u);
+        QCOMPARE(e->last_computed_tokens(), 32u);  // what it did compute, not what it was given
         auto rest = e->prefill(a, std::span<const int32_t>(prompt).subspan(32));
         auto whole_engine = Engine::load(model(), o);
         SequenceId b = whole_engine->create_sequence();

@@ -135,7 +135,9 @@ public:
         last_reused_ = reused;
         last_computed_ = static_cast<uint32_t>(tokens.size()) - reused;
         try {
-            return run_prefill(seq, tokens.subspan(reused), true, progress);
+            auto logits = run_prefill(seq, tokens.subspan(reused), true, progress);
+            if (logits.empty()) last_computed_ = sequence_length(seq) - len - reused;  // stopped part-way
+            return logits;
         } catch (...) {
             // All or nothing: earlier chunks and the reused prefix are dropped too.
             pool_->truncate(seq, sequence_length(seq) - len);
