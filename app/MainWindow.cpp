@@ -680,7 +680,10 @@ void MainWindow::onLoadFailed(const QString& message) {
 
 void MainWindow::onModelUnloaded() {
     if (state_ == State::Loading) return;  // the old model is dropped before a new one loads
-    if (state_ == State::Generating) endAssistantReply(false, tr("the device was lost"));
+    if (state_ == State::Generating) {
+        commitReplacement();  // the reply stays on screen as far as it got, so the store matches it
+        endAssistantReply(false, tr("the device was lost"));
+    }
     modelPath_.clear();
     loadedModelName_.clear();
     canRegenerate_ = false;
@@ -849,14 +852,11 @@ void MainWindow::sendMessage() {
     if (editingRow_ >= 0) {
         // The edited message and everything after it go, from the screen, the store and the
         // model's view of the conversation; the new message continues from what stays.
+        // They stay in the store until the new turn has begun (setAsideFrom).
         const int row = std::min(editingRow_, chatModel_->rowCount());
         editingRow_ = -1;
         statusBar()->clearMessage();
-        while (chatModel_->rowCount() > row) {
-            const int last = chatModel_->rowCount() - 1;
-            if (chatModel_->message(last).store_id >= 0) store_->deleteMessage(chatModel_->message(last).store_id);
-            chatModel_->removeMessage(last);
-        }
+        setAsideFrom(row, true);
         restoreConversationToModel();
     }
     if (conversationId_ < 0) {
@@ -885,14 +885,45 @@ void MainWindow::regenerateReply() {
     while (row >= 0 && chatModel_->message(row).role == ChatMessage::Role::Notice) --row;
     if (row < 0) return;
     if (chatModel_->message(row).role == ChatMessage::Role::Assistant) {
-        if (chatModel_->message(row).store_id >= 0) store_->deleteMessage(chatModel_->message(row).store_id);
-        chatModel_->removeMessage(row);
+        setAsideFrom(row, false);  // with the notices about it; stored until the new reply begins
     } else if (chatModel_->message(row).role != ChatMessage::Role::User) {
         return;
     }
     turn_ = Turn::Regenerate;
     beginAssistantReply();
     emit regenerateRequested();
+}
+
+void MainWindow::setAsideFrom(int row, bool editing) {
+    replaced_ = Replaced{row, {}, editing};
+    while (chatModel_->rowCount() > row) {
+        replaced_.messages.prepend(chatModel_->message(chatModel_->rowCount() - 1));
+        chatModel_->removeMessage(chatModel_->rowCount() - 1);
+    }
+}
+
+void MainWindow::commitReplacement() {
+    if (replaced_.row < 0) return;
+    for (const ChatMessage& m : replaced_.messages)
+        if (m.store_id >= 0) store_->deleteMessage(m.store_id);
+    replaced_ = Replaced{};
+}
+
+void MainWindow::undoReplacement() {
+    if (replaced_.row < 0) return;
+    QVector<ChatMessage> rows;
+    for (int r = 0; r < chatModel_->rowCount(); ++r) rows << chatModel_->message(r);
+    const int at = std::min(replaced_.row, static_cast<int>(rows.size()));
+    for (int i = 0; i < replaced_.messages.size(); ++i) rows.insert(at + i, replaced_.messages[i]);
+    const Replaced was = replaced_;
+    replaced_ = Replaced{};
+    chatModel_->setMessages(rows);
+    restoreConversationToModel();  // the model's conversation is whole again
+    if (was.editing) {
+        // Still editing that message: sending again replaces it.
+        editingRow_ = was.row;
+        statusBar()->showMessage(tr("Editing a message: sending replaces it and everything after it (Esc cancels)."));
+    }
 }
 
 bool MainWindow::roomToContinue(int row) const {
@@ -991,6 +1022,7 @@ void MainWindow::onTokens(const TokenBatch& batch) {
         pendingText_ += batch.text;
     }
     if (!batch.tokens.empty()) {
+        commitReplacement();  // the turn has begun: what it replaces leaves the store
         streamingTokens_ += static_cast<int>(batch.tokens.size());
         pendingSteps_.insert(pendingSteps_.end(), batch.stepMs.begin(), batch.stepMs.end());
         pendingCandidates_ = batch.candidates;
@@ -1031,6 +1063,7 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
         undoTurnThatWroteNothing(stats);
         return;
     }
+    commitReplacement();
     QStringList details;
     details << tr("%n token(s)", nullptr, static_cast<int>(stats.generated_tokens));
     if (stats.decode_tokens_per_s > 0) details << display::tokensPerSecond(stats.decode_tokens_per_s);
@@ -1114,6 +1147,7 @@ void MainWindow::undoTurnThatWroteNothing(const lantern::TurnStats& stats) {
             if (chatModel_->message(user).store_id >= 0) store_->deleteMessage(chatModel_->message(user).store_id);
             chatModel_->removeMessage(user);
         }
+        undoReplacement();  // an edited message and what followed it come back
         if (input_->toPlainText().trimmed().isEmpty()) {
             input_->setPlainText(sentText_);
             input_->moveCursor(QTextCursor::End);
@@ -1131,7 +1165,8 @@ void MainWindow::undoTurnThatWroteNothing(const lantern::TurnStats& stats) {
             addNotice(tr("This message does not fit in the context. %1 %2")
                           .arg(size, fix.isEmpty() ? tr("Shorten it, or start a new chat.") : fix));
     } else {
-        canRegenerate_ = true;  // the conversation ends with the user's turn: Regenerate answers it
+        undoReplacement();      // the reply it was to replace comes back
+        canRegenerate_ = true;  // (if none: the conversation ends with the user's turn, which Regenerate answers)
         if (!stopped)
             addNotice(tr("There is no room left in the context for a new reply. %1 %2")
                           .arg(size, fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
@@ -1151,6 +1186,7 @@ void MainWindow::onKvStats(const KvSnapshot& snapshot) {
 void MainWindow::onError(const QString& message) {
     if (state_ == State::Generating) {
         // A continued reply keeps what its first part said.
+        commitReplacement();  // the failed reply stays on screen, so the store matches it
         endAssistantReply(false, continuedDetails_.isEmpty() ? tr("failed") : continuedDetails_ + QStringLiteral(" · ") + tr("failed"));
         continuedDetails_ = QString();
         canRegenerate_ = false;
@@ -1214,6 +1250,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     if (state_ == State::Generating) {
         // Keep what was generated so far: stored as an interrupted reply.
         worker_->requestStop();
+        commitReplacement();  // the store keeps what the screen shows
         endAssistantReply(false, tr("the app was closed while generating"));
     }
     preferences::setWindowLayout(saveGeometry(), saveState());

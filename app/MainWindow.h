@@ -11,6 +11,7 @@
 #include <QTimer>
 #include <memory>
 
+#include "chat/ChatModel.h"
 #include "worker/EngineTypes.h"
 
 class AttentionPanel;
@@ -192,6 +193,19 @@ protected:
     QString sentText_;  // the text of the message being answered (Turn::Send)
     bool dropOldestTurns_ = true;  // File > When the Context Is Full, Drop the Oldest Turns
     int editingRow_ = -1;       // the user message being edited (editMessage), -1: none
+    // What a running Edit and Resend or Regenerate replaces: off the screen and out of the model's
+    // conversation, but still in the store until the turn has begun (its first token, or a turn
+    // that changed something). A turn that changes nothing (no room, stopped while its prompt was
+    // read) puts them back, so a refused replacement loses nothing.
+    struct Replaced {
+        int row = -1;                    // where they were; -1: nothing replaced
+        QVector<ChatMessage> messages;
+        bool editing = false;            // Edit and Resend: the edit goes on after an undo
+    };
+    Replaced replaced_;
+    void setAsideFrom(int row, bool editing);  // rows [row, end) become replaced_
+    void commitReplacement();                  // the turn has begun: they leave the store
+    void undoReplacement();                    // the turn changed nothing: they come back
     QTimer partialSaveTimer_;
     QElapsedTimer turnClock_;
     // Streamed tokens reach the widgets at most every kStreamFrameMs (the chat row, the latency

@@ -20,6 +20,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -88,6 +89,7 @@ private slots:
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
     void aFullContextOffersOnlyWhatCanWork();
     void stoppingWhileThePromptIsReadGivesTheMessageBack();
+    void aReplacementThatCannotBeginLosesNothing();
 };
 
 void TestMainWindow::initTestCase() {
@@ -491,4 +493,95 @@ void TestMainWindow::stoppingWhileThePromptIsReadGivesTheMessageBack() {
     QVERIFY(chat->rowCount() >= 3);
     QVERIFY(!chat->index(2, 0).data(ChatModel::TextRole).toString().isEmpty());
     QCOMPARE(ConversationStore(db).conversations().size(), 1);
+}
+
+// Edit and Resend and Regenerate replace messages, but only once the new turn has begun: an
+// edited message that does not fit, or a Regenerate stopped while its prompt is read, leaves the
+// messages it would have replaced on screen and in the store as they were.
+void TestMainWindow::aReplacementThatCannotBeginLosesNothing() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(QStringLiteral("chat.sqlite"));
+    MainWindow window(db);
+    window.show();
+    QVERIFY(loadModel(window));
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(8);
+    auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
+    auto* view = window.findChild<ChatView*>(QStringLiteral("chatView"));
+    const QAbstractItemModel* chat = view->model();
+    auto send = [&](const QString& text) {
+        input->setPlainText(text);
+        QTest::keyClick(input, Qt::Key_Return);
+        return QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs);
+    };
+    auto texts = [&] {
+        QStringList out;
+        for (int row = 0; row < chat->rowCount(); ++row) out << chat->index(row, 0).data(ChatModel::TextRole).toString();
+        return out;
+    };
+    auto stored = [&] {
+        ConversationStore store(db);
+        QStringList out;
+        for (const ConversationSummary& c : store.conversations())
+            for (const StoredMessage& m : store.messages(c.id)) out << QString::number(m.id) + QLatin1Char(' ') + m.content;
+        return out;
+    };
+    QString longPrompt;  // two prefill chunks (one progress report) that fit with room for a reply
+    for (int i = 0; i < 30; ++i) longPrompt += QStringLiteral("The dog ran to the big park. ");
+    longPrompt = longPrompt.trimmed();
+    QVERIFY(send(longPrompt));
+    QVERIFY(send(QStringLiteral("The cat")));
+    QCOMPARE(chat->rowCount(), 4);
+    const QStringList before = texts(), storedBefore = stored();
+    QCOMPARE(storedBefore.size(), 4);
+
+    // The first message edited into one longer than the context: nothing is replaced.
+    emit view->editRequested(0);
+    QString tooLong;
+    for (int i = 0; i < 120; ++i) tooLong += QStringLiteral("The dog ran to the big park. ");
+    tooLong = tooLong.trimmed();
+    QVERIFY(send(tooLong));
+    QCOMPARE(input->toPlainText(), tooLong);
+    QCOMPARE(texts().mid(0, 4), before);
+    QCOMPARE(chat->rowCount(), 5);  // and the notice
+    QVERIFY2(texts().last().contains(QStringLiteral("does not fit")), qPrintable(texts().last()));
+    QCOMPARE(stored(), storedBefore);
+    QVERIFY(window.findChild<QPushButton*>(QStringLiteral("regenerateButton"))->isEnabled());
+    // Still editing it: shortened and sent, it replaces the message and everything after it.
+    QVERIFY2(window.statusBar()->currentMessage().startsWith(QStringLiteral("Editing a message")),
+             qPrintable(window.statusBar()->currentMessage()));
+    QVERIFY(send(longPrompt.left(longPrompt.size() - 1)));
+    QCOMPARE(chat->index(0, 0).data(ChatModel::TextRole).toString(), longPrompt.left(longPrompt.size() - 1));
+    QCOMPARE(chat->index(1, 0).data(ChatModel::MessageRole).toInt(), static_cast<int>(ChatMessage::Role::Assistant));
+    const QStringList edited = stored();
+    QCOMPARE(edited.size(), 2);
+    for (const QString& old : storedBefore) QVERIFY2(!edited.contains(old), qPrintable(old));
+    QCOMPARE(chat->rowCount(), 2);  // the notice about the refused edit went with the rows it was about
+
+    // A new system prompt makes the whole conversation a prompt again (two chunks): Regenerate
+    // stopped at its first progress report gives back the reply it was to replace.
+    const QString reply = chat->index(1, 0).data(ChatModel::TextRole).toString();
+    auto* system = window.findChild<QLineEdit*>(QStringLiteral("systemPrompt"));
+    system->setText(QStringLiteral("You tell short stories."));
+    emit system->editingFinished();
+    connect(window.worker(), &InferenceWorker::promptProgress, window.worker(), [&](quint32, quint32) {
+        window.worker()->requestStop();
+    }, Qt::DirectConnection);
+    bool progressed = false;
+    connect(window.worker(), &InferenceWorker::promptProgress, &window, [&](quint32, quint32) { progressed = true; });
+    QTest::mouseClick(window.findChild<QPushButton*>(QStringLiteral("regenerateButton")), Qt::LeftButton);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QVERIFY(progressed);
+    QCOMPARE(chat->index(1, 0).data(ChatModel::TextRole).toString(), reply);
+    QCOMPARE(stored(), edited);
+    QVERIFY(window.findChild<QPushButton*>(QStringLiteral("regenerateButton"))->isEnabled());
+
+    // Not stopped, it replaces the reply: the store holds the new one in its place.
+    disconnect(window.worker(), &InferenceWorker::promptProgress, window.worker(), nullptr);
+    QTest::mouseClick(window.findChild<QPushButton*>(QStringLiteral("regenerateButton")), Qt::LeftButton);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    const QStringList regenerated = stored();
+    QCOMPARE(regenerated.size(), 2);
+    QCOMPARE(regenerated[0], edited[0]);
+    QVERIFY(regenerated[1] != edited[1]);  // a new message (id), whatever its text
+    QCOMPARE(chat->index(1, 0).data(ChatModel::MessageRole).toInt(), static_cast<int>(ChatMessage::Role::Assistant));
 }
