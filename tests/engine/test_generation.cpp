@@ -426,6 +426,73 @@ private slots:
     // the engine keeps the chunks done (a later prefill goes on from them, to the same logits),
     // the chat session's turn ends with no token and changes nothing, and sending the message
     // again reuses what was computed and writes what it would have written in one go.
+    // measure() says what respond() then does: the same prompt length, the same fit, the same
+    // turns dropped; and it changes nothing. An edited message (keep_messages) is measured
+    // against the conversation before it.
+    void measuring_a_message_predicts_its_turn_and_changes_nothing() {
+        EngineOptions o = options();
+        o.context_length = 128;
+        auto e = Engine::load(model(), o);
+        const uint32_t ctx = e->context_length();
+        SamplingSettings s;
+        s.temperature = 0;
+        s.ignore_eos = true;
+        s.max_new_tokens = 30;
+        SettingsSlot slot(s);
+        auto quiet = [](const TokenEvent&) { return true; };
+        ChatSession chat(*e);
+        chat.set_context_policy(ContextPolicy::Stop);
+
+        MessageFit first = chat.measure("Once upon a time");
+        QCOMPARE(first.context, ctx);
+        QCOMPARE(first.message_tokens, static_cast<uint32_t>(e->tokenizer().encode("Once upon a time", false).size()));
+        QVERIFY(first.fits && first.fits_dropping);
+        QCOMPARE(first.dropped_turns, 0u);
+        QVERIFY(chat.history().empty());
+        TurnStats t = chat.respond("Once upon a time", slot, quiet);
+        QCOMPARE(t.prompt_tokens, first.prompt_tokens);
+
+        // The second turn: predicted, then run.
+        MessageFit second = chat.measure("The cat sat on the mat");
+        QVERIFY(second.fits);
+        QCOMPARE(chat.history().size(), 2u);
+        TurnStats t2 = chat.respond("The cat sat on the mat", slot, quiet);
+        QCOMPARE(t2.prompt_tokens, second.prompt_tokens);
+        QVERIFY(second.prompt_tokens > first.prompt_tokens + second.message_tokens);  // the whole conversation
+
+        // A message the conversation has no room for under Stop, which dropping would make room for.
+        std::string longer;
+        for (int i = 0; i < 5; ++i) longer += "The dog ran to the big park. ";
+        const MessageFit full = chat.measure(longer);
+        QVERIFY2(!full.fits, std::to_string(full.prompt_tokens).c_str());
+        QVERIFY(full.fits_dropping);
+        TurnStats refused = chat.respond(longer, slot, quiet);
+        QVERIFY(refused.changed_nothing);
+        QCOMPARE(refused.prompt_tokens, full.prompt_tokens);
+        QCOMPARE(refused.would_fit_dropping, full.fits_dropping);
+        // Under DropOldestTurns the same message fits, leaving out what the turn then drops.
+        chat.set_context_policy(ContextPolicy::DropOldestTurns);
+        const MessageFit dropping = chat.measure(longer);
+        QVERIFY(dropping.fits && dropping.fits_dropping);
+        QVERIFY(dropping.dropped_turns > 0);
+        // An edit of the first message: measured against nothing before it.
+        const MessageFit edit = chat.measure(longer, 0);
+        QVERIFY(edit.fits);
+        QCOMPARE(edit.dropped_turns, 0u);
+        QVERIFY(edit.prompt_tokens < full.prompt_tokens);  // without the earlier turns
+        QCOMPARE(chat.history().size(), 4u);  // measuring changed nothing
+        TurnStats dropped = chat.respond(longer, slot, quiet);
+        QCOMPARE(dropped.prompt_tokens, dropping.prompt_tokens);
+        QCOMPARE(dropped.dropped_turns, dropping.dropped_turns);
+
+        // Longer than the context whatever is dropped.
+        std::string huge;
+        for (int i = 0; i < 40; ++i) huge += "The dog ran to the big park. ";
+        const MessageFit never = chat.measure(huge);
+        QVERIFY(!never.fits && !never.fits_dropping);
+        QVERIFY(never.prompt_tokens > ctx);
+    }
+
     void a_long_prompt_reports_progress_and_stops_between_chunks() {
         EngineOptions o = options();
         o.max_step_tokens = 16;

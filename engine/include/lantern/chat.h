@@ -68,6 +68,17 @@ struct TurnStats {
     bool would_fit_dropping = false;
 };
 
+// What a message would make of the conversation if it were sent now (ChatSession::measure), so
+// that a front end can say before sending whether it fits.
+struct MessageFit {
+    uint32_t message_tokens = 0;  // the text alone, as the tokenizer splits it
+    uint32_t prompt_tokens = 0;   // the whole prompt of its turn, without the turns it would leave out
+    uint32_t context = 0;         // the context's length
+    uint32_t dropped_turns = 0;   // earlier messages its turn would leave out (DropOldestTurns)
+    bool fits = false;            // under the session's context policy, with room for a reply
+    bool fits_dropping = false;   // once the oldest turns go (the same as fits under DropOldestTurns)
+};
+
 class ChatSession {
 public:
     explicit ChatSession(Engine& engine);
@@ -100,6 +111,12 @@ public:
     // and the next turn's prompt is what it would be had the reply been written in one go.
     TurnStats continue_reply(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
                              const std::atomic<bool>* stop = nullptr);
+
+    // The turn respond(user_text) would run, worked out and not run (the same dry run respond()
+    // starts with: rendering and tokenizing the conversation, no model step). `keep_messages`:
+    // how many of history()'s messages stay before it (an edited message replaces the rest);
+    // all of them by default.
+    MessageFit measure(const std::string& user_text, size_t keep_messages = SIZE_MAX) const;
 
     const std::vector<ChatTurn>& history() const;
     void reset();  // forget the conversation (cached KV blocks stay reusable)

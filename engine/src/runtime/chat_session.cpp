@@ -43,10 +43,10 @@ struct ChatSession::Impl {
     explicit Impl(Engine& e) : engine(e), chat_template(e.chat_template()) {}
 
     // The system prompt and the messages from `first` on (the ones before it dropped).
-    std::vector<ChatMessage> conversation(size_t first = 0) const {
+    std::vector<ChatMessage> conversation(const std::vector<ChatMessage>& of, size_t first = 0) const {
         std::vector<ChatMessage> all;
         if (!system_prompt.empty()) all.push_back({ChatRole::System, system_prompt, {}});
-        all.insert(all.end(), messages.begin() + static_cast<long>(first), messages.end());
+        all.insert(all.end(), of.begin() + static_cast<long>(first), of.end());
         return all;
     }
 
@@ -61,12 +61,13 @@ struct ChatSession::Impl {
         size_t dropped = 0;  // messages left out at the front
         bool fits = false;
     };
-    Fit fit_prompt(bool continuing, ContextPolicy p) const {
+    Fit fit_prompt(bool continuing, ContextPolicy p) const { return fit_prompt_of(messages, continuing, p); }
+    Fit fit_prompt_of(const std::vector<ChatMessage>& messages, bool continuing, ContextPolicy p) const {
         const Tokenizer& tok = engine.tokenizer();
         const uint32_t ctx = engine.context_length();
         Fit f;
         while (true) {
-            const auto kept = conversation(f.dropped);
+            const auto kept = conversation(messages, f.dropped);
             f.prompt = continuing ? chat_template.render_open_reply(tok, kept) : chat_template.render(tok, kept, true);
             const size_t n = f.prompt.tokens.size();
             if (n + reply_room(ctx) <= ctx) break;
@@ -310,6 +311,22 @@ TurnStats ChatSession::continue_reply(const SettingsSlot& settings, const std::f
     if (m.empty() || m.back().role != ChatRole::Assistant)
         throw Error(ErrorCode::InvalidArgument, "there is no assistant reply to continue");
     return impl_->run_turn(settings, on_token, stop, true);
+}
+
+MessageFit ChatSession::measure(const std::string& user_text, size_t keep_messages) const {
+    const auto& m = impl_->messages;
+    std::vector<ChatMessage> with(m.begin(), m.begin() + static_cast<long>(std::min(keep_messages, m.size())));
+    with.push_back({ChatRole::User, user_text, {}});
+    MessageFit out;
+    out.message_tokens = static_cast<uint32_t>(impl_->engine.tokenizer().encode(user_text, false).size());
+    out.context = impl_->engine.context_length();
+    const Impl::Fit fit = impl_->fit_prompt_of(with, false, impl_->policy);
+    out.prompt_tokens = static_cast<uint32_t>(fit.prompt.tokens.size());
+    out.dropped_turns = static_cast<uint32_t>(fit.dropped);
+    out.fits = fit.fits;
+    out.fits_dropping = fit.fits || (impl_->policy == ContextPolicy::Stop &&
+                                     impl_->fit_prompt_of(with, false, ContextPolicy::DropOldestTurns).fits);
+    return out;
 }
 
 const std::vector<ChatTurn>& ChatSession::history() const { return impl_->turns; }
