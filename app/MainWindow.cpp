@@ -170,7 +170,18 @@ void MainWindow::buildCentralArea() {
     input_->setFixedHeight(QFontMetrics(input_->font()).lineSpacing() * 3 + 20);
     input_->setTabChangesFocus(true);
     input_->installEventFilter(this);
-    inputLayout->addWidget(input_, 1);
+    auto* inputColumn = new QVBoxLayout();
+    inputColumn->setSpacing(3);
+    inputColumn->addWidget(input_);
+    // How long the message is and whether it fits, before it is sent (small print under it).
+    messageMeasure_ = new QLabel(inputBar);
+    messageMeasure_->setObjectName(QStringLiteral("messageMeasure"));
+    messageMeasure_->setWordWrap(true);
+    QFont small = messageMeasure_->font();
+    small.setPointSizeF(small.pointSizeF() * 0.9);
+    messageMeasure_->setFont(small);
+    inputColumn->addWidget(messageMeasure_);
+    inputLayout->addLayout(inputColumn, 1);
 
     auto* buttons = new QVBoxLayout();
     buttons->setSpacing(6);
@@ -203,12 +214,18 @@ void MainWindow::buildCentralArea() {
     connect(stopButton_, &QPushButton::clicked, this, &MainWindow::stopGeneration);
     connect(regenerateButton_, &QPushButton::clicked, this, &MainWindow::regenerateReply);
     connect(continueButton_, &QPushButton::clicked, this, &MainWindow::continueReply);
-    connect(input_, &QPlainTextEdit::textChanged, this, [this] { setState(state_); });
+    connect(input_, &QPlainTextEdit::textChanged, this, [this] {
+        setState(state_);
+        scheduleMeasure();
+    });
+    measureTimer_.setSingleShot(true);
+    connect(&measureTimer_, &QTimer::timeout, this, &MainWindow::requestMeasure);
     connect(systemPrompt_, &QLineEdit::editingFinished, this, [this] {
         const QString text = systemPrompt_->text().trimmed();
         preferences::setSystemPrompt(text);
         if (conversationId_ >= 0) store_->setConversationSystemPrompt(conversationId_, text);
         emit systemPromptChanged(text);
+        scheduleMeasure();
     });
 }
 
@@ -341,6 +358,7 @@ void MainWindow::buildActions() {
                          worker_->setDropOldestTurns(on);
                          dropOldestTurns_ = on;
                          updateContinueButton();  // dropping may make the room Continue needs
+                         scheduleMeasure();       // and the room the message being written needs
                      });
     dropOldest->setObjectName(QStringLiteral("dropOldestAction"));
     file->addSeparator();
@@ -467,6 +485,8 @@ void MainWindow::connectWorker() {
     connect(this, &MainWindow::listDevicesRequested, worker_, &InferenceWorker::listDevices);
     connect(this, &MainWindow::apiServerStartRequested, worker_, &InferenceWorker::startApiServer);
     connect(this, &MainWindow::apiServerStopRequested, worker_, &InferenceWorker::stopApiServer);
+    connect(this, &MainWindow::measureMessageRequested, worker_, &InferenceWorker::measureMessage);
+    connect(worker_, &InferenceWorker::messageMeasured, this, &MainWindow::showMeasure);
     connect(worker_, &InferenceWorker::apiServerStarted, this, [this](quint16 port) {
         apiPort_ = port;
         showApiServerState(true);
@@ -508,7 +528,10 @@ void MainWindow::connectWorker() {
 // State
 
 void MainWindow::setState(State state) {
+    const State before = state_;
     state_ = state;
+    if (state == State::Ready && before != State::Ready) scheduleMeasure();  // (the conversation may have changed)
+    if (state == State::NoModel && messageMeasure_ != nullptr) messageMeasure_->clear();
     const bool ready = state == State::Ready;
     const bool generating = state == State::Generating;
     sendButton_->setEnabled(ready && !input_->toPlainText().trimmed().isEmpty());
@@ -728,6 +751,7 @@ void MainWindow::newConversation() {
     conversationList_->clearSelection();
     emit resetConversationRequested();
     setState(state_);
+    scheduleMeasure();
     input_->setFocus();
 }
 
@@ -757,6 +781,61 @@ void MainWindow::openConversation(qint64 id) {
     chatView_->scrollToEnd();
 }
 
+void MainWindow::scheduleMeasure() {
+    if (input_ == nullptr || messageMeasure_ == nullptr) return;  // (while the window is built)
+    if (input_->toPlainText().trimmed().isEmpty()) {
+        ++measureRequest_;  // an answer still on its way is for text that is gone
+        measureTimer_.stop();
+        messageMeasure_->clear();
+        return;
+    }
+    measureTimer_.start(250);
+}
+
+void MainWindow::requestMeasure() {
+    const QString text = input_->toPlainText().trimmed();
+    if (text.isEmpty()) return;
+    if (state_ != State::Ready) return;  // asked again once the reply is written (setState)
+    // An edited message replaces itself and everything after it: it is measured after the
+    // messages before it (those the model's conversation holds: the users' and the replies).
+    int keep = -1;
+    if (editingRow_ >= 0) {
+        keep = 0;
+        for (int row = 0; row < editingRow_ && row < chatModel_->rowCount(); ++row) {
+            const ChatMessage::Role role = chatModel_->message(row).role;
+            if (role == ChatMessage::Role::User || role == ChatMessage::Role::Assistant) ++keep;
+        }
+    }
+    emit measureMessageRequested(++measureRequest_, text, keep);
+}
+
+void MainWindow::showMeasure(quint64 request, const lantern::MessageFit& fit) {
+    if (request != measureRequest_ || input_->toPlainText().trimmed().isEmpty()) return;
+    const QString tokens = tr("%n token(s)", nullptr, static_cast<int>(fit.message_tokens));
+    QString text;
+    bool warn = false;
+    if (fit.fits && fit.dropped_turns == 0) {
+        text = tokens;
+    } else if (fit.fits) {
+        text = tr("%1 · sending it leaves the oldest %n message(s) out of the model's context", nullptr,
+                  static_cast<int>(fit.dropped_turns))
+                   .arg(tokens);
+    } else if (fit.fits_dropping) {
+        warn = true;
+        text = tr("%1 · no room: the conversation would be %2 tokens, the context holds %3. Turn on File > When "
+                  "the Context Is Full, Drop the Oldest Turns, or start a new chat.")
+                   .arg(tokens, display::count(fit.prompt_tokens), display::count(fit.context));
+    } else {
+        warn = true;
+        text = tr("%1 · too long: the conversation would be %2 tokens, the context holds %3 and a reply needs room too.")
+                   .arg(tokens, display::count(fit.prompt_tokens), display::count(fit.context));
+    }
+    QPalette palette = messageMeasure_->palette();
+    palette.setColor(QPalette::WindowText, warn ? QColor(0xb3, 0x26, 0x1e) : theme::mutedText());
+    messageMeasure_->setPalette(palette);
+    messageMeasure_->setText(text);
+}
+
 void MainWindow::restoreConversationToModel() {
     QStringList roles, contents;
     for (int row = 0; row < chatModel_->rowCount(); ++row) {
@@ -771,6 +850,7 @@ void MainWindow::restoreConversationToModel() {
     // The model's conversation now ends with the last reply, if there is one: it can be
     // regenerated or continued, by whichever model is loaded.
     canRegenerate_ = continuableRow() >= 0;
+    scheduleMeasure();  // the message being written joins another conversation
 }
 
 void MainWindow::deleteConversation(qint64 id) {

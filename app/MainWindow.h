@@ -63,6 +63,7 @@ signals:
     void listDevicesRequested();
     void apiServerStartRequested(quint16 port);
     void apiServerStopRequested();
+    void measureMessageRequested(quint64 request, const QString& text, int keepMessages);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -119,6 +120,11 @@ protected:
     void undoTurnThatWroteNothing(const lantern::TurnStats& stats);
     bool roomToContinue(int row) const;  // Continue could write more of the reply at `row`
     void updateContinueButton();
+    // The input's length and whether it fits (ChatSession::measure), under the input: asked a
+    // moment after typing stops, and again whenever the conversation or the policy changes.
+    void scheduleMeasure();
+    void requestMeasure();
+    void showMeasure(quint64 request, const lantern::MessageFit& fit);
     void chooseLanguage(const QString& name);
     void showAbout();
 
@@ -207,6 +213,9 @@ protected:
     void commitReplacement();                  // the turn has begun: they leave the store
     void undoReplacement();                    // the turn changed nothing: they come back
     QTimer partialSaveTimer_;
+    QTimer measureTimer_;
+    quint64 measureRequest_ = 0;  // the latest request; older answers are ignored
+    QLabel* messageMeasure_ = nullptr;
     QElapsedTimer turnClock_;
     // Streamed tokens reach the widgets at most every kStreamFrameMs (the chat row, the latency
     // chart, the candidates, the status labels), the first of a burst at once: each update re-lays

@@ -45,6 +45,13 @@
             <numerusform>%n earlier turns were dropped to make room in the context.</numerusform>
         </translation>
     </message>
+    <message numerus="yes">
+        <source>%1 · sending it leaves the oldest %n message(s) out of the model&apos;s context</source>
+        <translation>
+            <numerusform>%1 · sending it leaves the oldest message out of the model&apos;s context</numerusform>
+            <numerusform>%1 · sending it leaves the oldest %n messages out of the model&apos;s context</numerusform>
+        </translation>
+    </message>
 </context>
 <context>
     <name>StepProfilePanel</name>

@@ -642,6 +642,20 @@ Driver: %2</source>
         <translation>首词元 %1</translation>
     </message>
     <message numerus="yes">
+        <source>%1 · sending it leaves the oldest %n message(s) out of the model&apos;s context</source>
+        <translation>
+            <numerusform>%1 · 发送后，最早的 %n 条消息将移出模型的上下文</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>%1 · no room: the conversation would be %2 tokens, the context holds %3. Turn on File &gt; When the Context Is Full, Drop the Oldest Turns, or start a new chat.</source>
+        <translation>%1 · 空间不足：对话将达 %2 个词元，而上下文只能容纳 %3 个。请打开“文件 &gt; 上下文已满时，丢弃最早的对话轮次”，或开始新对话。</translation>
+    </message>
+    <message>
+        <source>%1 · too long: the conversation would be %2 tokens, the context holds %3 and a reply needs room too.</source>
+        <translation>%1 · 太长：对话将达 %2 个词元，而上下文只能容纳 %3 个，回复也需要空间。</translation>
+    </message>
+    <message numerus="yes">
         <source>%n earlier turn(s) were dropped to make room in the context.</source>
         <translation>
             <numerusform>为腾出上下文空间，丢弃了 %n 轮较早的对话。</numerusform>

@@ -7,6 +7,7 @@ void registerEngineMetaTypes() {
     qRegisterMetaType<lantern::ModelInfo>();
     qRegisterMetaType<lantern::DeviceInfo>();
     qRegisterMetaType<lantern::TurnStats>();
+    qRegisterMetaType<lantern::MessageFit>();
     qRegisterMetaType<lantern::AttentionSnapshot>();
     qRegisterMetaType<lantern::StepProfile>();
     qRegisterMetaType<LoadReport>();

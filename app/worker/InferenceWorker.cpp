@@ -154,6 +154,19 @@ void InferenceWorker::send(const QString& text) {
     });
 }
 
+void InferenceWorker::measureMessage(quint64 request, const QString& text, int keepMessages) {
+    if (!session_) return;
+    try {
+        session_->set_context_policy(dropOldestTurns_.load() ? lantern::ContextPolicy::DropOldestTurns
+                                                             : lantern::ContextPolicy::Stop);
+        emit messageMeasured(request, session_->measure(text.toStdString(), keepMessages < 0
+                                                                                ? SIZE_MAX
+                                                                                : static_cast<size_t>(keepMessages)));
+    } catch (const std::exception&) {
+        // Only an estimate for the input: a failure here shows up when the message is sent.
+    }
+}
+
 void InferenceWorker::regenerate() {
     runTurn([this](const std::function<bool(const lantern::TokenEvent&)>& onToken) {
         return session_->regenerate(settings_, onToken, &stop_);

@@ -76,6 +76,11 @@ public slots:
     void send(const QString& text);
     void regenerate();
     void continueReply();  // more of the last reply, from where it stopped
+    // How long `text` is and whether its turn would fit (ChatSession::measure), as it would be
+    // sent now: after the first keepMessages messages of the conversation (-1: all of them; an
+    // edited message replaces the rest), under the current context policy. Answers with
+    // messageMeasured(request, ...); nothing while no model is loaded.
+    void measureMessage(quint64 request, const QString& text, int keepMessages);
     // Enumerates the Vulkan devices (answers with devicesListed or errorOccurred).
     void listDevices();
     // Serves the loaded model — and each model loaded later — over the OpenAI-compatible API
@@ -102,6 +107,7 @@ signals:
     // before turnFinished.
     void tokensGenerated(const TokenBatch& batch);
     void turnFinished(const lantern::TurnStats& stats);
+    void messageMeasured(quint64 request, const lantern::MessageFit& fit);
     void kvStatsChanged(const KvSnapshot& snapshot);
     void attentionCaptured(const lantern::AttentionSnapshot& snapshot);
     // Where one step's time went (requestStepProfile), and the position of its token.

@@ -18,6 +18,7 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -90,6 +91,7 @@ private slots:
     void aFullContextOffersOnlyWhatCanWork();
     void stoppingWhileThePromptIsReadGivesTheMessageBack();
     void aReplacementThatCannotBeginLosesNothing();
+    void theInputSaysHowLongAMessageIsAndWhetherItFits();
 };
 
 void TestMainWindow::initTestCase() {
@@ -584,4 +586,54 @@ void TestMainWindow::aReplacementThatCannotBeginLosesNothing() {
     QCOMPARE(regenerated[0], edited[0]);
     QVERIFY(regenerated[1] != edited[1]);  // a new message (id), whatever its text
     QCOMPARE(chat->index(1, 0).data(ChatModel::MessageRole).toInt(), static_cast<int>(ChatMessage::Role::Assistant));
+}
+
+// Under the input: the message's length in tokens, and before it is sent, whether it fits — as
+// the context stands, under the chosen policy, and for an edit, in place of what it replaces.
+void TestMainWindow::theInputSaysHowLongAMessageIsAndWhetherItFits() {
+    QTemporaryDir dir;
+    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    window.show();
+    QVERIFY(loadModel(window));
+    auto* drop = window.findChild<QAction*>(QStringLiteral("dropOldestAction"));
+    auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
+    auto* measure = window.findChild<QLabel*>(QStringLiteral("messageMeasure"));
+    QVERIFY(drop && input && measure);
+    auto shows = [&](const QString& part) {
+        const bool ok = QTest::qWaitFor([&] { return measure->text().contains(part); }, 10'000);
+        if (!ok) qWarning("the input says: %s", qPrintable(measure->text()));
+        return ok;
+    };
+    // (Untranslated, as tests run: "4 token(s)"; the English translation says "4 tokens".)
+    const QRegularExpression plain(QStringLiteral("^[1-9][0-9]* token(s|\\(s\\))?$"));
+
+    input->setPlainText(QStringLiteral("Once upon a time"));
+    QVERIFY2(QTest::qWaitFor([&] { return plain.match(measure->text()).hasMatch(); }, 10'000), qPrintable(measure->text()));
+    QString huge;
+    for (int i = 0; i < 120; ++i) huge += QStringLiteral("The dog ran to the big park. ");
+    input->setPlainText(huge.trimmed());
+    QVERIFY(shows(QStringLiteral("too long")));
+    QVERIFY(shows(QStringLiteral("the context holds 512")));
+    input->clear();
+    QVERIFY(measure->text().isEmpty());
+
+    // A reply that fills the context, with Stop as the policy: the next message has no room, and
+    // the label says that dropping the oldest turns would make it.
+    if (drop->isChecked()) drop->trigger();
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(0);
+    input->setPlainText(QStringLiteral("Once upon a time"));
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QVERIFY(measure->text().isEmpty());
+    input->setPlainText(QStringLiteral("The cat"));
+    QVERIFY(shows(QStringLiteral("no room")));
+    QVERIFY(shows(QStringLiteral("Drop the Oldest Turns")));
+    drop->trigger();  // dropping: it fits, and the label says what it will leave out
+    QVERIFY(shows(QStringLiteral("leaves the oldest 2 message")));
+    drop->trigger();
+
+    // Editing the first message: it replaces the whole conversation, so it fits.
+    emit window.findChild<ChatView*>(QStringLiteral("chatView"))->editRequested(0);
+    QCOMPARE(input->toPlainText(), QStringLiteral("Once upon a time"));
+    QVERIFY2(QTest::qWaitFor([&] { return plain.match(measure->text()).hasMatch(); }, 10'000), qPrintable(measure->text()));
 }
