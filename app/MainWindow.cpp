@@ -648,6 +648,7 @@ void MainWindow::openModel(const QString& path, const QString& deviceSelector) {
     setState(State::Loading);
     statusBar()->showMessage(tr("Loading %1…").arg(QDir::toNativeSeparators(path)));
     kvPanel_->clear();
+    cachedContextTokens_ = -1;  // the next model's cache has not been reported yet
     modelInfoPanel_->clear();
     emit loadModelRequested(path, deviceSelector_);
 }
@@ -1082,6 +1083,10 @@ void MainWindow::savePartialReply() {
 
 void MainWindow::endAssistantReply(bool complete, const QString& details) {
     flushStream();  // what the last frame held back goes in before the reply ends
+    // The token sampled last is not in the cache (a stopped reply's goes in with the next turn's
+    // prompt): the bar now counts what the cache holds, as the KV panel does. The worker sends its
+    // cache figures before it says the turn ended, so they are current here.
+    showContextCount(cachedContextTokens_);
     partialSaveTimer_.stop();
     if (streamingRow_ >= 0) {
         chatModel_->setDetails(streamingRow_, details);
@@ -1132,9 +1137,12 @@ void MainWindow::flushStream() {
     stateLabel_->setLiveText(tr("Generating… %n token(s)", nullptr, streamingTokens_));
     // The token just sampled enters the context at the next step; the last one of a reply that
     // filled the context never does, so the count stops at the context's size.
-    if (contextLength_ > 0)
-        contextLabel_->setLiveText(tr("Context %1 / %2").arg(display::count(std::min(pendingPosition_ + 1, contextLength_)),
-                                                               display::count(contextLength_)));
+    showContextCount(static_cast<int>(std::min(pendingPosition_ + 1, contextLength_)));
+}
+
+void MainWindow::showContextCount(int tokens) {
+    if (contextLength_ == 0 || tokens < 0) return;
+    contextLabel_->setLiveText(tr("Context %1 / %2").arg(display::count(tokens), display::count(contextLength_)));
 }
 
 void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
@@ -1258,8 +1266,11 @@ void MainWindow::undoTurnThatWroteNothing(const lantern::TurnStats& stats) {
 void MainWindow::onKvStats(const KvSnapshot& snapshot) {
     kvPanel_->setSnapshot(snapshot);
     for (const lantern::KvSequenceStats& seq : snapshot.stats.sequences) {
-        if (seq.id == snapshot.active_sequence && contextLength_ > 0)
-            contextLabel_->setLiveText(tr("Context %1 / %2").arg(display::count(seq.tokens), display::count(contextLength_)));
+        if (seq.id != snapshot.active_sequence) continue;
+        cachedContextTokens_ = static_cast<int>(seq.tokens);
+        // While a reply streams, its frames count the token just sampled as well (it enters the
+        // cache at the next step); a cache figure here would make the bar flicker one back.
+        if (streamingRow_ < 0 || streamingTokens_ == 0) showContextCount(cachedContextTokens_);
     }
 }
 

@@ -181,6 +181,10 @@ protected:
     QString loadedModelName_;
     QString deviceSelector_;
     uint32_t contextLength_ = 0;
+    // The active sequence's tokens in the KV cache, as the worker last reported them (-1: none
+    // yet). While a reply streams, the status bar counts the token just sampled too; once it ends,
+    // the bar says what the cache holds, the figure the KV panel shows.
+    int cachedContextTokens_ = -1;
     qint64 conversationId_ = -1;
     int streamingRow_ = -1;
     qint64 streamingStoreId_ = -1;
@@ -223,6 +227,7 @@ protected:
     // of a core at 40 tok/s, from the same cores the CPU driver decodes on (see flushStream).
     static constexpr int kStreamFrameMs = 50;
     void flushStream();
+    void showContextCount(int tokens);
     QTimer streamFrame_;
     QElapsedTimer sinceFlush_;
     QString pendingText_;

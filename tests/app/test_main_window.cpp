@@ -1,6 +1,8 @@
 // The whole window with the real stories260K model: a message typed and sent is answered by
 // streamed text, stored in the conversation database, and the panels fill in; closing the window
 // in the middle of a reply keeps the partial reply (marked interrupted). Missing data fails.
+#include <atomic>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -92,6 +94,7 @@ private slots:
     void stoppingWhileThePromptIsReadGivesTheMessageBack();
     void aReplacementThatCannotBeginLosesNothing();
     void theInputSaysHowLongAMessageIsAndWhetherItFits();
+    void afterAReplyTheStatusBarCountsWhatTheCacheHolds();
 };
 
 void TestMainWindow::initTestCase() {
@@ -636,4 +639,48 @@ void TestMainWindow::theInputSaysHowLongAMessageIsAndWhetherItFits() {
     emit window.findChild<ChatView*>(QStringLiteral("chatView"))->editRequested(0);
     QCOMPARE(input->toPlainText(), QStringLiteral("Once upon a time"));
     QVERIFY2(QTest::qWaitFor([&] { return plain.match(measure->text()).hasMatch(); }, 10'000), qPrintable(measure->text()));
+}
+
+// While a reply streams, the status bar counts the token just sampled, which enters the KV cache
+// at the next step. Once the reply ends (stopped, or at its token limit) that token is not in the
+// cache, so the bar says what the cache holds: the figure the worker sends the KV panel.
+void TestMainWindow::afterAReplyTheStatusBarCountsWhatTheCacheHolds() {
+    QTemporaryDir dir;
+    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    window.show();
+    QVERIFY(loadModel(window));
+    int cached = -1;
+    connect(window.worker(), &InferenceWorker::kvStatsChanged, &window, [&](const KvSnapshot& snapshot) {
+        for (const lantern::KvSequenceStats& seq : snapshot.stats.sequences)
+            if (seq.id == snapshot.active_sequence) cached = static_cast<int>(seq.tokens);
+    });
+    std::atomic<int> stopAfter{5}, streamed{0};
+    connect(window.worker(), &InferenceWorker::tokensGenerated, window.worker(), [&](const TokenBatch& batch) {
+        streamed += static_cast<int>(batch.tokens.size());
+        if (stopAfter > 0 && streamed >= stopAfter) window.worker()->requestStop();  // as the Stop button does
+    }, Qt::DirectConnection);
+    auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
+    auto* context = window.findChild<QLabel*>(QStringLiteral("contextLabel"));
+    QVERIFY(input && context);
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(12);
+    window.worker()->setTokenBatchMs(0);  // every token sent on its own, so Stop lands mid-reply
+    const auto expected = [&] { return QStringLiteral("Context %1 / 512").arg(cached); };
+
+    QTest::keyClicks(input, QStringLiteral("Once upon a time"));
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QVERIFY2(streamed >= 5 && streamed < 12, qPrintable(QString::number(streamed)));  // it was stopped
+    QVERIFY(cached > 0);
+    QVERIFY2(context->text() == expected(), qPrintable(context->text() + QStringLiteral(" / cache: ") + QString::number(cached)));
+
+    // A reply that ends at its token limit, after the stopped one: the stopped reply's last token
+    // went in with this turn's prompt, and this reply's last one is again left for the next turn.
+    const int before = cached;
+    stopAfter = 0;
+    streamed = 0;
+    QTest::keyClicks(input, QStringLiteral("The dog"));
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QVERIFY(cached > before + streamed - 1);
+    QVERIFY2(context->text() == expected(), qPrintable(context->text() + QStringLiteral(" / cache: ") + QString::number(cached)));
 }
