@@ -47,8 +47,12 @@
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <source>Layer %1, token at position %2 attending over %3 positions</source>
-        <translation>第 %1 层：位置 %2 的词元关注 %3 个位置</translation>
+        <source> of %1</source>
+        <translation>（共 %1 层）</translation>
+    </message>
+    <message>
+        <source>Layer %1 of %2, token at position %3 attending over %4 positions</source>
+        <translation>第 %1 层（共 %2 层）：位置 %3 的词元关注 %4 个位置</translation>
     </message>
 </context>
 <context>

@@ -83,7 +83,7 @@ void AttentionHeatmap::paintEvent(QPaintEvent*) {
     const int labelEvery = std::max(1, static_cast<int>(std::ceil(QFontMetrics(f).height() / std::max(rowH, 1.0))));
     for (int r = 0; r < heads.size(); r += labelEvery)
         p.drawText(QRectF(0, plot.top() + r * rowH, kLeftMargin - 4, rowH), Qt::AlignRight | Qt::AlignVCenter,
-                   QStringLiteral("h%1").arg(heads[r]));
+                   QStringLiteral("h%1").arg(heads[r] + 1));
     const int ticks = std::min<int>(6, static_cast<int>(n));
     for (int t = 0; t < ticks; ++t) {
         const uint32_t j = ticks == 1 ? 0 : static_cast<uint32_t>(std::lround(static_cast<double>(t) * (n - 1) / (ticks - 1)));
@@ -108,7 +108,7 @@ bool AttentionHeatmap::event(QEvent* event) {
     const uint32_t j = std::min<uint32_t>(
         n - 1, static_cast<uint32_t>((help->pos().x() - plot.left()) * static_cast<double>(n) / std::max(1, plot.width())));
     const float prob = snapshot_.probs[static_cast<size_t>(heads[r]) * n + j];
-    QToolTip::showText(help->globalPos(), tr("Head %1 → position %2: %3%").arg(heads[r]).arg(j).arg(prob * 100.0, 0, 'f', 2), this);
+    QToolTip::showText(help->globalPos(), tr("Head %1 → position %2: %3%").arg(heads[r] + 1).arg(j).arg(prob * 100.0, 0, 'f', 2), this);
     return true;
 }
 
@@ -124,7 +124,7 @@ AttentionPanel::AttentionPanel(QWidget* parent) : QWidget(parent) {
     controls->addWidget(new QLabel(tr("Layer"), this));
     layer_ = new QSpinBox(this);
     layer_->setObjectName(QStringLiteral("attentionLayer"));
-    layer_->setRange(0, 0);
+    layer_->setRange(1, 1);
     controls->addWidget(layer_);
     controls->addWidget(new QLabel(tr("Head"), this));
     head_ = new QComboBox(this);
@@ -146,14 +146,16 @@ AttentionPanel::AttentionPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void AttentionPanel::setModelShape(uint32_t layers, uint32_t heads) {
+    layers_ = layers;
     layer_->blockSignals(true);
-    layer_->setRange(0, std::max<int>(0, static_cast<int>(layers) - 1));
-    layer_->setValue(std::max<int>(0, static_cast<int>(layers) - 1));
+    layer_->setRange(1, std::max<int>(1, static_cast<int>(layers)));
+    layer_->setValue(std::max<int>(1, static_cast<int>(layers)));
+    layer_->setSuffix(layers > 0 ? tr(" of %1").arg(layers) : QString());
     layer_->blockSignals(false);
     head_->blockSignals(true);
     head_->clear();
     head_->addItem(tr("All heads"), -1);
-    for (uint32_t h = 0; h < heads; ++h) head_->addItem(tr("Head %1").arg(h), static_cast<int>(h));
+    for (uint32_t h = 0; h < heads; ++h) head_->addItem(tr("Head %1").arg(h + 1), static_cast<int>(h));
     head_->blockSignals(false);
     heatmap_->setHead(-1);
     heatmap_->setSnapshot({});
@@ -163,14 +165,15 @@ void AttentionPanel::setModelShape(uint32_t layers, uint32_t heads) {
     emitLayer();
 }
 
-int AttentionPanel::captureLayer() const { return enabled_->isChecked() && enabled_->isEnabled() ? layer_->value() : -1; }
+int AttentionPanel::captureLayer() const { return enabled_->isChecked() && enabled_->isEnabled() ? layer_->value() - 1 : -1; }
 
 void AttentionPanel::emitLayer() { emit captureLayerChanged(captureLayer()); }
 
 void AttentionPanel::setSnapshot(const lantern::AttentionSnapshot& snapshot) {
     heatmap_->setSnapshot(snapshot);
-    caption_->setText(tr("Layer %1, token at position %2 attending over %3 positions")
-                          .arg(snapshot.layer)
+    caption_->setText(tr("Layer %1 of %2, token at position %3 attending over %4 positions")
+                          .arg(snapshot.layer + 1)
+                          .arg(layers_)
                           .arg(snapshot.position)
                           .arg(snapshot.n_positions));
 }

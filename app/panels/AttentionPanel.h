@@ -38,10 +38,13 @@ public:
     // Layers and heads of the loaded model (0, 0 = none loaded).
     void setModelShape(uint32_t layers, uint32_t heads);
     void setSnapshot(const lantern::AttentionSnapshot& snapshot);
-    int captureLayer() const;  // -1 when capture is off
+    // The engine's index of the layer to capture (0 = first), -1 when capture is off. The panel
+    // itself counts layers and heads from 1, as people do ("layer 6 of 6"); positions stay the
+    // sequence's own indexes, the figures the KV panel and the engine use.
+    int captureLayer() const;
 
 signals:
-    // The layer to capture from now on, -1 = off.
+    // The layer to capture from now on (engine index), -1 = off.
     void captureLayerChanged(int layer);
 
 private:
@@ -51,4 +54,5 @@ private:
     QComboBox* head_;
     QLabel* caption_;
     AttentionHeatmap* heatmap_;
+    uint32_t layers_ = 0;
 };
