@@ -35,6 +35,7 @@
 #include <QVBoxLayout>
 #include <functional>
 
+#include "ElidedLabel.h"
 #include "Format.h"
 #include "Language.h"
 #include "Preferences.h"
@@ -174,9 +175,8 @@ void MainWindow::buildCentralArea() {
     inputColumn->setSpacing(3);
     inputColumn->addWidget(input_);
     // How long the message is and whether it fits, before it is sent (small print under it).
-    messageMeasure_ = new QLabel(inputBar);
+    messageMeasure_ = new ElidedLabel(inputBar);  // one line: a long warning does not move the chat
     messageMeasure_->setObjectName(QStringLiteral("messageMeasure"));
-    messageMeasure_->setWordWrap(true);
     QFont small = messageMeasure_->font();
     small.setPointSizeF(small.pointSizeF() * 0.9);
     messageMeasure_->setFont(small);
@@ -812,7 +812,7 @@ void MainWindow::requestMeasure() {
 
 void MainWindow::showMeasure(quint64 request, const lantern::MessageFit& fit) {
     if (request != measureRequest_ || input_->toPlainText().trimmed().isEmpty()) return;
-    const QString tokens = tr("%n token(s)", nullptr, static_cast<int>(fit.message_tokens));
+    const QString tokens = tr("%Ln token(s)", nullptr, static_cast<int>(fit.message_tokens));
     QString text;
     bool warn = false;
     if (fit.fits && fit.dropped_turns == 0) {
@@ -1134,7 +1134,7 @@ void MainWindow::flushStream() {
     performancePanel_->addTokens(pendingSteps_);
     pendingSteps_.clear();
     samplingPanel_->showCandidates(pendingCandidates_, pendingToken_);
-    stateLabel_->setLiveText(tr("Generating… %n token(s)", nullptr, streamingTokens_));
+    stateLabel_->setLiveText(tr("Generating… %Ln token(s)", nullptr, streamingTokens_));
     // The token just sampled enters the context at the next step; the last one of a reply that
     // filled the context never does, so the count stops at the context's size.
     showContextCount(static_cast<int>(std::min(pendingPosition_ + 1, contextLength_)));
@@ -1153,7 +1153,7 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
     }
     commitReplacement();
     QStringList details;
-    details << tr("%n token(s)", nullptr, static_cast<int>(stats.generated_tokens));
+    details << tr("%Ln token(s)", nullptr, static_cast<int>(stats.generated_tokens));
     if (stats.decode_tokens_per_s > 0) details << display::tokensPerSecond(stats.decode_tokens_per_s);
     details << tr("first token %1").arg(display::milliseconds(stats.ttft_ms));
     details << tr("ended by %1").arg(display::stopReason(stats.stop_reason));

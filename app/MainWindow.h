@@ -18,6 +18,7 @@ class AttentionPanel;
 class ChatModel;
 class ChatView;
 class ConversationStore;
+class ElidedLabel;
 class KvCachePanel;
 class ModelInfoPanel;
 class PerformancePanel;
@@ -219,7 +220,7 @@ protected:
     QTimer partialSaveTimer_;
     QTimer measureTimer_;
     quint64 measureRequest_ = 0;  // the latest request; older answers are ignored
-    QLabel* messageMeasure_ = nullptr;
+    ElidedLabel* messageMeasure_ = nullptr;
     QElapsedTimer turnClock_;
     // Streamed tokens reach the widgets at most every kStreamFrameMs (the chat row, the latency
     // chart, the candidates, the status labels), the first of a burst at once: each update re-lays

@@ -25,17 +25,17 @@
         </translation>
     </message>
     <message numerus="yes">
-        <source>Generating… %n token(s)</source>
+        <source>Generating… %Ln token(s)</source>
         <translation>
-            <numerusform>Generating… %n token</numerusform>
-            <numerusform>Generating… %n tokens</numerusform>
+            <numerusform>Generating… %Ln token</numerusform>
+            <numerusform>Generating… %Ln tokens</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <source>%n token(s)</source>
+        <source>%Ln token(s)</source>
         <translation>
-            <numerusform>%n token</numerusform>
-            <numerusform>%n tokens</numerusform>
+            <numerusform>%Ln token</numerusform>
+            <numerusform>%Ln tokens</numerusform>
         </translation>
     </message>
     <message numerus="yes">

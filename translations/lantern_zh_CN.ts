@@ -626,9 +626,9 @@ Driver: %2</source>
         <translation>正在停止…</translation>
     </message>
     <message numerus="yes">
-        <source>Generating… %n token(s)</source>
+        <source>Generating… %Ln token(s)</source>
         <translation>
-            <numerusform>正在生成… %n 个词元</numerusform>
+            <numerusform>正在生成… %Ln 个词元</numerusform>
         </translation>
     </message>
     <message>
@@ -636,9 +636,9 @@ Driver: %2</source>
         <translation>上下文 %1 / %2</translation>
     </message>
     <message numerus="yes">
-        <source>%n token(s)</source>
+        <source>%Ln token(s)</source>
         <translation>
-            <numerusform>%n 个词元</numerusform>
+            <numerusform>%Ln 个词元</numerusform>
         </translation>
     </message>
     <message>

@@ -17,9 +17,11 @@
 #include <QMimeData>
 #include <QDir>
 #include <QFile>
+#include <QHelpEvent>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QToolTip>
 #include <QRegularExpression>
 #include <QSettings>
 #include <QSpinBox>
@@ -28,6 +30,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "ElidedLabel.h"
 #include "MainWindow.h"
 #include "worker/InferenceWorker.h"
 #include "Preferences.h"
@@ -600,7 +603,7 @@ void TestMainWindow::theInputSaysHowLongAMessageIsAndWhetherItFits() {
     QVERIFY(loadModel(window));
     auto* drop = window.findChild<QAction*>(QStringLiteral("dropOldestAction"));
     auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
-    auto* measure = window.findChild<QLabel*>(QStringLiteral("messageMeasure"));
+    auto* measure = window.findChild<ElidedLabel*>(QStringLiteral("messageMeasure"));
     QVERIFY(drop && input && measure);
     auto shows = [&](const QString& part) {
         const bool ok = QTest::qWaitFor([&] { return measure->text().contains(part); }, 10'000);
@@ -612,11 +615,29 @@ void TestMainWindow::theInputSaysHowLongAMessageIsAndWhetherItFits() {
 
     input->setPlainText(QStringLiteral("Once upon a time"));
     QVERIFY2(QTest::qWaitFor([&] { return plain.match(measure->text()).hasMatch(); }, 10'000), qPrintable(measure->text()));
+    window.resize(1400, 900);
+    QCoreApplication::processEvents();
+    const int measureHeight = measure->height();
+    const int chatHeight = window.findChild<ChatView*>(QStringLiteral("chatView"))->height();
+    QVERIFY(measureHeight > 0 && measureHeight < 2 * measure->fontMetrics().height());
     QString huge;
     for (int i = 0; i < 120; ++i) huge += QStringLiteral("The dog ran to the big park. ");
     input->setPlainText(huge.trimmed());
     QVERIFY(shows(QStringLiteral("too long")));
     QVERIFY(shows(QStringLiteral("the context holds 512")));
+    // The long warning takes the one line the count took: the chat above does not move. In a
+    // narrow window it is cut short on screen, and its tooltip says all of it.
+    auto* chatView = window.findChild<ChatView*>(QStringLiteral("chatView"));
+    QCoreApplication::processEvents();
+    QCOMPARE(measure->height(), measureHeight);
+    QCOMPARE(chatView->height(), chatHeight);
+    window.resize(760, window.height());
+    QVERIFY(QTest::qWaitFor([&] { return measure->isElided(); }, 5'000));
+    QCOMPARE(measure->height(), measureHeight);
+    const QPoint inside = measure->rect().center();
+    QHelpEvent help(QEvent::ToolTip, inside, measure->mapToGlobal(inside));
+    QCoreApplication::sendEvent(measure, &help);
+    QCOMPARE(QToolTip::text(), measure->text());
     input->clear();
     QVERIFY(measure->text().isEmpty());
 

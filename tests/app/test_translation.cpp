@@ -36,7 +36,7 @@ void TestTranslation::chineseTranslationLoadsAndTranslatesKnownStrings() {
     QCOMPARE(QCoreApplication::translate("MainWindow", "Send"), QStringLiteral("发送"));
     QCOMPARE(QCoreApplication::translate("MainWindow", "Stop"), QStringLiteral("停止"));
     QCOMPARE(QCoreApplication::translate("Device", "CPU (software Vulkan)"), QStringLiteral("CPU（软件 Vulkan）"));
-    QCOMPARE(QCoreApplication::translate("MainWindow", "%n token(s)", nullptr, 3), QStringLiteral("3 个词元"));
+    QCOMPARE(QCoreApplication::translate("MainWindow", "%Ln token(s)", nullptr, 3), QStringLiteral("3 个词元"));
 }
 
 void TestTranslation::widgetsBuiltAfterwardsShowChinese() {
@@ -84,8 +84,14 @@ void TestTranslation::everyMessageInTheTsFileIsTranslated() {
 void TestTranslation::englishHasItsPluralForms() {
     installed_ = language::install(QStringLiteral("en"));
     QVERIFY2(installed_ != nullptr, "lantern_en.qm (plural forms) is embedded");
-    QCOMPARE(QCoreApplication::translate("MainWindow", "%n token(s)", nullptr, 1), QStringLiteral("1 token"));
-    QCOMPARE(QCoreApplication::translate("MainWindow", "%n token(s)", nullptr, 3), QStringLiteral("3 tokens"));
+    QCOMPARE(QCoreApplication::translate("MainWindow", "%Ln token(s)", nullptr, 1), QStringLiteral("1 token"));
+    QCOMPARE(QCoreApplication::translate("MainWindow", "%Ln token(s)", nullptr, 3), QStringLiteral("3 tokens"));
+    // Counts are written the locale's way, as the other figures on the same line are.
+    const QLocale before;
+    QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedStates));
+    const QString big = QCoreApplication::translate("MainWindow", "%Ln token(s)", nullptr, 1242);
+    QLocale::setDefault(before);
+    QCOMPARE(big, QStringLiteral("1,242 tokens"));
     QCOMPARE(QCoreApplication::translate("MainWindow", "Send"), QStringLiteral("Send"));
 }
 
