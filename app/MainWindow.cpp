@@ -764,7 +764,9 @@ void MainWindow::openConversation(qint64 id) {
     conversationId_ = id;
     preferences::setLastConversation(id);
     QVector<ChatMessage> messages;
-    for (const StoredMessage& m : store_->messages(id)) {
+    int editRow = -1;
+    QString editText;
+    for (const StoredMessage& m : withoutTurnThatNeverBegan(store_->messages(id), editRow, editText)) {
         ChatMessage msg;
         msg.role = ChatModel::roleFromName(m.role);
         msg.text = m.content;
@@ -778,6 +780,13 @@ void MainWindow::openConversation(qint64 id) {
     systemPrompt_->setText(summary.system_prompt);
     emit systemPromptChanged(summary.system_prompt);
     restoreConversationToModel();
+    if (editRow >= 0) {
+        // Back where the user was: editing that message, the edit in the input.
+        editingRow_ = editRow;
+        input_->setPlainText(editText);
+        input_->moveCursor(QTextCursor::End);
+        statusBar()->showMessage(tr("Editing a message: sending replaces it and everything after it (Esc cancels)."));
+    }
     setState(state_);
     chatView_->scrollToEnd();
 }
@@ -849,8 +858,11 @@ void MainWindow::restoreConversationToModel() {
     }
     emit restoreConversationRequested(roles, contents);
     // The model's conversation now ends with the last reply, if there is one: it can be
-    // regenerated or continued, by whichever model is loaded.
-    canRegenerate_ = continuableRow() >= 0;
+    // regenerated or continued, by whichever model is loaded. One that ends with the user's turn
+    // (its reply was never begun: the app was killed first) gets that reply from Regenerate.
+    int last = chatModel_->rowCount() - 1;
+    while (last >= 0 && chatModel_->message(last).role == ChatMessage::Role::Notice) --last;
+    canRegenerate_ = continuableRow() >= 0 || (last >= 0 && chatModel_->message(last).role == ChatMessage::Role::User);
     scheduleMeasure();  // the message being written joins another conversation
 }
 
@@ -948,7 +960,11 @@ void MainWindow::sendMessage() {
     ChatMessage user;
     user.role = ChatMessage::Role::User;
     user.text = text;
-    user.store_id = store_->appendMessage(conversationId_, QStringLiteral("user"), text);
+    // An edit names the first message it replaces until its turn has begun (commitReplacement),
+    // so a kill before then is undone when the conversation is opened again.
+    const qint64 replaces = replaced_.row >= 0 ? replaced_.firstStoreId() : -1;
+    user.store_id = store_->appendMessage(conversationId_, QStringLiteral("user"), text, true, {}, {}, replaces);
+    if (replaces >= 0) replaced_.by = user.store_id;
     chatModel_->append(user);
     input_->clear();
     turn_ = Turn::Send;
@@ -971,7 +987,7 @@ void MainWindow::regenerateReply() {
         return;
     }
     turn_ = Turn::Regenerate;
-    beginAssistantReply();
+    beginAssistantReply(replaced_.row >= 0 ? replaced_.firstStoreId() : -1);
     emit regenerateRequested();
 }
 
@@ -985,9 +1001,43 @@ void MainWindow::setAsideFrom(int row, bool editing) {
 
 void MainWindow::commitReplacement() {
     if (replaced_.row < 0) return;
+    QVector<qint64> ids;
     for (const ChatMessage& m : replaced_.messages)
-        if (m.store_id >= 0) store_->deleteMessage(m.store_id);
+        if (m.store_id >= 0) ids << m.store_id;
+    store_->completeReplacement(replaced_.by, ids);
     replaced_ = Replaced{};
+}
+
+QVector<StoredMessage> MainWindow::withoutTurnThatNeverBegan(const QVector<StoredMessage>& stored, int& editRow,
+                                                             QString& editText) {
+    editRow = -1;
+    QVector<StoredMessage> out = stored;
+    for (int i = 0; i < out.size(); ++i) {
+        if (out[i].replaces < 0) continue;
+        int target = -1;
+        for (int j = 0; j < i; ++j)
+            if (out[j].id == out[i].replaces) target = j;
+        if (target < 0) {  // what it named is gone some other way: nothing to undo, an ordinary message
+            store_->completeReplacement(out[i].id, {});
+            out[i].replaces = -1;
+            continue;
+        }
+        if (out[i].role == QStringLiteral("user")) {
+            editRow = target;
+            editText = out[i].content;
+        }
+        for (int k = i; k < out.size(); ++k) store_->deleteMessage(out[k].id);
+        out.resize(i);
+        break;
+    }
+    // A reply killed before its first token is an empty, unfinished row: nothing to show. The
+    // conversation then ends with the user's turn, which Regenerate answers.
+    while (!out.isEmpty() && out.last().role == QStringLiteral("assistant") && !out.last().complete &&
+           out.last().content.isEmpty()) {
+        store_->deleteMessage(out.last().id);
+        out.removeLast();
+    }
+    return out;
 }
 
 void MainWindow::undoReplacement() {
@@ -1058,7 +1108,7 @@ void MainWindow::startStreaming(int row, qint64 storeId, const QString& textSoFa
     setState(State::Generating);
 }
 
-void MainWindow::beginAssistantReply() {
+void MainWindow::beginAssistantReply(qint64 replaces) {
     continuedDetails_ = QString();
     ChatMessage reply;
     reply.role = ChatMessage::Role::Assistant;
@@ -1067,7 +1117,8 @@ void MainWindow::beginAssistantReply() {
     reply.model = loadedModelName_;
     if (conversationId_ >= 0)
         reply.store_id =
-            store_->appendMessage(conversationId_, QStringLiteral("assistant"), QString(), false, QString(), reply.model);
+            store_->appendMessage(conversationId_, QStringLiteral("assistant"), QString(), false, QString(), reply.model, replaces);
+    if (replaces >= 0) replaced_.by = reply.store_id;
     startStreaming(chatModel_->append(reply), reply.store_id, QString());
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "chat/ChatModel.h"
+#include "chat/ConversationStore.h"
 #include "worker/EngineTypes.h"
 
 class AttentionPanel;
@@ -112,7 +113,7 @@ public:
 
 protected:
     int continuableRow() const;  // the last reply's row if the conversation ends with one, else -1
-    void beginAssistantReply();
+    void beginAssistantReply(qint64 replaces = -1);  // replaces: store id of the first message it replaces
     // The reply at `row` (stored as `storeId`, holding `textSoFar`) receives the tokens to come.
     void startStreaming(int row, qint64 storeId, const QString& textSoFar);
     void savePartialReply();
@@ -212,11 +213,16 @@ protected:
         int row = -1;                    // where they were; -1: nothing replaced
         QVector<ChatMessage> messages;
         bool editing = false;            // Edit and Resend: the edit goes on after an undo
+        qint64 by = -1;                  // store id of the new turn's first message, which names them
+        qint64 firstStoreId() const { return messages.isEmpty() ? -1 : messages.first().store_id; }
     };
     Replaced replaced_;
     void setAsideFrom(int row, bool editing);  // rows [row, end) become replaced_
     void commitReplacement();                  // the turn has begun: they leave the store
     void undoReplacement();                    // the turn changed nothing: they come back
+    // A turn that never began (the app was killed while its prompt was read) left its messages in
+    // the store after those it was to replace: they go, and an edit's text is back in the input.
+    QVector<StoredMessage> withoutTurnThatNeverBegan(const QVector<StoredMessage>& stored, int& editRow, QString& editText);
     QTimer partialSaveTimer_;
     QTimer measureTimer_;
     quint64 measureRequest_ = 0;  // the latest request; older answers are ignored

@@ -13,7 +13,7 @@ namespace {
 
 // 1: conversations and messages. 2: messages.model (which model wrote each reply: a conversation
 // can go on with another model, and its earlier replies keep their author).
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 QSqlDatabase databaseFor(const QString& connection) { return QSqlDatabase::database(connection, false); }
 
@@ -54,7 +54,8 @@ ConversationStore::ConversationStore(const QString& path)
                                         " complete INTEGER NOT NULL DEFAULT 1,"
                                         " details TEXT NOT NULL DEFAULT '',"
                                         " created_at INTEGER NOT NULL,"
-                                        " model TEXT NOT NULL DEFAULT '')")) &&
+                                        " model TEXT NOT NULL DEFAULT '',"
+                                        " replaces INTEGER)")) &&
                     exec(QStringLiteral("CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id)")) &&
                     migrate();
     if (!ok) db.close();
@@ -73,13 +74,19 @@ bool ConversationStore::migrate() {
     if (version >= kSchemaVersion) return true;
     // Version 1 had no messages.model (a table created just now has it): replies stored then have
     // no recorded author, and the chat shows them as the assistant's.
-    bool hasModel = false;
+    // Versions 1 and 2 had no messages.replaces: their replacements were written at once, so no
+    // stored message is part of a turn that never began.
+    bool hasModel = false, hasReplaces = false;
     if (!q.exec(QStringLiteral("PRAGMA table_info(messages)"))) {
         lastError_ = q.lastError().text();
         return false;
     }
-    while (q.next()) hasModel = hasModel || q.value(1).toString() == QStringLiteral("model");
+    while (q.next()) {
+        hasModel = hasModel || q.value(1).toString() == QStringLiteral("model");
+        hasReplaces = hasReplaces || q.value(1).toString() == QStringLiteral("replaces");
+    }
     if (!hasModel && !exec(QStringLiteral("ALTER TABLE messages ADD COLUMN model TEXT NOT NULL DEFAULT ''"))) return false;
+    if (!hasReplaces && !exec(QStringLiteral("ALTER TABLE messages ADD COLUMN replaces INTEGER"))) return false;
     return exec(QStringLiteral("PRAGMA user_version=%1").arg(kSchemaVersion));
 }
 
@@ -250,10 +257,10 @@ ConversationSummary ConversationStore::conversation(qint64 id) const {
 }
 
 qint64 ConversationStore::appendMessage(qint64 conversationId, const QString& role, const QString& content,
-                                        bool complete, const QString& details, const QString& model) {
+                                        bool complete, const QString& details, const QString& model, qint64 replaces) {
     QSqlQuery q(databaseFor(connection_));
-    q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, role, content, complete, details, created_at, model) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, role, content, complete, details, created_at, model, replaces) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
     q.addBindValue(conversationId);
     q.addBindValue(text(role));
     q.addBindValue(text(content));
@@ -261,6 +268,7 @@ qint64 ConversationStore::appendMessage(qint64 conversationId, const QString& ro
     q.addBindValue(text(details));
     q.addBindValue(nowMs());
     q.addBindValue(text(model));
+    q.addBindValue(replaces >= 0 ? QVariant(replaces) : QVariant(QMetaType::fromType<qint64>()));  // NULL: replaces nothing
     if (!q.exec()) {
         lastError_ = q.lastError().text();
         return -1;
@@ -295,10 +303,47 @@ bool ConversationStore::deleteMessage(qint64 messageId) {
     return q.numRowsAffected() == 1;
 }
 
+bool ConversationStore::completeReplacement(qint64 replacement, const QVector<qint64>& replaced) {
+    QSqlDatabase db = databaseFor(connection_);
+    if (!db.transaction()) {
+        lastError_ = db.lastError().text();
+        return false;
+    }
+    bool ok = true;
+    for (const qint64 id : replaced) {
+        QSqlQuery q(db);
+        q.prepare(QStringLiteral("DELETE FROM messages WHERE id = ?"));
+        q.addBindValue(id);
+        if (!q.exec()) {
+            lastError_ = q.lastError().text();
+            ok = false;
+            break;
+        }
+    }
+    if (ok && replacement >= 0) {
+        QSqlQuery q(db);
+        q.prepare(QStringLiteral("UPDATE messages SET replaces = NULL WHERE id = ?"));
+        q.addBindValue(replacement);
+        if (!q.exec()) {
+            lastError_ = q.lastError().text();
+            ok = false;
+        }
+    }
+    if (!ok) {
+        db.rollback();
+        return false;
+    }
+    if (!db.commit()) {
+        lastError_ = db.lastError().text();
+        return false;
+    }
+    return true;
+}
+
 QVector<StoredMessage> ConversationStore::messages(qint64 conversationId) const {
     QVector<StoredMessage> out;
     QSqlQuery q(databaseFor(connection_));
-    q.prepare(QStringLiteral("SELECT id, role, content, complete, details, created_at, model FROM messages "
+    q.prepare(QStringLiteral("SELECT id, role, content, complete, details, created_at, model, replaces FROM messages "
                              "WHERE conversation_id = ? ORDER BY id"));
     q.addBindValue(conversationId);
     if (!q.exec()) {
@@ -315,6 +360,7 @@ QVector<StoredMessage> ConversationStore::messages(qint64 conversationId) const 
         m.details = q.value(4).toString();
         m.created = QDateTime::fromMSecsSinceEpoch(q.value(5).toLongLong());
         m.model = q.value(6).toString();
+        if (!q.value(7).isNull()) m.replaces = q.value(7).toLongLong();
         out.push_back(m);
     }
     return out;

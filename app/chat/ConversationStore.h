@@ -29,6 +29,11 @@ struct StoredMessage {
     QString details;  // one line about how it was made (speed, stop reason), shown under the message
     QString model;    // the model that wrote a reply ("" for other roles, and for replies stored before v2)
     QDateTime created;
+    // The first message of a turn that is to replace others (Edit and Resend, Regenerate) names
+    // the first of them until the turn has begun (completeReplacement); -1 otherwise. A message
+    // that still names one when the conversation is opened belongs to a turn that never began:
+    // the app was killed while its prompt was read.
+    qint64 replaces = -1;
 };
 
 class ConversationStore {
@@ -58,7 +63,10 @@ public:
     ConversationSummary conversation(qint64 id) const;
 
     qint64 appendMessage(qint64 conversationId, const QString& role, const QString& content, bool complete = true,
-                         const QString& details = {}, const QString& model = {});
+                         const QString& details = {}, const QString& model = {}, qint64 replaces = -1);
+    // The turn that `replacement` begins has begun: the messages it replaces go and it no longer
+    // names them, in one transaction (a kill in between leaves one state or the other).
+    bool completeReplacement(qint64 replacement, const QVector<qint64>& replaced);
     // Rewrites a message's text (the streaming reply), its completion flag and details.
     bool updateMessage(qint64 messageId, const QString& content, bool complete, const QString& details = {});
     bool deleteMessage(qint64 messageId);

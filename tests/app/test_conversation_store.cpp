@@ -22,6 +22,7 @@ private slots:
     void deletingAConversationDeletesItsMessages();
     void aVersion1DatabaseIsUpgradedWithoutLoss();
     void searchFindsTitlesAndMessages();
+    void aReplacementNamesWhatItReplacesUntilItHasBegun();
 };
 
 void TestConversationStore::conversationsAndMessagesRoundTrip() {
@@ -185,10 +186,44 @@ void TestConversationStore::aVersion1DatabaseIsUpgradedWithoutLoss() {
     messages = store.messages(1);
     QCOMPARE(messages.size(), 3);
     QCOMPARE(messages[2].model, QStringLiteral("stories260K"));
-    // Upgraded once: opening it again finds version 2 and changes nothing.
+    QCOMPARE(messages[1].replaces, qint64{-1});  // (the column added for version 3: nothing replaces)
+    QVERIFY(store.appendMessage(1, QStringLiteral("user"), QStringLiteral("Hi again"), true, {}, {}, messages[0].id) > 0);
+    QCOMPARE(store.messages(1).last().replaces, messages[0].id);
+    QVERIFY(store.completeReplacement(store.messages(1).last().id, {}));
+    // Upgraded once: opening it again finds version 3 and changes nothing.
     ConversationStore again(path);
     QVERIFY2(again.isOpen(), qPrintable(again.lastError()));
-    QCOMPARE(again.messages(1).size(), 3);
+    QCOMPARE(again.messages(1).size(), 4);
+    QCOMPARE(again.messages(1).last().replaces, qint64{-1});
+}
+
+// Edit and Resend stores the new message naming the first message it replaces; once its turn has
+// begun, completeReplacement removes what it replaced and the name, together.
+void TestConversationStore::aReplacementNamesWhatItReplacesUntilItHasBegun() {
+    QTemporaryDir dir;
+    ConversationStore store(dir.filePath(QStringLiteral("chat.sqlite")));
+    QVERIFY2(store.isOpen(), qPrintable(store.lastError()));
+    const qint64 c = store.createConversation(QStringLiteral("Edited"));
+    const qint64 keep = store.appendMessage(c, QStringLiteral("user"), QStringLiteral("First"));
+    store.appendMessage(c, QStringLiteral("assistant"), QStringLiteral("Reply one"));
+    const qint64 old = store.appendMessage(c, QStringLiteral("user"), QStringLiteral("Second"));
+    const qint64 oldReply = store.appendMessage(c, QStringLiteral("assistant"), QStringLiteral("Reply two"));
+    const qint64 edit = store.appendMessage(c, QStringLiteral("user"), QStringLiteral("Second, edited"), true, {}, {}, old);
+    QVERIFY(keep > 0 && old > 0 && oldReply > 0 && edit > 0);
+    QVector<StoredMessage> messages = store.messages(c);
+    QCOMPARE(messages.size(), 5);
+    QCOMPARE(messages[4].replaces, old);
+    QCOMPARE(messages[2].replaces, qint64{-1});
+
+    QVERIFY2(store.completeReplacement(edit, {old, oldReply}), qPrintable(store.lastError()));
+    messages = store.messages(c);
+    QCOMPARE(messages.size(), 3);
+    QCOMPARE(messages[2].id, edit);
+    QCOMPARE(messages[2].content, QStringLiteral("Second, edited"));
+    QCOMPARE(messages[2].replaces, qint64{-1});
+    // Already gone: the transaction fails as a whole only on a database error, not on a missing row.
+    QVERIFY(store.completeReplacement(edit, {old}));
+    QCOMPARE(store.messages(c).size(), 3);
 }
 
 // Search looks in titles and in every message, ignores ASCII case, and takes % and _ literally.

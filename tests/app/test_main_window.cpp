@@ -98,6 +98,7 @@ private slots:
     void aReplacementThatCannotBeginLosesNothing();
     void theInputSaysHowLongAMessageIsAndWhetherItFits();
     void afterAReplyTheStatusBarCountsWhatTheCacheHolds();
+    void aTurnKilledBeforeItBeganIsUndoneWhenReopened();
 };
 
 void TestMainWindow::initTestCase() {
@@ -704,4 +705,109 @@ void TestMainWindow::afterAReplyTheStatusBarCountsWhatTheCacheHolds() {
     QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
     QVERIFY(cached > before + streamed - 1);
     QVERIFY2(context->text() == expected(), qPrintable(context->text() + QStringLiteral(" / cache: ") + QString::number(cached)));
+}
+
+// The app killed while a turn's prompt was read (before its first token) leaves that turn's
+// messages in the store after those it was to replace. Opened again, the conversation is as it
+// was before the turn: an edit is back in the input, still an edit; a regenerated reply is the
+// old one; a plain message stays, and Regenerate answers it. The states are written the way the
+// window writes them (a real edit is checked to write its mark while its prompt is read).
+void TestMainWindow::aTurnKilledBeforeItBeganIsUndoneWhenReopened() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(QStringLiteral("chat.sqlite"));
+    const QString question = QStringLiteral("The dog ran to the big park."), answer = QStringLiteral("Lily saw a cat.");
+    const QString model = QStringLiteral("stories260K");
+    QString edit;  // two prefill chunks (one progress report): the edit's prompt is read in steps
+    for (int i = 0; i < 30; ++i) edit += QStringLiteral("The cat sat in the sun. ");
+    edit = edit.trimmed();
+    qint64 edited = -1, regenerated = -1, plain = -1, question0 = -1;
+    {
+        ConversationStore store(db);
+        edited = store.createConversation(QStringLiteral("edit"));
+        question0 = store.appendMessage(edited, QStringLiteral("user"), question);
+        store.appendMessage(edited, QStringLiteral("assistant"), answer, true, {}, model);
+        store.appendMessage(edited, QStringLiteral("user"), edit, true, {}, {}, question0);
+        store.appendMessage(edited, QStringLiteral("assistant"), {}, false, {}, model);
+
+        regenerated = store.createConversation(QStringLiteral("regenerate"));
+        store.appendMessage(regenerated, QStringLiteral("user"), question);
+        const qint64 reply = store.appendMessage(regenerated, QStringLiteral("assistant"), answer, true, {}, model);
+        store.appendMessage(regenerated, QStringLiteral("assistant"), {}, false, {}, model, reply);
+
+        plain = store.createConversation(QStringLiteral("plain"));
+        // It names a message that is not in the conversation: nothing to undo, only the mark goes.
+        store.appendMessage(plain, QStringLiteral("user"), question, true, {}, {}, 999'999);
+        store.appendMessage(plain, QStringLiteral("assistant"), answer, true, {}, model);
+        store.appendMessage(plain, QStringLiteral("user"), QStringLiteral("The cat"));
+        store.appendMessage(plain, QStringLiteral("assistant"), {}, false, {}, model);
+    }
+    auto stored = [&](qint64 conversation) {
+        QStringList out;
+        for (const StoredMessage& m : ConversationStore(db).messages(conversation))
+            out << m.role + QLatin1Char(':') + m.content + (m.replaces >= 0 ? QStringLiteral(" replaces %1").arg(m.replaces) : QString());
+        return out;
+    };
+    auto texts = [](MainWindow& window) {
+        const QAbstractItemModel* chat = window.findChild<ChatView*>(QStringLiteral("chatView"))->model();
+        QStringList out;
+        for (int row = 0; row < chat->rowCount(); ++row) out << chat->index(row, 0).data(ChatModel::TextRole).toString();
+        return out;
+    };
+    const QStringList before{QStringLiteral("user:") + question, QStringLiteral("assistant:") + answer};
+
+    {  // The edit: back in the input, and sending it replaces the message it was written over.
+        preferences::setLastConversation(edited);
+        MainWindow window(db);
+        window.show();
+        auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
+        QCOMPARE(texts(window), (QStringList{question, answer}));
+        QCOMPARE(input->toPlainText(), edit);
+        QVERIFY2(window.statusBar()->currentMessage().startsWith(QStringLiteral("Editing a message")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        QCOMPARE(stored(edited), before);
+        QVERIFY(loadModel(window));
+        window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(8);
+        QStringList whileRead;
+        connect(window.worker(), &InferenceWorker::promptProgress, &window, [&](quint32, quint32) {
+            if (whileRead.isEmpty()) whileRead = stored(edited);
+        });
+        QTest::keyClick(input, Qt::Key_Return);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        // While the prompt was read, the edit named the message it replaces (a kill then is undone).
+        QVERIFY2(whileRead.size() == 4 && whileRead[2] == QStringLiteral("user:%1 replaces %2").arg(edit).arg(question0),
+                 qPrintable(whileRead.join(QLatin1Char('|'))));
+        const QStringList after = stored(edited);
+        QCOMPARE(after.size(), 2);
+        QCOMPARE(after[0], QStringLiteral("user:") + edit);
+        QVERIFY2(after[1].startsWith(QStringLiteral("assistant:")) && !after[1].contains(QStringLiteral(" replaces ")),
+                 qPrintable(after[1]));
+        QCOMPARE(texts(window).size(), 2);
+        QVERIFY(input->toPlainText().isEmpty());
+    }
+    {  // The regenerate: the reply it was to replace is back, and nothing is being edited.
+        preferences::setLastConversation(regenerated);
+        MainWindow window(db);
+        QCOMPARE(texts(window), (QStringList{question, answer}));
+        QCOMPARE(stored(regenerated), before);
+        QVERIFY(window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"))->toPlainText().isEmpty());
+        QVERIFY(!window.statusBar()->currentMessage().startsWith(QStringLiteral("Editing a message")));
+    }
+    {  // The plain message: it stays, its empty reply goes, and Regenerate gives it one.
+        preferences::setLastConversation(plain);
+        MainWindow window(db);
+        window.show();
+        QCOMPARE(texts(window), (QStringList{question, answer, QStringLiteral("The cat")}));
+        QCOMPARE(stored(plain), before + QStringList{QStringLiteral("user:The cat")});
+        QVERIFY(loadModel(window));
+        window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(8);
+        auto* regenerate = window.findChild<QPushButton*>(QStringLiteral("regenerateButton"));
+        QVERIFY(regenerate->isEnabled());
+        QTest::mouseClick(regenerate, Qt::LeftButton);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        const QStringList after = stored(plain);
+        QCOMPARE(after.size(), 4);
+        QCOMPARE(after.mid(0, 3), before + QStringList{QStringLiteral("user:The cat")});
+        QVERIFY2(after[3].size() > QStringLiteral("assistant:").size(), qPrintable(after[3]));
+        QVERIFY(ConversationStore(db).messages(plain).last().complete);
+    }
 }
