@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <utility>
+#include <vector>
 
 #include "ops/weight_format.h"
 #include "vulkan/context.h"
@@ -84,9 +85,7 @@ Rooflines measure_rooflines(const std::string& selector, double budget,
     // Timed on the device's clock where it has one: on a GPU the read takes ~60 us, the same order
     // as a submit + fence wait, which a host clock would count as read time.
     const bool gpu_clock = ctx.timestamps_supported() && !cpu;
-    auto t_all = Clock::now();
-    // The best time of one dispatch, run again and again for `seconds` after a warm-up (which
-    // also compiles the kernel).
+    // The best time of one dispatch, run again and again for `seconds`.
     auto best_time = [&](const vk::Kernel& k, VkDescriptorSet set, const void* push, uint32_t groups, double seconds_) {
         auto run = [&]() {
             VkCommandBuffer cmd = ctx.begin();
@@ -100,7 +99,6 @@ Rooflines measure_rooflines(const std::string& selector, double budget,
             for (const auto& [label, dt] : ctx.read_timing()) ns += dt;
             return ns * 1e-9;
         };
-        run();
         double best = 1e30;
         const auto t0 = Clock::now();
         do {
@@ -108,6 +106,28 @@ Rooflines measure_rooflines(const std::string& selector, double budget,
         } while (seconds(t0) < seconds_);
         return best;
     };
+    // Every probe of a family is measured in kRounds interleaved rounds and keeps its best time.
+    // Probed one after the other, a dip of the host (a VM's noisy neighbour, a clock ramp) that
+    // lasted a second took the probes that ran during it down by up to 2x and left the rest, so
+    // the layouts' arithmetic rooflines disagreed from run to run by more than the layouts differ
+    // (stop 36, 2-core EPYC VM: f16 14.2, 27.4 and 20.2 GB/s in three runs a minute apart, and a
+    // decode at "135 % of its arithmetic roofline"); interleaved, a dip costs each probe one round.
+    constexpr int kRounds = 4;
+    struct Probe {
+        const vk::Kernel* kernel;
+        VkDescriptorSet set;
+        uint32_t push[2];
+        uint32_t groups;
+        double best = 1e30;
+    };
+    auto measure_all = [&](std::vector<Probe>& probes, double seconds_) {
+        for (Probe& p : probes) best_time(*p.kernel, p.set, p.push, p.groups, 0);  // warm-up (and compile)
+        for (int round = 0; round < kRounds; ++round)
+            for (Probe& p : probes)
+                p.best = std::min(p.best, best_time(*p.kernel, p.set, p.push, p.groups,
+                                                    seconds_ / (kRounds * double(probes.size()))));
+    };
+    std::vector<Probe> reads;
     for (int pattern = 0; pattern < Rooflines::kReadPatterns; ++pattern) {
         const bool image = pattern == 6, texel = pattern >= 3 && !image;
         const uint32_t mode = image || pattern == 5 ? 3 : texel ? pattern - 3 : pattern;
@@ -118,32 +138,35 @@ Rooflines measure_rooflines(const std::string& selector, double budget,
             : texel ? ctx.kernel(shaders::ShaderId::bench_read_texel, {vk::BindingKind::TexelFloat4, vk::BindingKind::Storage},
                                  4, {lanes, mode})
                     : ctx.kernel(shaders::ShaderId::bench_read, 2, 4, {lanes, mode});
-        auto set = ctx.make_set(read, rr);
-        uint32_t groups = mode == 2 ? uniform_groups : spread_groups;
-        const double best = best_time(read, set, &n_vec4, groups, budget / Rooflines::kReadPatterns);
+        reads.push_back({&read, ctx.make_set(read, rr), {n_vec4, 0}, mode == 2 ? uniform_groups : spread_groups});
+    }
+    measure_all(reads, budget);
+    for (int pattern = 0; pattern < Rooflines::kReadPatterns; ++pattern) {
         // Mode 2 reads each byte once per workgroup (all lanes share each load).
-        r.read_gb_per_s_by_pattern[pattern] = bytes / best / 1e9;
+        r.read_gb_per_s_by_pattern[pattern] = bytes / reads[pattern].best / 1e9;
         r.read_gb_per_s = std::max(r.read_gb_per_s, r.read_gb_per_s_by_pattern[pattern]);
     }
 
     // Arithmetic rooflines: each weight layout's decode arithmetic over the same buffer
     // (bench_dot.comp). CPU drivers: one-subgroup workgroups, each lane its own stream, as decode
     // runs there; GPUs: grid-stride, so that neighbouring lanes' loads coalesce.
+    const uint32_t dot_lanes = cpu ? ctx.subgroup_size() : 64, dot_groups = spread_groups;
+    std::vector<Probe> dots;
+    vk::BufferRange dr[] = {{&src}, {&src}, {&dst}};
     for (int t = 0; t < Rooflines::kDotTypes; ++t) {
-        const uint32_t lanes = cpu ? ctx.subgroup_size() : 64, dot_groups = spread_groups;
         const auto& dot = ctx.kernel(shaders::ShaderId::bench_dot,
                                      {vk::BindingKind::TexelUint4, vk::BindingKind::TexelFloat, vk::BindingKind::Storage}, 8,
-                                     {lanes, uint32_t(Rooflines::kDotTypeNumbers[t]), cpu ? 0u : 1u});
-        vk::BufferRange dr[] = {{&src}, {&src}, {&dst}};
-        auto set = ctx.make_set(dot, dr);
-        const uint32_t push[2] = {n_vec4, 0};
-        const double best = best_time(dot, set, push, dot_groups, budget / Rooflines::kDotTypes);
+                                     {dot_lanes, uint32_t(Rooflines::kDotTypeNumbers[t]), cpu ? 0u : 1u});
+        dots.push_back({&dot, ctx.make_set(dot, dr), {n_vec4, 0}, dot_groups});
+    }
+    measure_all(dots, budget);
+    for (int t = 0; t < Rooflines::kDotTypes; ++t) {
         // Each lane reads whole blocks (bench_dot.comp): the scale texel (and the mins' texel)
         // and 4 rows' units of one group.
         const ops::WeightFormat* f = ops::find_weight_format(uint32_t(Rooflines::kDotTypeNumbers[t]));
-        const uint64_t all_lanes = uint64_t(lanes) * dot_groups, block = f->scales_per_group + 4ull * f->group_units;
+        const uint64_t all_lanes = uint64_t(dot_lanes) * dot_groups, block = f->scales_per_group + 4ull * f->group_units;
         const uint64_t read = n_vec4 / block / all_lanes * block * all_lanes * 16;
-        r.dot_gb_per_s[t] = read / best / 1e9;
+        r.dot_gb_per_s[t] = read / dots[t].best / 1e9;
     }
 
     // Dispatch overhead: a chain of N tiny dispatches, with and without barriers.
@@ -164,7 +187,7 @@ Rooflines measure_rooflines(const std::string& selector, double budget,
     chain(8, true);
     const uint32_t N = 200;
     double with = 1e30, without = 1e30, empty_submit = 1e30;
-    t_all = Clock::now();
+    const auto t_all = Clock::now();
     do {
         with = std::min(with, chain(N, true));
         without = std::min(without, chain(N, false));
