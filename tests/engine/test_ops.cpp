@@ -807,10 +807,11 @@ private slots:
     }
     // The fixed-point input of the CPU decode layout (ops::fixed_point_input), pinned bit for bit:
     // weights whose block scales are 1 (small integers, each block led by the type's extreme value)
-    // and inputs that hit each rounding rule — below half a step rounds to 0, ties go to the even
-    // integer, a group's largest value just below 2 becomes 2^16 steps of 2^-15, a group below
-    // 2^-111 becomes zeros — keep every device sum exact, so the outputs must equal the reference
-    // with ops::to_fixed_point exactly (the NMSE tests could not tell 15 bits from 16). The
+    // and inputs that hit each rule — below half a step rounds to 0, ties go to the even integer, a
+    // group's largest value just below 2 (step 2^-14) rounds to 2^15 steps and is clamped to 32767
+    // of them (and so is its negative, to -32767), a group below 2^-111 becomes zeros — keep every
+    // device sum exact, so the outputs must equal the reference with ops::to_fixed_point exactly
+    // (the NMSE tests could not tell 15 bits from 16, nor a missing clamp). The
     // lanes-own-rows kernels run on every device; 5 tokens take the four-tokens-per-lane kernel.
     void matmul_fixed_point_input_is_exact() {
         QFETCH(uint32_t, type);
@@ -829,9 +830,9 @@ private slots:
             for (uint32_t t = 0; t < T; ++t) {
                 float* xt = x.data() + static_cast<size_t>(t) * K;
                 for (uint32_t k = 0; k < K; ++k) xt[k] = k % 32 == 0 ? 0.0f : rng.uniform(-1.0f, 1.0f);
-                // Group 0: its largest value just below 2 (step 2^-15), and values at the rounding edges.
-                const float edges[] = {0x1.fffffep0f, 0x1p-17f,  3 * 0x1p-17f, 5 * 0x1p-16f,
-                                       7 * 0x1p-16f, -5 * 0x1p-16f, -1.0f};
+                // Group 0: its largest values just below 2 (step 2^-14), and values at the rounding edges.
+                const float edges[] = {0x1.fffffep0f, 0x1p-16f,     3 * 0x1p-16f, 5 * 0x1p-15f,
+                                       7 * 0x1p-15f,  -5 * 0x1p-15f, -1.0f,        -0x1.fffffep0f};
                 for (size_t i = 0; i < std::size(edges); ++i) xt[1 + i] = edges[i];
                 xt[33] = 1.5f;  // group 1 on the same step, so the two groups' sums add exactly
                 if (t == 1) {   // group 0 zero, group 1 below 2^-111: both quantize to zeros

@@ -277,7 +277,9 @@ void to_fixed_point(std::span<float> v, uint32_t group) {
         std::memcpy(&bits, &amax, sizeof bits);
         const int e = static_cast<int>(std::min(bits >> 23, 254u));  // biased exponent of amax
         for (size_t i = g0; i < end; ++i)
-            v[i] = e < 16 ? 0.0f : std::ldexp(std::nearbyint(v[i] * std::ldexp(1.0f, 142 - e)), e - 142);
+            v[i] = e < 16 ? 0.0f
+                          : std::ldexp(std::clamp(std::nearbyint(v[i] * std::ldexp(1.0f, 141 - e)), -32767.0f, 32767.0f),
+                                       e - 141);
     }
 }
 

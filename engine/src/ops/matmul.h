@@ -114,14 +114,15 @@ private:
 // decode steps (lanes own rows, at most kRowLayoutMaxTokens tokens) over quantized weights, whose
 // integer products skip a convert per weight (shaders/matmul_rows.glsl, fixed_point_group). Each
 // group of the weight's scale (32 input values; 16 for Q6_K), after the Norm input's weight and
-// before its RMS scale, becomes 16-bit integers times a power of two; see to_fixed_point.
+// before its RMS scale, becomes integers of 15 bits and a sign times a power of two (so that
+// x86 JIT code can multiply them as 16-bit values); see to_fixed_point.
 // Returns that group's size, 0 for float products.
 uint32_t fixed_point_input(bool lanes_own_rows, uint32_t ggml_type, uint32_t tokens);
 uint32_t fixed_point_input(const vk::Context& ctx, MatmulSplit split, uint32_t ggml_type, uint32_t tokens);
 // The device's rounding, in place: per group of `group` values (from index 0),
-// v = round_half_even(v * 2^n) * 2^-n, n from the exponent of the group's max |v| so that
-// |v| * 2^n < 2^16 (a group below 2^-111 becomes zeros). Exact in float, so references match the
-// device's integers bit for bit.
+// v = clamp(round_half_even(v * 2^n), -32767, 32767) * 2^-n, n from the exponent of the group's
+// max |v| so that |v| * 2^n < 2^15 (a group below 2^-111 becomes zeros). Exact in float, so
+// references match the device's integers bit for bit.
 void to_fixed_point(std::span<float> v, uint32_t group);
 
 // CPU reference (double accumulation). W is rows x cols floats; x holds `tokens` rows of x_stride.
