@@ -40,17 +40,18 @@ void stream_dot(uint wt) {
     const uint step = GRID_STRIDE ? lanes * block : block;
     // One group's input, the same for every lane as in decode. Read from the buffer, so that the
     // compiler cannot strength-reduce the multiplies by values it knows (a constant input ran
-    // Q8_0 at a third of this rate); 16 bits, as decode's fixed-point input.
+    // Q8_0 at a third of this rate); 15 bits and a sign, clamped as decode's fixed-point input
+    // (fixed_point_group in matmul_rows.glsl) so that the compiler may multiply in 16 bits too.
     ivec4 in_q[VPG_MAX];
     vec4 in_v[VPG_MAX];
     int qsum = 0;
     [[unroll]] for (uint v = 0; v < VPG_MAX; ++v) {
-        in_q[v] = ivec4(unit_texel(uint(pc.first) + v) & 0xffffu) - 32768;
+        in_q[v] = clamp(ivec4(unit_texel(uint(pc.first) + v) & 0xffffu) - 32768, ivec4(-32767), ivec4(32767));
         in_v[v] = vec4(in_q[v]);
         qsum += in_q[v].x + in_q[v].y + in_q[v].z + in_q[v].w;
     }
     const int zero_q = int(WZERO_OF(wt)) * qsum;
-    const float in_s = 1.0 / 65536.0, in_sum = float(qsum) * in_s;
+    const float in_s = 1.0 / 32768.0, in_sum = float(qsum) * in_s;
     float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
     for (uint b = 0; b < per_lane; ++b, i += step) {
         const vec4 d = quant ? scales4_at(i) : vec4(1.0);
