@@ -135,7 +135,7 @@ void store_pair(uint row, uint t, uvec4 info, float a, float b, uint out_kind) {
 // bits keep the input near float16 precision (llama.cpp's CPU backend rounds it to 8 bits). Why 15
 // and not 16: the clamp to +-32767 lets LLVM prove that every product is of two 16-bit values (the
 // weights' raw values are at most 255), so x86 JIT code multiplies with `vpmaddwd` instead of
-// `vpmulld` (110M Q8_0 decode 1.06-1.10x, TinyLlama Q8_0 1.15x, interleaved on a Zen 5 host).
+// `vpmulld` (110M Q8_0 decode 1.00-1.10x, TinyLlama Q8_0 1.03-1.15x, interleaved on a Zen 5 host).
 // Sums stay far from overflow: 32 products of at most 255 * 2^15 each. Prefill keeps float
 // products: each unpacked weight serves many tokens there, so the convert is already shared.
 bool fixed_point_input(uint wt) { return LANE_PER_ROW && QUANT_OF(wt); }
