@@ -12,7 +12,9 @@
 namespace {
 
 // 1: conversations and messages. 2: messages.model (which model wrote each reply: a conversation
-// can go on with another model, and its earlier replies keep their author).
+// can go on with another model, and its earlier replies keep their author). 3: messages.replaces
+// (the rows a new turn replaces until completeReplacement, so a turn killed before it began can be
+// undone when the conversation is reopened).
 constexpr int kSchemaVersion = 3;
 
 QSqlDatabase databaseFor(const QString& connection) { return QSqlDatabase::database(connection, false); }
@@ -21,6 +23,19 @@ qint64 nowMs() { return QDateTime::currentMSecsSinceEpoch(); }
 
 // A null QString binds as SQL NULL; the text columns are NOT NULL, so bind "" instead.
 QString text(const QString& s) { return s.isNull() ? QStringLiteral("") : s; }
+
+// Runs `sql`, whose one parameter is a row id; on failure sets `error`. Returns the rows it
+// touched, -1 on failure.
+int execWithId(const QSqlDatabase& db, const QString& sql, qint64 id, QString& error) {
+    QSqlQuery q(db);
+    q.prepare(sql);
+    q.addBindValue(id);
+    if (!q.exec()) {
+        error = q.lastError().text();
+        return -1;
+    }
+    return q.numRowsAffected();
+}
 
 }  // namespace
 
@@ -293,14 +308,8 @@ bool ConversationStore::updateMessage(qint64 messageId, const QString& content, 
 }
 
 bool ConversationStore::deleteMessage(qint64 messageId) {
-    QSqlQuery q(databaseFor(connection_));
-    q.prepare(QStringLiteral("DELETE FROM messages WHERE id = ?"));
-    q.addBindValue(messageId);
-    if (!q.exec()) {
-        lastError_ = q.lastError().text();
-        return false;
-    }
-    return q.numRowsAffected() == 1;
+    return execWithId(databaseFor(connection_), QStringLiteral("DELETE FROM messages WHERE id = ?"), messageId,
+                      lastError_) == 1;
 }
 
 bool ConversationStore::completeReplacement(qint64 replacement, const QVector<qint64>& replaced) {
@@ -311,24 +320,12 @@ bool ConversationStore::completeReplacement(qint64 replacement, const QVector<qi
     }
     bool ok = true;
     for (const qint64 id : replaced) {
-        QSqlQuery q(db);
-        q.prepare(QStringLiteral("DELETE FROM messages WHERE id = ?"));
-        q.addBindValue(id);
-        if (!q.exec()) {
-            lastError_ = q.lastError().text();
-            ok = false;
-            break;
-        }
+        ok = execWithId(db, QStringLiteral("DELETE FROM messages WHERE id = ?"), id, lastError_) >= 0;
+        if (!ok) break;
     }
-    if (ok && replacement >= 0) {
-        QSqlQuery q(db);
-        q.prepare(QStringLiteral("UPDATE messages SET replaces = NULL WHERE id = ?"));
-        q.addBindValue(replacement);
-        if (!q.exec()) {
-            lastError_ = q.lastError().text();
-            ok = false;
-        }
-    }
+    if (ok && replacement >= 0)
+        ok = execWithId(db, QStringLiteral("UPDATE messages SET replaces = NULL WHERE id = ?"), replacement,
+                        lastError_) >= 0;
     if (!ok) {
         db.rollback();
         return false;
