@@ -52,8 +52,8 @@ double host_clock_ghz();
 
 // Runs the microbenchmarks on the device chosen by `device_selector` (see lantern/device.h): each
 // family (read patterns, arithmetic per layout, dispatch overhead) for about `seconds_per_family`,
-// its probes interleaved in rounds, each keeping its best time. Validation messages (LANTERN_VALIDATION=1) go to
-// `on_validation_message` when given, else to stderr.
+// its probes interleaved in rounds, each keeping its best time. Validation messages
+// (LANTERN_VALIDATION=1) go to `on_validation_message` when given, else to stderr.
 Rooflines measure_rooflines(const std::string& device_selector, double seconds_per_family = 1.0,
                             std::function<void(const std::string&)> on_validation_message = {});
 
