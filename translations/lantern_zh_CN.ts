@@ -1110,8 +1110,8 @@ Driver: %2</source>
         <translation>毫秒/步</translation>
     </message>
     <message>
-        <source>The decode rate once it has settled: the median step from the first 32 steps in a row that vary by less than 5 % on. The first steps of a reply are often slower or uneven.</source>
-        <translation>解码速度稳定后的速率：从第一段连续 32 步、波动小于 5 % 的位置起，各步耗时的中位数。回复开头的几步往往更慢或不均匀。</translation>
+        <source>The decode rate once it has settled: the median step from the first 32 steps in a row that vary by less than 5 % (or by under 0.05 ms, the host&apos;s own timing noise) on. The first steps of a reply are often slower or uneven.</source>
+        <translation>解码速度稳定后的速率：从第一段连续 32 步、波动小于 5 %（或小于 0.05 ms，即主机自身的计时噪声）的位置起，各步耗时的中位数。回复开头的几步往往更慢或不均匀。</translation>
     </message>
     <message>
         <source>This reply settled at token %1 of the chart.</source>

@@ -285,7 +285,8 @@ void PerformancePanel::finishTurn(const lantern::TurnStats& stats) {
 
 QString PerformancePanel::steadyToolTip() const {
     return tr("The decode rate once it has settled: the median step from the first 32 steps in a row that vary by "
-              "less than 5 % on. The first steps of a reply are often slower or uneven.");
+              "less than 5 % (or by under 0.05 ms, the host's own timing noise) on. The first steps of a reply are "
+              "often slower or uneven.");
 }
 
 void PerformancePanel::showSteadyState() {

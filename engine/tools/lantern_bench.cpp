@@ -366,7 +366,7 @@ void bench_model(const std::string& path, const std::string& label, const Option
             std::printf("steady %s: %.1f s, %zu tokens%s\n", label.c_str(), run_s, lat.size(),
                         context_full ? " (stopped: the context is full)" : "");
         // The transient's end, the steady rate and the slowdown, as the app's Performance panel
-        // reports them (lantern/steady_state.h: the first 32-token window varying by < 5 %).
+        // reports them (lantern/steady_state.h: the first 32-token window varying by < 5 % or by < 0.05 ms).
         const SteadyState st = steady_state(lat);
         char of_roofline[64] = "";
         if (roof_bytes_per_s > 0 && st.reached)
@@ -378,7 +378,7 @@ void bench_model(const std::string& path, const std::string& label, const Option
                         label.c_str(), st.tokens, st.transient_tokens, st.burst_tok_s, st.steady_tok_s, of_roofline,
                         st.slope_ms_per_100, 100 * st.slowdown);
         else
-            std::printf("steady %s: %zu tokens; no steady state (no 32-token window varied by less than 5 %%); "
+            std::printf("steady %s: %zu tokens; no steady state (no 32-token window varied by less than 5 %% or 0.05 ms); "
                         "burst %.1f tok/s\n",
                         label.c_str(), st.tokens, st.burst_tok_s);
         if (o.json)

@@ -10,8 +10,9 @@ namespace lantern {
 struct SteadyState {
     size_t tokens = 0;            // latencies analysed
     // The transient ends at the first window of `window` tokens whose latencies vary by less than
-    // the threshold (coefficient of variation: standard deviation / mean); reached = false when no
-    // window does (or the run is shorter than one window), and transient_tokens is then `tokens`.
+    // the threshold (coefficient of variation: standard deviation / mean) or whose standard
+    // deviation is under `quiet_ms` whatever its mean; reached = false when no window does (or the
+    // run is shorter than one window), and transient_tokens is then `tokens`.
     bool reached = false;
     size_t transient_tokens = 0;
     double burst_tok_s = 0;       // over the first 16 tokens (or fewer, in a shorter run)
@@ -24,7 +25,12 @@ struct SteadyState {
     double slowdown = 0;
 };
 
-// Defaults: lantern-bench's, a window of 32 tokens and 5 % variation.
-SteadyState steady_state(std::span<const double> latencies_ms, size_t window = 32, double max_variation = 0.05);
+// Defaults: lantern-bench's, a window of 32 tokens and 5 % variation, or a spread under 0.05 ms.
+// Why the absolute floor: the host's thread wake-ups spread every step by tens of microseconds
+// whatever its length. That is 1 % of a 110M model's 10 ms step but 10-15 % of stories260K's
+// 0.35 ms one on lavapipe (measured: 0.24-0.56 ms, with windows no quieter than 6.5 %), so a
+// percentage alone would call a tiny model's run never settled while nothing in it is settling.
+SteadyState steady_state(std::span<const double> latencies_ms, size_t window = 32, double max_variation = 0.05,
+                         double quiet_ms = 0.05);
 
 }  // namespace lantern

@@ -17,7 +17,7 @@ double median_of(std::vector<double> v) {
 }
 }  // namespace
 
-SteadyState steady_state(std::span<const double> lat, size_t window, double max_variation) {
+SteadyState steady_state(std::span<const double> lat, size_t window, double max_variation, double quiet_ms) {
     SteadyState s;
     s.tokens = lat.size();
     s.transient_tokens = lat.size();
@@ -25,8 +25,8 @@ SteadyState steady_state(std::span<const double> lat, size_t window, double max_
     const size_t burst_n = std::min<size_t>(16, lat.size());
     const double burst_ms = std::accumulate(lat.begin(), lat.begin() + static_cast<std::ptrdiff_t>(burst_n), 0.0);
     s.burst_tok_s = burst_ms > 0 ? 1e3 * static_cast<double>(burst_n) / burst_ms : 0;
-    // The first window whose variation is below the threshold, by running sums (a long reply is
-    // scanned once, not once per window).
+    // The first window whose variation is below the threshold (or whose spread is within the
+    // host's timing noise), by running sums (a long reply is scanned once, not once per window).
     const size_t W = std::max<size_t>(window, 2);
     if (lat.size() >= W) {
         double sum = 0, sq = 0;
@@ -34,7 +34,8 @@ SteadyState steady_state(std::span<const double> lat, size_t window, double max_
         for (size_t i = 0;; ++i) {
             const double mean = sum / static_cast<double>(W);
             const double var = std::max(0.0, (sq - sum * mean) / static_cast<double>(W - 1));
-            if (mean > 0 && std::sqrt(var) / mean < max_variation) {
+            const double spread = std::sqrt(var);
+            if (mean > 0 && (spread / mean < max_variation || spread < quiet_ms)) {
                 s.reached = true;
                 s.transient_tokens = i;
                 break;
