@@ -47,6 +47,7 @@
 #include "chat/ConversationDelegate.h"
 #include "chat/ConversationStore.h"
 #include "chat/Export.h"
+#include "chat/ReplyDetails.h"
 #include "panels/AttentionPanel.h"
 #include "panels/KvCachePanel.h"
 #include "panels/ModelInfoPanel.h"
@@ -706,7 +707,8 @@ void MainWindow::onModelUnloaded() {
     if (state_ == State::Loading) return;  // the old model is dropped before a new one loads
     if (state_ == State::Generating) {
         commitReplacement();  // the reply stays on screen as far as it got, so the store matches it
-        endAssistantReply(false, tr("the device was lost"));
+        endAssistantReply(false, reply_details::append(continuedDetails_, {.ending = reply_details::Ending::DeviceLost}));
+        continuedDetails_ = QString();
     }
     modelPath_.clear();
     loadedModelName_.clear();
@@ -1203,23 +1205,21 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
         return;
     }
     commitReplacement();
-    QStringList details;
-    details << tr("%Ln token(s)", nullptr, static_cast<int>(stats.generated_tokens));
-    if (stats.decode_tokens_per_s > 0) details << display::tokensPerSecond(stats.decode_tokens_per_s);
-    details << tr("first token %1").arg(display::milliseconds(stats.ttft_ms));
-    details << tr("ended by %1").arg(display::stopReason(stats.stop_reason));
-    QString line = details.join(QStringLiteral(" · "));
+    reply_details::Part part;
+    part.tokens = static_cast<qint64>(stats.generated_tokens);
+    part.tokensPerSecond = stats.decode_tokens_per_s;
+    part.firstTokenMs = stats.ttft_ms;
+    part.stopReason = QString::fromStdString(stats.stop_reason);
     if (!continuedDetails_.isNull()) {
         // A continued reply keeps what its first part said; the continuation adds its own figures.
         const ChatMessage& reply = chatModel_->message(streamingRow_);
-        const QString by = !reply.model.isEmpty() && reply.model != loadedModelName_ ? tr("continued by %1").arg(loadedModelName_)
-                                                                                      : tr("continued");
-        line = (continuedDetails_.isEmpty() ? QString() : continuedDetails_ + QStringLiteral(" · ")) + by +
-               QStringLiteral(": ") + line;
-        continuedDetails_ = QString();
+        part.continued = true;
+        if (!reply.model.isEmpty() && reply.model != loadedModelName_) part.continuedBy = loadedModelName_;
     }
+    const QString details = reply_details::append(continuedDetails_, part);
+    continuedDetails_ = QString();
     chatModel_->setRoomToContinue(streamingRow_, stats.can_continue, stats.can_continue_dropping);
-    endAssistantReply(true, line);
+    endAssistantReply(true, details);
     performancePanel_->finishTurn(stats);
     samplingPanel_->setSeedUsed(stats.seed);
     canRegenerate_ = true;
@@ -1329,7 +1329,7 @@ void MainWindow::onError(const QString& message) {
     if (state_ == State::Generating) {
         // A continued reply keeps what its first part said.
         commitReplacement();  // the failed reply stays on screen, so the store matches it
-        endAssistantReply(false, continuedDetails_.isEmpty() ? tr("failed") : continuedDetails_ + QStringLiteral(" · ") + tr("failed"));
+        endAssistantReply(false, reply_details::append(continuedDetails_, {.ending = reply_details::Ending::Failed}));
         continuedDetails_ = QString();
         canRegenerate_ = false;
         setState(modelPath_.isEmpty() ? State::NoModel : State::Ready);
@@ -1393,7 +1393,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
         // Keep what was generated so far: stored as an interrupted reply.
         worker_->requestStop();
         commitReplacement();  // the store keeps what the screen shows
-        endAssistantReply(false, tr("the app was closed while generating"));
+        endAssistantReply(false, reply_details::append(continuedDetails_, {.ending = reply_details::Ending::AppClosed}));
+        continuedDetails_ = QString();
     }
     preferences::setWindowLayout(saveGeometry(), saveState());
     preferences::setSamplingSettings(samplingPanel_->settings());

@@ -63,4 +63,14 @@
         </translation>
     </message>
 </context>
+<context>
+    <name>ReplyDetails</name>
+    <message numerus="yes">
+        <source>%Ln token(s)</source>
+        <translation>
+            <numerusform>%Ln token</numerusform>
+            <numerusform>%Ln tokens</numerusform>
+        </translation>
+    </message>
+</context>
 </TS>

@@ -598,10 +598,6 @@ Driver: %2</source>
         <translation>Lantern 无法加载 %1。</translation>
     </message>
     <message>
-        <source>the device was lost</source>
-        <translation>设备已丢失</translation>
-    </message>
-    <message>
         <source>Automatic (best available)</source>
         <translation>自动（最佳可用设备）</translation>
     </message>
@@ -641,10 +637,6 @@ Driver: %2</source>
             <numerusform>%Ln 个词元</numerusform>
         </translation>
     </message>
-    <message>
-        <source>first token %1</source>
-        <translation>首词元 %1</translation>
-    </message>
     <message numerus="yes">
         <source>%1 · sending it leaves the oldest %n message(s) out of the model&apos;s context</source>
         <translation>
@@ -666,16 +658,8 @@ Driver: %2</source>
         </translation>
     </message>
     <message>
-        <source>failed</source>
-        <translation>失败</translation>
-    </message>
-    <message>
         <source>Generation failed</source>
         <translation>生成失败</translation>
-    </message>
-    <message>
-        <source>the app was closed while generating</source>
-        <translation>生成过程中应用被关闭</translation>
     </message>
     <message>
         <source>Language</source>
@@ -694,10 +678,6 @@ Driver: %2</source>
         <translation>&lt;h3&gt;Lantern %1&lt;/h3&gt;&lt;p&gt;在你自己的电脑上，用 Lantern 自带的 Vulkan 推理引擎与 Llama 模型聊天——并看清其中发生的一切：KV 缓存、注意力、采样，以及真实的速度数据。&lt;/p&gt;</translation>
     </message>
     <message>
-        <source>ended by %1</source>
-        <translation>结束原因：%1</translation>
-    </message>
-    <message>
         <source>Show Replies as &amp;Markdown</source>
         <translation>以 Markdown 显示回复(&amp;M)</translation>
     </message>
@@ -712,14 +692,6 @@ Driver: %2</source>
     <message>
         <source>Write more of the last reply, from where it stopped</source>
         <translation>从上一条回复停下的地方接着写</translation>
-    </message>
-    <message>
-        <source>continued by %1</source>
-        <translation>由 %1 续写</translation>
-    </message>
-    <message>
-        <source>continued</source>
-        <translation>已续写</translation>
     </message>
     <message>
         <source>Editing a message: sending replaces it and everything after it (Esc cancels).</source>
@@ -1132,6 +1104,43 @@ Driver: %2</source>
     <message>
         <source>%1 of %2 tokens…</source>
         <translation>已完成 %1 / %2 个词元…</translation>
+    </message>
+</context>
+<context>
+    <name>ReplyDetails</name>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>the device was lost</source>
+        <translation>设备已丢失</translation>
+    </message>
+    <message>
+        <source>the app was closed while generating</source>
+        <translation>生成过程中应用被关闭</translation>
+    </message>
+    <message numerus="yes">
+        <source>%Ln token(s)</source>
+        <translation>
+            <numerusform>%Ln 个词元</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>first token %1</source>
+        <translation>首词元 %1</translation>
+    </message>
+    <message>
+        <source>ended by %1</source>
+        <translation>结束原因：%1</translation>
+    </message>
+    <message>
+        <source>continued</source>
+        <translation>已续写</translation>
+    </message>
+    <message>
+        <source>continued by %1</source>
+        <translation>由 %1 续写</translation>
     </message>
 </context>
 <context>

@@ -1,5 +1,7 @@
 #include "chat/ChatModel.h"
 
+#include "chat/ReplyDetails.h"
+
 ChatModel::ChatModel(QObject* parent) : QAbstractListModel(parent) {}
 
 int ChatModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(messages_.size()); }
@@ -13,7 +15,7 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
         return m.text;
     case Qt::ToolTipRole:
     case DetailsRole:
-        return m.details;
+        return reply_details::display(m.details);
     case MessageRole:
         return static_cast<int>(m.role);
     case CompleteRole:

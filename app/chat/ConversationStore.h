@@ -26,7 +26,7 @@ struct StoredMessage {
     QString role;  // "user", "assistant" or "system"
     QString content;
     bool complete = true;
-    QString details;  // one line about how it was made (speed, stop reason), shown under the message
+    QString details;  // how it was made (speed, stop reason), as chat/ReplyDetails.h stores it
     QString model;    // the model that wrote a reply ("" for other roles, and for replies stored before v2)
     QDateTime created;
     // The first message of a turn that is to replace others (Edit and Resend, Regenerate) names

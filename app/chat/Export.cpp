@@ -4,6 +4,7 @@
 #include <QStringList>
 
 #include "chat/Reasoning.h"
+#include "chat/ReplyDetails.h"
 
 namespace {
 
@@ -47,7 +48,7 @@ QString conversationMarkdown(const ExportHeader& header, const QVector<ChatMessa
             }
         }
         QString section = QStringLiteral("## ") + who + QStringLiteral("\n\n") + body;
-        QString details = m.details;
+        QString details = reply_details::display(m.details);
         if (!m.complete) details = details.isEmpty() ? QCoreApplication::translate("Export", "interrupted") : details + QStringLiteral(" · ") + QCoreApplication::translate("Export", "interrupted");
         if (!details.isEmpty()) section += QStringLiteral("\n\n<sub>") + details.toHtmlEscaped() + QStringLiteral("</sub>");
         out << section;

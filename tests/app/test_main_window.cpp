@@ -412,6 +412,11 @@ void TestMainWindow::aFullContextOffersOnlyWhatCanWork() {
     const QVector<ConversationSummary> conversations = store.conversations();
     QCOMPARE(conversations.size(), 1);
     QCOMPARE(store.messages(conversations[0].id).size(), 2);  // the first message and its reply
+    // The store keeps the reply's figures as data, worded when shown (in the language of the day).
+    const QString storedDetails = store.messages(conversations[0].id)[1].details;
+    QVERIFY2(storedDetails.startsWith(QLatin1Char('[')) && storedDetails.contains(QLatin1String("\"stop\":\"context_full\"")) &&
+                 !storedDetails.contains(QLatin1String("full context")),
+             qPrintable(storedDetails));
     QVERIFY(window.findChild<QPushButton*>(QStringLiteral("regenerateButton"))->isEnabled());
 
     // With Stop instead, a new message into the full conversation would fit once the oldest turns
