@@ -16,6 +16,17 @@
 #include "panels/ScrollablePanel.h"
 #include "lantern/steady_state.h"
 
+namespace {
+// 0 .. at least `max`, with round ticks (0, 150, 300 ... rather than 0, 151, 302 ...):
+// applyNiceNumbers widens the range to a round bound for the tick count it is given, and changes
+// that count, so each fit starts again from 5.
+void fitAxis(QValueAxis* axis, double max) {
+    axis->setTickCount(5);
+    axis->setRange(0, max);
+    axis->applyNiceNumbers();
+}
+}  // namespace
+
 // Reused vs computed prompt tokens as one stacked bar.
 class SplitBar : public QWidget {
 public:
@@ -265,13 +276,14 @@ void PerformancePanel::addTokens(const std::vector<double>& steps) {
     nameLatencyLine();
     if (decodeMs_.size() / 8 != settledBefore) showSteadyState();  // live, every 8 steps, not every token
     if (emaMs_ > 0) setValue("decodeRate", tr("%1 (live)").arg(display::tokensPerSecond(1000.0 / emaMs_)));
-    axisY_->setRange(0, std::ceil(maxLatency_ * 1.15 * 10.0) / 10.0);
-    const double x = lastX;
-    if (x > axisX_->max()) axisX_->setRange(0, std::max(32.0, std::ceil(x * 1.25)));
+    fitAxis(axisY_, maxLatency_ * 1.15);
+    if (lastX > axisX_->max()) fitAxis(axisX_, std::max(32.0, std::ceil(lastX * 1.25)));
 }
 
 void PerformancePanel::finishTurn(const lantern::TurnStats& stats) {
     previous_.reset();
+    // The chart grew ahead of the reply while it streamed; the finished reply fills its width.
+    if (tokensThisTurn_ > 1) fitAxis(axisX_, std::max(32.0, static_cast<double>(tokensThisTurn_ - 1)));
     setValue("ttft", display::milliseconds(stats.ttft_ms));
     setValue("generated", tr("%1 tokens").arg(display::count(stats.generated_tokens)));
     setValue("prefillRate", tr("%1 · %2").arg(display::tokensPerSecond(stats.prefill_tokens_per_s), display::milliseconds(stats.prefill_ms)));

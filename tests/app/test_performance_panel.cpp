@@ -1,8 +1,11 @@
 // PerformancePanel, fed a reply's steps by hand (no engine): the figures of the turn, and the
 // steady state and slowdown read from the decode steps as lantern-bench --steady reads them.
 #include <QLabel>
+#include <QtCharts/QChartView>
+#include <QtCharts/QValueAxis>
 #include <QTest>
 #include <algorithm>
+#include <cmath>
 
 #include "Format.h"
 #include "lantern/steady_state.h"
@@ -43,6 +46,32 @@ private slots:
         panel.beginTurn();
         QCOMPARE(panel.valueText(QStringLiteral("steadyRate")), QStringLiteral("—"));
         QCOMPARE(panel.chartedPoints(), 0);
+    }
+
+    // The chart's token axis stays ahead of the streaming reply, with round ticks, and the
+    // finished reply fills its width: 507 decode steps end on an axis of 0..600, not 0..634.
+    void theTokenAxisFitsTheFinishedReply() {
+        PerformancePanel panel;
+        auto* view = panel.findChild<QChartView*>();
+        QVERIFY(view);
+        const auto axes = view->chart()->axes(Qt::Horizontal);
+        QCOMPARE(axes.size(), 1);
+        auto* axis = qobject_cast<QValueAxis*>(axes.first());
+        QVERIFY(axis);
+        panel.beginTurn();
+        panel.addToken(5.0);  // the prefill step
+        for (int x = 1; x <= 507; ++x) {
+            panel.addToken(1.0 + 0.001 * x);
+            QVERIFY2(axis->max() >= x, qPrintable(QStringLiteral("token %1 beyond an axis of %2").arg(x).arg(axis->max())));
+        }
+        lantern::TurnStats stats;
+        stats.generated_tokens = 508;
+        stats.stop_reason = "context_full";
+        panel.finishTurn(stats);
+        QCOMPARE(axis->min(), 0.0);
+        QCOMPARE(axis->max(), 600.0);
+        const double step = axis->max() / (axis->tickCount() - 1);
+        QCOMPARE(step, std::round(step / 50) * 50);  // every tick a multiple of 50
     }
 
     // A turn that did not start (its prompt had no room in the context): the panel shows the last
