@@ -38,6 +38,7 @@
 #include "ElidedLabel.h"
 #include "Format.h"
 #include "Language.h"
+#include "ModelLibrary.h"
 #include "Preferences.h"
 #include "StatusLabel.h"
 #include "Theme.h"
@@ -402,7 +403,9 @@ void MainWindow::buildActions() {
     modelPicker_->setObjectName(QStringLiteral("modelPicker"));
     modelPicker_->setMinimumContentsLength(28);
     modelPicker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    modelPicker_->setToolTip(tr("Models in %1, and models you opened").arg(QDir::toNativeSeparators(preferences::modelsDirectory())));
+    modelPicker_->setToolTip(tr("Models in %1, those LM Studio, GPT4All, Jan, llama.cpp and the Hugging Face cache "
+                                "downloaded, and models you opened")
+                                 .arg(QDir::toNativeSeparators(preferences::modelsDirectory())));
     toolbar->addWidget(modelPicker_);
     toolbar->addAction(openAction_);
     toolbar->addSeparator();
@@ -414,7 +417,8 @@ void MainWindow::buildActions() {
 
     modelsWatcher_ = new QFileSystemWatcher(this);
     QDir().mkpath(preferences::modelsDirectory());
-    modelsWatcher_->addPath(preferences::modelsDirectory());
+    for (const model_library::Source& source : model_library::sources(preferences::modelsDirectory()))
+        modelsWatcher_->addPath(source.dir);
     connect(modelsWatcher_, &QFileSystemWatcher::directoryChanged, this, &MainWindow::refreshModelPicker);
 }
 
@@ -567,51 +571,26 @@ void MainWindow::setState(State state) {
     }
 }
 
-namespace {
-// llama.cpp's gguf-split names the files of a split model NAME-00001-of-00003.gguf and so on; the
-// model is opened by its first file (the engine finds the others).
-const QRegularExpression& splitPartPattern() {
-    static const QRegularExpression re(QStringLiteral("^(.*)-(\\d{5})-of-(\\d{5})\\.gguf$"));
-    return re;
-}
-}  // namespace
-
-// Bytes of a model file, all parts of a split model together.
-uint64_t MainWindow::modelBytes(const QString& path) {
-    const QFileInfo info(path);
-    const auto m = splitPartPattern().match(info.fileName());
-    if (!m.hasMatch() || m.captured(2).toInt() != 1) return static_cast<uint64_t>(info.size());
-    const int count = m.captured(3).toInt();
-    uint64_t total = 0;
-    for (int i = 1; i <= count; ++i)
-        total += static_cast<uint64_t>(QFileInfo(info.dir().filePath(QStringLiteral("%1-%2-of-%3.gguf")
-                                                                         .arg(m.captured(1))
-                                                                         .arg(i, 5, 10, QLatin1Char('0'))
-                                                                         .arg(m.captured(3)))).size());
-    return total;
-}
-
 void MainWindow::refreshModelPicker() {
-    QStringList paths;
-    const QDir dir(preferences::modelsDirectory());
-    for (const QFileInfo& info : dir.entryInfoList({QStringLiteral("*.gguf")}, QDir::Files | QDir::Readable, QDir::Name)) {
-        const auto m = splitPartPattern().match(info.fileName());
-        if (m.hasMatch() && m.captured(2).toInt() != 1) continue;  // a later part of a split model
-        paths << info.absoluteFilePath();
+    QVector<model_library::Model> models = model_library::find(model_library::sources(preferences::modelsDirectory()));
+    for (const QString& extra : {preferences::lastModel(), modelPath_}) {
+        if (extra.isEmpty() || !QFileInfo::exists(extra)) continue;
+        const QString path = QFileInfo(extra).absoluteFilePath();
+        const bool listed = std::any_of(models.begin(), models.end(), [&](const auto& m) { return m.path == path; });
+        if (!listed) models.push_back({path, QString(), model_library::modelBytes(path)});
     }
-    for (const QString& extra : {preferences::lastModel(), modelPath_})
-        if (!extra.isEmpty() && !paths.contains(QFileInfo(extra).absoluteFilePath()) && QFileInfo::exists(extra))
-            paths << QFileInfo(extra).absoluteFilePath();
 
     const QSignalBlocker block(modelPicker_);
     modelPicker_->clear();
-    modelPicker_->addItem(paths.isEmpty() ? tr("No models found — use Open Model…") : tr("Choose a model…"));
+    modelPicker_->addItem(models.isEmpty() ? tr("No models found — use Open Model…") : tr("Choose a model…"));
     modelPicker_->setItemData(0, QString(), kModelPathRole);
-    for (const QString& path : paths) {
-        const QFileInfo info(path);
-        modelPicker_->addItem(tr("%1  (%2)").arg(info.completeBaseName(), display::bytes(modelBytes(path))));
-        modelPicker_->setItemData(modelPicker_->count() - 1, path, kModelPathRole);
-        modelPicker_->setItemData(modelPicker_->count() - 1, QDir::toNativeSeparators(path), Qt::ToolTipRole);
+    for (const model_library::Model& m : models) {
+        const QString name = QFileInfo(m.path).completeBaseName();
+        // Models other apps downloaded say whose they are.
+        modelPicker_->addItem(m.source.isEmpty() ? tr("%1  (%2)").arg(name, display::bytes(m.bytes))
+                                                 : tr("%1  (%2 · %3)").arg(name, display::bytes(m.bytes), m.source));
+        modelPicker_->setItemData(modelPicker_->count() - 1, m.path, kModelPathRole);
+        modelPicker_->setItemData(modelPicker_->count() - 1, QDir::toNativeSeparators(m.path), Qt::ToolTipRole);
     }
     const int current = modelPicker_->findData(QFileInfo(modelPath_).absoluteFilePath(), kModelPathRole);
     modelPicker_->setCurrentIndex(current >= 0 ? current : 0);

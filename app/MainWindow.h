@@ -86,7 +86,6 @@ private:
     void showApiServerState(bool listening, quint32 inProgress = 0, quint64 served = 0);
     void setState(State state);
     void refreshModelPicker();
-    static uint64_t modelBytes(const QString& path);  // all parts of a split model
     void refreshConversationList();
     void openConversation(qint64 id);
     void newConversation();

@@ -492,10 +492,6 @@
         <translation>关于 Lantern(&amp;A)</translation>
     </message>
     <message>
-        <source>Models in %1, and models you opened</source>
-        <translation>%1 中的模型，以及你打开过的模型</translation>
-    </message>
-    <message>
         <source>No device</source>
         <translation>无设备</translation>
     </message>
@@ -824,6 +820,14 @@ Driver: %2</source>
     <message>
         <source>Stopped before the reply began: your message is back in the input.</source>
         <translation>回复开始前已停止：你的消息已放回输入框。</translation>
+    </message>
+    <message>
+        <source>Models in %1, those LM Studio, GPT4All, Jan, llama.cpp and the Hugging Face cache downloaded, and models you opened</source>
+        <translation>%1 中的模型、LM Studio、GPT4All、Jan、llama.cpp 和 Hugging Face 缓存下载的模型，以及你打开过的模型</translation>
+    </message>
+    <message>
+        <source>%1  (%2 · %3)</source>
+        <translation>%1  （%2 · %3）</translation>
     </message>
 </context>
 <context>

@@ -92,6 +92,7 @@ private slots:
     void aSentMessageIsAnsweredStoredAndMeasured();
     void closingDuringAReplyKeepsThePartialReply();
     void splitModelsAreListedOnceWithTheirWholeSize();
+    void modelsOtherAppsDownloadedAreListedWithTheirApp();
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
     void aFullContextOffersOnlyWhatCanWork();
     void stoppingWhileThePromptIsReadGivesTheMessageBack();
@@ -356,6 +357,29 @@ void TestMainWindow::splitModelsAreListedOnceWithTheirWholeSize() {
     QVERIFY2(items.filter(QStringLiteral("big-00001-of-00002  (5.00 MiB)")).size() == 1, qPrintable(all));
     QVERIFY2(items.filter(QStringLiteral("plain  (1000 B)")).size() == 1, qPrintable(all));
     for (const QString& name : models.entryList({QStringLiteral("*.gguf")}, QDir::Files)) QVERIFY(models.remove(name));
+}
+
+// A model llama.cpp downloaded (its cache, moved by LLAMA_CACHE as llama.cpp itself honours) is in
+// the picker, saying whose it is; choosing it opens that file (tests/app/test_model_library has
+// every app's layout).
+void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
+    QTemporaryDir cache;
+    QFile f(cache.filePath(QStringLiteral("someone_repo_model-Q8_0.gguf")));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray(1000, 'x'));
+    f.close();
+    const QByteArray before = qgetenv("LLAMA_CACHE");
+    qputenv("LLAMA_CACHE", QFile::encodeName(cache.path()));
+    QTemporaryDir dir;
+    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    if (before.isEmpty()) qunsetenv("LLAMA_CACHE"); else qputenv("LLAMA_CACHE", before);
+    auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
+    QVERIFY(picker);
+    const int i = picker->findText(QStringLiteral("someone_repo_model-Q8_0  (1000 B · llama.cpp)"));
+    QStringList items;
+    for (int k = 0; k < picker->count(); ++k) items << picker->itemText(k);
+    QVERIFY2(i > 0, qPrintable(items.join(QStringLiteral(" | "))));
+    QCOMPARE(picker->itemData(i, Qt::ToolTipRole).toString(), QDir::toNativeSeparators(f.fileName()));
 }
 
 #include "test_main_window.moc"

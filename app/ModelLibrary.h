@@ -1,0 +1,40 @@
+// ModelLibrary — the GGUF models on this computer that the model picker lists: Lantern's own
+// models folder, and the folders where other local-AI apps keep the models they downloaded
+// (LM Studio, GPT4All, Jan, llama.cpp's cache, the Hugging Face cache), so that a model already on
+// disk is not downloaded again for Lantern. Ollama's blobs are not listed: they have no file names
+// of their own (sha256-…), only manifests naming them.
+#pragma once
+#include <QString>
+#include <QVector>
+#include <cstdint>
+
+namespace model_library {
+
+struct Source {
+    QString name;   // the app, as the picker labels its models ("" for Lantern's own folder)
+    QString dir;    // where it keeps them
+    int depth = 1;  // folder levels below `dir` that hold models (1: the files of `dir` itself)
+};
+
+struct Model {
+    QString path;    // absolute; the first file of a split model
+    QString source;  // Source::name
+    uint64_t bytes = 0;  // all parts of a split model together
+};
+
+// Where the apps keep their models by default on this system, with the environment variables
+// they honour (XDG_DATA_HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME, LLAMA_CACHE, HF_HOME, HF_HUB_CACHE).
+// `lanternDir` comes first. Only folders that exist are returned.
+QVector<Source> sources(const QString& lanternDir);
+
+// Every model under the sources, once each (by its real path: the Hugging Face cache links each
+// snapshot's files to shared blobs), sorted by source order and then name. Skipped: later parts of
+// a split model (NAME-00002-of-00003.gguf; the engine finds them from the first), and vision
+// projectors (mmproj*.gguf), which are not models one can chat with. Bounded: a folder tree of
+// more than `maxEntries` entries is not walked further.
+QVector<Model> find(const QVector<Source>& sources, int maxEntries = 20000);
+
+// Bytes of a model file, all parts of a split model together.
+uint64_t modelBytes(const QString& path);
+
+}  // namespace model_library

@@ -1,0 +1,113 @@
+// ModelLibrary finds the models other local-AI apps downloaded, laid out as each app lays them
+// out, in a home folder made up for the test: each model once, split models by their first part
+// with all their bytes, no vision projectors, nothing from hidden or too-deep folders, linked
+// folders followed, and the environment variables those apps honour.
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+#include <memory>
+
+#include "ModelLibrary.h"
+
+using model_library::Model;
+
+class TestModelLibrary : public QObject {
+    Q_OBJECT
+private slots:
+    void init() {
+        home_ = std::make_unique<QTemporaryDir>();  // a fresh home for each test
+        QVERIFY(home_->isValid());
+        for (const char* name : {"XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "LLAMA_CACHE", "HF_HOME", "HF_HUB_CACHE"})
+            qunsetenv(name);
+        qputenv("HOME", QFile::encodeName(home_->path()));
+    }
+
+    void eachAppsModelsAreFoundOnce() {
+        put("lantern/a.gguf", 100);
+        put("lantern/family/b.gguf", 200);
+        put("lantern/notes.txt", 5);
+        put("other-disk/c.gguf", 150);
+        link("lantern/linked", "../other-disk");  // a folder of models on another disk, linked in
+        put(".lmstudio/models/lmstudio-community/Llama-3.2-1B-Instruct-GGUF/Llama-3.2-1B-Instruct-Q8_0.gguf", 300);
+        put(".lmstudio/models/lmstudio-community/Llama-3.2-1B-Instruct-GGUF/mmproj-model-f16.gguf", 10);
+        put(".local/share/nomic.ai/GPT4All/orca-mini-3b.gguf", 400);
+        put(".local/share/nomic.ai/GPT4All/localdocs_v2.db", 10);
+        put("jan/models/tinyllama-1.1b/tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf", 500);
+        put(".cache/llama.cpp/bartowski_Qwen2.5-0.5B-Instruct-GGUF_Qwen2.5-0.5B-Instruct-Q4_K_M.gguf", 600);
+        // The Hugging Face cache: files are links into blobs/, and two revisions share one blob.
+        const QString repo = QStringLiteral(".cache/huggingface/hub/models--TheBloke--TinyLlama-GGUF");
+        put(repo + "/blobs/0123abcd", 700);
+        link(repo + "/snapshots/rev1/tinyllama.Q4_0.gguf", "../../blobs/0123abcd");
+        link(repo + "/snapshots/rev2/tinyllama.Q4_0.gguf", "../../blobs/0123abcd");
+        put(repo + "/snapshots/rev1/big-00001-of-00002.gguf", 800);
+        put(repo + "/snapshots/rev1/big-00002-of-00002.gguf", 900);
+        link(repo + "/snapshots/rev1/gone.gguf", "../../blobs/missing");  // an interrupted download
+        put(".cache/huggingface/hub/.locks/models--x/y.gguf", 1);
+        put(".cache/huggingface/hub/models--a--b/snapshots/r/1/2/3/deep.gguf", 1);  // below the 5 levels
+
+        const auto sources = model_library::sources(path("lantern"));
+        QStringList names;
+        for (const auto& s : sources) names << s.name;
+        QCOMPARE(names, (QStringList{"", "LM Studio", "GPT4All", "Jan", "llama.cpp", "Hugging Face"}));
+
+        const QVector<Model> models = model_library::find(sources);
+        QStringList got;
+        for (const Model& m : models)
+            got << QStringLiteral("%1|%2|%3").arg(m.source, QDir(home_->path()).relativeFilePath(m.path)).arg(m.bytes);
+        QCOMPARE(got, (QStringList{
+                          "|lantern/a.gguf|100",
+                          "|lantern/family/b.gguf|200",
+                          "|lantern/linked/c.gguf|150",
+                          "LM Studio|.lmstudio/models/lmstudio-community/Llama-3.2-1B-Instruct-GGUF/Llama-3.2-1B-Instruct-Q8_0.gguf|300",
+                          "GPT4All|.local/share/nomic.ai/GPT4All/orca-mini-3b.gguf|400",
+                          "Jan|jan/models/tinyllama-1.1b/tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf|500",
+                          "llama.cpp|.cache/llama.cpp/bartowski_Qwen2.5-0.5B-Instruct-GGUF_Qwen2.5-0.5B-Instruct-Q4_K_M.gguf|600",
+                          "Hugging Face|" + repo + "/snapshots/rev1/big-00001-of-00002.gguf|1700",
+                          "Hugging Face|" + repo + "/snapshots/rev1/tinyllama.Q4_0.gguf|700",
+                      }));
+    }
+
+    // The variables the apps honour move their folders; a relative XDG path is ignored, as the XDG
+    // spec says; one folder named twice is one source.
+    void theAppsEnvironmentVariablesMoveTheirFolders() {
+        put("elsewhere/llama/m1.gguf", 10);
+        put("elsewhere/hub/models--o--r/snapshots/s/m2.gguf", 20);
+        put("elsewhere/xdg-data/nomic.ai/GPT4All/m3.gguf", 30);
+        put(".cache/llama.cpp/not-this-one.gguf", 40);
+        qputenv("LLAMA_CACHE", QFile::encodeName(path("elsewhere/llama")));
+        qputenv("HF_HUB_CACHE", QFile::encodeName(path("elsewhere/hub")));
+        qputenv("XDG_DATA_HOME", QFile::encodeName(path("elsewhere/xdg-data")));
+        qputenv("XDG_CACHE_HOME", "relative/cache");  // ignored: ~/.cache stays
+        QStringList got;
+        for (const Model& m : model_library::find(model_library::sources(path("elsewhere/llama"))))
+            got << m.source + "|" + QFileInfo(m.path).fileName();
+        QCOMPARE(got, (QStringList{"|m1.gguf", "GPT4All|m3.gguf", "Hugging Face|m2.gguf"}));
+    }
+
+    // A huge folder is walked only so far, so the picker never hangs on it.
+    void aHugeFolderIsWalkedOnlySoFar() {
+        for (int i = 0; i < 40; ++i) put(QStringLiteral("many/%1.gguf").arg(i, 3, 10, QLatin1Char('0')), 1);
+        const QVector<model_library::Source> one{{QString(), path("many"), 1}};
+        QCOMPARE(model_library::find(one).size(), 40);
+        QCOMPARE(model_library::find(one, 25).size(), 25);
+    }
+
+private:
+    QString path(const QString& relative) const { return home_->filePath(relative); }
+    void put(const QString& relative, int bytes) {
+        QVERIFY(QDir().mkpath(QFileInfo(path(relative)).path()));
+        QFile f(path(relative));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray(bytes, 'x'));
+    }
+    void link(const QString& relative, const QString& target) {
+        QVERIFY(QDir().mkpath(QFileInfo(path(relative)).path()));
+        QVERIFY(QFile::link(target, path(relative)));
+    }
+
+    std::unique_ptr<QTemporaryDir> home_;
+};
+
+QTEST_GUILESS_MAIN(TestModelLibrary)
+#include "test_model_library.moc"
