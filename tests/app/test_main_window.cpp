@@ -107,6 +107,14 @@ void TestMainWindow::initTestCase() {
     QStandardPaths::setTestModeEnabled(true);
     QCoreApplication::setOrganizationName(QStringLiteral("LanternTest"));
     QCoreApplication::setApplicationName(QStringLiteral("LanternTest"));
+    // And each run's settings out of any other run's: a settings file shared by two runs at once
+    // (a developer's and a CI script's on one machine) let one clear the API port the other had
+    // just set. QSettings re-reads a file another process changed.
+    static QTemporaryDir settings;
+    QVERIFY(settings.isValid());
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settings.path());
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settings.path());
+    QVERIFY2(QSettings().fileName().startsWith(settings.path()), qPrintable(QSettings().fileName()));
     QSettings().clear();
 }
 
