@@ -29,6 +29,7 @@
 #include <QPushButton>
 #include <QSaveFile>
 #include <QStandardPaths>
+#include <QStandardItemModel>
 #include <QStatusBar>
 #include <QToolBar>
 #include <QUrl>
@@ -577,7 +578,7 @@ void MainWindow::refreshModelPicker() {
         if (extra.isEmpty() || !QFileInfo::exists(extra)) continue;
         const QString path = QFileInfo(extra).absoluteFilePath();
         const bool listed = std::any_of(models.begin(), models.end(), [&](const auto& m) { return m.path == path; });
-        if (!listed) models.push_back({path, QString(), model_library::modelBytes(path)});
+        if (!listed) models.push_back({path, QString(), model_library::modelBytes(path), QString()});
     }
 
     const QSignalBlocker block(modelPicker_);
@@ -589,8 +590,17 @@ void MainWindow::refreshModelPicker() {
         // Models other apps downloaded say whose they are.
         modelPicker_->addItem(m.source.isEmpty() ? tr("%1  (%2)").arg(name, display::bytes(m.bytes))
                                                  : tr("%1  (%2 · %3)").arg(name, display::bytes(m.bytes), m.source));
-        modelPicker_->setItemData(modelPicker_->count() - 1, m.path, kModelPathRole);
-        modelPicker_->setItemData(modelPicker_->count() - 1, QDir::toNativeSeparators(m.path), Qt::ToolTipRole);
+        const int row = modelPicker_->count() - 1;
+        modelPicker_->setItemData(row, m.path, kModelPathRole);
+        modelPicker_->setItemData(row, QDir::toNativeSeparators(m.path), Qt::ToolTipRole);
+        if (!m.architecture.isEmpty() && !lantern::supported_architecture(m.architecture.toStdString())) {
+            // Listed, so that the user sees why a model they have is not offered, but not choosable.
+            modelPicker_->setItemText(row, tr("%1 — %2, not supported").arg(modelPicker_->itemText(row), m.architecture));
+            modelPicker_->setItemData(row, tr("%1\nLantern runs Llama-architecture models; this one is %2.")
+                                               .arg(QDir::toNativeSeparators(m.path), m.architecture),
+                                      Qt::ToolTipRole);
+            if (auto* items = qobject_cast<QStandardItemModel*>(modelPicker_->model())) items->item(row)->setEnabled(false);
+        }
     }
     const int current = modelPicker_->findData(QFileInfo(modelPath_).absoluteFilePath(), kModelPathRole);
     modelPicker_->setCurrentIndex(current >= 0 ? current : 0);

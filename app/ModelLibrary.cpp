@@ -1,10 +1,13 @@
 #include "ModelLibrary.h"
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QRegularExpression>
 #include <QSet>
 #include <algorithm>
+
+#include "lantern/gguf.h"
 
 namespace model_library {
 
@@ -106,7 +109,9 @@ QVector<Model> find(const QVector<Source>& sources, int maxEntries) {
                     const QString real = info.canonicalFilePath();  // "" for a broken link
                     if (real.isEmpty() || seen.contains(real)) continue;
                     seen.insert(real);
-                    here.push_back({info.absoluteFilePath(), source.name, modelBytes(info.absoluteFilePath())});
+                    const QString path = info.absoluteFilePath();
+                    const auto arch = lantern::gguf_architecture(QFile::encodeName(path).toStdString());
+                    here.push_back({path, source.name, modelBytes(path), arch ? QString::fromStdString(*arch) : QString()});
                 }
             }
             level = next;

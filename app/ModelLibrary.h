@@ -20,6 +20,7 @@ struct Model {
     QString path;    // absolute; the first file of a split model
     QString source;  // Source::name
     uint64_t bytes = 0;  // all parts of a split model together
+    QString architecture;  // general.architecture from the file's head ("" when not found there)
 };
 
 // Where the apps keep their models by default on this system, with the environment variables
@@ -30,7 +31,8 @@ QVector<Source> sources(const QString& lanternDir);
 // Every model under the sources, once each (by its real path: the Hugging Face cache links each
 // snapshot's files to shared blobs), sorted by source order and then name. Skipped: later parts of
 // a split model (NAME-00002-of-00003.gguf; the engine finds them from the first), and vision
-// projectors (mmproj*.gguf), which are not models one can chat with. Bounded: a folder tree of
+// projectors (mmproj*.gguf), which are not models one can chat with. Each says its architecture
+// (lantern::gguf_architecture: the head of the file only). Bounded: a folder tree of
 // more than `maxEntries` entries is not walked further.
 QVector<Model> find(const QVector<Source>& sources, int maxEntries = 20000);
 

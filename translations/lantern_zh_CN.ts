@@ -829,6 +829,16 @@ Driver: %2</source>
         <source>%1  (%2 · %3)</source>
         <translation>%1  （%2 · %3）</translation>
     </message>
+    <message>
+        <source>%1 — %2, not supported</source>
+        <translation>%1 — %2，不支持</translation>
+    </message>
+    <message>
+        <source>%1
+Lantern runs Llama-architecture models; this one is %2.</source>
+        <translation>%1
+Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
+    </message>
 </context>
 <context>
     <name>MessageDelegate</name>

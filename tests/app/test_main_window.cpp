@@ -26,11 +26,13 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
+#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "ElidedLabel.h"
+#include "lantern/gguf.h"
 #include "MainWindow.h"
 #include "worker/InferenceWorker.h"
 #include "Preferences.h"
@@ -376,6 +378,9 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(QByteArray(1000, 'x'));
     f.close();
+    lantern::GgufWriter qwen;  // a model of an architecture Lantern does not run
+    qwen.set_string("general.architecture", "qwen2");
+    qwen.write(cache.filePath(QStringLiteral("qwen.gguf")).toStdString());
     const QByteArray before = qgetenv("LLAMA_CACHE");
     qputenv("LLAMA_CACHE", QFile::encodeName(cache.path()));
     QTemporaryDir dir;
@@ -388,6 +393,13 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     for (int k = 0; k < picker->count(); ++k) items << picker->itemText(k);
     QVERIFY2(i > 0, qPrintable(items.join(QStringLiteral(" | "))));
     QCOMPARE(picker->itemData(i, Qt::ToolTipRole).toString(), QDir::toNativeSeparators(f.fileName()));
+    auto* entries = qobject_cast<QStandardItemModel*>(picker->model());
+    QVERIFY(entries && entries->item(i)->isEnabled());
+    // The qwen2 model is listed, says why it cannot be chosen, and cannot be.
+    const int q = picker->findText(QStringLiteral(" — qwen2, not supported"), Qt::MatchEndsWith);
+    QVERIFY2(q > 0 && picker->itemText(q).startsWith(QStringLiteral("qwen  (")), qPrintable(items.join(QStringLiteral(" | "))));
+    QVERIFY(!entries->item(q)->isEnabled());
+    QVERIFY(picker->itemData(q, Qt::ToolTipRole).toString().contains(QStringLiteral("Llama-architecture models; this one is qwen2")));
 }
 
 #include "test_main_window.moc"

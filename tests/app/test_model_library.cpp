@@ -7,8 +7,10 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <memory>
+#include <utility>
 
 #include "ModelLibrary.h"
+#include "lantern/gguf.h"
 
 using model_library::Model;
 
@@ -66,6 +68,21 @@ private slots:
                           "Hugging Face|" + repo + "/snapshots/rev1/big-00001-of-00002.gguf|1700",
                           "Hugging Face|" + repo + "/snapshots/rev1/tinyllama.Q4_0.gguf|700",
                       }));
+    }
+
+    // Each model says the architecture its file's head names, "" when that is not GGUF.
+    void eachModelSaysItsArchitecture() {
+        for (const auto& [file, arch] : {std::pair{"m/llama.gguf", "llama"}, std::pair{"m/qwen.gguf", "qwen2"}}) {
+            lantern::GgufWriter w;
+            w.set_string("general.architecture", arch);
+            QVERIFY(QDir().mkpath(path("m")));
+            w.write(path(file).toStdString());
+        }
+        put("m/zeros.gguf", 64);
+        QStringList got;
+        for (const Model& m : model_library::find({{QString(), path("m"), 1}}))
+            got << QFileInfo(m.path).fileName() + "=" + m.architecture;
+        QCOMPARE(got, (QStringList{"llama.gguf=llama", "qwen.gguf=qwen2", "zeros.gguf="}));
     }
 
     // The variables the apps honour move their folders; a relative XDG path is ignored, as the XDG

@@ -625,6 +625,44 @@ private slots:
         }
     }
 
+    // gguf_architecture reads the head of a file only: what the model picker shows beside each
+    // file it lists. Found when it is among the entries in the first 64 KiB (llama.cpp writes it
+    // first); nothing, not a guess, when it is behind a big vocabulary, or the file is no GGUF.
+    void architecture_is_read_from_the_head_alone() {
+        QCOMPARE(gguf_architecture(test::shared_path("models/stories260K.gguf")), std::optional<std::string>("llama"));
+        QVERIFY(supported_architecture("llama"));
+        const std::string dir = test::temp_dir();
+        GgufWriter qwen;
+        qwen.set_string("general.architecture", "qwen2");
+        qwen.set_u32("qwen2.block_count", 24);
+        qwen.write(dir + "/qwen.gguf");
+        QCOMPARE(gguf_architecture(dir + "/qwen.gguf"), std::optional<std::string>("qwen2"));
+        QVERIFY(!supported_architecture("qwen2"));
+        // After a small array and a scalar it is still found; after 40 000 tokens it is not read.
+        GgufWriter late;
+        late.set_string_array("tokenizer.ggml.merges", {"a b", "c d"});
+        late.set_f32("some.float", 1.5f);
+        late.set_string("general.architecture", "gemma");
+        late.write(dir + "/late.gguf");
+        QCOMPARE(gguf_architecture(dir + "/late.gguf"), std::optional<std::string>("gemma"));
+        GgufWriter behind;
+        behind.set_string_array("tokenizer.ggml.tokens", std::vector<std::string>(40000, "token"));
+        behind.set_string("general.architecture", "llama");
+        behind.write(dir + "/behind.gguf");
+        QCOMPARE(gguf_architecture(dir + "/behind.gguf"), std::nullopt);
+        QCOMPARE(GgufFile::open(dir + "/behind.gguf")->get_string("general.architecture"),
+                 std::optional<std::string>("llama"));  // (opening the whole file does find it)
+        // No GGUF, a truncated head, a directory, nothing there.
+        write_file(dir + "/text.gguf", std::vector<uint8_t>{'h', 'e', 'l', 'l', 'o'});
+        QCOMPARE(gguf_architecture(dir + "/text.gguf"), std::nullopt);
+        std::vector<uint8_t> head = qwen.serialize();
+        head.resize(30);
+        write_file(dir + "/cut.gguf", head);
+        QCOMPARE(gguf_architecture(dir + "/cut.gguf"), std::nullopt);
+        QCOMPARE(gguf_architecture(dir), std::nullopt);
+        QCOMPARE(gguf_architecture(dir + "/missing.gguf"), std::nullopt);
+    }
+
     void non_llama_architecture_is_unsupported() {
         const std::string path = test::temp_dir() + "/mamba.gguf";
         write_tiny_model(path, "mamba", 32);

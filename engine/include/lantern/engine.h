@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct ModelInfo {
     // one of these), so a benchmark can weigh each against that layout's arithmetic roofline.
     std::vector<std::pair<uint32_t, uint64_t>> decode_read_bytes_by_layout;
 };
+
+// Whether Engine::load runs models of this general.architecture (Llama's, "llama", which
+// Mistral's and many fine-tunes' files also carry); others are refused by name.
+bool supported_architecture(std::string_view architecture);
 
 struct EngineOptions {
     std::string device_selector;       // see lantern/device.h; empty = env LANTERN_DEVICE / preference

@@ -115,6 +115,11 @@ private:
 // llama.cpp's gguf-split names them.
 std::string gguf_split_path(const std::string& prefix, uint32_t no, uint32_t count);
 
+// The file's general.architecture ("llama", "qwen2", ...), read from its first 64 KiB only —
+// llama.cpp writes that key first — so a list of many model files can say what each is without
+// opening them. nullopt when the file is unreadable, not GGUF, or the key is not within that much.
+std::optional<std::string> gguf_architecture(const std::string& path);
+
 // Bytes that `elements` values of a ggml type occupy (throws for unknown types or partial blocks).
 uint64_t ggml_row_bytes(uint32_t type, uint64_t elements);
 

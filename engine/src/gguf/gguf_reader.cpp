@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 
 #include "lantern/error.h"
@@ -276,6 +277,37 @@ void GgufFile::open_split_parts() {
     if (auto n = get_int("split.tensors.count"); n && *n != static_cast<int64_t>(tensors_.size()))
         throw Error(ErrorCode::InvalidModelFile, path_ + ": split.tensors.count says " + std::to_string(*n) +
                                                      " tensors, the parts hold " + std::to_string(tensors_.size()));
+}
+
+std::optional<std::string> gguf_architecture(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return std::nullopt;
+    std::vector<uint8_t> head(64 * 1024);
+    f.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<size_t>(f.gcount()));
+    if (head.size() < 4 || std::memcmp(head.data(), "GGUF", 4) != 0) return std::nullopt;
+    try {
+        // The entries in order, as parse() reads them; one that runs past the 64 KiB (the
+        // vocabulary) ends the search.
+        Cursor c(head, path);
+        c.read<uint32_t>("magic");
+        const uint32_t version = c.read<uint32_t>("version");
+        if (version != 2 && version != 3) return std::nullopt;
+        c.read<uint64_t>("tensor count");
+        const uint64_t n_kv = c.read<uint64_t>("metadata count");
+        for (uint64_t i = 0; i < n_kv; ++i) {
+            const std::string key = c.read_string("metadata key");
+            const uint32_t type = c.read<uint32_t>("metadata value type");
+            if (!valid_type(type)) return std::nullopt;
+            const GgufValue v = read_value(c, static_cast<GgufType>(type), key, 0);
+            if (key == "general.architecture") {
+                if (const std::string* arch = v.as_string()) return *arch;
+                return std::nullopt;
+            }
+        }
+    } catch (const Error&) {
+    }
+    return std::nullopt;
 }
 
 std::unique_ptr<GgufFile> GgufFile::from_memory(std::span<const uint8_t> bytes, std::string name) {

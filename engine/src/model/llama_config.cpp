@@ -6,6 +6,10 @@
 
 #include "lantern/error.h"
 
+namespace lantern {
+bool supported_architecture(std::string_view architecture) { return architecture == "llama"; }
+}  // namespace lantern
+
 namespace lantern::model {
 
 namespace {
@@ -25,7 +29,7 @@ ModelInfo read_llama_config(const GgufFile& g) {
     m.architecture = g.get_string("general.architecture").value_or("");
     if (m.architecture.empty())
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": general.architecture is missing");
-    if (m.architecture != "llama")
+    if (!supported_architecture(m.architecture))
         throw Error(ErrorCode::UnsupportedArchitecture,
                     "unsupported architecture \"" + m.architecture + "\": Lantern runs Llama-architecture models");
     m.name = g.get_string("general.name").value_or("");
