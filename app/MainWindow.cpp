@@ -555,7 +555,8 @@ void MainWindow::setState(State state) {
         stateLabel_->setFittedText(tr("No model"));
         chatView_->setEmptyText(tr("Welcome to Lantern"),
                                 tr("Open a GGUF model (File > Open Model…) or pick one from the toolbar. "
-                                   "Models in %1 are listed automatically.")
+                                   "Models in %1, and those LM Studio, GPT4All, Jan, llama.cpp or the Hugging Face cache "
+                                   "downloaded, are listed automatically.")
                                     .arg(QDir::toNativeSeparators(preferences::modelsDirectory())));
         break;
     case State::Loading:

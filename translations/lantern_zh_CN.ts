@@ -508,8 +508,8 @@
         <translation>欢迎使用 Lantern</translation>
     </message>
     <message>
-        <source>Open a GGUF model (File &gt; Open Model…) or pick one from the toolbar. Models in %1 are listed automatically.</source>
-        <translation>打开一个 GGUF 模型（文件 &gt; 打开模型…），或从工具栏中选择。%1 中的模型会自动列出。</translation>
+        <source>Open a GGUF model (File &gt; Open Model…) or pick one from the toolbar. Models in %1, and those LM Studio, GPT4All, Jan, llama.cpp or the Hugging Face cache downloaded, are listed automatically.</source>
+        <translation>打开一个 GGUF 模型（文件 &gt; 打开模型…），或从工具栏中选择。%1 中的模型，以及 LM Studio、GPT4All、Jan、llama.cpp 或 Hugging Face 缓存下载的模型，会自动列出。</translation>
     </message>
     <message>
         <source>Loading %1…</source>
