@@ -117,7 +117,8 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(
                                  .arg(store_->lastError()));
     }
     refreshConversationList();
-    refreshModelPicker();
+    fillModelPicker();     // the last model, at once
+    refreshModelPicker();  // and every other, once the folders are scanned
     setState(State::NoModel);
     if (const qint64 last = preferences::lastConversation(); last >= 0 && store_->conversation(last).id >= 0)
         openConversation(last);
@@ -125,6 +126,10 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(
 }
 
 MainWindow::~MainWindow() {
+    if (modelScan_ != nullptr) {  // a scan still running: let it end (it is bounded), then drop it
+        modelScan_->wait();
+        delete modelScan_;
+    }
     worker_->requestStop();
     workerThread_.quit();
     workerThread_.wait();
@@ -574,7 +579,32 @@ void MainWindow::setState(State state) {
 }
 
 void MainWindow::refreshModelPicker() {
-    QVector<model_library::Model> models = model_library::find(model_library::sources(preferences::modelsDirectory()));
+    if (modelScan_ != nullptr) {  // one scan at a time; the next starts when it ends
+        modelRescanWanted_ = true;
+        return;
+    }
+    // The thread fills its own list; the window takes it once the thread has finished.
+    auto found = std::make_shared<QVector<model_library::Model>>();
+    modelScan_ = QThread::create([found, dir = preferences::modelsDirectory()] {
+        *found = model_library::find(model_library::sources(dir));
+    });
+    connect(modelScan_, &QThread::finished, this, [this, found] {
+        modelScan_->deleteLater();
+        modelScan_ = nullptr;
+        scannedModels_ = std::move(*found);
+        modelsScanned_ = true;
+        fillModelPicker();
+        emit modelListChanged();
+        if (modelRescanWanted_) {
+            modelRescanWanted_ = false;
+            refreshModelPicker();
+        }
+    });
+    modelScan_->start(QThread::LowPriority);
+}
+
+void MainWindow::fillModelPicker() {
+    QVector<model_library::Model> models = scannedModels_;
     for (const QString& extra : {preferences::lastModel(), modelPath_}) {
         if (extra.isEmpty() || !QFileInfo::exists(extra)) continue;
         const QString path = QFileInfo(extra).absoluteFilePath();
@@ -584,7 +614,9 @@ void MainWindow::refreshModelPicker() {
 
     const QSignalBlocker block(modelPicker_);
     modelPicker_->clear();
-    modelPicker_->addItem(models.isEmpty() ? tr("No models found — use Open Model…") : tr("Choose a model…"));
+    modelPicker_->addItem(!models.isEmpty()  ? tr("Choose a model…")
+                          : modelsScanned_ ? tr("No models found — use Open Model…")
+                                           : tr("Looking for models…"));
     modelPicker_->setItemData(0, QString(), kModelPathRole);
     for (const model_library::Model& m : models) {
         const QString name = QFileInfo(m.path).completeBaseName();
@@ -648,7 +680,7 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
     loadedModelName_ = model.name.empty() ? QFileInfo(modelPath_).completeBaseName() : QString::fromStdString(model.name);
     contextLength_ = report.context_length;
     preferences::setLastModel(modelPath_);
-    refreshModelPicker();
+    fillModelPicker();
     setWindowTitle(tr("%1 — Lantern").arg(loadedModelName_));
     chatView_->setRepliesOpenInReasoning(report.chat_template && report.template_name == QStringLiteral("deepseek-r1"));
 
@@ -684,7 +716,7 @@ void MainWindow::onLoadFailed(const QString& message) {
     loadedModelName_.clear();
     setWindowTitle(tr("Lantern"));
     deviceLabel_->setText(tr("No device"));
-    refreshModelPicker();
+    fillModelPicker();
     setState(State::NoModel);
     statusBar()->showMessage(tr("Could not load the model."), 8000);
     QMessageBox box(QMessageBox::Critical, tr("Could not load the model"),

@@ -8,9 +8,11 @@
 #include <QElapsedTimer>
 #include <QMainWindow>
 #include <QThread>
+#include <QVector>
 #include <QTimer>
 #include <memory>
 
+#include "ModelLibrary.h"
 #include "chat/ChatModel.h"
 #include "chat/ConversationStore.h"
 #include "worker/EngineTypes.h"
@@ -66,6 +68,8 @@ signals:
     void apiServerStartRequested(quint16 port);
     void apiServerStopRequested();
     void measureMessageRequested(quint64 request, const QString& text, int keepMessages);
+    // The model picker was filled from a finished scan of the models folders (tests wait on it).
+    void modelListChanged();
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -85,7 +89,8 @@ private:
     void chooseApiServerPort();
     void showApiServerState(bool listening, quint32 inProgress = 0, quint64 served = 0);
     void setState(State state);
-    void refreshModelPicker();
+    void refreshModelPicker();  // scans the models folders on a thread, then fills the picker
+    void fillModelPicker();     // from the last scan, with the loaded and last models
     void refreshConversationList();
     void openConversation(qint64 id);
     void newConversation();
@@ -156,6 +161,12 @@ protected:
     QComboBox* modelPicker_ = nullptr;
     QListWidget* conversationList_ = nullptr;
     QFileSystemWatcher* modelsWatcher_ = nullptr;
+    // The scan of the models folders (ModelLibrary) runs off the UI thread: other apps' folders
+    // may be large or on a slow disk.
+    QThread* modelScan_ = nullptr;
+    QVector<model_library::Model> scannedModels_;  // the last scan's models
+    bool modelsScanned_ = false;    // a scan has finished at least once
+    bool modelRescanWanted_ = false;  // the folders changed during a scan
 
     SamplingPanel* samplingPanel_ = nullptr;
     KvCachePanel* kvPanel_ = nullptr;

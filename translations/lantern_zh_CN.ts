@@ -839,6 +839,10 @@ Lantern runs Llama-architecture models; this one is %2.</source>
         <translation>%1
 Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
     </message>
+    <message>
+        <source>Looking for models…</source>
+        <translation>正在查找模型…</translation>
+    </message>
 </context>
 <context>
     <name>MessageDelegate</name>

@@ -24,6 +24,7 @@
 #include <QToolTip>
 #include <QRegularExpression>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QStandardItemModel>
@@ -360,6 +361,8 @@ void TestMainWindow::splitModelsAreListedOnceWithTheirWholeSize() {
     MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
     auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
     QVERIFY(picker);
+    QSignalSpy listed(&window, &MainWindow::modelListChanged);  // the folders are scanned on a thread
+    QVERIFY(listed.wait(30000));
     QStringList items;  // (the models opened by earlier tests are listed too)
     for (int i = 1; i < picker->count(); ++i) items << picker->itemText(i);
     const QString all = items.join(QStringLiteral(" | "));
@@ -385,6 +388,8 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     qputenv("LLAMA_CACHE", QFile::encodeName(cache.path()));
     QTemporaryDir dir;
     MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    QSignalSpy listed(&window, &MainWindow::modelListChanged);
+    QVERIFY(listed.wait(30000));
     if (before.isEmpty()) qunsetenv("LLAMA_CACHE"); else qputenv("LLAMA_CACHE", before);
     auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
     QVERIFY(picker);
