@@ -620,20 +620,24 @@ void MainWindow::fillModelPicker() {
     modelPicker_->setItemData(0, QString(), kModelPathRole);
     for (const model_library::Model& m : models) {
         const QString name = QFileInfo(m.path).completeBaseName();
+        const QString where = QDir::toNativeSeparators(m.path);
         // Models other apps downloaded say whose they are.
-        modelPicker_->addItem(m.source.isEmpty() ? tr("%1  (%2)").arg(name, display::bytes(m.bytes))
-                                                 : tr("%1  (%2 · %3)").arg(name, display::bytes(m.bytes), m.source));
+        QString label = m.source.isEmpty() ? tr("%1  (%2)").arg(name, display::bytes(m.bytes))
+                                           : tr("%1  (%2 · %3)").arg(name, display::bytes(m.bytes), m.source);
+        QString tip = where;
+        // A model of another architecture is listed, so that the user sees why it is not offered,
+        // but cannot be chosen.
+        const bool runs = m.architecture.isEmpty() || lantern::supported_architecture(m.architecture.toStdString());
+        if (!runs) {
+            label = tr("%1 — %2, not supported").arg(label, m.architecture);
+            tip = tr("%1\nLantern runs Llama-architecture models; this one is %2.").arg(where, m.architecture);
+        }
+        modelPicker_->addItem(label);
         const int row = modelPicker_->count() - 1;
         modelPicker_->setItemData(row, m.path, kModelPathRole);
-        modelPicker_->setItemData(row, QDir::toNativeSeparators(m.path), Qt::ToolTipRole);
-        if (!m.architecture.isEmpty() && !lantern::supported_architecture(m.architecture.toStdString())) {
-            // Listed, so that the user sees why a model they have is not offered, but not choosable.
-            modelPicker_->setItemText(row, tr("%1 — %2, not supported").arg(modelPicker_->itemText(row), m.architecture));
-            modelPicker_->setItemData(row, tr("%1\nLantern runs Llama-architecture models; this one is %2.")
-                                               .arg(QDir::toNativeSeparators(m.path), m.architecture),
-                                      Qt::ToolTipRole);
-            if (auto* items = qobject_cast<QStandardItemModel*>(modelPicker_->model())) items->item(row)->setEnabled(false);
-        }
+        modelPicker_->setItemData(row, tip, Qt::ToolTipRole);
+        if (auto* items = qobject_cast<QStandardItemModel*>(modelPicker_->model()); items && !runs)
+            items->item(row)->setEnabled(false);
     }
     const int current = modelPicker_->findData(QFileInfo(modelPath_).absoluteFilePath(), kModelPathRole);
     modelPicker_->setCurrentIndex(current >= 0 ? current : 0);
