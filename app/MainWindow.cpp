@@ -36,6 +36,7 @@
 #include <QVBoxLayout>
 #include <functional>
 
+#include "ContextLengthDialog.h"
 #include "ElidedLabel.h"
 #include "Format.h"
 #include "Language.h"
@@ -369,6 +370,10 @@ void MainWindow::buildActions() {
                          scheduleMeasure();       // and the room the message being written needs
                      });
     dropOldest->setObjectName(QStringLiteral("dropOldestAction"));
+    contextLengthAction_ = file->addAction(tr("Context &Length…"), this, &MainWindow::chooseContextLength);
+    contextLengthAction_->setObjectName(QStringLiteral("contextLengthAction"));
+    contextLengthAction_->setToolTip(tr("How many tokens of the conversation the model sees at once, and the "
+                                        "memory that takes"));
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -555,6 +560,7 @@ void MainWindow::setState(State state) {
     deviceMenu_->setEnabled(!generating && state != State::Loading);
     conversationList_->setEnabled(!generating);
     newChatAction_->setEnabled(!generating);
+    if (contextLengthAction_ != nullptr) contextLengthAction_->setEnabled(ready);
     switch (state) {
     case State::NoModel:
         stateLabel_->setFittedText(tr("No model"));
@@ -670,6 +676,7 @@ void MainWindow::refreshConversationList() {
 void MainWindow::openModel(const QString& path, const QString& deviceSelector) {
     if (state_ == State::Generating || state_ == State::Loading) return;
     if (!deviceSelector.isEmpty()) deviceSelector_ = deviceSelector;
+    contextLengthBefore_ = -1;  // (setContextLength sets it again for its own load)
     modelPath_ = path;
     canRegenerate_ = false;
     setState(State::Loading);
@@ -677,12 +684,32 @@ void MainWindow::openModel(const QString& path, const QString& deviceSelector) {
     kvPanel_->clear();
     cachedContextTokens_ = -1;  // the next model's cache has not been reported yet
     modelInfoPanel_->clear();
-    emit loadModelRequested(path, deviceSelector_);
+    emit loadModelRequested(path, deviceSelector_, preferences::contextLength(path));
+}
+
+void MainWindow::chooseContextLength() {
+    if (state_ != State::Ready) return;
+    ContextLengthDialog dialog(loadedModel_, loadedDevice_, preferences::contextLength(modelPath_),
+                               static_cast<uint32_t>(std::max(cachedContextTokens_, 0)), this);
+    if (dialog.exec() == QDialog::Accepted) setContextLength(dialog.chosenLength());
+}
+
+void MainWindow::setContextLength(uint32_t length) {
+    if (state_ != State::Ready || modelPath_.isEmpty()) return;
+    const uint32_t before = preferences::contextLength(modelPath_);
+    if (length == before) return;
+    preferences::setContextLength(modelPath_, length);
+    const QString path = modelPath_;
+    openModel(path);
+    contextLengthBefore_ = before;
 }
 
 void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report) {
     loadedModelName_ = model.name.empty() ? QFileInfo(modelPath_).completeBaseName() : QString::fromStdString(model.name);
     contextLength_ = report.context_length;
+    loadedModel_ = model;
+    loadedDevice_ = device;
+    contextLengthBefore_ = -1;
     preferences::setLastModel(modelPath_);
     fillModelPicker();
     setWindowTitle(tr("%1 — Lantern").arg(loadedModelName_));
@@ -716,6 +743,22 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
 
 void MainWindow::onLoadFailed(const QString& message) {
     const QString path = modelPath_;
+    if (contextLengthBefore_ >= 0) {
+        // A newly chosen context length did not load: say why, and go back to the one that did.
+        const auto before = static_cast<uint32_t>(contextLengthBefore_);
+        const uint32_t asked = preferences::contextLength(path);
+        contextLengthBefore_ = -1;
+        preferences::setContextLength(path, before);
+        setState(State::NoModel);
+        QMessageBox box(QMessageBox::Warning, tr("Could not change the context length"),
+                        tr("Lantern could not load %1 with a context of %2 tokens; it is loaded again as before.")
+                            .arg(QDir::toNativeSeparators(path), display::count(asked)),
+                        QMessageBox::Ok, this);
+        box.setInformativeText(message);
+        box.exec();
+        openModel(path);
+        return;
+    }
     modelPath_.clear();
     loadedModelName_.clear();
     setWindowTitle(tr("Lantern"));
@@ -869,7 +912,7 @@ void MainWindow::showMeasure(quint64 request, const lantern::MessageFit& fit) {
                    .arg(tokens, display::count(fit.prompt_tokens), display::count(fit.context));
     }
     QPalette palette = messageMeasure_->palette();
-    palette.setColor(QPalette::WindowText, warn ? QColor(0xb3, 0x26, 0x1e) : theme::mutedText());
+    palette.setColor(QPalette::WindowText, warn ? theme::warningText() : theme::mutedText());
     messageMeasure_->setPalette(palette);
     messageMeasure_->setText(text);
 }

@@ -52,12 +52,16 @@ public:
 
     // Loads a model on the worker thread (also what --model does). deviceSelector "" = preference.
     void openModel(const QString& path, const QString& deviceSelector = {});
+    // Loads the model again with this context length (0 = automatic: the model's, at most 4096),
+    // remembered for that model file; the conversation goes on in the new context. If the load
+    // fails, the length it had before is loaded again (File > Context Length… calls it).
+    void setContextLength(uint32_t length);
     State state() const { return state_; }
     InferenceWorker* worker() const { return worker_; }  // (lives on its own thread; for tests)
 
 signals:
     // Requests to the InferenceWorker (queued: it lives on its own thread).
-    void loadModelRequested(const QString& path, const QString& deviceSelector);
+    void loadModelRequested(const QString& path, const QString& deviceSelector, quint32 contextLength);
     void sendRequested(const QString& text);
     void regenerateRequested();
     void continueRequested();
@@ -87,6 +91,7 @@ private:
     // File > Local API Server: on/off (remembered), and its port.
     void setApiServerEnabled(bool on);
     void chooseApiServerPort();
+    void chooseContextLength();  // File > Context Length… (ContextLengthDialog)
     void showApiServerState(bool listening, quint32 inProgress = 0, quint64 served = 0);
     void setState(State state);
     void refreshModelPicker();  // scans the models folders on a thread, then fills the picker
@@ -187,12 +192,18 @@ protected:
     QActionGroup* deviceGroup_ = nullptr;
     QAction* openAction_ = nullptr;
     QAction* newChatAction_ = nullptr;
+    QAction* contextLengthAction_ = nullptr;
 
     State state_ = State::NoModel;
     QString modelPath_;         // loaded (or loading) model
     QString loadedModelName_;
     QString deviceSelector_;
     uint32_t contextLength_ = 0;
+    lantern::ModelInfo loadedModel_;    // as the last successful load reported them
+    lantern::DeviceInfo loadedDevice_;
+    // While a model loads with a newly chosen context length: the length it had before, loaded
+    // again if the new one fails (-1: not such a load).
+    qint64 contextLengthBefore_ = -1;
     // The active sequence's tokens in the KV cache, as the worker last reported them (-1: none
     // yet). While a reply streams, the status bar counts the token just sampled too; once it ends,
     // the bar says what the cache holds, the figure the KV panel shows.

@@ -12,6 +12,17 @@ constexpr int kWindowStateVersion = 1;
 
 QString lastModel() { return QSettings().value(QStringLiteral("model/last")).toString(); }
 void setLastModel(const QString& path) { QSettings().setValue(QStringLiteral("model/last"), path); }
+// One map for every model, keyed by path: a path holds slashes, which QSettings would read as groups.
+uint32_t contextLength(const QString& modelPath) {
+    return QSettings().value(QStringLiteral("model/contextLengths")).toMap().value(modelPath, 0u).toUInt();
+}
+void setContextLength(const QString& modelPath, uint32_t length) {
+    QSettings settings;
+    QVariantMap lengths = settings.value(QStringLiteral("model/contextLengths")).toMap();
+    if (length) lengths.insert(modelPath, length);
+    else lengths.remove(modelPath);
+    settings.setValue(QStringLiteral("model/contextLengths"), lengths);
+}
 QString deviceSelector() { return QSettings().value(QStringLiteral("model/device")).toString(); }
 void setDeviceSelector(const QString& selector) { QSettings().setValue(QStringLiteral("model/device"), selector); }
 QString systemPrompt() { return QSettings().value(QStringLiteral("chat/systemPrompt")).toString(); }

@@ -3,6 +3,7 @@
 #pragma once
 #include <QByteArray>
 #include <QString>
+#include <cstdint>
 
 #include "lantern/sampling.h"
 
@@ -12,6 +13,10 @@ namespace preferences {
 
 QString lastModel();
 void setLastModel(const QString& path);
+// The context length asked for with a model (File > Context Length…), by its file path; 0 =
+// automatic (the model's, at most 4096 tokens).
+uint32_t contextLength(const QString& modelPath);
+void setContextLength(const QString& modelPath, uint32_t length);
 QString deviceSelector();  // "" = automatic
 void setDeviceSelector(const QString& selector);
 QString systemPrompt();

@@ -19,6 +19,7 @@ QColor surface() { return QColor(0xFF, 0xFF, 0xFF); }
 QColor border() { return QColor(0xDD, 0xE1, 0xE6); }
 QColor text() { return QColor(0x1F, 0x23, 0x28); }
 QColor mutedText() { return QColor(0x6B, 0x72, 0x7C); }
+QColor warningText() { return QColor(0xb3, 0x26, 0x1e); }
 QColor userBubble() { return QColor(0xFD, 0xEB, 0xCB); }
 QColor usedBlock() { return accent(); }
 QColor cachedBlock() { return QColor(0x5B, 0x8D, 0xD6); }

@@ -14,6 +14,7 @@ QColor surface();         // cards / assistant bubbles
 QColor border();
 QColor text();
 QColor mutedText();
+QColor warningText();     // a message that says something will not work
 QColor userBubble();
 QColor usedBlock();       // KV block in use by a sequence
 QColor cachedBlock();     // KV block kept for prefix reuse

@@ -2,6 +2,16 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="en" sourcelanguage="en">
 <context>
+    <name>ContextLengthDialog</name>
+    <message numerus="yes">
+        <source>KV cache: %1, room for %n conversation(s) of %2 tokens at once (the chat and the local API server&apos;s replies).</source>
+        <translation>
+            <numerusform>KV cache: %1, room for %n conversation of %2 tokens at once (the chat and the local API server&apos;s replies).</numerusform>
+            <numerusform>KV cache: %1, room for %n conversations of %2 tokens at once (the chat and the local API server&apos;s replies).</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>MainWindow</name>
     <message numerus="yes">
         <source>API %1 · writing %n repl(ies)</source>
@@ -54,22 +64,22 @@
     </message>
 </context>
 <context>
-    <name>StepProfilePanel</name>
-    <message numerus="yes">
-        <source>%1 of %2 in all, %n dispatch(es)%3</source>
-        <translation>
-            <numerusform>%1 of %2 in all, %n dispatch%3</numerusform>
-            <numerusform>%1 of %2 in all, %n dispatches%3</numerusform>
-        </translation>
-    </message>
-</context>
-<context>
     <name>ReplyDetails</name>
     <message numerus="yes">
         <source>%Ln token(s)</source>
         <translation>
             <numerusform>%Ln token</numerusform>
             <numerusform>%Ln tokens</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>StepProfilePanel</name>
+    <message numerus="yes">
+        <source>%1 of %2 in all, %n dispatch(es)%3</source>
+        <translation>
+            <numerusform>%1 of %2 in all, %n dispatch%3</numerusform>
+            <numerusform>%1 of %2 in all, %n dispatches%3</numerusform>
         </translation>
     </message>
 </context>

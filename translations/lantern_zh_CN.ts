@@ -94,6 +94,63 @@
     </message>
 </context>
 <context>
+    <name>ContextLengthDialog</name>
+    <message>
+        <source>Context Length</source>
+        <translation>上下文长度</translation>
+    </message>
+    <message>
+        <source>This model</source>
+        <translation>此模型</translation>
+    </message>
+    <message>
+        <source>How many tokens of the conversation the model sees at once. A longer context remembers more of it and takes more memory; %1 was trained on %2 tokens, the most it is offered.</source>
+        <translation>模型一次能看到的对话词元数。上下文越长，记住的内容越多，占用的内存也越多；%1 训练时的上下文为 %2 个词元，这也是可选的上限。</translation>
+    </message>
+    <message>
+        <source>Automatic: %1 tokens (the model&apos;s own, at most %2)</source>
+        <translation>自动：%1 个词元（模型自身的长度，最多 %2）</translation>
+    </message>
+    <message>
+        <source> tokens</source>
+        <translation> 个词元</translation>
+    </message>
+    <message>
+        <source>Length</source>
+        <translation>长度</translation>
+    </message>
+    <message>
+        <source>Reload the Model</source>
+        <translation>重新加载模型</translation>
+    </message>
+    <message numerus="yes">
+        <source>KV cache: %1, room for %n conversation(s) of %2 tokens at once (the chat and the local API server&apos;s replies).</source>
+        <translation>
+            <numerusform>KV 缓存：%1，可同时容纳 %n 个 %2 词元的对话（聊天本身和本地 API 服务器的回复）。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>With the weights, about %1 of the %3 on %2.</source>
+        <translation>加上权重，约占 %2 上 %3 中的 %1。</translation>
+    </message>
+    <message>
+        <source>With the weights, about %1.</source>
+        <translation>加上权重，约 %1。</translation>
+    </message>
+    <message>
+        <source>Too long for %1: one layer&apos;s KV cache would take %2, and one buffer on it reaches %3. Choose a shorter context.</source>
+        <translation>对 %1 来说太长：一层的 KV 缓存将占 %2，而它的单个缓冲区最多只能访问 %3。请选择更短的上下文。</translation>
+    </message>
+    <message>
+        <source>Too much for %1: about %2 are needed and it has %3. Choose a shorter context.</source>
+        <translation>超出 %1 的容量：约需 %2，而它只有 %3。请选择更短的上下文。</translation>
+    </message>
+    <message>
+        <source>This conversation is already %1 tokens long: with %2, its oldest turns no longer fit (File &gt; When the Context Is Full decides what happens next).</source>
+        <translation>此对话已有 %1 个词元：上下文为 %2 时，最早的轮次将放不下（接下来如何处理由“文件 &gt; 上下文已满时，丢弃最早的对话轮次”决定）。</translation>
+    </message>
+</context>
+<context>
     <name>Device</name>
     <message>
         <source>discrete GPU</source>
@@ -842,6 +899,22 @@ Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
     <message>
         <source>Looking for models…</source>
         <translation>正在查找模型…</translation>
+    </message>
+    <message>
+        <source>Context &amp;Length…</source>
+        <translation>上下文长度(&amp;L)…</translation>
+    </message>
+    <message>
+        <source>How many tokens of the conversation the model sees at once, and the memory that takes</source>
+        <translation>模型一次能看到的对话词元数，以及它占用的内存</translation>
+    </message>
+    <message>
+        <source>Could not change the context length</source>
+        <translation>无法更改上下文长度</translation>
+    </message>
+    <message>
+        <source>Lantern could not load %1 with a context of %2 tokens; it is loaded again as before.</source>
+        <translation>Lantern 无法以 %2 个词元的上下文加载 %1；已按原来的设置重新加载。</translation>
     </message>
 </context>
 <context>

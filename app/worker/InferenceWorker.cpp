@@ -70,11 +70,12 @@ void InferenceWorker::dropEngine() {
     if (had) emit modelUnloaded();
 }
 
-void InferenceWorker::loadModel(const QString& path, const QString& deviceSelector) {
+void InferenceWorker::loadModel(const QString& path, const QString& deviceSelector, quint32 contextLength) {
     dropEngine();
     try {
         lantern::EngineOptions options;
         options.device_selector = deviceSelector.toStdString();
+        options.context_length = contextLength;
         engine_ = lantern::Engine::load(path.toStdString(), options);
         session_ = std::make_unique<lantern::ChatSession>(*engine_);
         session_->set_system_prompt(systemPrompt_);

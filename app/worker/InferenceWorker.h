@@ -64,8 +64,9 @@ public:
 
 public slots:
     // Loads a GGUF file; any previous model and conversation are dropped first. deviceSelector is a
-    // device index or a name substring ("" = the engine's preference, see lantern/device.h).
-    void loadModel(const QString& path, const QString& deviceSelector);
+    // device index or a name substring ("" = the engine's preference, see lantern/device.h);
+    // contextLength: tokens per conversation (0 = the model's, at most 4096).
+    void loadModel(const QString& path, const QString& deviceSelector, quint32 contextLength = 0);
     void unloadModel();
     void setSystemPrompt(const QString& text);
     // Forgets the conversation (the KV blocks of earlier prompts stay reusable by the prefix cache).

@@ -26,14 +26,20 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QCheckBox>
+#include <QDialogButtonBox>
+#include <QMessageBox>
+#include <QTimer>
 #include <QStatusBar>
 #include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "ContextLengthDialog.h"
 #include "ElidedLabel.h"
 #include "lantern/gguf.h"
+#include "lantern/synthetic.h"
 #include "MainWindow.h"
 #include "worker/InferenceWorker.h"
 #include "Preferences.h"
@@ -86,6 +92,31 @@ bool loadModel(MainWindow& window) {
            window.state() == MainWindow::State::Ready;
 }
 
+// Runs `act` on the next modal dialog of type T to open: exec() blocks the test until it closes.
+template <typename T>
+void onNextDialog(const std::function<void(T*)>& act) {
+    auto* timer = new QTimer;
+    timer->setInterval(20);
+    QObject::connect(timer, &QTimer::timeout, [timer, act] {
+        if (auto* dialog = qobject_cast<T*>(QApplication::activeModalWidget())) {
+            timer->stop();
+            timer->deleteLater();
+            act(dialog);
+        }
+    });
+    timer->start();
+}
+
+// The KV pool's blocks, as the worker last reported them (its capacity follows the context).
+struct KvBlocks {
+    std::shared_ptr<std::atomic<uint32_t>> total = std::make_shared<std::atomic<uint32_t>>(0);
+    explicit KvBlocks(MainWindow& window) {
+        auto counter = total;
+        QObject::connect(window.worker(), &InferenceWorker::kvStatsChanged, &window,
+                         [counter](const KvSnapshot& snapshot) { counter->store(snapshot.stats.total_blocks); });
+    }
+};
+
 }  // namespace
 
 class TestMainWindow : public QObject {
@@ -97,6 +128,8 @@ private slots:
     void splitModelsAreListedOnceWithTheirWholeSize();
     void modelsOtherAppsDownloadedAreListedWithTheirApp();
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
+    void theContextLengthIsChosenPerModelAndRemembered();
+    void aContextLengthThatCannotLoadGoesBackToTheOneThatDid();
     void aFullContextOffersOnlyWhatCanWork();
     void stoppingWhileThePromptIsReadGivesTheMessageBack();
     void aReplacementThatCannotBeginLosesNothing();
@@ -339,6 +372,102 @@ void TestMainWindow::theLocalApiServerIsSwitchedFromTheMenuAndRemembered() {
         QTRY_VERIFY_WITH_TIMEOUT(label->isHidden(), 10'000);
         QVERIFY(!preferences::apiServerEnabled());
     }
+}
+
+// File > Context Length…: the dialog's length reloads the model with it, the conversation goes on
+// in the new context, and the length is remembered for that model file. stories260K was trained
+// on 512 tokens; 4 conversations of 256 tokens in 16-token blocks make a pool of 64 blocks.
+void TestMainWindow::theContextLengthIsChosenPerModelAndRemembered() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(QStringLiteral("chat.sqlite"));
+    {
+        MainWindow window(db);
+        window.show();
+        KvBlocks blocks(window);
+        QVERIFY(loadModel(window));
+        QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4u * 512 / 16, 10'000);  // automatic: the model's 512
+        auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
+        auto* context = window.findChild<QLabel*>(QStringLiteral("contextLabel"));
+        window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(8);
+        QTest::keyClicks(input, QStringLiteral("Once upon a time"));
+        QTest::keyClick(input, Qt::Key_Return);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        QVERIFY2(context->text().endsWith(QStringLiteral(" / 512")), qPrintable(context->text()));
+        const int rows = window.findChild<ChatView*>()->model()->rowCount();
+
+        auto* action = window.findChild<QAction*>(QStringLiteral("contextLengthAction"));
+        QVERIFY(action && action->isEnabled());
+        QString shown;
+        onNextDialog<ContextLengthDialog>([&](ContextLengthDialog* dialog) {
+            auto* automatic = dialog->findChild<QCheckBox*>(QStringLiteral("automaticContext"));
+            auto* length = dialog->findChild<QSpinBox*>(QStringLiteral("contextLength"));
+            QCOMPARE(length->maximum(), 512);
+            automatic->setChecked(false);
+            length->setValue(256);
+            shown = dialog->findChild<QLabel*>(QStringLiteral("contextMemory"))->text();
+            dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)->click();
+        });
+        action->trigger();
+        // (640 bytes a token: 256 tokens x 4 x 640 = 640 KiB.)
+        QVERIFY2(shown.contains(QStringLiteral("640.0 KiB")), qPrintable(shown));
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready && blocks.total->load() == 64; },
+                                kLoadTimeoutMs));
+        QCOMPARE(preferences::contextLength(modelPath()), 256u);
+        // The conversation is all there and goes on, now counted against 256 tokens.
+        QCOMPARE(window.findChild<ChatView*>()->model()->rowCount(), rows);
+        QTest::keyClicks(input, QStringLiteral("The dog"));
+        QTest::keyClick(input, Qt::Key_Return);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        QVERIFY2(context->text().endsWith(QStringLiteral(" / 256")), qPrintable(context->text()));
+        QCOMPARE(window.findChild<ChatView*>()->model()->rowCount(), rows + 2);
+    }
+    {
+        // The next start loads the model with it again.
+        MainWindow window(db);
+        window.show();
+        KvBlocks blocks(window);
+        QVERIFY(loadModel(window));
+        QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 64u, 10'000);
+        window.setContextLength(0);  // back to automatic, for the other tests
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready && blocks.total->load() == 128; },
+                                kLoadTimeoutMs));
+        QCOMPARE(preferences::contextLength(modelPath()), 0u);
+    }
+}
+
+// A length the model allows but the device cannot hold (a model that claims 2M tokens of trained
+// context; lavapipe's buffers reach 128 MiB) is refused on loading with the reason, and the model
+// is loaded again with the length it had: nothing is lost, and the setting is what works.
+void TestMainWindow::aContextLengthThatCannotLoadGoesBackToTheOneThatDid() {
+    QTemporaryDir dir;
+    lantern::SyntheticShape shape;
+    shape.name = "long-context";
+    shape.vocab = 512;
+    shape.context_length = 1u << 21;
+    const QString path = dir.filePath(QStringLiteral("long-context.gguf"));
+    lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32), path.toStdString(), 3);
+    preferences::setDeviceSelector(QString());
+
+    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    window.show();
+    KvBlocks blocks(window);
+    window.openModel(path, QStringLiteral("llvmpipe"));
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+    QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4u * 4096 / 16, 10'000);  // automatic: 4096
+
+    QString title, why;
+    onNextDialog<QMessageBox>([&](QMessageBox* box) {
+        title = box->text();
+        why = box->informativeText();
+        box->accept();
+    });
+    window.setContextLength(1u << 21);
+    QVERIFY(QTest::qWaitFor([&] { return !title.isEmpty(); }, kLoadTimeoutMs));
+    QVERIFY2(title.contains(QStringLiteral("with a context of 2,097,152 tokens")), qPrintable(title));
+    QVERIFY2(why.contains(QStringLiteral("lower the context")), qPrintable(why));
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+    QCOMPARE(preferences::contextLength(path), 0u);
+    QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4u * 4096 / 16, 10'000);
 }
 
 QTEST_MAIN(TestMainWindow)

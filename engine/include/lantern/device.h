@@ -22,6 +22,7 @@ struct DeviceInfo {
     uint64_t device_local_bytes = 0;  // largest device-local heap
     uint64_t max_storage_buffer_range = 0;
     uint64_t max_allocation_bytes = 0;
+    uint64_t max_texel_buffer_elements = 0;
     uint32_t subgroup_size = 0;
     uint32_t max_shared_memory = 0;
 };

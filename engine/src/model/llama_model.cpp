@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "lantern/error.h"
+#include "model/memory_plan.h"
 
 namespace lantern::model {
 
@@ -36,23 +37,10 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     const uint32_t T = limits.max_step_tokens, S = limits.max_logit_rows;
 
     // Fit check before any large allocation: a clear message beats a driver OOM halfway through.
-    // Rounded up to 256 bytes: layers' caches lie side by side in buffers (kv_buffers_), and each
-    // must start where any device lets a view start.
-    uint64_t kv_layer_bytes = static_cast<uint64_t>(limits.kv_blocks) * limits.block_tokens * kv_dim *
-                              (limits.kv_f16 ? 2 : 4);
-    kv_layer_bytes = (kv_layer_bytes + 255) / 256 * 256;
-    kv_bytes_ = kv_layer_bytes * 2 * m.n_layers;
-    if (kv_layer_bytes > lim.maxStorageBufferRange || kv_layer_bytes / 16 > lim.maxTexelBufferElements)
-        throw Error(ErrorCode::ModelTooLarge, "the KV cache of one layer (" + std::to_string(kv_layer_bytes >> 20) +
-                                                  " MiB) exceeds the device's storage-buffer range; lower the context");
-    uint64_t act = 4ull * T * (m.dim * 2 + qkv_width_ + 2ull * m.ffn_dim) + 4ull * S * m.vocab;
-    uint64_t need = m.file_bytes + kv_bytes_ + act;
-    if (ctx.info().device_local_bytes && need > ctx.info().device_local_bytes)
-        throw Error(ErrorCode::ModelTooLarge,
-                    "the model needs about " + std::to_string(need >> 20) + " MiB of device memory (weights " +
-                        std::to_string(m.file_bytes >> 20) + " MiB + KV cache " + std::to_string(kv_bytes_ >> 20) +
-                        " MiB), but " + ctx.info().name + " has " +
-                        std::to_string(ctx.info().device_local_bytes >> 20) + " MiB");
+    const MemoryPlan plan = plan_memory(m, ctx.info(), limits);
+    if (!plan.fits()) throw Error(ErrorCode::ModelTooLarge, plan.refusal);
+    const uint64_t kv_layer_bytes = plan.kv_layer_bytes;
+    kv_bytes_ = plan.kv_bytes;
 
     // Weights.
     embed_ = &upload(gguf, "token_embd.weight", m.vocab, m.dim);

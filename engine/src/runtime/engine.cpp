@@ -14,6 +14,7 @@
 #include "lantern/tokenizer.h"
 #include "model/llama_config.h"
 #include "model/llama_model.h"
+#include "model/memory_plan.h"
 #include "vulkan/context.h"
 
 namespace lantern {
@@ -54,26 +55,8 @@ public:
         co.pipeline_cache_dir = o.pipeline_cache_dir;
         ctx_ = std::make_unique<vk::Context>(co);
 
-        context_ = o.context_length ? std::min(o.context_length, info_.context_length)
-                                    : std::min<uint32_t>(info_.context_length, 4096);
-        model::ModelLimits lim;
-        lim.max_step_tokens = std::max<uint32_t>(1, o.max_step_tokens);
-        lim.max_logit_rows = std::max<uint32_t>(1, o.max_logit_rows ? o.max_logit_rows : std::min<uint32_t>(o.max_sequences, 64));
-        lim.context_length = context_;
-        lim.block_tokens = std::max<uint32_t>(1, o.kv_block_tokens);
-        lim.kv_f16 = o.kv_f16;
-        if (o.weight_slab_bytes) lim.weight_slab_bytes = o.weight_slab_bytes;
-        lim.fused_decode = o.fused_decode;
-        lim.fused_stall_layer_for_test = o.fused_decode_stall_layer_for_test;
-        lim.kv_layers_per_buffer_for_test = o.kv_layers_per_buffer_for_test;
-        lim.gpu_layouts = o.gpu_layouts_for_test;
-        uint64_t per_token = model::LlamaModel::kv_bytes_per_token(info_, o.kv_f16);
-        // Default budget: every sequence can reach the full context at once.
-        uint64_t blocks_per_context = (context_ + lim.block_tokens - 1) / lim.block_tokens;
-        uint64_t blocks = o.kv_budget_bytes ? o.kv_budget_bytes / (per_token * lim.block_tokens)
-                                            : blocks_per_context * std::max<uint32_t>(1, o.max_sequences);
-        if (blocks < 1) throw Error(ErrorCode::InvalidArgument, "the KV budget holds not even one block");
-        lim.kv_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, 1u << 24));
+        const model::ModelLimits lim = model::limits_for(info_, o);
+        context_ = lim.context_length;
         auto tp = Clock::now();
         model_ = std::make_unique<model::LlamaModel>(*ctx_, *gguf_, info_, lim);
         pipelines_ms_ = ms_since(tp);

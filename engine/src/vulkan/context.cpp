@@ -94,6 +94,7 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
             d.device_local_bytes = std::max<uint64_t>(d.device_local_bytes, mem.memoryHeaps[i].size);
     d.max_storage_buffer_range = p2.properties.limits.maxStorageBufferRange;
     d.max_allocation_bytes = m3.maxMemoryAllocationSize;
+    d.max_texel_buffer_elements = p2.properties.limits.maxTexelBufferElements;
     d.subgroup_size = subgroup.subgroupSize;
     d.max_shared_memory = p2.properties.limits.maxComputeSharedMemorySize;
     return d;

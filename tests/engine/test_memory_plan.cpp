@@ -1,0 +1,201 @@
+// The device memory a model needs (lantern/memory_plan.h), and a model too big for the device:
+// Engine::load refuses it with ErrorCode::ModelTooLarge and the same words plan_memory gives
+// beforehand (what the app's Context Length dialog shows), before anything is allocated, so the
+// next load on the same device works.
+//
+// Expected bytes are worked out by hand from the documented layout: K and V per layer, every
+// sequence (4 by default) at full context in 16-token blocks, 2-byte (f16) elements, each layer's
+// cache rounded up to 256 bytes.
+#include <QTest>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "lantern/device.h"
+#include "lantern/engine.h"
+#include "lantern/error.h"
+#include "lantern/gguf.h"
+#include "lantern/memory_plan.h"
+#include "lantern/synthetic.h"
+#include "lantern/tokenizer.h"
+#include "test_support.h"
+
+using namespace lantern;
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+// A stories-sized model (64 wide, KV heads 4 x head_dim 8: 32 K values a token and layer) whose
+// GGUF claims a trained context of 2M tokens, so lengths past what lavapipe can hold are allowed
+// by the model and refused only by the device. Written once per process.
+std::string long_context_model(uint32_t layers) {
+    SyntheticShape shape;
+    shape.name = "long-context-" + std::to_string(layers);
+    shape.n_layers = layers;
+    shape.vocab = 512;
+    shape.context_length = 1u << 21;
+    const std::string path = test::temp_dir() + "/" + shape.name + ".gguf";
+    write_synthetic_model(shape, static_cast<uint32_t>(GgmlType::F32), path, 5);
+    return path;
+}
+
+// Lavapipe, chosen by name (it is present wherever the tests run): its limits (a 128 MiB
+// storage-buffer range, a heap of a few GiB) are what the refusals are sized for.
+constexpr const char* kLavapipe = "llvmpipe";
+
+DeviceInfo lavapipe() {
+    const auto devices = list_devices();
+    return devices.at(choose_device(devices, kLavapipe));
+}
+
+EngineOptions with_context(uint32_t context) {
+    EngineOptions o = test::validated_engine_options();
+    o.context_length = context;
+    o.pipeline_cache_dir = "-";
+    return o;
+}
+
+QString refusal_of_load(const std::string& path, const EngineOptions& options, ErrorCode* code) {
+    try {
+        Engine::load(path, options);
+    } catch (const Error& e) {
+        *code = e.code();
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+}  // namespace
+
+class MemoryPlanTest : public QObject {
+    Q_OBJECT
+private slots:
+    void thePlanIsWhatTheLoadedEngineHolds() {
+        const std::string path = test::shared_path("models/stories260K.gguf");
+        auto engine = Engine::load(path, with_context(256));
+        const MemoryPlan plan = plan_memory(engine->model(), engine->device(), with_context(256));
+        QVERIFY2(plan.fits(), plan.refusal.c_str());
+        QCOMPARE(plan.context_length, 256u);
+        QCOMPARE(plan.sequences, 4u);
+        QCOMPARE(plan.kv_blocks, 4u * 256 / 16);
+        // One layer: 64 blocks x 16 tokens x 32 values x 2 bytes; K and V of 5 layers.
+        QCOMPARE(plan.kv_layer_bytes, 64ull * 16 * 32 * 2);
+        QCOMPARE(plan.kv_bytes, 2ull * 5 * 64 * 16 * 32 * 2);
+        QCOMPARE(plan.weight_bytes, engine->model().file_bytes);
+        // The engine's own account of its pool: the same blocks, the same bytes (no rounding here:
+        // 65536-byte layers are already whole 256-byte units).
+        const KvStats stats = engine->kv_stats();
+        QCOMPARE(stats.total_blocks, plan.kv_blocks);
+        QCOMPARE(stats.capacity_bytes, plan.kv_bytes);
+        QCOMPARE(engine->context_length(), plan.context_length);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    void theContextIsTheModelsWhenNoneIsAskedAndNeverLonger() {
+        const std::string path = test::shared_path("models/stories260K.gguf");
+        auto engine = Engine::load(path, with_context(0));
+        const DeviceInfo& device = engine->device();
+        QCOMPARE(engine->model().context_length, 512u);  // stories260K's trained context
+        QCOMPARE(plan_memory(engine->model(), device, with_context(0)).context_length, 512u);
+        QCOMPARE(plan_memory(engine->model(), device, with_context(100000)).context_length, 512u);
+        // Past 4096 tokens of trained context, the default stops at 4096.
+        ModelInfo longer = engine->model();
+        longer.context_length = 131072;
+        QCOMPARE(plan_memory(longer, device, with_context(0)).context_length, 4096u);
+        QCOMPARE(plan_memory(longer, device, with_context(32768)).context_length, 32768u);
+        // A budget instead of a sequence count: 10 blocks' worth of bytes, 640 bytes a token.
+        EngineOptions budget = with_context(256);
+        budget.kv_budget_bytes = 10ull * 16 * 640;
+        QCOMPARE(plan_memory(engine->model(), device, budget).kv_blocks, 10u);
+        budget.kv_budget_bytes = 100;
+        QVERIFY_THROWS_EXCEPTION(Error, plan_memory(engine->model(), device, budget));
+    }
+
+    void aModelPastTheDevicesMemoryIsRefusedWithItsFigures() {
+        // Llama 2 7B's shape from a 6.7 GiB Q6_K-sized file, on an 8 GiB card.
+        ModelInfo m;
+        m.n_layers = 32;
+        m.dim = 4096;
+        m.n_heads = 32;
+        m.n_kv_heads = 32;
+        m.head_dim = 128;
+        m.ffn_dim = 11008;
+        m.vocab = 32000;
+        m.context_length = 4096;
+        m.file_bytes = 6800 * kMiB;
+        DeviceInfo card;
+        card.name = "Test GPU";
+        card.device_local_bytes = 8192 * kMiB;
+        card.max_storage_buffer_range = 4096 * kMiB;
+        // 4096 tokens x 4 sequences x 4096 values x 2 bytes = 128 MiB a layer's K; 64 of them.
+        const MemoryPlan full = plan_memory(m, card, with_context(4096));
+        QCOMPARE(full.kv_layer_bytes, 128 * kMiB);
+        QCOMPARE(full.kv_bytes, 8192 * kMiB);
+        QVERIFY(!full.fits());
+        const QString why = QString::fromStdString(full.refusal);
+        QVERIFY2(why.contains(QStringLiteral("weights 6800 MiB + KV cache 8192 MiB for 4096 tokens")), qPrintable(why));
+        QVERIFY2(why.contains(QStringLiteral("Test GPU has 8192 MiB")), qPrintable(why));
+        // A quarter of it is still too much with the weights (and the largest step's 42 MiB of
+        // work); an eighth, 1024 MiB of KV cache, fits.
+        QVERIFY(!plan_memory(m, card, with_context(1024)).fits());
+        const MemoryPlan eighth = plan_memory(m, card, with_context(512));
+        QCOMPARE(eighth.kv_bytes, 1024 * kMiB);
+        QVERIFY2(eighth.fits(), eighth.refusal.c_str());
+        QVERIFY(eighth.total_bytes() < card.device_local_bytes);
+    }
+
+    void aContextPastOneBuffersReachIsRefusedBeforeAnythingIsAllocated() {
+        const std::string path = long_context_model(5);
+        const DeviceInfo device = lavapipe();
+        QCOMPARE(device.max_storage_buffer_range, 128 * kMiB);
+        // 2M tokens x 4 sequences x 32 values x 2 bytes = 512 MiB for one layer's K.
+        EngineOptions options = with_context(1u << 21);
+        options.device_selector = kLavapipe;
+        ErrorCode code = ErrorCode::Internal;
+        const QString why = refusal_of_load(path, options, &code);
+        QCOMPARE(code, ErrorCode::ModelTooLarge);
+        QVERIFY2(why.contains(QStringLiteral("KV cache of one layer (512 MiB")), qPrintable(why));
+        QVERIFY2(why.contains(QStringLiteral("lower the context")), qPrintable(why));
+        // The plan said so first, in the same words.
+        ModelInfo info;
+        {
+            EngineOptions fits = with_context(4096);
+            fits.device_selector = kLavapipe;
+            auto small = Engine::load(path, fits);
+            info = small->model();
+            QCOMPARE(small->context_length(), 4096u);
+        }
+        QCOMPARE(QString::fromStdString(plan_memory(info, device, with_context(1u << 21)).refusal), why);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    void aKvCachePastTheDevicesMemoryIsRefusedAndTheNextLoadWorks() {
+        // On lavapipe: 524288 tokens x 4 sequences x
+        // 32 values x 2 bytes make each layer's K exactly its 128 MiB storage-buffer range, and enough
+        // layers make the caches together outgrow its heap whatever size the heap has here.
+        EngineOptions options = with_context(1u << 19);
+        options.device_selector = kLavapipe;
+        const DeviceInfo device = lavapipe();
+        QCOMPARE(device.max_storage_buffer_range, 128 * kMiB);
+        const uint32_t layers = static_cast<uint32_t>(device.device_local_bytes / (2 * 128 * kMiB)) + 1;
+        const std::string path = long_context_model(layers);
+        ErrorCode code = ErrorCode::Internal;
+        const QString why = refusal_of_load(path, options, &code);
+        QCOMPARE(code, ErrorCode::ModelTooLarge);
+        const QString kv = QStringLiteral("KV cache %1 MiB for 524288 tokens").arg(2 * 128 * layers);
+        QVERIFY2(why.contains(kv), qPrintable(why));
+        QVERIFY2(why.contains(QStringLiteral("has %1 MiB").arg(device.device_local_bytes / kMiB)), qPrintable(why));
+        // Nothing was left allocated: the same device loads the model at a length that fits.
+        options.context_length = 8192;
+        auto engine = Engine::load(path, options);
+        QCOMPARE(engine->context_length(), 8192u);
+        const SequenceId seq = engine->create_sequence();
+        QCOMPARE(engine->prefill(seq, engine->tokenizer().encode("hello", true)).size(), size_t(512));
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+};
+
+QTEST_APPLESS_MAIN(MemoryPlanTest)
+#include "test_memory_plan.moc"
