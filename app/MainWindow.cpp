@@ -414,8 +414,8 @@ void MainWindow::buildActions() {
     modelPicker_->setObjectName(QStringLiteral("modelPicker"));
     modelPicker_->setMinimumContentsLength(28);
     modelPicker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    modelPicker_->setToolTip(tr("Models in %1, those LM Studio, GPT4All, Jan, llama.cpp and the Hugging Face cache "
-                                "downloaded, and models you opened")
+    modelPicker_->setToolTip(tr("Models in %1, those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache and "
+                                "Ollama downloaded, and models you opened")
                                  .arg(QDir::toNativeSeparators(preferences::modelsDirectory())));
     toolbar->addWidget(modelPicker_);
     toolbar->addAction(openAction_);
@@ -566,12 +566,12 @@ void MainWindow::setState(State state) {
         stateLabel_->setFittedText(tr("No model"));
         chatView_->setEmptyText(tr("Welcome to Lantern"),
                                 tr("Open a GGUF model (File > Open Model…) or pick one from the toolbar. "
-                                   "Models in %1, and those LM Studio, GPT4All, Jan, llama.cpp or the Hugging Face cache "
-                                   "downloaded, are listed automatically.")
+                                   "Models in %1, and those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache or "
+                                   "Ollama downloaded, are listed automatically.")
                                     .arg(QDir::toNativeSeparators(preferences::modelsDirectory())));
         break;
     case State::Loading:
-        stateLabel_->setFittedText(tr("Loading %1…").arg(QFileInfo(modelPath_).fileName()));
+        stateLabel_->setFittedText(tr("Loading %1…").arg(modelFileName(modelPath_)));
         chatView_->setEmptyText(tr("Loading the model…"), tr("Weights are uploaded to the device and the compute pipelines are built."));
         break;
     case State::Ready:
@@ -625,7 +625,7 @@ void MainWindow::fillModelPicker() {
                                            : tr("Looking for models…"));
     modelPicker_->setItemData(0, QString(), kModelPathRole);
     for (const model_library::Model& m : models) {
-        const QString name = QFileInfo(m.path).completeBaseName();
+        const QString name = m.name.isEmpty() ? QFileInfo(m.path).completeBaseName() : m.name;
         const QString where = QDir::toNativeSeparators(m.path);
         // Models other apps downloaded say whose they are.
         QString label = m.source.isEmpty() ? tr("%1  (%2)").arg(name, display::bytes(m.bytes))
@@ -647,6 +647,13 @@ void MainWindow::fillModelPicker() {
     }
     const int current = modelPicker_->findData(QFileInfo(modelPath_).absoluteFilePath(), kModelPathRole);
     modelPicker_->setCurrentIndex(current >= 0 ? current : 0);
+}
+
+QString MainWindow::modelFileName(const QString& path, bool withExtension) const {
+    // Ollama's blobs are named by digest: its own name for the model says more.
+    for (const model_library::Model& m : scannedModels_)
+        if (m.path == path && !m.name.isEmpty()) return m.name;
+    return withExtension ? QFileInfo(path).fileName() : QFileInfo(path).completeBaseName();
 }
 
 void MainWindow::refreshConversationList() {
@@ -705,7 +712,7 @@ void MainWindow::setContextLength(uint32_t length) {
 }
 
 void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report) {
-    loadedModelName_ = model.name.empty() ? QFileInfo(modelPath_).completeBaseName() : QString::fromStdString(model.name);
+    loadedModelName_ = model.name.empty() ? modelFileName(modelPath_, false) : QString::fromStdString(model.name);
     contextLength_ = report.context_length;
     loadedModel_ = model;
     loadedDevice_ = device;
@@ -733,7 +740,7 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
     statusBar()->showMessage(tr("Loaded %1 on %2 in %3").arg(loadedModelName_, QString::fromStdString(device.name),
                                                              display::milliseconds(report.load_ms)),
                              8000);
-    if (conversationId_ >= 0) store_->setConversationModel(conversationId_, QFileInfo(modelPath_).fileName());
+    if (conversationId_ >= 0) store_->setConversationModel(conversationId_, modelFileName(modelPath_));
     if (chatModel_->rowCount() > 0) restoreConversationToModel();
     if (!report.chat_template)
         statusBar()->showMessage(tr("%1 has no chat template: it continues your text (completion mode).").arg(loadedModelName_), 10000);
@@ -1025,7 +1032,7 @@ void MainWindow::sendMessage() {
     }
     if (conversationId_ < 0) {
         conversationId_ = store_->createConversation(conversationTitleFrom(text), systemPrompt_->text().trimmed(),
-                                                     QFileInfo(modelPath_).fileName());
+                                                     modelFileName(modelPath_));
         preferences::setLastConversation(conversationId_);
     }
     ChatMessage user;

@@ -97,6 +97,9 @@ private:
     void refreshModelPicker();  // scans the models folders on a thread, then fills the picker
     void fillModelPicker();     // from the last scan, with the loaded and last models
     void refreshConversationList();
+    // What to call the model file at `path`: its file name, or the name the app that downloaded
+    // it gives it where the file name is only a digest (Ollama).
+    QString modelFileName(const QString& path, bool withExtension = true) const;
     void openConversation(qint64 id);
     void newConversation();
     void deleteConversation(qint64 id);

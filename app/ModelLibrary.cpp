@@ -3,9 +3,14 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QHash>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QRegularExpression>
 #include <QSet>
 #include <algorithm>
+#include <functional>
 
 #include "lantern/gguf.h"
 
@@ -48,6 +53,10 @@ QVector<Source> sources(const QString& lanternDir) {
         {QStringLiteral("llama.cpp"), dirFromEnv("LLAMA_CACHE", cache + QStringLiteral("/llama.cpp")), 1},
         // models--org--repo/snapshots/<revision>/[subfolder/]file.gguf
         {QStringLiteral("Hugging Face"), dirFromEnv("HF_HUB_CACHE", hfHome + QStringLiteral("/hub")), 5},
+        // manifests/<registry>/<namespace>/<model>/<tag>, naming blobs/sha256-<digest>
+        {QStringLiteral("Ollama"), dirFromEnv("OLLAMA_MODELS", home + QStringLiteral("/.ollama/models")), 4,
+         Source::Layout::OllamaManifests},
+        {QStringLiteral("Ollama"), QStringLiteral("/usr/share/ollama/.ollama/models"), 4, Source::Layout::OllamaManifests},
     };
     QVector<Source> found;
     QSet<QString> seen;
@@ -77,45 +86,112 @@ uint64_t modelBytes(const QString& path) {
     return total;
 }
 
+namespace {
+
+// Calls `file` for each file in the folders below `root`, level by level to `depth` levels (a
+// cache folder can be deep), by name within a folder (so that which of two links to one file is
+// listed does not depend on the file system's order), for at most `maxEntries` entries.
+void walk(const QString& root, int depth, int maxEntries, const std::function<void(const QFileInfo&)>& file) {
+    QVector<QString> level{root};
+    int visited = 0;
+    for (int d = 1; d <= depth && !level.isEmpty() && visited < maxEntries; ++d) {
+        QVector<QString> next;
+        for (const QString& dir : level) {
+            const QFileInfoList entries =
+                QDir(dir).entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot | QDir::Readable, QDir::Name);
+            for (const QFileInfo& info : entries) {
+                if (visited++ >= maxEntries) break;
+                if (info.isDir()) {
+                    // Into linked folders too (a models folder linked from another disk; the depth
+                    // bounds any loop), not into hidden ones (.git, .locks).
+                    if (!info.fileName().startsWith(QLatin1Char('.'))) next << info.filePath();
+                    continue;
+                }
+                file(info);
+            }
+        }
+        level = next;
+    }
+}
+
+QString architectureOf(const QString& path) {
+    const auto arch = lantern::gguf_architecture(QFile::encodeName(path).toStdString());
+    return arch ? QString::fromStdString(*arch) : QString();
+}
+
+// Ollama's name for the model a manifest at manifests/<registry>/<namespace>/<model>/<tag> tags:
+// "model:tag" in its own library, "namespace/model:tag" elsewhere in its registry, and the whole
+// "registry/namespace/model:tag" for another registry (hf.co/…), as `ollama list` shows them.
+QString ollamaName(const QString& manifests, const QFileInfo& manifest) {
+    const QStringList parts = QDir(manifests).relativeFilePath(manifest.filePath()).split(QLatin1Char('/'));
+    if (parts.size() != 4) return {};
+    const QString model = parts[2] + QLatin1Char(':') + parts[3];
+    if (parts[0] != QLatin1String("registry.ollama.ai")) return parts[0] + QLatin1Char('/') + parts[1] + QLatin1Char('/') + model;
+    if (parts[1] != QLatin1String("library")) return parts[1] + QLatin1Char('/') + model;
+    return model;
+}
+
+// The blob a manifest names as its model layer, or "" (a projector or adapter is another layer's
+// media type; a manifest that is not JSON or names no such layer lists nothing).
+QString ollamaModelBlob(const QString& store, const QFileInfo& manifest) {
+    if (manifest.size() > (1 << 20)) return {};  // manifests are a few hundred bytes
+    QFile f(manifest.filePath());
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    const QJsonArray layers = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("layers")).toArray();
+    for (const QJsonValue& layer : layers) {
+        const QJsonObject o = layer.toObject();
+        if (o.value(QStringLiteral("mediaType")).toString() != QLatin1String("application/vnd.ollama.image.model")) continue;
+        const QString digest = o.value(QStringLiteral("digest")).toString();  // "sha256:<hex>"
+        static const QRegularExpression valid(QStringLiteral("^sha256:[0-9a-f]{64}$"));
+        if (!valid.match(digest).hasMatch()) return {};
+        return store + QStringLiteral("/blobs/") + QString(digest).replace(QLatin1Char(':'), QLatin1Char('-'));
+    }
+    return {};
+}
+
+}  // namespace
+
 QVector<Model> find(const QVector<Source>& sources, int maxEntries) {
     QVector<Model> models;
     QSet<QString> seen;  // real paths
     for (const Source& source : sources) {
         QVector<Model> here;
         const QString root = QDir(source.dir).absolutePath();
-        // Level by level, to the source's depth: a cache folder can be deep.
-        QVector<QString> level{root};
-        int visited = 0;
-        for (int depth = 1; depth <= source.depth && !level.isEmpty() && visited < maxEntries; ++depth) {
-            QVector<QString> next;
-            for (const QString& dir : level) {
-                // By name, so that which of two links to one file is listed does not depend on
-                // the file system's order.
-                const QFileInfoList entries =
-                    QDir(dir).entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot | QDir::Readable, QDir::Name);
-                for (const QFileInfo& info : entries) {
-                    if (visited++ >= maxEntries) break;
-                    if (info.isDir()) {
-                        // Into linked folders too (a models folder linked from another disk; the
-                        // depth bounds any loop), not into hidden ones (.git, .locks).
-                        if (!info.fileName().startsWith(QLatin1Char('.'))) next << info.filePath();
-                        continue;
-                    }
-                    const QString name = info.fileName();
-                    if (!name.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive)) continue;
-                    if (name.startsWith(QLatin1String("mmproj"), Qt::CaseInsensitive)) continue;
-                    const auto m = splitPartPattern().match(name);
-                    if (m.hasMatch() && m.captured(2).toInt() != 1) continue;
-                    const QString real = info.canonicalFilePath();  // "" for a broken link
-                    if (real.isEmpty() || seen.contains(real)) continue;
-                    seen.insert(real);
-                    const QString path = info.absoluteFilePath();
-                    const auto arch = lantern::gguf_architecture(QFile::encodeName(path).toStdString());
-                    here.push_back({path, source.name, modelBytes(path), arch ? QString::fromStdString(*arch) : QString()});
+        if (source.layout == Source::Layout::OllamaManifests) {
+            const QString manifests = root + QStringLiteral("/manifests");
+            QHash<QString, int> byBlob;  // real path -> index in `here`
+            walk(manifests, source.depth, maxEntries, [&](const QFileInfo& manifest) {
+                const QString name = ollamaName(manifests, manifest);
+                const QString blob = name.isEmpty() ? QString() : ollamaModelBlob(root, manifest);
+                const QString real = blob.isEmpty() ? QString() : QFileInfo(blob).canonicalFilePath();
+                if (real.isEmpty()) return;  // not a model, or its blob is not (yet) downloaded
+                if (const auto at = byBlob.constFind(real); at != byBlob.constEnd()) {
+                    // Another tag of the same blob ("latest" next to "1b"): the more telling name.
+                    if (here[*at].name.endsWith(QLatin1String(":latest"))) here[*at].name = name;
+                    return;
                 }
-            }
-            level = next;
+                if (seen.contains(real)) return;
+                seen.insert(real);
+                byBlob.insert(real, static_cast<int>(here.size()));
+                here.push_back({blob, source.name, static_cast<uint64_t>(QFileInfo(blob).size()), architectureOf(blob), name});
+            });
+            std::sort(here.begin(), here.end(),
+                      [](const Model& a, const Model& b) { return a.name.compare(b.name, Qt::CaseInsensitive) < 0; });
+            models += here;
+            continue;
         }
+        walk(root, source.depth, maxEntries, [&](const QFileInfo& info) {
+            const QString name = info.fileName();
+            if (!name.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive)) return;
+            if (name.startsWith(QLatin1String("mmproj"), Qt::CaseInsensitive)) return;
+            const auto m = splitPartPattern().match(name);
+            if (m.hasMatch() && m.captured(2).toInt() != 1) return;
+            const QString real = info.canonicalFilePath();  // "" for a broken link
+            if (real.isEmpty() || seen.contains(real)) return;
+            seen.insert(real);
+            const QString path = info.absoluteFilePath();
+            here.push_back({path, source.name, modelBytes(path), architectureOf(path), QString()});
+        });
         std::sort(here.begin(), here.end(), [](const Model& a, const Model& b) {
             return QFileInfo(a.path).fileName().compare(QFileInfo(b.path).fileName(), Qt::CaseInsensitive) < 0;
         });

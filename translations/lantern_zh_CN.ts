@@ -565,10 +565,6 @@
         <translation>欢迎使用 Lantern</translation>
     </message>
     <message>
-        <source>Open a GGUF model (File &gt; Open Model…) or pick one from the toolbar. Models in %1, and those LM Studio, GPT4All, Jan, llama.cpp or the Hugging Face cache downloaded, are listed automatically.</source>
-        <translation>打开一个 GGUF 模型（文件 &gt; 打开模型…），或从工具栏中选择。%1 中的模型，以及 LM Studio、GPT4All、Jan、llama.cpp 或 Hugging Face 缓存下载的模型，会自动列出。</translation>
-    </message>
-    <message>
         <source>Loading %1…</source>
         <translation>正在加载 %1…</translation>
     </message>
@@ -879,10 +875,6 @@ Driver: %2</source>
         <translation>回复开始前已停止：你的消息已放回输入框。</translation>
     </message>
     <message>
-        <source>Models in %1, those LM Studio, GPT4All, Jan, llama.cpp and the Hugging Face cache downloaded, and models you opened</source>
-        <translation>%1 中的模型、LM Studio、GPT4All、Jan、llama.cpp 和 Hugging Face 缓存下载的模型，以及你打开过的模型</translation>
-    </message>
-    <message>
         <source>%1  (%2 · %3)</source>
         <translation>%1  （%2 · %3）</translation>
     </message>
@@ -915,6 +907,14 @@ Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
     <message>
         <source>Lantern could not load %1 with a context of %2 tokens; it is loaded again as before.</source>
         <translation>Lantern 无法以 %2 个词元的上下文加载 %1；已按原来的设置重新加载。</translation>
+    </message>
+    <message>
+        <source>Models in %1, those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache and Ollama downloaded, and models you opened</source>
+        <translation>%1 中的模型、LM Studio、GPT4All、Jan、llama.cpp、Hugging Face 缓存和 Ollama 下载的模型，以及你打开过的模型</translation>
+    </message>
+    <message>
+        <source>Open a GGUF model (File &gt; Open Model…) or pick one from the toolbar. Models in %1, and those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache or Ollama downloaded, are listed automatically.</source>
+        <translation>打开一个 GGUF 模型（文件 &gt; 打开模型…），或从工具栏中选择。%1 中的模型，以及 LM Studio、GPT4All、Jan、llama.cpp、Hugging Face 缓存或 Ollama 下载的模型，会自动列出。</translation>
     </message>
 </context>
 <context>

@@ -127,6 +127,7 @@ private slots:
     void closingDuringAReplyKeepsThePartialReply();
     void splitModelsAreListedOnceWithTheirWholeSize();
     void modelsOtherAppsDownloadedAreListedWithTheirApp();
+    void anOllamaModelIsListedByItsOllamaNameAndOpens();
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
     void theContextLengthIsChosenPerModelAndRemembered();
     void aContextLengthThatCannotLoadGoesBackToTheOneThatDid();
@@ -534,6 +535,50 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     QVERIFY2(q > 0 && picker->itemText(q).startsWith(QStringLiteral("qwen  (")), qPrintable(items.join(QStringLiteral(" | "))));
     QVERIFY(!entries->item(q)->isEnabled());
     QVERIFY(picker->itemData(q, Qt::ToolTipRole).toString().contains(QStringLiteral("Llama-architecture models; this one is qwen2")));
+}
+
+// Ollama's store names its blobs by digest; the picker lists the model by Ollama's name, and it
+// opens from there (the blob is the real stories260K, linked in).
+void TestMainWindow::anOllamaModelIsListedByItsOllamaNameAndOpens() {
+    QTemporaryDir store;
+    const QString hex(64, QLatin1Char('7'));
+    QVERIFY(QDir().mkpath(store.filePath(QStringLiteral("blobs"))));
+    const QString blob = store.filePath(QStringLiteral("blobs/sha256-") + hex);
+    QVERIFY(QFile::link(modelPath(), blob));
+    const QString manifest = store.filePath(QStringLiteral("manifests/registry.ollama.ai/library/stories/260k"));
+    QVERIFY(QDir().mkpath(QFileInfo(manifest).path()));
+    QFile m(manifest);
+    QVERIFY(m.open(QIODevice::WriteOnly));
+    m.write(QByteArray(R"({"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:)") +
+            hex.toLatin1() + R"(","size":1}]})");
+    m.close();
+    const QByteArray before = qgetenv("OLLAMA_MODELS");
+    qputenv("OLLAMA_MODELS", QFile::encodeName(store.path()));
+    QTemporaryDir dir;
+    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    window.show();
+    QSignalSpy listed(&window, &MainWindow::modelListChanged);
+    QVERIFY(listed.wait(30000));
+    if (before.isEmpty()) qunsetenv("OLLAMA_MODELS"); else qputenv("OLLAMA_MODELS", before);
+    auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
+    const int i = picker->findText(QStringLiteral("stories:260k  (1.01 MiB · Ollama)"));
+    QStringList items;
+    for (int k = 0; k < picker->count(); ++k) items << picker->itemText(k);
+    QVERIFY2(i > 0, qPrintable(items.join(QStringLiteral(" | "))));
+    QCOMPARE(picker->itemData(i, Qt::ToolTipRole).toString(), QDir::toNativeSeparators(blob));
+    picker->setCurrentIndex(i);
+    emit picker->activated(i);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+    QCOMPARE(window.windowTitle(), QStringLiteral("stories260K — Lantern"));  // the GGUF's own name
+    auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(4);
+    QTest::keyClicks(input, QStringLiteral("Once upon a time"));
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    // The conversation names the model as Ollama does, not by its digest.
+    ConversationStore reopened(dir.filePath(QStringLiteral("chat.sqlite")));
+    QCOMPARE(reopened.conversations().size(), 1);
+    QCOMPARE(reopened.conversations().first().model, QStringLiteral("stories:260k"));
 }
 
 #include "test_main_window.moc"

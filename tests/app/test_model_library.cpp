@@ -1,9 +1,13 @@
 // ModelLibrary finds the models other local-AI apps downloaded, laid out as each app lays them
 // out, in a home folder made up for the test: each model once, split models by their first part
 // with all their bytes, no vision projectors, nothing from hidden or too-deep folders, linked
-// folders followed, and the environment variables those apps honour.
+// folders followed, Ollama's digest-named blobs under its own names, and the environment variables
+// those apps honour.
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 #include <QTest>
 #include <memory>
@@ -20,7 +24,8 @@ private slots:
     void init() {
         home_ = std::make_unique<QTemporaryDir>();  // a fresh home for each test
         QVERIFY(home_->isValid());
-        for (const char* name : {"XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "LLAMA_CACHE", "HF_HOME", "HF_HUB_CACHE"})
+        for (const char* name : {"XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "LLAMA_CACHE", "HF_HOME", "HF_HUB_CACHE",
+                                 "OLLAMA_MODELS"})
             qunsetenv(name);
         qputenv("HOME", QFile::encodeName(home_->path()));
     }
@@ -102,6 +107,46 @@ private slots:
         QCOMPARE(got, (QStringList{"|m1.gguf", "GPT4All|m3.gguf", "Hugging Face|m2.gguf"}));
     }
 
+    // Ollama's store: manifests name blobs by digest. Each model blob is listed once, under Ollama's
+    // name for it (its library's "model:tag", another namespace's "ns/model:tag", another
+    // registry's whole path), the tag that says more than "latest"; projectors, blobs not yet
+    // downloaded and manifests that are not JSON list nothing. $OLLAMA_MODELS moves the store.
+    void ollamasModelsAreListedByTheirOllamaNames() {
+        const QString store = QStringLiteral(".ollama/models");
+        const QString a = digest('a'), b = digest('b'), c = digest('c'), p = digest('d'), gone = digest('e');
+        // llama3.2 with two tags on one blob, and a vision model whose projector is another layer.
+        putBlob(store, a, 1000);
+        manifest(store, "registry.ollama.ai/library/llama3.2/latest", {{"model", a}, {"template", digest('f')}});
+        manifest(store, "registry.ollama.ai/library/llama3.2/q8_0", {{"model", a}});  // found after "latest"
+        putBlob(store, b, 2000);
+        putBlob(store, p, 50);
+        manifest(store, "registry.ollama.ai/library/llava/7b", {{"model", b}, {"projector", p}});
+        putBlob(store, c, 3000);
+        manifest(store, "hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF/Q4_K_M", {{"model", c}});
+        manifest(store, "registry.ollama.ai/someone/tiny/latest", {{"model", gone}});  // still downloading
+        put(store + "/manifests/registry.ollama.ai/library/broken/latest", 20);         // not JSON
+
+        QStringList names;
+        for (const auto& s : model_library::sources(path("lantern-none"))) names << s.name;
+        QCOMPARE(names, (QStringList{"Ollama"}));
+        QStringList got;
+        for (const Model& m : model_library::find(model_library::sources(path("lantern-none"))))
+            got << QStringLiteral("%1|%2|%3|%4").arg(m.source, m.name, QFileInfo(m.path).fileName()).arg(m.bytes);
+        QCOMPARE(got, (QStringList{
+                          "Ollama|hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF:Q4_K_M|sha256-" + c + "|3000",
+                          "Ollama|llama3.2:q8_0|sha256-" + a + "|1000",
+                          "Ollama|llava:7b|sha256-" + b + "|2000",
+                      }));
+
+        // Moved, as Ollama's OLLAMA_MODELS moves it.
+        QVERIFY(QDir().mkpath(path("big-disk")));
+        QVERIFY(QDir().rename(path(store), path("big-disk/ollama")));
+        qputenv("OLLAMA_MODELS", QFile::encodeName(path("big-disk/ollama")));
+        const auto moved = model_library::find(model_library::sources(path("lantern-none")));
+        QCOMPARE(moved.size(), 3);
+        QVERIFY(moved[1].path.startsWith(path("big-disk/ollama/blobs/")));
+    }
+
     // A huge folder is walked only so far, so the picker never hangs on it.
     void aHugeFolderIsWalkedOnlySoFar() {
         for (int i = 0; i < 40; ++i) put(QStringLiteral("many/%1.gguf").arg(i, 3, 10, QLatin1Char('0')), 1);
@@ -112,6 +157,24 @@ private slots:
 
 private:
     QString path(const QString& relative) const { return home_->filePath(relative); }
+    static QString digest(char fill) { return QString(64, QLatin1Char(fill)); }
+    void putBlob(const QString& store, const QString& hex, int bytes) { put(store + "/blobs/sha256-" + hex, bytes); }
+    // An Ollama manifest at manifests/<name> with the given layers (kind: model, projector, template ...).
+    void manifest(const QString& store, const QString& name, const QVector<std::pair<QString, QString>>& layers) {
+        QJsonArray list;
+        for (const auto& [kind, hex] : layers)
+            list.append(QJsonObject{{"mediaType", "application/vnd.ollama.image." + kind},
+                                    {"digest", "sha256:" + hex},
+                                    {"size", 1}});
+        const QJsonObject doc{{"schemaVersion", 2},
+                              {"mediaType", "application/vnd.docker.distribution.manifest.v2+json"},
+                              {"layers", list}};
+        const QString file = path(store + "/manifests/" + name);
+        QVERIFY(QDir().mkpath(QFileInfo(file).path()));
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QJsonDocument(doc).toJson());
+    }
     void put(const QString& relative, int bytes) {
         QVERIFY(QDir().mkpath(QFileInfo(path(relative)).path()));
         QFile f(path(relative));
