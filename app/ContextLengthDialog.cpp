@@ -20,8 +20,10 @@ uint32_t automaticLength(const lantern::ModelInfo& model) { return std::min<uint
 }  // namespace
 
 ContextLengthDialog::ContextLengthDialog(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
-                                         uint32_t chosen, uint32_t conversationTokens, QWidget* parent)
-    : QDialog(parent), model_(model), device_(device), conversationTokens_(conversationTokens) {
+                                         uint32_t chosen, uint32_t sequences, uint32_t conversationTokens,
+                                         QWidget* parent)
+    : QDialog(parent), model_(model), device_(device), sequences_(std::max<uint32_t>(1, sequences)),
+      conversationTokens_(conversationTokens) {
     setObjectName(QStringLiteral("contextLengthDialog"));
     setWindowTitle(tr("Context Length"));
     auto* layout = new QVBoxLayout(this);
@@ -95,12 +97,18 @@ void ContextLengthDialog::update() {
     }
     lantern::EngineOptions options;
     options.context_length = chosenLength();
+    options.max_sequences = sequences_;
     plan_ = lantern::plan_memory(model_, device_, options);
 
     const QString device = QString::fromStdString(device_.name);
-    QString text = tr("KV cache: %1, room for %n conversation(s) of %2 tokens at once (the chat and the local "
-                      "API server's replies).", nullptr, static_cast<int>(plan_.sequences))
-                       .arg(display::bytes(plan_.kv_bytes), display::count(plan_.context_length));
+    QString text =
+        plan_.sequences > 1
+            ? tr("KV cache: %1, room for %n conversation(s) of %2 tokens at once (the chat and the local API "
+                 "server's replies).", nullptr, static_cast<int>(plan_.sequences))
+                  .arg(display::bytes(plan_.kv_bytes), display::count(plan_.context_length))
+            : tr("KV cache: %1 for the chat's %2 tokens (switching the local API server on adds room for its "
+                 "replies).")
+                  .arg(display::bytes(plan_.kv_bytes), display::count(plan_.context_length));
     text += QLatin1Char(' ');
     text += device_.device_local_bytes
                 ? tr("With the weights, about %1 of the %3 on %2.")

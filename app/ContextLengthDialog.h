@@ -18,10 +18,12 @@ class QSpinBox;
 class ContextLengthDialog : public QDialog {
     Q_OBJECT
 public:
-    // `chosen`: the length asked for so far (0 = automatic); `conversationTokens`: how long the
-    // open conversation is, to say when a shorter context would leave its start out.
+    // `chosen`: the length asked for so far (0 = automatic); `sequences`: conversations the KV
+    // cache will hold at full context (the chat, and the API server's replies while it is on);
+    // `conversationTokens`: how long the open conversation is, to say when a shorter context would
+    // leave its start out.
     ContextLengthDialog(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, uint32_t chosen,
-                        uint32_t conversationTokens, QWidget* parent = nullptr);
+                        uint32_t sequences, uint32_t conversationTokens, QWidget* parent = nullptr);
 
     uint32_t chosenLength() const;  // 0 = automatic (the model's, at most 4096)
     void setChosenLength(uint32_t length);
@@ -32,6 +34,7 @@ private:
 
     lantern::ModelInfo model_;
     lantern::DeviceInfo device_;
+    uint32_t sequences_ = 1;
     uint32_t conversationTokens_ = 0;
     lantern::MemoryPlan plan_;
     QCheckBox* automatic_ = nullptr;

@@ -519,6 +519,7 @@ void MainWindow::connectWorker() {
     });
     // Results: queued back to this (UI) thread, carrying values.
     connect(worker_, &InferenceWorker::modelLoaded, this, &MainWindow::onModelLoaded);
+    connect(worker_, &InferenceWorker::reloadingModel, this, &MainWindow::onModelReloading);
     connect(worker_, &InferenceWorker::loadFailed, this, &MainWindow::onLoadFailed);
     connect(worker_, &InferenceWorker::modelUnloaded, this, &MainWindow::onModelUnloaded);
     connect(worker_, &InferenceWorker::modelWarmedUp, performancePanel_, &PerformancePanel::setWarmUp);
@@ -561,6 +562,9 @@ void MainWindow::setState(State state) {
     conversationList_->setEnabled(!generating);
     newChatAction_->setEnabled(!generating);
     if (contextLengthAction_ != nullptr) contextLengthAction_->setEnabled(ready);
+    // Switching the API server on may load the model again (setApiServerEnabled), which waits
+    // for no reply.
+    apiServerAction_->setEnabled(!generating && state != State::Loading);
     switch (state) {
     case State::NoModel:
         stateLabel_->setFittedText(tr("No model"));
@@ -688,15 +692,28 @@ void MainWindow::openModel(const QString& path, const QString& deviceSelector) {
     canRegenerate_ = false;
     setState(State::Loading);
     statusBar()->showMessage(tr("Loading %1…").arg(QDir::toNativeSeparators(path)));
+    clearForLoad();
+    emit loadModelRequested(path, deviceSelector_, preferences::contextLength(path));
+}
+
+void MainWindow::clearForLoad() {
     kvPanel_->clear();
     cachedContextTokens_ = -1;  // the next model's cache has not been reported yet
     modelInfoPanel_->clear();
-    emit loadModelRequested(path, deviceSelector_, preferences::contextLength(path));
+}
+
+void MainWindow::onModelReloading() {
+    if (state_ == State::Loading || modelPath_.isEmpty()) return;  // another load is under way anyway
+    canRegenerate_ = false;
+    setState(State::Loading);
+    statusBar()->showMessage(tr("Loading the model again with room in its KV cache for the API server's replies…"));
+    clearForLoad();
 }
 
 void MainWindow::chooseContextLength() {
     if (state_ != State::Ready) return;
     ContextLengthDialog dialog(loadedModel_, loadedDevice_, preferences::contextLength(modelPath_),
+                               InferenceWorker::sequencesFor(apiServerAction_->isChecked()),
                                static_cast<uint32_t>(std::max(cachedContextTokens_, 0)), this);
     if (dialog.exec() == QDialog::Accepted) setContextLength(dialog.chosenLength());
 }
@@ -714,6 +731,7 @@ void MainWindow::setContextLength(uint32_t length) {
 void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report) {
     loadedModelName_ = model.name.empty() ? modelFileName(modelPath_, false) : QString::fromStdString(model.name);
     contextLength_ = report.context_length;
+    loadedSequences_ = report.sequences;
     loadedModel_ = model;
     loadedDevice_ = device;
     contextLengthBefore_ = -1;

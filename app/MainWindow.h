@@ -145,6 +145,8 @@ protected:
     // Worker results.
     void onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report);
     void onLoadFailed(const QString& message);
+    void onModelReloading();  // the worker loads the same model again (InferenceWorker::reloadingModel)
+    void clearForLoad();      // the panels that show the loaded model's state
     void onModelUnloaded();
     void onTokens(const TokenBatch& batch);
     void onTurnFinished(const lantern::TurnStats& stats);
@@ -202,6 +204,7 @@ protected:
     QString loadedModelName_;
     QString deviceSelector_;
     uint32_t contextLength_ = 0;
+    uint32_t loadedSequences_ = 0;      // full-context conversations its KV cache holds (LoadReport)
     lantern::ModelInfo loadedModel_;    // as the last successful load reported them
     lantern::DeviceInfo loadedDevice_;
     // While a model loads with a newly chosen context length: the length it had before, loaded

@@ -149,6 +149,10 @@
         <source>This conversation is already %1 tokens long: with %2, its oldest turns no longer fit (File &gt; When the Context Is Full decides what happens next).</source>
         <translation>此对话已有 %1 个词元：上下文为 %2 时，最早的轮次将放不下（接下来如何处理由“文件 &gt; 上下文已满时，丢弃最早的对话轮次”决定）。</translation>
     </message>
+    <message>
+        <source>KV cache: %1 for the chat&apos;s %2 tokens (switching the local API server on adds room for its replies).</source>
+        <translation>KV 缓存：%1，供聊天的 %2 个词元使用（开启本地 API 服务器会为它的回复再留出空间）。</translation>
+    </message>
 </context>
 <context>
     <name>Device</name>
@@ -915,6 +919,10 @@ Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
     <message>
         <source>Open a GGUF model (File &gt; Open Model…) or pick one from the toolbar. Models in %1, and those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache or Ollama downloaded, are listed automatically.</source>
         <translation>打开一个 GGUF 模型（文件 &gt; 打开模型…），或从工具栏中选择。%1 中的模型，以及 LM Studio、GPT4All、Jan、llama.cpp、Hugging Face 缓存或 Ollama 下载的模型，会自动列出。</translation>
+    </message>
+    <message>
+        <source>Loading the model again with room in its KV cache for the API server&apos;s replies…</source>
+        <translation>正在重新加载模型，并在 KV 缓存中为 API 服务器的回复留出空间…</translation>
     </message>
 </context>
 <context>

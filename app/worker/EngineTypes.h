@@ -19,6 +19,7 @@ struct LoadReport {
     double pipelines_ms = 0;      // pipeline creation within it
     bool pipeline_cache_warm = false;
     uint32_t context_length = 0;  // per conversation
+    uint32_t sequences = 0;       // conversations the KV cache holds at full context
     bool chat_template = false;   // false: completion mode (the text is continued)
     QString template_name;
     QString tokenizer_kind;       // "sentencepiece", "byte-level BPE (llama-bpe)"

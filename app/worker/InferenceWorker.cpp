@@ -65,6 +65,7 @@ void InferenceWorker::dropEngine() {
     closeApiServer();  // apiWanted_ stays: it opens again on the next model
     session_.reset();
     engine_.reset();
+    loadedSequences_ = 0;
     capturedLayer_ = -1;
     profileCountdown_ = 0;  // a new model's steps are timed only when asked again
     if (had) emit modelUnloaded();
@@ -72,10 +73,14 @@ void InferenceWorker::dropEngine() {
 
 void InferenceWorker::loadModel(const QString& path, const QString& deviceSelector, quint32 contextLength) {
     dropEngine();
+    loadedPath_ = path;
+    loadedSelector_ = deviceSelector;
+    loadedContext_ = contextLength;
     try {
         lantern::EngineOptions options;
         options.device_selector = deviceSelector.toStdString();
         options.context_length = contextLength;
+        options.max_sequences = sequencesFor(apiWanted_);
         engine_ = lantern::Engine::load(path.toStdString(), options);
         session_ = std::make_unique<lantern::ChatSession>(*engine_);
         session_->set_system_prompt(systemPrompt_);
@@ -86,6 +91,8 @@ void InferenceWorker::loadModel(const QString& path, const QString& deviceSelect
         report.pipelines_ms = engine_->pipelines_ms();
         report.pipeline_cache_warm = engine_->pipeline_cache_was_warm();
         report.context_length = engine_->context_length();
+        report.sequences = options.max_sequences;
+        loadedSequences_ = options.max_sequences;
         report.chat_template = session_->has_chat_template();
         report.template_name = QString::fromStdString(session_->template_name());
         report.tokenizer_kind = QString::fromStdString(engine_->tokenizer().kind());
@@ -192,6 +199,12 @@ void InferenceWorker::startApiServer(quint16 port) {
     apiWanted_ = true;
     apiPort_ = port;
     closeApiServer();
+    if (engine_ && loadedSequences_ < kSequencesWithApi) {
+        // Loaded for the chat alone: again, with KV room for the API's replies (it opens then).
+        emit reloadingModel();
+        loadModel(loadedPath_, loadedSelector_, loadedContext_);
+        return;
+    }
     if (engine_) openApiServer();
 }
 
@@ -204,9 +217,8 @@ void InferenceWorker::openApiServer() {
     try {
         lantern::ServerOptions o;
         o.port = apiPort_;
-        // The chat keeps a sequence of its own: the API gets the engine's other ones (the app
-        // loads with the default four).
-        o.parallel = std::max<uint32_t>(1, lantern::EngineOptions{}.max_sequences - 1);
+        // The chat keeps a sequence of its own: the API gets the engine's other ones.
+        o.parallel = loadedSequences_ - 1;
         o.step_tokens = lantern::EngineOptions{}.max_step_tokens;
         apiServer_ = std::make_unique<lantern::ApiServer>(*engine_, o);
     } catch (const std::exception& e) {
@@ -220,7 +232,7 @@ void InferenceWorker::openApiServer() {
     // Clients served together run batched decode steps, whose kernels the chat's warm-up does not
     // compile: do it now, one queued step shape at a time (a request that comes meanwhile goes
     // first), rather than inside the first concurrent replies.
-    for (uint32_t n = 2; n <= lantern::EngineOptions{}.max_sequences - 1; ++n)
+    for (uint32_t n = 2; n <= loadedSequences_ - 1; ++n)
         QMetaObject::invokeMethod(
             this,
             [this, n, g = generation_] {

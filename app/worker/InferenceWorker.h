@@ -61,6 +61,10 @@ public:
     void setTokenBatchMs(double ms) { tokenBatchMs_.store(ms); }
     // How often an idle API server looks at the network (ms).
     static constexpr int kApiIdleMs = 20;
+    // Conversations the KV cache holds at full context: the chat's, and with the API server on,
+    // its parallel replies' (lantern::ServerOptions::parallel = this - 1).
+    static constexpr quint32 kSequencesWithApi = 4;
+    static quint32 sequencesFor(bool apiServer) { return apiServer ? kSequencesWithApi : 1; }
 
 public slots:
     // Loads a GGUF file; any previous model and conversation are dropped first. deviceSelector is a
@@ -85,7 +89,10 @@ public slots:
     // Enumerates the Vulkan devices (answers with devicesListed or errorOccurred).
     void listDevices();
     // Serves the loaded model — and each model loaded later — over the OpenAI-compatible API
-    // (lantern/server.h) on 127.0.0.1:port (0 = any free port) until stopApiServer(). The chat and
+    // (lantern/server.h) on 127.0.0.1:port (0 = any free port) until stopApiServer(). A model is
+    // loaded with KV room for the chat alone while the API server is off, and for the chat and
+    // the API's parallel replies while it is on (kSequencesWithApi): a model loaded without that
+    // room is loaded again with it first (reloadingModel, then modelLoaded). The chat and
     // the API share the engine: API replies advance one engine step per pass of this thread's
     // event loop, so a chat turn waits at most one step, and API clients wait while a chat reply
     // is being written (this thread is busy with it).
@@ -97,6 +104,9 @@ signals:
     void modelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report);
     void loadFailed(const QString& message);
     void modelUnloaded();
+    // The loaded model is loaded again, with the same file, device and context (for the API
+    // server's KV room); modelLoaded or loadFailed follows, and the conversation must be restored.
+    void reloadingModel();
     // Every warm-up shape of the loaded model ran (Engine::warm_up), taking `ms` in all.
     void modelWarmedUp(double ms);
     void turnStarted();
@@ -147,6 +157,10 @@ private:
     std::unique_ptr<lantern::ApiServer> apiServer_;  // refers to engine_: reset before it
     QTimer* apiTimer_ = nullptr;                      // drives serveApi on this thread
     bool apiWanted_ = false;
+    quint32 loadedSequences_ = 0;  // the loaded engine's KV room, in full-context conversations
+    // What the last loadModel() was asked for (a reload asks for it again).
+    QString loadedPath_, loadedSelector_;
+    quint32 loadedContext_ = 0;
     quint16 apiPort_ = 0;
     lantern::ApiServer::Activity apiActivity_;
     lantern::SettingsSlot settings_;

@@ -67,7 +67,7 @@ private slots:
     }
 
     void aLengthThatDoesNotFitTheDeviceCannotBeChosen() {
-        ContextLengthDialog d(llama2_7b(), card(8192 * kMiB), 0, 0);
+        ContextLengthDialog d(llama2_7b(), card(8192 * kMiB), 0, 4, 0);
         d.show();
         const Dialog ui = parts(d);
         QVERIFY(ui.automatic && ui.length && ui.memory && ui.warning && ui.ok);
@@ -97,9 +97,21 @@ private slots:
         QVERIFY(ui.ok->isEnabled());
     }
 
+    // With the API server off the cache holds the chat alone: a quarter of the memory, and the
+    // model's whole context fits the same card.
+    void theChatAloneTakesAQuarterOfTheMemory() {
+        ContextLengthDialog d(llama2_7b(), card(8192 * kMiB), 0, 1, 0);
+        const Dialog ui = parts(d);
+        QCOMPARE(d.plan().sequences, 1u);
+        QCOMPARE(d.plan().kv_bytes, 2048 * kMiB);
+        QVERIFY2(ui.memory->text().startsWith(QStringLiteral("KV cache: 2.00 GiB for the chat's 4,096 tokens")),
+                 qPrintable(ui.memory->text()));
+        QVERIFY(ui.ok->isEnabled());
+    }
+
     void aLayerPastOneBuffersReachIsNamedAsTheLimit() {
         // 4096 tokens x 4 x 4096 values x 2 bytes = 128 MiB for one layer's K; this card's views reach 64 MiB.
-        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB, 64 * kMiB), 4096, 0);
+        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB, 64 * kMiB), 4096, 4, 0);
         const Dialog ui = parts(d);
         QVERIFY(!ui.automatic->isChecked());
         QCOMPARE(d.plan().limit, lantern::MemoryLimit::BufferRange);
@@ -112,7 +124,7 @@ private slots:
     }
 
     void theLengthStaysWithinWhatTheModelWasTrainedOn() {
-        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB), 100000, 0);
+        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB), 100000, 4, 0);
         const Dialog ui = parts(d);
         QCOMPARE(ui.length->maximum(), 4096);
         QCOMPARE(ui.length->minimum(), 256);
@@ -120,13 +132,13 @@ private slots:
         // A model trained on fewer tokens than the usual minimum offers its own length and no more.
         lantern::ModelInfo small = llama2_7b();
         small.context_length = 128;
-        ContextLengthDialog tiny(small, card(80 * 1024 * kMiB), 0, 0);
+        ContextLengthDialog tiny(small, card(80 * 1024 * kMiB), 0, 4, 0);
         QCOMPARE(parts(tiny).length->minimum(), 128);
         QCOMPARE(parts(tiny).length->maximum(), 128);
     }
 
     void aShorterContextThanTheConversationSaysItsStartNoLongerFits() {
-        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB), 0, 3000);
+        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB), 0, 4, 3000);
         const Dialog ui = parts(d);
         QVERIFY(!ui.warning->isVisibleTo(&d));  // 4096 holds it
         ui.automatic->setChecked(false);

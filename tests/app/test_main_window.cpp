@@ -346,14 +346,20 @@ void TestMainWindow::theLocalApiServerIsSwitchedFromTheMenuAndRemembered() {
     {
         MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
         window.show();
+        KvBlocks blocks(window);
         QVERIFY(loadModel(window));
+        // With the server off, the KV cache holds the chat alone (512 tokens, 32 blocks); switched
+        // on, the model is loaded again with room for the server's 3 parallel replies too.
+        QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 32u, 10'000);
         auto* action = window.findChild<QAction*>(QStringLiteral("apiServerAction"));
         auto* label = window.findChild<QLabel*>(QStringLiteral("apiLabel"));
         QVERIFY(action && label);
         QVERIFY(!action->isChecked());
         QVERIFY(label->isHidden());
         action->trigger();
-        QTRY_VERIFY_WITH_TIMEOUT(label->isVisible(), 10'000);
+        QTRY_VERIFY_WITH_TIMEOUT(label->isVisible(), 60'000);
+        QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4u * 32, 10'000);
+        QCOMPARE(window.state(), MainWindow::State::Ready);
         QVERIFY2(label->text().contains(QString::number(port)), qPrintable(label->text()));
         const auto models = lantern::test::http_call(port, lantern::test::http_request("GET", "/v1/models"));
         QCOMPARE(models.status, 200);
@@ -364,8 +370,10 @@ void TestMainWindow::theLocalApiServerIsSwitchedFromTheMenuAndRemembered() {
     {
         MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
         window.show();
+        KvBlocks blocks(window);
         QVERIFY(window.findChild<QAction*>(QStringLiteral("apiServerAction"))->isChecked());
         QVERIFY(loadModel(window));
+        QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4u * 32, 10'000);  // loaded with the room at once
         auto* label = window.findChild<QLabel*>(QStringLiteral("apiLabel"));
         QTRY_VERIFY_WITH_TIMEOUT(label->isVisible(), 10'000);
         QCOMPARE(lantern::test::http_call(port, lantern::test::http_request("GET", "/health")).status, 200);
@@ -377,7 +385,8 @@ void TestMainWindow::theLocalApiServerIsSwitchedFromTheMenuAndRemembered() {
 
 // File > Context Length…: the dialog's length reloads the model with it, the conversation goes on
 // in the new context, and the length is remembered for that model file. stories260K was trained
-// on 512 tokens; 4 conversations of 256 tokens in 16-token blocks make a pool of 64 blocks.
+// on 512 tokens; with the API server off the KV cache holds the chat alone: 512 tokens in
+// 16-token blocks make 32 blocks, 256 make 16.
 void TestMainWindow::theContextLengthIsChosenPerModelAndRemembered() {
     QTemporaryDir dir;
     const QString db = dir.filePath(QStringLiteral("chat.sqlite"));
@@ -386,7 +395,7 @@ void TestMainWindow::theContextLengthIsChosenPerModelAndRemembered() {
         window.show();
         KvBlocks blocks(window);
         QVERIFY(loadModel(window));
-        QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4u * 512 / 16, 10'000);  // automatic: the model's 512
+        QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 512u / 16, 10'000);  // automatic: the model's 512
         auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
         auto* context = window.findChild<QLabel*>(QStringLiteral("contextLabel"));
         window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(8);
@@ -409,9 +418,9 @@ void TestMainWindow::theContextLengthIsChosenPerModelAndRemembered() {
             dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)->click();
         });
         action->trigger();
-        // (640 bytes a token: 256 tokens x 4 x 640 = 640 KiB.)
-        QVERIFY2(shown.contains(QStringLiteral("640.0 KiB")), qPrintable(shown));
-        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready && blocks.total->load() == 64; },
+        // (640 bytes a token: 256 tokens x 640 = 160 KiB.)
+        QVERIFY2(shown.startsWith(QStringLiteral("KV cache: 160.0 KiB for the chat's 256 tokens")), qPrintable(shown));
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready && blocks.total->load() == 16; },
                                 kLoadTimeoutMs));
         QCOMPARE(preferences::contextLength(modelPath()), 256u);
         // The conversation is all there and goes on, now counted against 256 tokens.
@@ -428,23 +437,23 @@ void TestMainWindow::theContextLengthIsChosenPerModelAndRemembered() {
         window.show();
         KvBlocks blocks(window);
         QVERIFY(loadModel(window));
-        QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 64u, 10'000);
+        QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 16u, 10'000);
         window.setContextLength(0);  // back to automatic, for the other tests
-        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready && blocks.total->load() == 128; },
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready && blocks.total->load() == 32; },
                                 kLoadTimeoutMs));
         QCOMPARE(preferences::contextLength(modelPath()), 0u);
     }
 }
 
-// A length the model allows but the device cannot hold (a model that claims 2M tokens of trained
-// context; lavapipe's buffers reach 128 MiB) is refused on loading with the reason, and the model
+// A length the model allows but the device cannot hold (a model that claims 4M tokens of trained
+// context: 256 MiB for one layer's K, where lavapipe's buffers reach 128 MiB) is refused on loading with the reason, and the model
 // is loaded again with the length it had: nothing is lost, and the setting is what works.
 void TestMainWindow::aContextLengthThatCannotLoadGoesBackToTheOneThatDid() {
     QTemporaryDir dir;
     lantern::SyntheticShape shape;
     shape.name = "long-context";
     shape.vocab = 512;
-    shape.context_length = 1u << 21;
+    shape.context_length = 1u << 22;
     const QString path = dir.filePath(QStringLiteral("long-context.gguf"));
     lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32), path.toStdString(), 3);
     preferences::setDeviceSelector(QString());
@@ -454,7 +463,7 @@ void TestMainWindow::aContextLengthThatCannotLoadGoesBackToTheOneThatDid() {
     KvBlocks blocks(window);
     window.openModel(path, QStringLiteral("llvmpipe"));
     QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
-    QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4u * 4096 / 16, 10'000);  // automatic: 4096
+    QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4096u / 16, 10'000);  // automatic: 4096, the chat alone
 
     QString title, why;
     onNextDialog<QMessageBox>([&](QMessageBox* box) {
@@ -462,13 +471,13 @@ void TestMainWindow::aContextLengthThatCannotLoadGoesBackToTheOneThatDid() {
         why = box->informativeText();
         box->accept();
     });
-    window.setContextLength(1u << 21);
+    window.setContextLength(1u << 22);
     QVERIFY(QTest::qWaitFor([&] { return !title.isEmpty(); }, kLoadTimeoutMs));
-    QVERIFY2(title.contains(QStringLiteral("with a context of 2,097,152 tokens")), qPrintable(title));
+    QVERIFY2(title.contains(QStringLiteral("with a context of 4,194,304 tokens")), qPrintable(title));
     QVERIFY2(why.contains(QStringLiteral("lower the context")), qPrintable(why));
     QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
     QCOMPARE(preferences::contextLength(path), 0u);
-    QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4u * 4096 / 16, 10'000);
+    QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4096u / 16, 10'000);
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -259,6 +259,49 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // A KV cache with room for one conversation only (the app's while its API server is off): once
+    // the conversation outgrows the context and its oldest turns are dropped, the new prompt starts
+    // differently and needs a fresh sequence of nearly the whole context, while the old one holds
+    // the rest; it gets the room the old one held, and every reply is the one a roomy cache gives.
+    void a_conversation_that_drops_its_oldest_turns_fits_a_cache_of_one_conversation() {
+        const std::vector<std::string> lines{"Once upon a time there was a little girl named Lily.",
+                                             "She loved to play outside in the park with her friends.",
+                                             "One day she saw a big red ball under a tree.",
+                                             "She ran to get it, but a small dog took the ball.",
+                                             "The dog came back and dropped the ball at her feet.",
+                                             "They played together all day and became best friends."};
+        SamplingSettings s;
+        s.temperature = 0;
+        s.max_new_tokens = 24;
+        SettingsSlot slot(s);
+        auto quiet = [](const TokenEvent&) { return true; };
+        auto conversation = [&](uint32_t sequences, uint32_t* dropped, uint32_t* longest) {
+            EngineOptions o = options();
+            o.context_length = 128;
+            o.max_sequences = sequences;
+            auto e = Engine::load(model(), o);
+            ChatSession session(*e);
+            session.set_context_policy(ContextPolicy::DropOldestTurns);
+            std::vector<std::string> replies;
+            for (const std::string& line : lines) {
+                const TurnStats t = session.respond(line, slot, quiet);
+                if (t.changed_nothing) replies.push_back("(did not start: " + t.stop_reason + ")");
+                else replies.push_back(session.history().back().content);
+                *dropped += t.dropped_turns;
+                *longest = std::max(*longest, t.prompt_tokens + t.generated_tokens);
+            }
+            return replies;
+        };
+        uint32_t dropped = 0, longest = 0, dropped4 = 0, longest4 = 0;
+        const auto tight = conversation(1, &dropped, &longest);
+        QVERIFY2(dropped > 0, "the conversation outgrew the 128-token context");
+        QVERIFY2(longest > 64, qPrintable(QString::number(longest)));  // more than half the pool at once
+        const auto wide = conversation(4, &dropped4, &longest4);
+        QCOMPARE(tight, wide);
+        QCOMPARE(dropped, dropped4);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     // A reply cut at a token limit and continued is the reply written in one go (greedy): same
     // tokens, same text, and the next turn's prompt comes out the same; a reply reopened from disk
     // (text only) continues too. Continuing with nothing to continue is refused.

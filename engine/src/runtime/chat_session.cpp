@@ -115,11 +115,13 @@ struct ChatSession::Impl {
             }
         }
         // Start over on a fresh sequence: the prefix cache still supplies every full block that
-        // an earlier sequence (this conversation's previous one included) computed.
+        // an earlier sequence (this conversation's previous one included) computed. The old one
+        // goes first, its full blocks into that cache, so a KV pool sized for one conversation
+        // (the app's while its API server is off) has room for the new one.
+        drop_sequence();
         SequenceId fresh = engine.create_sequence();
         try {
             auto logits = engine.prefill(fresh, prompt, progress);
-            drop_sequence();
             seq = fresh;
             has_seq = true;
             stats.reused_tokens = engine.last_reused_tokens();
