@@ -338,10 +338,10 @@ int main(int argc, char** argv) {
         o.context_length = a.ctx;
         o.kv_f16 = !a.kv_f32;
         o.profile = a.profile;
+        o.max_sequences = 1;  // one conversation at a time: KV room for it alone
         if (!a.perplexity.empty()) {
             // One sequence whose steps return every token's logits; the chunk is the context.
             o.context_length = a.ctx ? a.ctx : std::min<uint32_t>(512, context_of(a.model));
-            o.max_sequences = 1;
             o.max_step_tokens = o.max_logit_rows = kPerplexityStep;
         }
         auto engine = Engine::load(a.model, o);
