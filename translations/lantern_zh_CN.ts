@@ -289,6 +289,10 @@
         <source>Preparing the model&apos;s kernels</source>
         <translation>准备模型的计算内核</translation>
     </message>
+    <message>
+        <source>there is no room on the device for its replies beside the chat (%1)</source>
+        <translation>设备上没有足够空间在聊天之外再容纳它的回复（%1）</translation>
+    </message>
 </context>
 <context>
     <name>KvBlockGrid</name>

@@ -77,36 +77,50 @@ void InferenceWorker::loadModel(const QString& path, const QString& deviceSelect
     loadedSelector_ = deviceSelector;
     loadedContext_ = contextLength;
     try {
-        lantern::EngineOptions options;
-        options.device_selector = deviceSelector.toStdString();
-        options.context_length = contextLength;
-        options.max_sequences = sequencesFor(apiWanted_);
-        engine_ = lantern::Engine::load(path.toStdString(), options);
-        session_ = std::make_unique<lantern::ChatSession>(*engine_);
-        session_->set_system_prompt(systemPrompt_);
-        session_->set_prompt_progress([this](uint32_t done, uint32_t total) { emit promptProgress(done, total); });
-
-        LoadReport report;
-        report.load_ms = engine_->load_ms();
-        report.pipelines_ms = engine_->pipelines_ms();
-        report.pipeline_cache_warm = engine_->pipeline_cache_was_warm();
-        report.context_length = engine_->context_length();
-        report.sequences = options.max_sequences;
-        loadedSequences_ = options.max_sequences;
-        report.chat_template = session_->has_chat_template();
-        report.template_name = QString::fromStdString(session_->template_name());
-        report.tokenizer_kind = QString::fromStdString(engine_->tokenizer().kind());
-        emit modelLoaded(engine_->model(), engine_->device(), report);
-        publishKvStats();
-        if (apiWanted_) openApiServer();
-        warmUpShape_ = 0;
-        warmUpMs_ = 0;
-        scheduleWarmUp();
+        try {
+            loadEngine(sequencesFor(apiWanted_));
+        } catch (const lantern::Error& e) {
+            if (!apiWanted_ || e.code() != lantern::ErrorCode::ModelTooLarge) throw;
+            // The chat alone may fit where the chat and the API's replies do not: that, without
+            // the server, rather than no model at all (said after the load, which says its own).
+            apiWanted_ = false;
+            loadEngine(sequencesFor(false));
+            emit apiServerFailed(tr("there is no room on the device for its replies beside the chat (%1)").arg(messageOf(e)));
+        }
     } catch (const std::exception& e) {
         session_.reset();
         engine_.reset();
+        loadedSequences_ = 0;
         emit loadFailed(messageOf(e));
     }
+}
+
+void InferenceWorker::loadEngine(quint32 sequences) {
+    lantern::EngineOptions options;
+    options.device_selector = loadedSelector_.toStdString();
+    options.context_length = loadedContext_;
+    options.max_sequences = sequences;
+    engine_ = lantern::Engine::load(loadedPath_.toStdString(), options);
+    session_ = std::make_unique<lantern::ChatSession>(*engine_);
+    session_->set_system_prompt(systemPrompt_);
+    session_->set_prompt_progress([this](uint32_t done, uint32_t total) { emit promptProgress(done, total); });
+    loadedSequences_ = sequences;
+
+    LoadReport report;
+    report.load_ms = engine_->load_ms();
+    report.pipelines_ms = engine_->pipelines_ms();
+    report.pipeline_cache_warm = engine_->pipeline_cache_was_warm();
+    report.context_length = engine_->context_length();
+    report.sequences = sequences;
+    report.chat_template = session_->has_chat_template();
+    report.template_name = QString::fromStdString(session_->template_name());
+    report.tokenizer_kind = QString::fromStdString(engine_->tokenizer().kind());
+    emit modelLoaded(engine_->model(), engine_->device(), report);
+    publishKvStats();
+    if (apiWanted_) openApiServer();
+    warmUpShape_ = 0;
+    warmUpMs_ = 0;
+    scheduleWarmUp();
 }
 
 void InferenceWorker::scheduleWarmUp() {

@@ -92,7 +92,9 @@ public slots:
     // (lantern/server.h) on 127.0.0.1:port (0 = any free port) until stopApiServer(). A model is
     // loaded with KV room for the chat alone while the API server is off, and for the chat and
     // the API's parallel replies while it is on (kSequencesWithApi): a model loaded without that
-    // room is loaded again with it first (reloadingModel, then modelLoaded). The chat and
+    // room is loaded again with it first (reloadingModel, then modelLoaded); where the device has
+    // room for the chat alone, the model is loaded for it and the server fails (apiServerFailed).
+    // The chat and
     // the API share the engine: API replies advance one engine step per pass of this thread's
     // event loop, so a chat turn waits at most one step, and API clients wait while a chat reply
     // is being written (this thread is busy with it).
@@ -157,6 +159,9 @@ private:
     std::unique_ptr<lantern::ApiServer> apiServer_;  // refers to engine_: reset before it
     QTimer* apiTimer_ = nullptr;                      // drives serveApi on this thread
     bool apiWanted_ = false;
+    // Loads loadedPath_ with KV room for `sequences` conversations and announces it (modelLoaded,
+    // the API server, the warm-up); throws what Engine::load throws.
+    void loadEngine(quint32 sequences);
     quint32 loadedSequences_ = 0;  // the loaded engine's KV room, in full-context conversations
     // What the last loadModel() was asked for (a reload asks for it again).
     QString loadedPath_, loadedSelector_;

@@ -131,6 +131,7 @@ private slots:
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
     void theContextLengthIsChosenPerModelAndRemembered();
     void aContextLengthThatCannotLoadGoesBackToTheOneThatDid();
+    void anApiServerWithoutRoomOnTheDeviceLeavesTheChatLoaded();
     void aFullContextOffersOnlyWhatCanWork();
     void stoppingWhileThePromptIsReadGivesTheMessageBack();
     void aReplacementThatCannotBeginLosesNothing();
@@ -478,6 +479,46 @@ void TestMainWindow::aContextLengthThatCannotLoadGoesBackToTheOneThatDid() {
     QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
     QCOMPARE(preferences::contextLength(path), 0u);
     QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4096u / 16, 10'000);
+}
+
+// Room on the device for the chat but not for the API server's replies beside it (a model that
+// claims 4M tokens of trained context, at 1M tokens: one layer's K takes 64 MiB for the chat, 256
+// MiB for 4 conversations, past lavapipe's 128 MiB buffers): switching the server on leaves the
+// chat's model loaded and says why the server did not start; so does a start with it on.
+void TestMainWindow::anApiServerWithoutRoomOnTheDeviceLeavesTheChatLoaded() {
+    QTemporaryDir dir;
+    lantern::SyntheticShape shape;
+    shape.name = "long-context";
+    shape.vocab = 512;
+    shape.context_length = 1u << 22;
+    const QString path = dir.filePath(QStringLiteral("long-context.gguf"));
+    lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32), path.toStdString(), 3);
+    preferences::setContextLength(path, 1u << 20);
+    preferences::setApiServerPort(0);
+    preferences::setApiServerEnabled(false);
+    for (bool onAtStart : {false, true}) {
+        preferences::setApiServerEnabled(onAtStart);
+        MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+        window.show();
+        KvBlocks blocks(window);
+        auto* action = window.findChild<QAction*>(QStringLiteral("apiServerAction"));
+        QCOMPARE(action->isChecked(), onAtStart);
+        window.openModel(path, QStringLiteral("llvmpipe"));
+        if (!onAtStart) {
+            QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+            QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), (1u << 20) / 16, 10'000);
+            action->trigger();
+        }
+        QVERIFY(QTest::qWaitFor([&] { return !action->isChecked(); }, kLoadTimeoutMs));
+        const QString said = window.statusBar()->currentMessage();
+        QVERIFY2(said.contains(QStringLiteral("no room on the device for its replies beside the chat")), qPrintable(said));
+        QVERIFY2(said.contains(QStringLiteral("lower the context")), qPrintable(said));
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+        QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), (1u << 20) / 16, 10'000);  // the chat's room
+        QVERIFY(!preferences::apiServerEnabled());
+        QVERIFY(window.findChild<QLabel*>(QStringLiteral("apiLabel"))->isHidden());
+    }
+    preferences::setContextLength(path, 0);
 }
 
 QTEST_MAIN(TestMainWindow)
