@@ -1,15 +1,34 @@
 #include "Language.h"
 
 #include <QCoreApplication>
+#include <QLibraryInfo>
 #include <QTranslator>
 
 namespace language {
 
 QStringList available() { return {QStringLiteral("zh_CN")}; }
 
-QTranslator* install(const QString& name) {
+namespace {
+QLocale localeFor(const QString& name) {
     QLocale locale = name.isEmpty() ? QLocale::system() : QLocale(name);
     if (locale.language() == QLocale::C) locale = QLocale(QLocale::English);  // LANG=C / POSIX
+    return locale;
+}
+}  // namespace
+
+QTranslator* installQtTranslation(const QString& name, QObject* parent) {
+    auto* qt = new QTranslator(parent);
+    if (!qt->load(localeFor(name), QStringLiteral("qtbase"), QStringLiteral("_"),
+                  QLibraryInfo::path(QLibraryInfo::TranslationsPath))) {
+        delete qt;
+        return nullptr;
+    }
+    QCoreApplication::installTranslator(qt);
+    return qt;
+}
+
+QTranslator* install(const QString& name) {
+    const QLocale locale = localeFor(name);
     // English is the source language; its file only supplies plural forms.
     auto* translator = new QTranslator(QCoreApplication::instance());
     // Finds lantern_zh_CN.qm for zh_CN (also zh_Hans_CN and the UI languages of the locale).
@@ -17,6 +36,9 @@ QTranslator* install(const QString& name) {
         delete translator;
         return nullptr;
     }
+    // Qt's own words (Cancel, Yes, the file dialog), in the same language; English needs none.
+    // Installed first: the last translator installed is asked first, so Lantern's texts win.
+    if (locale.language() != QLocale::English) installQtTranslation(name, translator);
     QCoreApplication::installTranslator(translator);
     return translator;
 }

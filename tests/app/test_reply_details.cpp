@@ -16,7 +16,7 @@ class TestReplyDetails : public QObject {
     Q_OBJECT
 private slots:
     void cleanup() {
-        if (installed_ != nullptr) QCoreApplication::removeTranslator(installed_);
+        delete installed_;  // removes it, and Qt's own installed with it
         installed_ = nullptr;
         QLocale::setDefault(QLocale::c());
     }

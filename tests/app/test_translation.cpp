@@ -1,5 +1,6 @@
 // The Simplified Chinese translation is compiled in, loads, translates what the user sees, and
 // leaves no message untranslated.
+#include <QDialogButtonBox>
 #include <QFile>
 #include <QLabel>
 #include <QPushButton>
@@ -17,6 +18,7 @@ private slots:
     void cleanup();
     void chineseTranslationLoadsAndTranslatesKnownStrings();
     void widgetsBuiltAfterwardsShowChinese();
+    void qtsOwnButtonsShowChineseToo();
     void everyMessageInTheTsFileIsTranslated();
     void englishHasItsPluralForms();
 
@@ -26,7 +28,7 @@ private:
 
 void TestTranslation::cleanup() {
     // Each test starts untranslated.
-    if (installed_ != nullptr) QCoreApplication::removeTranslator(installed_);
+    delete installed_;  // removes it, and Qt's own installed with it
     installed_ = nullptr;
 }
 
@@ -53,6 +55,23 @@ void TestTranslation::widgetsBuiltAfterwardsShowChinese() {
     bool used = false;
     for (const QLabel* label : kv.findChildren<QLabel*>()) used = used || label->text() == QStringLiteral("已用");
     QVERIFY(used);
+}
+
+// What Qt draws itself — the standard buttons of every dialog (Lantern's Context Length dialog,
+// the delete confirmation) — comes from Qt's own translation, installed with Lantern's.
+void TestTranslation::qtsOwnButtonsShowChineseToo() {
+    QDialogButtonBox english(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    QCOMPARE(english.button(QDialogButtonBox::Cancel)->text(), QStringLiteral("Cancel"));
+    installed_ = language::install(QStringLiteral("zh_CN"));
+    QVERIFY(installed_ != nullptr);
+    QDialogButtonBox chinese(QDialogButtonBox::Ok | QDialogButtonBox::Cancel | QDialogButtonBox::Yes);
+    QCOMPARE(chinese.button(QDialogButtonBox::Cancel)->text(), QStringLiteral("取消"));
+    QCOMPARE(chinese.button(QDialogButtonBox::Yes)->text().left(1), QStringLiteral("是"));
+    // Removing Lantern's translation removes Qt's with it.
+    delete installed_;
+    installed_ = nullptr;
+    QDialogButtonBox again(QDialogButtonBox::Cancel);
+    QCOMPARE(again.button(QDialogButtonBox::Cancel)->text(), QStringLiteral("Cancel"));
 }
 
 void TestTranslation::everyMessageInTheTsFileIsTranslated() {

@@ -90,6 +90,7 @@ void TestPackage::theDebIsNamedAndDescribedForApt() {
     for (const char* need : {"mesa-vulkan-drivers | vulkan-icd", "libqt6sql6-sqlite", "libvulkan1", "libsentencepiece0",
                              "libqt6widgets6", "libqt6charts6"})
         QVERIFY2(depends.contains(QLatin1String(need)), qPrintable(QStringLiteral("Depends lacks %1: %2").arg(need, depends)));
+    QCOMPARE(field("Recommends"), QStringLiteral("qt6-translations-l10n"));  // Qt's own words in Chinese
     QVERIFY2(field("Description").contains(QLatin1String("lantern-server")), qPrintable(field("Description")));
 }
 
