@@ -28,6 +28,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSaveFile>
+#include <QSet>
 #include <QStandardPaths>
 #include <QStandardItemModel>
 #include <QStatusBar>
@@ -595,13 +596,15 @@ void MainWindow::refreshModelPicker() {
     }
     // The thread fills its own list; the window takes it once the thread has finished.
     auto found = std::make_shared<QVector<model_library::Model>>();
-    modelScan_ = QThread::create([found, dir = preferences::modelsDirectory()] {
-        *found = model_library::find(model_library::sources(dir));
+    auto folders = std::make_shared<QStringList>();
+    modelScan_ = QThread::create([found, folders, dir = preferences::modelsDirectory()] {
+        *found = model_library::find(model_library::sources(dir), 20000, folders.get());
     });
-    connect(modelScan_, &QThread::finished, this, [this, found] {
+    connect(modelScan_, &QThread::finished, this, [this, found, folders] {
         modelScan_->deleteLater();
         modelScan_ = nullptr;
         scannedModels_ = std::move(*found);
+        watchModelFolders(*folders);
         modelsScanned_ = true;
         fillModelPicker();
         emit modelListChanged();
@@ -611,6 +614,23 @@ void MainWindow::refreshModelPicker() {
         }
     });
     modelScan_->start(QThread::LowPriority);
+}
+
+void MainWindow::watchModelFolders(const QStringList& folders) {
+    // Every folder the scan walked, so that a model another app downloads into a folder of its
+    // own (LM Studio's publisher/model/, a Hugging Face snapshot, an Ollama tag) shows up while
+    // Lantern runs; at most a couple of thousand, well within the system's watch limit.
+    const QStringList first = folders.mid(0, 2000);
+    const QSet<QString> wanted(first.begin(), first.end());
+    const QStringList current = modelsWatcher_->directories();
+    const QSet<QString> watched(current.begin(), current.end());
+    QStringList gone, added;
+    for (const QString& dir : current)
+        if (!wanted.contains(dir)) gone << dir;
+    for (const QString& dir : first)
+        if (!watched.contains(dir)) added << dir;
+    if (!gone.isEmpty()) modelsWatcher_->removePaths(gone);
+    if (!added.isEmpty()) modelsWatcher_->addPaths(added);
 }
 
 void MainWindow::fillModelPicker() {

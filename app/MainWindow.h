@@ -96,6 +96,7 @@ private:
     void setState(State state);
     void refreshModelPicker();  // scans the models folders on a thread, then fills the picker
     void fillModelPicker();     // from the last scan, with the loaded and last models
+    void watchModelFolders(const QStringList& folders);  // the folders the last scan walked
     void refreshConversationList();
     // What to call the model file at `path`: its file name, or the name the app that downloaded
     // it gives it where the file name is only a digest (Ollama).

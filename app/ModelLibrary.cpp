@@ -91,12 +91,14 @@ namespace {
 // Calls `file` for each file in the folders below `root`, level by level to `depth` levels (a
 // cache folder can be deep), by name within a folder (so that which of two links to one file is
 // listed does not depend on the file system's order), for at most `maxEntries` entries.
-void walk(const QString& root, int depth, int maxEntries, const std::function<void(const QFileInfo&)>& file) {
+void walk(const QString& root, int depth, int maxEntries, QStringList* folders,
+          const std::function<void(const QFileInfo&)>& file) {
     QVector<QString> level{root};
     int visited = 0;
     for (int d = 1; d <= depth && !level.isEmpty() && visited < maxEntries; ++d) {
         QVector<QString> next;
         for (const QString& dir : level) {
+            if (folders != nullptr && QFileInfo(dir).isDir()) *folders << dir;
             const QFileInfoList entries =
                 QDir(dir).entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot | QDir::Readable, QDir::Name);
             for (const QFileInfo& info : entries) {
@@ -151,7 +153,7 @@ QString ollamaModelBlob(const QString& store, const QFileInfo& manifest) {
 
 }  // namespace
 
-QVector<Model> find(const QVector<Source>& sources, int maxEntries) {
+QVector<Model> find(const QVector<Source>& sources, int maxEntries, QStringList* folders) {
     QVector<Model> models;
     QSet<QString> seen;  // real paths
     for (const Source& source : sources) {
@@ -160,7 +162,7 @@ QVector<Model> find(const QVector<Source>& sources, int maxEntries) {
         if (source.layout == Source::Layout::OllamaManifests) {
             const QString manifests = root + QStringLiteral("/manifests");
             QHash<QString, int> byBlob;  // real path -> index in `here`
-            walk(manifests, source.depth, maxEntries, [&](const QFileInfo& manifest) {
+            walk(manifests, source.depth, maxEntries, folders, [&](const QFileInfo& manifest) {
                 const QString name = ollamaName(manifests, manifest);
                 const QString blob = name.isEmpty() ? QString() : ollamaModelBlob(root, manifest);
                 const QString real = blob.isEmpty() ? QString() : QFileInfo(blob).canonicalFilePath();
@@ -180,7 +182,7 @@ QVector<Model> find(const QVector<Source>& sources, int maxEntries) {
             models += here;
             continue;
         }
-        walk(root, source.depth, maxEntries, [&](const QFileInfo& info) {
+        walk(root, source.depth, maxEntries, folders, [&](const QFileInfo& info) {
             const QString name = info.fileName();
             if (!name.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive)) return;
             if (name.startsWith(QLatin1String("mmproj"), Qt::CaseInsensitive)) return;

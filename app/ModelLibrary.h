@@ -4,6 +4,7 @@
 // already on disk is not downloaded again for Lantern.
 #pragma once
 #include <QString>
+#include <QStringList>
 #include <QVector>
 #include <cstdint>
 
@@ -41,8 +42,9 @@ QVector<Source> sources(const QString& lanternDir);
 // an Ollama model is its model layer's blob, named as Ollama names it ("llama3.2:1b",
 // "hf.co/org/repo:Q4_K_M"; of several tags of one blob, the first that is not "latest"). Each
 // says its architecture (lantern::gguf_architecture: the head of the file only). Bounded: a folder
-// tree of more than `maxEntries` entries is not walked further.
-QVector<Model> find(const QVector<Source>& sources, int maxEntries = 20000);
+// tree of more than `maxEntries` entries is not walked further. `folders`, when given, receives
+// every folder walked — where a model another app downloads next would appear — for a watcher.
+QVector<Model> find(const QVector<Source>& sources, int maxEntries = 20000, QStringList* folders = nullptr);
 
 // Bytes of a model file, all parts of a split model together.
 uint64_t modelBytes(const QString& path);

@@ -128,6 +128,7 @@ private slots:
     void splitModelsAreListedOnceWithTheirWholeSize();
     void modelsOtherAppsDownloadedAreListedWithTheirApp();
     void anOllamaModelIsListedByItsOllamaNameAndOpens();
+    void aModelDownloadedIntoAnotherAppsFolderAppearsWhileTheWindowIsOpen();
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
     void theContextLengthIsChosenPerModelAndRemembered();
     void aContextLengthThatCannotLoadGoesBackToTheOneThatDid();
@@ -585,6 +586,36 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     QVERIFY2(q > 0 && picker->itemText(q).startsWith(QStringLiteral("qwen  (")), qPrintable(items.join(QStringLiteral(" | "))));
     QVERIFY(!entries->item(q)->isEnabled());
     QVERIFY(picker->itemData(q, Qt::ToolTipRole).toString().contains(QStringLiteral("Llama-architecture models; this one is qwen2")));
+}
+
+// A model another app downloads while Lantern runs, into a folder below the top of its store (a
+// Hugging Face snapshot), joins the picker: the window watches every folder its scan walked.
+void TestMainWindow::aModelDownloadedIntoAnotherAppsFolderAppearsWhileTheWindowIsOpen() {
+    QTemporaryDir hub;
+    const QString snapshot = hub.filePath(QStringLiteral("models--someone--tiny-GGUF/snapshots/0123"));
+    QVERIFY(QDir().mkpath(snapshot));
+    QFile first(snapshot + QStringLiteral("/tiny-Q8_0.gguf"));
+    QVERIFY(first.open(QIODevice::WriteOnly));
+    first.write(QByteArray(100, 'x'));
+    first.close();
+    const QByteArray before = qgetenv("HF_HUB_CACHE");
+    qputenv("HF_HUB_CACHE", QFile::encodeName(hub.path()));
+    QTemporaryDir dir;
+    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    QSignalSpy listed(&window, &MainWindow::modelListChanged);
+    QVERIFY(listed.wait(30000));
+    auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
+    QVERIFY(picker->findText(QStringLiteral("tiny-Q8_0  (100 B · Hugging Face)")) > 0);
+    QCOMPARE(picker->findText(QStringLiteral("tiny-Q4_K_M  (200 B · Hugging Face)")), -1);
+
+    QFile second(snapshot + QStringLiteral("/tiny-Q4_K_M.gguf"));  // the next download, same snapshot
+    QVERIFY(second.open(QIODevice::WriteOnly));
+    second.write(QByteArray(200, 'x'));
+    second.close();
+    const bool appeared = QTest::qWaitFor(
+        [&] { return picker->findText(QStringLiteral("tiny-Q4_K_M  (200 B · Hugging Face)")) > 0; }, 30000);
+    if (before.isEmpty()) qunsetenv("HF_HUB_CACHE"); else qputenv("HF_HUB_CACHE", before);
+    QVERIFY2(appeared, "the new file in a snapshot folder was listed");
 }
 
 // Ollama's store names its blobs by digest; the picker lists the model by Ollama's name, and it

@@ -58,7 +58,17 @@ private slots:
         for (const auto& s : sources) names << s.name;
         QCOMPARE(names, (QStringList{"", "LM Studio", "GPT4All", "Jan", "llama.cpp", "Hugging Face"}));
 
-        const QVector<Model> models = model_library::find(sources);
+        QStringList folders;
+        const QVector<Model> models = model_library::find(sources, 20000, &folders);
+        // The folders walked, for the window's watcher: where the next download would land.
+        for (const char* walked : {"lantern", "lantern/family", "lantern/linked",
+                                   ".lmstudio/models/lmstudio-community/Llama-3.2-1B-Instruct-GGUF",
+                                   ".cache/huggingface/hub/models--TheBloke--TinyLlama-GGUF/snapshots/rev2"})
+            QVERIFY2(folders.contains(path(QString::fromLatin1(walked))), walked);
+        for (const QString& folder : folders) {
+            QVERIFY2(!folder.contains(QStringLiteral("/.locks")), qPrintable(folder));  // hidden: not walked
+            QVERIFY2(!folder.endsWith(QStringLiteral("/r/1/2/3")), qPrintable(folder));  // below the 5 levels
+        }
         QStringList got;
         for (const Model& m : models)
             got << QStringLiteral("%1|%2|%3").arg(m.source, QDir(home_->path()).relativeFilePath(m.path)).arg(m.bytes);
