@@ -64,6 +64,16 @@
     </message>
 </context>
 <context>
+    <name>ModelInfoPanel</name>
+    <message numerus="yes">
+        <source>KV room for %n conversation(s)</source>
+        <translation>
+            <numerusform>KV room for %n conversation</numerusform>
+            <numerusform>KV room for %n conversations</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>ReplyDetails</name>
     <message numerus="yes">
         <source>%Ln token(s)</source>

@@ -1058,6 +1058,16 @@ Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
         <source>none — completion mode (your text is continued)</source>
         <translation>无 — 补全模式（续写你的文字）</translation>
     </message>
+    <message numerus="yes">
+        <source>KV room for %n conversation(s)</source>
+        <translation>
+            <numerusform>KV 空间可容纳 %n 个对话</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>KV room for the chat</source>
+        <translation>KV 空间仅供聊天</translation>
+    </message>
 </context>
 <context>
     <name>OpBars</name>

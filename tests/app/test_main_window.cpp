@@ -47,6 +47,7 @@
 #include "chat/ChatModel.h"
 #include "chat/ChatView.h"
 #include "chat/ConversationStore.h"
+#include "panels/ModelInfoPanel.h"
 #include "panels/PerformancePanel.h"
 #include "panels/SamplingPanel.h"
 #include "test_support.h"
@@ -353,6 +354,9 @@ void TestMainWindow::theLocalApiServerIsSwitchedFromTheMenuAndRemembered() {
         // With the server off, the KV cache holds the chat alone (512 tokens, 32 blocks); switched
         // on, the model is loaded again with room for the server's 3 parallel replies too.
         QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 32u, 10'000);
+        auto* info = window.findChild<ModelInfoPanel*>();
+        QVERIFY2(info->valueText(QStringLiteral("context")).endsWith(QStringLiteral(" · KV room for the chat")),
+                 qPrintable(info->valueText(QStringLiteral("context"))));
         auto* action = window.findChild<QAction*>(QStringLiteral("apiServerAction"));
         auto* label = window.findChild<QLabel*>(QStringLiteral("apiLabel"));
         QVERIFY(action && label);
@@ -362,6 +366,8 @@ void TestMainWindow::theLocalApiServerIsSwitchedFromTheMenuAndRemembered() {
         QTRY_VERIFY_WITH_TIMEOUT(label->isVisible(), 60'000);
         QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4u * 32, 10'000);
         QCOMPARE(window.state(), MainWindow::State::Ready);
+        QVERIFY2(info->valueText(QStringLiteral("context")).contains(QStringLiteral("KV room for 4 conversation")),
+                 qPrintable(info->valueText(QStringLiteral("context"))));
         QVERIFY2(label->text().contains(QString::number(port)), qPrintable(label->text()));
         const auto models = lantern::test::http_call(port, lantern::test::http_request("GET", "/v1/models"));
         QCOMPARE(models.status, 200);
