@@ -12,25 +12,13 @@
 
 #include "ContextLengthDialog.h"
 #include "Language.h"
+#include "test_support.h"
 
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
 
-lantern::ModelInfo llama2_7b() {
-    lantern::ModelInfo m;
-    m.name = "Llama 2 7B Chat";
-    m.n_layers = 32;
-    m.dim = 4096;
-    m.n_heads = 32;
-    m.n_kv_heads = 32;
-    m.head_dim = 128;
-    m.ffn_dim = 11008;
-    m.vocab = 32000;
-    m.context_length = 4096;
-    m.file_bytes = 3891 * kMiB;  // Q4_K_M
-    return m;
-}
+lantern::ModelInfo llama2_7b() { return lantern::test::llama2_7b_shape(3891 * kMiB); }  // Q4_K_M
 
 lantern::DeviceInfo card(uint64_t memory, uint64_t bufferRange = 4096 * kMiB) {
     lantern::DeviceInfo d;

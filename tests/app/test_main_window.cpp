@@ -108,6 +108,18 @@ void onNextDialog(const std::function<void(T*)>& act) {
     timer->start();
 }
 
+// A stories-sized random model that claims 4M tokens of trained context, so lengths past what
+// lavapipe holds are the device's to refuse (64 bytes of K per token and layer).
+QString writeLongContextModel(const QTemporaryDir& dir) {
+    lantern::SyntheticShape shape;
+    shape.name = "long-context";
+    shape.vocab = 512;
+    shape.context_length = 1u << 22;
+    const QString path = dir.filePath(QStringLiteral("long-context.gguf"));
+    lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32), path.toStdString(), 3);
+    return path;
+}
+
 // The KV pool's blocks, as the worker last reported them (its capacity follows the context).
 struct KvBlocks {
     std::shared_ptr<std::atomic<uint32_t>> total = std::make_shared<std::atomic<uint32_t>>(0);
@@ -453,17 +465,12 @@ void TestMainWindow::theContextLengthIsChosenPerModelAndRemembered() {
     }
 }
 
-// A length the model allows but the device cannot hold (a model that claims 4M tokens of trained
-// context: 256 MiB for one layer's K, where lavapipe's buffers reach 128 MiB) is refused on loading with the reason, and the model
-// is loaded again with the length it had: nothing is lost, and the setting is what works.
+// A length the model allows but the device cannot hold (4M tokens: 256 MiB for one layer's K,
+// where lavapipe's buffers reach 128 MiB) is refused on loading with the reason, and the model is
+// loaded again with the length it had: nothing is lost, and the setting is what works.
 void TestMainWindow::aContextLengthThatCannotLoadGoesBackToTheOneThatDid() {
     QTemporaryDir dir;
-    lantern::SyntheticShape shape;
-    shape.name = "long-context";
-    shape.vocab = 512;
-    shape.context_length = 1u << 22;
-    const QString path = dir.filePath(QStringLiteral("long-context.gguf"));
-    lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32), path.toStdString(), 3);
+    const QString path = writeLongContextModel(dir);
     preferences::setDeviceSelector(QString());
 
     MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
@@ -488,18 +495,13 @@ void TestMainWindow::aContextLengthThatCannotLoadGoesBackToTheOneThatDid() {
     QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4096u / 16, 10'000);
 }
 
-// Room on the device for the chat but not for the API server's replies beside it (a model that
-// claims 4M tokens of trained context, at 1M tokens: one layer's K takes 64 MiB for the chat, 256
-// MiB for 4 conversations, past lavapipe's 128 MiB buffers): switching the server on leaves the
+// Room on the device for the chat but not for the API server's replies beside it (at 1M tokens,
+// one layer's K takes 64 MiB for the chat, 256 MiB for 4 conversations, past lavapipe's 128 MiB
+// buffers): switching the server on leaves the
 // chat's model loaded and says why the server did not start; so does a start with it on.
 void TestMainWindow::anApiServerWithoutRoomOnTheDeviceLeavesTheChatLoaded() {
     QTemporaryDir dir;
-    lantern::SyntheticShape shape;
-    shape.name = "long-context";
-    shape.vocab = 512;
-    shape.context_length = 1u << 22;
-    const QString path = dir.filePath(QStringLiteral("long-context.gguf"));
-    lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32), path.toStdString(), 3);
+    const QString path = writeLongContextModel(dir);
     preferences::setContextLength(path, 1u << 20);
     preferences::setApiServerPort(0);
     preferences::setApiServerEnabled(false);

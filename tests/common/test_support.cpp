@@ -141,6 +141,22 @@ EngineOptions validated_engine_options() {
     return o;
 }
 
+ModelInfo llama2_7b_shape(uint64_t file_bytes) {
+    ModelInfo m;
+    m.name = "Llama 2 7B";
+    m.architecture = "llama";
+    m.n_layers = 32;
+    m.dim = 4096;
+    m.n_heads = 32;
+    m.n_kv_heads = 32;
+    m.head_dim = 128;
+    m.ffn_dim = 11008;
+    m.vocab = 32000;
+    m.context_length = 4096;
+    m.file_bytes = file_bytes;
+    return m;
+}
+
 QJsonObject stories_reference() {
     QFile f(QString::fromStdString(shared_path("reference/stories260K_reference.json")));
     if (!f.open(QIODevice::ReadOnly)) throw Error(ErrorCode::Io, "cannot read the stories260K reference JSON");

@@ -50,6 +50,11 @@ vk::ContextOptions validated_options();  // for tests that create their own engi
 // Engine options with validation on and every message going to validation_log().
 EngineOptions validated_engine_options();
 
+// Llama 2 7B's shape (32 layers of 4096, 32 heads and KV heads of 128, FFN 11008, vocab 32000,
+// trained on 4096 tokens) as a file of `file_bytes` would describe it: for memory plans of a model
+// too big to load here.
+ModelInfo llama2_7b_shape(uint64_t file_bytes);
+
 // ../shared/reference/stories260K_reference.json, and a JSON array of token ids as a vector.
 QJsonObject stories_reference();
 std::vector<int32_t> token_ids(const QJsonArray& array);

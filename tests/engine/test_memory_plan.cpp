@@ -114,17 +114,8 @@ private slots:
     }
 
     void aModelPastTheDevicesMemoryIsRefusedWithItsFigures() {
-        // Llama 2 7B's shape from a 6.7 GiB Q6_K-sized file, on an 8 GiB card.
-        ModelInfo m;
-        m.n_layers = 32;
-        m.dim = 4096;
-        m.n_heads = 32;
-        m.n_kv_heads = 32;
-        m.head_dim = 128;
-        m.ffn_dim = 11008;
-        m.vocab = 32000;
-        m.context_length = 4096;
-        m.file_bytes = 6800 * kMiB;
+        // Llama 2 7B's shape from a 6.6 GiB Q6_K-sized file, on an 8 GiB card.
+        const ModelInfo m = test::llama2_7b_shape(6800 * kMiB);
         DeviceInfo card;
         card.name = "Test GPU";
         card.device_local_bytes = 8192 * kMiB;
