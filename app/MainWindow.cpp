@@ -521,6 +521,14 @@ void MainWindow::connectWorker() {
     // Results: queued back to this (UI) thread, carrying values.
     connect(worker_, &InferenceWorker::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(worker_, &InferenceWorker::reloadingModel, this, &MainWindow::onModelReloading);
+    connect(worker_, &InferenceWorker::continueRoomMeasured, this, [this](bool fits, bool fitsDropping) {
+        // For the conversation just restored: a reply that filled a shorter context may go on in
+        // a longer one, one reopened from disk may have no room left.
+        const int row = continuableRow();
+        if (row < 0) return;
+        chatModel_->setRoomToContinue(row, fits, fitsDropping);
+        updateContinueButton();
+    });
     connect(worker_, &InferenceWorker::loadFailed, this, &MainWindow::onLoadFailed);
     connect(worker_, &InferenceWorker::modelUnloaded, this, &MainWindow::onModelUnloaded);
     connect(worker_, &InferenceWorker::modelWarmedUp, performancePanel_, &PerformancePanel::setWarmUp);

@@ -17,8 +17,8 @@ struct ChatMessage {
     bool streaming = false;  // being generated right now
     qint64 store_id = -1;    // ConversationStore message id, -1 when not stored (notices)
     // A reply's room for Continue (lantern::TurnStats::can_continue): as the conversation stands,
-    // and once the oldest turns are dropped. Not stored: a reply reopened from disk offers
-    // Continue, and a continuation without room says so and changes nothing.
+    // and once the oldest turns are dropped. Not stored: worked out again for the last reply
+    // whenever the conversation is given to a model (ChatSession::continue_room).
     bool roomToContinue = true;
     bool roomToContinueDropping = true;
     // The model no longer sees it: dropped to make room in the context (DropOldestTurns). Shown

@@ -164,6 +164,9 @@ void InferenceWorker::restoreConversation(const QStringList& roles, const QStrin
             turns.push_back({roles[i].toStdString(), contents[i].toStdString()});
         session_->restore(turns);
         publishKvStats();
+        // Whether its last reply can be continued in this model's context (a dry run).
+        const lantern::ChatSession::ContinueRoom room = session_->continue_room();
+        emit continueRoomMeasured(room.fits, room.fits_dropping);
     } catch (const std::exception& e) {
         reportFailure(tr("Could not start a new conversation"), e);
     }

@@ -121,6 +121,9 @@ signals:
     void tokensGenerated(const TokenBatch& batch);
     void turnFinished(const lantern::TurnStats& stats);
     void messageMeasured(quint64 request, const lantern::MessageFit& fit);
+    // After restoreConversation: whether Continue has room for more of the last reply, as the
+    // conversation stands and once the oldest turns are dropped (ChatSession::continue_room).
+    void continueRoomMeasured(bool fits, bool fitsDropping);
     void kvStatsChanged(const KvSnapshot& snapshot);
     void attentionCaptured(const lantern::AttentionSnapshot& snapshot);
     // Where one step's time went (requestStepProfile), and the position of its token.

@@ -147,6 +147,7 @@ private slots:
     void aContextLengthThatCannotLoadGoesBackToTheOneThatDid();
     void anApiServerWithoutRoomOnTheDeviceLeavesTheChatLoaded();
     void aFullContextOffersOnlyWhatCanWork();
+    void continueIsOfferedWhenTheContextHasRoomAgain();
     void stoppingWhileThePromptIsReadGivesTheMessageBack();
     void aReplacementThatCannotBeginLosesNothing();
     void theInputSaysHowLongAMessageIsAndWhetherItFits();
@@ -463,6 +464,44 @@ void TestMainWindow::theContextLengthIsChosenPerModelAndRemembered() {
                                 kLoadTimeoutMs));
         QCOMPARE(preferences::contextLength(modelPath()), 0u);
     }
+}
+
+// A reply that filled a 256-token context: no Continue, also once reopened from disk (room is
+// worked out again for the conversation the model is given, not assumed); in a 512-token context
+// the same reply can go on.
+void TestMainWindow::continueIsOfferedWhenTheContextHasRoomAgain() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(QStringLiteral("chat.sqlite"));
+    preferences::setContextLength(modelPath(), 256);
+    const bool dropWas = preferences::dropOldestTurns();
+    preferences::setDropOldestTurns(false);  // room as the conversation stands, nothing dropped
+    {
+        MainWindow window(db);
+        window.show();
+        QVERIFY(loadModel(window));
+        window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(0);  // no limit but the context
+        auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
+        QTest::keyClicks(input, QStringLiteral("Once upon a time"));
+        QTest::keyClick(input, Qt::Key_Return);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        QVERIFY(!window.findChild<QPushButton*>(QStringLiteral("continueButton"))->isEnabled());
+    }
+    {
+        MainWindow window(db);  // reopens the conversation
+        window.show();
+        QVERIFY(loadModel(window));
+        auto* continueButton = window.findChild<QPushButton*>(QStringLiteral("continueButton"));
+        QVERIFY(window.findChild<ChatView*>()->model()->rowCount() >= 2);
+        QTRY_VERIFY2_WITH_TIMEOUT(!continueButton->isEnabled() &&
+                                      continueButton->toolTip().contains(QStringLiteral("no room left")),
+                                  "the reopened reply filled the context", 10'000);
+        window.setContextLength(512);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+        QTRY_VERIFY_WITH_TIMEOUT(continueButton->isEnabled(), 10'000);
+        window.setContextLength(0);
+        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+    }
+    preferences::setDropOldestTurns(dropWas);
 }
 
 // A length the model allows but the device cannot hold (4M tokens: 256 MiB for one layer's K,

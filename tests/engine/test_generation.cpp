@@ -462,6 +462,24 @@ private slots:
         QCOMPARE(r.stop_reason, std::string("context_full"));
         QVERIFY2(!r.changed_nothing, "a reply that filled the context wrote tokens");
         QVERIFY(!r.can_continue);
+
+        // continue_room() says the same without a turn: for the session that wrote them, and for a
+        // session given the conversation afterwards (reopened, or another context).
+        QVERIFY(!near.continue_room().fits);
+        ChatSession reopened(*e);
+        reopened.set_context_policy(ContextPolicy::Stop);
+        reopened.restore(near.history());
+        QVERIFY(!reopened.continue_room().fits && !reopened.continue_room().fits_dropping);
+        reopened.restore({near.history()[0], {"assistant", " there was a cat."}});
+        QVERIFY(reopened.continue_room().fits);
+        reopened.restore({near.history()[0]});  // no reply to continue
+        QVERIFY(!reopened.continue_room().fits);
+        EngineOptions longer = options();
+        longer.context_length = 128;
+        auto wide = Engine::load(model(), longer);
+        ChatSession roomier(*wide);
+        roomier.restore(near.history());
+        QVERIFY2(roomier.continue_room().fits, "the reply that filled 64 tokens goes on in 128");
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

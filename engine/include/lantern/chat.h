@@ -118,6 +118,16 @@ public:
     // all of them by default.
     MessageFit measure(const std::string& user_text, size_t keep_messages = SIZE_MAX) const;
 
+    // Whether continue_reply() has room for more of the last reply as the conversation stands,
+    // and once the oldest turns are dropped — what the turn that wrote it said in TurnStats
+    // (can_continue, can_continue_dropping), worked out again (a dry run, as measure() is) for a
+    // conversation restored since or a context of another length. Both false without a last reply.
+    struct ContinueRoom {
+        bool fits = false;
+        bool fits_dropping = false;
+    };
+    ContinueRoom continue_room() const;
+
     const std::vector<ChatTurn>& history() const;
     void reset();  // forget the conversation (cached KV blocks stay reusable)
     // Replaces the conversation with `turns` ("user"/"assistant"; other roles are ignored — the

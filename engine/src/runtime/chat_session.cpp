@@ -331,6 +331,14 @@ MessageFit ChatSession::measure(const std::string& user_text, size_t keep_messag
     return out;
 }
 
+ChatSession::ContinueRoom ChatSession::continue_room() const {
+    ContinueRoom room;
+    if (impl_->messages.empty() || impl_->messages.back().role != ChatRole::Assistant) return room;
+    room.fits = impl_->fit_prompt(true, ContextPolicy::Stop).fits;
+    room.fits_dropping = room.fits || impl_->fit_prompt(true, ContextPolicy::DropOldestTurns).fits;
+    return room;
+}
+
 const std::vector<ChatTurn>& ChatSession::history() const { return impl_->turns; }
 
 void ChatSession::reset() {
