@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lantern/engine.h"
+#include "lantern/memory_plan.h"
 #include "lantern/error.h"
 #include "lantern/gguf.h"
 #include "lantern/rooflines.h"
@@ -427,6 +428,23 @@ void bench_model(const std::string& path, const std::string& label, const Option
         }
         std::printf("  weights read per token: %.1f MiB\n", m.decode_read_bytes / 1048576.0);
     }
+
+    // What the model takes on the device, as Engine::load planned it before allocating
+    // (lantern/memory_plan.h): the weights as stored in the file, the KV cache this run asked for,
+    // the largest step's work.
+    const MemoryPlan plan = plan_memory(m, engine->device(), eo);
+    const uint64_t heap = engine->device().device_local_bytes;
+    std::printf("memory %s: weights %.1f MiB + KV cache %.2f MiB (%u tokens x %u sequence%s) + work %.2f MiB = "
+                "%.1f MiB, %.1f %% of the device's %.0f MiB\n",
+                label.c_str(), plan.weight_bytes / 1048576.0, plan.kv_bytes / 1048576.0, plan.context_length,
+                plan.sequences, plan.sequences == 1 ? "" : "s", plan.work_bytes / 1048576.0, plan.total_bytes() / 1048576.0,
+                heap ? 100.0 * plan.total_bytes() / heap : 0.0, heap / 1048576.0);
+    if (o.json)
+        std::printf("{\"model\":\"%s\",\"test\":\"memory\",\"weight_bytes\":%llu,\"kv_bytes\":%llu,\"work_bytes\":%llu,"
+                    "\"context_tokens\":%u,\"sequences\":%u,\"device_bytes\":%llu}\n",
+                    label.c_str(), static_cast<unsigned long long>(plan.weight_bytes),
+                    static_cast<unsigned long long>(plan.kv_bytes), static_cast<unsigned long long>(plan.work_bytes),
+                    plan.context_length, plan.sequences, static_cast<unsigned long long>(heap));
 }
 
 }  // namespace
