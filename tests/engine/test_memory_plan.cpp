@@ -83,7 +83,13 @@ private slots:
         // One layer: 64 blocks x 16 tokens x 32 values x 2 bytes; K and V of 5 layers.
         QCOMPARE(plan.kv_layer_bytes, 64ull * 16 * 32 * 2);
         QCOMPARE(plan.kv_bytes, 2ull * 5 * 64 * 16 * 32 * 2);
-        QCOMPARE(plan.weight_bytes, engine->model().file_bytes);
+        // The weights as the loaded engine holds them on the device; before loading, the file's size.
+        QVERIFY(engine->model().weight_bytes > 0);
+        QCOMPARE(plan.weight_bytes, engine->model().weight_bytes);
+        ModelInfo before_loading = engine->model();
+        before_loading.weight_bytes = 0;
+        QCOMPARE(plan_memory(before_loading, engine->device(), with_context(256)).weight_bytes,
+                 engine->model().file_bytes);
         // The engine's own account of its pool: the same blocks, the same bytes (no rounding here:
         // 65536-byte layers are already whole 256-byte units).
         const KvStats stats = engine->kv_stats();

@@ -20,7 +20,9 @@ struct MemoryPlan {
     uint32_t context_length = 0;  // per sequence: EngineOptions::context_length within the trained context
     uint32_t sequences = 0;       // sequences the KV pool holds at full context (EngineOptions::max_sequences)
     uint32_t kv_blocks = 0;       // the pool's blocks, EngineOptions::kv_block_tokens tokens each
-    uint64_t weight_bytes = 0;    // the GGUF file's size: the weights take at most this on the device
+    // The weights on the device: ModelInfo::weight_bytes where known (a loaded model's), else the
+    // GGUF file's size (before loading; K-quants then take up to a third more once repacked).
+    uint64_t weight_bytes = 0;
     uint64_t kv_bytes = 0;        // the whole KV pool, every layer's K and V
     uint64_t kv_layer_bytes = 0;  // one layer's K (or V) cache, which one storage-buffer view must reach
     uint64_t work_bytes = 0;      // activations and logits of the largest step
@@ -32,7 +34,7 @@ struct MemoryPlan {
     bool fits() const { return refusal.empty(); }
 };
 
-// `model` as Engine::model() reports it (its shape, trained context and file_bytes are used),
+// `model` as Engine::model() reports it (its shape, trained context and weight or file bytes are used),
 // `device` as list_devices() or Engine::device() does. Throws Error(InvalidArgument) for options
 // Engine::load would refuse as such (a KV budget smaller than one block).
 MemoryPlan plan_memory(const ModelInfo& model, const DeviceInfo& device, const EngineOptions& options);

@@ -40,7 +40,9 @@ MemoryPlan plan_memory(const ModelInfo& m, const DeviceInfo& device, const Model
                                  limits.block_tokens;
     p.sequences = static_cast<uint32_t>(limits.kv_blocks / std::max<uint64_t>(1, per_context));
     p.kv_blocks = limits.kv_blocks;
-    p.weight_bytes = m.file_bytes;
+    // What the weights take on the device once loaded (a loaded model's ModelInfo says; K-quants are
+    // repacked larger than the file), else the file's size.
+    p.weight_bytes = m.weight_bytes ? m.weight_bytes : m.file_bytes;
     // Rounded up to 256 bytes: the layers' caches lie side by side in buffers, and each must start
     // where any device lets a view start.
     const uint64_t kv_dim = static_cast<uint64_t>(m.n_kv_heads) * m.head_dim;
