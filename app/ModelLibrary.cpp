@@ -161,6 +161,8 @@ QVector<Model> find(const QVector<Source>& sources, int maxEntries, QStringList*
         const QString root = QDir(source.dir).absolutePath();
         if (source.layout == Source::Layout::OllamaManifests) {
             const QString manifests = root + QStringLiteral("/manifests");
+            // The store itself too: a first pull makes manifests/ there.
+            if (folders != nullptr) *folders << root;
             QHash<QString, int> byBlob;  // real path -> index in `here`
             walk(manifests, source.depth, maxEntries, folders, [&](const QFileInfo& manifest) {
                 const QString name = ollamaName(manifests, manifest);

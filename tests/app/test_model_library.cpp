@@ -148,6 +148,14 @@ private slots:
                           "Ollama|llava:7b|sha256-" + b + "|2000",
                       }));
 
+        // The folders to watch: the store (where a first pull makes manifests/) and every manifest
+        // folder down to the tags.
+        QStringList folders;
+        model_library::find(model_library::sources(path("lantern-none")), 20000, &folders);
+        for (const char* walked : {".ollama/models", ".ollama/models/manifests/registry.ollama.ai/library/llama3.2",
+                                   ".ollama/models/manifests/hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF"})
+            QVERIFY2(folders.contains(path(QString::fromLatin1(walked))), walked);
+
         // Moved, as Ollama's OLLAMA_MODELS moves it.
         QVERIFY(QDir().mkpath(path("big-disk")));
         QVERIFY(QDir().rename(path(store), path("big-disk/ollama")));
