@@ -179,26 +179,24 @@ QVector<Model> find(const QVector<Source>& sources, int maxEntries, QStringList*
                 byBlob.insert(real, static_cast<int>(here.size()));
                 here.push_back({blob, source.name, static_cast<uint64_t>(QFileInfo(blob).size()), architectureOf(blob), name});
             });
-            std::sort(here.begin(), here.end(),
-                      [](const Model& a, const Model& b) { return a.name.compare(b.name, Qt::CaseInsensitive) < 0; });
-            models += here;
-            continue;
+        } else {
+            walk(root, source.depth, maxEntries, folders, [&](const QFileInfo& info) {
+                const QString name = info.fileName();
+                if (!name.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive)) return;
+                if (name.startsWith(QLatin1String("mmproj"), Qt::CaseInsensitive)) return;
+                const auto m = splitPartPattern().match(name);
+                if (m.hasMatch() && m.captured(2).toInt() != 1) return;
+                const QString real = info.canonicalFilePath();  // "" for a broken link
+                if (real.isEmpty() || seen.contains(real)) return;
+                seen.insert(real);
+                const QString path = info.absoluteFilePath();
+                here.push_back({path, source.name, modelBytes(path), architectureOf(path), QString()});
+            });
         }
-        walk(root, source.depth, maxEntries, folders, [&](const QFileInfo& info) {
-            const QString name = info.fileName();
-            if (!name.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive)) return;
-            if (name.startsWith(QLatin1String("mmproj"), Qt::CaseInsensitive)) return;
-            const auto m = splitPartPattern().match(name);
-            if (m.hasMatch() && m.captured(2).toInt() != 1) return;
-            const QString real = info.canonicalFilePath();  // "" for a broken link
-            if (real.isEmpty() || seen.contains(real)) return;
-            seen.insert(real);
-            const QString path = info.absoluteFilePath();
-            here.push_back({path, source.name, modelBytes(path), architectureOf(path), QString()});
-        });
-        std::sort(here.begin(), here.end(), [](const Model& a, const Model& b) {
-            return QFileInfo(a.path).fileName().compare(QFileInfo(b.path).fileName(), Qt::CaseInsensitive) < 0;
-        });
+        // By the name the picker shows: the app's own (Ollama's) where there is one, else the file's.
+        const auto shown = [](const Model& m) { return m.name.isEmpty() ? QFileInfo(m.path).fileName() : m.name; };
+        std::sort(here.begin(), here.end(),
+                  [&](const Model& a, const Model& b) { return shown(a).compare(shown(b), Qt::CaseInsensitive) < 0; });
         models += here;
     }
     return models;

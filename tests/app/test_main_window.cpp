@@ -93,6 +93,14 @@ bool loadModel(MainWindow& window) {
            window.state() == MainWindow::State::Ready;
 }
 
+// Types `text` into the message input, sends it, and waits until the reply has ended.
+bool sendAndWait(MainWindow& window, const QString& text) {
+    auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
+    QTest::keyClicks(input, text);
+    QTest::keyClick(input, Qt::Key_Return);
+    return QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs);
+}
+
 // Runs `act` on the next modal dialog of type T to open: exec() blocks the test until it closes.
 template <typename T>
 void onNextDialog(const std::function<void(T*)>& act) {
@@ -242,9 +250,7 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
 
         // A second turn, then Edit and Resend on the first message: it comes back into the input,
         // and sending replaces it and everything after it.
-        QTest::keyClicks(input, QStringLiteral("The end"));
-        QTest::keyClick(input, Qt::Key_Return);
-        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        QVERIFY(sendAndWait(window, QStringLiteral("The end")));
         QCOMPARE(chat->rowCount(), 4);
         emit window.findChild<ChatView*>(QStringLiteral("chatView"))->editRequested(0);
         QCOMPARE(input->toPlainText(), QStringLiteral("Once upon a time"));
@@ -417,12 +423,9 @@ void TestMainWindow::theContextLengthIsChosenPerModelAndRemembered() {
         KvBlocks blocks(window);
         QVERIFY(loadModel(window));
         QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 512u / 16, 10'000);  // automatic: the model's 512
-        auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
         auto* context = window.findChild<QLabel*>(QStringLiteral("contextLabel"));
         window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(8);
-        QTest::keyClicks(input, QStringLiteral("Once upon a time"));
-        QTest::keyClick(input, Qt::Key_Return);
-        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        QVERIFY(sendAndWait(window, QStringLiteral("Once upon a time")));
         QVERIFY2(context->text().endsWith(QStringLiteral(" / 512")), qPrintable(context->text()));
         const int rows = window.findChild<ChatView*>()->model()->rowCount();
 
@@ -446,9 +449,7 @@ void TestMainWindow::theContextLengthIsChosenPerModelAndRemembered() {
         QCOMPARE(preferences::contextLength(modelPath()), 256u);
         // The conversation is all there and goes on, now counted against 256 tokens.
         QCOMPARE(window.findChild<ChatView*>()->model()->rowCount(), rows);
-        QTest::keyClicks(input, QStringLiteral("The dog"));
-        QTest::keyClick(input, Qt::Key_Return);
-        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        QVERIFY(sendAndWait(window, QStringLiteral("The dog")));
         QVERIFY2(context->text().endsWith(QStringLiteral(" / 256")), qPrintable(context->text()));
         QCOMPARE(window.findChild<ChatView*>()->model()->rowCount(), rows + 2);
     }
@@ -480,10 +481,7 @@ void TestMainWindow::continueIsOfferedWhenTheContextHasRoomAgain() {
         window.show();
         QVERIFY(loadModel(window));
         window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(0);  // no limit but the context
-        auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
-        QTest::keyClicks(input, QStringLiteral("Once upon a time"));
-        QTest::keyClick(input, Qt::Key_Return);
-        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+        QVERIFY(sendAndWait(window, QStringLiteral("Once upon a time")));
         QVERIFY(!window.findChild<QPushButton*>(QStringLiteral("continueButton"))->isEnabled());
     }
     {
@@ -698,11 +696,8 @@ void TestMainWindow::anOllamaModelIsListedByItsOllamaNameAndOpens() {
     emit picker->activated(i);
     QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
     QCOMPARE(window.windowTitle(), QStringLiteral("stories260K — Lantern"));  // the GGUF's own name
-    auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
     window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(4);
-    QTest::keyClicks(input, QStringLiteral("Once upon a time"));
-    QTest::keyClick(input, Qt::Key_Return);
-    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QVERIFY(sendAndWait(window, QStringLiteral("Once upon a time")));
     // The conversation names the model as Ollama does, not by its digest.
     ConversationStore reopened(dir.filePath(QStringLiteral("chat.sqlite")));
     QCOMPARE(reopened.conversations().size(), 1);
@@ -726,9 +721,7 @@ void TestMainWindow::aFullContextOffersOnlyWhatCanWork() {
     window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(0);  // no limit but the context
     auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
     auto* continueButton = window.findChild<QPushButton*>(QStringLiteral("continueButton"));
-    QTest::keyClicks(input, QStringLiteral("Once upon a time"));
-    QTest::keyClick(input, Qt::Key_Return);
-    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QVERIFY(sendAndWait(window, QStringLiteral("Once upon a time")));
 
     const QAbstractItemModel* chat = window.findChild<ChatView*>(QStringLiteral("chatView"))->model();
     QVERIFY(chat->rowCount() >= 3);
@@ -1044,9 +1037,7 @@ void TestMainWindow::afterAReplyTheStatusBarCountsWhatTheCacheHolds() {
     window.worker()->setTokenBatchMs(0);  // every token sent on its own, so Stop lands mid-reply
     const auto expected = [&] { return QStringLiteral("Context %1 / 512").arg(cached); };
 
-    QTest::keyClicks(input, QStringLiteral("Once upon a time"));
-    QTest::keyClick(input, Qt::Key_Return);
-    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QVERIFY(sendAndWait(window, QStringLiteral("Once upon a time")));
     QVERIFY2(streamed >= 5 && streamed < 12, qPrintable(QString::number(streamed)));  // it was stopped
     QVERIFY(cached > 0);
     QVERIFY2(context->text() == expected(), qPrintable(context->text() + QStringLiteral(" / cache: ") + QString::number(cached)));
@@ -1056,9 +1047,7 @@ void TestMainWindow::afterAReplyTheStatusBarCountsWhatTheCacheHolds() {
     const int before = cached;
     stopAfter = 0;
     streamed = 0;
-    QTest::keyClicks(input, QStringLiteral("The dog"));
-    QTest::keyClick(input, Qt::Key_Return);
-    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
+    QVERIFY(sendAndWait(window, QStringLiteral("The dog")));
     QVERIFY(cached > before + streamed - 1);
     QVERIFY2(context->text() == expected(), qPrintable(context->text() + QStringLiteral(" / cache: ") + QString::number(cached)));
 }
