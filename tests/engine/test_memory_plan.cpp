@@ -19,6 +19,9 @@
 #include "lantern/memory_plan.h"
 #include "lantern/synthetic.h"
 #include "lantern/tokenizer.h"
+#include "model/llama_config.h"
+#include "model/llama_model.h"
+#include "model/memory_plan.h"
 #include "test_support.h"
 
 using namespace lantern;
@@ -83,7 +86,8 @@ private slots:
         // One layer: 64 blocks x 16 tokens x 32 values x 2 bytes; K and V of 5 layers.
         QCOMPARE(plan.kv_layer_bytes, 64ull * 16 * 32 * 2);
         QCOMPARE(plan.kv_bytes, 2ull * 5 * 64 * 16 * 32 * 2);
-        // The weights as the loaded engine holds them on the device; before loading, the file's size.
+        // The weights as the loaded engine holds them on the device; for a ModelInfo that does not
+        // know them, the file's size.
         QVERIFY(engine->model().weight_bytes > 0);
         QCOMPARE(plan.weight_bytes, engine->model().weight_bytes);
         ModelInfo before_loading = engine->model();
@@ -96,6 +100,57 @@ private slots:
         QCOMPARE(stats.total_blocks, plan.kv_blocks);
         QCOMPARE(stats.capacity_bytes, plan.kv_bytes);
         QCOMPARE(engine->context_length(), plan.context_length);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    void theWeightsArePlannedAsTheyArePlaced_data() {
+        QTest::addColumn<uint32_t>("type");
+        QTest::addColumn<bool>("gpuLayouts");
+        const std::pair<const char*, uint32_t> types[] = {
+            {"F32", uint32_t(GgmlType::F32)},   {"F16", uint32_t(GgmlType::F16)},   {"BF16", uint32_t(GgmlType::BF16)},
+            {"Q8_0", uint32_t(GgmlType::Q8_0)}, {"Q4_0", uint32_t(GgmlType::Q4_0)}, {"Q4_K", uint32_t(GgmlType::Q4_K)},
+            {"Q5_K", uint32_t(GgmlType::Q5_K)}, {"Q6_K", uint32_t(GgmlType::Q6_K)}, {"Q4_K_M", kSyntheticQ4KM}};
+        for (const auto& [name, type] : types) {
+            QTest::newRow((std::string(name) + " tiled").c_str()) << type << false;
+            QTest::newRow((std::string(name) + " row-major").c_str()) << type << true;
+        }
+    }
+
+    // The load's fit check counts the weights as they will lie on the device, worked out from the
+    // tensors' types before any is uploaded, and the count is exact: lavapipe's tiles (padded
+    // short tiles, scale texels, slack) and a GPU's row-major layout, every type, and a Q4_K_M mix
+    // whose Q/K/V and gate/up stacks split where the types change.
+    void theWeightsArePlannedAsTheyArePlaced() {
+        QFETCH(uint32_t, type);
+        QFETCH(bool, gpuLayouts);
+        SyntheticShape shape = synthetic_shape("256/8/4/2/768/320");  // whole K-quant blocks, odd tiles
+        shape.name = "plan-" + std::to_string(type);
+        const std::string path = test::temp_dir() + "/" + shape.name + ".gguf";
+        write_synthetic_model(shape, type, path, 3);
+        auto gguf = GgufFile::open(path);
+        const ModelInfo info = model::read_llama_config(*gguf);
+        EngineOptions options = with_context(256);
+        options.gpu_layouts_for_test = gpuLayouts;
+        vk::Context& ctx = test::context();
+        const uint64_t before = ctx.bytes_allocated();
+        {
+            model::LlamaModel llama(ctx, *gguf, info, model::limits_for(info, options));
+            QVERIFY(llama.weight_bytes() > 0);
+            QCOMPARE(llama.planned_weight_bytes(), llama.weight_bytes());
+            // K-quants grow on the device: the file's size would have planned too little.
+            if (type == uint32_t(GgmlType::Q4_K) || type == kSyntheticQ4KM)
+                QVERIFY2(llama.weight_bytes() > info.file_bytes * 5 / 4,
+                         qPrintable(QStringLiteral("%1 on the device, %2 in the file")
+                                        .arg(llama.weight_bytes()).arg(info.file_bytes)));
+            // The slabs hold the weights and little more: the last is sized to what was left to
+            // place (it used to be a whole 256 MiB slab for any model).
+            const uint64_t allocated = ctx.bytes_allocated() - before;
+            const uint64_t others = llama.kv_bytes() + (8u << 20);  // KV cache, activations, logits, tables
+            QVERIFY2(allocated < llama.weight_bytes() + llama.weight_bytes() / 32 + others,
+                     qPrintable(QStringLiteral("%1 bytes allocated for %2 of weights")
+                                    .arg(allocated).arg(llama.weight_bytes())));
+        }
+        QCOMPARE(ctx.bytes_allocated(), before);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

@@ -21,7 +21,9 @@ struct MemoryPlan {
     uint32_t sequences = 0;       // sequences the KV pool holds at full context (EngineOptions::max_sequences)
     uint32_t kv_blocks = 0;       // the pool's blocks, EngineOptions::kv_block_tokens tokens each
     // The weights on the device: ModelInfo::weight_bytes where known (a loaded model's), else the
-    // GGUF file's size (before loading; K-quants then take up to a third more once repacked).
+    // GGUF file's size (K-quants take up to a third more once repacked). Engine::load's own check
+    // knows them exactly before uploading any: it works them out from the tensors' types and the
+    // device's layout (LlamaModel::plan_weights).
     uint64_t weight_bytes = 0;
     uint64_t kv_bytes = 0;        // the whole KV pool, every layer's K and V
     uint64_t kv_layer_bytes = 0;  // one layer's K (or V) cache, which one storage-buffer view must reach

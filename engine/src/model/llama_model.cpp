@@ -37,7 +37,11 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     const uint32_t T = limits.max_step_tokens, S = limits.max_logit_rows;
 
     // Fit check before any large allocation: a clear message beats a driver OOM halfway through.
-    const MemoryPlan plan = plan_memory(m, ctx.info(), limits);
+    // The weights count as they will lie on the device, not as the file holds them (a Q4_K_M
+    // model takes about a third more once repacked).
+    ModelInfo planned = m;
+    planned.weight_bytes = planned_weight_bytes_ = plan_weights(gguf, m);
+    const MemoryPlan plan = plan_memory(planned, ctx.info(), limits);
     if (!plan.fits()) throw Error(ErrorCode::ModelTooLarge, plan.refusal);
     const uint64_t kv_layer_bytes = plan.kv_layer_bytes;
     kv_bytes_ = plan.kv_bytes;
@@ -283,6 +287,12 @@ std::pair<vk::BufferRange, uint8_t*> LlamaModel::reserve(uint64_t bytes) {
     uint64_t off = (slab_used_ + align - 1) / align * align;
     if (slabs_.empty() || off + bytes > slabs_.back().size) {
         uint64_t size = std::max<uint64_t>(limits_.weight_slab_bytes, bytes);
+        // The last slab holds what is left to place (with room for the pieces' alignment), not a
+        // whole slab: a 1 MB model took 256 MiB of a GPU's memory.
+        if (planned_weight_bytes_ > weight_bytes_) {
+            const uint64_t left = planned_weight_bytes_ - weight_bytes_;
+            size = std::min(size, std::max(bytes, left + left / 64 + (64u << 10)));
+        }
         if (ctx_.info().max_allocation_bytes) size = std::min<uint64_t>(size, ctx_.info().max_allocation_bytes);
         if (bytes > size)
             throw Error(ErrorCode::ModelTooLarge, "a weight part of " + std::to_string(bytes >> 20) +
@@ -393,27 +403,11 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
     w.rows = rows;
     w.cols = cols;
     w.row_units = r.row_units;
-    w.tile_rows = ops::matmul_tile_rows(ctx_, rows, matmul_split());
-    // Split by rows so that no texel view exceeds maxTexelBufferElements (16-byte value texels,
-    // 4-byte scale texels; weights are read only through texel views, see shaders/weights.glsl);
-    // each part is laid out as a matrix of its own.
+    const Layout layout = layout_for(name, fmt, rows, cols);
+    w.tile_rows = layout.tile_rows;
+    const uint64_t rows_per_part = layout.rows_per_part;
     const uint64_t scales_per_row = r.row_units / fmt.group_units * fmt.scales_per_group;
-    // (Tiled parts end with a few zero texels, see ops::kTiledSlackWords.)
     const uint64_t slack = w.tile_rows > 1 ? ops::kTiledSlackWords * 4 : 0;
-    const uint64_t texels = ctx_.limits().maxTexelBufferElements - slack / 16;
-    uint64_t rows_per_part = std::min(texels / std::max<uint64_t>(r.row_units, 1), rows);
-    if (!r.scales.empty() && w.tile_rows == 1)  // scales in their own array
-        rows_per_part = std::min(rows_per_part, texels / std::max<uint64_t>(scales_per_row, 1));
-    if (!r.scales.empty() && w.tile_rows > 1)  // scales inline, read through a float view of the values
-        rows_per_part = std::min(rows_per_part, texels / 4 / (r.row_units + scales_per_row));
-    // Parts start at even rows: the RoPE and SwiGLU epilogues finish rows in pairs (2i, 2i + 1).
-    // Tiled parts also keep room for the zero rows that pad a short last tile's lane streams.
-    if (rows_per_part < rows) {
-        if (w.tile_rows > 1 && rows_per_part > 16) rows_per_part -= 8;
-        rows_per_part -= rows_per_part % 2;
-    }
-    if (rows_per_part == 0)
-        throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " cannot be split for the device's binding range");
     for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_part) {
         uint64_t n = std::min(rows_per_part, rows - r0);
         ops::DeviceWeight::Part part;
@@ -428,7 +422,7 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
             // Tiled straight into the slab where it is mapped (CPU devices, unified memory):
             // building the tiles in a vector first and copying them cost a 1.1 GB model's load
             // ~2.5 s on lavapipe, mostly page faults of the vector's fresh memory.
-            const uint64_t words = ops::tiled_words(r, n, w.tile_rows, fmt.group_units);
+            const uint64_t words = ops::tiled_words(r.row_units, r.scales_per_group, n, w.tile_rows, fmt.group_units);
             auto [range, at] = reserve(words * 4);
             if (at) {
                 ops::tile_rows_into(r, r0, n, w.tile_rows, fmt.group_units, reinterpret_cast<uint32_t*>(at));
@@ -443,6 +437,90 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
     }
     weights_.push_back(std::move(w));
     return weights_.back();
+}
+
+LlamaModel::Layout LlamaModel::layout_for(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows,
+                                          uint64_t cols) const {
+    Layout layout;
+    layout.tile_rows = ops::matmul_tile_rows(ctx_, rows, matmul_split());
+    // Split by rows so that no texel view exceeds maxTexelBufferElements (16-byte value texels,
+    // 4-byte scale texels; weights are read only through texel views, see shaders/weights.glsl);
+    // each part is laid out as a matrix of its own.
+    const uint64_t row_units = ops::repacked_row_units(fmt, cols);
+    const uint64_t scales_per_row = ops::repacked_row_scales(fmt, cols);
+    const bool scaled = fmt.scales_per_group > 0, tiled = layout.tile_rows > 1;
+    // (Tiled parts end with a few zero texels, see ops::kTiledSlackWords.)
+    const uint64_t slack = tiled ? ops::kTiledSlackWords * 4 : 0;
+    const uint64_t texels = ctx_.limits().maxTexelBufferElements - slack / 16;
+    uint64_t rows_per_part = std::min(texels / std::max<uint64_t>(row_units, 1), rows);
+    if (scaled && !tiled)  // scales in their own array
+        rows_per_part = std::min(rows_per_part, texels / std::max<uint64_t>(scales_per_row, 1));
+    if (scaled && tiled)  // scales inline, read through a float view of the values
+        rows_per_part = std::min(rows_per_part, texels / 4 / (row_units + scales_per_row));
+    // Parts start at even rows: the RoPE and SwiGLU epilogues finish rows in pairs (2i, 2i + 1).
+    // Tiled parts also keep room for the zero rows that pad a short last tile's lane streams.
+    if (rows_per_part < rows) {
+        if (tiled && rows_per_part > 16) rows_per_part -= 8;
+        rows_per_part -= rows_per_part % 2;
+    }
+    if (rows_per_part == 0)
+        throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " cannot be split for the device's binding range");
+    layout.rows_per_part = rows_per_part;
+    return layout;
+}
+
+uint64_t LlamaModel::placed_bytes(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows,
+                                  uint64_t cols) const {
+    const Layout layout = layout_for(name, fmt, rows, cols);
+    const uint64_t row_units = ops::repacked_row_units(fmt, cols), scales_per_row = ops::repacked_row_scales(fmt, cols);
+    uint64_t bytes = 0;
+    for (uint64_t r0 = 0; r0 < rows; r0 += layout.rows_per_part) {
+        const uint64_t n = std::min(layout.rows_per_part, rows - r0);
+        bytes += layout.tile_rows == 1 ? n * (row_units * 16 + scales_per_row * 4)
+                                       : 4 * ops::tiled_words(row_units, fmt.scales_per_group, n, layout.tile_rows,
+                                                              fmt.group_units);
+    }
+    return bytes;
+}
+
+uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
+    const auto& f32 = *ops::find_weight_format(static_cast<uint32_t>(GgmlType::F32));
+    const uint64_t kv_dim = static_cast<uint64_t>(m.n_kv_heads) * m.head_dim;
+    auto format_of = [&](const std::string& name, uint64_t rows, uint64_t cols) -> const ops::WeightFormat& {
+        const auto& t = checked_tensor(gguf, name, rows, cols);
+        return ops::weight_format_for_data(t.type, gguf.tensor_data(t), name);
+    };
+    auto matrix = [&](const std::string& name, uint64_t rows, uint64_t cols) {
+        return placed_bytes(name, format_of(name, rows, cols), rows, cols);
+    };
+    auto norm = [&](const std::string& name, uint64_t n) {
+        checked_tensor(gguf, name, 1, n);
+        return placed_bytes(name, f32, 1, n);  // upload_norm converts any type to F32
+    };
+    // upload_stacked: each run of neighbours of one format is one matrix.
+    auto stacked = [&](const std::vector<std::string>& names, const std::vector<uint64_t>& rows, uint64_t cols) {
+        std::vector<const ops::WeightFormat*> fmts;
+        for (size_t i = 0; i < names.size(); ++i) fmts.push_back(&format_of(names[i], rows[i], cols));
+        uint64_t bytes = 0;
+        for (size_t begin = 0, end; begin < names.size(); begin = end) {
+            uint64_t run_rows = rows[begin];
+            for (end = begin + 1; end < names.size() && fmts[end] == fmts[begin]; ++end) run_rows += rows[end];
+            bytes += placed_bytes(names[begin], *fmts[begin], run_rows, cols);
+        }
+        return bytes;
+    };
+    uint64_t bytes = matrix("token_embd.weight", m.vocab, m.dim) + norm("output_norm.weight", m.dim);
+    if (!m.tied_output) bytes += matrix("output.weight", m.vocab, m.dim);
+    for (uint32_t l = 0; l < m.n_layers; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        bytes += norm(p + "attn_norm.weight", m.dim) + norm(p + "ffn_norm.weight", m.dim);
+        bytes += stacked({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {m.dim, kv_dim, kv_dim}, m.dim);
+        bytes += matrix(p + "attn_output.weight", m.dim, m.dim);
+        // upload_interleaved where gate and up share a format (one matrix of both rows), else stacked.
+        bytes += stacked({p + "ffn_gate.weight", p + "ffn_up.weight"}, {m.ffn_dim, m.ffn_dim}, m.dim);
+        bytes += matrix(p + "ffn_down.weight", m.dim, m.ffn_dim);
+    }
+    return bytes;
 }
 
 void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint32_t>& offsets,

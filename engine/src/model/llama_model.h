@@ -51,6 +51,9 @@ public:
                  AttentionSnapshot* capture);
 
     uint64_t weight_bytes() const { return weight_bytes_; }
+    // What the constructor worked out the weights would take before it uploaded any (the memory
+    // plan's weight bytes); the same as weight_bytes(), which test_memory_plan holds.
+    uint64_t planned_weight_bytes() const { return planned_weight_bytes_; }
     uint64_t matmul_weight_bytes() const { return matmul_bytes_; }
     // The same bytes by device layout (ggml type number of ops::WeightFormat::device_type).
     const std::map<uint32_t, uint64_t>& matmul_weight_bytes_by_layout() const { return matmul_bytes_by_layout_; }
@@ -95,6 +98,20 @@ private:
                                                          const std::vector<uint64_t>& rows, uint64_t cols);
     const ops::DeviceWeight& upload_repacked(const std::string& name, const ops::WeightFormat& fmt,
                                              const ops::Repacked& r, uint64_t rows, uint64_t cols);
+    // How upload_repacked lays out rows x cols of fmt on this device: rows per tile (1: row-major,
+    // scales in their own array) and rows per part (each part a matrix of its own, so no texel
+    // view passes maxTexelBufferElements).
+    struct Layout {
+        uint32_t tile_rows = 1;
+        uint64_t rows_per_part = 0;
+    };
+    Layout layout_for(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols) const;
+    // The bytes upload_repacked reserves for it (what weight_bytes() counts).
+    uint64_t placed_bytes(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols) const;
+    // Every weight's placed_bytes, the matrices stacked and interleaved as the constructor
+    // uploads them, before anything is: what the memory plan counts and what the slabs are sized
+    // by. Refuses a missing or misshapen tensor or an unsupported type as the upload would.
+    uint64_t plan_weights(const GgufFile& gguf, const ModelInfo& m);
     const GgufTensorInfo& checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows, uint64_t cols);
     // Room for `bytes` in a weight slab, and where to write them directly when the slab is mapped
     // and coherent (nullptr: write through place() / Context::upload).
@@ -125,7 +142,7 @@ private:
     std::deque<vk::Buffer> slabs_;  // deque: BufferRanges point at slabs, so they must never move
     uint64_t slab_used_ = 0;
     std::deque<ops::DeviceWeight> weights_;
-    uint64_t weight_bytes_ = 0, kv_bytes_ = 0, matmul_bytes_ = 0;
+    uint64_t weight_bytes_ = 0, kv_bytes_ = 0, matmul_bytes_ = 0, planned_weight_bytes_ = 0;
     std::map<uint32_t, uint64_t> matmul_bytes_by_layout_;
     // Weight bytes per step of each profile label: a step on the separate kernels, a fused step.
     std::array<uint64_t, kProfileLabels> label_bytes_{}, fused_label_bytes_{};

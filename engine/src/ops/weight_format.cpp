@@ -854,12 +854,13 @@ uint64_t lane_rows(uint64_t n) { return (n + kStreams - 1) / kStreams; }
 uint64_t scale_texels_per_group(uint64_t n) { return (lane_rows(n) + 3) / 4; }
 }  // namespace
 
-uint64_t tiled_words(const Repacked& r, uint64_t rows, uint64_t tile_rows, uint32_t group_units) {
-    const uint64_t groups = r.row_units / group_units, group_words = group_units * 4;
+uint64_t tiled_words(uint64_t row_units, uint32_t scales_per_group, uint64_t rows, uint64_t tile_rows,
+                     uint32_t group_units) {
+    const uint64_t groups = row_units / group_units, group_words = group_units * 4;
     uint64_t words = 0;
     for (uint64_t t0 = 0; t0 < rows; t0 += tile_rows) {
         const uint64_t n = std::min(tile_rows, rows - t0);
-        const uint64_t stream_group_words = r.scales_per_group * scale_texels_per_group(n) * 4 + lane_rows(n) * group_words;
+        const uint64_t stream_group_words = scales_per_group * scale_texels_per_group(n) * 4 + lane_rows(n) * group_words;
         words += kStreams * groups * stream_group_words;
     }
     return words + kTiledSlackWords;
@@ -914,7 +915,7 @@ Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint
                               r.scales.begin() + static_cast<std::ptrdiff_t>((first_row + rows) * groups * r.scales_per_group));
         return out;
     }
-    out.values.resize(tiled_words(r, rows, tile_rows, group_units));
+    out.values.resize(tiled_words(r.row_units, r.scales_per_group, rows, tile_rows, group_units));
     tile_rows_into(r, first_row, rows, tile_rows, group_units, out.values.data());
     return out;
 }

@@ -87,7 +87,9 @@ Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint
 // rows land after the tiles — at most 32 units of 4 texels (F32's group) — so those reads, whose
 // sums are never stored, stay inside the part's texel view.
 constexpr uint64_t kTiledSlackWords = 32 * 4 * 4;
-uint64_t tiled_words(const Repacked& r, uint64_t rows, uint64_t tile_rows, uint32_t group_units);
+// (By a row's units and its scales per group alone, so a load can be planned before any repack.)
+uint64_t tiled_words(uint64_t row_units, uint32_t scales_per_group, uint64_t rows, uint64_t tile_rows,
+                     uint32_t group_units);
 void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows, uint32_t group_units,
                     uint32_t* dst);
 
