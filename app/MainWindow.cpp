@@ -715,7 +715,8 @@ void MainWindow::refreshConversationList() {
 void MainWindow::openModel(const QString& path, const QString& deviceSelector) {
     if (state_ == State::Generating || state_ == State::Loading) return;
     if (!deviceSelector.isEmpty()) deviceSelector_ = deviceSelector;
-    contextLengthBefore_ = -1;  // (setContextLength sets it again for its own load)
+    contextLengthBefore_ = -1;  // (setContextLength and chooseDevice set them again for their own load)
+    deviceBefore_.reset();
     modelPath_ = path;
     canRegenerate_ = false;
     setState(State::Loading);
@@ -756,6 +757,16 @@ void MainWindow::setContextLength(uint32_t length) {
     contextLengthBefore_ = before;
 }
 
+void MainWindow::chooseDevice(const QString& selector) {
+    const QString before = deviceSelector_;
+    deviceSelector_ = selector;
+    preferences::setDeviceSelector(selector);
+    if (modelPath_.isEmpty() || state_ != State::Ready || selector == before) return;
+    const QString path = modelPath_;
+    openModel(path);
+    deviceBefore_ = before;
+}
+
 void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report) {
     loadedModelName_ = model.name.empty() ? modelFileName(modelPath_, false) : QString::fromStdString(model.name);
     contextLength_ = report.context_length;
@@ -763,6 +774,7 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
     loadedModel_ = model;
     loadedDevice_ = device;
     contextLengthBefore_ = -1;
+    deviceBefore_.reset();
     preferences::setLastModel(modelPath_);
     fillModelPicker();
     setWindowTitle(tr("%1 — Lantern").arg(loadedModelName_));
@@ -812,6 +824,26 @@ void MainWindow::onLoadFailed(const QString& message) {
         openModel(path);
         return;
     }
+    if (deviceBefore_) {
+        // Likewise a newly chosen device: back to the one the model ran on.
+        const QString asked = deviceSelector_;
+        deviceSelector_ = *deviceBefore_;
+        deviceBefore_.reset();
+        preferences::setDeviceSelector(deviceSelector_);
+        for (QAction* a : deviceGroup_->actions()) a->setChecked(a->data().toString() == deviceSelector_);
+        QString device = asked.isEmpty() ? tr("the automatically chosen device") : asked;
+        for (QAction* a : deviceGroup_->actions())
+            if (a->data().toString() == asked && !asked.isEmpty()) device = a->text();
+        setState(State::NoModel);
+        QMessageBox box(QMessageBox::Warning, tr("Could not change the device"),
+                        tr("Lantern could not load %1 on %2; it is loaded again on the device it ran on.")
+                            .arg(QDir::toNativeSeparators(path), device),
+                        QMessageBox::Ok, this);
+        box.setInformativeText(message);
+        box.exec();
+        openModel(path);
+        return;
+    }
     modelPath_.clear();
     loadedModelName_.clear();
     setWindowTitle(tr("Lantern"));
@@ -852,11 +884,7 @@ void MainWindow::onDevicesListed(const DeviceList& devices) {
         a->setData(selector);
         a->setChecked(selector == deviceSelector_);
         deviceGroup_->addAction(a);
-        connect(a, &QAction::triggered, this, [this, selector] {
-            deviceSelector_ = selector;
-            preferences::setDeviceSelector(selector);
-            if (!modelPath_.isEmpty() && state_ == State::Ready) openModel(modelPath_);
-        });
+        connect(a, &QAction::triggered, this, [this, selector] { chooseDevice(selector); });
     };
     addDevice(tr("Automatic (best available)"), QString());
     deviceMenu_->addSeparator();

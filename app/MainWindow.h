@@ -11,6 +11,7 @@
 #include <QVector>
 #include <QTimer>
 #include <memory>
+#include <optional>
 
 #include "ModelLibrary.h"
 #include "chat/ChatModel.h"
@@ -56,6 +57,11 @@ public:
     // remembered for that model file; the conversation goes on in the new context. If the load
     // fails, the length it had before is loaded again (File > Context Length… calls it).
     void setContextLength(uint32_t length);
+    // Loads the model again on another device (a Device menu entry; "" = automatic), remembered
+    // for the next start. If it does not load there (too big for that device at the model's
+    // context length, a device that went away), the model is loaded again where it was and the
+    // choice goes back, with the reason.
+    void chooseDevice(const QString& selector);
     State state() const { return state_; }
     InferenceWorker* worker() const { return worker_; }  // (lives on its own thread; for tests)
 
@@ -211,6 +217,8 @@ protected:
     // While a model loads with a newly chosen context length: the length it had before, loaded
     // again if the new one fails (-1: not such a load).
     qint64 contextLengthBefore_ = -1;
+    // Likewise while it loads on a newly chosen device: the selector it had before.
+    std::optional<QString> deviceBefore_;
     // The active sequence's tokens in the KV cache, as the worker last reported them (-1: none
     // yet). While a reply streams, the status bar counts the token just sampled too; once it ends,
     // the bar says what the cache holds, the figure the KV panel shows.

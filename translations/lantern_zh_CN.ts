@@ -928,6 +928,18 @@ Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
         <source>Loading the model again with room in its KV cache for the API server&apos;s replies…</source>
         <translation>正在重新加载模型，并在 KV 缓存中为 API 服务器的回复留出空间…</translation>
     </message>
+    <message>
+        <source>the automatically chosen device</source>
+        <translation>自动选择的设备</translation>
+    </message>
+    <message>
+        <source>Could not change the device</source>
+        <translation>无法更换设备</translation>
+    </message>
+    <message>
+        <source>Lantern could not load %1 on %2; it is loaded again on the device it ran on.</source>
+        <translation>Lantern 无法在 %2 上加载 %1；已在原来运行的设备上重新加载。</translation>
+    </message>
 </context>
 <context>
     <name>MessageDelegate</name>

@@ -153,6 +153,7 @@ private slots:
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
     void theContextLengthIsChosenPerModelAndRemembered();
     void aContextLengthThatCannotLoadGoesBackToTheOneThatDid();
+    void aDeviceThatCannotLoadTheModelGoesBackToTheOneThatDid();
     void anApiServerWithoutRoomOnTheDeviceLeavesTheChatLoaded();
     void aFullContextOffersOnlyWhatCanWork();
     void continueIsOfferedWhenTheContextHasRoomAgain();
@@ -530,6 +531,43 @@ void TestMainWindow::aContextLengthThatCannotLoadGoesBackToTheOneThatDid() {
     QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
     QCOMPARE(preferences::contextLength(path), 0u);
     QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 4096u / 16, 10'000);
+}
+
+// A device the model does not load on (here one that is not there: device index 99, as when an
+// eGPU was unplugged after the menu listed it; a device too small for the model's context is
+// refused the same way) is said so with the reason, and the model is loaded again on the device
+// it ran on, which stays the remembered choice; the conversation is still there and goes on.
+void TestMainWindow::aDeviceThatCannotLoadTheModelGoesBackToTheOneThatDid() {
+    QTemporaryDir dir;
+    preferences::setDeviceSelector(QString());
+    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    window.show();
+    window.openModel(modelPath(), QStringLiteral("llvmpipe"));
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(4);
+    QVERIFY(sendAndWait(window, QStringLiteral("Once upon a time")));
+    const int rows = window.findChild<ChatView*>()->model()->rowCount();
+    const QString deviceShown = window.findChild<QLabel*>(QStringLiteral("deviceLabel"))->text();
+
+    QString title, why;
+    onNextDialog<QMessageBox>([&](QMessageBox* box) {
+        title = box->text();
+        why = box->informativeText();
+        box->accept();
+    });
+    window.chooseDevice(QStringLiteral("99"));
+    QVERIFY(QTest::qWaitFor([&] { return !title.isEmpty(); }, kLoadTimeoutMs));
+    QVERIFY2(title.contains(QStringLiteral("could not load")) && title.contains(QStringLiteral("on 99")),
+             qPrintable(title));
+    QVERIFY2(title.contains(QStringLiteral("loaded again on the device it ran on")), qPrintable(title));
+    QVERIFY2(why.contains(QStringLiteral("device index 99 does not exist")), qPrintable(why));
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+    QCOMPARE(preferences::deviceSelector(), QStringLiteral("llvmpipe"));
+    QCOMPARE(window.findChild<QLabel*>(QStringLiteral("deviceLabel"))->text(), deviceShown);
+    QCOMPARE(window.findChild<ChatView*>()->model()->rowCount(), rows);
+    QVERIFY(sendAndWait(window, QStringLiteral("The dog")));
+    QCOMPARE(window.findChild<ChatView*>()->model()->rowCount(), rows + 2);
+    preferences::setDeviceSelector(QString());
 }
 
 // Room on the device for the chat but not for the API server's replies beside it (at 1M tokens,
