@@ -109,7 +109,9 @@ private slots:
         const std::pair<const char*, uint32_t> types[] = {
             {"F32", uint32_t(GgmlType::F32)},   {"F16", uint32_t(GgmlType::F16)},   {"BF16", uint32_t(GgmlType::BF16)},
             {"Q8_0", uint32_t(GgmlType::Q8_0)}, {"Q4_0", uint32_t(GgmlType::Q4_0)}, {"Q4_K", uint32_t(GgmlType::Q4_K)},
-            {"Q5_K", uint32_t(GgmlType::Q5_K)}, {"Q6_K", uint32_t(GgmlType::Q6_K)}, {"Q4_K_M", kSyntheticQ4KM}};
+            {"Q4_1", uint32_t(GgmlType::Q4_1)}, {"Q5_0", uint32_t(GgmlType::Q5_0)}, {"Q5_1", uint32_t(GgmlType::Q5_1)},
+            {"Q3_K", uint32_t(GgmlType::Q3_K)}, {"Q5_K", uint32_t(GgmlType::Q5_K)}, {"Q6_K", uint32_t(GgmlType::Q6_K)},
+            {"IQ4_NL", uint32_t(GgmlType::IQ4_NL)}, {"IQ4_XS", uint32_t(GgmlType::IQ4_XS)}, {"Q4_K_M", kSyntheticQ4KM}};
         for (const auto& [name, type] : types) {
             QTest::newRow((std::string(name) + " tiled").c_str()) << type << false;
             QTest::newRow((std::string(name) + " row-major").c_str()) << type << true;

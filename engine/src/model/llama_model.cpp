@@ -252,6 +252,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     fused_dispatches_ += 1 + static_cast<uint32_t>(lm_head_op_.size());  // embedding, LM head
     for (auto& op : lm_head_op_) dispatches_ += op.dispatches();
     scratch_ = {};  // every weight is on the device now
+    formats_.clear();
 }
 
 LlamaModel::~LlamaModel() { release(); }
@@ -328,7 +329,7 @@ const GgufTensorInfo& LlamaModel::checked_tensor(const GgufFile& gguf, const std
 const ops::DeviceWeight& LlamaModel::upload(const GgufFile& gguf, const std::string& name, uint64_t rows,
                                             uint64_t cols) {
     const auto& t = checked_tensor(gguf, name, rows, cols);
-    const auto& fmt = ops::weight_format_for_data(t.type, gguf.tensor_data(t), name);
+    const auto& fmt = format_of(gguf, t, name);
     ops::Repacked& r = scratch(fmt, rows, cols);
     ops::repack_rows(fmt, gguf.tensor_data(t), rows, cols, r.values.data(), r.row_units * 4, r.scales.data(),
                      ops::repacked_row_scales(fmt, cols));
@@ -356,7 +357,7 @@ std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile&
     std::vector<const ops::WeightFormat*> fmts;
     for (size_t i = 0; i < names.size(); ++i) {
         ts.push_back(&checked_tensor(gguf, names[i], rows[i], cols));
-        fmts.push_back(&ops::weight_format_for_data(ts[i]->type, gguf.tensor_data(*ts[i]), names[i]));
+        fmts.push_back(&format_of(gguf, *ts[i], names[i]));
     }
     // Each run of neighbours of one format is one stack: a Q4_K_M layer's Q and K (Q4_K) stack,
     // its V (Q6_K) stands alone, and the fused decode layer runs the two as one op.
@@ -384,8 +385,8 @@ const ops::DeviceWeight* LlamaModel::upload_interleaved(const GgufFile& gguf, co
                                                         const std::string& second, uint64_t rows, uint64_t cols) {
     const auto& ta = checked_tensor(gguf, first, rows, cols);
     const auto& tb = checked_tensor(gguf, second, rows, cols);
-    const auto& fmt = ops::weight_format_for_data(ta.type, gguf.tensor_data(ta), first);
-    if (&ops::weight_format_for_data(tb.type, gguf.tensor_data(tb), second) != &fmt) return nullptr;
+    const auto& fmt = format_of(gguf, ta, first);
+    if (&format_of(gguf, tb, second) != &fmt) return nullptr;
     ops::Repacked& both = scratch(fmt, 2 * rows, cols);
     const uint64_t words = both.row_units * 4, groups = ops::repacked_row_scales(fmt, cols);
     // a's rows to the even rows, b's to the odd ones, each written in place.
@@ -439,6 +440,16 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
     return weights_.back();
 }
 
+const ops::WeightFormat& LlamaModel::format_of(const GgufFile& gguf, const GgufTensorInfo& t,
+                                              const std::string& name) {
+    // Decided once per tensor: for BF16 the decision reads every value (are they in F16's range?),
+    // and plan_weights and the upload both ask.
+    if (auto it = formats_.find(name); it != formats_.end()) return *it->second;
+    const auto& f = ops::weight_format_for_data(t.type, gguf.tensor_data(t), name);
+    formats_.emplace(name, &f);
+    return f;
+}
+
 LlamaModel::Layout LlamaModel::layout_for(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows,
                                           uint64_t cols) const {
     Layout layout;
@@ -486,12 +497,11 @@ uint64_t LlamaModel::placed_bytes(const std::string& name, const ops::WeightForm
 uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
     const auto& f32 = *ops::find_weight_format(static_cast<uint32_t>(GgmlType::F32));
     const uint64_t kv_dim = static_cast<uint64_t>(m.n_kv_heads) * m.head_dim;
-    auto format_of = [&](const std::string& name, uint64_t rows, uint64_t cols) -> const ops::WeightFormat& {
-        const auto& t = checked_tensor(gguf, name, rows, cols);
-        return ops::weight_format_for_data(t.type, gguf.tensor_data(t), name);
+    auto checked_format = [&](const std::string& name, uint64_t rows, uint64_t cols) -> const ops::WeightFormat& {
+        return format_of(gguf, checked_tensor(gguf, name, rows, cols), name);
     };
     auto matrix = [&](const std::string& name, uint64_t rows, uint64_t cols) {
-        return placed_bytes(name, format_of(name, rows, cols), rows, cols);
+        return placed_bytes(name, checked_format(name, rows, cols), rows, cols);
     };
     auto norm = [&](const std::string& name, uint64_t n) {
         checked_tensor(gguf, name, 1, n);
@@ -500,7 +510,7 @@ uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
     // upload_stacked: each run of neighbours of one format is one matrix.
     auto stacked = [&](const std::vector<std::string>& names, const std::vector<uint64_t>& rows, uint64_t cols) {
         std::vector<const ops::WeightFormat*> fmts;
-        for (size_t i = 0; i < names.size(); ++i) fmts.push_back(&format_of(names[i], rows[i], cols));
+        for (size_t i = 0; i < names.size(); ++i) fmts.push_back(&checked_format(names[i], rows[i], cols));
         uint64_t bytes = 0;
         for (size_t begin = 0, end; begin < names.size(); begin = end) {
             uint64_t run_rows = rows[begin];

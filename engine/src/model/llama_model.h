@@ -112,6 +112,8 @@ private:
     // uploads them, before anything is: what the memory plan counts and what the slabs are sized
     // by. Refuses a missing or misshapen tensor or an unsupported type as the upload would.
     uint64_t plan_weights(const GgufFile& gguf, const ModelInfo& m);
+    // The format a tensor is uploaded in (ops::weight_format_for_data), decided once per load.
+    const ops::WeightFormat& format_of(const GgufFile& gguf, const GgufTensorInfo& t, const std::string& name);
     const GgufTensorInfo& checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows, uint64_t cols);
     // Room for `bytes` in a weight slab, and where to write them directly when the slab is mapped
     // and coherent (nullptr: write through place() / Context::upload).
@@ -139,6 +141,7 @@ private:
     ModelInfo info_;
     ModelLimits limits_;
     ops::Repacked scratch_;  // reused by every matrix of the load, released at its end
+    std::map<std::string, const ops::WeightFormat*> formats_;  // format_of's decisions, during the load
     std::deque<vk::Buffer> slabs_;  // deque: BufferRanges point at slabs, so they must never move
     uint64_t slab_used_ = 0;
     std::deque<ops::DeviceWeight> weights_;
