@@ -808,40 +808,37 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
 
 void MainWindow::onLoadFailed(const QString& message) {
     const QString path = modelPath_;
-    if (contextLengthBefore_ >= 0) {
-        // A newly chosen context length did not load: say why, and go back to the one that did.
-        const auto before = static_cast<uint32_t>(contextLengthBefore_);
-        const uint32_t asked = preferences::contextLength(path);
-        contextLengthBefore_ = -1;
-        preferences::setContextLength(path, before);
+    // A newly chosen context length or device did not load: say why, put the setting back and
+    // load the model again as it was, so nothing is lost.
+    auto loadAgainAsBefore = [&](const QString& title, const QString& text) {
         setState(State::NoModel);
-        QMessageBox box(QMessageBox::Warning, tr("Could not change the context length"),
-                        tr("Lantern could not load %1 with a context of %2 tokens; it is loaded again as before.")
-                            .arg(QDir::toNativeSeparators(path), display::count(asked)),
-                        QMessageBox::Ok, this);
+        QMessageBox box(QMessageBox::Warning, title, text, QMessageBox::Ok, this);
         box.setInformativeText(message);
         box.exec();
         openModel(path);
+    };
+    if (contextLengthBefore_ >= 0) {
+        const uint32_t asked = preferences::contextLength(path);
+        preferences::setContextLength(path, static_cast<uint32_t>(contextLengthBefore_));
+        contextLengthBefore_ = -1;
+        loadAgainAsBefore(tr("Could not change the context length"),
+                          tr("Lantern could not load %1 with a context of %2 tokens; it is loaded again as before.")
+                              .arg(QDir::toNativeSeparators(path), display::count(asked)));
         return;
     }
     if (deviceBefore_) {
-        // Likewise a newly chosen device: back to the one the model ran on.
         const QString asked = deviceSelector_;
+        // Named as the Device menu names it; a selector it does not list (a device gone since), as given.
+        QString device = asked.isEmpty() ? tr("the automatically chosen device") : asked;
+        for (QAction* a : deviceGroup_->actions())
+            if (!asked.isEmpty() && a->data().toString() == asked) device = a->text();
         deviceSelector_ = *deviceBefore_;
         deviceBefore_.reset();
         preferences::setDeviceSelector(deviceSelector_);
         for (QAction* a : deviceGroup_->actions()) a->setChecked(a->data().toString() == deviceSelector_);
-        QString device = asked.isEmpty() ? tr("the automatically chosen device") : asked;
-        for (QAction* a : deviceGroup_->actions())
-            if (a->data().toString() == asked && !asked.isEmpty()) device = a->text();
-        setState(State::NoModel);
-        QMessageBox box(QMessageBox::Warning, tr("Could not change the device"),
-                        tr("Lantern could not load %1 on %2; it is loaded again on the device it ran on.")
-                            .arg(QDir::toNativeSeparators(path), device),
-                        QMessageBox::Ok, this);
-        box.setInformativeText(message);
-        box.exec();
-        openModel(path);
+        loadAgainAsBefore(tr("Could not change the device"),
+                          tr("Lantern could not load %1 on %2; it is loaded again on the device it ran on.")
+                              .arg(QDir::toNativeSeparators(path), device));
         return;
     }
     modelPath_.clear();
