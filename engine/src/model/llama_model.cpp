@@ -116,22 +116,10 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         auto& L = layers_[l];
         std::string p = "blk." + std::to_string(l) + ".";
         // For the fused decode layer (which reads a layer's weights through one view), keep each
-        // layer in one slab where a fresh slab can hold it: the repacked sizes (a K-quant grows by
-        // up to 82 % on the device, see weight_format.cpp), with room for the tiles' padding and
-        // each part's alignment. Only where fused layers can run: elsewhere it would waste up to
-        // a layer per slab.
-        if (limits.fused_decode && ops::DecodeLayerOp::device_supported(ctx)) {
-            uint64_t layer_bytes = 0;
-            for (const char* n : {"attn_norm", "ffn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate",
-                                  "ffn_up", "ffn_down"})
-                if (const auto* t = gguf.find_tensor(p + n + ".weight"))
-                    if (const auto* f = ops::find_weight_format(t->type); f && !t->shape.empty()) {
-                        const uint64_t cols = t->shape[0], rows = t->elements() / std::max<uint64_t>(cols, 1);
-                        layer_bytes += rows * (ops::repacked_row_units(*f, cols) * 16 +
-                                               ops::repacked_row_scales(*f, cols) * 4) + 4096;
-                    }
-            keep_together(layer_bytes + layer_bytes / 16 + 4096);
-        }
+        // layer in one slab where a fresh slab can hold it (its planned bytes). Only where fused
+        // layers can run: elsewhere it would waste up to a layer per slab.
+        if (limits.fused_decode && ops::DecodeLayerOp::device_supported(ctx))
+            keep_together(room_for(planned_layer_bytes_[l]));
         L.attn_norm = &upload_norm(gguf, p + "attn_norm.weight", m.dim);
         L.ffn_norm = &upload_norm(gguf, p + "ffn_norm.weight", m.dim);
         auto wqkv = upload_stacked(gguf, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
@@ -282,6 +270,12 @@ ops::Repacked& LlamaModel::scratch(const ops::WeightFormat& fmt, uint64_t rows, 
     return scratch_;
 }
 
+uint64_t LlamaModel::room_for(uint64_t bytes) {
+    // Each piece reserve() places starts aligned (at most 256 bytes on any device), and a layer's
+    // or a load's rest is a few pieces per matrix: 1/64 more and 64 KiB hold their padding.
+    return bytes + bytes / 64 + (64u << 10);
+}
+
 std::pair<vk::BufferRange, uint8_t*> LlamaModel::reserve(uint64_t bytes) {
     const uint64_t align = std::max<uint64_t>({ctx_.limits().minStorageBufferOffsetAlignment,
                                                ctx_.limits().minTexelBufferOffsetAlignment, 16});
@@ -290,10 +284,8 @@ std::pair<vk::BufferRange, uint8_t*> LlamaModel::reserve(uint64_t bytes) {
         uint64_t size = std::max<uint64_t>(limits_.weight_slab_bytes, bytes);
         // The last slab holds what is left to place (with room for the pieces' alignment), not a
         // whole slab: a 1 MB model took 256 MiB of a GPU's memory.
-        if (planned_weight_bytes_ > weight_bytes_) {
-            const uint64_t left = planned_weight_bytes_ - weight_bytes_;
-            size = std::min(size, std::max(bytes, left + left / 64 + (64u << 10)));
-        }
+        if (planned_weight_bytes_ > weight_bytes_)
+            size = std::min(size, std::max(bytes, room_for(planned_weight_bytes_ - weight_bytes_)));
         if (ctx_.info().max_allocation_bytes) size = std::min<uint64_t>(size, ctx_.info().max_allocation_bytes);
         if (bytes > size)
             throw Error(ErrorCode::ModelTooLarge, "a weight part of " + std::to_string(bytes >> 20) +
@@ -521,14 +513,17 @@ uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
     };
     uint64_t bytes = matrix("token_embd.weight", m.vocab, m.dim) + norm("output_norm.weight", m.dim);
     if (!m.tied_output) bytes += matrix("output.weight", m.vocab, m.dim);
+    planned_layer_bytes_.assign(m.n_layers, 0);
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
-        bytes += norm(p + "attn_norm.weight", m.dim) + norm(p + "ffn_norm.weight", m.dim);
-        bytes += stacked({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {m.dim, kv_dim, kv_dim}, m.dim);
-        bytes += matrix(p + "attn_output.weight", m.dim, m.dim);
+        uint64_t& layer = planned_layer_bytes_[l];
+        layer += norm(p + "attn_norm.weight", m.dim) + norm(p + "ffn_norm.weight", m.dim);
+        layer += stacked({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {m.dim, kv_dim, kv_dim}, m.dim);
+        layer += matrix(p + "attn_output.weight", m.dim, m.dim);
         // upload_interleaved where gate and up share a format (one matrix of both rows), else stacked.
-        bytes += stacked({p + "ffn_gate.weight", p + "ffn_up.weight"}, {m.ffn_dim, m.ffn_dim}, m.dim);
-        bytes += matrix(p + "ffn_down.weight", m.dim, m.ffn_dim);
+        layer += stacked({p + "ffn_gate.weight", p + "ffn_up.weight"}, {m.ffn_dim, m.ffn_dim}, m.dim);
+        layer += matrix(p + "ffn_down.weight", m.dim, m.ffn_dim);
+        bytes += layer;
     }
     return bytes;
 }

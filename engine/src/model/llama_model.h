@@ -110,8 +110,11 @@ private:
     uint64_t placed_bytes(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols) const;
     // Every weight's placed_bytes, the matrices stacked and interleaved as the constructor
     // uploads them, before anything is: what the memory plan counts and what the slabs are sized
-    // by. Refuses a missing or misshapen tensor or an unsupported type as the upload would.
+    // by (each layer's share in planned_layer_bytes_). Refuses a missing or misshapen tensor or an
+    // unsupported type as the upload would.
     uint64_t plan_weights(const GgufFile& gguf, const ModelInfo& m);
+    // `bytes` of weights with room for their pieces' alignment in a slab.
+    static uint64_t room_for(uint64_t bytes);
     // The format a tensor is uploaded in (ops::weight_format_for_data), decided once per load.
     const ops::WeightFormat& format_of(const GgufFile& gguf, const GgufTensorInfo& t, const std::string& name);
     const GgufTensorInfo& checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows, uint64_t cols);
@@ -146,6 +149,7 @@ private:
     uint64_t slab_used_ = 0;
     std::deque<ops::DeviceWeight> weights_;
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0, matmul_bytes_ = 0, planned_weight_bytes_ = 0;
+    std::vector<uint64_t> planned_layer_bytes_;  // plan_weights' bytes of each layer
     std::map<uint32_t, uint64_t> matmul_bytes_by_layout_;
     // Weight bytes per step of each profile label: a step on the separate kernels, a fused step.
     std::array<uint64_t, kProfileLabels> label_bytes_{}, fused_label_bytes_{};
