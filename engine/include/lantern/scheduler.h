@@ -6,6 +6,15 @@
 // others keep decoding, so a long prompt never stalls the running replies. A prompt whose start an
 // earlier request computed takes those tokens from the KV prefix cache. One step = one
 // Engine::step = one command buffer, one submit.
+//
+// The replies need not all fit the KV cache at full length at once: a generation is admitted
+// (first come, first served) when its prompt's blocks fit beside what the running ones still need,
+// and when a step's tokens do not fit, the generation admitted last is preempted: its sequence is
+// freed (its full blocks stay in the prefix cache), it waits at the head of the queue, and when
+// room is back it takes those blocks again, recomputes the rest (the token it had sampled last
+// included) and goes on: its reply is the one it would have been. A generation alone without room (the cache,
+// or its share, full) ends with "context_full". So a server can run many replies in a cache sized
+// for a few full contexts, and a long reply slows the others instead of failing them.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -42,6 +51,8 @@ struct GenerationRequest {
 
 struct SchedulerStepStats {
     uint32_t decode_tokens = 0, prefill_tokens = 0, sequences = 0;
+    uint32_t preempted = 0;  // generations preempted before this step for want of KV blocks
+    uint32_t waiting = 0;    // generations without a sequence after the step (not yet admitted, or preempted)
     double ms = 0;
 };
 
@@ -49,9 +60,14 @@ class Scheduler {
 public:
     // `token_budget`: most tokens per step (decodes count one each); at most the engine's
     // max_step_tokens. `max_running`: generations decoding at once (the engine's max_sequences).
-    Scheduler(Engine& engine, uint32_t token_budget, uint32_t max_running);
+    // `max_kv_blocks`: most KV blocks the generations hold together, so that the rest of the
+    // cache stays free for a sequence the engine serves beside them (the desktop app's chat);
+    // 0 = the whole cache.
+    Scheduler(Engine& engine, uint32_t token_budget, uint32_t max_running, uint32_t max_kv_blocks = 0);
     ~Scheduler();
 
+    // Throws Error(ContextFull) when the prompt cannot fit: the context length, or the KV blocks
+    // the generations may hold.
     RequestId submit(GenerationRequest request);
     void cancel(RequestId id);
     // Runs one engine step. Returns false when there is nothing to do.
@@ -59,6 +75,7 @@ public:
     // Steps until every request has finished.
     void run();
     size_t pending() const;
+    uint64_t preemptions() const;  // since construction
 
 private:
     struct Impl;

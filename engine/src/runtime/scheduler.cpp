@@ -14,8 +14,14 @@ struct Scheduler::Impl {
         RequestId id;
         GenerationRequest req;
         SequenceId seq = 0;
-        bool started = false;
-        size_t prefilled = 0;          // prompt tokens already in the sequence
+        bool started = false;   // holds a sequence
+        bool admitted = false;  // on_admitted was called (at the first admission only)
+        // What the sequence must hold before the next token is sampled: the prompt, and after a
+        // preemption the tokens generated before it as well (the last one, sampled but not yet
+        // fed, included: feeding it with the rest is what its decode step would have done).
+        std::vector<int32_t> feed;
+        size_t prefilled = 0;          // tokens of `feed` in the sequence
+        size_t chunk = 0;              // tokens of `feed` this step feeds
         std::vector<int32_t> history;  // prompt + generated (penalty window)
         int32_t next_token = -1;       // sampled, not yet fed
         uint32_t generated = 0;
@@ -24,18 +30,82 @@ struct Scheduler::Impl {
     };
 
     Engine& engine;
-    uint32_t budget, max_running;
+    uint32_t budget, max_running, max_blocks, block_tokens;
     RequestId next_id = 1;
     std::map<RequestId, Generation> gens;
-    std::deque<RequestId> order;  // admission order (FIFO)
+    std::deque<RequestId> order;  // admission order (FIFO); the started generations are its front
+    uint64_t preemptions = 0;
 
-    Impl(Engine& e, uint32_t b, uint32_t m) : engine(e), budget(std::max<uint32_t>(1, b)), max_running(std::max<uint32_t>(1, m)) {}
+    Impl(Engine& e, uint32_t b, uint32_t m, uint32_t kv)
+        : engine(e),
+          budget(std::max<uint32_t>(1, b)),
+          max_running(std::max<uint32_t>(1, m)),
+          max_blocks(kv),
+          block_tokens(std::max<uint32_t>(1, e.kv_stats().block_tokens)) {}
+
+    uint32_t blocks_for(size_t tokens) const { return static_cast<uint32_t>((tokens + block_tokens - 1) / block_tokens); }
+    size_t length(const Generation& g) const { return g.started ? engine.sequence_length(g.seq) : 0; }
+    // Blocks that appending n tokens to g's sequence takes (its table holds blocks_for(length)).
+    uint32_t growth(const Generation& g, size_t n) const { return blocks_for(length(g) + n) - blocks_for(length(g)); }
+
+    // Blocks the generations may hold at most: the cache, or their share of it.
+    uint32_t capacity() const {
+        const uint32_t total = engine.kv_stats().total_blocks;
+        return max_blocks ? std::min(max_blocks, total) : total;
+    }
+    // Blocks the generations may still take: the engine's free ones (empty, or cached and so
+    // evictable), within max_blocks of what they hold.
+    uint32_t room() const {
+        const KvStats kv = engine.kv_stats();
+        uint64_t free = static_cast<uint64_t>(kv.empty_blocks) + kv.cached_blocks;
+        if (max_blocks) {
+            uint64_t held = 0;
+            for (const auto& [id, g] : gens) held += blocks_for(length(g));
+            free = std::min<uint64_t>(free, max_blocks > held ? max_blocks - held : 0);
+        }
+        return static_cast<uint32_t>(free);
+    }
+
+    Generation* last_started() {
+        for (auto it = order.rbegin(); it != order.rend(); ++it)
+            if (gens.at(*it).started) return &gens.at(*it);
+        return nullptr;
+    }
+    uint32_t started_count() const {
+        uint32_t n = 0;
+        for (const auto& [id, g] : gens) n += g.started ? 1 : 0;
+        return n;
+    }
 
     void finish(Generation& g, const std::string& reason) {
         if (g.started) engine.free_sequence(g.seq);
         if (g.req.on_finish) g.req.on_finish(g.id, reason);
         order.erase(std::find(order.begin(), order.end(), g.id));
         gens.erase(g.id);
+    }
+
+    // Gives g's blocks back: its full ones stay in the prefix cache (most recently used, so evicted
+    // last) and come back at its next admission; only its last partial block is recomputed then.
+    void preempt(Generation& g) {
+        if (g.next_token >= 0) {  // the history, its last token not yet fed
+            g.feed = g.history;
+            g.next_token = -1;
+        }
+        engine.free_sequence(g.seq);
+        g.started = false;
+        g.prefilled = 0;
+        ++preemptions;
+    }
+
+    // Where g can no longer go on: preempted if others hold blocks that may free up, else ended.
+    // Returns whether it was preempted.
+    bool make_room_without(Generation& g) {
+        if (started_count() > 1) {
+            preempt(g);
+            return true;
+        }
+        finish(g, "context_full");
+        return false;
     }
 
     // Samples from `logits`; returns false when the generation ended.
@@ -70,8 +140,8 @@ struct Scheduler::Impl {
     }
 };
 
-Scheduler::Scheduler(Engine& engine, uint32_t token_budget, uint32_t max_running)
-    : impl_(std::make_unique<Impl>(engine, token_budget, max_running)) {}
+Scheduler::Scheduler(Engine& engine, uint32_t token_budget, uint32_t max_running, uint32_t max_kv_blocks)
+    : impl_(std::make_unique<Impl>(engine, token_budget, max_running, max_kv_blocks)) {}
 Scheduler::~Scheduler() {
     for (auto& [id, g] : impl_->gens)
         if (g.started) impl_->engine.free_sequence(g.seq);
@@ -82,6 +152,11 @@ RequestId Scheduler::submit(GenerationRequest request) {
     if (request.prompt.size() >= impl_->engine.context_length())
         throw Error(ErrorCode::ContextFull, "the prompt (" + std::to_string(request.prompt.size()) +
                                                 " tokens) does not fit the context");
+    const uint32_t capacity = impl_->capacity();
+    if (impl_->blocks_for(request.prompt.size()) > capacity)
+        throw Error(ErrorCode::ContextFull, "the prompt (" + std::to_string(request.prompt.size()) +
+                                                " tokens) does not fit the KV cache the replies share (" +
+                                                std::to_string(uint64_t{capacity} * impl_->block_tokens) + " tokens)");
     validate(request.settings);
     RequestId id = impl_->next_id++;
     Impl::Generation g;
@@ -90,6 +165,7 @@ RequestId Scheduler::submit(GenerationRequest request) {
     g.sampler = std::make_unique<Sampler>(seed);
     g.sampler->set_eos_tokens(request.stop_tokens);
     g.history = request.prompt;
+    g.feed = request.prompt;
     g.req = std::move(request);
     impl_->gens.emplace(id, std::move(g));
     impl_->order.push_back(id);
@@ -102,6 +178,7 @@ void Scheduler::cancel(RequestId id) {
 }
 
 size_t Scheduler::pending() const { return impl_->gens.size(); }
+uint64_t Scheduler::preemptions() const { return impl_->preemptions; }
 
 bool Scheduler::step(SchedulerStepStats* stats) {
     auto& I = *impl_;
@@ -111,41 +188,92 @@ bool Scheduler::step(SchedulerStepStats* stats) {
     if (I.gens.empty()) return false;
 
     const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t preempted_before = I.preemptions;
+    // 0. Room for every running generation's next token, or preempt from the back of the queue
+    // (the generation admitted last) until the rest have it.
+    while (true) {
+        uint32_t need = 0;
+        for (const auto& [id, g] : I.gens) need += g.next_token >= 0 ? I.growth(g, 1) : 0;
+        if (need <= I.room()) break;
+        I.make_room_without(*I.last_started());
+    }
+
     std::vector<StepItem> items;
     std::vector<RequestId> owners;
-    uint32_t used = 0, running = 0;
+    uint32_t used = 0, running = 0, promised = 0;  // promised: blocks this step's items take
+    const auto available = [&] {
+        const uint32_t r = I.room();
+        return r > promised ? r - promised : 0;
+    };
     // 1. Decodes of running generations (one token each).
     for (RequestId id : I.order) {
         auto& g = I.gens.at(id);
+        g.chunk = 0;
+        if (g.started) ++running;
         if (g.next_token < 0 || used >= I.budget) continue;
         items.push_back({g.seq, {g.next_token}, true, false});
         owners.push_back(id);
+        promised += I.growth(g, 1);
         ++used;
-        ++running;
     }
-    uint32_t decodes = used;
-    // 2. Prompt chunks, in admission order, while budget and running slots remain.
-    for (RequestId id : I.order) {
+    const uint32_t decodes = used;
+    // 2. Prompt chunks in queue order: of the started generations, then of those admitted now
+    // (first come, first served: admission stops at the first whose prompt does not fit beside
+    // what the started ones still need, one block each for their next token included).
+    const auto add_chunk = [&](Impl::Generation& g) {
+        size_t n = std::min<size_t>(I.budget - used, g.feed.size() - g.prefilled);
+        const size_t len = I.length(g);
+        n = std::min<size_t>(n, size_t{I.blocks_for(len)} * I.block_tokens - len + size_t{available()} * I.block_tokens);
+        if (n == 0) return;
+        promised += I.growth(g, n);
+        g.chunk = n;
+        StepItem item{g.seq, {}, false, false};
+        item.tokens.assign(g.feed.begin() + static_cast<long>(g.prefilled),
+                           g.feed.begin() + static_cast<long>(g.prefilled + n));
+        item.want_logits = g.prefilled + n == g.feed.size();
+        items.push_back(std::move(item));
+        owners.push_back(g.id);
+        used += static_cast<uint32_t>(n);
+    };
+    const auto still_needs = [&](const Impl::Generation& g) {
+        if (g.next_token >= 0) return 1u;
+        return I.blocks_for(g.feed.size()) - std::min(I.blocks_for(g.feed.size()), I.blocks_for(I.length(g) + g.chunk)) + 1;
+    };
+    uint32_t reserve = 0;
+    bool admitting = true;
+    for (RequestId id : std::vector<RequestId>(I.order.begin(), I.order.end())) {
         auto& g = I.gens.at(id);
-        if (g.next_token >= 0 || used >= I.budget) continue;
-        if (!g.started) {
-            if (running >= I.max_running) continue;
-            g.seq = I.engine.create_sequence();
-            g.started = true;
-            g.prefilled = I.engine.attach_cached_prefix(g.seq, g.req.prompt);
+        if (g.started) {
+            if (g.next_token < 0 && used < I.budget) add_chunk(g);
+            reserve += still_needs(g);
+            continue;
+        }
+        if (!admitting || used >= I.budget || running >= I.max_running) break;
+        if (I.blocks_for(g.feed.size()) + reserve > available()) {
+            if (running > 0) break;  // it waits for the running ones to finish or be preempted
+            // Nothing else holds blocks, and still no room (a sequence outside holds them): it
+            // cannot run now, nor wait for a generation that would free them.
+            I.finish(g, "context_full");
+            continue;
+        }
+        g.seq = I.engine.create_sequence();
+        g.started = true;
+        g.prefilled = I.engine.attach_cached_prefix(g.seq, g.feed);
+        if (!g.admitted) {
+            g.admitted = true;
             if (g.req.on_admitted) g.req.on_admitted(id, static_cast<uint32_t>(g.prefilled));
         }
         ++running;
-        size_t n = std::min<size_t>(I.budget - used, g.req.prompt.size() - g.prefilled);
-        StepItem item{g.seq, {}, false, false};
-        item.tokens.assign(g.req.prompt.begin() + static_cast<long>(g.prefilled),
-                           g.req.prompt.begin() + static_cast<long>(g.prefilled + n));
-        item.want_logits = g.prefilled + n == g.req.prompt.size();
-        items.push_back(std::move(item));
-        owners.push_back(id);
-        used += static_cast<uint32_t>(n);
+        add_chunk(g);
+        reserve += still_needs(g);
     }
-    if (items.empty()) return false;
+    if (items.empty()) {
+        // Started generations that are all prefilling and none has room: the last one gives way.
+        if (Impl::Generation* g = I.last_started()) I.make_room_without(*g);
+        if (stats) *stats = {};
+        if (stats) stats->preempted = static_cast<uint32_t>(I.preemptions - preempted_before);
+        return !I.gens.empty();
+    }
 
     auto logits = I.engine.step(items);
     size_t row = 0;
@@ -163,6 +291,8 @@ bool Scheduler::step(SchedulerStepStats* stats) {
         stats->decode_tokens = decodes;
         stats->prefill_tokens = used - decodes;
         stats->sequences = static_cast<uint32_t>(items.size());
+        stats->preempted = static_cast<uint32_t>(I.preemptions - preempted_before);
+        stats->waiting = static_cast<uint32_t>(I.gens.size()) - I.started_count();
         stats->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
     return true;
