@@ -31,6 +31,9 @@ const char* kUsage = R"(usage: lantern-server --model FILE [options]
   --cors               allow web pages of any origin to call the API
   --parallel N         replies generated at once, batched into each step (default 4)
   --ctx N              context length per reply (default: model's, at most 4096)
+  --kv-tokens N        KV cache size in tokens, shared by the replies (default: --ctx x
+                       --parallel). Less lets more replies run at once than fit at full length:
+                       a reply the cache has no room for waits, or is preempted and resumes.
   --device SEL         Vulkan device index or name substring (env LANTERN_DEVICE)
   --quiet              no log line per request
 Endpoints: POST /v1/chat/completions, POST /v1/completions (add "stream": true for
@@ -60,7 +63,7 @@ extern "C" void on_signal(int) {
 
 int main(int argc, char** argv) {
     std::string model, device;
-    uint32_t ctx = 0;
+    uint32_t ctx = 0, kv_tokens = 0;
     bool quiet = false;
     ServerOptions so;
     if (const char* key = std::getenv("LANTERN_API_KEY")) so.api_key = key;
@@ -77,6 +80,7 @@ int main(int argc, char** argv) {
         else if (f == "--cors") so.cors = true;
         else if (f == "--parallel") so.parallel = integer<uint32_t>(f, value());
         else if (f == "--ctx") ctx = integer<uint32_t>(f, value());
+        else if (f == "--kv-tokens") kv_tokens = integer<uint32_t>(f, value());
         else if (f == "--device") device = value();
         else if (f == "--quiet") quiet = true;
         else if (f == "--help" || f == "-h") { std::cout << kUsage; return 0; }
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
         eo.device_selector = device;
         eo.context_length = ctx;
         eo.max_sequences = so.parallel;
+        eo.kv_tokens = kv_tokens;
         eo.max_step_tokens = so.step_tokens;
         auto engine = Engine::load(model, eo);
         // Compile every kernel shape now, not inside the first client's request.
@@ -100,10 +105,12 @@ int main(int argc, char** argv) {
         if (!quiet) so.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
         ApiServer server(*engine, so);
         std::fprintf(stderr,
-                     "[lantern-server] %s (%s chat format, context %u x %u replies) on %s (%s); ready in %.1f s\n"
+                     "[lantern-server] %s (%s chat format, context %u, %u replies at once, KV cache of %llu tokens) on %s "
+                     "(%s); ready in %.1f s\n"
                      "[lantern-server] listening on http://%s:%u/v1\n",
                      engine->model().name.c_str(), chat_format_name(engine->chat_template().format()),
-                     engine->context_length(), so.parallel, engine->device().name.c_str(),
+                     engine->context_length(), so.parallel,
+                     static_cast<unsigned long long>(engine->kv_stats().capacity_tokens), engine->device().name.c_str(),
                      device_type_name(engine->device().type), (engine->load_ms() + warm_ms) / 1000.0, so.host.c_str(),
                      server.port());
         if (so.host != "127.0.0.1" && so.api_key.empty())

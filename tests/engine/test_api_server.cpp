@@ -210,6 +210,59 @@ private slots:
         }
     }
 
+    void clients_share_a_cache_smaller_than_their_contexts() {
+        // Four clients whose replies need 5-6 blocks each at the end, in a cache of 9 blocks: they
+        // are admitted as room allows, the last admitted gives its blocks back when a step does
+        // not fit, and every reply is still the one it is alone.
+        EngineOptions o = test::validated_engine_options();
+        o.context_length = 512;
+        o.max_sequences = 4;
+        o.max_step_tokens = 64;
+        o.kv_f16 = false;  // as engine_'s, whose replies are the reference
+        o.kv_tokens = 9 * 16;
+        auto small = Engine::load(test::shared_path("models/stories260K.gguf"), o);
+        const std::vector<std::string> prompts = {"Tom had a red ball", "The cat was sleepy", "Once there was a big tree",
+                                                  "Sue and Ben went to the park"};
+        std::vector<std::string> alone;
+        {
+            RunningServer roomy(*engine_);
+            for (const auto& p : prompts)
+                alone.push_back(reply_text(post(roomy.port(), "/v1/completions",
+                                                R"({"prompt": )" + server::json_quote(p) + R"(, "max_tokens": 60, "temperature": 0})")));
+        }
+        RunningServer s(*small);
+        std::vector<int> fds;
+        for (size_t i = 0; i < prompts.size(); ++i) {
+            const std::string body = R"({"prompt": )" + server::json_quote(prompts[i]) + R"(, "max_tokens": 60, "temperature": 0)" +
+                                     (i % 2 ? R"(, "stream": true})" : "}");
+            fds.push_back(connect_to(s.port()));
+            send_all(fds.back(), request("POST", "/v1/completions", body));
+        }
+        for (size_t i = 0; i < prompts.size(); ++i) {
+            const Response r = parse_response(read_to_end(fds[i]));
+            ::close(fds[i]);
+            QCOMPARE(r.status, 200);
+            QCOMPARE(qs(i % 2 ? streamed_text(r, false) : reply_text(r)), qs(alone[i]));
+        }
+        const Response m = call(s.port(), request("GET", "/metrics"));
+        const auto value = [&](const std::string& name) {
+            const size_t at = m.body.find("\nlantern_" + name + " ");
+            if (at == std::string::npos) throw std::runtime_error("no metric " + name + " in:\n" + m.body);
+            return std::stod(m.body.substr(at + name.size() + 10));
+        };
+        QVERIFY2(value("replies_preempted_total") > 0, m.body.c_str());
+        QCOMPARE(value("replies_waiting"), 0.0);
+        QCOMPARE(value("kv_blocks_total"), 9.0);
+        QCOMPARE(value("generated_tokens_total"), 4 * 60.0);
+        // A prompt longer than the whole cache is refused at once, saying so.
+        std::string longer;
+        for (int i = 0; i < 40; ++i) longer += "the dog and the cat ";
+        const Response refused = post(s.port(), "/v1/completions", R"({"prompt": )" + server::json_quote(longer) + "}");
+        QCOMPARE(refused.status, 400);
+        QVERIFY2(error_message(refused).find("does not fit the KV cache the replies share (144 tokens)") != std::string::npos,
+                 error_message(refused).c_str());
+    }
+
     void a_resent_conversation_reuses_its_cached_prompt() {
         RunningServer s(*engine_);
         const std::string first = R"({"messages": [{"role": "system", "content": "Lily and Ben were best friends. They liked to play in the garden every day after lunch."}, {"role": "user", "content": "One day they found a small box under a tree."}], "temperature": 0, "max_tokens": 24})";
@@ -553,7 +606,7 @@ private slots:
     void the_lantern_server_tool_serves_until_told_to_stop() {
         QProcess p;
         p.start(LANTERN_SERVER_PATH, {"--model", QString::fromStdString(test::shared_path("models/stories260K.gguf")),
-                                      "--port", "0", "--ctx", "256", "--parallel", "2"});
+                                      "--port", "0", "--ctx", "256", "--parallel", "2", "--kv-tokens", "300"});
         QVERIFY(p.waitForStarted());
         // It says where it listens once the model is loaded and its kernels are compiled.
         QString err;
@@ -566,7 +619,8 @@ private slots:
             return m.hasMatch() || p.state() == QProcess::NotRunning;
         }, 120000));
         QVERIFY2(m.hasMatch(), qPrintable(err));
-        QVERIFY2(err.contains(QStringLiteral("context 256 x 2 replies")), qPrintable(err));
+        // 300 tokens of KV cache are 19 blocks of 16.
+        QVERIFY2(err.contains(QStringLiteral("context 256, 2 replies at once, KV cache of 304 tokens")), qPrintable(err));
         const auto port = static_cast<uint16_t>(m.captured(1).toUInt());
         const Response r = post(port, "/v1/completions", R"({"prompt": [1], "max_tokens": 10, "temperature": 0})");
         QCOMPARE(r.status, 200);

@@ -174,6 +174,17 @@ private slots:
         QCOMPARE(plan_memory(engine->model(), device, budget).kv_blocks, 10u);
         budget.kv_budget_bytes = 100;
         QVERIFY_THROWS_EXCEPTION(Error, plan_memory(engine->model(), device, budget));
+        // Tokens before bytes (rounded up to whole blocks), then conversations at full length,
+        // then one per sequence.
+        budget.kv_tokens = 33;
+        QCOMPARE(plan_memory(engine->model(), device, budget).kv_blocks, 3u);
+        EngineOptions shared = with_context(256);
+        shared.max_sequences = 4;
+        QCOMPARE(plan_memory(engine->model(), device, shared).kv_blocks, 4u * 16);
+        shared.kv_sequences = 2;  // four sequences sharing room for two at full length
+        const MemoryPlan two = plan_memory(engine->model(), device, shared);
+        QCOMPARE(two.kv_blocks, 2u * 16);
+        QCOMPARE(two.sequences, 2u);
     }
 
     void aModelPastTheDevicesMemoryIsRefusedWithItsFigures() {

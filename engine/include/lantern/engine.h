@@ -54,11 +54,13 @@ struct EngineOptions {
     std::function<void(const std::string&)> on_validation_message;
     std::string pipeline_cache_dir;    // empty = user cache dir; "-" = none
     uint32_t context_length = 0;       // per sequence; 0 = min(model's, 4096)
-    uint64_t kv_budget_bytes = 0;      // 0 = room for context_length tokens x max_sequences
-    // The KV cache in tokens (rounded up to whole blocks), before kv_budget_bytes: sequences
-    // share it, so a server can run more replies than fit at full length at once (the Scheduler
-    // admits and preempts by free blocks). 0 = kv_budget_bytes decides.
+    // The KV cache's size, the first of these that is set: kv_tokens (rounded up to whole
+    // blocks), kv_budget_bytes, kv_sequences x context_length, max_sequences x context_length.
+    // Sequences share it, so a server can run more replies than fit at full length at once (the
+    // Scheduler admits and preempts them by free blocks).
     uint32_t kv_tokens = 0;
+    uint64_t kv_budget_bytes = 0;
+    uint32_t kv_sequences = 0;         // conversations at full length the cache has room for
     uint32_t kv_block_tokens = 16;
     bool kv_f16 = true;                // K/V element type: f16 (default) or f32 (exact references)
     uint32_t max_sequences = 4;

@@ -75,6 +75,7 @@ public:
     // Steps until every request has finished.
     void run();
     size_t pending() const;
+    size_t waiting() const;        // of pending(), those without a sequence (not admitted yet, or preempted)
     uint64_t preemptions() const;  // since construction
 
 private:

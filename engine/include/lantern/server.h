@@ -14,7 +14,9 @@
 // batching, lantern/scheduler.h), a new request's prompt is fed in chunks between the others'
 // tokens, and a prompt whose start was computed before (a client resending a conversation with one
 // more message) takes those tokens from the KV prefix cache; the response's
-// usage.prompt_tokens_details.cached_tokens says how many.
+// usage.prompt_tokens_details.cached_tokens says how many. The replies share the KV cache by its
+// blocks, not by a full context each: the cache may be smaller than `parallel` contexts, and a
+// reply the cache has no room for waits (or, admitted last, is preempted and resumes unchanged).
 //
 // One thread does everything (network and engine steps), the one that calls run() or serve_once().
 // stop() may be called from any thread or a signal handler.
@@ -35,6 +37,10 @@ struct ServerOptions {
     bool cors = false;               // let web pages of any origin call the API
     uint32_t parallel = 4;           // replies generated at once (at most the engine's max_sequences)
     uint32_t step_tokens = 256;      // tokens per engine step (at most the engine's max_step_tokens)
+    // Most KV blocks the replies hold together; the rest of the cache stays free for the engine's
+    // other user (the desktop app's chat). 0 = the whole cache. Replies that do not fit at once
+    // wait, or are preempted and resume (lantern/scheduler.h); /metrics counts both.
+    uint32_t kv_blocks = 0;
     size_t max_body_bytes = 8u << 20;
     size_t max_connections = 256;  // open at once; more are answered 503 and closed
     std::function<void(const std::string&)> log;  // one line per request served; empty = quiet

@@ -26,7 +26,7 @@ ModelLimits limits_for(const ModelInfo& m, const EngineOptions& o) {
     const uint64_t blocks_per_context = (lim.context_length + lim.block_tokens - 1) / lim.block_tokens;
     const uint64_t blocks = o.kv_tokens         ? (uint64_t{o.kv_tokens} + lim.block_tokens - 1) / lim.block_tokens
                             : o.kv_budget_bytes ? o.kv_budget_bytes / (per_token * lim.block_tokens)
-                                                : blocks_per_context * std::max<uint32_t>(1, o.max_sequences);
+                                                : blocks_per_context * std::max<uint32_t>(1, o.kv_sequences ? o.kv_sequences : o.max_sequences);
     if (blocks < 1) throw Error(ErrorCode::InvalidArgument, "the KV budget holds not even one block");
     lim.kv_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, 1u << 24));
     return lim;

@@ -178,6 +178,7 @@ void Scheduler::cancel(RequestId id) {
 }
 
 size_t Scheduler::pending() const { return impl_->gens.size(); }
+size_t Scheduler::waiting() const { return impl_->gens.size() - impl_->started_count(); }
 uint64_t Scheduler::preemptions() const { return impl_->preemptions; }
 
 bool Scheduler::step(SchedulerStepStats* stats) {

@@ -109,8 +109,10 @@ struct ApiServer::Impl {
     } counters;
 
     Impl(Engine& e, ServerOptions o)
-        : engine(e), options(std::move(o)), scheduler(e, std::max<uint32_t>(1, options.step_tokens),
-                                                      std::max<uint32_t>(1, options.parallel)) {
+        : engine(e),
+          options(std::move(o)),
+          scheduler(e, std::max<uint32_t>(1, options.step_tokens), std::max<uint32_t>(1, options.parallel),
+                    options.kv_blocks) {
         limits.max_body_bytes = options.max_body_bytes;
         in_addr addr{};
         if (inet_pton(AF_INET, options.host.c_str(), &addr) != 1)
@@ -332,6 +334,11 @@ struct ApiServer::Impl {
         for (const auto& [id, r] : replies) running += r.finished ? 0 : 1;
         metric("replies_in_progress", "gauge", "Replies being generated or waiting for a slot.", double(running));
         const KvStats kv = engine.kv_stats();
+        metric("replies_waiting", "gauge", "Of those, replies waiting for a slot or for room in the KV cache.",
+               double(scheduler.waiting()));
+        metric("replies_preempted_total", "counter",
+               "Times a reply gave its KV blocks back for want of room and waited to resume.",
+               double(scheduler.preemptions()));
         metric("kv_blocks_total", "gauge", "KV cache blocks.", kv.total_blocks);
         metric("kv_blocks_used", "gauge", "KV cache blocks held by replies in progress.", kv.used_blocks);
         metric("kv_blocks_cached", "gauge", "KV cache blocks kept for reuse by later prompts.", kv.cached_blocks);
