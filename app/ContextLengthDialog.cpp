@@ -103,8 +103,8 @@ void ContextLengthDialog::update() {
     const QString device = QString::fromStdString(device_.name);
     QString text =
         plan_.sequences > 1
-            ? tr("KV cache: %1, room for %n conversation(s) of %2 tokens at once (the chat and the local API "
-                 "server's replies).", nullptr, static_cast<int>(plan_.sequences))
+            ? tr("KV cache: %1, room for %n conversation(s) of %2 tokens at once: the chat's, and what the local "
+                 "API server's replies share.", nullptr, static_cast<int>(plan_.sequences))
                   .arg(display::bytes(plan_.kv_bytes), display::count(plan_.context_length))
             : tr("KV cache: %1 for the chat's %2 tokens (switching the local API server on adds room for its "
                  "replies).")

@@ -19,7 +19,8 @@ class ContextLengthDialog : public QDialog {
     Q_OBJECT
 public:
     // `chosen`: the length asked for so far (0 = automatic); `sequences`: conversations the KV
-    // cache will hold at full context (the chat, and the API server's replies while it is on);
+    // cache will hold at full context (InferenceWorker::kvConversationsFor: the chat's, and while
+    // the API server is on, the room its replies share);
     // `conversationTokens`: how long the open conversation is, to say when a shorter context would
     // leave its start out.
     ContextLengthDialog(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, uint32_t chosen,

@@ -742,7 +742,7 @@ void MainWindow::onModelReloading() {
 void MainWindow::chooseContextLength() {
     if (state_ != State::Ready) return;
     ContextLengthDialog dialog(loadedModel_, loadedDevice_, preferences::contextLength(modelPath_),
-                               InferenceWorker::sequencesFor(apiServerAction_->isChecked()),
+                               InferenceWorker::kvConversationsFor(apiServerAction_->isChecked()),
                                static_cast<uint32_t>(std::max(cachedContextTokens_, 0)), this);
     if (dialog.exec() == QDialog::Accepted) setContextLength(dialog.chosenLength());
 }
@@ -770,7 +770,6 @@ void MainWindow::chooseDevice(const QString& selector) {
 void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report) {
     loadedModelName_ = model.name.empty() ? modelFileName(modelPath_, false) : QString::fromStdString(model.name);
     contextLength_ = report.context_length;
-    loadedSequences_ = report.sequences;
     loadedModel_ = model;
     loadedDevice_ = device;
     contextLengthBefore_ = -1;

@@ -211,7 +211,6 @@ protected:
     QString loadedModelName_;
     QString deviceSelector_;
     uint32_t contextLength_ = 0;
-    uint32_t loadedSequences_ = 0;      // full-context conversations its KV cache holds (LoadReport)
     lantern::ModelInfo loadedModel_;    // as the last successful load reported them
     lantern::DeviceInfo loadedDevice_;
     // While a model loads with a newly chosen context length: the length it had before, loaded

@@ -4,10 +4,10 @@
 <context>
     <name>ContextLengthDialog</name>
     <message numerus="yes">
-        <source>KV cache: %1, room for %n conversation(s) of %2 tokens at once (the chat and the local API server&apos;s replies).</source>
+        <source>KV cache: %1, room for %n conversation(s) of %2 tokens at once: the chat&apos;s, and what the local API server&apos;s replies share.</source>
         <translation>
-            <numerusform>KV cache: %1, room for %n conversation of %2 tokens at once (the chat and the local API server&apos;s replies).</numerusform>
-            <numerusform>KV cache: %1, room for %n conversations of %2 tokens at once (the chat and the local API server&apos;s replies).</numerusform>
+            <numerusform>KV cache: %1, room for %n conversation of %2 tokens at once: the chat&apos;s, and what the local API server&apos;s replies share.</numerusform>
+            <numerusform>KV cache: %1, room for %n conversations of %2 tokens at once: the chat&apos;s, and what the local API server&apos;s replies share.</numerusform>
         </translation>
     </message>
 </context>
@@ -66,10 +66,10 @@
 <context>
     <name>ModelInfoPanel</name>
     <message numerus="yes">
-        <source>KV room for %n conversation(s)</source>
+        <source>KV room for the chat and %n more conversation(s) that the API server&apos;s replies share</source>
         <translation>
-            <numerusform>KV room for %n conversation</numerusform>
-            <numerusform>KV room for %n conversations</numerusform>
+            <numerusform>KV room for the chat and %n more conversation that the API server&apos;s replies share</numerusform>
+            <numerusform>KV room for the chat and %n more conversations that the API server&apos;s replies share</numerusform>
         </translation>
     </message>
 </context>

@@ -123,12 +123,6 @@
         <source>Reload the Model</source>
         <translation>重新加载模型</translation>
     </message>
-    <message numerus="yes">
-        <source>KV cache: %1, room for %n conversation(s) of %2 tokens at once (the chat and the local API server&apos;s replies).</source>
-        <translation>
-            <numerusform>KV 缓存：%1，可同时容纳 %n 个 %2 词元的对话（聊天本身和本地 API 服务器的回复）。</numerusform>
-        </translation>
-    </message>
     <message>
         <source>With the weights, about %1 of the %3 on %2.</source>
         <translation>加上权重，约占 %2 上 %3 中的 %1。</translation>
@@ -152,6 +146,12 @@
     <message>
         <source>KV cache: %1 for the chat&apos;s %2 tokens (switching the local API server on adds room for its replies).</source>
         <translation>KV 缓存：%1，供聊天的 %2 个词元使用（开启本地 API 服务器会为它的回复再留出空间）。</translation>
+    </message>
+    <message numerus="yes">
+        <source>KV cache: %1, room for %n conversation(s) of %2 tokens at once: the chat&apos;s, and what the local API server&apos;s replies share.</source>
+        <translation>
+            <numerusform>KV 缓存：%1，可同时容纳 %n 个 %2 词元的对话：聊天本身的，以及本地 API 服务器的回复共用的。</numerusform>
+        </translation>
     </message>
 </context>
 <context>
@@ -1070,15 +1070,15 @@ Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
         <source>none — completion mode (your text is continued)</source>
         <translation>无 — 补全模式（续写你的文字）</translation>
     </message>
-    <message numerus="yes">
-        <source>KV room for %n conversation(s)</source>
-        <translation>
-            <numerusform>KV 空间可容纳 %n 个对话</numerusform>
-        </translation>
-    </message>
     <message>
         <source>KV room for the chat</source>
         <translation>KV 空间仅供聊天</translation>
+    </message>
+    <message numerus="yes">
+        <source>KV room for the chat and %n more conversation(s) that the API server&apos;s replies share</source>
+        <translation>
+            <numerusform>KV 空间供聊天使用，另有 %n 个对话的空间由 API 服务器的回复共用</numerusform>
+        </translation>
     </message>
 </context>
 <context>

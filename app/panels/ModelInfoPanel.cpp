@@ -92,10 +92,12 @@ void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::Device
     if (!m.rope_scaling.frequency_factors.empty()) rope += tr(", frequency factors per pair (Llama 3.1 scaling)");
     set("rope", rope);
     // And how many conversations of that length the KV cache holds: the chat alone, or with the
-    // local API server on, its parallel replies too (File > Context Length… changes the length).
+    // local API server on, the room its parallel replies share too (File > Context Length…
+    // changes the length).
     set("context", tr("%1 tokens (trained: %2)").arg(display::count(report.context_length), display::count(m.context_length)) +
                        QStringLiteral(" · ") +
-                       (report.sequences > 1 ? tr("KV room for %n conversation(s)", nullptr, static_cast<int>(report.sequences))
+                       (report.sequences > 1 ? tr("KV room for the chat and %n more conversation(s) that the API server's replies share",
+                                                  nullptr, static_cast<int>(report.sequences - 1))
                                              : tr("KV room for the chat")));
     set("vocab", tr("%1 tokens%2").arg(display::count(m.vocab)).arg(m.tied_output ? tr(", output tied to embeddings") : QString()) +
                      (report.tokenizer_kind.isEmpty() ? QString() : QStringLiteral(" · ") + report.tokenizer_kind));

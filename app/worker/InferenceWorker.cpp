@@ -65,7 +65,7 @@ void InferenceWorker::dropEngine() {
     closeApiServer();  // apiWanted_ stays: it opens again on the next model
     session_.reset();
     engine_.reset();
-    loadedSequences_ = 0;
+    loadedForApi_ = false;
     capturedLayer_ = -1;
     profileCountdown_ = 0;  // a new model's steps are timed only when asked again
     if (had) emit modelUnloaded();
@@ -78,40 +78,41 @@ void InferenceWorker::loadModel(const QString& path, const QString& deviceSelect
     loadedContext_ = contextLength;
     try {
         try {
-            loadEngine(sequencesFor(apiWanted_));
+            loadEngine(apiWanted_);
         } catch (const lantern::Error& e) {
             if (!apiWanted_ || e.code() != lantern::ErrorCode::ModelTooLarge) throw;
             // The chat alone may fit where the chat and the API's replies do not: that, without
             // the server, rather than no model at all (said after the load, which says its own).
             apiWanted_ = false;
-            loadEngine(sequencesFor(false));
+            loadEngine(false);
             emit apiServerFailed(tr("there is no room on the device for its replies beside the chat (%1)").arg(messageOf(e)));
         }
     } catch (const std::exception& e) {
         session_.reset();
         engine_.reset();
-        loadedSequences_ = 0;
+        loadedForApi_ = false;
         emit loadFailed(messageOf(e));
     }
 }
 
-void InferenceWorker::loadEngine(quint32 sequences) {
+void InferenceWorker::loadEngine(bool forApi) {
     lantern::EngineOptions options;
     options.device_selector = loadedSelector_.toStdString();
     options.context_length = loadedContext_;
-    options.max_sequences = sequences;
+    options.max_sequences = forApi ? 1 + kApiReplies : 1;
+    options.kv_sequences = kvConversationsFor(forApi);
     engine_ = lantern::Engine::load(loadedPath_.toStdString(), options);
     session_ = std::make_unique<lantern::ChatSession>(*engine_);
     session_->set_system_prompt(systemPrompt_);
     session_->set_prompt_progress([this](uint32_t done, uint32_t total) { emit promptProgress(done, total); });
-    loadedSequences_ = sequences;
+    loadedForApi_ = forApi;
 
     LoadReport report;
     report.load_ms = engine_->load_ms();
     report.pipelines_ms = engine_->pipelines_ms();
     report.pipeline_cache_warm = engine_->pipeline_cache_was_warm();
     report.context_length = engine_->context_length();
-    report.sequences = sequences;
+    report.sequences = kvConversationsFor(forApi);
     report.chat_template = session_->has_chat_template();
     report.template_name = QString::fromStdString(session_->template_name());
     report.tokenizer_kind = QString::fromStdString(engine_->tokenizer().kind());
@@ -216,7 +217,7 @@ void InferenceWorker::startApiServer(quint16 port) {
     apiWanted_ = true;
     apiPort_ = port;
     closeApiServer();
-    if (engine_ && loadedSequences_ < kSequencesWithApi) {
+    if (engine_ && !loadedForApi_) {
         // Loaded for the chat alone: again, with KV room for the API's replies (it opens then).
         emit reloadingModel();
         loadModel(loadedPath_, loadedSelector_, loadedContext_);
@@ -234,8 +235,12 @@ void InferenceWorker::openApiServer() {
     try {
         lantern::ServerOptions o;
         o.port = apiPort_;
-        // The chat keeps a sequence of its own: the API gets the engine's other ones.
-        o.parallel = loadedSequences_ - 1;
+        // The chat keeps a sequence of its own and one conversation's KV room: the API's replies
+        // get the engine's other sequences and share the rest of the cache.
+        o.parallel = kApiReplies;
+        const lantern::KvStats kv = engine_->kv_stats();
+        const uint32_t chat = (engine_->context_length() + kv.block_tokens - 1) / kv.block_tokens;
+        o.kv_blocks = kv.total_blocks > chat ? kv.total_blocks - chat : 1;
         o.step_tokens = lantern::EngineOptions{}.max_step_tokens;
         apiServer_ = std::make_unique<lantern::ApiServer>(*engine_, o);
     } catch (const std::exception& e) {
@@ -249,7 +254,7 @@ void InferenceWorker::openApiServer() {
     // Clients served together run batched decode steps, whose kernels the chat's warm-up does not
     // compile: do it now, one queued step shape at a time (a request that comes meanwhile goes
     // first), rather than inside the first concurrent replies.
-    for (uint32_t n = 2; n <= loadedSequences_ - 1; ++n)
+    for (uint32_t n = 2; n <= kApiReplies; ++n)
         QMetaObject::invokeMethod(
             this,
             [this, n, g = generation_] {

@@ -61,10 +61,13 @@ public:
     void setTokenBatchMs(double ms) { tokenBatchMs_.store(ms); }
     // How often an idle API server looks at the network (ms).
     static constexpr int kApiIdleMs = 20;
-    // Conversations the KV cache holds at full context: the chat's, and with the API server on,
-    // its parallel replies' (lantern::ServerOptions::parallel = this - 1).
-    static constexpr quint32 kSequencesWithApi = 4;
-    static quint32 sequencesFor(bool apiServer) { return apiServer ? kSequencesWithApi : 1; }
+    // Replies the API server generates at once beside the chat (lantern::ServerOptions::parallel).
+    static constexpr quint32 kApiReplies = 3;
+    // Conversations at full context the KV cache has room for: the chat's, and with the API server
+    // on one more, which its replies share by blocks (the Scheduler admits them as room allows and
+    // preempts the last admitted when it runs out) rather than one each: three replies at once
+    // need not triple the cache, and the chat's own room is never theirs.
+    static quint32 kvConversationsFor(bool apiServer) { return apiServer ? 2 : 1; }
 
 public slots:
     // Loads a GGUF file; any previous model and conversation are dropped first. deviceSelector is a
@@ -91,7 +94,7 @@ public slots:
     // Serves the loaded model — and each model loaded later — over the OpenAI-compatible API
     // (lantern/server.h) on 127.0.0.1:port (0 = any free port) until stopApiServer(). A model is
     // loaded with KV room for the chat alone while the API server is off, and for the chat and
-    // the API's parallel replies while it is on (kSequencesWithApi): a model loaded without that
+    // the API's parallel replies while it is on (kvConversationsFor): a model loaded without that
     // room is loaded again with it first (reloadingModel, then modelLoaded); where the device has
     // room for the chat alone, the model is loaded for it and the server fails (apiServerFailed).
     // The chat and
@@ -162,10 +165,10 @@ private:
     std::unique_ptr<lantern::ApiServer> apiServer_;  // refers to engine_: reset before it
     QTimer* apiTimer_ = nullptr;                      // drives serveApi on this thread
     bool apiWanted_ = false;
-    // Loads loadedPath_ with KV room for `sequences` conversations and announces it (modelLoaded,
-    // the API server, the warm-up); throws what Engine::load throws.
-    void loadEngine(quint32 sequences);
-    quint32 loadedSequences_ = 0;  // the loaded engine's KV room, in full-context conversations
+    // Loads loadedPath_ for the chat alone or with the API server's replies too, and announces it
+    // (modelLoaded, the API server, the warm-up); throws what Engine::load throws.
+    void loadEngine(bool forApi);
+    bool loadedForApi_ = false;  // the loaded engine has the API's sequences and KV room
     // What the last loadModel() was asked for (a reload asks for it again).
     QString loadedPath_, loadedSelector_;
     quint32 loadedContext_ = 0;

@@ -2,7 +2,8 @@
 // refuses, before anything is reloaded, a length the device cannot hold — in the user's words,
 // naming the limit. The model and device are made up (a Llama 2 7B-shaped Q4_K_M file on an 8 GiB
 // card) so the figures are worked out by hand: 32 layers x K and V x 4096 values x 2 bytes = 512
-// KiB a token, for each of 4 conversations at full length; the largest step's work adds 42 MiB.
+// KiB a token, for each of the 2 conversations at full length the app's KV cache has room for
+// with its API server on (InferenceWorker::kvConversationsFor); the largest step's work adds 42 MiB.
 #include <QCheckBox>
 #include <QDialogButtonBox>
 #include <QLabel>
@@ -13,10 +14,12 @@
 #include "ContextLengthDialog.h"
 #include "Language.h"
 #include "test_support.h"
+#include "worker/InferenceWorker.h"
 
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
+const uint32_t kWithApi = InferenceWorker::kvConversationsFor(true);
 
 lantern::ModelInfo llama2_7b() { return lantern::test::llama2_7b_shape(3891 * kMiB); }  // Q4_K_M
 
@@ -50,45 +53,46 @@ class TestContextLengthDialog : public QObject {
     Q_OBJECT
 private slots:
     void initTestCase() {
-        // The English plural forms ("4 conversations"), as the app installs them.
+        // The English plural forms ("2 conversations"), as the app installs them.
         QVERIFY(language::install(QStringLiteral("en")) != nullptr);
     }
 
     void aLengthThatDoesNotFitTheDeviceCannotBeChosen() {
-        ContextLengthDialog d(llama2_7b(), card(8192 * kMiB), 0, 4, 0);
+        ContextLengthDialog d(llama2_7b(), card(6144 * kMiB), 0, kWithApi, 0);
         d.show();
         const Dialog ui = parts(d);
         QVERIFY(ui.automatic && ui.length && ui.memory && ui.warning && ui.ok);
-        // Automatic: the model's 4096 tokens, 8 GiB of KV cache for 4 of them, next to 3.8 GiB of weights.
+        // Automatic: the model's 4096 tokens, 4 GiB of KV cache for 2 of them, next to 3.8 GiB of weights.
         QVERIFY(ui.automatic->isChecked());
         QVERIFY(!ui.length->isEnabled());
         QCOMPARE(ui.length->value(), 4096);
         QCOMPARE(d.chosenLength(), 0u);
-        QVERIFY2(ui.memory->text().contains(QStringLiteral("KV cache: 8.00 GiB, room for 4 conversations of 4,096 tokens")),
+        QVERIFY2(ui.memory->text().contains(QStringLiteral("KV cache: 4.00 GiB, room for 2 conversations of 4,096 tokens "
+                                                           "at once: the chat's, and what the local API server's replies share.")),
                  qPrintable(ui.memory->text()));
         QVERIFY(ui.warning->isVisibleTo(&d));
-        QVERIFY2(ui.warning->text().startsWith(QStringLiteral("Too much for Test GPU: about 11.8 GiB are needed and it has 8.00 GiB.")),
+        QVERIFY2(ui.warning->text().startsWith(QStringLiteral("Too much for Test GPU: about 7.84 GiB are needed and it has 6.00 GiB.")),
                  qPrintable(ui.warning->text()));
         QVERIFY(!ui.ok->isEnabled());
 
-        // Half the context: 4 GiB of KV cache, 7.8 GiB in all, fits.
+        // Half the context: 2 GiB of KV cache, 5.84 GiB in all, fits.
         ui.automatic->setChecked(false);
         QVERIFY(ui.length->isEnabled());
         ui.length->setValue(2048);
         QCOMPARE(d.chosenLength(), 2048u);
-        QCOMPARE(d.plan().kv_bytes, 4096 * kMiB);
-        QVERIFY2(ui.memory->text().contains(QStringLiteral("KV cache: 4.00 GiB, room for 4 conversations of 2,048 tokens")),
+        QCOMPARE(d.plan().kv_bytes, 2048 * kMiB);
+        QVERIFY2(ui.memory->text().contains(QStringLiteral("KV cache: 2.00 GiB, room for 2 conversations of 2,048 tokens")),
                  qPrintable(ui.memory->text()));
-        QVERIFY2(ui.memory->text().contains(QStringLiteral("about 7.8")) && ui.memory->text().contains(QStringLiteral("of the 8.00 GiB on Test GPU")),
+        QVERIFY2(ui.memory->text().contains(QStringLiteral("about 5.84 GiB")) && ui.memory->text().contains(QStringLiteral("of the 6.00 GiB on Test GPU")),
                  qPrintable(ui.memory->text()));
         QVERIFY(!ui.warning->isVisibleTo(&d));
         QVERIFY(ui.ok->isEnabled());
     }
 
-    // With the API server off the cache holds the chat alone: a quarter of the memory, and the
-    // model's whole context fits the same card.
-    void theChatAloneTakesAQuarterOfTheMemory() {
-        ContextLengthDialog d(llama2_7b(), card(8192 * kMiB), 0, 1, 0);
+    // With the API server off the cache holds the chat alone: half the memory, and the model's
+    // whole context fits the same card.
+    void theChatAloneTakesHalfTheMemory() {
+        ContextLengthDialog d(llama2_7b(), card(6144 * kMiB), 0, InferenceWorker::kvConversationsFor(false), 0);
         const Dialog ui = parts(d);
         QCOMPARE(d.plan().sequences, 1u);
         QCOMPARE(d.plan().kv_bytes, 2048 * kMiB);
@@ -98,12 +102,12 @@ private slots:
     }
 
     void aLayerPastOneBuffersReachIsNamedAsTheLimit() {
-        // 4096 tokens x 4 x 4096 values x 2 bytes = 128 MiB for one layer's K; this card's views reach 64 MiB.
-        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB, 64 * kMiB), 4096, 4, 0);
+        // 4096 tokens x 2 x 4096 values x 2 bytes = 64 MiB for one layer's K; this card's views reach 32 MiB.
+        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB, 32 * kMiB), 4096, kWithApi, 0);
         const Dialog ui = parts(d);
         QVERIFY(!ui.automatic->isChecked());
         QCOMPARE(d.plan().limit, lantern::MemoryLimit::BufferRange);
-        QVERIFY2(ui.warning->text().contains(QStringLiteral("one layer's KV cache would take 128.0 MiB, and one buffer on it reaches 64.0 MiB")),
+        QVERIFY2(ui.warning->text().contains(QStringLiteral("one layer's KV cache would take 64.0 MiB, and one buffer on it reaches 32.0 MiB")),
                  qPrintable(ui.warning->text()));
         QVERIFY(!ui.ok->isEnabled());
         ui.length->setValue(2048);
@@ -112,7 +116,7 @@ private slots:
     }
 
     void theLengthStaysWithinWhatTheModelWasTrainedOn() {
-        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB), 100000, 4, 0);
+        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB), 100000, kWithApi, 0);
         const Dialog ui = parts(d);
         QCOMPARE(ui.length->maximum(), 4096);
         QCOMPARE(ui.length->minimum(), 256);
@@ -120,13 +124,13 @@ private slots:
         // A model trained on fewer tokens than the usual minimum offers its own length and no more.
         lantern::ModelInfo small = llama2_7b();
         small.context_length = 128;
-        ContextLengthDialog tiny(small, card(80 * 1024 * kMiB), 0, 4, 0);
+        ContextLengthDialog tiny(small, card(80 * 1024 * kMiB), 0, kWithApi, 0);
         QCOMPARE(parts(tiny).length->minimum(), 128);
         QCOMPARE(parts(tiny).length->maximum(), 128);
     }
 
     void aShorterContextThanTheConversationSaysItsStartNoLongerFits() {
-        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB), 0, 4, 3000);
+        ContextLengthDialog d(llama2_7b(), card(80 * 1024 * kMiB), 0, kWithApi, 3000);
         const Dialog ui = parts(d);
         QVERIFY(!ui.warning->isVisibleTo(&d));  // 4096 holds it
         ui.automatic->setChecked(false);

@@ -400,6 +400,38 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
     QCOMPARE(body["usage"].toObject()["completion_tokens"].toInt(), 30);
     QTRY_VERIFY_WITH_TIMEOUT(!activity.isEmpty() && activity.last().at(1).value<quint64>() == 1, 10'000);
 
+    // Three replies at once in the room of one conversation (stories260K: 512 tokens, 32 blocks;
+    // the cache has 64, the chat keeps the other 32): 200 tokens each need 39 blocks together,
+    // so one is preempted and resumes, and each is still the reply it is alone.
+    const auto completion = [](int token) {
+        return http_request("POST", "/v1/completions",
+                            R"({"prompt": [1, )" + std::to_string(token) + R"(], "max_tokens": 200, "temperature": 0})");
+    };
+    const auto textOf = [](const lantern::test::HttpReply& r) {
+        return QJsonDocument::fromJson(QByteArray::fromStdString(r.body)).object()["choices"].toArray()[0].toObject()["text"].toString();
+    };
+    const std::vector<int> starts{400, 401, 402};
+    std::vector<QString> alone;
+    for (int t : starts) alone.push_back(textOf(http_call(port, completion(t))));
+    std::vector<int> fds;
+    for (int t : starts) {
+        fds.push_back(lantern::test::http_connect(port));
+        lantern::test::http_send(fds.back(), completion(t));
+    }
+    for (size_t i = 0; i < starts.size(); ++i) {
+        const auto r = lantern::test::http_parse(lantern::test::http_read_to_end(fds[i]));
+        ::close(fds[i]);
+        QCOMPARE(r.status, 200);
+        QCOMPARE(textOf(r), alone[i]);
+    }
+    const std::string metrics = http_call(port, http_request("GET", "/metrics")).body;
+    const auto metric = [&](const std::string& name) {
+        const size_t at = metrics.find("\nlantern_" + name + " ");
+        return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + name.size() + 10));
+    };
+    QCOMPARE(metric("kv_blocks_total"), 64.0);
+    QVERIFY2(metric("replies_preempted_total") > 0, metrics.c_str());
+
     // The chat still answers, and the API answers after it.
     QVERIFY(worker_->setSamplingSettings(greedy(8)));
     const Reply chat = run(QStringLiteral("Lily saw a cat"));
