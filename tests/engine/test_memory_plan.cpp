@@ -22,6 +22,7 @@
 #include "model/llama_config.h"
 #include "model/llama_model.h"
 #include "model/memory_plan.h"
+#include "model/weight_placement.h"
 #include "test_support.h"
 
 using namespace lantern;
@@ -153,6 +154,94 @@ private slots:
                                     .arg(allocated).arg(llama.weight_bytes())));
         }
         QCOMPARE(ctx.bytes_allocated(), before);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // The placement rules on made-up pieces: two layers of 100 + 50 bytes, 16-byte alignment.
+    void weightPiecesGoInSlabsSizedToWhatTheyHold() {
+        using model::WeightPiece;
+        using model::WeightPlacement;
+        const std::vector<WeightPiece> two_layers{{100, 0}, {50, 0}, {100, 1}, {50, 1}};
+        // Slabs of 300: layer 1 would end at 338 after layer 0's 162 bytes. Kept whole, it starts
+        // the next slab, and each slab is as big as what it holds, no tail.
+        const WeightPlacement kept(two_layers, 300, 0, 16, true);
+        QCOMPARE(kept.slab_sizes(), (std::vector<uint64_t>{162, 162}));
+        QCOMPARE(kept.spot(2).slab, 1u);
+        QCOMPARE(kept.spot(2).offset, 0u);
+        QCOMPARE(kept.spot(3).offset, 112u);
+        QCOMPARE(kept.split_layers(), 0u);
+        // Not kept whole (GPUs: no fused layers), its first matrix fills the first slab.
+        const WeightPlacement loose(two_layers, 300, 0, 16, false);
+        QCOMPARE(loose.slab_sizes(), (std::vector<uint64_t>{276, 50}));
+        QCOMPARE(loose.split_layers(), 1u);
+        QCOMPARE(loose.slab_bytes(), 326u);
+        QCOMPARE(loose.piece_bytes(), 300u);
+        // A layer larger than a slab goes piece by piece; a piece larger than a slab has one of its
+        // own size; a piece past the device's largest allocation is refused before any upload.
+        const WeightPlacement big({{10, -1}, {400, 0}, {20, 0}}, 300, 0, 16, true);
+        QCOMPARE(big.slab_sizes(), (std::vector<uint64_t>{10, 400, 20}));
+        QVERIFY_THROWS_EXCEPTION(Error, WeightPlacement({{10, -1}, {400, 0}}, 300, 350, 16, true));
+        try {
+            WeightPlacement({{400u << 20, 0}}, 256u << 20, 300u << 20, 16, true);
+            QFAIL("a 400 MiB piece was placed on a device whose allocations reach 300 MiB");
+        } catch (const Error& e) {
+            QCOMPARE(e.code(), ErrorCode::ModelTooLarge);
+            QVERIFY2(std::string(e.what()).find("400 MiB exceeds the device's largest allocation (300 MiB)") != std::string::npos,
+                     e.what());
+        }
+    }
+
+    // On lavapipe, where decode runs whole layers per dispatch, each layer stays in one slab and
+    // the slabs end where their last layer does: what the plan counts is what is allocated, with
+    // slabs far smaller than a model (a layer and a half here), and the model computes what it
+    // computes in one slab.
+    void layersStayWholeInSlabsThatEndWhereTheyDo() {
+        SyntheticShape shape = synthetic_shape("256/6/4/2/768/320");
+        shape.name = "slabs";
+        const std::string path = test::temp_dir() + "/slabs.gguf";
+        write_synthetic_model(shape, uint32_t(GgmlType::Q8_0), path, 5);
+        auto gguf = GgufFile::open(path);
+        const ModelInfo info = model::read_llama_config(*gguf);
+        vk::Context& ctx = test::context();
+        EngineOptions whole = with_context(256);
+        EngineOptions small = whole;
+        uint64_t layer_bytes = 0;
+        {
+            model::LlamaModel one(ctx, *gguf, info, model::limits_for(info, whole));
+            const auto& p = one.weight_placement();
+            for (size_t i = 0; i < p.pieces(); ++i) layer_bytes += p.piece(i).layer == 0 ? p.piece(i).bytes : 0;
+        }
+        QVERIFY(layer_bytes > 0);
+        small.weight_slab_bytes = layer_bytes * 3 / 2;
+        const uint64_t before = ctx.bytes_allocated();
+        {
+            model::LlamaModel llama(ctx, *gguf, info, model::limits_for(info, small));
+            const auto& p = llama.weight_placement();
+            QVERIFY2(p.slab_sizes().size() >= 6, "the slabs are not smaller than the model");
+            QCOMPARE(p.split_layers(), 0u);
+            // No tails: at most the pieces' alignment padding on top of what they hold.
+            QVERIFY(p.slab_bytes() <= p.piece_bytes() + 256 * p.pieces());
+            QCOMPARE(llama.weight_bytes(), p.slab_bytes());
+            QCOMPARE(llama.planned_weight_bytes(), p.slab_bytes());
+            uint64_t slabs_allocated = 0;
+            for (uint64_t size : p.slab_sizes()) slabs_allocated += size;
+            QVERIFY(ctx.bytes_allocated() - before >= slabs_allocated);
+        }
+        QCOMPARE(ctx.bytes_allocated(), before);
+        // The same logits from the small slabs as from one (fused decode steps included).
+        std::vector<std::vector<float>> logits;
+        for (const EngineOptions& o : {whole, small}) {
+            auto engine = Engine::load(path, o);
+            const SequenceId seq = engine->create_sequence();
+            std::vector<float> last = engine->prefill(seq, std::vector<int32_t>{1, 5, 9, 14});
+            for (int t = 0; t < 3; ++t) {
+                StepItem item{seq, {int32_t(20 + t)}, true, false};
+                last = engine->step(std::span(&item, 1))[0];
+            }
+            QVERIFY(engine->last_step_profile().fused_layers || !ops::DecodeLayerOp::device_supported(ctx));
+            logits.push_back(last);
+        }
+        QCOMPARE(logits[1], logits[0]);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

@@ -37,7 +37,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     const uint32_t T = limits.max_step_tokens, S = limits.max_logit_rows;
 
     // Fit check before any large allocation: a clear message beats a driver OOM halfway through.
-    // The weights count as they will lie on the device, not as the file holds them (a Q4_K_M
+    // The weights count as the slabs that will hold them, not as the file holds them (a Q4_K_M
     // model takes about a third more once repacked).
     ModelInfo planned = m;
     planned.weight_bytes = planned_weight_bytes_ = plan_weights(gguf, m);
@@ -115,11 +115,6 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         auto& L = layers_[l];
         std::string p = "blk." + std::to_string(l) + ".";
-        // For the fused decode layer (which reads a layer's weights through one view), keep each
-        // layer in one slab where a fresh slab can hold it (its planned bytes). Only where fused
-        // layers can run: elsewhere it would waste up to a layer per slab.
-        if (limits.fused_decode && ops::DecodeLayerOp::device_supported(ctx))
-            keep_together(room_for(planned_layer_bytes_[l]));
         L.attn_norm = &upload_norm(gguf, p + "attn_norm.weight", m.dim);
         L.ffn_norm = &upload_norm(gguf, p + "ffn_norm.weight", m.dim);
         auto wqkv = upload_stacked(gguf, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
@@ -241,6 +236,9 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     for (auto& op : lm_head_op_) dispatches_ += op.dispatches();
     scratch_ = {};  // every weight is on the device now
     formats_.clear();
+    if (next_piece_ != placement_.pieces())
+        throw Error(ErrorCode::Internal, "the weights' upload placed " + std::to_string(next_piece_) + " of the " +
+                                             std::to_string(placement_.pieces()) + " pieces it planned");
 }
 
 LlamaModel::~LlamaModel() { release(); }
@@ -250,13 +248,6 @@ void LlamaModel::release() {
         ctx_.destroy(*b);
     for (auto& b : kv_buffers_) ctx_.destroy(b);
     for (auto& s : slabs_) ctx_.destroy(s);
-}
-
-void LlamaModel::keep_together(uint64_t bytes) {
-    uint64_t slab = limits_.weight_slab_bytes;
-    if (ctx_.info().max_allocation_bytes) slab = std::min<uint64_t>(slab, ctx_.info().max_allocation_bytes);
-    if (!slabs_.empty() && slab_used_ + bytes > slabs_.back().size && bytes <= slab)
-        slab_used_ = slabs_.back().size;  // the next place() starts a new slab
 }
 
 ops::Repacked& LlamaModel::scratch(const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols) {
@@ -270,34 +261,23 @@ ops::Repacked& LlamaModel::scratch(const ops::WeightFormat& fmt, uint64_t rows, 
     return scratch_;
 }
 
-uint64_t LlamaModel::room_for(uint64_t bytes) {
-    // Each piece reserve() places starts aligned (at most 256 bytes on any device), and a layer's
-    // or a load's rest is a few pieces per matrix: 1/64 more and 64 KiB hold their padding.
-    return bytes + bytes / 64 + (64u << 10);
-}
-
 std::pair<vk::BufferRange, uint8_t*> LlamaModel::reserve(uint64_t bytes) {
-    const uint64_t align = std::max<uint64_t>({ctx_.limits().minStorageBufferOffsetAlignment,
-                                               ctx_.limits().minTexelBufferOffsetAlignment, 16});
-    uint64_t off = (slab_used_ + align - 1) / align * align;
-    if (slabs_.empty() || off + bytes > slabs_.back().size) {
-        uint64_t size = std::max<uint64_t>(limits_.weight_slab_bytes, bytes);
-        // The last slab holds what is left to place (with room for the pieces' alignment), not a
-        // whole slab: a 1 MB model took 256 MiB of a GPU's memory.
-        if (planned_weight_bytes_ > weight_bytes_)
-            size = std::min(size, std::max(bytes, room_for(planned_weight_bytes_ - weight_bytes_)));
-        if (ctx_.info().max_allocation_bytes) size = std::min<uint64_t>(size, ctx_.info().max_allocation_bytes);
-        if (bytes > size)
-            throw Error(ErrorCode::ModelTooLarge, "a weight part of " + std::to_string(bytes >> 20) +
-                                                      " MiB exceeds the device's largest allocation");
-        slabs_.push_back(ctx_.create_buffer(size, vk::MemoryUse::DeviceLocal));
-        off = 0;
+    // Where the plan put this piece (model/weight_placement.h); an upload that asks for other
+    // pieces than the plan counted is a bug, caught here rather than as memory the plan missed.
+    if (next_piece_ >= placement_.pieces() || placement_.piece(next_piece_).bytes != bytes)
+        throw Error(ErrorCode::Internal,
+                    "the weights' upload left its plan at piece " + std::to_string(next_piece_) + " (" +
+                        std::to_string(bytes) + " bytes, planned " +
+                        (next_piece_ < placement_.pieces() ? std::to_string(placement_.piece(next_piece_).bytes) : "none") +
+                        ")");
+    const WeightPlacement::Spot spot = placement_.spot(next_piece_++);
+    if (spot.slab == slabs_.size()) {
+        slabs_.push_back(ctx_.create_buffer(placement_.slab_sizes()[spot.slab], vk::MemoryUse::DeviceLocal));
+        weight_bytes_ += slabs_.back().size;
     }
-    slab_used_ = off + bytes;
-    weight_bytes_ += bytes;
-    const vk::Buffer& slab = slabs_.back();
-    uint8_t* at = slab.mapped && slab.coherent ? static_cast<uint8_t*>(slab.mapped) + off : nullptr;
-    return {{&slab, off, bytes}, at};
+    const vk::Buffer& slab = slabs_[spot.slab];
+    uint8_t* at = slab.mapped && slab.coherent ? static_cast<uint8_t*>(slab.mapped) + spot.offset : nullptr;
+    return {{&slab, spot.offset, bytes}, at};
 }
 
 vk::BufferRange LlamaModel::place(const void* data, uint64_t bytes) {
@@ -472,60 +452,72 @@ LlamaModel::Layout LlamaModel::layout_for(const std::string& name, const ops::We
     return layout;
 }
 
-uint64_t LlamaModel::placed_bytes(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows,
-                                  uint64_t cols) const {
+void LlamaModel::add_pieces(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols,
+                            int32_t layer, std::vector<WeightPiece>& out) const {
+    // upload_repacked's reserve() calls, in its order: per part, the tiles (with their scales
+    // inline), or a row-major part's values and then, for scaled formats, its scales.
     const Layout layout = layout_for(name, fmt, rows, cols);
     const uint64_t row_units = ops::repacked_row_units(fmt, cols), scales_per_row = ops::repacked_row_scales(fmt, cols);
-    uint64_t bytes = 0;
     for (uint64_t r0 = 0; r0 < rows; r0 += layout.rows_per_part) {
         const uint64_t n = std::min(layout.rows_per_part, rows - r0);
-        bytes += layout.tile_rows == 1 ? n * (row_units * 16 + scales_per_row * 4)
-                                       : 4 * ops::tiled_words(row_units, fmt.scales_per_group, n, layout.tile_rows,
-                                                              fmt.group_units);
+        if (layout.tile_rows > 1) {
+            out.push_back({4 * ops::tiled_words(row_units, fmt.scales_per_group, n, layout.tile_rows, fmt.group_units), layer});
+            continue;
+        }
+        out.push_back({n * row_units * 16, layer});
+        if (scales_per_row) out.push_back({n * scales_per_row * 4, layer});
     }
-    return bytes;
 }
 
 uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
     const auto& f32 = *ops::find_weight_format(static_cast<uint32_t>(GgmlType::F32));
     const uint64_t kv_dim = static_cast<uint64_t>(m.n_kv_heads) * m.head_dim;
+    std::vector<WeightPiece> pieces;
+    int32_t layer = -1;
     auto checked_format = [&](const std::string& name, uint64_t rows, uint64_t cols) -> const ops::WeightFormat& {
         return format_of(gguf, checked_tensor(gguf, name, rows, cols), name);
     };
     auto matrix = [&](const std::string& name, uint64_t rows, uint64_t cols) {
-        return placed_bytes(name, checked_format(name, rows, cols), rows, cols);
+        add_pieces(name, checked_format(name, rows, cols), rows, cols, layer, pieces);
     };
     auto norm = [&](const std::string& name, uint64_t n) {
         checked_tensor(gguf, name, 1, n);
-        return placed_bytes(name, f32, 1, n);  // upload_norm converts any type to F32
+        add_pieces(name, f32, 1, n, layer, pieces);  // upload_norm converts any type to F32
     };
-    // upload_stacked: each run of neighbours of one format is one matrix.
+    // upload_stacked (and upload_interleaved, the same rows when the types agree): each run of
+    // neighbours of one format is one matrix.
     auto stacked = [&](const std::vector<std::string>& names, const std::vector<uint64_t>& rows, uint64_t cols) {
         std::vector<const ops::WeightFormat*> fmts;
         for (size_t i = 0; i < names.size(); ++i) fmts.push_back(&checked_format(names[i], rows[i], cols));
-        uint64_t bytes = 0;
         for (size_t begin = 0, end; begin < names.size(); begin = end) {
             uint64_t run_rows = rows[begin];
             for (end = begin + 1; end < names.size() && fmts[end] == fmts[begin]; ++end) run_rows += rows[end];
-            bytes += placed_bytes(names[begin], *fmts[begin], run_rows, cols);
+            add_pieces(names[begin], *fmts[begin], run_rows, cols, layer, pieces);
         }
-        return bytes;
     };
-    uint64_t bytes = matrix("token_embd.weight", m.vocab, m.dim) + norm("output_norm.weight", m.dim);
-    if (!m.tied_output) bytes += matrix("output.weight", m.vocab, m.dim);
-    planned_layer_bytes_.assign(m.n_layers, 0);
+    // In the constructor's order of uploads.
+    matrix("token_embd.weight", m.vocab, m.dim);
+    norm("output_norm.weight", m.dim);
+    if (!m.tied_output) matrix("output.weight", m.vocab, m.dim);
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
-        uint64_t& layer = planned_layer_bytes_[l];
-        layer += norm(p + "attn_norm.weight", m.dim) + norm(p + "ffn_norm.weight", m.dim);
-        layer += stacked({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {m.dim, kv_dim, kv_dim}, m.dim);
-        layer += matrix(p + "attn_output.weight", m.dim, m.dim);
-        // upload_interleaved where gate and up share a format (one matrix of both rows), else stacked.
-        layer += stacked({p + "ffn_gate.weight", p + "ffn_up.weight"}, {m.ffn_dim, m.ffn_dim}, m.dim);
-        layer += matrix(p + "ffn_down.weight", m.dim, m.ffn_dim);
-        bytes += layer;
+        layer = static_cast<int32_t>(l);
+        norm(p + "attn_norm.weight", m.dim);
+        norm(p + "ffn_norm.weight", m.dim);
+        stacked({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {m.dim, kv_dim, kv_dim}, m.dim);
+        matrix(p + "attn_output.weight", m.dim, m.dim);
+        stacked({p + "ffn_gate.weight", p + "ffn_up.weight"}, {m.ffn_dim, m.ffn_dim}, m.dim);
+        matrix(p + "ffn_down.weight", m.dim, m.ffn_dim);
     }
-    return bytes;
+    const auto& lim = ctx_.limits();
+    const uint64_t align = std::max<uint64_t>({lim.minStorageBufferOffsetAlignment, lim.minTexelBufferOffsetAlignment, 16});
+    // For the fused decode layer, which reads a layer's weights through one view, each layer in
+    // one slab; only where fused layers run.
+    const bool keep_layers = limits_.fused_decode && ops::DecodeLayerOp::device_supported(ctx_);
+    placement_ = WeightPlacement(std::move(pieces), limits_.weight_slab_bytes, ctx_.info().max_allocation_bytes, align,
+                                 keep_layers);
+    next_piece_ = 0;
+    return placement_.slab_bytes();
 }
 
 void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint32_t>& offsets,

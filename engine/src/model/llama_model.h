@@ -10,6 +10,7 @@
 
 #include "lantern/engine.h"
 #include "lantern/gguf.h"
+#include "model/weight_placement.h"
 #include "ops/attention.h"
 #include "ops/decode_layer.h"
 #include "ops/embed.h"
@@ -50,10 +51,13 @@ public:
     void forward(const StepInput& in, std::vector<float>& logits, bool profile, StepProfile* prof,
                  AttentionSnapshot* capture);
 
+    // The weights' device memory: the slabs that hold them.
     uint64_t weight_bytes() const { return weight_bytes_; }
     // What the constructor worked out the weights would take before it uploaded any (the memory
     // plan's weight bytes); the same as weight_bytes(), which test_memory_plan holds.
     uint64_t planned_weight_bytes() const { return planned_weight_bytes_; }
+    // Where the weights' pieces lie (for tests of the slabs: their sizes, layers kept whole).
+    const WeightPlacement& weight_placement() const { return placement_; }
     uint64_t matmul_weight_bytes() const { return matmul_bytes_; }
     // The same bytes by device layout (ggml type number of ops::WeightFormat::device_type).
     const std::map<uint32_t, uint64_t>& matmul_weight_bytes_by_layout() const { return matmul_bytes_by_layout_; }
@@ -106,20 +110,20 @@ private:
         uint64_t rows_per_part = 0;
     };
     Layout layout_for(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols) const;
-    // The bytes upload_repacked reserves for it (what weight_bytes() counts).
-    uint64_t placed_bytes(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols) const;
-    // Every weight's placed_bytes, the matrices stacked and interleaved as the constructor
-    // uploads them, before anything is: what the memory plan counts and what the slabs are sized
-    // by (each layer's share in planned_layer_bytes_). Refuses a missing or misshapen tensor or an
-    // unsupported type as the upload would.
+    // The pieces upload_repacked reserves for it, in its order (`layer`: whose weights, -1 none).
+    void add_pieces(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols, int32_t layer,
+                    std::vector<WeightPiece>& out) const;
+    // Every weight's pieces, the matrices stacked and interleaved as the constructor uploads
+    // them, placed in slabs (placement_) before anything is uploaded; returns the slabs' bytes,
+    // what the memory plan counts. Refuses a missing or misshapen tensor, an unsupported type or a
+    // piece past the device's largest allocation as the upload would.
     uint64_t plan_weights(const GgufFile& gguf, const ModelInfo& m);
-    // `bytes` of weights with room for their pieces' alignment in a slab.
-    static uint64_t room_for(uint64_t bytes);
     // The format a tensor is uploaded in (ops::weight_format_for_data), decided once per load.
     const ops::WeightFormat& format_of(const GgufFile& gguf, const GgufTensorInfo& t, const std::string& name);
     const GgufTensorInfo& checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows, uint64_t cols);
-    // Room for `bytes` in a weight slab, and where to write them directly when the slab is mapped
-    // and coherent (nullptr: write through place() / Context::upload).
+    // The next piece's room in its weight slab (where placement_ put it), and where to write it
+    // directly when the slab is mapped and coherent (nullptr: write through place() /
+    // Context::upload).
     // The matmul layout: the device's own, or a GPU's for tests (ModelLimits::gpu_layouts).
     ops::MatmulSplit matmul_split() const {
         return limits_.gpu_layouts ? ops::MatmulSplit::SplitK : ops::MatmulSplit::ForDevice;
@@ -128,9 +132,6 @@ private:
     // The load's repack buffer, sized for rows x cols of fmt (see scratch_).
     ops::Repacked& scratch(const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols);
     vk::BufferRange place(const void* data, uint64_t bytes);
-    // The next `bytes` of weights go into one slab: starts a new one if the current one is too
-    // full and a new one would hold them.
-    void keep_together(uint64_t bytes);
     void build_linear(std::vector<ops::MatmulOp>& ops, std::vector<uint32_t>& offsets,
                       const std::vector<const ops::DeviceWeight*>& weights, ops::MatmulInput input,
                       vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm,
@@ -146,10 +147,10 @@ private:
     ops::Repacked scratch_;  // reused by every matrix of the load, released at its end
     std::map<std::string, const ops::WeightFormat*> formats_;  // format_of's decisions, during the load
     std::deque<vk::Buffer> slabs_;  // deque: BufferRanges point at slabs, so they must never move
-    uint64_t slab_used_ = 0;
+    WeightPlacement placement_;  // plan_weights' placement of every piece
+    size_t next_piece_ = 0;      // the piece reserve() places next
     std::deque<ops::DeviceWeight> weights_;
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0, matmul_bytes_ = 0, planned_weight_bytes_ = 0;
-    std::vector<uint64_t> planned_layer_bytes_;  // plan_weights' bytes of each layer
     std::map<uint32_t, uint64_t> matmul_bytes_by_layout_;
     // Weight bytes per step of each profile label: a step on the separate kernels, a fused step.
     std::array<uint64_t, kProfileLabels> label_bytes_{}, fused_label_bytes_{};

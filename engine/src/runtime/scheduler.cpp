@@ -241,7 +241,6 @@ bool Scheduler::step(SchedulerStepStats* stats) {
         return I.blocks_for(g.feed.size()) - std::min(I.blocks_for(g.feed.size()), I.blocks_for(I.length(g) + g.chunk)) + 1;
     };
     uint32_t reserve = 0;
-    bool admitting = true;
     for (RequestId id : std::vector<RequestId>(I.order.begin(), I.order.end())) {
         auto& g = I.gens.at(id);
         if (g.started) {
@@ -249,7 +248,7 @@ bool Scheduler::step(SchedulerStepStats* stats) {
             reserve += still_needs(g);
             continue;
         }
-        if (!admitting || used >= I.budget || running >= I.max_running) break;
+        if (used >= I.budget || running >= I.max_running) break;
         if (I.blocks_for(g.feed.size()) + reserve > available()) {
             if (running > 0) break;  // it waits for the running ones to finish or be preempted
             // Nothing else holds blocks, and still no room (a sequence outside holds them): it
