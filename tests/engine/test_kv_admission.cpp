@@ -100,7 +100,8 @@ private slots:
         }
         const KvStats kv = e->kv_stats();
         QCOMPARE(kv.used_blocks, 0u);
-        QVERIFY(kv.peak_used_blocks <= 9u);
+        // They filled the cache before one gave way (preempted only when a step had no room left).
+        QVERIFY2(kv.peak_used_blocks >= 8u, qPrintable(QString::number(kv.peak_used_blocks)));
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
