@@ -473,18 +473,25 @@ void MainWindow::chooseApiServerPort() {
     if (apiServerAction_->isChecked()) emit apiServerStartRequested(static_cast<quint16>(port));  // moves it
 }
 
-void MainWindow::showApiServerState(bool listening, quint32 inProgress, quint64 served) {
+void MainWindow::showApiServerState(bool listening, quint32 inProgress, quint32 waiting, quint64 served) {
     if (!listening) {
         apiPort_ = 0;
         apiLabel_->hide();
         return;
     }
     const QString url = QStringLiteral("http://127.0.0.1:%1/v1").arg(apiPort_);
-    apiLabel_->setText(inProgress > 0 ? tr("API %1 · writing %n repl(ies)", nullptr, static_cast<int>(inProgress))
-                                            .arg(QStringLiteral("127.0.0.1:%1").arg(apiPort_))
-                                      : tr("API %1").arg(QStringLiteral("127.0.0.1:%1").arg(apiPort_)));
+    const QString address = QStringLiteral("127.0.0.1:%1").arg(apiPort_);
+    waiting = std::min(waiting, inProgress);
+    QString text = inProgress > waiting
+                       ? tr("API %1 · writing %n repl(ies)", nullptr, static_cast<int>(inProgress - waiting)).arg(address)
+                       : tr("API %1").arg(address);
+    // Replies beyond the room the KV cache gives them (or beyond the replies written at once) wait
+    // their turn: said, so that a client's slow start has a reason on screen.
+    if (waiting > 0) text += QStringLiteral(" · ") + tr("%n waiting", nullptr, static_cast<int>(waiting));
+    apiLabel_->setText(text);
     apiLabel_->setToolTip(tr("OpenAI-compatible API at %1 — %n repl(ies) served. API replies wait while the chat "
-                             "writes one.",
+                             "writes one, and share one conversation's room in the KV cache: past it, the reply "
+                             "that started last waits and then goes on where it was.",
                              nullptr, static_cast<int>(served))
                               .arg(url));
     apiLabel_->show();
@@ -510,7 +517,9 @@ void MainWindow::connectWorker() {
     });
     connect(worker_, &InferenceWorker::apiServerStopped, this, [this] { showApiServerState(false); });
     connect(worker_, &InferenceWorker::apiServerActivity, this,
-            [this](quint32 inProgress, quint64 served) { showApiServerState(true, inProgress, served); });
+            [this](quint32 inProgress, quint32 waiting, quint64 served) {
+                showApiServerState(true, inProgress, waiting, served);
+            });
     connect(worker_, &InferenceWorker::apiServerFailed, this, [this](const QString& message) {
         showApiServerState(false);
         const QSignalBlocker block(apiServerAction_);

@@ -98,7 +98,7 @@ private:
     void setApiServerEnabled(bool on);
     void chooseApiServerPort();
     void chooseContextLength();  // File > Context Length… (ContextLengthDialog)
-    void showApiServerState(bool listening, quint32 inProgress = 0, quint64 served = 0);
+    void showApiServerState(bool listening, quint32 inProgress = 0, quint32 waiting = 0, quint64 served = 0);
     void setState(State state);
     void refreshModelPicker();  // scans the models folders on a thread, then fills the picker
     void fillModelPicker();     // from the last scan, with the loaded and last models

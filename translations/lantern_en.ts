@@ -21,13 +21,6 @@
         </translation>
     </message>
     <message numerus="yes">
-        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies wait while the chat writes one.</source>
-        <translation>
-            <numerusform>OpenAI-compatible API at %1 — %n reply served. API replies wait while the chat writes one.</numerusform>
-            <numerusform>OpenAI-compatible API at %1 — %n replies served. API replies wait while the chat writes one.</numerusform>
-        </translation>
-    </message>
-    <message numerus="yes">
         <source>%1 · %n message(s)</source>
         <translation>
             <numerusform>%1 · %n message</numerusform>
@@ -60,6 +53,20 @@
         <translation>
             <numerusform>%1 · sending it leaves the oldest message out of the model&apos;s context</numerusform>
             <numerusform>%1 · sending it leaves the oldest %n messages out of the model&apos;s context</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n waiting</source>
+        <translation>
+            <numerusform>%n waiting</numerusform>
+            <numerusform>%n waiting</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies wait while the chat writes one, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
+        <translation>
+            <numerusform>OpenAI-compatible API at %1 — %n reply served. API replies wait while the chat writes one, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
+            <numerusform>OpenAI-compatible API at %1 — %n replies served. API replies wait while the chat writes one, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
         </translation>
     </message>
 </context>

@@ -820,12 +820,6 @@ Driver: %2</source>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
-    <message numerus="yes">
-        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies wait while the chat writes one.</source>
-        <translation>
-            <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。聊天正在写回复时，API 的回复会等待。</numerusform>
-        </translation>
-    </message>
     <message>
         <source>The API server stopped: %1</source>
         <translation>API 服务器已停止：%1</translation>
@@ -939,6 +933,18 @@ Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
     <message>
         <source>Lantern could not load %1 on %2; it is loaded again on the device it ran on.</source>
         <translation>Lantern 无法在 %2 上加载 %1；已在原来运行的设备上重新加载。</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n waiting</source>
+        <translation>
+            <numerusform>%n 个等待中</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies wait while the chat writes one, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
+        <translation>
+            <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。聊天正在写回复时，API 的回复会等待；这些回复共用 KV 缓存中一个对话的空间，超出时最后开始的回复先等待，之后从原处继续。</numerusform>
+        </translation>
     </message>
 </context>
 <context>

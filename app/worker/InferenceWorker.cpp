@@ -287,8 +287,9 @@ void InferenceWorker::serveApi() {
         return;
     }
     const lantern::ApiServer::Activity now = apiServer_->activity();
-    if (now.replies_in_progress != apiActivity_.replies_in_progress || now.replies_served != apiActivity_.replies_served) {
-        emit apiServerActivity(now.replies_in_progress, now.replies_served);
+    if (now.replies_in_progress != apiActivity_.replies_in_progress || now.replies_waiting != apiActivity_.replies_waiting ||
+        now.replies_served != apiActivity_.replies_served) {
+        emit apiServerActivity(now.replies_in_progress, now.replies_waiting, now.replies_served);
         publishKvStats();  // the KV cache panel shows the API's sequences too
         kvThrottle_.restart();
     } else if (busy && kvThrottle_.elapsed() >= 50) {

@@ -140,7 +140,9 @@ signals:
     // It could not start (the port is taken) or failed; it stays off until started again.
     void apiServerFailed(const QString& message);
     // Replies in progress (being written or waiting) and replies served since it started.
-    void apiServerActivity(quint32 inProgress, quint64 served);
+    // inProgress: replies being written or waiting (`waiting` of them: for a sequence, or for room
+    // in the KV cache the replies share); served: since the server started.
+    void apiServerActivity(quint32 inProgress, quint32 waiting, quint64 served);
 
 private:
     using TurnFunction = std::function<lantern::TurnStats(const std::function<bool(const lantern::TokenEvent&)>&)>;

@@ -398,7 +398,7 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
     const QString story = lantern::test::stories_reference()["greedy_from_bos_text"].toString();
     QVERIFY2(text.size() > 40 && story.startsWith(text), qPrintable(text));
     QCOMPARE(body["usage"].toObject()["completion_tokens"].toInt(), 30);
-    QTRY_VERIFY_WITH_TIMEOUT(!activity.isEmpty() && activity.last().at(1).value<quint64>() == 1, 10'000);
+    QTRY_VERIFY_WITH_TIMEOUT(!activity.isEmpty() && activity.last().at(2).value<quint64>() == 1, 10'000);
 
     // Three replies at once in the room of one conversation (stories260K: 512 tokens, 32 blocks;
     // the cache has 64, the chat keeps the other 32): 200 tokens each need 39 blocks together,
@@ -431,6 +431,10 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
     };
     QCOMPARE(metric("kv_blocks_total"), 64.0);
     QVERIFY2(metric("replies_preempted_total") > 0, metrics.c_str());
+    // And the app heard of the reply that waited for room (the status bar says "1 waiting").
+    bool waited = false;
+    for (const QList<QVariant>& args : std::as_const(activity)) waited |= args.at(1).value<quint32>() > 0;
+    QVERIFY2(waited, "no activity report had a reply waiting");
 
     // The chat still answers, and the API answers after it.
     QVERIFY(worker_->setSamplingSettings(greedy(8)));

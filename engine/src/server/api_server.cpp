@@ -730,6 +730,7 @@ bool ApiServer::serve_once(int timeout_ms) { return impl_->serve_once(timeout_ms
 ApiServer::Activity ApiServer::activity() const {
     Activity a;
     for (const auto& [id, r] : impl_->replies) a.replies_in_progress += r.finished ? 0 : 1;
+    a.replies_waiting = static_cast<uint32_t>(std::min<size_t>(impl_->scheduler.waiting(), a.replies_in_progress));
     a.replies_served = impl_->counters.replies;
     a.generated_tokens = impl_->counters.generated_tokens;
     return a;
