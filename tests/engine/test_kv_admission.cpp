@@ -6,6 +6,7 @@
 #include <QTest>
 
 #include <map>
+#include <random>
 
 #include "lantern/engine.h"
 #include "lantern/error.h"
@@ -193,6 +194,76 @@ private slots:
         QVERIFY(cancelled);
         QCOMPARE(got[2].reason, std::string("cancelled"));
         QCOMPARE(e->kv_stats().used_blocks, 0u);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // Random mixes (fixed seeds): caches (or shares of one) of 6-12 blocks, step budgets of 3-16
+    // tokens, 1-4 replies at once, prompts of 1-40 tokens, 1-50 new tokens, one reply cancelled at
+    // a random step.
+    // Every reply alone fits the cache (at most 90 tokens, 6 blocks), so each must end as it does
+    // alone, with its tokens; the cancelled one with a start of them; nothing left held.
+    void randomMixesEndAsEachAloneDoes() {
+        auto roomy = Engine::load(model(), options(0));
+        const int32_t eos = roomy->tokenizer().eos_id();
+        std::mt19937 rng(20261204);
+        const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+        uint64_t preempted = 0;
+        for (int round = 0; round < 6; ++round) {
+            struct Case {
+                GenerationRequest req;
+                Reply alone, got;
+            };
+            std::vector<Case> cases(static_cast<size_t>(pick(3, 6)));
+            for (auto& c : cases) {
+                c.req.prompt.push_back(1);
+                for (int i = pick(0, 39); i > 0; --i) c.req.prompt.push_back(pick(3, 500));
+                c.req.settings.temperature = 0;
+                c.req.settings.max_new_tokens = pick(1, 50);
+                c.req.stop_tokens = {eos};
+                Scheduler s(*roomy, 64, 1);
+                GenerationRequest r = c.req;
+                r.on_token = [&c](RequestId, int32_t t) { c.alone.tokens.push_back(t); };
+                r.on_finish = [&c](RequestId, const std::string& why) { c.alone.reason = why; };
+                s.submit(std::move(r));
+                s.run();
+            }
+            // Odd rounds: a share of the cache, beside a sequence outside holding 4 blocks of its own.
+            const uint32_t blocks = static_cast<uint32_t>(pick(6, 12)), outside = round % 2 ? 4 : 0;
+            auto e = Engine::load(model(), options((blocks + outside) * kBlock));
+            if (outside) e->prefill(e->create_sequence(), std::vector<int32_t>(outside * kBlock, 7));
+            Scheduler s(*e, static_cast<uint32_t>(pick(3, 16)), static_cast<uint32_t>(pick(1, 4)), outside ? blocks : 0);
+            std::vector<RequestId> ids;
+            for (auto& c : cases) {
+                GenerationRequest r = c.req;
+                r.on_token = [&c](RequestId, int32_t t) { c.got.tokens.push_back(t); };
+                r.on_finish = [&c](RequestId, const std::string& why) { c.got.reason = why; };
+                ids.push_back(s.submit(std::move(r)));
+            }
+            const size_t cancelled = static_cast<size_t>(pick(0, static_cast<int>(cases.size()) - 1));
+            const int cancel_at = pick(0, 40);
+            for (int step = 0; s.step(); ++step) {
+                if (step == cancel_at) s.cancel(ids[cancelled]);
+                QVERIFY2(step < 5000, "the scheduler does not finish");
+            }
+            preempted += s.preemptions();
+            for (size_t i = 0; i < cases.size(); ++i) {
+                const auto& c = cases[i];
+                const QString what = QStringLiteral("round %1, reply %2 of %3 (%4 prompt tokens, %5 new), %6 blocks")
+                                         .arg(round).arg(i).arg(cases.size()).arg(c.req.prompt.size())
+                                         .arg(c.req.settings.max_new_tokens).arg(blocks);
+                if (c.got.reason == "cancelled") {
+                    QVERIFY2(i == cancelled, qPrintable(what));
+                    QVERIFY2(c.got.tokens.size() <= c.alone.tokens.size() &&
+                                 std::equal(c.got.tokens.begin(), c.got.tokens.end(), c.alone.tokens.begin()),
+                             qPrintable(what));
+                    continue;
+                }
+                QVERIFY2(c.got.reason == c.alone.reason, qPrintable(what + ": " + QString::fromStdString(c.got.reason)));
+                QVERIFY2(c.got.tokens == c.alone.tokens, qPrintable(what));
+            }
+            QCOMPARE(e->kv_stats().used_blocks, outside);
+        }
+        QVERIFY2(preempted > 0, "no mix preempted a reply");
         LANTERN_VERIFY_NO_VALIDATION();
     }
 };
