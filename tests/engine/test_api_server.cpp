@@ -234,15 +234,18 @@ private slots:
         std::vector<int> fds;
         for (size_t i = 0; i < prompts.size(); ++i) {
             const std::string body = R"({"prompt": )" + server::json_quote(prompts[i]) + R"(, "max_tokens": 60, "temperature": 0)" +
-                                     (i % 2 ? R"(, "stream": true})" : "}");
+                                     (i % 2 ? R"(, "stream": true, "stream_options": {"include_usage": true}})" : "}");
             fds.push_back(connect_to(s.port()));
             send_all(fds.back(), request("POST", "/v1/completions", body));
         }
+        int64_t told = 0;  // preemptions the replies' timings report
         for (size_t i = 0; i < prompts.size(); ++i) {
             const Response r = parse_response(read_to_end(fds[i]));
             ::close(fds[i]);
             QCOMPARE(r.status, 200);
             QCOMPARE(qs(i % 2 ? streamed_text(r, false) : reply_text(r)), qs(alone[i]));
+            Json last = i % 2 ? Json::parse(r.events()[r.events().size() - 2]) : r.json();  // before [DONE]
+            if (const Json* n = last.find("timings")->find("kv_preemptions")) told += *n->as_integer();
         }
         const Response m = call(s.port(), request("GET", "/metrics"));
         const auto value = [&](const std::string& name) {
@@ -251,6 +254,7 @@ private slots:
             return std::stod(m.body.substr(at + name.size() + 10));
         };
         QVERIFY2(value("replies_preempted_total") > 0, m.body.c_str());
+        QCOMPARE(double(told), value("replies_preempted_total"));
         QCOMPARE(value("replies_waiting"), 0.0);
         QCOMPARE(value("kv_blocks_total"), 9.0);
         QCOMPARE(value("generated_tokens_total"), 4 * 60.0);

@@ -45,6 +45,9 @@ struct GenerationRequest {
     // Called once when the generation gets its sequence, with how many prompt tokens came from the
     // KV prefix cache (computed by an earlier request) rather than being computed again.
     std::function<void(RequestId, uint32_t cached_tokens)> on_admitted;
+    // Called each time the generation gives its KV blocks back for want of room; it waits and
+    // then resumes by itself, its reply unchanged (only later).
+    std::function<void(RequestId)> on_preempted;
     // Called once when the request ends: "eos", "max_tokens", "context_full" or "cancelled".
     std::function<void(RequestId, const std::string& reason)> on_finish;
 };

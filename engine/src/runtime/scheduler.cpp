@@ -95,6 +95,7 @@ struct Scheduler::Impl {
         g.started = false;
         g.prefilled = 0;
         ++preemptions;
+        if (g.req.on_preempted) g.req.on_preempted(g.id);
     }
 
     // Where g can no longer go on: preempted if others hold blocks that may free up, else ended.

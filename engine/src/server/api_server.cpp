@@ -83,6 +83,7 @@ struct ApiServer::Impl {
         std::vector<Sample> pending;  // streamed: the samples since the last chunk
         size_t text_offset = 0;       // completions' logprobs: where the next token's text starts
         uint32_t cached_tokens = 0, completion_tokens = 0;
+        uint32_t preemptions = 0;  // times it gave its KV blocks back and waited for room
         Clock::time_point submitted, first_token, last_token;
         bool finished = false;
     };
@@ -289,6 +290,9 @@ struct ApiServer::Impl {
                         bias <= -100 ? -std::numeric_limits<float>::infinity() : logits[static_cast<size_t>(token)] + bias;
                 if (it->second.json_mode) it->second.json_mode->constrain(logits);
             };
+        g.on_preempted = [this](RequestId id) {
+            if (auto it = replies.find(id); it != replies.end()) ++it->second.preemptions;
+        };
         g.on_admitted = [this](RequestId id, uint32_t cached) {
             if (auto it = replies.find(id); it != replies.end()) it->second.cached_tokens = cached;
         };
@@ -423,6 +427,7 @@ struct ApiServer::Impl {
         t.set("time_to_first_token_ms", ttft);
         t.set("decode_ms", decode);
         if (r.completion_tokens > 1 && decode > 0) t.set("decode_tokens_per_s", (r.completion_tokens - 1) * 1000.0 / decode);
+        if (r.preemptions) t.set("kv_preemptions", static_cast<int64_t>(r.preemptions));  // why it was slower
         return t;
     }
 
@@ -540,7 +545,8 @@ struct ApiServer::Impl {
         counters.cached_tokens += r.cached_tokens;
         counters.generated_tokens += r.completion_tokens;
         log("  " + r.id + ": " + std::to_string(r.job.prompt.size()) + " prompt tokens (" +
-            std::to_string(r.cached_tokens) + " cached), " + std::to_string(r.completion_tokens) + " generated, " + finish);
+            std::to_string(r.cached_tokens) + " cached), " + std::to_string(r.completion_tokens) + " generated, " + finish +
+            (r.preemptions ? ", waited " + std::to_string(r.preemptions) + "x for KV room" : std::string()));
         if (c.request == id) {
             c.busy = false;
             c.request = 0;
