@@ -101,6 +101,8 @@ private slots:
         }
         const KvStats kv = e->kv_stats();
         QCOMPARE(kv.used_blocks, 0u);
+        QCOMPARE(e->kv_free_blocks(), kv.empty_blocks + kv.cached_blocks);  // what the scheduler reads each step
+        QVERIFY(kv.cached_blocks > 0);
         // They filled the cache before one gave way (preempted only when a step had no room left).
         QVERIFY2(kv.peak_used_blocks >= 8u, qPrintable(QString::number(kv.peak_used_blocks)));
         LANTERN_VERIFY_NO_VALIDATION();

@@ -169,6 +169,9 @@ public:
     virtual uint32_t last_computed_tokens() const = 0;
 
     virtual KvStats kv_stats() const = 0;
+    // KV blocks a sequence can take now (empty, or cached and so evictable): kv_stats()'s
+    // empty_blocks + cached_blocks without walking the pool, for a scheduler asking every step.
+    virtual uint32_t kv_free_blocks() const = 0;
     virtual std::vector<KvBlockInfo> kv_block_map() const = 0;
 
     virtual const StepProfile& last_step_profile() const = 0;

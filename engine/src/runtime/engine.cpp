@@ -282,6 +282,7 @@ public:
     uint32_t last_reused_tokens() const override { return last_reused_; }
     uint32_t last_computed_tokens() const override { return last_computed_; }
 
+    uint32_t kv_free_blocks() const override { return pool_->free_blocks(); }
     KvStats kv_stats() const override {
         KvStats s;
         pool_->fill_stats(s);

@@ -30,7 +30,7 @@ struct Scheduler::Impl {
     };
 
     Engine& engine;
-    uint32_t budget, max_running, max_blocks, block_tokens;
+    uint32_t budget, max_running, max_blocks, block_tokens, total_blocks;
     RequestId next_id = 1;
     std::map<RequestId, Generation> gens;
     std::deque<RequestId> order;  // admission order (FIFO); the started generations are its front
@@ -41,7 +41,8 @@ struct Scheduler::Impl {
           budget(std::max<uint32_t>(1, b)),
           max_running(std::max<uint32_t>(1, m)),
           max_blocks(kv),
-          block_tokens(std::max<uint32_t>(1, e.kv_stats().block_tokens)) {}
+          block_tokens(std::max<uint32_t>(1, e.kv_stats().block_tokens)),
+          total_blocks(e.kv_stats().total_blocks) {}
 
     uint32_t blocks_for(size_t tokens) const { return static_cast<uint32_t>((tokens + block_tokens - 1) / block_tokens); }
     size_t length(const Generation& g) const { return g.started ? engine.sequence_length(g.seq) : 0; }
@@ -49,15 +50,11 @@ struct Scheduler::Impl {
     uint32_t growth(const Generation& g, size_t n) const { return blocks_for(length(g) + n) - blocks_for(length(g)); }
 
     // Blocks the generations may hold at most: the cache, or their share of it.
-    uint32_t capacity() const {
-        const uint32_t total = engine.kv_stats().total_blocks;
-        return max_blocks ? std::min(max_blocks, total) : total;
-    }
+    uint32_t capacity() const { return max_blocks ? std::min(max_blocks, total_blocks) : total_blocks; }
     // Blocks the generations may still take: the engine's free ones (empty, or cached and so
     // evictable), within max_blocks of what they hold.
     uint32_t room() const {
-        const KvStats kv = engine.kv_stats();
-        uint64_t free = static_cast<uint64_t>(kv.empty_blocks) + kv.cached_blocks;
+        uint64_t free = engine.kv_free_blocks();
         if (max_blocks) {
             uint64_t held = 0;
             for (const auto& [id, g] : gens) held += blocks_for(length(g));
@@ -99,14 +96,11 @@ struct Scheduler::Impl {
     }
 
     // Where g can no longer go on: preempted if others hold blocks that may free up, else ended.
-    // Returns whether it was preempted.
-    bool make_room_without(Generation& g) {
-        if (started_count() > 1) {
+    void make_room_without(Generation& g) {
+        if (started_count() > 1)
             preempt(g);
-            return true;
-        }
-        finish(g, "context_full");
-        return false;
+        else
+            finish(g, "context_full");
     }
 
     // Samples from `logits`; returns false when the generation ended.
@@ -193,20 +187,19 @@ bool Scheduler::step(SchedulerStepStats* stats) {
     const uint64_t preempted_before = I.preemptions;
     // 0. Room for every running generation's next token, or preempt from the back of the queue
     // (the generation admitted last) until the rest have it.
+    uint32_t room = I.room();  // again only where a sequence's blocks change before the step
     while (true) {
         uint32_t need = 0;
         for (const auto& [id, g] : I.gens) need += g.next_token >= 0 ? I.growth(g, 1) : 0;
-        if (need <= I.room()) break;
+        if (need <= room) break;
         I.make_room_without(*I.last_started());
+        room = I.room();
     }
 
     std::vector<StepItem> items;
     std::vector<RequestId> owners;
     uint32_t used = 0, running = 0, promised = 0;  // promised: blocks this step's items take
-    const auto available = [&] {
-        const uint32_t r = I.room();
-        return r > promised ? r - promised : 0;
-    };
+    const auto available = [&] { return room > promised ? room - promised : 0; };
     // 1. Decodes of running generations (one token each).
     for (RequestId id : I.order) {
         auto& g = I.gens.at(id);
@@ -260,6 +253,7 @@ bool Scheduler::step(SchedulerStepStats* stats) {
         g.seq = I.engine.create_sequence();
         g.started = true;
         g.prefilled = I.engine.attach_cached_prefix(g.seq, g.feed);
+        room = I.room();  // the blocks it took from the prefix cache are no longer free
         if (!g.admitted) {
             g.admitted = true;
             if (g.req.on_admitted) g.req.on_admitted(id, static_cast<uint32_t>(g.prefilled));
@@ -271,8 +265,10 @@ bool Scheduler::step(SchedulerStepStats* stats) {
     if (items.empty()) {
         // Started generations that are all prefilling and none has room: the last one gives way.
         if (Impl::Generation* g = I.last_started()) I.make_room_without(*g);
-        if (stats) *stats = {};
-        if (stats) stats->preempted = static_cast<uint32_t>(I.preemptions - preempted_before);
+        if (stats) {
+            *stats = {};
+            stats->preempted = static_cast<uint32_t>(I.preemptions - preempted_before);
+        }
         return !I.gens.empty();
     }
 
