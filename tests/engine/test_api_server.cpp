@@ -1,7 +1,8 @@
 // lantern-server's API end to end on stories260K, over real sockets: the reference story through
 // /v1/completions, streamed replies equal to whole ones, stop strings, several clients at once
 // (continuous batching) getting the replies each gets alone, the prefix cache across a resent
-// conversation, errors in OpenAI's shape, API keys, and a client leaving mid-stream.
+// conversation, a host's own sequence decoding in the replies' steps, errors in OpenAI's shape,
+// API keys, and a client leaving mid-stream.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -10,6 +11,9 @@
 #include <QRegularExpression>
 #include <QJsonArray>
 #include <QTest>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <thread>
 
@@ -208,6 +212,90 @@ private slots:
             QCOMPARE(r.status, 200);
             QCOMPARE(qs(i % 2 ? streamed_text(r, true) : reply_text(r)), qs(alone[i]));
         }
+    }
+
+    // A host serving its own sequence on the same engine (the desktop app's chat) decodes in the
+    // replies' steps (serve_once_beside): the replies end while the host still writes, and the
+    // host's tokens and the clients' texts are what each gets alone.
+    void a_host_sequence_shares_its_steps_with_the_replies() {
+        const std::vector<std::string> prompts = {"Tom had a red ball", "The cat was sleepy"};
+        std::vector<std::string> alone;
+        {
+            RunningServer s(*engine_);
+            for (const auto& p : prompts) alone.push_back(reply_text(post(s.port(), "/v1/chat/completions", chat_body(p, 40))));
+        }
+        const auto greedy = [](const std::vector<float>& logits) {
+            return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        };
+        const std::vector<int32_t> host_prompt = engine_->tokenizer().encode("Once upon a time there was a little girl", true);
+        constexpr int kHostNew = 150;
+        std::vector<int32_t> host_alone;
+        {
+            const SequenceId seq = engine_->create_sequence();
+            int32_t t = greedy(engine_->prefill(seq, host_prompt));
+            for (int i = 0; i < kHostNew; ++i) {
+                host_alone.push_back(t);
+                StepItem item{seq, {t}, true, false};
+                t = greedy(engine_->step(std::span<const StepItem>(&item, 1))[0]);
+            }
+            engine_->free_sequence(seq);
+        }
+
+        ServerOptions o;
+        o.port = 0;
+        o.parallel = 2;  // the engine's 4 sequences: the host's, and room to spare
+        o.step_tokens = 64;
+        o.kv_blocks = engine_->kv_stats().total_blocks / 2;
+        ApiServer server(*engine_, o);
+        const uint16_t port = server.port();
+        std::vector<std::string> got(prompts.size());
+        std::atomic<bool> done{false};
+        std::thread clients([&] {
+            try {
+                std::vector<int> fds;
+                for (size_t i = 0; i < prompts.size(); ++i) {
+                    fds.push_back(connect_to(port));
+                    send_all(fds.back(), request("POST", "/v1/chat/completions",
+                                                 chat_body(prompts[i], 40, i ? R"(, "stream": true)" : "")));
+                }
+                for (size_t i = 0; i < prompts.size(); ++i) {
+                    const Response r = parse_response(read_to_end(fds[i]));
+                    ::close(fds[i]);
+                    got[i] = r.status != 200 ? "HTTP " + std::to_string(r.status) + ": " + r.body
+                                             : i ? streamed_text(r, true) : reply_text(r);
+                }
+            } catch (const std::exception& e) {
+                got[0] = std::string("client failed: ") + e.what();
+            }
+            done = true;
+        });
+        // Both requests read (between the host's turns, as the app's event loop does) before the
+        // host starts writing.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (server.activity().replies_in_progress < prompts.size() &&
+               std::chrono::steady_clock::now() < deadline)
+            server.serve_once(10);
+        QCOMPARE(server.activity().replies_in_progress, uint32_t(prompts.size()));
+
+        const SequenceId seq = engine_->create_sequence();
+        int32_t t = greedy(engine_->prefill(seq, host_prompt));
+        std::vector<int32_t> host_got;
+        int served_at = -1;  // the host's step at which both replies had been served
+        constexpr uint32_t kStepTokens = 8;
+        for (int i = 0; i < kHostNew; ++i) {
+            host_got.push_back(t);
+            const std::vector<float> logits = server.serve_once_beside(StepItem{seq, {t}, true, false}, kStepTokens);
+            QCOMPARE(logits.size(), size_t(engine_->model().vocab));
+            if (served_at < 0 && server.activity().replies_served == prompts.size()) served_at = i;
+            t = greedy(logits);
+        }
+        while (!done && std::chrono::steady_clock::now() < deadline) server.serve_once(10);
+        clients.join();
+        QCOMPARE(host_got, host_alone);
+        for (size_t i = 0; i < prompts.size(); ++i) QCOMPARE(qs(got[i]), qs(alone[i]));
+        QVERIFY2(served_at >= 0, "the replies were not served while the host wrote its own");
+        QCOMPARE(engine_->sequence_length(seq), uint32_t(host_prompt.size() + kHostNew));
+        engine_->free_sequence(seq);
     }
 
     void clients_share_a_cache_smaller_than_their_contexts() {

@@ -2,9 +2,11 @@
 // generations are admitted by free blocks and preempted when a step's tokens do not fit, and each
 // reply is still token for token the one it is alone in a cache with room to spare; a reply alone
 // without room ends with "context_full"; a share (max_kv_blocks) leaves the rest of the cache to
-// a sequence outside the scheduler (the desktop app's chat). On stories260K, greedy.
+// a sequence outside the scheduler (the desktop app's chat), which can decode in the replies'
+// steps (step_with). On stories260K, greedy.
 #include <QTest>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -173,6 +175,76 @@ private slots:
         std::vector<int32_t> more(8 * kBlock - chat_prompt.size(), 300);
         e->prefill(chat, more);
         QCOMPARE(e->sequence_length(chat), 8 * kBlock);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // The desktop app's chat decodes beside the API's replies (Scheduler::step_with): one engine
+    // step carries its token and theirs, within the step's tokens, and every reply, the chat's
+    // included, is token for token what it is alone.
+    void theChatDecodesInTheRepliesSteps() {
+        const int n = 40, chat_new = 90;
+        const std::vector<Reply> ref = alone(n);
+        const std::string chat_text = "Once upon a time there was a little girl";
+        const auto greedy = [](const std::vector<float>& logits) {
+            return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        };
+        std::vector<int32_t> chat_ref;
+        {
+            auto e = Engine::load(model(), options(16 * kBlock));
+            const SequenceId chat = e->create_sequence();
+            int32_t t = greedy(e->prefill(chat, e->tokenizer().encode(chat_text, true)));
+            for (int i = 0; i < chat_new; ++i) {
+                chat_ref.push_back(t);
+                StepItem item{chat, {t}, true, false};
+                t = greedy(e->step(std::span<const StepItem>(&item, 1))[0]);
+            }
+        }
+
+        auto e = Engine::load(model(), options(16 * kBlock));
+        const SequenceId chat = e->create_sequence();
+        int32_t t = greedy(e->prefill(chat, e->tokenizer().encode(chat_text, true)));
+        Scheduler s(*e, 8, 3, 8);
+        std::vector<Reply> got(3);
+        for (size_t i = 0; i < 3; ++i) s.submit(request(e->tokenizer(), kPrompts[i + 1], n, &got[i]));
+        // An item that wants no logits is refused: its caller would have nothing to sample from.
+        QVERIFY_THROWS_EXCEPTION(Error, [&] {
+            std::vector<float> none;
+            s.step_with(StepItem{chat, {t}, false, false}, none);
+        }());
+        QCOMPARE(e->sequence_length(chat), e->tokenizer().encode(chat_text, true).size());
+
+        constexpr uint32_t kStepTokens = 6;  // fewer than the scheduler's 8: the caller's bound holds
+        std::vector<int32_t> chat_got;
+        uint32_t shared = 0, alone_steps = 0, prefill_beside = 0;
+        SchedulerStepStats st;
+        std::vector<float> logits;
+        for (int i = 0; i < chat_new; ++i) {
+            chat_got.push_back(t);
+            const bool replies = s.pending() > 0;
+            QVERIFY(s.step_with(StepItem{chat, {t}, true, false}, logits, kStepTokens, &st));
+            QCOMPARE(st.outside_tokens, 1u);
+            QVERIFY2(st.decode_tokens + st.prefill_tokens + st.outside_tokens <= kStepTokens,
+                     qPrintable(QString("%1 + %2 + 1").arg(st.decode_tokens).arg(st.prefill_tokens)));
+            shared += st.sequences > 0 ? 1 : 0;
+            prefill_beside += st.prefill_tokens > 0 ? 1 : 0;
+            if (!replies) {
+                ++alone_steps;  // runs with no generation pending too
+                QCOMPARE(st.sequences, 0u);
+            }
+            QCOMPARE(logits.size(), size_t(e->model().vocab));
+            t = greedy(logits);
+        }
+        QCOMPARE(s.pending(), size_t(0));
+        QVERIFY2(shared >= uint32_t(n), "the replies did not decode in the chat's steps");
+        QVERIFY2(prefill_beside > 0, "no prompt chunk ran beside the chat's token");
+        QVERIFY2(alone_steps > 0, "the chat never stepped after the replies ended: raise chat_new");
+        QCOMPARE(chat_got, chat_ref);
+        for (size_t i = 0; i < 3; ++i) {
+            QCOMPARE(got[i].reason, std::string("max_tokens"));
+            QCOMPARE(got[i].tokens, ref[i + 1].tokens);
+        }
+        QCOMPARE(s.step_with(StepItem{chat, {t}, true, false}, logits), true);
+        QCOMPARE(e->sequence_length(chat), e->tokenizer().encode(chat_text, true).size() + chat_new + 1);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

@@ -92,6 +92,12 @@ public:
     // cannot fit: respond() does not keep the user text); what was computed stays in the KV.
     void set_prompt_progress(std::function<void(uint32_t done, uint32_t total)> on_progress);
     void set_context_policy(ContextPolicy policy);
+    // Runs each decode step of a reply (the item: the session's sequence, one token) and returns
+    // its logits. By default Engine::step with that item alone; a host serving other sequences
+    // on the same engine passes one that runs the item in a step shared with theirs (the desktop
+    // app: ApiServer::serve_once_beside), so that they advance together. Empty: the default.
+    using DecodeStep = std::function<std::vector<float>(const StepItem& item)>;
+    void set_decode_step(DecodeStep step);
     // Base models (no chat template in the GGUF) run in completion mode: the user text is
     // continued directly. True when the model has a recognised chat template.
     bool has_chat_template() const;

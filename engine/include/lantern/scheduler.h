@@ -56,6 +56,7 @@ struct SchedulerStepStats {
     uint32_t decode_tokens = 0, prefill_tokens = 0, sequences = 0;
     uint32_t preempted = 0;  // generations preempted before this step for want of KV blocks
     uint32_t waiting = 0;    // generations without a sequence after the step (not yet admitted, or preempted)
+    uint32_t outside_tokens = 0;  // of step_with's item (not in decode_tokens or prefill_tokens)
     double ms = 0;
 };
 
@@ -75,6 +76,18 @@ public:
     void cancel(RequestId id);
     // Runs one engine step. Returns false when there is nothing to do.
     bool step(SchedulerStepStats* stats = nullptr);
+    // The same step with one more item, of a sequence the scheduler does not own (the desktop
+    // app's chat decoding its reply beside the API's), last in the batch, so the two share one
+    // engine step rather than taking turns; runs even when no generation is pending. The item's
+    // tokens count against the step's tokens, at most `max_tokens` with it (0: the budget; a
+    // small one keeps a client's long prompt from slowing the host's tokens: prompt chunks then
+    // come a few tokens a step), and its new KV blocks come out of the free ones before the
+    // generations' room (not out of their share). It must want its last token's logits, which
+    // land in `outside_logits` as soon as the engine step ran, before any generation's
+    // callback, so a caller catching a callback's exception knows its item went in. A failed
+    // engine step leaves every sequence as it was (Engine::step), the item's included.
+    bool step_with(const StepItem& outside, std::vector<float>& outside_logits, uint32_t max_tokens = 0,
+                   SchedulerStepStats* stats = nullptr);
     // Steps until every request has finished.
     void run();
     size_t pending() const;

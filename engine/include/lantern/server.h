@@ -25,10 +25,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "lantern/engine.h"
 
 namespace lantern {
-
-class Engine;
 
 struct ServerOptions {
     std::string host = "127.0.0.1";  // an IPv4 address; 0.0.0.0 serves other machines too
@@ -63,6 +64,15 @@ public:
     // replies are in progress), answers requests, runs one engine step. Returns true while replies
     // are in progress: call again soon.
     bool serve_once(int timeout_ms);
+    // The same pass (without waiting for the network), its engine step carrying `item`, one step
+    // of a sequence the server does not own: the desktop app's chat decoding its reply, which so
+    // shares each step with the replies in progress instead of making them wait until it ends
+    // (Scheduler::step_with). Returns the item's logits. `step_tokens`: most tokens of the step,
+    // the item's included (0: ServerOptions::step_tokens); a few keep a client's long prompt from
+    // slowing the host's reply, the prompt then read a few tokens a step. The item's KV blocks
+    // must be the host's own room (ServerOptions::kv_blocks leaves it). A step that fails because
+    // of the replies fails them and the item runs alone; one that fails alone too throws.
+    std::vector<float> serve_once_beside(const StepItem& item, uint32_t step_tokens = 0);
 
     struct Activity {
         uint32_t replies_in_progress = 0;  // being generated or waiting for a slot

@@ -39,6 +39,7 @@ struct ChatSession::Impl {
     SequenceId seq = 0;
     bool has_seq = false;
     std::function<void(uint32_t, uint32_t)> on_prompt_progress;
+    DecodeStep decode_step;
 
     explicit Impl(Engine& e) : engine(e), chat_template(e.chat_template()) {}
 
@@ -224,7 +225,7 @@ struct ChatSession::Impl {
             }
             t_step = Clock::now();
             StepItem item{seq, {s.token}, true, false};
-            logits = std::move(engine.step(std::span<const StepItem>(&item, 1))[0]);
+            logits = decode_step ? decode_step(item) : std::move(engine.step(std::span<const StepItem>(&item, 1))[0]);
             decode_ms += ms_between(t_step, Clock::now());
         }
         if (!matcher.stopped()) {
@@ -278,6 +279,7 @@ ChatSession::~ChatSession() {
 
 void ChatSession::set_system_prompt(const std::string& text) { impl_->system_prompt = text; }
 void ChatSession::set_context_policy(ContextPolicy policy) { impl_->policy = policy; }
+void ChatSession::set_decode_step(DecodeStep step) { impl_->decode_step = std::move(step); }
 void ChatSession::set_prompt_progress(std::function<void(uint32_t, uint32_t)> on_progress) {
     impl_->on_prompt_progress = std::move(on_progress);
 }

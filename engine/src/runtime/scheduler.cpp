@@ -52,9 +52,10 @@ struct Scheduler::Impl {
     // Blocks the generations may hold at most: the cache, or their share of it.
     uint32_t capacity() const { return max_blocks ? std::min(max_blocks, total_blocks) : total_blocks; }
     // Blocks the generations may still take: the engine's free ones (empty, or cached and so
-    // evictable), within max_blocks of what they hold.
-    uint32_t room() const {
-        uint64_t free = engine.kv_free_blocks();
+    // evictable) but `keep` (what a step's outside item takes), within max_blocks of what they hold.
+    uint32_t room(uint32_t keep = 0) const {
+        const uint64_t all = engine.kv_free_blocks();
+        uint64_t free = all > keep ? all - keep : 0;
         if (max_blocks) {
             uint64_t held = 0;
             for (const auto& [id, g] : gens) held += blocks_for(length(g));
@@ -133,6 +134,10 @@ struct Scheduler::Impl {
         g.next_token = s.token;
         return true;
     }
+
+    // One step (Scheduler::step), with `outside` (Scheduler::step_with) last in its batch.
+    bool run_step(const StepItem* outside, std::vector<float>* outside_logits, uint32_t max_tokens,
+                  SchedulerStepStats* stats);
 };
 
 Scheduler::Scheduler(Engine& engine, uint32_t token_budget, uint32_t max_running, uint32_t max_kv_blocks)
@@ -176,47 +181,70 @@ size_t Scheduler::pending() const { return impl_->gens.size(); }
 size_t Scheduler::waiting() const { return impl_->gens.size() - impl_->started_count(); }
 uint64_t Scheduler::preemptions() const { return impl_->preemptions; }
 
-bool Scheduler::step(SchedulerStepStats* stats) {
-    auto& I = *impl_;
+bool Scheduler::step(SchedulerStepStats* stats) { return impl_->run_step(nullptr, nullptr, 0, stats); }
+
+bool Scheduler::step_with(const StepItem& outside, std::vector<float>& outside_logits, uint32_t max_tokens,
+                          SchedulerStepStats* stats) {
+    if (outside.tokens.empty() || !outside.want_logits || outside.want_all_logits)
+        throw Error(ErrorCode::InvalidArgument, "a step's outside item needs tokens and wants its last token's logits");
+    outside_logits.clear();
+    return impl_->run_step(&outside, &outside_logits, max_tokens, stats);
+}
+
+bool Scheduler::Impl::run_step(const StepItem* outside, std::vector<float>* outside_logits, uint32_t max_tokens,
+                               SchedulerStepStats* stats) {
+    auto& I = *this;
     // Cancellations take effect between steps.
     for (auto id : std::vector<RequestId>(I.order.begin(), I.order.end()))
         if (I.gens.at(id).cancelled) I.finish(I.gens.at(id), "cancelled");
-    if (I.gens.empty()) return false;
+    if (I.gens.empty() && !outside) return false;
 
     const auto t0 = std::chrono::steady_clock::now();
     const uint64_t preempted_before = I.preemptions;
+    // The outside item goes first: its tokens out of the budget, its new blocks out of the free
+    // ones (not out of the generations' share: its sequence's room is the host's).
+    const uint32_t budget = max_tokens ? std::min(max_tokens, I.budget) : I.budget;
+    uint32_t outside_blocks = 0, outside_tokens = 0;
+    if (outside) {
+        const size_t len = I.engine.sequence_length(outside->sequence);
+        outside_tokens = static_cast<uint32_t>(outside->tokens.size());
+        outside_blocks = I.blocks_for(len + outside_tokens) - I.blocks_for(len);
+    }
     // 0. Room for every running generation's next token, or preempt from the back of the queue
     // (the generation admitted last) until the rest have it.
-    uint32_t room = I.room();  // again only where a sequence's blocks change before the step
+    uint32_t room = I.room(outside_blocks);  // again only where a sequence's blocks change before the step
     while (true) {
         uint32_t need = 0;
         for (const auto& [id, g] : I.gens) need += g.next_token >= 0 ? I.growth(g, 1) : 0;
         if (need <= room) break;
-        I.make_room_without(*I.last_started());
-        room = I.room();
+        Impl::Generation* last = I.last_started();
+        if (!last) break;  // the outside item alone lacks room: the engine step says so
+        I.make_room_without(*last);
+        room = I.room(outside_blocks);
     }
 
     std::vector<StepItem> items;
     std::vector<RequestId> owners;
-    uint32_t used = 0, running = 0, promised = 0;  // promised: blocks this step's items take
+    // promised: blocks this step's items take
+    uint32_t used = outside_tokens, running = 0, promised = 0;
     const auto available = [&] { return room > promised ? room - promised : 0; };
     // 1. Decodes of running generations (one token each).
     for (RequestId id : I.order) {
         auto& g = I.gens.at(id);
         g.chunk = 0;
         if (g.started) ++running;
-        if (g.next_token < 0 || used >= I.budget) continue;
+        if (g.next_token < 0 || used >= budget) continue;
         items.push_back({g.seq, {g.next_token}, true, false});
         owners.push_back(id);
         promised += I.growth(g, 1);
         ++used;
     }
-    const uint32_t decodes = used;
+    const uint32_t decodes = used - outside_tokens;
     // 2. Prompt chunks in queue order: of the started generations, then of those admitted now
     // (first come, first served: admission stops at the first whose prompt does not fit beside
     // what the started ones still need, one block each for their next token included).
     const auto add_chunk = [&](Impl::Generation& g) {
-        size_t n = std::min<size_t>(I.budget - used, g.feed.size() - g.prefilled);
+        size_t n = std::min<size_t>(budget - used, g.feed.size() - g.prefilled);
         const size_t len = I.length(g);
         n = std::min<size_t>(n, size_t{I.blocks_for(len)} * I.block_tokens - len + size_t{available()} * I.block_tokens);
         if (n == 0) return;
@@ -238,11 +266,11 @@ bool Scheduler::step(SchedulerStepStats* stats) {
     for (RequestId id : std::vector<RequestId>(I.order.begin(), I.order.end())) {
         auto& g = I.gens.at(id);
         if (g.started) {
-            if (g.next_token < 0 && used < I.budget) add_chunk(g);
+            if (g.next_token < 0 && used < budget) add_chunk(g);
             reserve += still_needs(g);
             continue;
         }
-        if (used >= I.budget || running >= I.max_running) break;
+        if (used >= budget || running >= I.max_running) break;
         if (I.blocks_for(g.feed.size()) + reserve > available()) {
             if (running > 0) break;  // it waits for the running ones to finish or be preempted
             // Nothing else holds blocks, and still no room (a sequence outside holds them): it
@@ -253,7 +281,7 @@ bool Scheduler::step(SchedulerStepStats* stats) {
         g.seq = I.engine.create_sequence();
         g.started = true;
         g.prefilled = I.engine.attach_cached_prefix(g.seq, g.feed);
-        room = I.room();  // the blocks it took from the prefix cache are no longer free
+        room = I.room(outside_blocks);  // the blocks it took from the prefix cache are no longer free
         if (!g.admitted) {
             g.admitted = true;
             if (g.req.on_admitted) g.req.on_admitted(id, static_cast<uint32_t>(g.prefilled));
@@ -263,18 +291,31 @@ bool Scheduler::step(SchedulerStepStats* stats) {
         reserve += still_needs(g);
     }
     if (items.empty()) {
-        // Started generations that are all prefilling and none has room: the last one gives way.
-        if (Impl::Generation* g = I.last_started()) I.make_room_without(*g);
-        if (stats) {
-            *stats = {};
-            stats->preempted = static_cast<uint32_t>(I.preemptions - preempted_before);
+        // Started generations that are all prefilling and none has room: the last one gives way
+        // (not when the outside item took the whole budget: then there was no room to look for).
+        if (used < budget)
+            if (Impl::Generation* g = I.last_started()) I.make_room_without(*g);
+        if (!outside) {
+            if (stats) {
+                *stats = {};
+                stats->preempted = static_cast<uint32_t>(I.preemptions - preempted_before);
+            }
+            return !I.gens.empty();
         }
-        return !I.gens.empty();
     }
 
+    const size_t own = items.size();
+    if (outside) items.push_back(*outside);
     auto logits = I.engine.step(items);
+    if (outside) {
+        // Handed over before any generation's callbacks run, so that a caller catching an
+        // exception from one still knows its item is in its sequence.
+        *outside_logits = std::move(logits.back());
+        logits.pop_back();
+        items.pop_back();
+    }
     size_t row = 0;
-    for (size_t i = 0; i < items.size(); ++i) {
+    for (size_t i = 0; i < own; ++i) {
         auto& g = I.gens.at(owners[i]);
         if (i < decodes) {
             g.next_token = -1;
@@ -286,8 +327,9 @@ bool Scheduler::step(SchedulerStepStats* stats) {
     }
     if (stats) {
         stats->decode_tokens = decodes;
-        stats->prefill_tokens = used - decodes;
-        stats->sequences = static_cast<uint32_t>(items.size());
+        stats->prefill_tokens = used - outside_tokens - decodes;
+        stats->outside_tokens = outside_tokens;
+        stats->sequences = static_cast<uint32_t>(own);
         stats->preempted = static_cast<uint32_t>(I.preemptions - preempted_before);
         stats->waiting = static_cast<uint32_t>(I.gens.size()) - I.started_count();
         stats->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

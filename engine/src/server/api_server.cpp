@@ -636,18 +636,21 @@ struct ApiServer::Impl {
     }
 
     // One pass: wait for the network (up to timeout_ms, not at all while replies are in progress),
-    // accept, read and answer requests, run one engine step, write what it produced.
-    bool serve_once(int timeout_ms) {
+    // accept, read and answer requests, run one engine step, write what it produced. With
+    // `beside` (serve_once_beside), the step carries the host's item too, and its logits go to
+    // *beside_logits.
+    bool serve_once(int timeout_ms, const StepItem* beside = nullptr, std::vector<float>* beside_logits = nullptr,
+                    uint32_t step_tokens = 0) {
         std::vector<pollfd> fds{{wake[0], POLLIN, 0}, {listen_fd, POLLIN, 0}};
         std::vector<uint64_t> ids;
         for (auto& [id, c] : connections) {
             fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
             ids.push_back(id);
         }
-        const int timeout = scheduler.pending() ? 0 : timeout_ms;
+        const int timeout = scheduler.pending() || beside ? 0 : timeout_ms;
         if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR)
             throw Error(ErrorCode::Io, std::string("poll failed: ") + std::strerror(errno));
-        if (stopping.load()) return false;
+        if (stopping.load() && !beside) return false;
         if (fds[1].revents & POLLIN) accept_all();
         for (size_t i = 0; i < ids.size(); ++i) {
             if (!(fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -655,16 +658,25 @@ struct ApiServer::Impl {
         }
         serve_input();
         write_out();
-        if (scheduler.pending()) {
+        if (scheduler.pending() || beside) {
             try {
                 SchedulerStepStats st;
-                if (scheduler.step(&st)) {
+                const bool ran = beside ? scheduler.step_with(*beside, *beside_logits, step_tokens, &st)
+                                        : scheduler.step(&st);
+                if (ran && st.decode_tokens + st.prefill_tokens > 0) {
                     ++counters.steps;
                     counters.step_decode_tokens += st.decode_tokens;
                     counters.step_prefill_tokens += st.prefill_tokens;
                     counters.step_seconds += st.ms / 1000.0;
                 }
             } catch (const std::exception& e) {  // lantern::Error (a lost device, a full KV cache) or worse
+                if (beside && beside_logits->empty()) {
+                    // The shared step failed before anything ran (a failed engine step changes no
+                    // sequence): the host's item again, alone, tells whose failure it was. If it
+                    // fails too, the host hears of it and the replies go on if they can (a lost
+                    // device fails them at their next step).
+                    *beside_logits = std::move(engine.step(std::span<const StepItem>(beside, 1))[0]);
+                }
                 log(std::string("engine step failed: ") + e.what());
                 fail_all(e.what());
                 while (scheduler.pending()) {
@@ -733,6 +745,11 @@ ApiServer::~ApiServer() = default;
 uint16_t ApiServer::port() const { return impl_->bound_port; }
 void ApiServer::run() { impl_->run(); }
 bool ApiServer::serve_once(int timeout_ms) { return impl_->serve_once(timeout_ms); }
+std::vector<float> ApiServer::serve_once_beside(const StepItem& item, uint32_t step_tokens) {
+    std::vector<float> logits;
+    impl_->serve_once(0, &item, &logits, step_tokens);
+    return logits;
+}
 ApiServer::Activity ApiServer::activity() const {
     Activity a;
     for (const auto& [id, r] : impl_->replies) a.replies_in_progress += r.finished ? 0 : 1;
