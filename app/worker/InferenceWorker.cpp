@@ -104,7 +104,11 @@ void InferenceWorker::loadEngine(bool forApi) {
     engine_ = lantern::Engine::load(loadedPath_.toStdString(), options);
     session_ = std::make_unique<lantern::ChatSession>(*engine_);
     session_->set_system_prompt(systemPrompt_);
-    session_->set_prompt_progress([this](uint32_t done, uint32_t total) { emit promptProgress(done, total); });
+    session_->set_prompt_progress([this](uint32_t done, uint32_t total) {
+        emit promptProgress(done, total);
+        serveApiBetweenChunks();
+    });
+    session_->set_decode_step([this](const lantern::StepItem& item) { return chatDecodeStep(item); });
     loadedForApi_ = forApi;
 
     LoadReport report;
@@ -286,20 +290,55 @@ void InferenceWorker::serveApi() {
         emit apiServerFailed(messageOf(e));
         return;
     }
-    const lantern::ApiServer::Activity now = apiServer_->activity();
-    if (now.replies_in_progress != apiActivity_.replies_in_progress || now.replies_waiting != apiActivity_.replies_waiting ||
-        now.replies_served != apiActivity_.replies_served) {
-        emit apiServerActivity(now.replies_in_progress, now.replies_waiting, now.replies_served);
-        publishKvStats();  // the KV cache panel shows the API's sequences too
-        kvThrottle_.restart();
-    } else if (busy && kvThrottle_.elapsed() >= 50) {
+    if (!reportApiActivity() && busy && kvThrottle_.elapsed() >= 50) {
         publishKvStats();
         kvThrottle_.restart();
     }
-    apiActivity_ = now;
     // Right away while replies are being written; otherwise a short nap between looks at the
     // network (the poll itself does not wait, so the chat's requests are never held up).
     apiTimer_->setInterval(busy ? 0 : kApiIdleMs);
+}
+
+bool InferenceWorker::reportApiActivity() {
+    const lantern::ApiServer::Activity now = apiServer_->activity();
+    const bool changed = now.replies_in_progress != apiActivity_.replies_in_progress ||
+                         now.replies_waiting != apiActivity_.replies_waiting ||
+                         now.replies_served != apiActivity_.replies_served;
+    apiActivity_ = now;
+    if (!changed) return false;
+    emit apiServerActivity(now.replies_in_progress, now.replies_waiting, now.replies_served);
+    publishKvStats();  // the KV cache panel shows the API's sequences too
+    kvThrottle_.restart();
+    return true;
+}
+
+std::vector<float> InferenceWorker::chatDecodeStep(const lantern::StepItem& item) {
+    if (apiServer_) {
+        try {
+            std::vector<float> logits = apiServer_->serve_once_beside(item, kSharedStepTokens);
+            reportApiActivity();
+            return logits;
+        } catch (const lantern::Error& e) {
+            // A step that failed with the chat's item alone too is the chat's failure (its turn
+            // ends, as it would have without the server). The network failing (poll) happens
+            // before the step: the server closes and the chat goes on alone.
+            if (e.code() != lantern::ErrorCode::Io) throw;
+            apiWanted_ = false;
+            closeApiServer();
+            emit apiServerFailed(messageOf(e));
+        }
+    }
+    return std::move(engine_->step(std::span<const lantern::StepItem>(&item, 1))[0]);
+}
+
+void InferenceWorker::serveApiBetweenChunks() {
+    if (!apiServer_) return;
+    // A step of the replies' own (a chunk of the chat's prompt fills a step by itself), with no
+    // attention capture: the heatmap is the chat's, and a capture would slow their step down.
+    const bool capturing = capturedLayer_ >= 0;
+    if (capturing) engine_->capture_attention(-1);
+    serveApi();
+    if (capturing) engine_->capture_attention(capturedLayer_);
 }
 
 void InferenceWorker::runTurn(const TurnFunction& turn) {

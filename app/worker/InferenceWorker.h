@@ -20,6 +20,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "lantern/server.h"
 #include "worker/EngineTypes.h"
@@ -63,6 +64,12 @@ public:
     static constexpr int kApiIdleMs = 20;
     // Replies the API server generates at once beside the chat (lantern::ServerOptions::parallel).
     static constexpr quint32 kApiReplies = 3;
+    // Most tokens of a chat decode step that the API's replies share: the chat's token, theirs,
+    // and a client's prompt chunk up to the rest. A small chunk keeps the chat's tokens coming
+    // while a long API prompt is read (a few tokens per chat token instead of a 256-token chunk
+    // holding the chat's next token up; on lavapipe up to 24 tokens still run the decode
+    // kernels); the prompt goes at full speed once the chat's reply ends.
+    static constexpr quint32 kSharedStepTokens = 16;
     // Conversations at full context the KV cache has room for: the chat's, and with the API server
     // on one more, which its replies share by blocks (the Scheduler admits them as room allows and
     // preempts the last admitted when it runs out) rather than one each: three replies at once
@@ -98,9 +105,10 @@ public slots:
     // room is loaded again with it first (reloadingModel, then modelLoaded); where the device has
     // room for the chat alone, the model is loaded for it and the server fails (apiServerFailed).
     // The chat and
-    // the API share the engine: API replies advance one engine step per pass of this thread's
-    // event loop, so a chat turn waits at most one step, and API clients wait while a chat reply
-    // is being written (this thread is busy with it).
+    // the API share the engine: between chat turns API replies advance one engine step per pass
+    // of this thread's event loop (a chat turn waits at most one step); while the chat writes a
+    // reply, each of its decode steps carries the API's tokens too (kSharedStepTokens), and the
+    // API gets a step of its own between the chunks of a long chat prompt.
     void startApiServer(quint16 port);
     void stopApiServer();
 
@@ -160,6 +168,12 @@ private:
     void openApiServer();
     void closeApiServer();
     void serveApi();  // one pass of the API server (the timer's slot)
+    // Emits apiServerActivity (and the KV map) when the server's activity changed; says whether.
+    bool reportApiActivity();
+    // The chat's decode step (ChatSession::set_decode_step): shared with the API's replies while
+    // the server is on (ApiServer::serve_once_beside), else alone.
+    std::vector<float> chatDecodeStep(const lantern::StepItem& item);
+    void serveApiBetweenChunks();  // one API pass between chunks of the chat's prompt
     void sendTokens();  // the batch being gathered, if it holds anything
 
     std::unique_ptr<lantern::Engine> engine_;

@@ -16,6 +16,7 @@
 #include <QThread>
 #include <atomic>
 #include <mutex>
+#include <thread>
 #include <cmath>
 
 #include "test_support.h"
@@ -435,6 +436,53 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
     bool waited = false;
     for (const QList<QVariant>& args : std::as_const(activity)) waited |= args.at(1).value<quint32>() > 0;
     QVERIFY2(waited, "no activity report had a reply waiting");
+
+    // While the chat writes a long reply, an API reply is written beside it (each of the chat's
+    // decode steps carries the API's tokens too) and ends first, rather than waiting for the
+    // chat's to end; both are the replies they are alone.
+    QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
+    QVERIFY(worker_->setSamplingSettings(greedy(400)));
+    const Reply chatAlone = run(QStringLiteral("Lily saw a cat"));
+    QCOMPARE(chatAlone.stats.stop_reason, std::string("max_tokens"));
+    QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
+    {
+        QSignalSpy tokens(worker_, &InferenceWorker::tokensGenerated);
+        QSignalSpy finished(worker_, &InferenceWorker::turnFinished);
+        QSignalSpy errors(worker_, &InferenceWorker::errorOccurred);
+        std::atomic<bool> chatFinished{false};  // set on the worker's thread, the moment the turn ends
+        auto probe = connect(worker_, &InferenceWorker::turnFinished, worker_, [&chatFinished] { chatFinished = true; },
+                             Qt::DirectConnection);
+        QMetaObject::invokeMethod(worker_, "send", Qt::QueuedConnection, Q_ARG(QString, QStringLiteral("Lily saw a cat")));
+        QVERIFY(QTest::qWaitFor([&] { return tokens.count() > 0 || finished.count() > 0 || errors.count() > 0; },
+                                kTurnTimeoutMs));
+        QVERIFY2(!chatFinished, "the chat's reply ended before the API request was sent");
+        std::atomic<bool> apiDone{false};
+        bool chatFinishedFirst = true;
+        lantern::test::HttpReply beside;
+        std::string problem;
+        std::thread client([&] {
+            try {
+                beside = http_call(port, http_request("POST", "/v1/completions",
+                                                      R"({"prompt": [1], "max_tokens": 30, "temperature": 0})"));
+            } catch (const std::exception& e) {
+                problem = e.what();
+            }
+            chatFinishedFirst = chatFinished.load();
+            apiDone = true;
+        });
+        const bool answered = QTest::qWaitFor([&] { return apiDone.load(); }, kTurnTimeoutMs);
+        client.join();
+        QVERIFY(answered);
+        const Reply chat = collectTurn(tokens, finished, errors);
+        disconnect(probe);
+        QVERIFY2(problem.empty(), problem.c_str());
+        QCOMPARE(beside.status, 200);
+        QCOMPARE(textOf(beside), text);
+        QVERIFY2(!chatFinishedFirst, "the API reply waited for the chat's to end");
+        QCOMPARE(chat.stats.stop_reason, std::string("max_tokens"));
+        QCOMPARE(chat.tokens, chatAlone.tokens);
+        QCOMPARE(chat.text, chatAlone.text);
+    }
 
     // The chat still answers, and the API answers after it.
     QVERIFY(worker_->setSamplingSettings(greedy(8)));
