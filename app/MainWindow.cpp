@@ -489,9 +489,9 @@ void MainWindow::showApiServerState(bool listening, quint32 inProgress, quint32 
     // their turn: said, so that a client's slow start has a reason on screen.
     if (waiting > 0) text += QStringLiteral(" · ") + tr("%n waiting", nullptr, static_cast<int>(waiting));
     apiLabel_->setText(text);
-    apiLabel_->setToolTip(tr("OpenAI-compatible API at %1 — %n repl(ies) served. API replies wait while the chat "
-                             "writes one, and share one conversation's room in the KV cache: past it, the reply "
-                             "that started last waits and then goes on where it was.",
+    apiLabel_->setToolTip(tr("OpenAI-compatible API at %1 — %n repl(ies) served. API replies are written in the same "
+                             "steps as the chat's reply, and share one conversation's room in the KV cache: past "
+                             "it, the reply that started last waits and then goes on where it was.",
                              nullptr, static_cast<int>(served))
                               .arg(url));
     apiLabel_->show();

@@ -63,10 +63,10 @@
         </translation>
     </message>
     <message numerus="yes">
-        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies wait while the chat writes one, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
+        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies are written in the same steps as the chat&apos;s reply, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
         <translation>
-            <numerusform>OpenAI-compatible API at %1 — %n reply served. API replies wait while the chat writes one, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
-            <numerusform>OpenAI-compatible API at %1 — %n replies served. API replies wait while the chat writes one, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
+            <numerusform>OpenAI-compatible API at %1 — %n reply served. API replies are written in the same steps as the chat&apos;s reply, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
+            <numerusform>OpenAI-compatible API at %1 — %n replies served. API replies are written in the same steps as the chat&apos;s reply, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
         </translation>
     </message>
 </context>

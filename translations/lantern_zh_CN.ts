@@ -941,9 +941,9 @@ Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
         </translation>
     </message>
     <message numerus="yes">
-        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies wait while the chat writes one, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
+        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies are written in the same steps as the chat&apos;s reply, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
         <translation>
-            <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。聊天正在写回复时，API 的回复会等待；这些回复共用 KV 缓存中一个对话的空间，超出时最后开始的回复先等待，之后从原处继续。</numerusform>
+            <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。API 的回复与聊天的回复在同一步中生成，并共用 KV 缓存中一个对话的空间：超出时最后开始的回复先等待，之后从原处继续。</numerusform>
         </translation>
     </message>
 </context>
