@@ -347,6 +347,20 @@ void MainWindow::buildActions() {
                                      .arg(preferences::apiServerPort()));
     connect(apiServerAction_, &QAction::toggled, this, &MainWindow::setApiServerEnabled);
     file->addAction(tr("API Server &Port…"), this, &MainWindow::chooseApiServerPort);
+    // Acts at once, mid-reply too (the worker reads it at every step).
+    apiChatFirstAction_ = file->addAction(tr("API Replies &Wait for the Chat"));
+    apiChatFirstAction_->setObjectName(QStringLiteral("apiChatFirstAction"));
+    apiChatFirstAction_->setCheckable(true);
+    apiChatFirstAction_->setChecked(preferences::apiChatFirst());
+    apiChatFirstAction_->setToolTip(tr("API replies pause while the chat writes a reply and go on when it ends, so the "
+                                       "chat's reply comes at full speed. Off, they are written in the same steps as "
+                                       "the chat's reply (on a CPU device the chat's reply then slows while they run)."));
+    worker_->setChatFirst(apiChatFirstAction_->isChecked());
+    connect(apiChatFirstAction_, &QAction::toggled, this, [this](bool on) {
+        preferences::setApiChatFirst(on);
+        worker_->setChatFirst(on);
+        if (apiPort_ != 0) showApiServerState(true, apiInProgress_, apiWaiting_, apiServed_);
+    });
     file->addSeparator();
     newChatAction_ = file->addAction(tr("&New Chat"), this, &MainWindow::newConversation);
     newChatAction_->setShortcut(QKeySequence::New);
@@ -479,21 +493,33 @@ void MainWindow::showApiServerState(bool listening, quint32 inProgress, quint32 
         apiLabel_->hide();
         return;
     }
+    apiInProgress_ = inProgress;
+    apiWaiting_ = waiting;
+    apiServed_ = served;
     const QString url = QStringLiteral("http://127.0.0.1:%1/v1").arg(apiPort_);
     const QString address = QStringLiteral("127.0.0.1:%1").arg(apiPort_);
     waiting = std::min(waiting, inProgress);
-    QString text = inProgress > waiting
-                       ? tr("API %1 · writing %n repl(ies)", nullptr, static_cast<int>(inProgress - waiting)).arg(address)
-                       : tr("API %1").arg(address);
+    const bool chatFirst = apiChatFirstAction_ != nullptr && apiChatFirstAction_->isChecked();
+    const int writing = static_cast<int>(inProgress - waiting);
+    // While the chat goes first and writes, the API's replies are paused, not being written.
+    QString text = writing == 0 ? tr("API %1").arg(address)
+                   : chatFirst && state_ == State::Generating
+                       ? tr("API %1 · %n repl(ies) paused for the chat", nullptr, writing).arg(address)
+                       : tr("API %1 · writing %n repl(ies)", nullptr, writing).arg(address);
     // Replies beyond the room the KV cache gives them (or beyond the replies written at once) wait
     // their turn: said, so that a client's slow start has a reason on screen.
     if (waiting > 0) text += QStringLiteral(" · ") + tr("%n waiting", nullptr, static_cast<int>(waiting));
     apiLabel_->setText(text);
-    apiLabel_->setToolTip(tr("OpenAI-compatible API at %1 — %n repl(ies) served. API replies are written in the same "
-                             "steps as the chat's reply, and share one conversation's room in the KV cache: past "
-                             "it, the reply that started last waits and then goes on where it was.",
-                             nullptr, static_cast<int>(served))
-                              .arg(url));
+    apiLabel_->setToolTip(
+        (chatFirst ? tr("OpenAI-compatible API at %1 — %n repl(ies) served. API replies pause while the chat writes a "
+                        "reply (File > API Replies Wait for the Chat), and share one conversation's room in the KV "
+                        "cache: past it, the reply that started last waits and then goes on where it was.",
+                        nullptr, static_cast<int>(served))
+                   : tr("OpenAI-compatible API at %1 — %n repl(ies) served. API replies are written in the same "
+                        "steps as the chat's reply, and share one conversation's room in the KV cache: past "
+                        "it, the reply that started last waits and then goes on where it was.",
+                        nullptr, static_cast<int>(served)))
+            .arg(url));
     apiLabel_->show();
 }
 
@@ -583,6 +609,7 @@ void MainWindow::setState(State state) {
     // Switching the API server on may load the model again (setApiServerEnabled), which waits
     // for no reply.
     apiServerAction_->setEnabled(!generating && state != State::Loading);
+    if (apiPort_ != 0) showApiServerState(true, apiInProgress_, apiWaiting_, apiServed_);  // paused or writing
     switch (state) {
     case State::NoModel:
         stateLabel_->setFittedText(tr("No model"));

@@ -198,6 +198,11 @@ protected:
     QLabel* apiLabel_ = nullptr;  // where the API server listens, hidden while it is off
     QAction* apiServerAction_ = nullptr;
     quint16 apiPort_ = 0;  // the port it listens on (0 while off)
+    QAction* apiChatFirstAction_ = nullptr;  // File > API Replies Wait for the Chat
+    // The API's last activity report (InferenceWorker::apiServerActivity), shown by apiLabel_.
+    quint32 apiInProgress_ = 0;
+    quint32 apiWaiting_ = 0;
+    quint64 apiServed_ = 0;
 
     QMenu* viewMenu_ = nullptr;
     QMenu* deviceMenu_ = nullptr;

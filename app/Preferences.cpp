@@ -40,6 +40,8 @@ quint16 apiServerPort() {
     return port > 0 && port < 65536 ? static_cast<quint16>(port) : quint16(8080);
 }
 void setApiServerPort(quint16 port) { QSettings().setValue(QStringLiteral("apiServer/port"), port); }
+bool apiChatFirst() { return QSettings().value(QStringLiteral("apiServer/chatFirst"), false).toBool(); }
+void setApiChatFirst(bool on) { QSettings().setValue(QStringLiteral("apiServer/chatFirst"), on); }
 qint64 lastConversation() { return QSettings().value(QStringLiteral("chat/lastConversation"), -1).toLongLong(); }
 void setLastConversation(qint64 id) { QSettings().setValue(QStringLiteral("chat/lastConversation"), id); }
 

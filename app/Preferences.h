@@ -36,6 +36,10 @@ bool apiServerEnabled();
 void setApiServerEnabled(bool on);
 quint16 apiServerPort();
 void setApiServerPort(quint16 port);
+// Whether API replies pause while the chat writes a reply (false, the default: they share its
+// steps; see InferenceWorker::setChatFirst).
+bool apiChatFirst();
+void setApiChatFirst(bool on);
 qint64 lastConversation();
 void setLastConversation(qint64 id);
 

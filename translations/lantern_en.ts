@@ -69,6 +69,20 @@
             <numerusform>OpenAI-compatible API at %1 — %n replies served. API replies are written in the same steps as the chat&apos;s reply, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
         </translation>
     </message>
+    <message numerus="yes">
+        <source>API %1 · %n repl(ies) paused for the chat</source>
+        <translation>
+            <numerusform>API %1 · %n reply paused for the chat</numerusform>
+            <numerusform>API %1 · %n replies paused for the chat</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
+        <translation>
+            <numerusform>OpenAI-compatible API at %1 — %n reply served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
+            <numerusform>OpenAI-compatible API at %1 — %n replies served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
+        </translation>
+    </message>
 </context>
 <context>
     <name>ModelInfoPanel</name>

@@ -946,6 +946,26 @@ Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
             <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。API 的回复与聊天的回复在同一步中生成，并共用 KV 缓存中一个对话的空间：超出时最后开始的回复先等待，之后从原处继续。</numerusform>
         </translation>
     </message>
+    <message>
+        <source>API Replies &amp;Wait for the Chat</source>
+        <translation>API 回复等待聊天(&amp;W)</translation>
+    </message>
+    <message>
+        <source>API replies pause while the chat writes a reply and go on when it ends, so the chat&apos;s reply comes at full speed. Off, they are written in the same steps as the chat&apos;s reply (on a CPU device the chat&apos;s reply then slows while they run).</source>
+        <translation>聊天生成回复时 API 的回复暂停，聊天回复结束后再从原处继续，这样聊天的回复保持全速。关闭时，API 的回复与聊天的回复在同一步中生成（在 CPU 设备上，聊天的回复会因此变慢）。</translation>
+    </message>
+    <message numerus="yes">
+        <source>API %1 · %n repl(ies) paused for the chat</source>
+        <translation>
+            <numerusform>API %1 · %n 个回复为聊天暂停</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
+        <translation>
+            <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。聊天生成回复时 API 的回复暂停（文件 &gt; API 回复等待聊天），并共用 KV 缓存中一个对话的空间：超出时最后开始的回复先等待，之后从原处继续。</numerusform>
+        </translation>
+    </message>
 </context>
 <context>
     <name>MessageDelegate</name>

@@ -313,7 +313,7 @@ bool InferenceWorker::reportApiActivity() {
 }
 
 std::vector<float> InferenceWorker::chatDecodeStep(const lantern::StepItem& item) {
-    if (apiServer_) {
+    if (apiServer_ && !chatFirst_.load()) {
         try {
             std::vector<float> logits = apiServer_->serve_once_beside(item, kSharedStepTokens);
             reportApiActivity();
@@ -332,7 +332,7 @@ std::vector<float> InferenceWorker::chatDecodeStep(const lantern::StepItem& item
 }
 
 void InferenceWorker::serveApiBetweenChunks() {
-    if (!apiServer_) return;
+    if (!apiServer_ || chatFirst_.load()) return;
     // A step of the replies' own (a chunk of the chat's prompt fills a step by itself), with no
     // attention capture: the heatmap is the chat's, and a capture would slow their step down.
     const bool capturing = capturedLayer_ >= 0;

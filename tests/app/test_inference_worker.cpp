@@ -439,13 +439,15 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
 
     // While the chat writes a long reply, an API reply is written beside it (each of the chat's
     // decode steps carries the API's tokens too) and ends first, rather than waiting for the
-    // chat's to end; both are the replies they are alone.
+    // chat's to end; with the chat first (setChatFirst) it waits and ends after it. Either way
+    // both are the replies they are alone.
     QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
     QVERIFY(worker_->setSamplingSettings(greedy(400)));
     const Reply chatAlone = run(QStringLiteral("Lily saw a cat"));
     QCOMPARE(chatAlone.stats.stop_reason, std::string("max_tokens"));
-    QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
-    {
+    for (const bool chatFirst : {false, true}) {
+        worker_->setChatFirst(chatFirst);
+        QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
         QSignalSpy tokens(worker_, &InferenceWorker::tokensGenerated);
         QSignalSpy finished(worker_, &InferenceWorker::turnFinished);
         QSignalSpy errors(worker_, &InferenceWorker::errorOccurred);
@@ -478,11 +480,15 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
         QVERIFY2(problem.empty(), problem.c_str());
         QCOMPARE(beside.status, 200);
         QCOMPARE(textOf(beside), text);
-        QVERIFY2(!chatFinishedFirst, "the API reply waited for the chat's to end");
+        if (chatFirst)
+            QVERIFY2(chatFinishedFirst, "the API reply was written while the chat went first");
+        else
+            QVERIFY2(!chatFinishedFirst, "the API reply waited for the chat's to end");
         QCOMPARE(chat.stats.stop_reason, std::string("max_tokens"));
         QCOMPARE(chat.tokens, chatAlone.tokens);
         QCOMPARE(chat.text, chatAlone.text);
     }
+    worker_->setChatFirst(false);
 
     // The chat still answers, and the API answers after it.
     QVERIFY(worker_->setSamplingSettings(greedy(8)));

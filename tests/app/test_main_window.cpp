@@ -394,6 +394,15 @@ void TestMainWindow::theLocalApiServerIsSwitchedFromTheMenuAndRemembered() {
         QCOMPARE(models.status, 200);
         QVERIFY(models.body.find("stories260K") != std::string::npos);
         QVERIFY(preferences::apiServerEnabled());
+        // API replies can be made to wait for the chat's (remembered; the label's tooltip says which).
+        auto* chatFirst = window.findChild<QAction*>(QStringLiteral("apiChatFirstAction"));
+        QVERIFY(chatFirst && !chatFirst->isChecked());
+        QVERIFY2(label->toolTip().contains(QStringLiteral("in the same steps as the chat's reply")),
+                 qPrintable(label->toolTip()));
+        chatFirst->trigger();
+        QVERIFY(preferences::apiChatFirst());
+        QVERIFY2(label->toolTip().contains(QStringLiteral("pause while the chat writes a reply")),
+                 qPrintable(label->toolTip()));
     }
     // Remembered: the next window serves again as soon as its model is loaded.
     {
@@ -406,6 +415,10 @@ void TestMainWindow::theLocalApiServerIsSwitchedFromTheMenuAndRemembered() {
         auto* label = window.findChild<QLabel*>(QStringLiteral("apiLabel"));
         QTRY_VERIFY_WITH_TIMEOUT(label->isVisible(), 10'000);
         QCOMPARE(lantern::test::http_call(port, lantern::test::http_request("GET", "/health")).status, 200);
+        auto* chatFirst = window.findChild<QAction*>(QStringLiteral("apiChatFirstAction"));
+        QVERIFY(chatFirst->isChecked());
+        chatFirst->trigger();
+        QVERIFY(!preferences::apiChatFirst());
         window.findChild<QAction*>(QStringLiteral("apiServerAction"))->trigger();  // off
         QTRY_VERIFY_WITH_TIMEOUT(label->isHidden(), 10'000);
         QVERIFY(!preferences::apiServerEnabled());
