@@ -20,6 +20,7 @@
 #include "lantern/gguf.h"
 #include "lantern/rooflines.h"
 #include "lantern/sampling.h"
+#include "lantern/scheduler.h"
 #include "lantern/steady_state.h"
 #include "lantern/synthetic.h"
 
@@ -41,6 +42,10 @@ const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAP
   -d LIST           context depths for the decode test, e.g. 0,1024,2048 (default 0): tg N @ dD decodes N
                     tokens after a D-token prefix (prefilled once, untimed; each repetition decodes in a
                     fresh fork of it), so the table shows how decode slows as attention reads more keys
+  --beside N        a host sequence (the app's chat) decodes -n tokens while N replies (32-token prompts, -n
+                    tokens each, greedy) are written by the Scheduler: in shared steps (Scheduler::step_with,
+                    16 tokens a step at most, as the app shares them) and taking turns (the host alone, then
+                    the replies), alternating; reports the host's rate both ways and the rate of all tokens
   --steady N        sustained decode of N tokens: transient, steady-state rate, degradation
   --steady-seconds S  the same for S seconds (or until the context is full; the context is the model's,
                     up to 8192 tokens)
@@ -56,10 +61,15 @@ const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAP
   --write-synthetic S:T FILE   write a synthetic model to FILE and exit (for peers)
 )";
 
+// --beside: the prompt of the host and of each reply, and the most tokens of a shared step (the
+// app's InferenceWorker::kSharedStepTokens).
+constexpr int kBesidePrompt = 32;
+constexpr int kBesideShareTokens = 16;
+
 struct Options {
     std::vector<std::string> models;
     std::vector<std::pair<std::string, std::string>> synthetic;
-    int pp = 128, tg = 128, reps = 3, steady = 0;
+    int pp = 128, tg = 128, reps = 3, steady = 0, beside = 0;
     double steady_seconds = 0;
     std::vector<int> batches{1};
     std::vector<int> depths{0};
@@ -111,7 +121,7 @@ struct Result {
 };
 
 void print_result(const Result& r, bool json) {
-    std::printf("| %-28s | %-10s | %5d | %3d | %10.2f ± %-7.2f | %9.3f |", r.model.c_str(), r.test.c_str(), r.tokens,
+    std::printf("| %-28s | %-20s | %5d | %3d | %10.2f ± %-7.2f | %9.3f |", r.model.c_str(), r.test.c_str(), r.tokens,
                 r.batch, r.tok_s, r.spread, r.ms_per_token);
     for (double f : {r.read_fraction, r.arith_fraction}) {
         if (f >= 0) std::printf(" %5.1f %% |", 100 * f);
@@ -260,15 +270,80 @@ double arithmetic_bound_s(const ModelInfo& m, const Rooflines& roof) {
     return m.decode_read_bytes_by_layout.empty() ? -1 : s;
 }
 
+// --beside: what the desktop app's chat and its API server cost each other. A host sequence (the
+// chat, prefilled with kBesidePrompt tokens, untimed) decodes o.tg tokens while o.beside greedy
+// replies of o.tg tokens after kBesidePrompt-token prompts are written by a Scheduler, two ways,
+// alternating in each repetition so that the machine's drift hits both alike:
+//  * shared: every host step is Scheduler::step_with, carrying the replies' tokens (decodes and
+//    prompt chunks, kBesideShareTokens tokens in all at most, as InferenceWorker shares them); once
+//    the host is done the replies finish alone;
+//  * turns: the host decodes alone, then the replies are written (how the app worked before).
+// The host's rate shows what its user sees; the rate of all tokens (the host's and the replies'
+// generated tokens over the whole time) shows what sharing saves.
+void bench_beside(Engine& engine, uint32_t token_budget, const std::string& label, const Options& o, Rng& rng) {
+    const auto& m = engine.model();
+    std::vector<double> host_shared, host_alone, all_shared, all_turns;
+    const int all_tokens = o.tg * (1 + o.beside);
+    for (int r = 0; r <= o.reps; ++r) {
+        for (const bool shared : {false, true}) {
+            const SequenceId host = engine.create_sequence();
+            engine.prefill(host, random_tokens(rng, m.vocab, kBesidePrompt));
+            Scheduler scheduler(engine, token_budget, static_cast<uint32_t>(o.beside));
+            int generated = 0;
+            const auto submit_all = [&] {
+                for (int i = 0; i < o.beside; ++i) {
+                    GenerationRequest req;
+                    req.prompt = random_tokens(rng, m.vocab, kBesidePrompt);
+                    req.settings.temperature = 0;
+                    req.settings.max_new_tokens = o.tg;
+                    req.on_token = [&generated](RequestId, int32_t) { ++generated; };
+                    scheduler.submit(std::move(req));
+                }
+            };
+            StepItem item{host, {1}, true, false};
+            std::vector<float> logits;
+            const auto t = Clock::now();
+            if (shared) submit_all();
+            for (int k = 0; k < o.tg; ++k) {
+                item.tokens[0] = static_cast<int32_t>(3 + rng.next() % (m.vocab - 3));
+                if (shared) scheduler.step_with(item, logits, kBesideShareTokens);
+                else engine.step(std::span<const StepItem>(&item, 1));
+            }
+            const double host_ms = ms_since(t);
+            if (!shared) submit_all();
+            scheduler.run();
+            const double all_ms = ms_since(t);
+            engine.free_sequence(host);
+            if (generated != o.tg * o.beside)
+                throw Error(ErrorCode::Internal, "--beside: the replies wrote " + std::to_string(generated) +
+                                                     " tokens, not " + std::to_string(o.tg * o.beside));
+            if (r == 0) continue;  // warm-up: the first multi-token shapes compile here on lavapipe
+            (shared ? host_shared : host_alone).push_back(o.tg / (host_ms / 1e3));
+            (shared ? all_shared : all_turns).push_back(all_tokens / (all_ms / 1e3));
+        }
+    }
+    const std::string tg = "tg" + std::to_string(o.tg), plus = " +" + std::to_string(o.beside);
+    const auto row = [&](const std::string& test, int tokens, int seqs, const std::vector<double>& rates) {
+        const double rate = median(rates);
+        print_result(Result{label, test, tokens, seqs, 0, rate, stdev(rates), 1e3 / rate}, o.json);
+    };
+    row("host " + tg, o.tg, 1, host_alone);
+    row("host " + tg + plus, o.tg, 1 + o.beside, host_shared);
+    row("all " + tg + plus + " shared", all_tokens, 1 + o.beside, all_shared);
+    row("all " + tg + plus + " turns", all_tokens, 1 + o.beside, all_turns);
+}
+
 void bench_model(const std::string& path, const std::string& label, const Options& o, const Rooflines& roof) {
     EngineOptions eo;
     eo.device_selector = o.device;
     int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
     const int max_depth = *std::max_element(o.depths.begin(), o.depths.end());
     // A deep decode test holds its prefix in one more sequence, which its forks share.
-    eo.max_sequences = static_cast<uint32_t>(std::max(1, max_batch) + (max_depth > 0 ? 1 : 0));
-    eo.max_step_tokens = static_cast<uint32_t>(std::max({o.pp, max_batch, std::min(max_depth, 256), 1}));
-    eo.context_length = static_cast<uint32_t>(std::max(o.pp + 8, std::max(max_depth + o.tg, o.steady) + 8));
+    eo.max_sequences = static_cast<uint32_t>(std::max({1, max_batch + (max_depth > 0 ? 1 : 0), o.beside + 1}));
+    eo.max_step_tokens = static_cast<uint32_t>(
+        std::max({o.pp, max_batch, std::min(max_depth, 256), o.beside > 0 ? kBesideShareTokens : 1, 1}));
+    eo.context_length = static_cast<uint32_t>(
+        std::max({o.pp + 8, std::max(max_depth + o.tg, o.steady) + 8, o.beside > 0 ? kBesidePrompt + o.tg + 8 : 0}));
     // A sustained run by time takes as much of the model's context as it can, up to 8192 tokens
     // (the KV cache of a long context would not fit lavapipe's heap for every model).
     if (o.steady_seconds > 0) eo.context_length = std::max(eo.context_length, 8192u);
@@ -340,6 +415,7 @@ void bench_model(const std::string& path, const std::string& label, const Option
         }
         if (depth > 0) engine->free_sequence(prefix);
     }
+    if (o.beside > 0 && o.tg > 0) bench_beside(*engine, eo.max_step_tokens, label, o, rng);
     if (o.steady > 0 || o.steady_seconds > 0) {
         // One sequence decoding token after token: o.steady tokens, or (--steady-seconds) until the
         // time is up or the context is full, whichever comes first.
@@ -482,7 +558,14 @@ int main(int argc, char** argv) {
                              kUsage);
                 return 2;
             }
-        } else if (f == "--steady") o.steady = std::stoi(value());
+        } else if (f == "--beside") {
+            o.beside = std::stoi(value());
+            if (o.beside < 1 || o.beside > 64) {
+                std::fprintf(stderr, "--beside needs 1 to 64 replies\n%s", kUsage);
+                return 2;
+            }
+        }
+        else if (f == "--steady") o.steady = std::stoi(value());
         else if (f == "--steady-seconds") o.steady_seconds = std::stod(value());
         else if (f == "--profile") o.profile = true;
         else if (f == "--profile-at") {
@@ -556,7 +639,7 @@ int main(int argc, char** argv) {
                             roof.host_clock_ghz_max);
             }
         }
-        std::printf("| %-28s | %-10s | %5s | %3s | %20s | %9s | %7s | %7s |\n", "model", "test", "tok", "seq", "tok/s",
+        std::printf("| %-28s | %-20s | %5s | %3s | %20s | %9s | %7s | %7s |\n", "model", "test", "tok", "seq", "tok/s",
                     "ms/tok", "read %", "arith %");
         for (const auto& m : o.models) bench_model(m, std::filesystem::path(m).filename().string(), o, roof);
         for (const auto& [shape, type] : o.synthetic) {
