@@ -409,6 +409,10 @@
         <source>empty</source>
         <translation>空闲</translation>
     </message>
+    <message>
+        <source>API reply (sequence %1)</source>
+        <translation>API 回复（序列 %1）</translation>
+    </message>
 </context>
 <context>
     <name>MainWindow</name>

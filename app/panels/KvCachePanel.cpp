@@ -264,7 +264,12 @@ void KvCachePanel::setSnapshot(const KvSnapshot& snapshot) {
 
     QList<KvLegend::Entry> entries;
     for (const lantern::KvSequenceStats& seq : s.sequences) {
-        const QString who = seq.id == snapshot.active_sequence ? tr("this chat") : tr("sequence %1").arg(seq.id);
+        // The API's sequences by what they are: beside the chat, a bare number meant nothing.
+        const bool api = std::find(snapshot.api_sequences.begin(), snapshot.api_sequences.end(), seq.id) !=
+                         snapshot.api_sequences.end();
+        const QString who = seq.id == snapshot.active_sequence ? tr("this chat")
+                            : api                              ? tr("API reply (sequence %1)").arg(seq.id)
+                                                               : tr("sequence %1").arg(seq.id);
         entries.push_back({ownerColorFor(seq.id, snapshot.active_sequence),
                            tr("%1: %2 tokens in %3 blocks").arg(who, display::count(seq.tokens), display::count(seq.blocks))});
     }

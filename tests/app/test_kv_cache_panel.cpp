@@ -113,6 +113,17 @@ void TestKvCachePanel::labelsShowTheNumbersOfTheSnapshot() {
     QVERIFY2(legend.contains(QStringLiteral("this chat: 37 tokens in 3 blocks")), qPrintable(legend));
     QVERIFY2(legend.contains(QStringLiteral("cached")) && legend.contains(QStringLiteral("empty")), qPrintable(legend));
 
+    // Beside the chat, the API server's replies are named as such; any other sequence by number.
+    KvSnapshot shared = syntheticSnapshot();
+    shared.stats.sequences = {{1, 37, 3}, {5, 20, 2}, {7, 9, 1}};
+    shared.api_sequences = {5};
+    panel.setSnapshot(shared);
+    const QString named = panel.findChild<KvLegend*>(QStringLiteral("legend"))->text();
+    QVERIFY2(named.contains(QStringLiteral("this chat: 37 tokens in 3 blocks")), qPrintable(named));
+    QVERIFY2(named.contains(QStringLiteral("API reply (sequence 5): 20 tokens in 2 blocks")), qPrintable(named));
+    QVERIFY2(named.contains(QStringLiteral("sequence 7: 9 tokens in 1 blocks")) && !named.contains(QStringLiteral("API reply (sequence 7)")),
+             qPrintable(named));
+
     panel.clear();
     QCOMPARE(labelText(panel, "usedBlocks"), QStringLiteral("—"));
 }

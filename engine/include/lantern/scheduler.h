@@ -92,6 +92,9 @@ public:
     void run();
     size_t pending() const;
     size_t waiting() const;        // of pending(), those without a sequence (not admitted yet, or preempted)
+    // The engine sequences the generations hold now, in admission order (so a caller that shares
+    // the engine, such as the app's KV cache panel, can tell them from its own).
+    std::vector<SequenceId> sequences() const;
     uint64_t preemptions() const;  // since construction
 
 private:

@@ -78,6 +78,7 @@ public:
         uint32_t replies_in_progress = 0;  // being generated or waiting for a slot
         uint32_t replies_waiting = 0;      // of those, waiting: for a slot, or for room in the KV cache
         uint64_t replies_served = 0, generated_tokens = 0;  // since start
+        std::vector<SequenceId> sequences;  // the KV cache sequences its replies hold now
     };
     Activity activity() const;
 

@@ -180,6 +180,14 @@ void Scheduler::cancel(RequestId id) {
 size_t Scheduler::pending() const { return impl_->gens.size(); }
 size_t Scheduler::waiting() const { return impl_->gens.size() - impl_->started_count(); }
 uint64_t Scheduler::preemptions() const { return impl_->preemptions; }
+std::vector<SequenceId> Scheduler::sequences() const {
+    std::vector<SequenceId> held;
+    for (const RequestId id : impl_->order) {
+        const auto it = impl_->gens.find(id);
+        if (it != impl_->gens.end() && it->second.started) held.push_back(it->second.seq);
+    }
+    return held;
+}
 
 bool Scheduler::step(SchedulerStepStats* stats) { return impl_->run_step(nullptr, nullptr, 0, stats); }
 

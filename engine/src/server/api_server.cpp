@@ -756,6 +756,7 @@ ApiServer::Activity ApiServer::activity() const {
     a.replies_waiting = static_cast<uint32_t>(std::min<size_t>(impl_->scheduler.waiting(), a.replies_in_progress));
     a.replies_served = impl_->counters.replies;
     a.generated_tokens = impl_->counters.generated_tokens;
+    a.sequences = impl_->scheduler.sequences();
     return a;
 }
 void ApiServer::stop() {
