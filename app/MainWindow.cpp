@@ -568,6 +568,7 @@ void MainWindow::connectWorker() {
     connect(worker_, &InferenceWorker::modelUnloaded, this, &MainWindow::onModelUnloaded);
     connect(worker_, &InferenceWorker::modelWarmedUp, performancePanel_, &PerformancePanel::setWarmUp);
     connect(worker_, &InferenceWorker::tokensGenerated, this, &MainWindow::onTokens);
+    connect(worker_, &InferenceWorker::replyShared, this, [this](quint32 tokens) { replySharedTokens_ = tokens; });
     connect(worker_, &InferenceWorker::turnFinished, this, &MainWindow::onTurnFinished);
     connect(worker_, &InferenceWorker::promptProgress, this, [this](quint32 done, quint32 total) {
         // A long prompt on a CPU driver takes a while before the first token: say how far it is
@@ -1392,6 +1393,8 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
     part.tokensPerSecond = stats.decode_tokens_per_s;
     part.firstTokenMs = stats.ttft_ms;
     part.stopReason = QString::fromStdString(stats.stop_reason);
+    part.besideApi = std::min<qint64>(replySharedTokens_, part.tokens);
+    replySharedTokens_ = 0;
     if (!continuedDetails_.isNull()) {
         // A continued reply keeps what its first part said; the continuation adds its own figures.
         const ChatMessage& reply = chatModel_->message(streamingRow_);

@@ -237,6 +237,7 @@ protected:
     // user's turn after a Regenerate that wrote nothing: Regenerate then writes the reply it lacks.
     bool canRegenerate_ = false;
     QString continuedDetails_;  // the reply being continued: its details before (null: not continuing)
+    quint32 replySharedTokens_ = 0;  // of the turn ending, tokens written beside API replies (replyShared)
     bool continuedComplete_ = true;  // and whether it was complete
     // What the running turn is, so that one that cannot start (no room in the context) is undone
     // the right way: a sent message goes back to the input, a reply keeps what it had.

@@ -103,6 +103,13 @@
             <numerusform>%Ln tokens</numerusform>
         </translation>
     </message>
+    <message numerus="yes">
+        <source>%Ln written beside API replies</source>
+        <translation>
+            <numerusform>%Ln written beside API replies</numerusform>
+            <numerusform>%Ln written beside API replies</numerusform>
+        </translation>
+    </message>
 </context>
 <context>
     <name>StepProfilePanel</name>

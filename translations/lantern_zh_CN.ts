@@ -1297,6 +1297,12 @@ Lantern 运行 Llama 架构的模型；这个模型是 %2。</translation>
         <source>continued by %1</source>
         <translation>由 %1 续写</translation>
     </message>
+    <message numerus="yes">
+        <source>%Ln written beside API replies</source>
+        <translation>
+            <numerusform>%Ln 个与 API 回复同步生成</numerusform>
+        </translation>
+    </message>
 </context>
 <context>
     <name>SamplingPanel</name>

@@ -50,6 +50,9 @@ QString words(const QJsonObject& part) {
     if (rate > 0) line << display::tokensPerSecond(rate);
     line << QCoreApplication::translate("ReplyDetails", "first token %1").arg(display::milliseconds(ttft));
     line << QCoreApplication::translate("ReplyDetails", "ended by %1").arg(display::stopReason(stop));
+    const int beside = part.value(QLatin1String("beside_api")).toInt();
+    if (beside > 0)
+        line << QCoreApplication::translate("ReplyDetails", "%Ln written beside API replies", nullptr, beside);
     QString text = line.join(QStringLiteral(" · "));
     if (part.value(QLatin1String("continued")).toBool()) {
         const QString by = part.value(QLatin1String("by")).toString();
@@ -73,6 +76,7 @@ QString append(const QString& stored, const Part& part) {
         o.insert(QStringLiteral("stop"), part.stopReason);
         if (part.continued) o.insert(QStringLiteral("continued"), true);
         if (part.continued && !part.continuedBy.isEmpty()) o.insert(QStringLiteral("by"), part.continuedBy);
+        if (part.besideApi > 0) o.insert(QStringLiteral("beside_api"), part.besideApi);
     }
     QJsonArray all = parts(stored);
     all.append(o);

@@ -21,6 +21,9 @@ struct Part {
     QString stopReason;  // lantern::TurnStats::stop_reason ("eos", "max_tokens", ...)
     bool continued = false;  // written by Continue
     QString continuedBy;     // the model that continued it, when not the one that began it
+    // Of its tokens, those written in steps shared with the API server's replies (InferenceWorker::
+    // replyShared): said, because sharing is why such a reply's rate is lower than the model's.
+    qint64 besideApi = 0;
 };
 
 // `stored` (what messages.details holds, possibly empty) with `part` added at its end.

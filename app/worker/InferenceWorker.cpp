@@ -315,8 +315,13 @@ bool InferenceWorker::reportApiActivity() {
 std::vector<float> InferenceWorker::chatDecodeStep(const lantern::StepItem& item) {
     if (apiServer_ && !chatFirst_.load()) {
         try {
+            const uint64_t generatedBefore = apiActivity_.generated_tokens;
             std::vector<float> logits = apiServer_->serve_once_beside(item, kSharedStepTokens);
             reportApiActivity();
+            // Replies running after the step were in it; one that ended in it wrote a token.
+            if (apiActivity_.generated_tokens > generatedBefore ||
+                apiActivity_.replies_in_progress > apiActivity_.replies_waiting)
+                ++sharedSteps_;
             return logits;
         } catch (const lantern::Error& e) {
             // A step that failed with the chat's item alone too is the chat's failure (its turn
@@ -350,6 +355,7 @@ void InferenceWorker::runTurn(const TurnFunction& turn) {
     session_->set_context_policy(dropOldestTurns_.load() ? lantern::ContextPolicy::DropOldestTurns
                                                          : lantern::ContextPolicy::Stop);
     lastAttentionPosition_ = UINT32_MAX;
+    sharedSteps_ = 0;
     emit turnStarted();
     kvThrottle_.restart();
     attentionThrottle_.restart();
@@ -388,6 +394,7 @@ void InferenceWorker::runTurn(const TurnFunction& turn) {
         sendTokens();
         publishKvStats();
         publishAttention(true);
+        emit replyShared(sharedSteps_);
         emit turnFinished(stats);
     } catch (const std::exception& e) {
         sendTokens();  // what was generated before the failure is shown

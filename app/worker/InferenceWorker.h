@@ -139,6 +139,10 @@ signals:
     // before turnFinished.
     void tokensGenerated(const TokenBatch& batch);
     void turnFinished(const lantern::TurnStats& stats);
+    // Just before turnFinished: how many of the turn's tokens were written in steps shared with
+    // API replies (a step that carried a reply's token or prompt), so the reply can say why its
+    // rate was lower than the model's.
+    void replyShared(quint32 tokens);
     void messageMeasured(quint64 request, const lantern::MessageFit& fit);
     // After restoreConversation: whether Continue has room for more of the last reply, as the
     // conversation stands and once the oldest turns are dropped (ChatSession::continue_room).
@@ -198,6 +202,7 @@ private:
     quint32 loadedContext_ = 0;
     quint16 apiPort_ = 0;
     lantern::ApiServer::Activity apiActivity_;
+    quint32 sharedSteps_ = 0;  // of this turn's decode steps, those shared with API replies
     lantern::SettingsSlot settings_;
     std::atomic<bool> stop_{false};
     std::atomic<int> attentionLayer_{-1};

@@ -451,6 +451,7 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
         QSignalSpy tokens(worker_, &InferenceWorker::tokensGenerated);
         QSignalSpy finished(worker_, &InferenceWorker::turnFinished);
         QSignalSpy errors(worker_, &InferenceWorker::errorOccurred);
+        QSignalSpy shared(worker_, &InferenceWorker::replyShared);
         std::atomic<bool> chatFinished{false};  // set on the worker's thread, the moment the turn ends
         auto probe = connect(worker_, &InferenceWorker::turnFinished, worker_, [&chatFinished] { chatFinished = true; },
                              Qt::DirectConnection);
@@ -484,6 +485,12 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
             QVERIFY2(chatFinishedFirst, "the API reply was written while the chat went first");
         else
             QVERIFY2(!chatFinishedFirst, "the API reply waited for the chat's to end");
+        // The turn says how many of its tokens were written beside the API's: some of them when
+        // sharing (the API's 30 tokens took at least that many shared steps), none with the chat first.
+        QCOMPARE(shared.count(), 1);
+        const auto besideApi = shared.at(0).at(0).value<quint32>();
+        if (chatFirst) QCOMPARE(besideApi, 0u);
+        else QVERIFY2(besideApi >= 29 && besideApi < chat.stats.generated_tokens, qPrintable(QString::number(besideApi)));
         QCOMPARE(chat.stats.stop_reason, std::string("max_tokens"));
         QCOMPARE(chat.tokens, chatAlone.tokens);
         QCOMPARE(chat.text, chatAlone.text);

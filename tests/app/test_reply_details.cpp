@@ -36,6 +36,27 @@ private slots:
                  QStringLiteral("1,508 个词元 · 2,266 词元/秒 · 首词元 2.93 毫秒 · 结束原因：上下文已满"));
     }
 
+    // A reply written in steps shared with API replies says how many of its tokens were (why its
+    // rate is lower than the model's), in either language; one written alone says nothing of it.
+    void tokensWrittenBesideApiRepliesAreSaid() {
+        Part shared = reply();
+        shared.besideApi = 1200;
+        const QString stored = reply_details::append({}, shared);
+        inLanguage("en", QLocale(QLocale::English, QLocale::UnitedStates));
+        QCOMPARE(reply_details::display(stored),
+                 QStringLiteral("1,508 tokens · 2,266 tok/s · first token 2.93 ms · ended by full context · "
+                                "1,200 written beside API replies"));
+        QVERIFY(!reply_details::display(reply_details::append({}, reply())).contains(QStringLiteral("API")));
+        shared.besideApi = 1;
+        QVERIFY2(reply_details::display(reply_details::append({}, shared)).endsWith(QStringLiteral(" · 1 written beside API replies")),
+                 qPrintable(reply_details::display(reply_details::append({}, shared))));
+        cleanup();
+        inLanguage("zh_CN", QLocale(QLocale::Chinese, QLocale::China));
+        QCOMPARE(reply_details::display(stored),
+                 QStringLiteral("1,508 个词元 · 2,266 词元/秒 · 首词元 2.93 毫秒 · 结束原因：上下文已满 · "
+                                "1,200 个与 API 回复同步生成"));
+    }
+
     // Continue adds a part (saying who continued when another model did); a failure or a lost
     // device after it keeps both. A rate of 0 (not measured) is left out rather than shown as 0.
     void laterPartsFollowTheFirst() {
