@@ -297,10 +297,6 @@
 <context>
     <name>KvBlockGrid</name>
     <message>
-        <source>in use by sequence %1</source>
-        <translation>正被序列 %1 使用</translation>
-    </message>
-    <message>
         <source>cached for prefix reuse</source>
         <translation>已缓存，可供前缀复用</translation>
     </message>
@@ -321,6 +317,10 @@
     <message>
         <source>registered in the prefix cache</source>
         <translation>已登记到前缀缓存</translation>
+    </message>
+    <message>
+        <source>in use by %1</source>
+        <translation>正被 %1 使用</translation>
     </message>
 </context>
 <context>

@@ -1,5 +1,6 @@
 #include "panels/KvCachePanel.h"
 
+#include <QCoreApplication>
 #include <QGridLayout>
 #include <QHelpEvent>
 #include <QLabel>
@@ -22,9 +23,19 @@ QColor ownerColorFor(lantern::SequenceId owner, lantern::SequenceId active) {
     return theme::ownerColor(1 + owner % 7);
 }
 
-QString ownerList(const std::vector<lantern::SequenceId>& owners) {
+// Who holds a sequence, in the user's words: the conversation on screen, one of the API server's
+// replies (beside the chat, a bare number meant nothing), or any other by its number.
+QString ownerName(lantern::SequenceId id, const KvSnapshot& snapshot) {
+    if (id == snapshot.active_sequence) return QCoreApplication::translate("KvCachePanel", "this chat");
+    const auto& api = snapshot.api_sequences;
+    if (std::find(api.begin(), api.end(), id) != api.end())
+        return QCoreApplication::translate("KvCachePanel", "API reply (sequence %1)").arg(id);
+    return QCoreApplication::translate("KvCachePanel", "sequence %1").arg(id);
+}
+
+QString ownerList(const std::vector<lantern::SequenceId>& owners, const KvSnapshot& snapshot) {
     QStringList parts;
-    for (lantern::SequenceId id : owners) parts << QString::number(id);
+    for (lantern::SequenceId id : owners) parts << ownerName(id, snapshot);
     return parts.join(QStringLiteral(", "));
 }
 
@@ -162,26 +173,31 @@ bool KvBlockGrid::event(QEvent* event) {
             event->ignore();
             return true;
         }
-        const lantern::KvBlockInfo& b = snapshot_.blocks[static_cast<size_t>(i)];
-        QString state;
-        if (!b.owners.empty())
-            state = tr("in use by sequence %1").arg(ownerList(b.owners));
-        else if (b.cached)
-            state = tr("cached for prefix reuse");
-        else
-            state = tr("empty");
-        QString text = tr("Block %1: %2\n%3 of %4 tokens written")
-                           .arg(b.block)
-                           .arg(state)
-                           .arg(b.filled)
-                           .arg(snapshot_.stats.block_tokens);
-        if (b.first_position >= 0)
-            text += QLatin1Char('\n') + tr("positions %1–%2").arg(b.first_position).arg(b.first_position + std::max<int>(0, static_cast<int>(b.filled) - 1));
-        if (b.full_hashed) text += QLatin1Char('\n') + tr("registered in the prefix cache");
-        QToolTip::showText(help->globalPos(), text, this);
+        QToolTip::showText(help->globalPos(), blockToolTip(i), this);
         return true;
     }
     return QWidget::event(event);
+}
+
+QString KvBlockGrid::blockToolTip(int index) const {
+    if (index < 0 || static_cast<size_t>(index) >= snapshot_.blocks.size()) return {};
+    const lantern::KvBlockInfo& b = snapshot_.blocks[static_cast<size_t>(index)];
+    QString state;
+    if (!b.owners.empty())
+        state = tr("in use by %1").arg(ownerList(b.owners, snapshot_));
+    else if (b.cached)
+        state = tr("cached for prefix reuse");
+    else
+        state = tr("empty");
+    QString text = tr("Block %1: %2\n%3 of %4 tokens written")
+                       .arg(b.block)
+                       .arg(state)
+                       .arg(b.filled)
+                       .arg(snapshot_.stats.block_tokens);
+    if (b.first_position >= 0)
+        text += QLatin1Char('\n') + tr("positions %1–%2").arg(b.first_position).arg(b.first_position + std::max<int>(0, static_cast<int>(b.filled) - 1));
+    if (b.full_hashed) text += QLatin1Char('\n') + tr("registered in the prefix cache");
+    return text;
 }
 
 KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
@@ -264,12 +280,7 @@ void KvCachePanel::setSnapshot(const KvSnapshot& snapshot) {
 
     QList<KvLegend::Entry> entries;
     for (const lantern::KvSequenceStats& seq : s.sequences) {
-        // The API's sequences by what they are: beside the chat, a bare number meant nothing.
-        const bool api = std::find(snapshot.api_sequences.begin(), snapshot.api_sequences.end(), seq.id) !=
-                         snapshot.api_sequences.end();
-        const QString who = seq.id == snapshot.active_sequence ? tr("this chat")
-                            : api                              ? tr("API reply (sequence %1)").arg(seq.id)
-                                                               : tr("sequence %1").arg(seq.id);
+        const QString who = ownerName(seq.id, snapshot);
         entries.push_back({ownerColorFor(seq.id, snapshot.active_sequence),
                            tr("%1: %2 tokens in %3 blocks").arg(who, display::count(seq.tokens), display::count(seq.blocks))});
     }

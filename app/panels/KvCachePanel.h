@@ -26,6 +26,9 @@ public:
     QRect blockRect(int index) const;  // where block `index` is painted
     // Colour of a block as painted (for the legend and tests).
     QColor blockColor(const lantern::KvBlockInfo& block) const;
+    // What hovering block `index` shows: who holds it (in the user's words), how full it is, its
+    // positions and whether the prefix cache knows it ("" past the last block).
+    QString blockToolTip(int index) const;
 
 protected:
     void paintEvent(QPaintEvent* event) override;

@@ -123,6 +123,19 @@ void TestKvCachePanel::labelsShowTheNumbersOfTheSnapshot() {
     QVERIFY2(named.contains(QStringLiteral("API reply (sequence 5): 20 tokens in 2 blocks")), qPrintable(named));
     QVERIFY2(named.contains(QStringLiteral("sequence 7: 9 tokens in 1 blocks")) && !named.contains(QStringLiteral("API reply (sequence 7)")),
              qPrintable(named));
+    // Hovering a block names its holders the same way: a block the chat and an API reply share
+    // (a common prefix), one the API's alone.
+    shared.blocks[0].owners = {1, 5};
+    shared.blocks[1].owners = {5};
+    panel.setSnapshot(shared);
+    auto* grid = panel.findChild<KvBlockGrid*>();
+    QVERIFY(grid != nullptr);
+    QVERIFY2(grid->blockToolTip(0).startsWith(QStringLiteral("Block 0: in use by this chat, API reply (sequence 5)\n16 of 16 tokens written")),
+             qPrintable(grid->blockToolTip(0)));
+    QVERIFY2(grid->blockToolTip(1).startsWith(QStringLiteral("Block 1: in use by API reply (sequence 5)\n")),
+             qPrintable(grid->blockToolTip(1)));
+    QVERIFY2(grid->blockToolTip(6).startsWith(QStringLiteral("Block 6: empty")), qPrintable(grid->blockToolTip(6)));
+    QVERIFY(grid->blockToolTip(99).isEmpty());
 
     panel.clear();
     QCOMPARE(labelText(panel, "usedBlocks"), QStringLiteral("—"));
