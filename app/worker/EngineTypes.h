@@ -30,7 +30,7 @@ struct KvSnapshot {
     lantern::KvStats stats;
     std::vector<lantern::KvBlockInfo> blocks;
     lantern::SequenceId active_sequence = 0;  // the conversation's own sequence
-    std::vector<lantern::SequenceId> api_sequences;  // the API server's replies' (ApiServer::Activity)
+    std::vector<lantern::SequenceId> api_sequences;  // the API server's replies' (ApiServer::sequences)
 };
 
 using TokenCandidates = std::vector<lantern::TokenCandidate>;

@@ -448,6 +448,6 @@ void InferenceWorker::publishKvStats() {
     snapshot.stats = engine_->kv_stats();
     snapshot.blocks = engine_->kv_block_map();
     if (session_) snapshot.active_sequence = session_->sequence();
-    if (apiServer_) snapshot.api_sequences = apiServer_->activity().sequences;
+    if (apiServer_) snapshot.api_sequences = apiServer_->sequences();
     emit kvStatsChanged(snapshot);
 }

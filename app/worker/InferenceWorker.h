@@ -64,8 +64,9 @@ public:
     // step): on, API replies pause while the chat writes one and go on where they were when it
     // ends, so the chat's reply comes at its full speed; off (the default), they are written in
     // the chat's own steps. On a CPU driver a step carrying several tokens costs several times a
-    // one-token step (110M Q8_0 on lavapipe: the chat 82 tok/s alone, ~30 beside three replies),
-    // which is why a user who reads along may want the chat first; on a GPU sharing is near free.
+    // one-token step (`lantern-bench --synthetic 110m:q8_0 -p 0 -n 64 --beside 3` on lavapipe: the
+    // chat 85-96 tok/s alone, 27-30 beside three replies, all tokens only 1.17x sooner), which is
+    // why a user who reads along may want the chat first; on a GPU sharing is near free.
     void setChatFirst(bool on) { chatFirst_.store(on); }
     // How often an idle API server looks at the network (ms).
     static constexpr int kApiIdleMs = 20;

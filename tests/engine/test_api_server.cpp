@@ -288,19 +288,19 @@ private slots:
             QCOMPARE(logits.size(), size_t(engine_->model().vocab));
             // The replies' sequences, as the app's KV cache panel names them: never the host's,
             // each holding what the engine says it does.
-            const lantern::ApiServer::Activity now = server.activity();
-            QVERIFY(now.sequences.size() <= prompts.size());
-            for (const SequenceId s : now.sequences) {
+            const std::vector<SequenceId> held = server.sequences();
+            QVERIFY(held.size() <= prompts.size());
+            for (const SequenceId s : held) {
                 QVERIFY(s != seq);
                 QVERIFY(engine_->sequence_length(s) > 0);
             }
-            if (i == 0) QVERIFY2(!now.sequences.empty(), "no reply held a sequence after the first shared step");
+            if (i == 0) QVERIFY2(!held.empty(), "no reply held a sequence after the first shared step");
             if (served_at < 0 && server.activity().replies_served == prompts.size()) served_at = i;
             t = greedy(logits);
         }
         while (!done && std::chrono::steady_clock::now() < deadline) server.serve_once(10);
         clients.join();
-        QVERIFY(server.activity().sequences.empty());  // every reply's sequence given back
+        QVERIFY(server.sequences().empty());  // every reply's sequence given back
         QCOMPARE(host_got, host_alone);
         for (size_t i = 0; i < prompts.size(); ++i) QCOMPARE(qs(got[i]), qs(alone[i]));
         QVERIFY2(served_at >= 0, "the replies were not served while the host wrote its own");

@@ -78,9 +78,11 @@ public:
         uint32_t replies_in_progress = 0;  // being generated or waiting for a slot
         uint32_t replies_waiting = 0;      // of those, waiting: for a slot, or for room in the KV cache
         uint64_t replies_served = 0, generated_tokens = 0;  // since start
-        std::vector<SequenceId> sequences;  // the KV cache sequences its replies hold now
     };
+    // Cheap (no allocation): the app reads it after every shared step.
     Activity activity() const;
+    // The KV cache sequences its replies hold now (Scheduler::sequences), for a KV cache view.
+    std::vector<SequenceId> sequences() const;
 
 private:
     struct Impl;

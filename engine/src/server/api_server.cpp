@@ -756,9 +756,9 @@ ApiServer::Activity ApiServer::activity() const {
     a.replies_waiting = static_cast<uint32_t>(std::min<size_t>(impl_->scheduler.waiting(), a.replies_in_progress));
     a.replies_served = impl_->counters.replies;
     a.generated_tokens = impl_->counters.generated_tokens;
-    a.sequences = impl_->scheduler.sequences();
     return a;
 }
+std::vector<SequenceId> ApiServer::sequences() const { return impl_->scheduler.sequences(); }
 void ApiServer::stop() {
     impl_->stopping.store(true);
     const char b = 1;
