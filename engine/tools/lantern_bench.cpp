@@ -625,7 +625,7 @@ int main(int argc, char** argv) {
             std::printf(" GB/s); dispatch %.1f us (%.1f us without barrier); submit+wait %.1f us", roof.dispatch_us,
                         roof.dispatch_no_barrier_us, roof.submit_wait_us);
             if (roof.host_clock_ghz_max > 0)
-                std::printf("; host core clock %.2f-%.2f GHz (dependent adds)", roof.host_clock_ghz_min,
+                std::printf("; host core clock %.2f-%.2f GHz (dependent multiplies)", roof.host_clock_ghz_min,
                             roof.host_clock_ghz_max);
             std::printf("\n");
             if (o.json) {

@@ -37,17 +37,15 @@ struct Rooflines {
     double dispatch_us = 0;          // per dispatch in a chain with a barrier after each
     double dispatch_no_barrier_us = 0;  // per dispatch in a chain without barriers
     double submit_wait_us = 0;       // one empty submit + fence wait
-    // CPU devices (x86-64 hosts): the host core's effective clock, as a chain of dependent integer
-    // adds runs (one per cycle), measured before, between and after the probes — lowest and highest.
-    // Tells a throttled or contended core from other noise: on the 2-core EPYC VM of README's
-    // latest figures it read 2.8-3.0 GHz in every run while the same build's decode moved by
-    // ±30 % and the read roofline by ±12 %, so there the noise is in memory, not the clock.
-    // 0 = not measured (GPUs, other hosts).
+    // CPU devices (x86-64 hosts): the host core's effective clock in GHz, lowest and highest of
+    // the samples taken before, between and after the probes (host_clock_ghz). Tells a throttled
+    // or contended core from noise in memory. 0 = not measured (GPUs, other hosts).
     double host_clock_ghz_min = 0, host_clock_ghz_max = 0;
 };
 
-// The calling core's effective clock in GHz, from ~10 ms of dependent integer adds (x86-64; 0
-// elsewhere). What a CPU driver's kernels have to work with at that moment.
+// The calling core's effective clock in GHz (x86-64; 0 elsewhere): a ~15 ms chain of dependent
+// 32-bit multiplies divided by their 3-cycle latency. Why not adds, and where 3 cycles holds:
+// docs/decisions/0001-host-clock-probe.md. Any thread; no errors.
 double host_clock_ghz();
 
 // Runs the microbenchmarks on the device chosen by `device_selector` (see lantern/device.h): each

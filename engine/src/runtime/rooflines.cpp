@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -15,24 +16,43 @@ using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
 }  // namespace
 
+namespace {
+// k^n mod 2^32: what a chain of n multiplies by k leaves in a 32-bit register starting from 1.
+uint32_t power_mod_2_32(uint32_t k, uint64_t n) {
+    uint32_t result = 1;
+    for (; n; n >>= 1, k *= k)
+        if (n & 1) result *= k;
+    return result;
+}
+}  // namespace
+
 double host_clock_ghz() {
 #if defined(__x86_64__)
-    // Eight adds per iteration, each depending on the last: one per cycle, with the counter and
-    // the branch beside them in other ports (written as one asm block, so no compiler-made moves
-    // lengthen the chain). Best of three runs of 40M adds, against a preempted one.
+    // A chain of dependent 32-bit multiplies, eight per iteration, divided by the multiply's
+    // latency of 3 cycles (decision 0001). Adds are not a clock: recent cores execute immediate
+    // adds at rename, several per cycle. The counter and branch run beside the chain on other
+    // ports; one asm block keeps compiler-made moves out of it. Best of three runs, against a
+    // preempted one; a run whose product is wrong is not counted.
+    constexpr double kImulLatencyCycles = 3;
+    constexpr uint32_t kFactor = 0x9E3779B1u;  // odd, so the product never collapses to 0
+    constexpr uint64_t kIterations = 2'000'000;
+    const uint32_t expected = power_mod_2_32(kFactor, 8 * kIterations);
     double best = 0;
     for (int run = 0; run < 3; ++run) {
-        constexpr uint64_t iterations = 5'000'000;
-        uint64_t x = 0, n = iterations;
+        uint32_t x = 1, k = kFactor;
+        uint64_t n = kIterations;
         const auto t = Clock::now();
         asm volatile(
             "1:\n\t"
-            "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-            "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-            "sub $1, %1\n\tjnz 1b"
-            : "+r"(x), "+r"(n));
+            "imull %2, %0\n\timull %2, %0\n\timull %2, %0\n\timull %2, %0\n\t"
+            "imull %2, %0\n\timull %2, %0\n\timull %2, %0\n\timull %2, %0\n\t"
+            "subq $1, %1\n\tjnz 1b"
+            : "+r"(x), "+r"(n)
+            : "r"(k)
+            : "cc");
         const double s = seconds(t);
-        if (x == 8 * iterations && s > 0) best = std::max(best, static_cast<double>(x) / s / 1e9);
+        if (x == expected && s > 0)
+            best = std::max(best, static_cast<double>(8 * kIterations) * kImulLatencyCycles / s / 1e9);
     }
     return best;
 #else
