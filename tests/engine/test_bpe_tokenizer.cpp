@@ -147,7 +147,8 @@ class BpeTokenizerTest : public QObject {
         std::unique_ptr<Tokenizer> tokenizer;
         std::vector<Case> cases;
     };
-    // One vocabulary under four pre-tokenizers: llama3 ("llama-bpe"), tekken, smollm, gpt2 ("gpt-2").
+    // One vocabulary under every pre-tokenizer: llama3 ("llama-bpe"), tekken, smollm, qwen2, gpt2
+    // ("gpt-2"), deepseek_llm, deepseek_coder.
     std::map<std::string, Suite> suites_;
     Tokenizer* trained_ = nullptr;  // the llama3 one
 
@@ -162,7 +163,8 @@ private slots:
             };
             // As scripts/bpe-tokenizer-vectors wrote them for llama.cpp (VARIANTS there).
             for (const Variant v : {Variant{"llama3", "llama-bpe", true}, Variant{"tekken", "tekken", true},
-                                    Variant{"smollm", "smollm", false}, Variant{"gpt2", "gpt-2", false},
+                                    Variant{"smollm", "smollm", false}, Variant{"qwen2", "qwen2", false},
+                                    Variant{"gpt2", "gpt-2", false},
                                     Variant{"deepseek_llm", "deepseek-llm", false},
                                     Variant{"deepseek_coder", "deepseek-coder", false}}) {
                 Suite& suite = suites_[v.name];
@@ -591,9 +593,9 @@ private slots:
         std::string what;
         SmallVocab other;
         other.merges = {"a b"};
-        other.pre = "qwen2";
+        other.pre = "chatglm-bpe";
         QCOMPARE(error_of([&] { small_tokenizer(other); }, &what), ErrorCode::UnsupportedTokenizer);
-        QVERIFY2(what.find("pre-tokenizer \"qwen2\" is not supported yet (\"llama-bpe\", \"tekken\", \"smollm\", \"deepseek-llm\", \"deepseek-coder\" and \"gpt-2\" are)") !=
+        QVERIFY2(what.find("pre-tokenizer \"chatglm-bpe\" is not supported yet (\"llama-bpe\", \"qwen2\", \"tekken\", \"smollm\", \"deepseek-llm\", \"deepseek-coder\" and \"gpt-2\" are)") !=
                      std::string::npos,
                  what.c_str());
         SmallVocab unnamed;

@@ -93,8 +93,9 @@ size_t whitespace_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) 
 // Llama 3's pre-tokenizer regex, matched by hand (the same alternatives in the same order):
 //   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n]*
 //   | \s*[\r\n]+ | \s+(?!\S) | \s+
+// Qwen2's is the same with \p{N} for \p{N}{1,3}: `max_digits` 1 instead of 3.
 // Returns the code point index where the word starting at `i` ends.
-size_t llama3_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
+size_t llama3_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n, size_t max_digits = 3) {
     const auto at = [&](size_t k) { return k < n ? cp[k] : kInvalid; };
     const auto has = [&](size_t k) { return k < n; };
     const uint32_t c = cp[i];
@@ -117,10 +118,10 @@ size_t llama3_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
             return k;
         }
     }
-    // Up to three digits.
+    // Up to three digits (Qwen2: one).
     if (is_number(c)) {
         size_t k = i;
-        while (has(k) && k < i + 3 && is_number(at(k))) ++k;
+        while (has(k) && k < i + max_digits && is_number(at(k))) ++k;
         return k;
     }
     // Punctuation and symbols, with an optional leading space, then any line breaks.
@@ -370,6 +371,9 @@ std::vector<std::string_view> bpe_split_words(std::string_view text, BpePreToken
         switch (pre) {
             case BpePreTokenizer::Llama3:
                 end = llama3_word_end(cps.cp, i, n);
+                break;
+            case BpePreTokenizer::Qwen2:
+                end = llama3_word_end(cps.cp, i, n, 1);
                 break;
             case BpePreTokenizer::Gpt2:
                 end = gpt2_word_end(cps.cp, i, n);

@@ -22,6 +22,8 @@ enum class BpePreTokenizer {
              // "falcon3" (Falcon 3), "midm-2.0"
     SmolLm,  // "smollm": SmolLM and SmolLM2 (llama architecture): GPT-2's, every digit on its own
     Gpt2,    // "gpt-2": GPT-2's own expression
+    Qwen2,   // "qwen2", "deepseek-r1-qwen": Qwen2, Qwen2.5, Qwen3 and the R1 distills: Llama 3's
+             // expression with every digit on its own
     Tekken,  // "tekken": Mistral NeMo, Mistral Small 3 (llama architecture): words split at case changes
     // DeepSeek's first models (llama architecture): a sequence of expressions, each splitting the
     // pieces of the ones before it (line breaks, letter runs, punctuation runs, CJK runs, digits)

@@ -288,6 +288,8 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
     if (pre_name && (*pre_name == "llama-bpe" || *pre_name == "llama3" || *pre_name == "llama-v3" ||
                      *pre_name == "falcon3" || *pre_name == "midm-2.0")) {
         pre = tokenizer::BpePreTokenizer::Llama3;
+    } else if (pre_name && (*pre_name == "qwen2" || *pre_name == "deepseek-r1-qwen")) {
+        pre = tokenizer::BpePreTokenizer::Qwen2;
     } else if (pre_name && *pre_name == "smollm") {
         pre = tokenizer::BpePreTokenizer::SmolLm;
     } else if (pre_name && *pre_name == "gpt-2") {
@@ -303,7 +305,7 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
         // from how the model was trained, quietly.
         throw Error(ErrorCode::UnsupportedTokenizer,
                     pre_name ? "this model's BPE pre-tokenizer \"" + *pre_name +
-                                   "\" is not supported yet (\"llama-bpe\", \"tekken\", \"smollm\", \"deepseek-llm\", "
+                                   "\" is not supported yet (\"llama-bpe\", \"qwen2\", \"tekken\", \"smollm\", \"deepseek-llm\", "
                                    "\"deepseek-coder\" and \"gpt-2\" are)"
                              : "this BPE vocabulary does not name its pre-tokenizer (tokenizer.ggml.pre), so how it "
                                "splits text is unknown; files converted before May 2024 lack it — a newer conversion "
