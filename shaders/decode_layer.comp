@@ -111,6 +111,7 @@ layout(push_constant) uniform Layers {
     // stay uniform values for the compiler).
     uint w_qkv, w_qkv_b, w_o, w_gu, w_down;
     uint norm_attn, norm_ffn;
+    uint bias_qkv;   // first float of the Q/K/V biases in binding 1 (as the norms); ~0u: none (Qwen2 has them)
     uint layer_units, layer_kv;
     uint act_x, act_qkv, act_attn, act_ffn;  // first float of each activation in the arena
     uint n_head, n_kv, n_rot, block;
@@ -155,6 +156,8 @@ void y_set(uint o, float v) { act[pc.y_base + o] = v; }
 #define HAS_ROPE_KV
 uvec4 tok_at(uint t) { return texelFetch(tok, int(t)); }
 float rope_at(uint i) { return texelFetch(rope, int(i)).x; }
+bool qkv_bias_on() { return lp.bias_qkv != 0xFFFFFFFFu; }
+float qkv_bias_at(uint col) { return texelFetch(weight_scales, int(lp.bias_qkv + w_layer * 4u + col)).x; }
 #if defined(KV_F16)
 void k_store(uint i, vec2 v) { kc[kv_layer * 4u + i / 2u] = packHalf2x16(v); }
 void v_store(uint i, vec2 v) { vc[kv_layer * 4u + i / 2u] = packHalf2x16(v); }

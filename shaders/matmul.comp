@@ -23,7 +23,8 @@
 //   INPUT_PLAIN : in = x[row][k]
 //   INPUT_NORM  : in = x[row][k] * rsqrt(mean(x[row]^2) + eps) * norm_w[k]    (RMSNorm fused)
 //   INPUT_SILU  : in = silu(x[row][k]) * x[row][K + k]   (x holds [gate | up]; SwiGLU fused)
-// flags bit 0: accumulate into y (residual add fused); bit 1: x row of token t is rowmap[t].
+// flags bit 0: accumulate into y (residual add fused); bit 1: x row of token t is rowmap[t];
+// bit 2 (EPILOGUE_ROPE_KV): add the rows' biases before RoPE (Qwen2's Q/K/V).
 // EPILOGUE_ROPE_KV (the Q/K/V matmul): y's rows are the stacked [Q | K | V] heads, and each pair
 // of rows (2i, 2i+1) is finished together: Q and K pairs rotate by RoPE at the token's position,
 // Q goes to y, K and V go straight into the paged KV cache (y's K and V columns stay unwritten).
@@ -70,6 +71,7 @@ layout(binding = 8) uniform usamplerBuffer tok;   // (pos, table offset, slot, i
 layout(binding = 9) uniform samplerBuffer rope;   // cos, sin of [pos][i]
 layout(std430, binding = 10) writeonly buffer KCache { uint kc[]; };
 layout(std430, binding = 11) writeonly buffer VCache { uint vc[]; };
+layout(binding = 12) uniform samplerBuffer qkv_bias;  // flags bit 2: F32 biases of the [Q | K | V] rows
 #endif
 layout(push_constant) uniform Push {
     uint K;          // input length (row length of W)
@@ -103,6 +105,8 @@ void y_set(uint o, float v) { y[o] = v; }
 #define HAS_ROPE_KV
 uvec4 tok_at(uint t) { return texelFetch(tok, int(t)); }
 float rope_at(uint i) { return texelFetch(rope, int(i)).x; }
+bool qkv_bias_on() { return (pc.flags & 4u) != 0u; }
+float qkv_bias_at(uint col) { return texelFetch(qkv_bias, int(col)).x; }
 #if defined(KV_F16)
 void k_store(uint i, vec2 v) { kc[i / 2u] = packHalf2x16(v); }
 void v_store(uint i, vec2 v) { vc[i / 2u] = packHalf2x16(v); }

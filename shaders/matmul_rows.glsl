@@ -15,7 +15,8 @@
 //    to it), LT, LANE_PER_ROW, VEC4_INPUT, and shared float partial[] of at least
 //    LT * ROWS_MAX * (workgroup size) floats;
 //  - accessors x(i), x4(i) (vec4 index), norm_w(i), norm_w4(i), y_get(o), y_set(o, v),
-//    rowmap_at(t); with HAS_ROPE_KV also tok_at(t), rope_at(i), k_store(i, v), v_store(i, v)
+//    rowmap_at(t); with HAS_ROPE_KV also tok_at(t), rope_at(i), k_store(i, v), v_store(i, v),
+//    qkv_bias_on() and qkv_bias_at(col)
 //    (i: element index in the layer's cache, v: the RoPE pair at i, i + 1).
 
 const uint IN_PLAIN = 0u, IN_NORM = 1u, IN_SILU = 2u;           // input prologues
@@ -98,7 +99,8 @@ uvec4 token_info(uint t, uint out_kind) {
 
 // Rows (row, row + 1) of token t, row even (parts of a weight start at even rows, so pairs never
 // straddle two of them). OUT_SWIGLU: gate and up of FFN unit (y_offset + row) / 2, y gets
-// silu(gate) * up. OUT_ROPE_KV: one RoPE pair of a Q, K or V head of the stacked [Q | K | V] rows;
+// silu(gate) * up. OUT_ROPE_KV: one RoPE pair of a Q, K or V head of the stacked [Q | K | V] rows,
+// after its bias where the kernel has one (qkv_bias_on, qkv_bias_at);
 // Q goes to y, K and V into the paged KV cache. `info` is the token's texel of `tok`.
 void store_pair(uint row, uint t, uvec4 info, float a, float b, uint out_kind) {
     if (out_kind == OUT_SWIGLU) {
@@ -109,6 +111,7 @@ void store_pair(uint row, uint t, uvec4 info, float a, float b, uint out_kind) {
     const uint col = pc.y_offset + row;  // column of the stacked [Q | K | V] row
     const uint head = col / pc.hd, d = col % pc.hd;
     vec2 v = vec2(a, b);
+    if (qkv_bias_on()) v += vec2(qkv_bias_at(col), qkv_bias_at(col + 1u));
     if (head < pc.n_head + pc.n_kv && d < pc.n_rot) {
         const uint r = 2u * (info.x * (pc.n_rot / 2u) + d / 2u);
         const vec2 cs = vec2(rope_at(r), rope_at(r + 1u));

@@ -659,9 +659,9 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(QByteArray(1000, 'x'));
     f.close();
-    lantern::GgufWriter qwen;  // a model of an architecture Lantern does not run
-    qwen.set_string("general.architecture", "qwen2");
-    qwen.write(cache.filePath(QStringLiteral("qwen.gguf")).toStdString());
+    lantern::GgufWriter mamba;  // a model of an architecture Lantern does not run
+    mamba.set_string("general.architecture", "mamba");
+    mamba.write(cache.filePath(QStringLiteral("mamba.gguf")).toStdString());
     const QByteArray before = qgetenv("LLAMA_CACHE");
     qputenv("LLAMA_CACHE", QFile::encodeName(cache.path()));
     QTemporaryDir dir;
@@ -678,11 +678,11 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     QCOMPARE(picker->itemData(i, Qt::ToolTipRole).toString(), QDir::toNativeSeparators(f.fileName()));
     auto* entries = qobject_cast<QStandardItemModel*>(picker->model());
     QVERIFY(entries && entries->item(i)->isEnabled());
-    // The qwen2 model is listed, says why it cannot be chosen, and cannot be.
-    const int q = picker->findText(QStringLiteral(" — qwen2, not supported"), Qt::MatchEndsWith);
-    QVERIFY2(q > 0 && picker->itemText(q).startsWith(QStringLiteral("qwen  (")), qPrintable(items.join(QStringLiteral(" | "))));
+    // The mamba model is listed, says why it cannot be chosen, and cannot be.
+    const int q = picker->findText(QStringLiteral(" — mamba, not supported"), Qt::MatchEndsWith);
+    QVERIFY2(q > 0 && picker->itemText(q).startsWith(QStringLiteral("mamba  (")), qPrintable(items.join(QStringLiteral(" | "))));
     QVERIFY(!entries->item(q)->isEnabled());
-    QVERIFY(picker->itemData(q, Qt::ToolTipRole).toString().contains(QStringLiteral("Llama-architecture models; this one is qwen2")));
+    QVERIFY(picker->itemData(q, Qt::ToolTipRole).toString().contains(QStringLiteral("llama and qwen2 models; this one is mamba")));
 }
 
 // A model another app downloads while Lantern runs, into a folder below the top of its store (a

@@ -637,7 +637,8 @@ private slots:
         qwen.set_u32("qwen2.block_count", 24);
         qwen.write(dir + "/qwen.gguf");
         QCOMPARE(gguf_architecture(dir + "/qwen.gguf"), std::optional<std::string>("qwen2"));
-        QVERIFY(!supported_architecture("qwen2"));
+        QVERIFY(supported_architecture("qwen2"));
+        QVERIFY(!supported_architecture("mamba"));
         // After a small array and a scalar it is still found; after 40 000 tokens it is not read.
         GgufWriter late;
         late.set_string_array("tokenizer.ggml.merges", {"a b", "c d"});
@@ -670,6 +671,35 @@ private slots:
         QVERIFY(!o.parsed);
         QCOMPARE(o.code, ErrorCode::UnsupportedArchitecture);
         QVERIFY2(o.message.find("unsupported architecture \"mamba\"") != std::string::npos, o.message.c_str());
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // Biases: Q, K and V carry them all or none (qwen2 always), and a bias elsewhere, which
+    // Lantern would leave out of the sums, is refused by name. With all three, a qwen2 file loads.
+    void biases_are_on_q_k_and_v_or_refused() {
+        const std::string dir = test::temp_dir();
+        const auto bias = [](const std::vector<std::string>& pieces, uint32_t n) {
+            return [pieces, n](GgufWriter& w) {
+                for (const auto& piece : pieces)
+                    w.add_tensor("blk.0." + piece + ".bias", {n}, 0, f32_bytes(std::vector<float>(n, 0.5f)));
+            };
+        };
+        write_tiny_model(dir + "/qwen-none.gguf", "qwen2", 32);
+        Outcome o = load(dir + "/qwen-none.gguf");
+        QCOMPARE(o.code, ErrorCode::InvalidModelFile);
+        QVERIFY2(o.message.find("blk.0.attn_q.bias is missing") != std::string::npos, o.message.c_str());
+        write_tiny_model(dir + "/llama-q-only.gguf", "llama", 32, "", 0, bias({"attn_q"}, 32));
+        o = load(dir + "/llama-q-only.gguf");
+        QCOMPARE(o.code, ErrorCode::InvalidModelFile);
+        QVERIFY2(o.message.find("blk.0.attn_k.bias is missing") != std::string::npos, o.message.c_str());
+        write_tiny_model(dir + "/llama-up.gguf", "llama", 32, "", 0, bias({"ffn_up"}, 32));
+        o = load(dir + "/llama-up.gguf");
+        QCOMPARE(o.code, ErrorCode::UnsupportedArchitecture);
+        QVERIFY2(o.message.find("blk.0.ffn_up.bias: a bias on ffn_up is not supported") != std::string::npos,
+                 o.message.c_str());
+        write_tiny_model(dir + "/qwen.gguf", "qwen2", 32, "", 0, bias({"attn_q", "attn_k", "attn_v"}, 32));
+        o = load(dir + "/qwen.gguf");
+        QVERIFY2(o.parsed, o.message.c_str());
         LANTERN_VERIFY_NO_VALIDATION();
     }
 

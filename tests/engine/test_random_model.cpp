@@ -46,6 +46,8 @@ struct Config {
     uint32_t dim = 96, layers = 3, heads = 6, kv_heads = 2, ffn = 160, vocab = 300, context = 128;
     float eps = 1e-5f, rope_base = 10000.0f;
     RopeScaling rope;  // written as llama.cpp's converters write it
+    std::string arch = "llama";  // general.architecture, and the prefix of its keys
+    bool qkv_bias = false;       // attn_{q,k,v}.bias in every layer (qwen2 always has them)
     uint32_t head_dim() const { return dim / heads; }
     uint32_t kv_dim() const { return kv_heads * head_dim(); }
     uint32_t qkv_width() const { return dim + 2 * kv_dim(); }
@@ -84,26 +86,27 @@ public:
         v_type_ = down_type_ = k_up ? type : other_type;
         std::mt19937 rng(seed);
         GgufWriter w;
-        w.set_string("general.architecture", "llama");
+        w.set_string("general.architecture", c_.arch);
+        const std::string a = c_.arch + ".";
         w.set_string("general.name", "random-gqa");
-        w.set_u32("llama.embedding_length", c_.dim);
-        w.set_u32("llama.block_count", c_.layers);
-        w.set_u32("llama.feed_forward_length", c_.ffn);
-        w.set_u32("llama.attention.head_count", c_.heads);
-        w.set_u32("llama.attention.head_count_kv", c_.kv_heads);
-        w.set_u32("llama.context_length", c_.context);
-        w.set_u32("llama.rope.dimension_count", c_.head_dim());
-        w.set_f32("llama.rope.freq_base", c_.rope_base);
+        w.set_u32(a + "embedding_length", c_.dim);
+        w.set_u32(a + "block_count", c_.layers);
+        w.set_u32(a + "feed_forward_length", c_.ffn);
+        w.set_u32(a + "attention.head_count", c_.heads);
+        w.set_u32(a + "attention.head_count_kv", c_.kv_heads);
+        w.set_u32(a + "context_length", c_.context);
+        w.set_u32(a + "rope.dimension_count", c_.head_dim());
+        w.set_f32(a + "rope.freq_base", c_.rope_base);
         if (c_.rope.type != RopeScaling::Type::None) {
-            w.set_string("llama.rope.scaling.type", rope_scaling_name(c_.rope.type));
-            w.set_f32("llama.rope.scaling.factor", c_.rope.factor);
-            if (c_.rope.original_context) w.set_u32("llama.rope.scaling.original_context_length", c_.rope.original_context);
+            w.set_string(a + "rope.scaling.type", rope_scaling_name(c_.rope.type));
+            w.set_f32(a + "rope.scaling.factor", c_.rope.factor);
+            if (c_.rope.original_context) w.set_u32(a + "rope.scaling.original_context_length", c_.rope.original_context);
         }
         if (!c_.rope.frequency_factors.empty()) {  // as Llama 3.1+ files carry them
             const auto& ff = c_.rope.frequency_factors;
             w.add_tensor("rope_freqs.weight", {ff.size()}, uint32_t(GgmlType::F32), ops::quantize(uint32_t(GgmlType::F32), ff, uint32_t(ff.size())));
         }
-        w.set_f32("llama.attention.layer_norm_rms_epsilon", c_.eps);
+        w.set_f32(a + "attention.layer_norm_rms_epsilon", c_.eps);
         add_synthetic_vocabulary(w, c_.vocab);
 
         // rows x cols matrix, uniform with variance ~1/cols (activations keep their scale).
@@ -135,6 +138,19 @@ public:
             const std::string p = "blk." + std::to_string(l) + ".";
             L.attn_norm = vector(p + "attn_norm.weight", c_.dim);
             L.ffn_norm = vector(p + "ffn_norm.weight", c_.dim);
+            if (c_.qkv_bias) {
+                // Large next to the products (as Qwen2's K biases are): a bias lost or misplaced
+                // moves every logit.
+                std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+                L.bqkv.clear();
+                for (const auto& [piece, n] : {std::pair{"attn_q.bias", c_.dim}, std::pair{"attn_k.bias", c_.kv_dim()},
+                                               std::pair{"attn_v.bias", c_.kv_dim()}}) {
+                    std::vector<float> b(n);
+                    for (auto& x : b) x = u(rng);
+                    w.add_tensor(p + piece, {n}, uint32_t(GgmlType::F32), ops::quantize(uint32_t(GgmlType::F32), b, n));
+                    L.bqkv.insert(L.bqkv.end(), b.begin(), b.end());
+                }
+            }
             auto q = matrix(p + "attn_q.weight", c_.dim, c_.dim, lin(c_.dim));
             auto k = matrix(p + "attn_k.weight", c_.kv_dim(), c_.dim, lin(c_.dim), k_type_);
             auto v = matrix(p + "attn_v.weight", c_.kv_dim(), c_.dim, lin(c_.dim), v_type_);
@@ -216,6 +232,8 @@ public:
             matmul(L.wqkv, 0, D, D, type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
             matmul(L.wqkv, D, KV, D, k_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
             matmul(L.wqkv, D + KV, KV, D, v_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
+            for (uint32_t t = 0; t < T && !L.bqkv.empty(); ++t)
+                for (uint32_t i = 0; i < c_.qkv_width(); ++i) qkv[static_cast<size_t>(t) * c_.qkv_width() + i] += L.bqkv[i];
             ops::reference_rope_store(a, qkv, info, rope_, kv_[l]);
             ops::reference_attention(a, qkv, info, tables_, kv_[l], attn);
             matmul(L.wo, 0, D, D, type_, ops::MatmulInput::Plain, attn, x, {}, shape(D, D, true));
@@ -233,6 +251,7 @@ private:
     static constexpr uint32_t kBlock = 16;
     struct Layer {
         std::vector<float> attn_norm, ffn_norm, wqkv, wo, wgu, wd;
+        std::vector<float> bqkv;  // [Q | K | V] biases (Config::qkv_bias), empty without
     };
     Config c_;
     bool tied_;
@@ -370,9 +389,48 @@ private slots:
         QFETCH(uint32_t, other_type);
         QFETCH(bool, v_and_down);
         QFETCH(bool, gpu_layouts);
-        const Config c = config_for({type, other_type});
-        const std::string path = test::temp_dir() + "/random-" + ggml_type_name(type) + (tied ? "-tied" : "") + "-" +
-                                 ggml_type_name(other_type) + (v_and_down ? "-vd" : "") + ".gguf";
+        matches_cpu_reference(config_for({type, other_type}), type, tied, other_type, v_and_down, gpu_layouts);
+    }
+
+    // Qwen2's layers (general.architecture "qwen2", its keys; a bias on Q, K and V, added before
+    // RoPE by the Q/K/V matmul's epilogue and the fused layer) against the same reference with the
+    // biases added: prefill, fused decode, the separate kernels (a mix that stops fusing) and the
+    // GPU layouts.
+    void qwen2_matches_cpu_reference_data() {
+        QTest::addColumn<uint32_t>("type");
+        QTest::addColumn<bool>("tied");
+        QTest::addColumn<uint32_t>("other_type");
+        QTest::addColumn<bool>("v_and_down");
+        QTest::addColumn<bool>("gpu_layouts");
+        const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
+        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
+            QTest::addRow("%s, tied output", ggml_type_name(u(t))) << u(t) << true << u(t) << false << false;
+        QTest::newRow("Q4_K with Q6_K attn_v and ffn_down") << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << true
+                                                            << false;
+        QTest::newRow("Q8_0 with F16 attn_k and ffn_up") << u(GgmlType::Q8_0) << false << u(GgmlType::F16) << false
+                                                         << false;
+        for (auto t : {GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_K})
+            QTest::addRow("%s, GPU layouts", ggml_type_name(u(t))) << u(t) << false << u(t) << false << true;
+    }
+    void qwen2_matches_cpu_reference() {
+        QFETCH(uint32_t, type);
+        QFETCH(bool, tied);
+        QFETCH(uint32_t, other_type);
+        QFETCH(bool, v_and_down);
+        QFETCH(bool, gpu_layouts);
+        Config c = config_for({type, other_type});
+        c.arch = "qwen2";
+        c.qkv_bias = true;
+        c.rope_base = 1000000.0f;
+        matches_cpu_reference(c, type, tied, other_type, v_and_down, gpu_layouts);
+    }
+
+private:
+    void matches_cpu_reference(const Config& c, uint32_t type, bool tied, uint32_t other_type, bool v_and_down,
+                               bool gpu_layouts) {
+        const std::string path = test::temp_dir() + "/random-" + c.arch + "-" + ggml_type_name(type) +
+                                 (tied ? "-tied" : "") + "-" + ggml_type_name(other_type) + (v_and_down ? "-vd" : "") +
+                                 (gpu_layouts ? "-gpu" : "") + ".gguf";
         ReferenceModel ref(c, tied);
         ref.write(path, type, 1000 + type * 2 + (tied ? 1 : 0), other_type,
                   v_and_down ? ReferenceModel::Mix::VAndDown : ReferenceModel::Mix::KAndUp);
@@ -409,6 +467,8 @@ private slots:
         ref.set_cpu_driver(engine->device().type == DeviceType::Cpu && !gpu_layouts);
         QCOMPARE(engine->model().n_kv_heads, c.kv_heads);
         QCOMPARE(engine->model().tied_output, tied);
+        QCOMPARE(engine->model().architecture, c.arch);
+        QCOMPARE(engine->model().qkv_bias, c.qkv_bias);
         QCOMPARE(engine->tokenizer().vocab_size(), int32_t(c.vocab));
 
         // The vocabulary loads as a tokenizer: text round-trips (letters as pieces, the rest as bytes).
@@ -441,6 +501,7 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+private slots:
     // RoPE scaling of context-extended models (rope.scaling.*, and rope_freqs.weight of Llama 3.1+;
     // lantern/rope.h): the engine matches the reference that rotates as the scaling says, and
     // clearly not the one that ignores it, so the test fails if the engine drops it. (The table

@@ -35,6 +35,7 @@ struct ModelInfo {
     float rope_freq_base = 10000.0f, rms_eps = 1e-5f;
     RopeScaling rope_scaling;  // context-extended models (lantern/rope.h)
     bool tied_output = false;               // LM head = token_embd
+    bool qkv_bias = false;                  // Q, K and V add a bias (attn_{q,k,v}.bias; Qwen2)
     std::string weight_types;               // e.g. "Q8_0 x 36, F32 x 11"
     uint64_t parameters = 0, file_bytes = 0, weight_bytes = 0;  // weight_bytes: on the device
     uint64_t decode_read_bytes = 0;  // weight bytes one decode step must read (all matmuls + LM head)
@@ -44,8 +45,9 @@ struct ModelInfo {
     std::vector<std::pair<uint32_t, uint64_t>> decode_read_bytes_by_layout;
 };
 
-// Whether Engine::load runs models of this general.architecture (Llama's, "llama", which
-// Mistral's and many fine-tunes' files also carry); others are refused by name.
+// Whether Engine::load runs models of this general.architecture: "llama" (which Mistral's and many
+// fine-tunes' files also carry) and "qwen2" (Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen: Llama's
+// layers with a bias on Q, K and V). Others are refused by name.
 bool supported_architecture(std::string_view architecture);
 
 struct EngineOptions {

@@ -7,7 +7,9 @@
 #include "lantern/error.h"
 
 namespace lantern {
-bool supported_architecture(std::string_view architecture) { return architecture == "llama"; }
+bool supported_architecture(std::string_view architecture) {
+    return architecture == "llama" || architecture == "qwen2";
+}
 }  // namespace lantern
 
 namespace lantern::model {
@@ -31,9 +33,9 @@ ModelInfo read_llama_config(const GgufFile& g) {
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": general.architecture is missing");
     if (!supported_architecture(m.architecture))
         throw Error(ErrorCode::UnsupportedArchitecture,
-                    "unsupported architecture \"" + m.architecture + "\": Lantern runs Llama-architecture models");
+                    "unsupported architecture \"" + m.architecture + "\": Lantern runs llama and qwen2 models");
     m.name = g.get_string("general.name").value_or("");
-    const std::string a = "llama.";
+    const std::string a = m.architecture + ".";
     m.dim = required(g, a + "embedding_length");
     m.n_layers = required(g, a + "block_count");
     m.ffn_dim = required(g, a + "feed_forward_length");
@@ -102,6 +104,24 @@ ModelInfo read_llama_config(const GgufFile& g) {
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": token_embd.weight has the wrong shape");
     m.vocab = static_cast<uint32_t>(emb->shape[1]);
     m.tied_output = g.find_tensor("output.weight") == nullptr;
+
+    // Biases: on Q, K and V in every layer (qwen2 always; a llama file may carry them too, as
+    // llama.cpp reads them), on nothing else. A bias Lantern would not add is refused by name
+    // rather than left out of the sums.
+    m.qkv_bias = m.architecture == "qwen2" || g.find_tensor("blk.0.attn_q.bias") != nullptr;
+    for (uint32_t l = 0; l < m.n_layers; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        for (const char* piece : {"attn_q", "attn_k", "attn_v"})
+            if (m.qkv_bias != (g.find_tensor(p + piece + ".bias") != nullptr))
+                throw Error(ErrorCode::InvalidModelFile,
+                            g.path() + ": tensor " + p + piece + ".bias is " + (m.qkv_bias ? "missing" : "there") +
+                                " while " + (m.qkv_bias ? "Q, K and V have biases" : "the other layers' Q has none"));
+        for (const char* piece : {"attn_output", "ffn_gate", "ffn_up", "ffn_down"})
+            if (g.find_tensor(p + piece + ".bias"))
+                throw Error(ErrorCode::UnsupportedArchitecture, "tensor " + p + piece +
+                                                                    ".bias: a bias on " + piece +
+                                                                    " is not supported (only on Q, K and V)");
+    }
 
     std::map<std::string, uint32_t> types;
     for (const auto& t : g.tensors()) {

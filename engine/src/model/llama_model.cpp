@@ -117,6 +117,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         std::string p = "blk." + std::to_string(l) + ".";
         L.attn_norm = &upload_norm(gguf, p + "attn_norm.weight", m.dim);
         L.ffn_norm = &upload_norm(gguf, p + "ffn_norm.weight", m.dim);
+        if (m.qkv_bias) L.qkv_bias = &upload_qkv_bias(gguf, p);
         auto wqkv = upload_stacked(gguf, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
                                    {m.dim, kv_dim, kv_dim}, m.dim);
         const auto* wo = &upload(gguf, p + "attn_output.weight", m.dim, m.dim);
@@ -146,6 +147,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         rope_kv.rope = {&rope_};
         rope_kv.k_cache = L.k_cache;
         rope_kv.v_cache = L.v_cache;
+        if (L.qkv_bias) rope_kv.qkv_bias = L.qkv_bias->parts[0].values;
         // Each matmul's weight bytes go to its profile label (bytes read per step, for GB/s per op).
         std::array<uint64_t, kProfileLabels> layer_bytes{};
         auto counted = [&](uint32_t label, auto&& build) {
@@ -173,7 +175,8 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
                                          L.swiglu_fused ? wgu[0] : nullptr,
                                          wd,
                                          L.attn_norm,
-                                         L.ffn_norm};
+                                         L.ffn_norm,
+                                         L.qkv_bias};
         ops::DecodeLayerShape fs;
         fs.attention = ashape;
         fs.dim = m.dim;
@@ -320,6 +323,23 @@ const ops::DeviceWeight& LlamaModel::upload_norm(const GgufFile& gguf, const std
     ops::Repacked& r = scratch(f32, 1, n);
     f32.repack_row(reinterpret_cast<const uint8_t*>(v.data()), n, r.values.data(), nullptr);
     return upload_repacked(name, f32, r, 1, n);
+}
+
+const ops::DeviceWeight& LlamaModel::upload_qkv_bias(const GgufFile& gguf, const std::string& prefix) {
+    const uint64_t kv_dim = static_cast<uint64_t>(info_.n_kv_heads) * info_.head_dim;
+    const auto& f32 = *ops::find_weight_format(static_cast<uint32_t>(GgmlType::F32));
+    std::vector<float> v(qkv_width_);
+    uint64_t at = 0;
+    for (const auto& [piece, n] : {std::pair{"attn_q.bias", uint64_t{info_.dim}}, std::pair{"attn_k.bias", kv_dim},
+                                   std::pair{"attn_v.bias", kv_dim}}) {
+        const std::string name = prefix + piece;
+        const auto& t = checked_tensor(gguf, name, 1, n);
+        ops::weight_format_for(t.type, name).dequantize_row(gguf.tensor_data(t).data(), v.data() + at, n);
+        at += n;
+    }
+    ops::Repacked& r = scratch(f32, 1, qkv_width_);
+    f32.repack_row(reinterpret_cast<const uint8_t*>(v.data()), qkv_width_, r.values.data(), nullptr);
+    return upload_repacked(prefix + "attn_qkv.bias", f32, r, 1, qkv_width_);
 }
 
 std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile& gguf,
@@ -504,6 +524,12 @@ uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
         layer = static_cast<int32_t>(l);
         norm(p + "attn_norm.weight", m.dim);
         norm(p + "ffn_norm.weight", m.dim);
+        if (m.qkv_bias) {  // upload_qkv_bias: the three as one F32 vector
+            for (const auto& [piece, n] : {std::pair{"attn_q.bias", uint64_t{m.dim}}, std::pair{"attn_k.bias", kv_dim},
+                                           std::pair{"attn_v.bias", kv_dim}})
+                checked_tensor(gguf, p + piece, 1, n);
+            add_pieces(p + "attn_qkv.bias", f32, 1, m.dim + 2 * kv_dim, layer, pieces);
+        }
         stacked({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {m.dim, kv_dim, kv_dim}, m.dim);
         matrix(p + "attn_output.weight", m.dim, m.dim);
         stacked({p + "ffn_gate.weight", p + "ffn_up.weight"}, {m.ffn_dim, m.ffn_dim}, m.dim);

@@ -80,6 +80,7 @@ private:
     void record_lm_head(VkCommandBuffer cmd, uint32_t S);
     struct Layer {
         const ops::DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
+        const ops::DeviceWeight* qkv_bias = nullptr;  // [Q | K | V] biases as F32 (ModelInfo::qkv_bias)
         std::vector<ops::MatmulOp> qkv, o, gate_up, down;
         std::vector<uint32_t> qkv_offsets, gate_up_offsets;
         bool swiglu_fused = false;  // gate/up rows interleaved, SwiGLU in their matmul's epilogue
@@ -92,6 +93,9 @@ private:
     void release();  // destroys every buffer (destructor, and a constructor that throws)
     // A norm weight (n floats): the kernels read it as F32, so any other type is converted on load.
     const ops::DeviceWeight& upload_norm(const GgufFile& gguf, const std::string& name, uint64_t n);
+    // A layer's Q, K and V biases (`prefix` "blk.N.") as one F32 vector of qkv_width_, the stacked
+    // rows' order; any stored type is converted.
+    const ops::DeviceWeight& upload_qkv_bias(const GgufFile& gguf, const std::string& prefix);
     const ops::DeviceWeight& upload(const GgufFile& gguf, const std::string& name, uint64_t rows_expected,
                                     uint64_t cols_expected);
     // Uploads several matrices that read the same input (Q/K/V, gate/up). Each run of neighbours

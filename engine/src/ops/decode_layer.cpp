@@ -10,10 +10,10 @@
 namespace lantern::ops {
 
 namespace {
-// The layer's weights that are present (qkv_b is optional).
+// The layer's weights that are present (qkv_b and qkv_bias are optional).
 std::vector<const DeviceWeight*> present(const DecodeLayerWeights& w) {
     std::vector<const DeviceWeight*> all;
-    for (const DeviceWeight* d : {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm})
+    for (const DeviceWeight* d : {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm, w.qkv_bias})
         if (d) all.push_back(d);
     return all;
 }
@@ -67,6 +67,7 @@ std::string DecodeLayerOp::unsupported(const vk::Context& ctx, const DecodeLayer
         if (d->parts.size() != 1) return "a weight is split into parts";
     for (const DeviceWeight* d : {w.attn_norm, w.ffn_norm})
         if (d->format->ggml_type != 0) return "a norm weight is not F32";
+    if (w.qkv_bias && w.qkv_bias->format->ggml_type != 0) return "the Q/K/V bias is not F32";
     for (const DeviceWeight* d : all)
         if (d->parts[0].values.buffer != w.qkv->parts[0].values.buffer) return "the layer's weights span two slabs";
     // The kernel finds a matrix's tiles from its rows per lane (tile rows = lanes x rows) and its
@@ -103,8 +104,8 @@ bool DecodeLayerOp::joins(const vk::Context& ctx, std::span<const DecodeLayerInp
     // Every weight one stride after the last layer's (the kernel finds layer r's at the first's
     // plus r strides; the layers already in the run lie so, having joined).
     const auto offsets = [](const DecodeLayerWeights& w) {
-        std::array<VkDeviceSize, 7> o{};
-        const DeviceWeight* all[] = {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm};
+        std::array<VkDeviceSize, 8> o{};
+        const DeviceWeight* all[] = {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm, w.qkv_bias};
         for (size_t i = 0; i < o.size(); ++i) o[i] = all[i] ? all[i]->parts[0].values.offset + 1 : 0;  // 0: absent
         return o;
     };
@@ -181,6 +182,7 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, std::span<const DecodeLayerInput>
     push_.w_down = unit(w.down);
     push_.norm_attn = unit(w.attn_norm) * 4;
     push_.norm_ffn = unit(w.ffn_norm) * 4;
+    push_.bias_qkv = w.qkv_bias ? unit(w.qkv_bias) * 4 : ~0u;
     // Strides between the layers (joins checked that they are equal); one layer: none.
     push_.layer_units = layers.size() > 1 ? unit(layers[1].weights.qkv) - unit(w.qkv) : 0u;
     push_.layer_kv = layers.size() > 1 ? static_cast<uint32_t>((layers[1].k_cache.offset - k_cache.offset) / 16) : 0u;

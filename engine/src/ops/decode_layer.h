@@ -25,6 +25,7 @@ namespace lantern::ops {
 struct DecodeLayerWeights {
     const DeviceWeight *qkv = nullptr, *qkv_b = nullptr, *o = nullptr, *gate_up = nullptr, *down = nullptr;
     const DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
+    const DeviceWeight* qkv_bias = nullptr;  // F32 biases of the [Q | K | V] rows (Qwen2), or none
 };
 
 // Where the activations are: one arena buffer, each activation at a float offset (a multiple of
@@ -108,7 +109,7 @@ private:
     struct Push {
         uint32_t T, slot, layers, dim, ffn, qkv_rows, qkv_a_rows;
         uint32_t w_qkv, w_qkv_b, w_o, w_gu, w_down;
-        uint32_t norm_attn, norm_ffn;
+        uint32_t norm_attn, norm_ffn, bias_qkv;  // bias_qkv ~0u: no Q/K/V bias
         uint32_t layer_units, layer_kv;
         uint32_t act_x, act_qkv, act_attn, act_ffn;
         uint32_t n_head, n_kv, n_rot, block;

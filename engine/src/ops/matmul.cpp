@@ -120,9 +120,9 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     std::vector<BindingKind> kinds = {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,
                                       BindingKind::Storage,    BindingKind::TexelFloat, BindingKind::Storage,
                                       BindingKind::TexelFloat4, BindingKind::TexelFloat4};
-    if (rope_kv_.shape.n_head)  // token info, RoPE table, K cache, V cache
+    if (rope_kv_.shape.n_head)  // token info, RoPE table, K cache, V cache, Q/K/V biases
         kinds.insert(kinds.end(), {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::Storage,
-                                   BindingKind::Storage});
+                                   BindingKind::Storage, BindingKind::TexelFloat});
     // Spec constants: {workgroup size, ROWS, TOKENS, LANE_PER_ROW, LANE_PER_TOKEN, VEC4_INPUT,
     // TOKENS_PER_LANE}.
     std::vector<uint32_t> decode_spec, prefill_spec;
@@ -177,7 +177,8 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;  // float types: unused
         std::vector<vk::BufferRange> ranges = {part.values, scales, x, y, norm_weight, rowmap, x, norm_weight};
         if (rope_kv_.shape.n_head)
-            ranges.insert(ranges.end(), {rope_kv_.tok_info, rope_kv_.rope, rope_kv_.k_cache, rope_kv_.v_cache});
+            ranges.insert(ranges.end(), {rope_kv_.tok_info, rope_kv_.rope, rope_kv_.k_cache, rope_kv_.v_cache,
+                                         rope_kv_.qkv_bias.buffer ? rope_kv_.qkv_bias : rope_kv_.rope});
         sets_.push_back(ctx.make_set(*kernels_[vec4][Decode], ranges));  // every variant has these bindings
     }
 }
@@ -200,7 +201,7 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
                s.x_stride,
                s.y_stride,
                s.y_offset + static_cast<uint32_t>(part.first_row),
-               (s.accumulate ? 1u : 0u) | (s.use_rowmap ? 2u : 0u),
+               (s.accumulate ? 1u : 0u) | (s.use_rowmap ? 2u : 0u) | (rope_kv_.qkv_bias.buffer ? 4u : 0u),
                s.eps,
                static_cast<uint32_t>(w_->row_units),
                w_->tile_rows,

@@ -47,11 +47,14 @@ enum class MatmulSplit { ForDevice, LanesOwnRows, SplitK };
 
 // The Q/K/V matmul's epilogue (EPILOGUE_ROPE_KV in shaders/matmul.comp): y's rows are the stacked
 // [Q | K | V] heads; Q and K row pairs rotate by RoPE at each token's position (tok_info, see
-// ops/attention.h), Q goes to y, K and V into the layer's paged KV cache. Needs the Norm input
+// ops/attention.h) after their bias where the model has one, Q goes to y, K and V into the layer's
+// paged KV cache. Needs the Norm input
 // and row parts that start at even rows.
 struct RopeKvEpilogue {
     AttentionShape shape;  // heads, head and rotary dimensions, KV block size and element type
     vk::BufferRange tok_info, rope, k_cache, v_cache;
+    // F32 biases of the stacked [Q | K | V] rows, added before RoPE (Qwen2); no buffer = none.
+    vk::BufferRange qkv_bias;
 };
 
 struct MatmulOptions {
