@@ -30,8 +30,10 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAPE:TYPE]... [options]
-  --synthetic S:T   random-weight model, S = tiny | 110m | tinyllama | llama3-1b | 7b or any shape written
-                    DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB (e.g. 768/12/12/12/2048/32000), T = f32 | f16 | bf16 | q8_0
+  --synthetic S:T   random-weight model, S = tiny | 110m | tinyllama | llama3-1b | 7b | qwen2.5-0.5b |
+                    qwen2.5-1.5b | qwen3-0.6b | qwen3-1.7b or any shape written DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB
+                    (e.g. 768/12/12/12/2048/32000), each optionally followed by ,layers=N ,vocab=N ,untied=1
+                    ,output_std=F ,embed_std=F; T = f32 | f16 | bf16 | q8_0
                     | q4_0 | q4_1 | q5_0 | q5_1 | q3_k | q4_k | q5_k | q6_k | iq4_nl | iq4_xs | q4_k_m (llama.cpp's
                     Q4_K_M mix of Q4_K and Q6_K; block types need rows of whole blocks: tiny, whose FFN is
                     172 wide as stories260K's, takes f32, f16 and bf16; K-quants and iq4_xs need 256-element rows)

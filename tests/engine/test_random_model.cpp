@@ -234,7 +234,7 @@ public:
             matmul(L.wqkv, D + KV, KV, D, v_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
             for (uint32_t t = 0; t < T && !L.bqkv.empty(); ++t)
                 for (uint32_t i = 0; i < c_.qkv_width(); ++i) qkv[static_cast<size_t>(t) * c_.qkv_width() + i] += L.bqkv[i];
-            ops::reference_rope_store(a, qkv, info, rope_, kv_[l]);
+            ops::reference_rope_store(a, qkv, info, rope_, kv_[l], c_.arch != "llama");
             ops::reference_attention(a, qkv, info, tables_, kv_[l], attn);
             matmul(L.wo, 0, D, D, type_, ops::MatmulInput::Plain, attn, x, {}, shape(D, D, true));
             matmul(L.wgu, 0, F, D, type_, ops::MatmulInput::Norm, x, gu, L.ffn_norm, gu_shape);
@@ -751,8 +751,22 @@ private slots:
         const SyntheticShape gqa = synthetic_shape("2048/4/32/4/5632/512");
         QCOMPARE(gqa.n_kv_heads, 4u);
         QCOMPARE(gqa.n_layers, 4u);
+        // The Qwen shapes, and modifiers that shrink one for tests.
+        const SyntheticShape qwen2 = synthetic_shape("qwen2.5-0.5b");
+        QCOMPARE(qwen2.architecture, std::string("qwen2"));
+        QVERIFY(qwen2.qkv_bias && !qwen2.qk_norm && qwen2.tied_output);
+        QCOMPARE(qwen2.head_size(), 64u);
+        QCOMPARE(qwen2.vocab, 151936u);
+        const SyntheticShape qwen3 = synthetic_shape("qwen3-0.6b,layers=2,vocab=1024,untied=1,output_std=0.5");
+        QCOMPARE(qwen3.architecture, std::string("qwen3"));
+        QVERIFY(qwen3.qk_norm && !qwen3.qkv_bias && !qwen3.tied_output);
+        QCOMPARE(qwen3.head_size(), 128u);  // 16 heads of 128 on a width of 1024
+        QCOMPARE(qwen3.n_layers, 2u);
+        QCOMPARE(qwen3.vocab, 1024u);
+        QCOMPARE(qwen3.output_std, 0.5f);
         for (const char* bad : {"768/12/12/5/2048/32000", "770/12/12/12/2048/32000", "768/0/12/12/2048/32000",
-                                "768/12/12/12/2048", "768/12/12/12/2048/32000x", "huge"}) {
+                                "768/12/12/12/2048", "768/12/12/12/2048/32000x", "huge", "qwen3-0.6b,layers=0",
+                                "qwen3-0.6b,vocab=100", "qwen3-0.6b,output_std=1", "qwen3-0.6b,colour=red"}) {
             bool refused = false;
             try {
                 synthetic_shape(bad);

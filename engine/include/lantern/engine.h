@@ -36,6 +36,9 @@ struct ModelInfo {
     RopeScaling rope_scaling;  // context-extended models (lantern/rope.h)
     bool tied_output = false;               // LM head = token_embd
     bool qkv_bias = false;                  // Q, K and V add a bias (attn_{q,k,v}.bias; Qwen2)
+    // RoPE rotates dimension pairs (i, i + n_rot / 2) of a head (llama.cpp's NEOX style: qwen2),
+    // not (2i, 2i + 1); the loader reorders Q's and K's rows so the kernels rotate neighbours.
+    bool rope_neox = false;
     std::string weight_types;               // e.g. "Q8_0 x 36, F32 x 11"
     uint64_t parameters = 0, file_bytes = 0, weight_bytes = 0;  // weight_bytes: on the device
     uint64_t decode_read_bytes = 0;  // weight bytes one decode step must read (all matmuls + LM head)

@@ -10,18 +10,36 @@ namespace lantern {
 
 struct SyntheticShape {
     std::string name;
+    std::string architecture = "llama";  // general.architecture: llama, qwen2, qwen3
     uint32_t dim = 64, n_layers = 5, n_heads = 8, n_kv_heads = 4, ffn_dim = 172, vocab = 512;
+    uint32_t head_dim = 0;  // 0: dim / n_heads (Qwen3's heads are wider: key_length)
     uint32_t context_length = 2048;
+    float rope_base = 10000.0f;
     bool tied_output = true;
+    bool qkv_bias = false;  // attn_{q,k,v}.bias, N(0, 0.5) (qwen2)
+    bool qk_norm = false;   // attn_{q,k}_norm.weight per head (qwen3), drawn around 1
+    // Standard deviation of output.weight (untied only); 0 = 0.02 as the other matrices. A larger
+    // one "sharpens" the head: the winning logit stands further from the rest, so greedy decisions
+    // of two engines are no coin flips on a random model.
+    float output_std = 0;
+    // Standard deviation of token_embd.weight; 0 = 0.02. Larger embeddings keep the token in the
+    // residual stream next to the layers' outputs, so a random model's next token depends on its
+    // input (with 0.02 the Q/K/V biases and layer outputs drown it and greedy text repeats).
+    float embed_std = 0;
+    uint32_t head_size() const { return head_dim ? head_dim : dim / n_heads; }
 };
 
 // "tiny" (stories260K-like), "110m" (768/12 layers/12 heads/FFN 2048/vocab 32000),
 // "tinyllama" (2048/22 layers/32 heads/4 KV heads/FFN 5632/vocab 32000),
 // "llama3-1b" (Llama 3.2 1B: 2048/16 layers/32 heads/8 KV heads/FFN 8192/vocab 128256, tied),
-// "7b" (Llama 2 7B: 4096/32 layers/32 heads/FFN 11008/vocab 32000; for GPUs), or any shape as
-// "DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB" (untied LM head). Throws Error(InvalidArgument) for other
-// names and for shapes the engine cannot run (heads not dividing the width into even head
-// dimensions, KV heads not dividing the heads).
+// "7b" (Llama 2 7B: 4096/32 layers/32 heads/FFN 11008/vocab 32000; for GPUs), the Qwen family's
+// shapes (vocab 151936, tied, RoPE base 1e6): "qwen2.5-0.5b" (896/24/14 heads/2 KV/FFN 4864, Q/K/V
+// biases), "qwen2.5-1.5b" (1536/28/12/2/8960, biases), "qwen3-0.6b" (1024/28/16 heads of 128/8 KV/
+// FFN 3072, Q/K norms), "qwen3-1.7b" (2048/28/16 of 128/8/6144, Q/K norms), or any shape as
+// "DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB" (llama, untied LM head). A name may end in modifiers, each
+// ",key=value": layers=N, vocab=N, untied=1, output_std=F, embed_std=F (e.g. "qwen3-0.6b,layers=2,vocab=1024").
+// Throws Error(InvalidArgument) for other names and modifiers and for shapes the engine cannot run
+// (heads not dividing the width into even head dimensions, KV heads not dividing the heads).
 SyntheticShape synthetic_shape(const std::string& name);
 
 class GgufWriter;
@@ -36,7 +54,9 @@ void add_synthetic_vocabulary(GgufWriter& writer, uint32_t vocab);
 // third layer between. Pass it as the type to write_synthetic_model.
 constexpr uint32_t kSyntheticQ4KM = 0x10000 + 12;
 
-// Writes the model to `path`. `ggml_type`: type of the 2-D weights (F32, F16, Q8_0, Q4_0, Q4_K,
+// Writes the model to `path` as shape.architecture's GGUF (its keys and tensors: qwen2 with Q/K/V
+// biases, qwen3 with key_length/value_length and per-head Q/K norms). Same seed, same file on
+// every machine. `ggml_type`: type of the 2-D weights (F32, F16, Q8_0, Q4_0, Q4_K,
 // Q5_K, Q6_K; the K-quants need rows of whole 256-element blocks), or kSyntheticQ4KM.
 void write_synthetic_model(const SyntheticShape& shape, uint32_t ggml_type, const std::string& path,
                            uint64_t seed = 1234);

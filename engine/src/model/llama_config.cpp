@@ -108,6 +108,7 @@ ModelInfo read_llama_config(const GgufFile& g) {
     // Biases: on Q, K and V in every layer (qwen2 always; a llama file may carry them too, as
     // llama.cpp reads them), on nothing else. A bias Lantern would not add is refused by name
     // rather than left out of the sums.
+    m.rope_neox = m.architecture != "llama";
     m.qkv_bias = m.architecture == "qwen2" || g.find_tensor("blk.0.attn_q.bias") != nullptr;
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";

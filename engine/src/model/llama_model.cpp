@@ -13,6 +13,19 @@
 
 namespace lantern::model {
 
+std::vector<uint8_t> interleave_rope_rows(std::span<const uint8_t> data, uint64_t row_bytes, uint32_t heads,
+                                          uint32_t head_dim, uint32_t n_rot) {
+    std::vector<uint8_t> out(data.begin(), data.end());
+    const uint32_t half = n_rot / 2;
+    for (uint64_t h = 0; h < heads; ++h)
+        for (uint32_t i = 0; i < half; ++i)
+            for (uint32_t side = 0; side < 2; ++side) {
+                const uint64_t from = h * head_dim + i + side * half, to = h * head_dim + 2 * i + side;
+                std::memcpy(out.data() + to * row_bytes, data.data() + from * row_bytes, row_bytes);
+            }
+    return out;
+}
+
 namespace {
 enum OpLabel : uint32_t { kEmbed, kQkv, kAttention, kAttnOut, kFfnGateUp, kFfnDown, kFusedLayer, kLmHead, kLabelCount };
 const char* kLabelNames[] = {"embed",    "qkv+rope+kv", "attention",   "attn_output",
@@ -119,7 +132,8 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         L.ffn_norm = &upload_norm(gguf, p + "ffn_norm.weight", m.dim);
         if (m.qkv_bias) L.qkv_bias = &upload_qkv_bias(gguf, p);
         auto wqkv = upload_stacked(gguf, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
-                                   {m.dim, kv_dim, kv_dim}, m.dim);
+                                   {m.dim, kv_dim, kv_dim}, m.dim,
+                                   {m.rope_neox ? m.n_heads : 0u, m.rope_neox ? m.n_kv_heads : 0u, 0u});
         const auto* wo = &upload(gguf, p + "attn_output.weight", m.dim, m.dim);
         // Gate and up rows interleaved, SwiGLU in the gate/up matmul's epilogue; when their types
         // differ, two matmuls and SwiGLU in the down matmul's prologue.
@@ -330,12 +344,20 @@ const ops::DeviceWeight& LlamaModel::upload_qkv_bias(const GgufFile& gguf, const
     const auto& f32 = *ops::find_weight_format(static_cast<uint32_t>(GgmlType::F32));
     std::vector<float> v(qkv_width_);
     uint64_t at = 0;
+    const std::array<uint32_t, 3> heads{info_.n_heads, info_.n_kv_heads, 0};
+    size_t i = 0;
     for (const auto& [piece, n] : {std::pair{"attn_q.bias", uint64_t{info_.dim}}, std::pair{"attn_k.bias", kv_dim},
                                    std::pair{"attn_v.bias", kv_dim}}) {
         const std::string name = prefix + piece;
         const auto& t = checked_tensor(gguf, name, 1, n);
         ops::weight_format_for(t.type, name).dequantize_row(gguf.tensor_data(t).data(), v.data() + at, n);
+        if (info_.rope_neox && heads[i]) {  // the same order as the Q and K rows
+            const auto bytes = std::span(reinterpret_cast<const uint8_t*>(v.data() + at), 4 * n);
+            const auto moved = interleave_rope_rows(bytes, 4, heads[i], info_.head_dim, info_.n_rot);
+            std::memcpy(v.data() + at, moved.data(), moved.size());
+        }
         at += n;
+        ++i;
     }
     ops::Repacked& r = scratch(f32, 1, qkv_width_);
     f32.repack_row(reinterpret_cast<const uint8_t*>(v.data()), qkv_width_, r.values.data(), nullptr);
@@ -344,7 +366,8 @@ const ops::DeviceWeight& LlamaModel::upload_qkv_bias(const GgufFile& gguf, const
 
 std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile& gguf,
                                                                  const std::vector<std::string>& names,
-                                                                 const std::vector<uint64_t>& rows, uint64_t cols) {
+                                                                 const std::vector<uint64_t>& rows, uint64_t cols,
+                                                                 const std::vector<uint32_t>& rope_heads) {
     std::vector<const GgufTensorInfo*> ts;
     std::vector<const ops::WeightFormat*> fmts;
     for (size_t i = 0; i < names.size(); ++i) {
@@ -362,7 +385,13 @@ std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile&
         const uint64_t words = all.row_units * 4, groups = ops::repacked_row_scales(fmt, cols);
         uint64_t first = 0;  // each matrix's rows go straight to their place in the stack
         for (size_t i = begin; i < end; ++i) {
-            ops::repack_rows(fmt, gguf.tensor_data(*ts[i]), rows[i], cols, all.values.data() + first * words, words,
+            std::span<const uint8_t> data = gguf.tensor_data(*ts[i]);
+            std::vector<uint8_t> reordered;
+            if (i < rope_heads.size() && rope_heads[i]) {
+                reordered = interleave_rope_rows(data, data.size() / rows[i], rope_heads[i], info_.head_dim, info_.n_rot);
+                data = reordered;
+            }
+            ops::repack_rows(fmt, data, rows[i], cols, all.values.data() + first * words, words,
                              all.scales.data() + first * groups, groups);
             first += rows[i];
         }

@@ -3,6 +3,7 @@
 // sequences and token counts) into one command buffer with one submit and one wait.
 #pragma once
 #include <array>
+#include <span>
 #include <deque>
 #include <map>
 #include <memory>
@@ -18,6 +19,14 @@
 #include "vulkan/context.h"
 
 namespace lantern::model {
+
+// NEOX-style RoPE (pairs (i, i + n_rot / 2) of each head) as the interleaved pairs (2i, 2i + 1)
+// the kernels rotate: `data` holds heads x head_dim rows of row_bytes each, and each head's first
+// n_rot rows are reordered, new row 2i + s = old row i + s * n_rot / 2. Applied to Q and K alike
+// (weights, biases, per-head norms), Q.K products are unchanged: only the cache's order of a
+// head's dimensions differs from the file's.
+std::vector<uint8_t> interleave_rope_rows(std::span<const uint8_t> data, uint64_t row_bytes, uint32_t heads,
+                                          uint32_t head_dim, uint32_t n_rot);
 
 struct ModelLimits {
     uint32_t max_step_tokens = 256;   // tokens per forward
@@ -102,8 +111,11 @@ private:
     // that share a format becomes one matrix (rows stacked), so one dispatch computes all of them:
     // Q/K/V in one type -> one weight; Q and K in one, V in another (Q4_K_M) -> two. Returns the
     // weights in order.
+    // `rope_heads[i]` > 0: matrix i holds that many heads of head_dim rows whose RoPE pairs are
+    // reordered for the kernels (ModelInfo::rope_neox, interleave_rope_rows).
     std::vector<const ops::DeviceWeight*> upload_stacked(const GgufFile& gguf, const std::vector<std::string>& names,
-                                                         const std::vector<uint64_t>& rows, uint64_t cols);
+                                                         const std::vector<uint64_t>& rows, uint64_t cols,
+                                                         const std::vector<uint32_t>& rope_heads = {});
     const ops::DeviceWeight& upload_repacked(const std::string& name, const ops::WeightFormat& fmt,
                                              const ops::Repacked& r, uint64_t rows, uint64_t cols);
     // How upload_repacked lays out rows x cols of fmt on this device: rows per tile (1: row-major,

@@ -139,7 +139,7 @@ void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_t
 }
 
 void reference_rope_store(const AttentionShape& s, std::span<float> qkv, std::span<const TokenInfo> tok,
-                          std::span<const float> rope, ReferenceKv& kv) {
+                          std::span<const float> rope, ReferenceKv& kv, bool neox) {
     const uint32_t hd = s.head_dim;
     for (size_t t = 0; t < tok.size(); ++t) {
         float* row = qkv.data() + t * s.qkv_stride;
@@ -147,10 +147,11 @@ void reference_rope_store(const AttentionShape& s, std::span<float> qkv, std::sp
             for (uint32_t i = 0; 2 * i < s.n_rot; ++i) {
                 float c = rope[(static_cast<size_t>(tok[t].pos) * (s.n_rot / 2) + i) * 2];
                 float sn = rope[(static_cast<size_t>(tok[t].pos) * (s.n_rot / 2) + i) * 2 + 1];
-                float* v = row + h * hd + 2 * i;
-                float a = v[0], b = v[1];
-                v[0] = a * c - b * sn;
-                v[1] = a * sn + b * c;
+                float* v0 = row + h * hd + (neox ? i : 2 * i);
+                float* v1 = neox ? v0 + s.n_rot / 2 : v0 + 1;
+                float a = *v0, b = *v1;
+                *v0 = a * c - b * sn;
+                *v1 = a * sn + b * c;
             }
         for (uint32_t h = 0; h < s.n_kv; ++h)
             for (uint32_t d = 0; d < hd; ++d) {

@@ -81,8 +81,11 @@ struct ReferenceKv {
         return ((static_cast<size_t>(b) * n_kv + kvh) * block + o) * head_dim + d;
     }
 };
+// `neox`: rotate each head's pairs (i, i + n_rot / 2) as the model file means them (qwen2, qwen3;
+// the engine reorders Q/K rows at load and rotates neighbours, model::interleave_rope_rows), rather
+// than (2i, 2i + 1).
 void reference_rope_store(const AttentionShape& s, std::span<float> qkv, std::span<const TokenInfo> tok,
-                          std::span<const float> rope, ReferenceKv& kv);
+                          std::span<const float> rope, ReferenceKv& kv, bool neox = false);
 void reference_attention(const AttentionShape& s, std::span<const float> qkv, std::span<const TokenInfo> tok,
                          std::span<const uint32_t> tables, const ReferenceKv& kv, std::span<float> out);
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -15,10 +16,64 @@
 
 namespace lantern {
 
+namespace {
+SyntheticShape named_shape(const std::string& name);
+
+// "NAME,key=value,..." -> the named shape with the modifiers applied.
+SyntheticShape with_modifiers(const std::string& full) {
+    const size_t comma = full.find(',');
+    SyntheticShape s = named_shape(full.substr(0, comma));
+    s.name = full;
+    for (size_t at = comma; at != std::string::npos;) {
+        const size_t next = full.find(',', at + 1);
+        const std::string item = full.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+        at = next;
+        const size_t eq = item.find('=');
+        const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        const bool number = !value.empty() && end && *end == 0 && v > 0 && v < 1e7;
+        if (number && key == "layers" && v == std::floor(v)) s.n_layers = static_cast<uint32_t>(v);
+        else if (number && key == "vocab" && v == std::floor(v) && v >= 286) s.vocab = static_cast<uint32_t>(v);
+        else if (number && key == "output_std") s.output_std = static_cast<float>(v);
+        else if (number && key == "embed_std") s.embed_std = static_cast<float>(v);
+        else if (key == "untied" && value == "1") s.tied_output = false;
+        else
+            throw Error(ErrorCode::InvalidArgument, "synthetic shape \"" + full + "\": unknown modifier \"" + item +
+                                                        "\" (layers=N, vocab=N of at least 286, untied=1, output_std=F, embed_std=F)");
+    }
+    if (s.output_std > 0 && s.tied_output)
+        throw Error(ErrorCode::InvalidArgument, "synthetic shape \"" + full + "\": output_std needs untied=1");
+    return s;
+}
+
+SyntheticShape qwen_shape(const std::string& name, const char* arch, uint32_t dim, uint32_t layers, uint32_t heads, uint32_t kv,
+                          uint32_t head_dim, uint32_t ffn) {
+    SyntheticShape s;
+    s.name = name;
+    s.architecture = arch;
+    s.dim = dim, s.n_layers = layers, s.n_heads = heads, s.n_kv_heads = kv, s.head_dim = head_dim, s.ffn_dim = ffn;
+    s.vocab = 151936;
+    s.rope_base = 1000000.0f;
+    s.qkv_bias = s.architecture == "qwen2";
+    s.qk_norm = s.architecture == "qwen3";
+    return s;
+}
+}  // namespace
+
 SyntheticShape synthetic_shape(const std::string& name) {
+    return name.find(',') == std::string::npos ? named_shape(name) : with_modifiers(name);
+}
+
+namespace {
+SyntheticShape named_shape(const std::string& name) {
     SyntheticShape s;
     s.name = name;
     if (name == "tiny") return s;
+    if (name == "qwen2.5-0.5b") return qwen_shape(name, "qwen2", 896, 24, 14, 2, 0, 4864);
+    if (name == "qwen2.5-1.5b") return qwen_shape(name, "qwen2", 1536, 28, 12, 2, 0, 8960);
+    if (name == "qwen3-0.6b") return qwen_shape(name, "qwen3", 1024, 28, 16, 8, 128, 3072);
+    if (name == "qwen3-1.7b") return qwen_shape(name, "qwen3", 2048, 28, 16, 8, 128, 6144);
     if (name == "110m") {
         s.dim = 768, s.n_layers = 12, s.n_heads = 12, s.n_kv_heads = 12, s.ffn_dim = 2048, s.vocab = 32000;
         return s;
@@ -54,8 +109,10 @@ SyntheticShape synthetic_shape(const std::string& name) {
         return s;
     }
     throw Error(ErrorCode::InvalidArgument, "unknown synthetic shape \"" + name +
-                                                "\" (tiny, 110m, tinyllama, llama3-1b, 7b, or DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB)");
+                                                "\" (tiny, 110m, tinyllama, llama3-1b, 7b, qwen2.5-0.5b, qwen2.5-1.5b, "
+                                                "qwen3-0.6b, qwen3-1.7b, or DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB)");
 }
+}  // namespace
 
 void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab) {
     if (vocab < 286) throw Error(ErrorCode::InvalidArgument, "a synthetic vocabulary needs at least 286 pieces");
@@ -92,25 +149,34 @@ void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab) {
 
 void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::string& path, uint64_t seed) {
     GgufWriter w;
-    w.set_string("general.architecture", "llama");
+    const std::string key = s.architecture + ".";
+    const uint32_t hd = s.head_size();
+    w.set_string("general.architecture", s.architecture);
     w.set_string("general.name", "synthetic-" + s.name);
-    w.set_u32("llama.embedding_length", s.dim);
-    w.set_u32("llama.block_count", s.n_layers);
-    w.set_u32("llama.feed_forward_length", s.ffn_dim);
-    w.set_u32("llama.attention.head_count", s.n_heads);
-    w.set_u32("llama.attention.head_count_kv", s.n_kv_heads);
-    w.set_u32("llama.context_length", s.context_length);
-    w.set_u32("llama.rope.dimension_count", s.dim / s.n_heads);
-    w.set_f32("llama.rope.freq_base", 10000.0f);
-    w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    w.set_u32(key + "embedding_length", s.dim);
+    w.set_u32(key + "block_count", s.n_layers);
+    w.set_u32(key + "feed_forward_length", s.ffn_dim);
+    w.set_u32(key + "attention.head_count", s.n_heads);
+    w.set_u32(key + "attention.head_count_kv", s.n_kv_heads);
+    if (s.head_dim) {
+        w.set_u32(key + "attention.key_length", hd);
+        w.set_u32(key + "attention.value_length", hd);
+    }
+    w.set_u32(key + "context_length", s.context_length);
+    w.set_u32(key + "rope.dimension_count", hd);
+    w.set_f32(key + "rope.freq_base", s.rope_base);
+    w.set_f32(key + "attention.layer_norm_rms_epsilon", s.architecture == "llama" ? 1e-5f : 1e-6f);
 
     add_synthetic_vocabulary(w, s.vocab);
 
+    enum class Fill { Matrix, Ones, Bias, NearOne };
     struct Tensor {
         std::string name;
-        uint32_t rows, cols;  // cols == 0: a norm vector of `rows` ones
+        uint32_t rows, cols;  // cols == 0: a vector of `rows` (norm, bias)
         uint32_t type;
         std::vector<uint8_t> data;
+        Fill fill = Fill::Matrix;
+        double stddev = 0.02;
     };
     std::vector<Tensor> tensors;
     const bool mix = type == kSyntheticQ4KM;
@@ -122,19 +188,33 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
     auto matrix = [&](const std::string& name, uint32_t rows, uint32_t cols, bool more = false) {
         tensors.push_back({name, rows, cols, mix ? (more ? 14u : 12u) : type, {}});
     };
-    auto norm = [&](const std::string& name, uint32_t n) { tensors.push_back({name, n, 0, 0, {}}); };
-    const uint32_t kv = s.dim / s.n_heads * s.n_kv_heads;
+    auto vector = [&](const std::string& name, uint32_t n, Fill fill) {
+        tensors.push_back({name, n, 0, 0, {}, fill, fill == Fill::Bias ? 0.5 : 0.1});
+    };
+    auto norm = [&](const std::string& name, uint32_t n) { vector(name, n, Fill::Ones); };
+    const uint32_t q = s.n_heads * hd, kv = s.n_kv_heads * hd;
     matrix("token_embd.weight", s.vocab, s.dim);
+    if (s.embed_std > 0) tensors.back().stddev = s.embed_std;
     norm("output_norm.weight", s.dim);
-    if (!s.tied_output) matrix("output.weight", s.vocab, s.dim, true);
+    if (!s.tied_output) {
+        matrix("output.weight", s.vocab, s.dim, true);
+        if (s.output_std > 0) tensors.back().stddev = s.output_std;
+    }
     for (uint32_t l = 0; l < s.n_layers; ++l) {
         std::string p = "blk." + std::to_string(l) + ".";
         norm(p + "attn_norm.weight", s.dim);
         norm(p + "ffn_norm.weight", s.dim);
-        matrix(p + "attn_q.weight", s.dim, s.dim);
+        if (s.qkv_bias)
+            for (const auto& [piece, n] : {std::pair{"attn_q.bias", q}, std::pair{"attn_k.bias", kv}, std::pair{"attn_v.bias", kv}})
+                vector(p + piece, n, Fill::Bias);
+        if (s.qk_norm) {
+            vector(p + "attn_q_norm.weight", hd, Fill::NearOne);
+            vector(p + "attn_k_norm.weight", hd, Fill::NearOne);
+        }
+        matrix(p + "attn_q.weight", q, s.dim);
         matrix(p + "attn_k.weight", kv, s.dim);
         matrix(p + "attn_v.weight", kv, s.dim, more_bits(l));
-        matrix(p + "attn_output.weight", s.dim, s.dim);
+        matrix(p + "attn_output.weight", s.dim, q);
         matrix(p + "ffn_gate.weight", s.ffn_dim, s.dim);
         matrix(p + "ffn_up.weight", s.ffn_dim, s.dim);
         matrix(p + "ffn_down.weight", s.dim, s.ffn_dim, more_bits(l));
@@ -144,20 +224,22 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
     // file is still the same on every machine and for any thread count (a 7B shape is 7e9 samples).
     auto fill = [&](size_t i) {
         Tensor& t = tensors[i];
-        if (t.cols == 0) {
+        if (t.fill == Fill::Ones) {
             t.data = ops::quantize(0, std::vector<float>(t.rows, 1.0f), t.rows);
             return;
         }
         Rng rng(seed * 0x9E3779B97F4A7C15ull + i);
-        std::vector<float> v(static_cast<size_t>(t.rows) * t.cols);
+        std::vector<float> v(static_cast<size_t>(t.rows) * std::max(t.cols, 1u));
         // Box-Muller from our own PRNG; both outputs of each pair are used.
         for (size_t k = 0; k < v.size(); k += 2) {
             double u1 = std::max(rng.next_double(), 1e-300), u2 = rng.next_double();
-            double r = 0.02 * std::sqrt(-2.0 * std::log(u1)), a = 6.283185307179586 * u2;
+            double r = t.stddev * std::sqrt(-2.0 * std::log(u1)), a = 6.283185307179586 * u2;
             v[k] = static_cast<float>(r * std::cos(a));
             if (k + 1 < v.size()) v[k + 1] = static_cast<float>(r * std::sin(a));
         }
-        t.data = ops::quantize(t.type, v, t.cols);
+        if (t.fill == Fill::NearOne)
+            for (auto& x : v) x += 1.0f;
+        t.data = ops::quantize(t.cols ? t.type : 0, v, t.cols ? t.cols : t.rows);
     };
     std::atomic<size_t> next{0};
     std::mutex failed_mutex;
