@@ -705,7 +705,7 @@ void MainWindow::fillModelPicker() {
         const bool runs = m.architecture.isEmpty() || lantern::supported_architecture(m.architecture.toStdString());
         if (!runs) {
             label = tr("%1 — %2, not supported").arg(label, m.architecture);
-            tip = tr("%1\nLantern runs llama and qwen2 models; this one is %2.").arg(where, m.architecture);
+            tip = tr("%1\nLantern runs llama, qwen2 and qwen3 models; this one is %2.").arg(where, m.architecture);
         }
         modelPicker_->addItem(label);
         const int row = modelPicker_->count() - 1;

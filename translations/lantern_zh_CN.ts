@@ -890,9 +890,9 @@ Driver: %2</source>
     </message>
     <message>
         <source>%1
-Lantern runs llama and qwen2 models; this one is %2.</source>
+Lantern runs llama, qwen2 and qwen3 models; this one is %2.</source>
         <translation>%1
-Lantern 运行 llama 与 qwen2 架构的模型；这个模型是 %2。</translation>
+Lantern 运行 llama、qwen2 与 qwen3 架构的模型；这个模型是 %2。</translation>
     </message>
     <message>
         <source>Looking for models…</source>

@@ -682,7 +682,7 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     const int q = picker->findText(QStringLiteral(" — mamba, not supported"), Qt::MatchEndsWith);
     QVERIFY2(q > 0 && picker->itemText(q).startsWith(QStringLiteral("mamba  (")), qPrintable(items.join(QStringLiteral(" | "))));
     QVERIFY(!entries->item(q)->isEnabled());
-    QVERIFY(picker->itemData(q, Qt::ToolTipRole).toString().contains(QStringLiteral("llama and qwen2 models; this one is mamba")));
+    QVERIFY(picker->itemData(q, Qt::ToolTipRole).toString().contains(QStringLiteral("llama, qwen2 and qwen3 models; this one is mamba")));
 }
 
 // A model another app downloads while Lantern runs, into a folder below the top of its store (a

@@ -703,6 +703,38 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // qwen3's per-head Q/K norms: both there in every layer, a head wide; then the file loads.
+    // Keys and values of different head sizes are refused by name.
+    void qwen3_needs_its_head_norms() {
+        const std::string dir = test::temp_dir();
+        const auto norms = [](uint32_t n) {
+            return [n](GgufWriter& w) {
+                for (const char* piece : {"attn_q_norm", "attn_k_norm"})
+                    w.add_tensor(std::string("blk.0.") + piece + ".weight", {n}, 0, f32_bytes(std::vector<float>(n, 1.0f)));
+            };
+        };
+        write_tiny_model(dir + "/qwen3-none.gguf", "qwen3", 32);
+        Outcome o = load(dir + "/qwen3-none.gguf");
+        QCOMPARE(o.code, ErrorCode::InvalidModelFile);
+        QVERIFY2(o.message.find("blk.0.attn_q_norm.weight is missing") != std::string::npos, o.message.c_str());
+        write_tiny_model(dir + "/qwen3-wide.gguf", "qwen3", 32, "", 0, norms(32));  // heads of 16
+        o = load(dir + "/qwen3-wide.gguf");
+        QCOMPARE(o.code, ErrorCode::InvalidModelFile);
+        QVERIFY2(o.message.find("has 32 values, not the head size 16") != std::string::npos, o.message.c_str());
+        write_tiny_model(dir + "/qwen3-kv.gguf", "qwen3", 32, "", 0, [&](GgufWriter& w) {
+            norms(16)(w);
+            w.set_u32("qwen3.attention.key_length", 16);
+            w.set_u32("qwen3.attention.value_length", 8);
+        });
+        o = load(dir + "/qwen3-kv.gguf");
+        QCOMPARE(o.code, ErrorCode::UnsupportedArchitecture);
+        QVERIFY2(o.message.find("key length 16 and value length 8 differ") != std::string::npos, o.message.c_str());
+        write_tiny_model(dir + "/qwen3.gguf", "qwen3", 32, "", 0, norms(16));
+        o = load(dir + "/qwen3.gguf");
+        QVERIFY2(o.parsed, o.message.c_str());
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     // Q2_K (no device layout: its 16-element sub-blocks have a scale and a min, a layout no kernel
     // runs) is refused naming the tensor, its type and the types that run.
     void unsupported_tensor_type_is_named_with_the_tensor() {

@@ -29,6 +29,7 @@
 #include "ops/attention.h"
 #include "ops/embed.h"
 #include "ops/matmul.h"
+#include "ops/qk_norm_rope.h"
 #include "ops/weight_format.h"
 #include "lantern/synthetic.h"
 #include "test_support.h"
@@ -48,9 +49,12 @@ struct Config {
     RopeScaling rope;  // written as llama.cpp's converters write it
     std::string arch = "llama";  // general.architecture, and the prefix of its keys
     bool qkv_bias = false;       // attn_{q,k,v}.bias in every layer (qwen2 always has them)
-    uint32_t head_dim() const { return dim / heads; }
+    uint32_t head_size = 0;      // 0: dim / heads; else written as attention.key_length (Qwen3)
+    bool qk_norm = false;        // attn_{q,k}_norm.weight per head (qwen3 always has them)
+    uint32_t head_dim() const { return head_size ? head_size : dim / heads; }
+    uint32_t q_dim() const { return heads * head_dim(); }
     uint32_t kv_dim() const { return kv_heads * head_dim(); }
-    uint32_t qkv_width() const { return dim + 2 * kv_dim(); }
+    uint32_t qkv_width() const { return q_dim() + 2 * kv_dim(); }
 };
 
 // The CPU model: dequantized weights, a float KV cache with the engine's paged layout (one
@@ -96,6 +100,10 @@ public:
         w.set_u32(a + "attention.head_count_kv", c_.kv_heads);
         w.set_u32(a + "context_length", c_.context);
         w.set_u32(a + "rope.dimension_count", c_.head_dim());
+        if (c_.head_size) {
+            w.set_u32(a + "attention.key_length", c_.head_size);
+            w.set_u32(a + "attention.value_length", c_.head_size);
+        }
         w.set_f32(a + "rope.freq_base", c_.rope_base);
         if (c_.rope.type != RopeScaling::Type::None) {
             w.set_string(a + "rope.scaling.type", rope_scaling_name(c_.rope.type));
@@ -143,7 +151,7 @@ public:
                 // moves every logit.
                 std::uniform_real_distribution<float> u(-1.0f, 1.0f);
                 L.bqkv.clear();
-                for (const auto& [piece, n] : {std::pair{"attn_q.bias", c_.dim}, std::pair{"attn_k.bias", c_.kv_dim()},
+                for (const auto& [piece, n] : {std::pair{"attn_q.bias", c_.q_dim()}, std::pair{"attn_k.bias", c_.kv_dim()},
                                                std::pair{"attn_v.bias", c_.kv_dim()}}) {
                     std::vector<float> b(n);
                     for (auto& x : b) x = u(rng);
@@ -151,13 +159,17 @@ public:
                     L.bqkv.insert(L.bqkv.end(), b.begin(), b.end());
                 }
             }
-            auto q = matrix(p + "attn_q.weight", c_.dim, c_.dim, lin(c_.dim));
+            if (c_.qk_norm) {
+                L.q_norm = vector(p + "attn_q_norm.weight", c_.head_dim());
+                L.k_norm = vector(p + "attn_k_norm.weight", c_.head_dim());
+            }
+            auto q = matrix(p + "attn_q.weight", c_.q_dim(), c_.dim, lin(c_.dim));
             auto k = matrix(p + "attn_k.weight", c_.kv_dim(), c_.dim, lin(c_.dim), k_type_);
             auto v = matrix(p + "attn_v.weight", c_.kv_dim(), c_.dim, lin(c_.dim), v_type_);
             L.wqkv = q;
             L.wqkv.insert(L.wqkv.end(), k.begin(), k.end());
             L.wqkv.insert(L.wqkv.end(), v.begin(), v.end());
-            L.wo = matrix(p + "attn_output.weight", c_.dim, c_.dim, lin(c_.dim));
+            L.wo = matrix(p + "attn_output.weight", c_.dim, c_.q_dim(), lin(c_.q_dim()));
             auto g = matrix(p + "ffn_gate.weight", c_.ffn, c_.dim, lin(c_.dim));
             auto u = matrix(p + "ffn_up.weight", c_.ffn, c_.dim, lin(c_.dim), up_type_);
             L.wgu = g;
@@ -200,7 +212,7 @@ public:
         a.block = kBlock;
         a.n_rot = c_.head_dim();
         a.qkv_stride = c_.qkv_width();
-        a.out_stride = D;
+        a.out_stride = c_.q_dim();
         a.kv_f16 = false;
         auto shape = [&](uint32_t x_stride, uint32_t y_stride, bool acc) {
             ops::MatmulShape s;
@@ -211,7 +223,7 @@ public:
             s.eps = c_.eps;
             return s;
         };
-        std::vector<float> qkv(static_cast<size_t>(T) * c_.qkv_width()), attn(static_cast<size_t>(T) * D),
+        std::vector<float> qkv(static_cast<size_t>(T) * c_.qkv_width()), attn(static_cast<size_t>(T) * c_.q_dim()),
             gu(static_cast<size_t>(T) * 2 * F);
         // Rows [first, first + rows) of W, a matrix of weight type `type`, into y from column `first`:
         // its input in fixed point where the engine's kernels take it so (every step the tests run
@@ -225,18 +237,19 @@ public:
                                                                      static_cast<size_t>(rows) * cols),
                                   rows, cols, in, xs, y, norm, {}, s, ops::fixed_point_input(cpu_driver_, type, T));
         };
-        const uint32_t KV = c_.kv_dim();
+        const uint32_t KV = c_.kv_dim(), Q = c_.q_dim();
         for (uint32_t l = 0; l < c_.layers; ++l) {
             const auto& L = layers_[l];
             const auto qkv_shape = shape(D, c_.qkv_width(), false), gu_shape = shape(D, 2 * F, false);
-            matmul(L.wqkv, 0, D, D, type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
-            matmul(L.wqkv, D, KV, D, k_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
-            matmul(L.wqkv, D + KV, KV, D, v_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
+            matmul(L.wqkv, 0, Q, D, type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
+            matmul(L.wqkv, Q, KV, D, k_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
+            matmul(L.wqkv, Q + KV, KV, D, v_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
             for (uint32_t t = 0; t < T && !L.bqkv.empty(); ++t)
                 for (uint32_t i = 0; i < c_.qkv_width(); ++i) qkv[static_cast<size_t>(t) * c_.qkv_width() + i] += L.bqkv[i];
+            if (c_.qk_norm) ops::reference_qk_norm(a, qkv, T, L.q_norm, L.k_norm, c_.eps);
             ops::reference_rope_store(a, qkv, info, rope_, kv_[l], c_.arch != "llama");
             ops::reference_attention(a, qkv, info, tables_, kv_[l], attn);
-            matmul(L.wo, 0, D, D, type_, ops::MatmulInput::Plain, attn, x, {}, shape(D, D, true));
+            matmul(L.wo, 0, D, Q, type_, ops::MatmulInput::Plain, attn, x, {}, shape(Q, D, true));
             matmul(L.wgu, 0, F, D, type_, ops::MatmulInput::Norm, x, gu, L.ffn_norm, gu_shape);
             matmul(L.wgu, F, F, D, up_type_, ops::MatmulInput::Norm, x, gu, L.ffn_norm, gu_shape);
             matmul(L.wd, 0, D, F, down_type_, ops::MatmulInput::Silu, gu, x, {}, shape(2 * F, D, true));
@@ -252,6 +265,7 @@ private:
     struct Layer {
         std::vector<float> attn_norm, ffn_norm, wqkv, wo, wgu, wd;
         std::vector<float> bqkv;  // [Q | K | V] biases (Config::qkv_bias), empty without
+        std::vector<float> q_norm, k_norm;  // per-head norms (Config::qk_norm), empty without
     };
     Config c_;
     bool tied_;
@@ -425,6 +439,38 @@ private slots:
         matches_cpu_reference(c, type, tied, other_type, v_and_down, gpu_layouts);
     }
 
+    // Qwen3's layers: 6 heads of 24 on a width of 96 (Q wider than the model, as Qwen3-0.6B's 16
+    // of 128 on 1024), per-head Q/K RMSNorm before NEOX RoPE (the QkNormRopeOp after a plain Q/K/V
+    // matmul), against the reference that normalises and rotates the file's own pairs.
+    void qwen3_matches_cpu_reference_data() {
+        QTest::addColumn<uint32_t>("type");
+        QTest::addColumn<bool>("tied");
+        QTest::addColumn<uint32_t>("other_type");
+        QTest::addColumn<bool>("v_and_down");
+        QTest::addColumn<bool>("gpu_layouts");
+        const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
+        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
+            QTest::addRow("%s, tied output", ggml_type_name(u(t))) << u(t) << true << u(t) << false << false;
+        QTest::newRow("Q4_K with Q6_K attn_v and ffn_down") << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << true
+                                                            << false;
+        for (auto t : {GgmlType::F32, GgmlType::Q8_0})
+            QTest::addRow("%s, GPU layouts", ggml_type_name(u(t))) << u(t) << false << u(t) << false << true;
+    }
+    void qwen3_matches_cpu_reference() {
+        QFETCH(uint32_t, type);
+        QFETCH(bool, tied);
+        QFETCH(uint32_t, other_type);
+        QFETCH(bool, v_and_down);
+        QFETCH(bool, gpu_layouts);
+        Config c = config_for({type, other_type});
+        c.arch = "qwen3";
+        c.qk_norm = true;
+        c.head_size = 2 * c.dim / c.heads;
+        c.rope_base = 1000000.0f;
+        c.eps = 1e-6f;
+        matches_cpu_reference(c, type, tied, other_type, v_and_down, gpu_layouts);
+    }
+
 private:
     void matches_cpu_reference(const Config& c, uint32_t type, bool tied, uint32_t other_type, bool v_and_down,
                                bool gpu_layouts) {
@@ -490,7 +536,7 @@ private:
         const bool lavapipe = engine->device().name.find("llvmpipe") != std::string::npos;
         const auto& prof = engine->last_step_profile();
         QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0,
-                 lavapipe && (other_type == type || v_and_down) && !gpu_layouts);
+                 lavapipe && (other_type == type || v_and_down) && !gpu_layouts && !c.qk_norm);
         for (const auto* a : {&prefill, &decode}) {
             QVERIFY2(a->finite, "the engine produced NaN/Inf logits");
             QVERIFY2(a->nmse() < kLogitNmse, qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));

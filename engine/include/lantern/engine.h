@@ -30,12 +30,16 @@ class ChatTemplate;
 struct ModelInfo {
     std::string path, name, architecture;
     uint32_t n_layers = 0, dim = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_dim = 0, vocab = 0;
+    // Q's width (and the attention output's): heads x head_dim, which need not be dim (Qwen3-0.6B:
+    // 16 heads of 128 on a width of 1024).
+    uint32_t q_dim() const { return n_heads * head_dim; }
     uint32_t context_length = 0;  // the model's trained context
     uint32_t n_rot = 0;
     float rope_freq_base = 10000.0f, rms_eps = 1e-5f;
     RopeScaling rope_scaling;  // context-extended models (lantern/rope.h)
     bool tied_output = false;               // LM head = token_embd
     bool qkv_bias = false;                  // Q, K and V add a bias (attn_{q,k,v}.bias; Qwen2)
+    bool qk_norm = false;                   // RMSNorm per head of Q and K before RoPE (attn_{q,k}_norm; Qwen3)
     // RoPE rotates dimension pairs (i, i + n_rot / 2) of a head (llama.cpp's NEOX style: qwen2),
     // not (2i, 2i + 1); the loader reorders Q's and K's rows so the kernels rotate neighbours.
     bool rope_neox = false;
@@ -49,8 +53,9 @@ struct ModelInfo {
 };
 
 // Whether Engine::load runs models of this general.architecture: "llama" (which Mistral's and many
-// fine-tunes' files also carry) and "qwen2" (Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen: Llama's
-// layers with a bias on Q, K and V). Others are refused by name.
+// fine-tunes' files also carry), "qwen2" (Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen: Llama's
+// layers with a bias on Q, K and V) and "qwen3" (dense Qwen3: per-head Q/K norms, heads that need
+// not divide the width). Others are refused by name.
 bool supported_architecture(std::string_view architecture);
 
 struct EngineOptions {

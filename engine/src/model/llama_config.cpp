@@ -8,7 +8,7 @@
 
 namespace lantern {
 bool supported_architecture(std::string_view architecture) {
-    return architecture == "llama" || architecture == "qwen2";
+    return architecture == "llama" || architecture == "qwen2" || architecture == "qwen3";
 }
 }  // namespace lantern
 
@@ -33,7 +33,7 @@ ModelInfo read_llama_config(const GgufFile& g) {
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": general.architecture is missing");
     if (!supported_architecture(m.architecture))
         throw Error(ErrorCode::UnsupportedArchitecture,
-                    "unsupported architecture \"" + m.architecture + "\": Lantern runs llama and qwen2 models");
+                    "unsupported architecture \"" + m.architecture + "\": Lantern runs llama, qwen2 and qwen3 models");
     m.name = g.get_string("general.name").value_or("");
     const std::string a = m.architecture + ".";
     m.dim = required(g, a + "embedding_length");
@@ -42,14 +42,25 @@ ModelInfo read_llama_config(const GgufFile& g) {
     m.n_heads = required(g, a + "attention.head_count");
     m.n_kv_heads = g.get_int(a + "attention.head_count_kv") ? required(g, a + "attention.head_count_kv") : m.n_heads;
     m.context_length = g.get_int(a + "context_length") ? required(g, a + "context_length") : 2048;
-    if (m.dim % m.n_heads != 0)
+    // Head size: attention.key_length where the file has it (Qwen3: wider than dim / heads), the
+    // same for values; else the width split among the heads.
+    if (g.get_int(a + "attention.key_length")) {
+        m.head_dim = required(g, a + "attention.key_length");
+        const uint32_t v = g.get_int(a + "attention.value_length") ? required(g, a + "attention.value_length") : m.head_dim;
+        if (v != m.head_dim)
+            throw Error(ErrorCode::UnsupportedArchitecture, "key length " + std::to_string(m.head_dim) +
+                                                                " and value length " + std::to_string(v) +
+                                                                " differ: not supported");
+    } else if (m.dim % m.n_heads != 0) {
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": embedding length " + std::to_string(m.dim) +
                                                      " is not a multiple of the head count " + std::to_string(m.n_heads));
+    } else {
+        m.head_dim = m.dim / m.n_heads;
+    }
     if (m.n_heads % m.n_kv_heads != 0)
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": head count " + std::to_string(m.n_heads) +
                                                      " is not a multiple of the KV head count " +
                                                      std::to_string(m.n_kv_heads));
-    m.head_dim = m.dim / m.n_heads;
     m.n_rot = g.get_int(a + "rope.dimension_count") ? required(g, a + "rope.dimension_count") : m.head_dim;
     if (m.n_rot > m.head_dim || m.n_rot % 2 != 0)
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": rope dimension " + std::to_string(m.n_rot) + " is invalid");
@@ -105,10 +116,23 @@ ModelInfo read_llama_config(const GgufFile& g) {
     m.vocab = static_cast<uint32_t>(emb->shape[1]);
     m.tied_output = g.find_tensor("output.weight") == nullptr;
 
+    // Qwen rotates the NEOX way (pairs (i, i + n_rot / 2)); Llama's converted files do not.
+    m.rope_neox = m.architecture != "llama";
+    // Per-head Q/K norms (qwen3 always; its weights a head wide).
+    m.qk_norm = m.architecture == "qwen3";
+    for (uint32_t l = 0; l < m.n_layers && m.qk_norm; ++l)
+        for (const char* piece : {"attn_q_norm", "attn_k_norm"}) {
+            const std::string name = "blk." + std::to_string(l) + "." + piece + ".weight";
+            const auto* t = g.find_tensor(name);
+            if (!t) throw Error(ErrorCode::InvalidModelFile, g.path() + ": tensor " + name + " is missing");
+            if (t->elements() != m.head_dim)
+                throw Error(ErrorCode::InvalidModelFile, g.path() + ": tensor " + name + " has " +
+                                                             std::to_string(t->elements()) + " values, not the head size " +
+                                                             std::to_string(m.head_dim));
+        }
     // Biases: on Q, K and V in every layer (qwen2 always; a llama file may carry them too, as
     // llama.cpp reads them), on nothing else. A bias Lantern would not add is refused by name
     // rather than left out of the sums.
-    m.rope_neox = m.architecture != "llama";
     m.qkv_bias = m.architecture == "qwen2" || g.find_tensor("blk.0.attn_q.bias") != nullptr;
     for (uint32_t l = 0; l < m.n_layers; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
@@ -123,6 +147,8 @@ ModelInfo read_llama_config(const GgufFile& g) {
                                                                     ".bias: a bias on " + piece +
                                                                     " is not supported (only on Q, K and V)");
     }
+    if (m.qkv_bias && m.qk_norm)
+        throw Error(ErrorCode::UnsupportedArchitecture, "Q/K/V biases beside per-head Q/K norms are not supported");
 
     std::map<std::string, uint32_t> types;
     for (const auto& t : g.tensors()) {

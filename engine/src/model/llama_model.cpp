@@ -46,7 +46,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     } release_on_throw{this};
     const auto& lim = ctx.limits();
     const uint64_t kv_dim = static_cast<uint64_t>(m.n_kv_heads) * m.head_dim;
-    qkv_width_ = static_cast<uint32_t>(m.dim + 2 * kv_dim);
+    qkv_width_ = static_cast<uint32_t>(m.q_dim() + 2 * kv_dim);
     const uint32_t T = limits.max_step_tokens, S = limits.max_logit_rows;
 
     // Fit check before any large allocation: a clear message beats a driver OOM halfway through.
@@ -75,7 +75,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
             used += (bytes + align - 1) / align * align;
             return std::pair{off, bytes};
         };
-        const auto rx = region(4ull * T * m.dim), rq = region(4ull * T * qkv_width_), ra = region(4ull * T * m.dim),
+        const auto rx = region(4ull * T * m.dim), rq = region(4ull * T * qkv_width_), ra = region(4ull * T * m.q_dim()),
                    rf = region(8ull * T * m.ffn_dim);
         act_ = ctx.create_buffer(used, MemoryUse::DeviceLocal);
         x_ = {&act_, rx.first, rx.second};
@@ -112,7 +112,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     ashape.block = limits.block_tokens;
     ashape.n_rot = m.n_rot;
     ashape.qkv_stride = qkv_width_;
-    ashape.out_stride = m.dim;
+    ashape.out_stride = m.q_dim();
     ashape.kv_f16 = limits.kv_f16;
 
     layers_.resize(m.n_layers);
@@ -130,11 +130,12 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         std::string p = "blk." + std::to_string(l) + ".";
         L.attn_norm = &upload_norm(gguf, p + "attn_norm.weight", m.dim);
         L.ffn_norm = &upload_norm(gguf, p + "ffn_norm.weight", m.dim);
-        if (m.qkv_bias) L.qkv_bias = &upload_qkv_bias(gguf, p);
+        if (m.qkv_bias) L.qkv_bias = &upload_vectors(gguf, p + "attn_qkv.bias", qkv_bias_pieces(p));
+        if (m.qk_norm) L.qk_norm = &upload_vectors(gguf, p + "attn_qk_norm.weight", qk_norm_pieces(p));
         auto wqkv = upload_stacked(gguf, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
-                                   {m.dim, kv_dim, kv_dim}, m.dim,
+                                   {m.q_dim(), kv_dim, kv_dim}, m.dim,
                                    {m.rope_neox ? m.n_heads : 0u, m.rope_neox ? m.n_kv_heads : 0u, 0u});
-        const auto* wo = &upload(gguf, p + "attn_output.weight", m.dim, m.dim);
+        const auto* wo = &upload(gguf, p + "attn_output.weight", m.dim, m.q_dim());
         // Gate and up rows interleaved, SwiGLU in the gate/up matmul's epilogue; when their types
         // differ, two matmuls and SwiGLU in the down matmul's prologue.
         const ops::DeviceWeight* wgu_pairs = upload_interleaved(gguf, p + "ffn_gate.weight", p + "ffn_up.weight",
@@ -170,9 +171,15 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
             layer_bytes[label] += matmul_bytes_ - before;
         };
         std::vector<uint32_t> unused;
+        // With per-head Q/K norms the matmul stores its rows plainly and the QkNormRopeOp normalises,
+        // rotates and stores whole heads.
         counted(kQkv, [&] {
-            build_linear(L.qkv, L.qkv_offsets, wqkv, ops::MatmulInput::Norm, x_, qkv_, attn_norm_w, &rope_kv);
+            build_linear(L.qkv, L.qkv_offsets, wqkv, ops::MatmulInput::Norm, x_, qkv_, attn_norm_w,
+                         L.qk_norm ? nullptr : &rope_kv);
         });
+        if (L.qk_norm)
+            L.qk_norm_op = ops::QkNormRopeOp(ctx, ashape, m.rms_eps, qkv_, {&tok_info_}, {&rope_}, L.qk_norm->parts[0].values,
+                                             L.k_cache, L.v_cache);
         counted(kAttnOut, [&] { build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, attn_, x_, {&dummy_}); });
         counted(kFfnGateUp, [&] {
             build_linear(L.gate_up, L.gate_up_offsets, wgu, ops::MatmulInput::Norm, x_, gate_up_, ffn_norm_w,
@@ -196,7 +203,10 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         fs.dim = m.dim;
         fs.ffn_dim = m.ffn_dim;
         fs.eps = m.rms_eps;
-        const std::string why = limits.fused_decode ? ops::DecodeLayerOp::unsupported(ctx, fw, fs) : "turned off";
+        const std::string why = !limits.fused_decode ? "turned off"
+                                : L.qk_norm          ? "per-head Q/K norms run on the separate kernels"
+                                : m.q_dim() != m.dim ? "Q is wider than the model"
+                                                     : ops::DecodeLayerOp::unsupported(ctx, fw, fs);
         if (!why.empty() && fused_why_.empty()) fused_why_ = "layer " + std::to_string(l) + ": " + why;
         L.has_fused = why.empty();
         L.attention = ops::AttentionOp(ctx, ashape, qkv_, L.k_cache, L.v_cache, {&tok_info_}, {&tables_},
@@ -219,7 +229,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
             fused_inputs.push_back({fw, L.k_cache, L.v_cache, l});
             fused_shape = fs;
         }
-        uint32_t separate = 1;  // attention
+        uint32_t separate = L.qk_norm ? 2 : 1;  // attention (and the Q/K norm)
         for (auto* v : {&L.qkv, &L.o, &L.gate_up, &L.down})
             for (auto& op : *v) separate += op.dispatches();
         dispatches_ += separate;
@@ -339,29 +349,40 @@ const ops::DeviceWeight& LlamaModel::upload_norm(const GgufFile& gguf, const std
     return upload_repacked(name, f32, r, 1, n);
 }
 
-const ops::DeviceWeight& LlamaModel::upload_qkv_bias(const GgufFile& gguf, const std::string& prefix) {
-    const uint64_t kv_dim = static_cast<uint64_t>(info_.n_kv_heads) * info_.head_dim;
+std::vector<LlamaModel::VectorPiece> LlamaModel::qkv_bias_pieces(const std::string& prefix) const {
+    const auto& m = info_;
+    const uint64_t kv_dim = static_cast<uint64_t>(m.n_kv_heads) * m.head_dim;
+    return {{prefix + "attn_q.bias", m.q_dim(), m.rope_neox ? m.n_heads : 0u},
+            {prefix + "attn_k.bias", kv_dim, m.rope_neox ? m.n_kv_heads : 0u},
+            {prefix + "attn_v.bias", kv_dim, 0u}};
+}
+
+std::vector<LlamaModel::VectorPiece> LlamaModel::qk_norm_pieces(const std::string& prefix) const {
+    const auto& m = info_;
+    return {{prefix + "attn_q_norm.weight", m.head_dim, m.rope_neox ? 1u : 0u},
+            {prefix + "attn_k_norm.weight", m.head_dim, m.rope_neox ? 1u : 0u}};
+}
+
+const ops::DeviceWeight& LlamaModel::upload_vectors(const GgufFile& gguf, const std::string& label,
+                                                    const std::vector<VectorPiece>& pieces) {
     const auto& f32 = *ops::find_weight_format(static_cast<uint32_t>(GgmlType::F32));
-    std::vector<float> v(qkv_width_);
+    uint64_t total = 0;
+    for (const auto& p : pieces) total += p.n;
+    std::vector<float> v(total);
     uint64_t at = 0;
-    const std::array<uint32_t, 3> heads{info_.n_heads, info_.n_kv_heads, 0};
-    size_t i = 0;
-    for (const auto& [piece, n] : {std::pair{"attn_q.bias", uint64_t{info_.dim}}, std::pair{"attn_k.bias", kv_dim},
-                                   std::pair{"attn_v.bias", kv_dim}}) {
-        const std::string name = prefix + piece;
-        const auto& t = checked_tensor(gguf, name, 1, n);
-        ops::weight_format_for(t.type, name).dequantize_row(gguf.tensor_data(t).data(), v.data() + at, n);
-        if (info_.rope_neox && heads[i]) {  // the same order as the Q and K rows
-            const auto bytes = std::span(reinterpret_cast<const uint8_t*>(v.data() + at), 4 * n);
-            const auto moved = interleave_rope_rows(bytes, 4, heads[i], info_.head_dim, info_.n_rot);
+    for (const auto& p : pieces) {
+        const auto& t = checked_tensor(gguf, p.name, 1, p.n);
+        ops::weight_format_for(t.type, p.name).dequantize_row(gguf.tensor_data(t).data(), v.data() + at, p.n);
+        if (p.rope_heads) {  // the same order as the Q and K rows
+            const auto bytes = std::span(reinterpret_cast<const uint8_t*>(v.data() + at), 4 * p.n);
+            const auto moved = interleave_rope_rows(bytes, 4, p.rope_heads, info_.head_dim, info_.n_rot);
             std::memcpy(v.data() + at, moved.data(), moved.size());
         }
-        at += n;
-        ++i;
+        at += p.n;
     }
-    ops::Repacked& r = scratch(f32, 1, qkv_width_);
-    f32.repack_row(reinterpret_cast<const uint8_t*>(v.data()), qkv_width_, r.values.data(), nullptr);
-    return upload_repacked(prefix + "attn_qkv.bias", f32, r, 1, qkv_width_);
+    ops::Repacked& r = scratch(f32, 1, total);
+    f32.repack_row(reinterpret_cast<const uint8_t*>(v.data()), total, r.values.data(), nullptr);
+    return upload_repacked(label, f32, r, 1, total);
 }
 
 std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile& gguf,
@@ -553,14 +574,18 @@ uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
         layer = static_cast<int32_t>(l);
         norm(p + "attn_norm.weight", m.dim);
         norm(p + "ffn_norm.weight", m.dim);
-        if (m.qkv_bias) {  // upload_qkv_bias: the three as one F32 vector
-            for (const auto& [piece, n] : {std::pair{"attn_q.bias", uint64_t{m.dim}}, std::pair{"attn_k.bias", kv_dim},
-                                           std::pair{"attn_v.bias", kv_dim}})
-                checked_tensor(gguf, p + piece, 1, n);
-            add_pieces(p + "attn_qkv.bias", f32, 1, m.dim + 2 * kv_dim, layer, pieces);
+        // upload_vectors: each list as one F32 vector
+        for (const auto& [on, list] : {std::pair{m.qkv_bias, qkv_bias_pieces(p)}, std::pair{m.qk_norm, qk_norm_pieces(p)}}) {
+            if (!on) continue;
+            uint64_t total = 0;
+            for (const auto& piece : list) {
+                checked_tensor(gguf, piece.name, 1, piece.n);
+                total += piece.n;
+            }
+            add_pieces(list[0].name, f32, 1, total, layer, pieces);
         }
-        stacked({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {m.dim, kv_dim, kv_dim}, m.dim);
-        matrix(p + "attn_output.weight", m.dim, m.dim);
+        stacked({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {m.q_dim(), kv_dim, kv_dim}, m.dim);
+        matrix(p + "attn_output.weight", m.dim, m.q_dim());
         stacked({p + "ffn_gate.weight", p + "ffn_up.weight"}, {m.ffn_dim, m.ffn_dim}, m.dim);
         matrix(p + "ffn_down.weight", m.dim, m.ffn_dim);
     }
@@ -648,13 +673,17 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
             continue;
         }
         linear(L.qkv, L.qkv_offsets, m.dim, qkv_width_, false);
+        if (L.qk_norm) {
+            ctx_.barrier(cmd);
+            L.qk_norm_op.record(cmd, T);
+        }
         mark(kQkv);
         ctx_.barrier(cmd);
         L.attention.record(cmd, T, static_cast<int32_t>(l) == capture_layer ? capture_token : -1,
                            limits_.context_length);
         mark(kAttention);
         ctx_.barrier(cmd);
-        linear(L.o, kNoOffsets, m.dim, m.dim, true);
+        linear(L.o, kNoOffsets, m.q_dim(), m.dim, true);
         mark(kAttnOut);
         ctx_.barrier(cmd);
         // gate_up_ holds silu(gate) * up (ffn_dim per token) when SwiGLU is the epilogue, else

@@ -16,6 +16,7 @@
 #include "ops/decode_layer.h"
 #include "ops/embed.h"
 #include "ops/matmul.h"
+#include "ops/qk_norm_rope.h"
 #include "vulkan/context.h"
 
 namespace lantern::model {
@@ -90,6 +91,8 @@ private:
     struct Layer {
         const ops::DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
         const ops::DeviceWeight* qkv_bias = nullptr;  // [Q | K | V] biases as F32 (ModelInfo::qkv_bias)
+        const ops::DeviceWeight* qk_norm = nullptr;   // [Q norm | K norm] as F32 (ModelInfo::qk_norm)
+        ops::QkNormRopeOp qk_norm_op;  // after a plain Q/K/V matmul, where qk_norm is set
         std::vector<ops::MatmulOp> qkv, o, gate_up, down;
         std::vector<uint32_t> qkv_offsets, gate_up_offsets;
         bool swiglu_fused = false;  // gate/up rows interleaved, SwiGLU in their matmul's epilogue
@@ -102,9 +105,18 @@ private:
     void release();  // destroys every buffer (destructor, and a constructor that throws)
     // A norm weight (n floats): the kernels read it as F32, so any other type is converted on load.
     const ops::DeviceWeight& upload_norm(const GgufFile& gguf, const std::string& name, uint64_t n);
-    // A layer's Q, K and V biases (`prefix` "blk.N.") as one F32 vector of qkv_width_, the stacked
-    // rows' order; any stored type is converted.
-    const ops::DeviceWeight& upload_qkv_bias(const GgufFile& gguf, const std::string& prefix);
+    // 1-D tensors uploaded one after another as one F32 vector (`label`): a layer's Q, K and V
+    // biases, or its Q and K norms. Any stored type is converted; `rope_heads` > 0 reorders the
+    // piece's RoPE pairs as the Q/K rows are (interleave_rope_rows, head_dim values a head).
+    struct VectorPiece {
+        std::string name;
+        uint64_t n = 0;
+        uint32_t rope_heads = 0;
+    };
+    std::vector<VectorPiece> qkv_bias_pieces(const std::string& prefix) const;
+    std::vector<VectorPiece> qk_norm_pieces(const std::string& prefix) const;
+    const ops::DeviceWeight& upload_vectors(const GgufFile& gguf, const std::string& label,
+                                            const std::vector<VectorPiece>& pieces);
     const ops::DeviceWeight& upload(const GgufFile& gguf, const std::string& name, uint64_t rows_expected,
                                     uint64_t cols_expected);
     // Uploads several matrices that read the same input (Q/K/V, gate/up). Each run of neighbours
