@@ -589,6 +589,32 @@ private slots:
         }
     }
 
+    // Qwen's special tokens as its GGUFs mark them: <|im_start|>, <|im_end|>, <|endoftext|> control
+    // (placed by the template, never made from typed text), <think> and </think> user-defined
+    // (text matches them, and they decode to their spelling, so reasoning can be told apart).
+    // Generation ends at any of EOS and the end markers, as llama.cpp's end-of-generation set.
+    void qwenSpecialTokensAndEndOfGeneration() {
+        SmallVocab v;
+        v.pre = "qwen2";
+        v.merges = {"a b"};
+        v.typed_extra = {{"<|endoftext|>", 3}, {"<|im_start|>", 3}, {"<|im_end|>", 3}, {"<think>", 4}, {"</think>", 4}};
+        const auto t = small_tokenizer(v);
+        const int32_t endoftext = *t->special_token("<|endoftext|>"), im_start = *t->special_token("<|im_start|>"),
+                      im_end = *t->special_token("<|im_end|>");
+        const auto& eog = t->end_of_generation();
+        QCOMPARE(eog.front(), t->eos_id());
+        for (int32_t id : {endoftext, im_end}) QVERIFY(std::find(eog.begin(), eog.end(), id) != eog.end());
+        QVERIFY(std::find(eog.begin(), eog.end(), im_start) == eog.end());
+        const auto think = t->encode("a<think>b", false);
+        QCOMPARE(think.size(), size_t{3});
+        QCOMPARE(t->piece(think[1]), std::string("<think>"));
+        QCOMPARE(t->decode(think), std::string("a<think>b"));
+        const auto typed = t->encode("<|im_end|>", false);  // typed text never becomes a control token
+        QVERIFY(std::find(typed.begin(), typed.end(), im_end) == typed.end());
+        const auto stops = ChatTemplate(ChatFormat::ChatML).stop_tokens(*t);
+        for (int32_t id : {endoftext, im_end, t->eos_id()}) QVERIFY(std::find(stops.begin(), stops.end(), id) != stops.end());
+    }
+
     void unsupportedVocabulariesAreRefused() {
         std::string what;
         SmallVocab other;

@@ -564,18 +564,21 @@ private slots:
     void endOfTurnAndStopTokens() {
         const ChatTemplate chatml(ChatFormat::ChatML);
         QCOMPARE(chatml.end_of_turn_tokens(*markers_), std::vector<int32_t>{kImEnd});
-        QCOMPARE(chatml.stop_tokens(*markers_), (std::vector<int32_t>{kEos, kImEnd}));
+        // The vocabulary's end of generation (EOS and every end marker it has, as llama.cpp's) for
+        // any format, and the format's own marker.
+        const std::vector<int32_t> eog{kEos, kImEnd, kEnd, kEndOfTurn};
+        QCOMPARE(markers_->end_of_generation(), eog);
+        QCOMPARE(chatml.stop_tokens(*markers_), eog);
         // A vocabulary without the marker spells it in ordinary pieces: not a single stop token.
         QCOMPARE(chatml.end_of_turn_tokens(*llama_), llama_->encode_fragment("<|im_end|>", false));
         QCOMPARE(chatml.stop_tokens(*llama_), std::vector<int32_t>{kEos});
 
-        QCOMPARE(ChatTemplate(ChatFormat::Phi3).stop_tokens(*markers_), (std::vector<int32_t>{kEos, kEnd}));
-        QCOMPARE(ChatTemplate(ChatFormat::Gemma).stop_tokens(*markers_),
-                 (std::vector<int32_t>{kEos, kEndOfTurn}));
+        QCOMPARE(ChatTemplate(ChatFormat::Phi3).stop_tokens(*markers_), eog);
+        QCOMPARE(ChatTemplate(ChatFormat::Gemma).stop_tokens(*markers_), eog);
         QCOMPARE(ChatTemplate(ChatFormat::Llama2).end_of_turn_tokens(*llama_), std::vector<int32_t>{kEos});
         QCOMPARE(ChatTemplate(ChatFormat::Zephyr).end_of_turn_tokens(*markers_), std::vector<int32_t>{kEos});
         QCOMPARE(ChatTemplate(ChatFormat::Falcon3).end_of_turn_tokens(*markers_), std::vector<int32_t>{kEos});
-        QCOMPARE(ChatTemplate(ChatFormat::Falcon3).stop_tokens(*markers_), std::vector<int32_t>{kEos});
+        QCOMPARE(ChatTemplate(ChatFormat::Falcon3).stop_tokens(*markers_), eog);
     }
 
     void systemRoleSupport() {

@@ -105,8 +105,9 @@ public:
     // The tokens that close an assistant reply in this format (</s>, <|im_end|>, <|end|>,
     // <end_of_turn>, <|eot_id|>); empty for Completion.
     std::vector<int32_t> end_of_turn_tokens(const Tokenizer& tokenizer) const;
-    // Token ids at which generation of a reply stops: EOS, the end-of-turn token of the vocabulary
-    // and the format's end-of-turn marker when it is a single token.
+    // Token ids at which generation of a reply stops: the vocabulary's end of generation
+    // (Tokenizer::end_of_generation: EOS, EOT, end markers) and the format's end-of-turn marker
+    // when it is a single token.
     std::vector<int32_t> stop_tokens(const Tokenizer& tokenizer) const;
 
 private:

@@ -81,6 +81,10 @@ public:
     int32_t pad_id() const;  // -1 when the vocabulary has none
     // End-of-turn token declared by tokenizer.ggml.eot_token_id, -1 when not declared.
     int32_t eot_id() const;
+    // The tokens at which generation ends, as llama.cpp's end-of-generation set: EOS, EOT, and
+    // the vocabulary's special tokens spelled as an end marker (<|im_end|>, <|endoftext|>,
+    // <|eot_id|>, <end_of_turn>, <|end|>, ...), EOS first.
+    const std::vector<int32_t>& end_of_generation() const;
     // Whether prompts start with BOS (tokenizer.ggml.add_bos_token; always for .model files).
     bool add_bos() const;
     // Whether a text gets sentencepiece's dummy-prefix space (tokenizer.ggml.add_space_prefix).

@@ -558,8 +558,7 @@ std::vector<int32_t> ChatTemplate::stop_tokens(const Tokenizer& tokenizer) const
     const auto add = [&](int32_t id) {
         if (id >= 0 && std::find(stops.begin(), stops.end(), id) == stops.end()) stops.push_back(id);
     };
-    add(tokenizer.eos_id());
-    add(tokenizer.eot_id());
+    for (int32_t id : tokenizer.end_of_generation()) add(id);
     if (const auto end = end_of_turn_tokens(tokenizer); end.size() == 1) add(end.front());
     return stops;
 }

@@ -90,6 +90,7 @@ struct Tokenizer::Impl {
     std::array<std::vector<int32_t>, 256> specials_by_first_byte;
 
     int32_t bos = -1, eos = -1, unk = 0, pad = -1, eot = -1;
+    std::vector<int32_t> end_of_generation;  // end_of_generation(), filled by index_specials
     bool add_bos = true;
     bool add_space_prefix = true;
 
@@ -260,6 +261,20 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(SentencePieceVocab vocab
 }
 
 void Tokenizer::Impl::index_specials() {
+    // Where generation ends, as llama.cpp decides it: EOS, EOT, and every token spelled as one of
+    // the end markers families use (Qwen's instruct files end replies with <|im_end|> but declare
+    // <|endoftext|> as EOS in their base models; a model may write either).
+    static const std::set<std::string_view> end_markers = {
+        "<|eot_id|>",    "<|im_end|>",      "<|end|>",    "<end_of_turn>", "<|endoftext|>",
+        "<|eom_id|>",    "<EOT>",           "_<EOT>",     "<|end_of_text|>", "<end_of_utterance>",
+        "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};
+    end_of_generation.clear();
+    for (int32_t id : {eos, eot})
+        if (id >= 0) end_of_generation.push_back(id);
+    for (int32_t id = 0; id < static_cast<int32_t>(pieces.size()); ++id)
+        if (end_markers.contains(pieces[id]) &&
+            std::find(end_of_generation.begin(), end_of_generation.end(), id) == end_of_generation.end())
+            end_of_generation.push_back(id);
     const auto longest_first = [&](std::vector<int32_t>& ids) {
         std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return pieces[a].size() > pieces[b].size(); });
     };
@@ -509,6 +524,9 @@ int32_t Tokenizer::pad_id() const {
 }
 int32_t Tokenizer::eot_id() const {
     return impl_->eot;
+}
+const std::vector<int32_t>& Tokenizer::end_of_generation() const {
+    return impl_->end_of_generation;
 }
 bool Tokenizer::add_bos() const {
     return impl_->add_bos;
