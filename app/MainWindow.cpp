@@ -385,6 +385,17 @@ void MainWindow::buildActions() {
                          scheduleMeasure();       // and the room the message being written needs
                      });
     dropOldest->setObjectName(QStringLiteral("dropOldestAction"));
+    // Enabled for models whose template has the switch (onLoaded); the worker applies it from the
+    // next turn.
+    thinkingAction_ = addSettingToggle(file, tr("Let the Model &Think Before Answering"),
+                                       tr("For models that can reason first (Qwen3): on, the reply starts with its "
+                                          "reasoning, shown apart; off, the model is told to answer at once."),
+                                       preferences::thinking(), [this](bool on) {
+                                           preferences::setThinking(on);
+                                           worker_->setThinking(on);
+                                       });
+    thinkingAction_->setObjectName(QStringLiteral("thinkingAction"));
+    thinkingAction_->setEnabled(false);
     contextLengthAction_ = file->addAction(tr("Context &Length…"), this, &MainWindow::chooseContextLength);
     contextLengthAction_->setObjectName(QStringLiteral("contextLengthAction"));
     contextLengthAction_->setToolTip(tr("How many tokens of the conversation the model sees at once, and the "
@@ -815,6 +826,7 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
     fillModelPicker();
     setWindowTitle(tr("%1 — Lantern").arg(loadedModelName_));
     chatView_->setRepliesOpenInReasoning(report.chat_template && report.template_name == QStringLiteral("deepseek-r1"));
+    thinkingAction_->setEnabled(report.thinking_switch);
 
     QString deviceText = QString::fromStdString(device.name);
     if (device.type == lantern::DeviceType::Cpu) {

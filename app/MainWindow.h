@@ -199,6 +199,7 @@ protected:
     QAction* apiServerAction_ = nullptr;
     quint16 apiPort_ = 0;  // the port it listens on (0 while off)
     QAction* apiChatFirstAction_ = nullptr;  // File > API Replies Wait for the Chat
+    QAction* thinkingAction_ = nullptr;      // File > Let the Model Think Before Answering (Qwen3)
     // The API's last activity report (InferenceWorker::apiServerActivity), shown by apiLabel_.
     quint32 apiInProgress_ = 0;
     quint32 apiWaiting_ = 0;

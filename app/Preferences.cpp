@@ -29,6 +29,8 @@ QString systemPrompt() { return QSettings().value(QStringLiteral("chat/systemPro
 void setSystemPrompt(const QString& text) { QSettings().setValue(QStringLiteral("chat/systemPrompt"), text); }
 QString language() { return QSettings().value(QStringLiteral("ui/language")).toString(); }
 void setLanguage(const QString& language) { QSettings().setValue(QStringLiteral("ui/language"), language); }
+bool thinking() { return QSettings().value(QStringLiteral("chat/thinking"), true).toBool(); }
+void setThinking(bool on) { QSettings().setValue(QStringLiteral("chat/thinking"), on); }
 bool dropOldestTurns() { return QSettings().value(QStringLiteral("chat/dropOldestTurns"), true).toBool(); }
 void setDropOldestTurns(bool drop) { QSettings().setValue(QStringLiteral("chat/dropOldestTurns"), drop); }
 bool renderMarkdown() { return QSettings().value(QStringLiteral("chat/renderMarkdown"), true).toBool(); }

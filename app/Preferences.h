@@ -27,6 +27,9 @@ void setLanguage(const QString& language);
 // What happens when a conversation outgrows the context: true = drop the oldest turns (the
 // system prompt stays), false = stop and say so.
 bool dropOldestTurns();
+// Whether models with a thinking switch (Qwen3) reason before they answer (true, the default).
+bool thinking();
+void setThinking(bool on);
 void setDropOldestTurns(bool drop);
 // Replies rendered as Markdown (true, the default) or shown as raw text.
 bool renderMarkdown();

@@ -970,6 +970,14 @@ Lantern 运行 llama、qwen2 与 qwen3 架构的模型；这个模型是 %2。</
             <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。聊天生成回复时 API 的回复暂停（文件 &gt; API 回复等待聊天），并共用 KV 缓存中一个对话的空间：超出时最后开始的回复先等待，之后从原处继续。</numerusform>
         </translation>
     </message>
+    <message>
+        <source>Let the Model &amp;Think Before Answering</source>
+        <translation>让模型先思考再回答(&amp;T)</translation>
+    </message>
+    <message>
+        <source>For models that can reason first (Qwen3): on, the reply starts with its reasoning, shown apart; off, the model is told to answer at once.</source>
+        <translation>适用于能先推理的模型（Qwen3）：打开时，回复以推理开头并单独显示；关闭时，模型被要求直接回答。</translation>
+    </message>
 </context>
 <context>
     <name>MessageDelegate</name>

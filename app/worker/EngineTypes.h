@@ -22,6 +22,7 @@ struct LoadReport {
     uint32_t sequences = 0;       // conversations the KV cache holds at full context
     bool chat_template = false;   // false: completion mode (the text is continued)
     QString template_name;
+    bool thinking_switch = false;  // the template lets the model think first or not (Qwen3)
     QString tokenizer_kind;       // "sentencepiece", "byte-level BPE (llama-bpe)"
 };
 

@@ -119,6 +119,7 @@ void InferenceWorker::loadEngine(bool forApi) {
     report.sequences = kvConversationsFor(forApi);
     report.chat_template = session_->has_chat_template();
     report.template_name = QString::fromStdString(session_->template_name());
+    report.thinking_switch = session_->has_thinking_switch();
     report.tokenizer_kind = QString::fromStdString(engine_->tokenizer().kind());
     emit modelLoaded(engine_->model(), engine_->device(), report);
     publishKvStats();
@@ -354,6 +355,7 @@ void InferenceWorker::runTurn(const TurnFunction& turn) {
     stop_.store(false);
     session_->set_context_policy(dropOldestTurns_.load() ? lantern::ContextPolicy::DropOldestTurns
                                                          : lantern::ContextPolicy::Stop);
+    session_->set_thinking(thinking_.load());
     lastAttentionPosition_ = UINT32_MAX;
     sharedSteps_ = 0;
     emit turnStarted();

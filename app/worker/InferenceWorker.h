@@ -68,6 +68,9 @@ public:
     // chat 85-96 tok/s alone, 27-30 beside three replies, all tokens only 1.17x sooner), which is
     // why a user who reads along may want the chat first; on a GPU sharing is near free.
     void setChatFirst(bool on) { chatFirst_.store(on); }
+    // Whether models with a thinking switch (LoadReport::thinking_switch, Qwen3) reason before
+    // they answer, from the next turn on (thread-safe). On by default, as their templates.
+    void setThinking(bool on) { thinking_.store(on); }
     // How often an idle API server looks at the network (ms).
     static constexpr int kApiIdleMs = 20;
     // Replies the API server generates at once beside the chat (lantern::ServerOptions::parallel).
@@ -211,6 +214,7 @@ private:
     int profileCountdown_ = 0;  // timed steps still to come before the one that is sent
     std::atomic<double> tokenBatchMs_{kTokenBatchMs};
     std::atomic<bool> chatFirst_{false};  // see setChatFirst
+    std::atomic<bool> thinking_{true};    // see setThinking
     TokenBatch batch_;          // tokens not yet sent (worker thread only)
     QElapsedTimer sinceBatch_;  // since the last batch went out
     std::atomic<bool> dropOldestTurns_{true};

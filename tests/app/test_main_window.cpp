@@ -149,6 +149,7 @@ private slots:
     void splitModelsAreListedOnceWithTheirWholeSize();
     void modelsOtherAppsDownloadedAreListedWithTheirApp();
     void anOllamaModelIsListedByItsOllamaNameAndOpens();
+    void aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitch();
     void aModelDownloadedIntoAnotherAppsFolderAppearsWhileTheWindowIsOpen();
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
     void theContextLengthIsChosenPerModelAndRemembered();
@@ -754,6 +755,64 @@ void TestMainWindow::anOllamaModelIsListedByItsOllamaNameAndOpens() {
     ConversationStore reopened(dir.filePath(QStringLiteral("chat.sqlite")));
     QCOMPARE(reopened.conversations().size(), 1);
     QCOMPARE(reopened.conversations().first().model, QStringLiteral("stories:260k"));
+}
+
+// A Qwen3 model (Qwen3's layers and chat template, a small random one) downloaded by another app:
+// the picker lists it as one that runs, choosing it loads it, the model panel shows its heads as
+// they are (16 dims wider than the width split among them), the thinking switch turns on for it
+// and is remembered, and it answers.
+void TestMainWindow::aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitch() {
+    QTemporaryDir cache;
+    lantern::SyntheticShape shape;
+    shape.name = "qwen3-tiny";
+    shape.architecture = "qwen3";
+    shape.dim = 64, shape.n_heads = 4, shape.n_kv_heads = 2, shape.head_dim = 32, shape.ffn_dim = 128;
+    shape.n_layers = 2, shape.vocab = 512, shape.qk_norm = true, shape.rope_base = 1e6f;
+    shape.chat_template = "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
+                          "'<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+                          "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>"
+                          "\\n\\n' }}{%- endif %}{%- endif %}";
+    lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32),
+                                   cache.filePath(QStringLiteral("qwen3-tiny.gguf")).toStdString());
+    const QByteArray before = qgetenv("LLAMA_CACHE");
+    qputenv("LLAMA_CACHE", QFile::encodeName(cache.path()));
+    QTemporaryDir dir;
+    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    window.show();
+    QSignalSpy listed(&window, &MainWindow::modelListChanged);
+    QVERIFY(listed.wait(30000));
+    if (before.isEmpty()) qunsetenv("LLAMA_CACHE"); else qputenv("LLAMA_CACHE", before);
+    auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
+    int i = -1;
+    QStringList items;
+    for (int k = 0; k < picker->count(); ++k) {
+        items << picker->itemText(k);
+        if (picker->itemText(k).startsWith(QStringLiteral("qwen3-tiny  ("))) i = k;
+    }
+    QVERIFY2(i > 0, qPrintable(items.join(QStringLiteral(" | "))));
+    QVERIFY(qobject_cast<QStandardItemModel*>(picker->model())->item(i)->isEnabled());
+    auto* thinking = window.findChild<QAction*>(QStringLiteral("thinkingAction"));
+    QVERIFY(thinking && !thinking->isEnabled());  // no model with the switch yet
+    picker->setCurrentIndex(i);
+    emit picker->activated(i);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+    auto* info = window.findChild<ModelInfoPanel*>();
+    QVERIFY(info);
+    QCOMPARE(info->valueText(QStringLiteral("architecture")), QStringLiteral("qwen3"));
+    QCOMPARE(info->valueText(QStringLiteral("heads")), QStringLiteral("4 / 2"));
+    QVERIFY2(info->valueText(QStringLiteral("rope")).startsWith(QStringLiteral("32 / 32 dims")),
+             qPrintable(info->valueText(QStringLiteral("rope"))));
+    QCOMPARE(info->valueText(QStringLiteral("template")), QStringLiteral("qwen3"));
+    QVERIFY(thinking->isEnabled());
+    thinking->setChecked(false);
+    QVERIFY(!preferences::thinking());
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(4);
+    QVERIFY(sendAndWait(window, QStringLiteral("Hi")));
+    const QAbstractItemModel* chat = window.findChild<ChatView*>(QStringLiteral("chatView"))->model();
+    QCOMPARE(chat->rowCount(), 2);
+    QCOMPARE(chat->index(1, 0).data(ChatModel::ModelRole).toString(), QStringLiteral("synthetic-qwen3-tiny"));
+    thinking->setChecked(true);
+    QVERIFY(preferences::thinking());
 }
 
 #include "test_main_window.moc"

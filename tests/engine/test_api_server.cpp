@@ -416,6 +416,14 @@ private slots:
             << post_raw("/v1/chat/completions",
                         R"({"messages": [{"role": "user", "content": "x"}], "reasoning_format": "hidden"})")
             << 400 << R"(reasoning_format must be "deepseek" (reasoning_content apart) or "none")";
+        QTest::newRow("chat_template_kwargs key")
+            << post_raw("/v1/chat/completions",
+                        R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"tools_in_user_message": true}})")
+            << 400 << "chat_template_kwargs.tools_in_user_message is not supported (enable_thinking is)";
+        QTest::newRow("enable_thinking")
+            << post_raw("/v1/chat/completions",
+                        R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"enable_thinking": "no"}})")
+            << 400 << "chat_template_kwargs.enable_thinking must be true or false";
         QTest::newRow("logit_bias id") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"512": 5}})") << 400
                                        << R"(logit_bias: "512" is not a token id of this model (0 to 511))";
         QTest::newRow("logit_bias value") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 101}})")

@@ -141,7 +141,7 @@ const char* const kUnknownTemplate =
 const ChatFormat kChatFormats[] = {ChatFormat::Llama2,      ChatFormat::Mistral,      ChatFormat::ChatML,
                                    ChatFormat::Zephyr,      ChatFormat::Falcon3,      ChatFormat::Phi3,
                                    ChatFormat::Gemma,       ChatFormat::MistralV7,    ChatFormat::DeepSeekLlm,
-                                   ChatFormat::DeepSeekCoder};
+                                   ChatFormat::DeepSeekCoder, ChatFormat::Qwen3};
 
 // The conversation without its last message (a reply), so that it ends with a user turn.
 std::vector<ChatMessage> prompt_messages_of(std::vector<ChatMessage> messages) {
@@ -375,6 +375,7 @@ private slots:
                 e.reply(" Hello.").special(kEos).special(kInst).text(" Bye").special(kInstEnd);
                 break;
             case ChatFormat::ChatML:
+            case ChatFormat::Qwen3:  // (no reasoning in these replies)
                 e.special(kBos).special(kImStart).text("system\nBe brief.").special(kImEnd).text("\n");
                 e.special(kImStart).text("user\nHi!").special(kImEnd).text("\n");
                 e.special(kImStart).text("assistant\n").reply("Hello.").special(kImEnd).text("\n");
@@ -579,6 +580,38 @@ private slots:
         QCOMPARE(ChatTemplate(ChatFormat::Zephyr).end_of_turn_tokens(*markers_), std::vector<int32_t>{kEos});
         QCOMPARE(ChatTemplate(ChatFormat::Falcon3).end_of_turn_tokens(*markers_), std::vector<int32_t>{kEos});
         QCOMPARE(ChatTemplate(ChatFormat::Falcon3).stop_tokens(*markers_), eog);
+    }
+
+    // Qwen3: detected by its enable_thinking switch; ChatML where replies before the last user
+    // message lose their reasoning (Qwen3's template) and the reply being written keeps it; with
+    // thinking off the generation prompt carries an empty reasoning section.
+    void qwen3RendersReasoningAndTheThinkingSwitch() {
+        const std::string qwen3_template =
+            "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
+            "'<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+            "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}"
+            "{%- endif %}{%- endif %}";
+        QCOMPARE(ChatTemplate::detect(qwen3_template), std::optional<ChatFormat>(ChatFormat::Qwen3));
+        QCOMPARE(ChatTemplate::detect(kChatMLTemplate), std::optional<ChatFormat>(ChatFormat::ChatML));
+        ChatTemplate qwen3(ChatFormat::Qwen3);
+        QVERIFY(qwen3.has_system_role() && qwen3.has_thinking_switch() && qwen3.thinking());
+        QVERIFY(!ChatTemplate(ChatFormat::ChatML).has_thinking_switch());
+        QCOMPARE(std::string(chat_format_name(ChatFormat::Qwen3)), std::string("qwen3"));
+        const std::vector<ChatMessage> messages = {
+            system_turn("Be brief."), user_turn("Hi!"), assistant_turn("<think>\nA greeting.\n</think>\n\nHello."),
+            user_turn("Name a colour."), assistant_turn("<think>\nPick one.\n</think>\n\nRed")};
+        // The earlier reply without its reasoning; the last one, being continued, as written.
+        const auto open = qwen3.render_open_reply(*markers_, messages);
+        QCOMPARE(open.text, std::string("<s><|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n"
+                                        "<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nName a colour."
+                                        "<|im_end|>\n<|im_start|>assistant\n<think>\nPick one.\n</think>\n\nRed"));
+        const std::vector<ChatMessage> asking(messages.begin(), messages.end() - 1);
+        QVERIFY(qwen3.render(*markers_, asking, true).text.ends_with("<|im_start|>assistant\n"));
+        qwen3.set_thinking(false);
+        const auto no_think = qwen3.render(*markers_, asking, true);
+        QVERIFY2(no_think.text.ends_with("Name a colour.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+                 no_think.text.c_str());
+        QCOMPARE(qwen3.stop_tokens(*markers_), ChatTemplate(ChatFormat::ChatML).stop_tokens(*markers_));
     }
 
     void systemRoleSupport() {

@@ -16,6 +16,7 @@
 #include "lantern/gguf.h"
 #include "lantern/perplexity.h"
 #include "lantern/scheduler.h"
+#include "lantern/synthetic.h"
 #include "lantern/tokenizer.h"
 #include "test_support.h"
 
@@ -67,6 +68,40 @@ SamplingSettings sampled(uint64_t seed, int n) {
 class GenerationTest : public QObject {
     Q_OBJECT
 private slots:
+    // A Qwen3 model's session: its template is read as Qwen3 (the switch is there), and with
+    // thinking off the prompt the model sees ends with the empty reasoning section Qwen3's template
+    // writes for enable_thinking=false; on, it ends at the assistant header.
+    void qwen3_session_takes_the_thinking_switch() {
+        SyntheticShape shape;
+        shape.architecture = "qwen3";
+        shape.dim = 64, shape.n_heads = 4, shape.n_kv_heads = 2, shape.head_dim = 32, shape.ffn_dim = 128;
+        shape.n_layers = 2, shape.vocab = 512, shape.qk_norm = true, shape.rope_base = 1e6f;
+        shape.chat_template =
+            "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
+            "{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is "
+            "defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}";
+        const std::string path = test::temp_dir() + "/qwen3-chat.gguf";
+        write_synthetic_model(shape, static_cast<uint32_t>(GgmlType::F32), path);
+        auto e = Engine::load(path, options());
+        QCOMPARE(e->chat_template().format(), ChatFormat::Qwen3);
+        for (bool thinking : {true, false}) {
+            ChatSession session(*e);
+            QVERIFY(session.has_thinking_switch());
+            session.set_thinking(thinking);
+            SamplingSettings greedy;
+            greedy.temperature = 0;
+            greedy.max_new_tokens = 1;
+            SettingsSlot slot(greedy);
+            session.respond("Hi", slot, [](const TokenEvent&) { return true; });
+            // (The reply's one token was sampled, not fed: the sequence holds the prompt.)
+            const std::string prompt = e->tokenizer().decode(e->sequence_tokens(session.sequence()));
+            const std::string tail = thinking ? "Hi<|im_end|>\n<|im_start|>assistant\n"
+                                              : "Hi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+            QVERIFY2(prompt.ends_with(tail), prompt.c_str());
+        }
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void same_seed_gives_identical_text_twice() {
         auto e1 = Engine::load(model(), options());
         auto e2 = Engine::load(model(), options());

@@ -102,6 +102,10 @@ public:
     // continued directly. True when the model has a recognised chat template.
     bool has_chat_template() const;
     std::string template_name() const;
+    // Models whose template takes enable_thinking (Qwen3): whether the next turns' prompts let the
+    // model reason first (on, the default) or tell it to answer at once. Applies from the next turn.
+    bool has_thinking_switch() const;
+    void set_thinking(bool on);
 
     // Runs one assistant turn. Reads `settings` at every step (changes apply from the next token).
     // on_token returns false to stop. `stop` is also polled between steps.

@@ -16,6 +16,9 @@
 //   DeepSeekCoder <bos>{system, or the model's own}### Instruction:\n{user}\n### Response:\n{reply}\n<|EOT|>\n ...
 //            ### Response:\n   (DeepSeek Coder instruct)
 //   ChatML   <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
+//   Qwen3    ChatML, and earlier replies (before the last user message) without their reasoning
+//            ("<think>...</think>" and the line breaks after it), as Qwen3's template; with thinking
+//            off (enable_thinking=false) the generation prompt is followed by "<think>\n\n</think>\n\n"
 //   Zephyr   <|{role}|>\n{content}</s>\n ... <|assistant|>\n            (TinyLlama chat)
 //   Falcon3  <|{role}|>\n{content}\n ... <|assistant|>\n{reply}<|endoftext|>\n ... <|assistant|>\n
 //            (Zephyr's markers; only replies end with EOS)
@@ -65,7 +68,7 @@ struct ChatMessage {
 
 enum class ChatFormat {
     Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma, Llama3, MistralV7, DeepSeekR1, Falcon3, DeepSeekLlm,
-    DeepSeekCoder
+    DeepSeekCoder, Qwen3
 };
 const char* chat_format_name(ChatFormat format);  // "llama2", "chatml", ...
 
@@ -87,6 +90,11 @@ public:
     static ChatTemplate from_gguf(const GgufFile& gguf);
 
     ChatFormat format() const { return format_; }
+    // Whether the format's template takes enable_thinking (Qwen3), and its value for render: with
+    // thinking off the model is told to answer without reasoning. On by default, as in the template.
+    bool has_thinking_switch() const { return format_ == ChatFormat::Qwen3; }
+    bool thinking() const { return thinking_; }
+    void set_thinking(bool on) { thinking_ = on; }
     // False where the format has no system turn and system text joins the next user message.
     bool has_system_role() const;
 
@@ -114,6 +122,7 @@ private:
     RenderedPrompt render(const Tokenizer& tokenizer, std::span<const ChatMessage> messages, bool add_generation_prompt,
                           bool open_last_reply) const;
     ChatFormat format_;
+    bool thinking_ = true;
 };
 
 }  // namespace lantern

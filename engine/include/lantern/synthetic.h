@@ -26,6 +26,7 @@ struct SyntheticShape {
     // residual stream next to the layers' outputs, so a random model's next token depends on its
     // input (with 0.02 the Q/K/V biases and layer outputs drown it and greedy text repeats).
     float embed_std = 0;
+    std::string chat_template;  // written as tokenizer.chat_template when set (tests of chat formats)
     uint32_t head_size() const { return head_dim ? head_dim : dim / n_heads; }
 };
 

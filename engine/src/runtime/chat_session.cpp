@@ -31,7 +31,7 @@ const char* role_name(ChatRole r) {
 
 struct ChatSession::Impl {
     Engine& engine;
-    const ChatTemplate& chat_template;
+    ChatTemplate chat_template;  // the engine's, with this session's thinking switch
     std::string system_prompt;
     ContextPolicy policy = ContextPolicy::Stop;
     std::vector<ChatMessage> messages;  // user/assistant turns (system prompt kept apart)
@@ -278,6 +278,8 @@ ChatSession::~ChatSession() {
 }
 
 void ChatSession::set_system_prompt(const std::string& text) { impl_->system_prompt = text; }
+void ChatSession::set_thinking(bool on) { impl_->chat_template.set_thinking(on); }
+bool ChatSession::has_thinking_switch() const { return impl_->chat_template.has_thinking_switch(); }
 void ChatSession::set_context_policy(ContextPolicy policy) { impl_->policy = policy; }
 void ChatSession::set_decode_step(DecodeStep step) { impl_->decode_step = std::move(step); }
 void ChatSession::set_prompt_progress(std::function<void(uint32_t, uint32_t)> on_progress) {

@@ -168,6 +168,7 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
     w.set_f32(key + "attention.layer_norm_rms_epsilon", s.architecture == "llama" ? 1e-5f : 1e-6f);
 
     add_synthetic_vocabulary(w, s.vocab);
+    if (!s.chat_template.empty()) w.set_string("tokenizer.chat_template", s.chat_template);
 
     enum class Fill { Matrix, Ones, Bias, NearOne };
     struct Tensor {

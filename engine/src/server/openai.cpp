@@ -218,7 +218,21 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
         cm.content = message_text(*content, i);
         messages.push_back(std::move(cm));
     }
-    const ChatTemplate& tmpl = engine.chat_template();
+    ChatTemplate tmpl = engine.chat_template();
+    // chat_template_kwargs, as llama-server takes them: enable_thinking (Qwen3) is the one this
+    // renderer has; other keys are refused by name rather than ignored.
+    if (const Json* kwargs = member(body, "chat_template_kwargs")) {
+        if (!kwargs->is_object()) throw ApiError(400, "chat_template_kwargs must be an object", "chat_template_kwargs");
+        for (const auto& [key, value] : kwargs->members()) {
+            if (key != "enable_thinking")
+                throw ApiError(400, "chat_template_kwargs." + key + " is not supported (enable_thinking is)",
+                               "chat_template_kwargs." + key);
+            if (!value.is_bool())
+                throw ApiError(400, "chat_template_kwargs.enable_thinking must be true or false",
+                               "chat_template_kwargs.enable_thinking");
+            tmpl.set_thinking(value.as_bool());
+        }
+    }
     job.prompt = tmpl.render(engine.tokenizer(), messages, true).tokens;
     job.split_reasoning = true;
     if (const Json* rf = member(body, "reasoning_format")) {

@@ -225,6 +225,56 @@ void render_deepseek_r1(PromptBuilder& b, const Tokenizer& t, std::span<const Ch
     }
 }
 
+// Qwen3: ChatML, with the replies before the last user message rendered without their reasoning
+// (what follows the last "</think>", line breaks trimmed from its start), and, with thinking off,
+// an empty reasoning section after the generation prompt, as Qwen3's template renders
+// enable_thinking=false. Replies after the last user message (one being continued) stay as written.
+void render_qwen3(PromptBuilder& b, std::span<const ChatMessage> messages, bool add_generation_prompt,
+                  bool thinking) {
+    size_t last_user = SIZE_MAX;
+    for (size_t i = 0; i < messages.size(); ++i)
+        if (messages[i].role == ChatRole::User) last_user = i;
+    const auto header = [&](std::string_view role) {
+        b.marker("<|im_start|>");
+        b.text(role);
+        b.text("\n");
+    };
+    const auto end_turn = [&] {
+        b.marker("<|im_end|>");
+        b.text("\n");
+    };
+    b.bos();
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        switch (m.role) {
+            case ChatRole::System:
+            case ChatRole::User:
+                header(m.role == ChatRole::System ? "system" : "user");
+                b.text(m.content);
+                end_turn();
+                break;
+            case ChatRole::Assistant: {
+                header("assistant");
+                const size_t end_of_thought = m.content.rfind("</think>");
+                if (last_user != SIZE_MAX && i < last_user && end_of_thought != std::string::npos) {
+                    const size_t answer = m.content.find_first_not_of('\n', end_of_thought + 8);
+                    ChatMessage stripped{ChatRole::Assistant,
+                                         answer == std::string::npos ? std::string() : m.content.substr(answer), {}};
+                    b.reply(stripped, stripped.content);
+                } else {
+                    b.reply(m, m.content);
+                }
+                end_turn();
+                break;
+            }
+        }
+    }
+    if (add_generation_prompt) {
+        header("assistant");
+        if (!thinking) b.text("<think>\n\n</think>\n\n");
+    }
+}
+
 // DeepSeek LLM chat (and DeepSeek-V2's layout): "{system}\n\nUser: {user}\n\nAssistant: {reply}<eos>",
 // BOS once, "Assistant:" as the generation prompt — the model writes the space before its reply,
 // so a reply known only as text gets that space back when it is rendered.
@@ -413,6 +463,8 @@ const char* chat_format_name(ChatFormat format) {
             return "deepseek-llm";
         case ChatFormat::DeepSeekCoder:
             return "deepseek-coder";
+        case ChatFormat::Qwen3:
+            return "qwen3";
     }
     return "unknown";
 }
@@ -423,6 +475,9 @@ std::optional<ChatFormat> ChatTemplate::detect(std::string_view jinja) {
     if (has("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>")) return ChatFormat::DeepSeekR1;
     if (has("### Instruction:") && has("<|EOT|>")) return ChatFormat::DeepSeekCoder;
     if (has("'Assistant: ' + message['content'] + eos_token")) return ChatFormat::DeepSeekLlm;
+    // Qwen3's template takes enable_thinking and drops earlier replies' reasoning; other ChatML
+    // templates (Qwen2.5, SmolLM2, Hermes) render every turn as written.
+    if (has("<|im_start|>") && has("enable_thinking")) return ChatFormat::Qwen3;
     if (has("<|im_start|>")) return ChatFormat::ChatML;
     if (has("<start_of_turn>")) return ChatFormat::Gemma;
     // Phi-3, Zephyr and Falcon 3 share <|user|>. Phi-3 closes turns with <|end|>; Zephyr closes
@@ -459,6 +514,7 @@ bool ChatTemplate::has_system_role() const {
         case ChatFormat::DeepSeekR1:
         case ChatFormat::DeepSeekLlm:
         case ChatFormat::DeepSeekCoder:
+        case ChatFormat::Qwen3:
             return true;
         case ChatFormat::Completion:
         case ChatFormat::Mistral:
@@ -522,6 +578,9 @@ RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const 
         case ChatFormat::DeepSeekCoder:
             render_deepseek_coder(b, messages, add_generation_prompt);
             break;
+        case ChatFormat::Qwen3:
+            render_qwen3(b, messages, add_generation_prompt, thinking_);
+            break;
     }
     return b.finish(open_last_reply);
 }
@@ -540,6 +599,7 @@ std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer
             if (tokenizer.eos_id() < 0) return {};
             return {tokenizer.eos_id()};
         case ChatFormat::ChatML:
+        case ChatFormat::Qwen3:
             return marker_tokens(tokenizer, "<|im_end|>");
         case ChatFormat::Phi3:
             return marker_tokens(tokenizer, "<|end|>");
