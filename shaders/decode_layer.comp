@@ -102,6 +102,7 @@ layout(push_constant) uniform Layers {
     uint layers;     // layers in the run
     uint dim;        // model width
     uint ffn;        // FFN width
+    uint qdim;       // Q's width and the attention output's: heads x head dim (Qwen3: wider than dim)
     uint qkv_rows;   // rows of Q, K and V together
     uint qkv_a_rows; // rows of the first Q/K/V part (all of them with one part)
     // The run's first layer: first 16-byte unit of each matrix in binding 0, first float of each
@@ -112,6 +113,7 @@ layout(push_constant) uniform Layers {
     uint w_qkv, w_qkv_b, w_o, w_gu, w_down;
     uint norm_attn, norm_ffn;
     uint bias_qkv;   // first float of the Q/K/V biases in binding 1 (as the norms); ~0u: none (Qwen2 has them)
+    uint norm_qk;    // first float of the per-head Q then K norm weights (Qwen3); ~0u: none
     uint layer_units, layer_kv;
     uint act_x, act_qkv, act_attn, act_ffn;  // first float of each activation in the arena
     uint n_head, n_kv, n_rot, block;
@@ -158,6 +160,7 @@ uvec4 tok_at(uint t) { return texelFetch(tok, int(t)); }
 float rope_at(uint i) { return texelFetch(rope, int(i)).x; }
 bool qkv_bias_on() { return lp.bias_qkv != 0xFFFFFFFFu; }
 float qkv_bias_at(uint col) { return texelFetch(weight_scales, int(lp.bias_qkv + w_layer * 4u + col)).x; }
+float qk_norm_w(uint i) { return texelFetch(weight_scales, int(lp.norm_qk + w_layer * 4u + i)).x; }
 #if defined(KV_F16)
 void k_store(uint i, vec2 v) { kc[kv_layer * 4u + i / 2u] = packHalf2x16(v); }
 void v_store(uint i, vec2 v) { vc[kv_layer * 4u + i / 2u] = packHalf2x16(v); }
@@ -184,6 +187,7 @@ void out_set(uint i, float v) { act[pc.y_base + i] = v; }
 void capture_set(uint i, float v) {}
 #include "matmul_rows.glsl"
 #include "attention_heads.glsl"
+#include "qk_norm.glsl"
 
 // A matmul of the layer: type wt, K inputs, N rows in tiles of `rows` rows per lane, reading x at
 // float x_base (rows x_stride apart), writing y at y_base (rows y_stride apart; flags bit 0: add
@@ -298,6 +302,21 @@ void set_qkv(bool b) {
     pc.y_offset = b ? lp.qkv_a_rows : 0u;
 }
 
+// With per-head Q/K norms (lp.norm_qk, Qwen3) the Q/K/V bands store their rows plainly, and the
+// workgroup that computed a band then normalises, rotates and stores its heads for its tokens
+// (qk_norm.glsl, as the separate QkNormRopeOp does: one lane a head and token). The host fuses
+// such layers only where every band holds whole heads. `first`, `rows`: the band's stacked rows.
+void qk_norm_band(uint first, uint rows, uint group) {
+    memoryBarrierBuffer();
+    barrier();
+    const uint heads = rows / HD, h0 = first / HD, t0 = group * LT, nt = min(LT, lp.T - t0);
+    for (uint p = gl_LocalInvocationIndex; p < heads * nt; p += gl_WorkGroupSize.x) {
+        const uint t = t0 + p / heads;
+        qk_norm_rope_head(t, h0 + p % heads, tok_at(t), lp.n_head, lp.n_kv, HD, lp.n_rot, lp.block, lp.qkv_rows,
+                          lp.eps);
+    }
+}
+
 // One layer (slot, w_layer and kv_layer set). False: the step is given up (here or in an earlier layer).
 bool run_layer(bool last) {
     if (gave_up()) return false;
@@ -323,13 +342,21 @@ bool run_layer(bool last) {
         bands_b = bands_of(ROWS_QKV_B);
     }
     const uint n_qkv = n_a + bands_b * token_groups();
+    const bool qk_norm = lp.norm_qk != 0xFFFFFFFFu;
+    const uint qkv_out = qk_norm ? OUT_PLAIN : OUT_ROPE_KV;
     for (uint v = claim(0u); v < n_qkv; v = claim(0u)) {
         if (ROWS_QKV_B == 0u || v < n_a) {
             set_qkv(false);
-            matmul_rows(TYPE_QKV, uvec2(v % bands_a, v / bands_a), ROWS_QKV, IN_NORM, OUT_ROPE_KV);
+            const uint band = v % bands_a, tile = gl_WorkGroupSize.x * ROWS_QKV;
+            matmul_rows(TYPE_QKV, uvec2(band, v / bands_a), ROWS_QKV, IN_NORM, qkv_out);
+            if (qk_norm) qk_norm_band(band * tile, min(tile, lp.qkv_a_rows - band * tile), v / bands_a);
         } else {
             set_qkv(true);
-            matmul_rows(TYPE_QKV_B, uvec2((v - n_a) % bands_b, (v - n_a) / bands_b), ROWS_QKV_B, IN_NORM, OUT_ROPE_KV);
+            const uint band = (v - n_a) % bands_b, tile = gl_WorkGroupSize.x * ROWS_QKV_B;
+            matmul_rows(TYPE_QKV_B, uvec2(band, (v - n_a) / bands_b), ROWS_QKV_B, IN_NORM, qkv_out);
+            if (qk_norm)
+                qk_norm_band(lp.qkv_a_rows + band * tile, min(tile, lp.qkv_rows - lp.qkv_a_rows - band * tile),
+                             (v - n_a) / bands_b);
         }
         finished(0u);
     }
@@ -342,7 +369,7 @@ bool run_layer(bool last) {
     pc.x_base = lp.act_qkv;
     pc.y_base = lp.act_attn;
     pc.qkv_stride = lp.qkv_rows;
-    pc.out_stride = lp.dim;
+    pc.out_stride = lp.qdim;
     pc.flags = 0u;
     const uint heads_per_item = gl_WorkGroupSize.x * HEADS_PER_LANE;
     const uint groups = LANES_OWN_HEADS ? (lp.n_head + heads_per_item - 1u) / heads_per_item : lp.n_head;
@@ -355,7 +382,7 @@ bool run_layer(bool last) {
     mark(4u);
 
     // Output projection, added to x.
-    set_matmul(TYPE_O, lp.dim, lp.dim, ROWS_O, lp.w_o, lp.act_attn, lp.dim, lp.act_x, lp.dim, 1u, 0u);
+    set_matmul(TYPE_O, lp.qdim, lp.dim, ROWS_O, lp.w_o, lp.act_attn, lp.qdim, lp.act_x, lp.dim, 1u, 0u);
     if (!run_matmul(TYPE_O, 2u, ROWS_O, IN_PLAIN, OUT_PLAIN)) return false;
 
     // Gate/up: RMSNorm of x in, silu(gate) * up out (gate and up rows interleaved).

@@ -107,6 +107,7 @@ private slots:
     void theWeightsArePlannedAsTheyArePlaced_data() {
         QTest::addColumn<uint32_t>("type");
         QTest::addColumn<bool>("gpuLayouts");
+        QTest::addColumn<QString>("architecture");  // llama; qwen2 (Q/K/V biases); qwen3 (Q/K norms, Q 2x wide)
         const std::pair<const char*, uint32_t> types[] = {
             {"F32", uint32_t(GgmlType::F32)},   {"F16", uint32_t(GgmlType::F16)},   {"BF16", uint32_t(GgmlType::BF16)},
             {"Q8_0", uint32_t(GgmlType::Q8_0)}, {"Q4_0", uint32_t(GgmlType::Q4_0)}, {"Q4_K", uint32_t(GgmlType::Q4_K)},
@@ -114,8 +115,13 @@ private slots:
             {"Q3_K", uint32_t(GgmlType::Q3_K)}, {"Q5_K", uint32_t(GgmlType::Q5_K)}, {"Q6_K", uint32_t(GgmlType::Q6_K)},
             {"IQ4_NL", uint32_t(GgmlType::IQ4_NL)}, {"IQ4_XS", uint32_t(GgmlType::IQ4_XS)}, {"Q4_K_M", kSyntheticQ4KM}};
         for (const auto& [name, type] : types) {
-            QTest::newRow((std::string(name) + " tiled").c_str()) << type << false;
-            QTest::newRow((std::string(name) + " row-major").c_str()) << type << true;
+            QTest::newRow((std::string(name) + " tiled").c_str()) << type << false << QStringLiteral("llama");
+            QTest::newRow((std::string(name) + " row-major").c_str()) << type << true << QStringLiteral("llama");
+        }
+        for (const char* arch : {"qwen2", "qwen3"}) {
+            QTest::addRow("%s Q4_K_M tiled", arch) << kSyntheticQ4KM << false << QString(arch);
+            QTest::addRow("%s IQ4_XS tiled", arch) << uint32_t(GgmlType::IQ4_XS) << false << QString(arch);
+            QTest::addRow("%s BF16 row-major", arch) << uint32_t(GgmlType::BF16) << true << QString(arch);
         }
     }
 
@@ -126,8 +132,13 @@ private slots:
     void theWeightsArePlannedAsTheyArePlaced() {
         QFETCH(uint32_t, type);
         QFETCH(bool, gpuLayouts);
+        QFETCH(QString, architecture);
         SyntheticShape shape = synthetic_shape("256/8/4/2/768/320");  // whole K-quant blocks, odd tiles
-        shape.name = "plan-" + std::to_string(type);
+        shape.architecture = architecture.toStdString();
+        shape.qkv_bias = shape.architecture == "qwen2";
+        shape.qk_norm = shape.architecture == "qwen3";
+        if (shape.qk_norm) shape.head_dim = 128;  // Q 512 wide on a width of 256
+        shape.name = "plan-" + shape.architecture + "-" + std::to_string(type);
         const std::string path = test::temp_dir() + "/" + shape.name + ".gguf";
         write_synthetic_model(shape, type, path, 3);
         auto gguf = GgufFile::open(path);

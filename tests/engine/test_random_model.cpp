@@ -536,7 +536,7 @@ private:
         const bool lavapipe = engine->device().name.find("llvmpipe") != std::string::npos;
         const auto& prof = engine->last_step_profile();
         QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0,
-                 lavapipe && (other_type == type || v_and_down) && !gpu_layouts && !c.qk_norm);
+                 lavapipe && (other_type == type || v_and_down) && !gpu_layouts);
         for (const auto* a : {&prefill, &decode}) {
             QVERIFY2(a->finite, "the engine produced NaN/Inf logits");
             QVERIFY2(a->nmse() < kLogitNmse, qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));
@@ -624,6 +624,7 @@ private slots:
         QTest::addColumn<bool>("nine_heads");         // 9 heads of 32: lanes own heads for 1-4 tokens
         // 32 heads of 8, 4 per KV head: lanes own two heads each (ops::heads_per_lane_for on 2 threads)
         QTest::addColumn<bool>("many_heads");
+        QTest::addColumn<QString>("arch");  // llama; qwen2 (Q/K/V biases); qwen3 (Q/K norms in the band, Q 2x wide)
         const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
                        GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
@@ -632,7 +633,7 @@ private slots:
                 for (bool odd : {false, true}) {
                     if (odd && ops::find_weight_format(u(t))->block_elements > 1) continue;
                     QTest::addRow("%s, %s KV%s", ggml_type_name(u(t)), kv_f16 ? "F16" : "F32", odd ? ", odd shape" : "")
-                        << u(t) << kv_f16 << odd << u(t) << false << false;
+                        << u(t) << kv_f16 << odd << u(t) << false << false << QStringLiteral("llama");
                 }
         // Mixed layers: Q4_K_M's (Q6_K attn_v and ffn_down beside Q4_K), Q5_K_M's, Q3_K_M's, and a float V
         // and down beside Q8_0 (zero-padded float groups in the second Q/K/V stack).
@@ -641,15 +642,27 @@ private slots:
             for (bool kv_f16 : {true, false})
                 QTest::addRow("%s with %s attn_v and ffn_down, %s KV", ggml_type_name(u(t)), ggml_type_name(u(o)),
                               kv_f16 ? "F16" : "F32")
-                    << u(t) << kv_f16 << false << u(o) << false << false;
+                    << u(t) << kv_f16 << false << u(o) << false << false << QStringLiteral("llama");
         // Quantized layers whose 2-4 token steps run fused (the shapes above split keys
         // for one token there): the fused layer's tokens-per-lane variants over integer weights.
         for (auto t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL})
             QTest::addRow("%s, F16 KV, nine heads", ggml_type_name(u(t))) << u(t) << true << false << u(t) << true
-                                                                         << false;
+                                                                         << false << QStringLiteral("llama");
         // GQA with two query heads per lane (F32 KV there: test_ops).
         QTest::newRow("Q8_0, F16 KV, 32 heads of 4 per KV head")
-            << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0) << false << true;
+            << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0) << false << true << QStringLiteral("llama");
+        // Qwen2's biases and Qwen3's per-head norms (whole heads in each Q/K/V band), alone, in a
+        // mixed layer, and in steps of 2-4 tokens (nine heads).
+        for (const char* arch : {"qwen2", "qwen3"}) {
+            QTest::addRow("%s Q8_0, F16 KV", arch) << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0) << false
+                                                   << false << QString(arch);
+            QTest::addRow("%s F32, F32 KV", arch) << u(GgmlType::F32) << false << false << u(GgmlType::F32) << false
+                                                  << false << QString(arch);
+            QTest::addRow("%s Q4_K with Q6_K attn_v and ffn_down, F16 KV", arch)
+                << u(GgmlType::Q4_K) << true << false << u(GgmlType::Q6_K) << false << false << QString(arch);
+            QTest::addRow("%s Q8_0, F16 KV, nine heads", arch) << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0)
+                                                               << true << false << QString(arch);
+        }
     }
     void fused_layers_match_separate_kernels() {
         QFETCH(uint32_t, type);
@@ -658,6 +671,7 @@ private slots:
         QFETCH(uint32_t, v_down_type);
         QFETCH(bool, nine_heads);
         QFETCH(bool, many_heads);
+        QFETCH(QString, arch);
         Config c = config_for({type, v_down_type});
         if (odd) {
             c.dim = 90;
@@ -677,7 +691,11 @@ private slots:
             c.kv_heads = 8;
             c.ffn = 320;
         }
-        const std::string path = test::temp_dir() + "/fused-" + ggml_type_name(type) + (odd ? "-odd" : "") +
+        c.arch = arch.toStdString();
+        c.qkv_bias = c.arch == "qwen2";
+        c.qk_norm = c.arch == "qwen3";
+        if (c.qk_norm) c.head_size = 2 * c.dim / c.heads;
+        const std::string path = test::temp_dir() + "/fused-" + c.arch + "-" + ggml_type_name(type) + (odd ? "-odd" : "") +
                                  (nine_heads ? "-nine" : "") + (many_heads ? "-many" : "") + "-" +
                                  ggml_type_name(v_down_type) + ".gguf";
         ReferenceModel ref(c, false);

@@ -197,16 +197,15 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
                                          wd,
                                          L.attn_norm,
                                          L.ffn_norm,
-                                         L.qkv_bias};
+                                         L.qkv_bias,
+                                         L.qk_norm};
         ops::DecodeLayerShape fs;
         fs.attention = ashape;
         fs.dim = m.dim;
+        fs.q_dim = m.q_dim();
         fs.ffn_dim = m.ffn_dim;
         fs.eps = m.rms_eps;
-        const std::string why = !limits.fused_decode ? "turned off"
-                                : L.qk_norm          ? "per-head Q/K norms run on the separate kernels"
-                                : m.q_dim() != m.dim ? "Q is wider than the model"
-                                                     : ops::DecodeLayerOp::unsupported(ctx, fw, fs);
+        const std::string why = limits.fused_decode ? ops::DecodeLayerOp::unsupported(ctx, fw, fs) : "turned off";
         if (!why.empty() && fused_why_.empty()) fused_why_ = "layer " + std::to_string(l) + ": " + why;
         L.has_fused = why.empty();
         L.attention = ops::AttentionOp(ctx, ashape, qkv_, L.k_cache, L.v_cache, {&tok_info_}, {&tables_},

@@ -13,7 +13,7 @@ namespace {
 // The layer's weights that are present (qkv_b and qkv_bias are optional).
 std::vector<const DeviceWeight*> present(const DecodeLayerWeights& w) {
     std::vector<const DeviceWeight*> all;
-    for (const DeviceWeight* d : {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm, w.qkv_bias})
+    for (const DeviceWeight* d : {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm, w.qkv_bias, w.qk_norm})
         if (d) all.push_back(d);
     return all;
 }
@@ -68,6 +68,13 @@ std::string DecodeLayerOp::unsupported(const vk::Context& ctx, const DecodeLayer
     for (const DeviceWeight* d : {w.attn_norm, w.ffn_norm})
         if (d->format->ggml_type != 0) return "a norm weight is not F32";
     if (w.qkv_bias && w.qkv_bias->format->ggml_type != 0) return "the Q/K/V bias is not F32";
+    if (w.qk_norm) {
+        // Each Q/K/V band (a lane-rows tile) must hold whole heads: its workgroup normalises them.
+        const uint32_t hd = s.attention.head_dim;
+        if (w.qk_norm->format->ggml_type != 0) return "the Q/K norm is not F32";
+        if (w.qkv->tile_rows % hd != 0 || w.qkv->rows % hd != 0 || (w.qkv_b && w.qkv_b->tile_rows % hd != 0))
+            return "a Q/K/V band would split a head that the Q/K norm needs whole";
+    }
     for (const DeviceWeight* d : all)
         if (d->parts[0].values.buffer != w.qkv->parts[0].values.buffer) return "the layer's weights span two slabs";
     // The kernel finds a matrix's tiles from its rows per lane (tile rows = lanes x rows) and its
@@ -104,8 +111,8 @@ bool DecodeLayerOp::joins(const vk::Context& ctx, std::span<const DecodeLayerInp
     // Every weight one stride after the last layer's (the kernel finds layer r's at the first's
     // plus r strides; the layers already in the run lie so, having joined).
     const auto offsets = [](const DecodeLayerWeights& w) {
-        std::array<VkDeviceSize, 8> o{};
-        const DeviceWeight* all[] = {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm, w.qkv_bias};
+        std::array<VkDeviceSize, 9> o{};
+        const DeviceWeight* all[] = {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm, w.qkv_bias, w.qk_norm};
         for (size_t i = 0; i < o.size(); ++i) o[i] = all[i] ? all[i]->parts[0].values.offset + 1 : 0;  // 0: absent
         return o;
     };
@@ -147,7 +154,8 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, std::span<const DecodeLayerInput>
 
     // One workgroup per driver thread, so every thread can take part (a late one finds less work).
     groups_ = workgroups_for(ctx);
-    const bool vec4 = s.dim % 4 == 0 && s.ffn_dim % 4 == 0 && act.x % 4 == 0 && act.attn % 4 == 0 && act.ffn % 4 == 0;
+    const bool vec4 = s.dim % 4 == 0 && s.ffn_dim % 4 == 0 && s.q_dim % 4 == 0 && act.x % 4 == 0 && act.attn % 4 == 0 &&
+                      act.ffn % 4 == 0;
     const bool q_vec4 = a.qkv_stride % 4 == 0 && a.head_dim % 4 == 0 && act.qkv % 4 == 0;
     using vk::BindingKind;
     const std::vector<BindingKind> kinds = {
@@ -173,6 +181,7 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, std::span<const DecodeLayerInput>
     push_.layers = static_cast<uint32_t>(layers.size());
     push_.dim = s.dim;
     push_.ffn = s.ffn_dim;
+    push_.qdim = s.q_dim ? s.q_dim : s.dim;
     push_.qkv_a_rows = static_cast<uint32_t>(w.qkv->rows);
     push_.qkv_rows = push_.qkv_a_rows + (w.qkv_b ? static_cast<uint32_t>(w.qkv_b->rows) : 0u);
     push_.w_qkv = unit(w.qkv);
@@ -183,6 +192,7 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, std::span<const DecodeLayerInput>
     push_.norm_attn = unit(w.attn_norm) * 4;
     push_.norm_ffn = unit(w.ffn_norm) * 4;
     push_.bias_qkv = w.qkv_bias ? unit(w.qkv_bias) * 4 : ~0u;
+    push_.norm_qk = w.qk_norm ? unit(w.qk_norm) * 4 : ~0u;
     // Strides between the layers (joins checked that they are equal); one layer: none.
     push_.layer_units = layers.size() > 1 ? unit(layers[1].weights.qkv) - unit(w.qkv) : 0u;
     push_.layer_kv = layers.size() > 1 ? static_cast<uint32_t>((layers[1].k_cache.offset - k_cache.offset) / 16) : 0u;

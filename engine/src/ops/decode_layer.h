@@ -26,6 +26,7 @@ struct DecodeLayerWeights {
     const DeviceWeight *qkv = nullptr, *qkv_b = nullptr, *o = nullptr, *gate_up = nullptr, *down = nullptr;
     const DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
     const DeviceWeight* qkv_bias = nullptr;  // F32 biases of the [Q | K | V] rows (Qwen2), or none
+    const DeviceWeight* qk_norm = nullptr;   // F32 per-head Q norm then K norm (Qwen3), or none
 };
 
 // Where the activations are: one arena buffer, each activation at a float offset (a multiple of
@@ -46,6 +47,7 @@ struct DecodeLayerInput {
 struct DecodeLayerShape {
     AttentionShape attention;  // heads, head dim, KV block and type; qkv_stride = Q/K/V rows
     uint32_t dim = 0, ffn_dim = 0;
+    uint32_t q_dim = 0;  // Q's and the attention output's width (heads x head dim); 0 = dim
     float eps = 1e-5f;
     bool lanes_own_heads = true;  // attention's layout (see shaders/attention.comp), as AttentionOp picks it
     uint32_t heads_per_lane = 1;  // with lanes owning heads, as AttentionOp picks it
@@ -107,9 +109,9 @@ public:
 
 private:
     struct Push {
-        uint32_t T, slot, layers, dim, ffn, qkv_rows, qkv_a_rows;
+        uint32_t T, slot, layers, dim, ffn, qdim, qkv_rows, qkv_a_rows;
         uint32_t w_qkv, w_qkv_b, w_o, w_gu, w_down;
-        uint32_t norm_attn, norm_ffn, bias_qkv;  // bias_qkv ~0u: no Q/K/V bias
+        uint32_t norm_attn, norm_ffn, bias_qkv, norm_qk;  // bias_qkv, norm_qk ~0u: none
         uint32_t layer_units, layer_kv;
         uint32_t act_x, act_qkv, act_attn, act_ffn;
         uint32_t n_head, n_kv, n_rot, block;
