@@ -2,7 +2,9 @@
 // body may and may not be), the HTTP request parser (limits, pipelining, malformed input) and the
 // OpenAI error shape.
 #include <QTest>
+#include <clocale>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <random>
 
@@ -26,6 +28,31 @@ class ServerProtocolTest : public QObject {
     }
 
 private slots:
+    // Numbers are read and written with a '.' whatever the process's locale: the app runs under
+    // the user's, and in de_DE strtod read "0.7" as 0 and printf wrote "0,5". (The test needs the
+    // de_DE.UTF-8 locale, which scripts/setup-deps generates; without it the test fails, it does
+    // not skip.)
+    void json_numbers_do_not_follow_the_locale() {
+        const std::string before = std::setlocale(LC_ALL, nullptr);
+        QVERIFY2(std::setlocale(LC_ALL, "de_DE.UTF-8"), "the de_DE.UTF-8 locale is missing (scripts/setup-deps makes it)");
+        char probe[16];
+        std::snprintf(probe, sizeof probe, "%.1f", 0.5);
+        const bool comma = std::string(probe) == "0,5";
+        const Json j = Json::parse(R"({"temperature": 0.7, "top_p": 1e-1, "tiny": 1e-400, "n": 12.5e1})");
+        const double temperature = j.find("temperature")->as_number(), top_p = j.find("top_p")->as_number(),
+                     tiny = j.find("tiny")->as_number(), n = j.find("n")->as_number();
+        const std::string written = Json::object().set("x", 0.5).dump();
+        const QString too_large = parse_error("[1e400]");
+        std::setlocale(LC_ALL, before.c_str());
+        QVERIFY2(comma, "the locale writes numbers with a comma (else this test proves nothing)");
+        QCOMPARE(temperature, 0.7);
+        QCOMPARE(top_p, 0.1);
+        QCOMPARE(tiny, 0.0);  // underflow rounds to zero
+        QCOMPARE(n, 125.0);
+        QCOMPARE(written, std::string(R"({"x":0.5})"));
+        QVERIFY2(too_large.contains("number out of range"), qPrintable(too_large));
+    }
+
     void json_values_read_back_as_written() {
         const Json j = Json::parse(R"( {"a": [1, -2.5e3, true, false, null, "x"], "b": {"c": "d"}, "n": 0} )");
         QVERIFY(j.is_object());

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <chrono>
 #include <cmath>
@@ -314,10 +315,12 @@ struct ApiServer::Impl {
     std::string metrics() const {
         std::string out;
         const auto metric = [&out](const char* name, const char* type, const char* help, double value) {
+            // to_chars: the shortest form that reads back exactly, with a '.' whatever the locale
+            // (printf's %g writes "0,5" under de_DE, which Prometheus cannot read).
             char num[32];
-            std::snprintf(num, sizeof num, "%.17g", value);
+            const auto [end, ec] = std::to_chars(num, num + sizeof num, value);
             out += std::string("# HELP lantern_") + name + " " + help + "\n# TYPE lantern_" + name + " " + type +
-                   "\nlantern_" + name + " " + num + "\n";
+                   "\nlantern_" + name + " " + std::string(num, ec == std::errc() ? end : num) + "\n";
         };
         const Counters& c = counters;
         metric("http_requests_total", "counter", "HTTP requests answered.", double(c.requests));

@@ -213,10 +213,17 @@ private:
         const std::string_view text = s_.substr(start, pos_ - start);
         Json out;
         out.type_ = Json::Type::Number;
-        // strtod wants a terminated string; numbers are short.
-        const std::string copy(text);
-        out.number_ = std::strtod(copy.c_str(), nullptr);
-        if (!std::isfinite(out.number_)) {
+        // from_chars, not strtod: strtod reads the process's locale, and the app runs under the
+        // user's (in de_DE "0.7" would stop at the '.' and read 0). Out of range: a negative
+        // exponent underflows to 0 (as strtod rounds it), anything else is too large.
+        const auto [number_end, number_ec] = std::from_chars(text.data(), text.data() + text.size(), out.number_);
+        if (number_ec == std::errc::result_out_of_range && text.find("e-") == std::string_view::npos &&
+            text.find("E-") == std::string_view::npos) {
+            pos_ = start;
+            fail("number out of range");
+        }
+        if (number_ec == std::errc::result_out_of_range) out.number_ = 0.0;
+        else if (number_ec != std::errc() || number_end != text.data() + text.size() || !std::isfinite(out.number_)) {
             pos_ = start;
             fail("number out of range");
         }
