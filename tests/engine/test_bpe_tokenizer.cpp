@@ -305,6 +305,24 @@ private slots:
         row("whitespace at the end", "x  ", {"x", "  "}, {"x", "  "});
         row("punctuation then line break", "end!!\nnext", {"end", "!!", "\n", "next"}, {"end", "!!", "\n", "next"});
     }
+    // Inputs that made a pre-tokenizer quadratic (a request of a few MiB stalled the engine's
+    // thread for hours): 1 MiB of words without digits (SmolLM rescanned to the next digit for
+    // every word), of whitespace before a digit (DeepSeek LLM tried "\s+$" at every code point),
+    // one 1 MiB word and 1 MiB of digits, under every pre-tokenizer. Each round-trips; ctest's
+    // time limit is what a regression would hit, not an assertion on the time.
+    void hostileInputsTokenizeInLinearTime() {
+        const size_t mib = 1u << 20;
+        std::string words;
+        while (words.size() < mib) words += "ab ";
+        const std::vector<std::string> inputs = {words, std::string(mib, ' ') + "1", std::string(mib, 'a'),
+                                                 std::string(mib, '7')};
+        for (const auto& [name, suite] : suites_)
+            for (const std::string& input : inputs) {
+                const auto ids = suite.tokenizer->encode(input, false);
+                QVERIFY2(!ids.empty() && suite.tokenizer->decode(ids) == input, name.c_str());
+            }
+    }
+
     void gpt2AndSmolLmPreTokenizerSplits() {
         QFETCH(QString, text);
         QFETCH(QStringList, gpt2);

@@ -349,9 +349,18 @@ Spans deepseek_pieces(const std::vector<uint32_t>& cp, BpePreTokenizer pre) {
     pieces = split_each(cp, pieces, [](const CP& c, size_t i, size_t end) { return space_then_run(c, i, end, deepseek_llm_letter); });
     pieces = split_each(cp, pieces,
                         [](const CP& c, size_t i, size_t end) { return space_then_run(c, i, end, deepseek_llm_punctuation); });
-    // "\s+$": the whitespace that ends a piece.
-    pieces = split_each(cp, pieces,
-                        [](const CP& c, size_t i, size_t end) { return run_of(c, i, end, is_space) == end - i ? end - i : 0; });
+    // "\s+$": the whitespace that ends a piece, split off once per piece (trying it at every code
+    // point rescanned a long whitespace run before a digit for each of its code points: quadratic).
+    {
+        Spans out;
+        for (auto [begin, end] : pieces) {
+            size_t trailing = end;
+            while (trailing > begin && is_space(cp[trailing - 1])) --trailing;
+            if (trailing > begin) out.emplace_back(begin, trailing);
+            if (trailing < end) out.emplace_back(trailing, end);
+        }
+        pieces = std::move(out);
+    }
     pieces = split_each(cp, pieces, cjk);
     return split_each(cp, pieces, [](const CP& c, size_t i, size_t end) { return run_of(c, i, end, deepseek_number); });
 }
@@ -366,6 +375,7 @@ std::vector<std::string_view> bpe_split_words(std::string_view text, BpePreToken
         for (auto [begin, end] : deepseek_pieces(cps.cp, pre)) words.push_back(text.substr(cps.at[begin], cps.at[end] - cps.at[begin]));
         return words;
     }
+    size_t segment_end = 0;  // SmolLM: where the digit-free stretch at i ends (found once per stretch)
     for (size_t i = 0; i < n;) {
         size_t end = i + 1;
         switch (pre) {
@@ -384,9 +394,13 @@ std::vector<std::string_view> bpe_split_words(std::string_view text, BpePreToken
             case BpePreTokenizer::SmolLm: {
                 // Every digit is a word of its own; GPT-2's expression splits the text between
                 // digits, which it sees as the whole text (a space before a digit ends there).
+                // (Rescanning the stretch for every word made a long text without digits
+                // quadratic: a hostile request stalled the engine's thread.)
                 if (is_number(cps.cp[i])) break;
-                size_t segment_end = i;
-                while (segment_end < n && !is_number(cps.cp[segment_end])) ++segment_end;
+                if (segment_end <= i) {
+                    segment_end = i;
+                    while (segment_end < n && !is_number(cps.cp[segment_end])) ++segment_end;
+                }
                 end = gpt2_word_end(cps.cp, i, segment_end);
                 break;
             }
