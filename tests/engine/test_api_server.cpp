@@ -426,6 +426,8 @@ private slots:
             << 400 << "chat_template_kwargs.enable_thinking must be true or false";
         QTest::newRow("logit_bias id") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"512": 5}})") << 400
                                        << R"(logit_bias: "512" is not a token id of this model (0 to 511))";
+        QTest::newRow("logit_bias twice") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 60, "05": 60}})")
+                                          << 400 << "logit_bias names token 5 more than once";
         QTest::newRow("logit_bias value") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 101}})")
                                           << 400 << "logit_bias values must be numbers from -100 to 100";
         QTest::newRow("logprobs > 20") << post_raw("/v1/completions", R"({"prompt": "a", "logprobs": 21})") << 400
@@ -543,6 +545,11 @@ private slots:
         RunningServer s(*engine_, o);
         QCOMPARE(call(s.port(), request("GET", "/v1/models")).status, 401);
         QCOMPARE(call(s.port(), request("GET", "/v1/models", {}, "Authorization: Bearer wrong\r\n")).status, 401);
+        // The scheme in any letter case (RFC 7235); the key exactly, no prefix or extension of it.
+        QCOMPARE(call(s.port(), request("GET", "/v1/models", {}, "Authorization: bearer sesame\r\n")).status, 200);
+        for (const char* bad : {"Authorization: Bearer sesam\r\n", "Authorization: Bearer sesame2\r\n",
+                                "Authorization: Basic sesame\r\n", "Authorization: Bearersesame\r\n"})
+            QCOMPARE(call(s.port(), request("GET", "/v1/models", {}, bad)).status, 401);
         const Response ok = call(s.port(), request("GET", "/v1/models", {}, "Authorization: Bearer sesame\r\n"));
         QCOMPARE(ok.status, 200);
         QCOMPARE(ok.json().find("data")->items()[0].find("id")->as_string(), std::string("stories260K"));

@@ -53,6 +53,16 @@ private slots:
         QVERIFY2(too_large.contains("number out of range"), qPrintable(too_large));
     }
 
+    // The API key check: scheme in any case, then the key exactly (a prefix, an extension, another
+    // scheme or no space do not pass).
+    void bearer_tokens_match_exactly() {
+        QVERIFY(bearer_token_matches("Bearer sesame", "sesame"));
+        QVERIFY(bearer_token_matches("BEARER   sesame", "sesame"));
+        for (const char* bad : {"Bearer sesam", "Bearer sesame ", "Bearer sesamf", "Bearer ", "Bearer", "Basic sesame",
+                                "Bearersesame", "", "Bearer \xffsesame"})
+            QVERIFY2(!bearer_token_matches(bad, "sesame"), bad);
+    }
+
     void json_values_read_back_as_written() {
         const Json j = Json::parse(R"( {"a": [1, -2.5e3, true, false, null, "x"], "b": {"c": "d"}, "n": 0} )");
         QVERIFY(j.is_object());

@@ -197,7 +197,7 @@ struct ApiServer::Impl {
                            path == "/v1/chat/completions" || path == "/v1/completions" || path == "/tokenize" ||
                            path == "/detokenize";
         if (!known) return send_error(c, ApiError(404, "no such endpoint: " + path, {}, "not_found"), keep_alive);
-        if (path != "/health" && !options.api_key.empty() && req.header("Authorization") != "Bearer " + options.api_key)
+        if (path != "/health" && !options.api_key.empty() && !server::bearer_token_matches(req.header("Authorization"), options.api_key))
             return send_error(c, ApiError(401, "a valid API key is needed (Authorization: Bearer <key>)", {}, "invalid_api_key"),
                               keep_alive);
         const bool post = path == "/v1/chat/completions" || path == "/v1/completions" || path == "/tokenize" ||

@@ -206,4 +206,22 @@ std::string http_chunk(std::string_view data) {
 
 std::string http_last_chunk() { return "0\r\n\r\n"; }
 
+bool bearer_token_matches(std::string_view authorization, std::string_view key) {
+    constexpr std::string_view scheme = "bearer";
+    bool ok = authorization.size() > scheme.size();
+    for (size_t i = 0; ok && i < scheme.size(); ++i)
+        ok = (static_cast<unsigned char>(authorization[i]) | 0x20) == static_cast<unsigned char>(scheme[i]);
+    if (!ok || authorization[scheme.size()] != ' ') return false;
+    std::string_view token = authorization.substr(scheme.size());
+    while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+    // Every byte of the longer of the two is looked at, whatever differs first.
+    unsigned char diff = token.size() == key.size() ? 0 : 1;
+    for (size_t i = 0; i < std::max(token.size(), key.size()); ++i) {
+        const unsigned char a = i < token.size() ? static_cast<unsigned char>(token[i]) : 0;
+        const unsigned char b = i < key.size() ? static_cast<unsigned char>(key[i]) : 0;
+        diff = static_cast<unsigned char>(diff | (a ^ b));
+    }
+    return diff == 0;
+}
+
 }  // namespace lantern::server

@@ -46,6 +46,11 @@ HttpParse parse_http_request(std::string_view buffer, const HttpLimits& limits =
 
 const char* http_reason(int status);  // "OK", "Bad Request", ...
 
+// Whether an Authorization header value carries `key` as a bearer token: the scheme in any letter
+// case (RFC 7235), then spaces, then exactly the key. The key is compared in time that does not
+// depend on where the first wrong byte is, so a client cannot find it byte by byte.
+bool bearer_token_matches(std::string_view authorization, std::string_view key);
+
 // A URL path segment with its %XX escapes decoded ("Llama%203.2" -> "Llama 3.2"); a malformed
 // escape stays as written.
 std::string percent_decode(std::string_view text);

@@ -144,6 +144,10 @@ void read_common(const Json& body, CompletionJob& job, int32_t vocab_size) {
                                "logit_bias");
             if (!value.is_number() || value.as_number() < -100 || value.as_number() > 100)
                 throw ApiError(400, "logit_bias values must be numbers from -100 to 100", "logit_bias");
+            // Spelled twice ("5" and "05", or a repeated key) the biases would add up past +-100.
+            for (const auto& [other, ignored] : job.logit_bias)
+                if (other == id)
+                    throw ApiError(400, "logit_bias names token " + std::to_string(id) + " more than once", "logit_bias");
             job.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(value.as_number()));
         }
     }
