@@ -4,6 +4,7 @@
 // can do. Output: a table on stdout and, with --json, one JSON object per line.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -538,21 +539,40 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
+        // A number for the flag, read whole (std::stoi aborted the program on "x" and took "12x"
+        // as 12): anything else ends the run with the flag named.
+        const auto number_of = [&](const std::string& text) -> double {
+            double v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+                std::fprintf(stderr, "%s needs a number, not \"%s\"\n%s", f.c_str(), text.c_str(), kUsage);
+                std::exit(2);
+            }
+            return v;
+        };
+        const auto whole = [&](const std::string& text) -> int {
+            const double v = number_of(text);
+            if (v != std::floor(v) || v < -1e9 || v > 1e9) {
+                std::fprintf(stderr, "%s needs a whole number, not \"%s\"\n%s", f.c_str(), text.c_str(), kUsage);
+                std::exit(2);
+            }
+            return static_cast<int>(v);
+        };
         if (f == "--model" || f == "-m") o.models.push_back(value());
         else if (f == "--synthetic") {
             std::string v = value();
             auto c = v.find(':');
             o.synthetic.emplace_back(v.substr(0, c), c == std::string::npos ? "q8_0" : v.substr(c + 1));
-        } else if (f == "-p") o.pp = std::stoi(value());
-        else if (f == "-n") o.tg = std::stoi(value());
-        else if (f == "-r") o.reps = std::max(1, std::stoi(value()));
+        } else if (f == "-p") o.pp = whole(value());
+        else if (f == "-n") o.tg = whole(value());
+        else if (f == "-r") o.reps = std::max(1, whole(value()));
         else if (f == "-b" || f == "-d") {
             auto& list = f == "-b" ? o.batches : o.depths;
             list.clear();
             std::string v = value();
             for (size_t s = 0; s < v.size();) {
                 size_t e = v.find(',', s);
-                list.push_back(std::stoi(v.substr(s, e - s)));
+                list.push_back(whole(v.substr(s, e == std::string::npos ? std::string::npos : e - s)));
                 s = e == std::string::npos ? v.size() : e + 1;
             }
             if (list.empty() || *std::min_element(list.begin(), list.end()) < (f == "-b" ? 1 : 0)) {
@@ -561,18 +581,18 @@ int main(int argc, char** argv) {
                 return 2;
             }
         } else if (f == "--beside") {
-            o.beside = std::stoi(value());
+            o.beside = whole(value());
             if (o.beside < 1 || o.beside > 64) {
                 std::fprintf(stderr, "--beside needs 1 to 64 replies\n%s", kUsage);
                 return 2;
             }
         }
-        else if (f == "--steady") o.steady = std::stoi(value());
-        else if (f == "--steady-seconds") o.steady_seconds = std::stod(value());
+        else if (f == "--steady") o.steady = whole(value());
+        else if (f == "--steady-seconds") o.steady_seconds = number_of(value());
         else if (f == "--profile") o.profile = true;
         else if (f == "--profile-at") {
             o.profile = true;
-            o.profile_at = std::atoi(value().c_str());
+            o.profile_at = whole(value());
             if (o.profile_at < 3) {
                 std::fprintf(stderr, "--profile-at needs a position of at least 3\n%s", kUsage);
                 return 2;

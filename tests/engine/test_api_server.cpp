@@ -426,6 +426,8 @@ private slots:
             << 400 << "chat_template_kwargs.enable_thinking must be true or false";
         QTest::newRow("logit_bias id") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"512": 5}})") << 400
                                        << R"(logit_bias: "512" is not a token id of this model (0 to 511))";
+        QTest::newRow("long stop") << post_raw("/v1/completions", R"({"prompt": "a", "stop": [")" + std::string(257, 'x') + R"("]})")
+                                   << 400 << "stop strings are at most 256 bytes";
         QTest::newRow("logit_bias twice") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 60, "05": 60}})")
                                           << 400 << "logit_bias names token 5 more than once";
         QTest::newRow("logit_bias value") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 101}})")

@@ -2,6 +2,7 @@
 // pattern and every weight layout's arithmetic kernel streams data, the chains of dispatches take
 // time, and on a CPU device the host core's clock is measured — with validation on, short probes.
 // Every figure is checked for being there (positive, finite), never for being fast.
+#include <QProcess>
 #include <QTest>
 
 #include <cmath>
@@ -44,6 +45,21 @@ private slots:
 #endif
         if (!cpu) QCOMPARE(r.host_clock_ghz_max, 0.0);
         LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // lantern-bench reads its numbers whole: "x" or "12x" ends the run with exit status 2 and the
+    // flag named (std::stoi aborted on the first and took the second as 12), before any model.
+    void benchRefusesANumberThatIsNone() {
+        for (const QStringList& args : {QStringList{"-p", "x"}, QStringList{"-n", "12x"}, QStringList{"-b", "1,two"},
+                                        QStringList{"--steady-seconds", "soon"}, QStringList{"-r", "1.5"}}) {
+            QProcess bench;
+            bench.start(QStringLiteral(LANTERN_BENCH_PATH), args + QStringList{"--model", "none.gguf"});
+            QVERIFY(bench.waitForFinished(30000));
+            QCOMPARE(bench.exitStatus(), QProcess::NormalExit);
+            QCOMPARE(bench.exitCode(), 2);
+            const QString err = QString::fromUtf8(bench.readAllStandardError());
+            QVERIFY2(err.startsWith(args[0] + QStringLiteral(" needs a")), qPrintable(err.left(200)));
+        }
     }
 
     void hostClockProbeGivesAFigureWhereItCan() {

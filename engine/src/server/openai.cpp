@@ -116,8 +116,11 @@ void read_common(const Json& body, CompletionJob& job, int32_t vocab_size) {
             throw ApiError(400, "stop must be a string or an array of strings", "stop");
         }
         if (list.size() > 16) throw ApiError(400, "stop holds at most 16 strings", "stop");
-        for (const auto& text : list)
+        for (const auto& text : list) {
             if (text.empty()) throw ApiError(400, "stop strings must not be empty", "stop");
+            // Matched against the text at every token (StopStringMatcher holds back as much).
+            if (text.size() > 256) throw ApiError(400, "stop strings are at most 256 bytes", "stop");
+        }
         s.stop = std::move(list);
     }
     // Chat: "logprobs": true with "top_logprobs": 0-20. Completions (the legacy shape): "logprobs":
