@@ -346,6 +346,21 @@ Config config_for(std::initializer_list<uint32_t> types) {
     return c;
 }
 
+// `c` as a model of `arch`: llama as it is; qwen2 with Q/K/V biases; qwen3 with per-head Q/K
+// norms on heads twice as wide (Q twice the model's width); both with Qwen's RoPE base.
+Config with_architecture(Config c, const std::string& arch) {
+    c.arch = arch;
+    if (arch == "llama") return c;
+    c.rope_base = 1000000.0f;
+    c.qkv_bias = arch == "qwen2";
+    c.qk_norm = arch == "qwen3";
+    if (c.qk_norm) {
+        c.head_size = 2 * c.dim / c.heads;
+        c.eps = 1e-6f;
+    }
+    return c;
+}
+
 EngineOptions options() {
     EngineOptions o = test::validated_engine_options();
     o.kv_f16 = false;
@@ -406,69 +421,42 @@ private slots:
         matches_cpu_reference(config_for({type, other_type}), type, tied, other_type, v_and_down, gpu_layouts);
     }
 
-    // Qwen2's layers (general.architecture "qwen2", its keys; a bias on Q, K and V, added before
-    // RoPE by the Q/K/V matmul's epilogue and the fused layer) against the same reference with the
-    // biases added: prefill, fused decode, the separate kernels (a mix that stops fusing) and the
-    // GPU layouts.
-    void qwen2_matches_cpu_reference_data() {
+    // Qwen2's and Qwen3's layers against the same reference with their pieces added: qwen2 a bias
+    // on Q, K and V (added before RoPE by the Q/K/V epilogue and the fused layer); qwen3 per-head
+    // Q/K RMSNorm before RoPE and Q twice the model's width (as Qwen3-0.6B's 16 heads of 128 on
+    // 1024). Both rotate NEOX pairs, which the reference rotates as the file means them. Prefill,
+    // fused decode, a mix that runs separate kernels (qwen2) and the GPU layouts.
+    void qwen_matches_cpu_reference_data() {
+        QTest::addColumn<QString>("arch");
         QTest::addColumn<uint32_t>("type");
         QTest::addColumn<bool>("tied");
         QTest::addColumn<uint32_t>("other_type");
         QTest::addColumn<bool>("v_and_down");
         QTest::addColumn<bool>("gpu_layouts");
         const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
-        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
-            QTest::addRow("%s, tied output", ggml_type_name(u(t))) << u(t) << true << u(t) << false << false;
-        QTest::newRow("Q4_K with Q6_K attn_v and ffn_down") << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << true
-                                                            << false;
-        QTest::newRow("Q8_0 with F16 attn_k and ffn_up") << u(GgmlType::Q8_0) << false << u(GgmlType::F16) << false
-                                                         << false;
-        for (auto t : {GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_K})
-            QTest::addRow("%s, GPU layouts", ggml_type_name(u(t))) << u(t) << false << u(t) << false << true;
+        for (const char* arch : {"qwen2", "qwen3"}) {
+            const QString a(arch);
+            for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
+                QTest::addRow("%s %s, tied output", arch, ggml_type_name(u(t))) << a << u(t) << true << u(t) << false << false;
+            QTest::addRow("%s Q4_K with Q6_K attn_v and ffn_down", arch)
+                << a << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << true << false;
+            for (auto t : {GgmlType::F32, GgmlType::Q8_0})
+                QTest::addRow("%s %s, GPU layouts", arch, ggml_type_name(u(t))) << a << u(t) << false << u(t) << false << true;
+        }
+        QTest::newRow("qwen2 Q8_0 with F16 attn_k and ffn_up")
+            << QStringLiteral("qwen2") << u(GgmlType::Q8_0) << false << u(GgmlType::F16) << false << false;
+        QTest::newRow("qwen2 Q4_K, GPU layouts")
+            << QStringLiteral("qwen2") << u(GgmlType::Q4_K) << false << u(GgmlType::Q4_K) << false << true;
     }
-    void qwen2_matches_cpu_reference() {
+    void qwen_matches_cpu_reference() {
+        QFETCH(QString, arch);
         QFETCH(uint32_t, type);
         QFETCH(bool, tied);
         QFETCH(uint32_t, other_type);
         QFETCH(bool, v_and_down);
         QFETCH(bool, gpu_layouts);
-        Config c = config_for({type, other_type});
-        c.arch = "qwen2";
-        c.qkv_bias = true;
-        c.rope_base = 1000000.0f;
-        matches_cpu_reference(c, type, tied, other_type, v_and_down, gpu_layouts);
-    }
-
-    // Qwen3's layers: 6 heads of 24 on a width of 96 (Q wider than the model, as Qwen3-0.6B's 16
-    // of 128 on 1024), per-head Q/K RMSNorm before NEOX RoPE (the QkNormRopeOp after a plain Q/K/V
-    // matmul), against the reference that normalises and rotates the file's own pairs.
-    void qwen3_matches_cpu_reference_data() {
-        QTest::addColumn<uint32_t>("type");
-        QTest::addColumn<bool>("tied");
-        QTest::addColumn<uint32_t>("other_type");
-        QTest::addColumn<bool>("v_and_down");
-        QTest::addColumn<bool>("gpu_layouts");
-        const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
-        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
-            QTest::addRow("%s, tied output", ggml_type_name(u(t))) << u(t) << true << u(t) << false << false;
-        QTest::newRow("Q4_K with Q6_K attn_v and ffn_down") << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << true
-                                                            << false;
-        for (auto t : {GgmlType::F32, GgmlType::Q8_0})
-            QTest::addRow("%s, GPU layouts", ggml_type_name(u(t))) << u(t) << false << u(t) << false << true;
-    }
-    void qwen3_matches_cpu_reference() {
-        QFETCH(uint32_t, type);
-        QFETCH(bool, tied);
-        QFETCH(uint32_t, other_type);
-        QFETCH(bool, v_and_down);
-        QFETCH(bool, gpu_layouts);
-        Config c = config_for({type, other_type});
-        c.arch = "qwen3";
-        c.qk_norm = true;
-        c.head_size = 2 * c.dim / c.heads;
-        c.rope_base = 1000000.0f;
-        c.eps = 1e-6f;
-        matches_cpu_reference(c, type, tied, other_type, v_and_down, gpu_layouts);
+        matches_cpu_reference(with_architecture(config_for({type, other_type}), arch.toStdString()), type, tied,
+                              other_type, v_and_down, gpu_layouts);
     }
 
 private:
@@ -691,10 +679,7 @@ private slots:
             c.kv_heads = 8;
             c.ffn = 320;
         }
-        c.arch = arch.toStdString();
-        c.qkv_bias = c.arch == "qwen2";
-        c.qk_norm = c.arch == "qwen3";
-        if (c.qk_norm) c.head_size = 2 * c.dim / c.heads;
+        c = with_architecture(c, arch.toStdString());
         const std::string path = test::temp_dir() + "/fused-" + c.arch + "-" + ggml_type_name(type) + (odd ? "-odd" : "") +
                                  (nine_heads ? "-nine" : "") + (many_heads ? "-many" : "") + "-" +
                                  ggml_type_name(v_down_type) + ".gguf";
