@@ -36,13 +36,17 @@ QString percent(double fraction) {
     return QStringLiteral("%1%").arg(QLocale().toString(fraction * 100.0, 'f', 0));
 }
 
-QString stopReason(const std::string& reason) {
-    if (reason == "eos") return QCoreApplication::translate("Format", "end of text");
-    if (reason == "stop_string") return QCoreApplication::translate("Format", "stop string");
-    if (reason == "max_tokens") return QCoreApplication::translate("Format", "token limit");
-    if (reason == "user") return QCoreApplication::translate("Format", "you");
-    if (reason == "context_full") return QCoreApplication::translate("Format", "full context");
-    return QString::fromStdString(reason);
+QString stopReason(lantern::StopReason reason) {
+    switch (reason) {
+        case lantern::StopReason::EndOfText: return QCoreApplication::translate("Format", "end of text");
+        case lantern::StopReason::StopString: return QCoreApplication::translate("Format", "stop string");
+        case lantern::StopReason::MaxTokens: return QCoreApplication::translate("Format", "token limit");
+        case lantern::StopReason::User: return QCoreApplication::translate("Format", "you");
+        case lantern::StopReason::ContextFull: return QCoreApplication::translate("Format", "full context");
+        case lantern::StopReason::Cancelled: return QCoreApplication::translate("Format", "cancelled");
+        case lantern::StopReason::None: break;
+    }
+    return QStringLiteral("—");
 }
 
 }  // namespace display

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "lantern/stop_reason.h"
+
 namespace display {
 
 QString count(uint64_t n);                  // "12,345" in the user's locale
@@ -12,6 +14,6 @@ QString milliseconds(double ms);            // "12.3 ms", "1.42 s"
 QString tokensPerSecond(double rate);       // "123.4 tok/s"
 QString percent(double fraction);           // "42%"
 // What ended a reply, in words: "end of text", "stop string", "token limit", "you", "full context".
-QString stopReason(const std::string& reason);
+QString stopReason(lantern::StopReason reason);
 
 }  // namespace display

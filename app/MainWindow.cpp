@@ -1404,7 +1404,7 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
     part.tokens = static_cast<qint64>(stats.generated_tokens);
     part.tokensPerSecond = stats.decode_tokens_per_s;
     part.firstTokenMs = stats.ttft_ms;
-    part.stopReason = QString::fromStdString(stats.stop_reason);
+    part.stopReason = QString::fromUtf8(lantern::stop_reason_name(stats.stop_reason));
     part.besideApi = std::min<qint64>(replySharedTokens_, part.tokens);
     replySharedTokens_ = 0;
     if (!continuedDetails_.isNull()) {
@@ -1432,7 +1432,7 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
         }
         addNotice(tr("%n earlier turn(s) were dropped to make room in the context.", nullptr, static_cast<int>(stats.dropped_turns)));
     }
-    if (stats.stop_reason == "context_full")
+    if (stats.stop_reason == lantern::StopReason::ContextFull)
         addNotice(dropOldestTurns_ ? tr("The reply filled the context. Your next message makes room by dropping the oldest turns.")
                                    : tr("The context is full. Start a new chat, or turn on File > When the Context Is Full, "
                                         "Drop the Oldest Turns."));
@@ -1445,7 +1445,7 @@ void MainWindow::onTurnFinished(const lantern::TurnStats& stats) {
 // why and what would help.
 void MainWindow::undoTurnThatWroteNothing(const lantern::TurnStats& stats) {
     const int row = streamingRow_;
-    const bool stopped = stats.stop_reason == "user";
+    const bool stopped = stats.stop_reason == lantern::StopReason::User;
     const QString fix = stats.would_fit_dropping
                             ? tr("Turn on File > When the Context Is Full, Drop the Oldest Turns to make room, or start a new chat.")
                             : QString();

@@ -1,8 +1,8 @@
 // Weight access for every supported tensor type. The engine repacks each matrix at load time
-// (engine/src/ops/weight_format.cpp) into 16-byte units so that every load is one uvec4 texel: one
+// (engine/core/src/ops/weight_format.cpp) into 16-byte units so that every load is one uvec4 texel: one
 // memory transaction on GPUs, and on lavapipe one straight-line gather for the whole SIMD group (a
 // storage-buffer load there is a per-lane loop with a bounds branch per component, about 3x
-// slower; see BindingKind in engine/src/vulkan/context.h):
+// slower; see BindingKind in engine/core/src/vulkan/context.h):
 //   binding 0 (R32G32B32A32_UINT texels) = the values; binding 1 (R32_SFLOAT texels) = per-group
 //   scales: their own array in row-major weights, else a float view of the values buffer itself
 //   F32  : 4 floats per unit

@@ -44,7 +44,8 @@ QString words(const QJsonObject& part) {
     const int tokens = part.value(QLatin1String("tokens")).toInt();
     const double rate = part.value(QLatin1String("tok_s")).toDouble();
     const double ttft = part.value(QLatin1String("ttft_ms")).toDouble();
-    const std::string stop = part.value(QLatin1String("stop")).toString().toStdString();
+    const lantern::StopReason stop = lantern::stop_reason_from_name(
+        part.value(QLatin1String("stop")).toString().toStdString()).value_or(lantern::StopReason::None);
     QStringList line;
     line << QCoreApplication::translate("ReplyDetails", "%Ln token(s)", nullptr, tokens);
     if (rate > 0) line << display::tokensPerSecond(rate);

@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "server/http.h"
-#include "server/json.h"
+#include "http.h"
+#include "json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);

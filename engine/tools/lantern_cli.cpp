@@ -309,15 +309,15 @@ int chat(Engine& e, const Args& a) {
         std::fprintf(stderr,
                      "[turn] prompt %u tokens: %u reused from the prefix cache, %u computed | generated %u (%s) | "
                      "KV blocks %u used / %u cached / %u total | TTFT %.1f ms | prefill %.1f tok/s | decode %.1f tok/s\n",
-                     st.prompt_tokens, st.reused_tokens, st.computed_tokens, st.generated_tokens, st.stop_reason.c_str(),
+                     st.prompt_tokens, st.reused_tokens, st.computed_tokens, st.generated_tokens, std::string(stop_reason_name(st.stop_reason)).c_str(),
                      kv.used_blocks, kv.cached_blocks, kv.total_blocks, st.ttft_ms, st.prefill_tokens_per_s,
                      st.decode_tokens_per_s);
         if (st.dropped_turns) std::fprintf(stderr, "[turn] dropped %u oldest turns to fit the context\n", st.dropped_turns);
-        if (st.stop_reason == "context_full" && st.changed_nothing)
+        if (st.stop_reason == StopReason::ContextFull && st.changed_nothing)
             std::fprintf(stderr, "[turn] no room: the prompt would take %u of the context's %u tokens; nothing was kept (%s)\n",
                          st.prompt_tokens, e.context_length(),
                          st.would_fit_dropping ? "--drop-oldest would make room" : "shorten it, or use a larger --ctx");
-        else if (st.stop_reason == "context_full")
+        else if (st.stop_reason == StopReason::ContextFull)
             std::fprintf(stderr, "[turn] the context is full (%u tokens); %s\n", e.context_length(),
                          a.drop_oldest ? "the next turn drops the oldest turns" : "use --drop-oldest or a larger --ctx");
     }

@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
                      "[lantern-server] %s (%s chat format, context %u, %u replies at once, KV cache of %llu tokens) on %s "
                      "(%s); ready in %.1f s\n"
                      "[lantern-server] listening on http://%s:%u/v1\n",
-                     engine->model().name.c_str(), chat_format_name(engine->chat_template().format()),
+                     engine->model().name.c_str(), chat_format_name(lantern::ChatTemplate::for_engine(*engine).format()),
                      engine->context_length(), so.parallel,
                      static_cast<unsigned long long>(engine->kv_stats().capacity_tokens), engine->device().name.c_str(),
                      device_type_name(engine->device().type), (engine->load_ms() + warm_ms) / 1000.0, so.host.c_str(),

@@ -115,7 +115,7 @@ Reply TestInferenceWorker::run(const QString& prompt, bool regenerate) {
     else
         QMetaObject::invokeMethod(worker_, "send", Qt::QueuedConnection, Q_ARG(QString, prompt));
     Reply r = collectTurn(tokens, finished, errors);
-    if (errors.count() > 0) r.stats.stop_reason = "error: " + errors.first().at(0).toString().toStdString();
+    if (errors.count() > 0) r.problem = QStringLiteral("error: ") + errors.first().at(0).toString();
     return r;
 }
 
@@ -191,7 +191,7 @@ void TestInferenceWorker::streamsTokensByQueuedSignals() {
     QVERIFY2(!afterFinish, "every token is sent before turnFinished");
     QVERIFY(greedyReply_.batches >= 1 && greedyReply_.batches <= 24);
 
-    QCOMPARE(greedyReply_.stats.stop_reason, std::string("max_tokens"));
+    QCOMPARE(greedyReply_.stats.stop_reason, lantern::StopReason::MaxTokens);
     QCOMPARE(greedyReply_.stats.generated_tokens, 24u);
     QCOMPARE(static_cast<int>(greedyReply_.tokens.size()), 24);
     QVERIFY2(!greedyReply_.text.trimmed().isEmpty(), "the streamed deltas add up to text");
@@ -218,7 +218,7 @@ void TestInferenceWorker::streamsTokensByQueuedSignals() {
 void TestInferenceWorker::regenerateRepeatsAGreedyReply() {
     QVERIFY(!greedyReply_.tokens.empty());
     const Reply again = run({}, true);
-    QCOMPARE(again.stats.stop_reason, std::string("max_tokens"));
+    QCOMPARE(again.stats.stop_reason, lantern::StopReason::MaxTokens);
     QCOMPARE(again.tokens, greedyReply_.tokens);
     QCOMPARE(again.text, greedyReply_.text);
 }
@@ -249,7 +249,7 @@ void TestInferenceWorker::temperatureChangedMidGenerationAppliesFromTheNextToken
     worker_->setTokenBatchMs(InferenceWorker::kTokenBatchMs);
     QCOMPARE(mixed.batches, 24);
 
-    QCOMPARE(mixed.stats.stop_reason, std::string("max_tokens"));
+    QCOMPARE(mixed.stats.stop_reason, lantern::StopReason::MaxTokens);
     QCOMPARE(static_cast<int>(mixed.tokens.size()), 24);
     const std::vector<int32_t> head(mixed.tokens.begin(), mixed.tokens.begin() + 5);
     const std::vector<int32_t> greedyHead(greedyReply_.tokens.begin(), greedyReply_.tokens.begin() + 5);
@@ -276,7 +276,7 @@ void TestInferenceWorker::stopEndsTheReplyAtTheNextStep() {
         Qt::DirectConnection);
     const Reply stopped = run(QStringLiteral("The dog"));
     disconnect(stopper);
-    QCOMPARE(stopped.stats.stop_reason, std::string("user"));
+    QCOMPARE(stopped.stats.stop_reason, lantern::StopReason::User);
     QVERIFY2(seenAtStop >= 8 && seenAtStop < 400, "the stop came mid-reply");
     QCOMPARE(static_cast<int>(stopped.stats.generated_tokens), seenAtStop.load());
     QCOMPARE(static_cast<int>(stopped.tokens.size()), seenAtStop.load());
@@ -341,7 +341,7 @@ void TestInferenceWorker::tokensAreSentInBatchesThatHoldOnlyWhatIsDueSoon() {
 void TestInferenceWorker::nextTurnReusesTheConversationsKvCache() {
     QVERIFY(worker_->setSamplingSettings(greedy(8)));
     const Reply second = run(QStringLiteral(" Then the dog"));
-    QCOMPARE(second.stats.stop_reason, std::string("max_tokens"));
+    QCOMPARE(second.stats.stop_reason, lantern::StopReason::MaxTokens);
     QVERIFY2(second.stats.reused_tokens > 0, "the previous turn's KV is reused, not recomputed");
     QVERIFY(second.stats.computed_tokens > 0);
 }
@@ -444,7 +444,7 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
     QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
     QVERIFY(worker_->setSamplingSettings(greedy(400)));
     const Reply chatAlone = run(QStringLiteral("Lily saw a cat"));
-    QCOMPARE(chatAlone.stats.stop_reason, std::string("max_tokens"));
+    QCOMPARE(chatAlone.stats.stop_reason, lantern::StopReason::MaxTokens);
     for (const bool chatFirst : {false, true}) {
         worker_->setChatFirst(chatFirst);
         QMetaObject::invokeMethod(worker_, "resetConversation", Qt::QueuedConnection);
@@ -491,7 +491,7 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
         const auto besideApi = shared.at(0).at(0).value<quint32>();
         if (chatFirst) QCOMPARE(besideApi, 0u);
         else QVERIFY2(besideApi >= 29 && besideApi < chat.stats.generated_tokens, qPrintable(QString::number(besideApi)));
-        QCOMPARE(chat.stats.stop_reason, std::string("max_tokens"));
+        QCOMPARE(chat.stats.stop_reason, lantern::StopReason::MaxTokens);
         QCOMPARE(chat.tokens, chatAlone.tokens);
         QCOMPARE(chat.text, chatAlone.text);
     }
@@ -500,7 +500,7 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
     // The chat still answers, and the API answers after it.
     QVERIFY(worker_->setSamplingSettings(greedy(8)));
     const Reply chat = run(QStringLiteral("Lily saw a cat"));
-    QCOMPARE(chat.stats.stop_reason, std::string("max_tokens"));
+    QCOMPARE(chat.stats.stop_reason, lantern::StopReason::MaxTokens);
     QCOMPARE(http_call(port, http_request("GET", "/health")).status, 200);
 
     // Unloading the model closes the server; loading one opens it again (on a new port: 0 asked
@@ -536,7 +536,7 @@ void TestInferenceWorker::apiServerOnATakenPortFailsClearly() {
     const QString message = failed.first().at(0).toString();
     QVERIFY2(message.contains(QStringLiteral("cannot listen on 127.0.0.1:%1").arg(taken)), qPrintable(message));
     QVERIFY(worker_->setSamplingSettings(greedy(4)));
-    QCOMPARE(run(QStringLiteral("Tom")).stats.stop_reason, std::string("max_tokens"));
+    QCOMPARE(run(QStringLiteral("Tom")).stats.stop_reason, lantern::StopReason::MaxTokens);
 }
 
 QTEST_MAIN(TestInferenceWorker)

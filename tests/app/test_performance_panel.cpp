@@ -32,7 +32,7 @@ private slots:
         QCOMPARE(panel.chartedPoints(), static_cast<int>(decode.size()));
         lantern::TurnStats stats;
         stats.generated_tokens = 207;
-        stats.stop_reason = "max_tokens";
+        stats.stop_reason = lantern::StopReason::MaxTokens;
         panel.finishTurn(stats);
         const lantern::SteadyState want = lantern::steady_state(decode);
         QVERIFY(want.reached);
@@ -66,7 +66,7 @@ private slots:
         }
         lantern::TurnStats stats;
         stats.generated_tokens = 508;
-        stats.stop_reason = "context_full";
+        stats.stop_reason = lantern::StopReason::ContextFull;
         panel.finishTurn(stats);
         QCOMPARE(axis->min(), 0.0);
         QCOMPARE(axis->max(), 600.0);
@@ -86,7 +86,7 @@ private slots:
         stats.generated_tokens = 61;
         stats.prompt_tokens = 12;
         stats.ttft_ms = 30.0;
-        stats.stop_reason = "max_tokens";
+        stats.stop_reason = lantern::StopReason::MaxTokens;
         panel.finishTurn(stats);
         const char* names[] = {"ttft", "generated", "promptTokens", "stopReason", "steadyRate", "slowdown", "lastStep"};
         QHash<QString, QString> before;

@@ -22,8 +22,8 @@
 #include "lantern/kv_cache.h"
 #include "lantern/server.h"
 #include "lantern/tokenizer.h"
-#include "server/json.h"
-#include "server/json_mode.h"
+#include "json.h"
+#include "json_mode.h"
 #include "test_support.h"
 
 using namespace lantern;

@@ -83,7 +83,7 @@ private slots:
         const std::string path = test::temp_dir() + "/qwen3-chat.gguf";
         write_synthetic_model(shape, static_cast<uint32_t>(GgmlType::F32), path);
         auto e = Engine::load(path, options());
-        QCOMPARE(e->chat_template().format(), ChatFormat::Qwen3);
+        QCOMPARE(ChatTemplate::for_engine(*e).format(), ChatFormat::Qwen3);
         for (bool thinking : {true, false}) {
             ChatSession session(*e);
             QVERIFY(session.has_thinking_switch());
@@ -259,7 +259,7 @@ private slots:
         s.stop = {"Lily"};
         SettingsSlot slot(s);
         Run r = respond(*e, prompt, slot);
-        QCOMPARE(r.stats.stop_reason, std::string("stop_string"));
+        QCOMPARE(r.stats.stop_reason, StopReason::StopString);
         QCOMPARE(r.text, expected);
         LANTERN_VERIFY_NO_VALIDATION();
     }
@@ -273,7 +273,7 @@ private slots:
                                       {ChatRole::Assistant, turns[1].content, {}},
                                       {ChatRole::User, turns[2].content, {}},
                                       {ChatRole::User, "Tom ran", {}}};
-        const size_t expected = e->chat_template().render(e->tokenizer(), msgs, true).tokens.size();
+        const size_t expected = ChatTemplate::for_engine(*e).render(e->tokenizer(), msgs, true).tokens.size();
         SamplingSettings s;
         s.temperature = 0;
         s.max_new_tokens = 8;
@@ -320,7 +320,7 @@ private slots:
             std::vector<std::string> replies;
             for (const std::string& line : lines) {
                 const TurnStats t = session.respond(line, slot, quiet);
-                if (t.changed_nothing) replies.push_back("(did not start: " + t.stop_reason + ")");
+                if (t.changed_nothing) replies.push_back("(did not start: " + std::string(stop_reason_name(t.stop_reason)) + ")");
                 else replies.push_back(session.history().back().content);
                 *dropped += t.dropped_turns;
                 *longest = std::max(*longest, t.prompt_tokens + t.generated_tokens);
@@ -360,7 +360,7 @@ private slots:
             return true;
         };
         TurnStats first = session.respond("Once upon a time", part_slot, collect);
-        QCOMPARE(first.stop_reason, std::string("max_tokens"));
+        QCOMPARE(first.stop_reason, StopReason::MaxTokens);
         s.max_new_tokens = 25;
         SettingsSlot rest_slot(s);
         TurnStats rest = session.continue_reply(rest_slot, collect);
@@ -409,8 +409,8 @@ private slots:
             before = stop.history();
             st = stop.respond(line, slot, quiet);
             ++turns;
-        } while (!(st.stop_reason == "context_full" && st.generated_tokens == 0) && turns < 20);
-        QCOMPARE(st.stop_reason, std::string("context_full"));
+        } while (!(st.stop_reason == StopReason::ContextFull && st.generated_tokens == 0) && turns < 20);
+        QCOMPARE(st.stop_reason, StopReason::ContextFull);
         QVERIFY(turns >= 2);
         QCOMPARE(st.dropped_turns, 0u);
         QCOMPARE(st.generated_tokens, 0u);
@@ -430,7 +430,7 @@ private slots:
         uint32_t dropped = 0;
         for (int i = 0; i < turns + 3; ++i) {
             TurnStats d = drop.respond(line, slot, quiet);
-            QVERIFY2(d.stop_reason != "context_full" || d.generated_tokens > 0,
+            QVERIFY2(d.stop_reason != StopReason::ContextFull || d.generated_tokens > 0,
                      "DropOldestTurns must make room instead of refusing the turn");
             QVERIFY(d.prompt_tokens <= e->context_length());
             dropped += d.dropped_turns;
@@ -457,7 +457,7 @@ private slots:
         ChatSession chat(*e);
         chat.set_context_policy(ContextPolicy::DropOldestTurns);
         TurnStats t = chat.respond("Once upon a time", slot, quiet);
-        QCOMPARE(t.stop_reason, std::string("max_tokens"));
+        QCOMPARE(t.stop_reason, StopReason::MaxTokens);
         QVERIFY(t.can_continue);
         QVERIFY(t.can_continue_dropping);
 
@@ -466,7 +466,7 @@ private slots:
         more.max_new_tokens = 0;
         SettingsSlot more_slot(more);
         TurnStats c = chat.continue_reply(more_slot, quiet);
-        QCOMPARE(c.stop_reason, std::string("context_full"));
+        QCOMPARE(c.stop_reason, StopReason::ContextFull);
         QVERIFY(c.generated_tokens > 0);
         QVERIFY(t.prompt_tokens + t.generated_tokens + c.generated_tokens >= ctx);
         // A reply that filled the context alone: nothing to continue, nothing to drop.
@@ -474,7 +474,7 @@ private slots:
         QVERIFY(!c.can_continue_dropping);
         const std::string whole = chat.history().back().content;
         TurnStats none = chat.continue_reply(more_slot, quiet);
-        QCOMPARE(none.stop_reason, std::string("context_full"));
+        QCOMPARE(none.stop_reason, StopReason::ContextFull);
         QCOMPARE(none.generated_tokens, 0u);
         QVERIFY(none.changed_nothing);
         QVERIFY(!none.would_fit_dropping);
@@ -490,11 +490,11 @@ private slots:
         fill.max_new_tokens = static_cast<int>(ctx - p.prompt_tokens - p.generated_tokens - 10);
         SettingsSlot fill_slot(fill);
         TurnStats q = near.continue_reply(fill_slot, quiet);
-        QCOMPARE(q.stop_reason, std::string("max_tokens"));
+        QCOMPARE(q.stop_reason, StopReason::MaxTokens);
         QVERIFY2(q.can_continue, "10 tokens of room are room for more of a reply");
         TurnStats r = near.continue_reply(more_slot, quiet);
         QVERIFY(r.generated_tokens > 0 && r.generated_tokens <= 11);
-        QCOMPARE(r.stop_reason, std::string("context_full"));
+        QCOMPARE(r.stop_reason, StopReason::ContextFull);
         QVERIFY2(!r.changed_nothing, "a reply that filled the context wrote tokens");
         QVERIFY(!r.can_continue);
 
@@ -640,7 +640,7 @@ private slots:
             written += ev.text;
             return true;
         }, &stop);
-        QCOMPARE(st.stop_reason, std::string("user"));
+        QCOMPARE(st.stop_reason, StopReason::User);
         QCOMPARE(st.generated_tokens, 0u);
         QVERIFY(st.changed_nothing);
         QCOMPARE(progress_calls, 1u);
@@ -654,7 +654,7 @@ private slots:
             again += ev.text;
             return true;
         }, &stop);
-        QCOMPARE(st2.stop_reason, std::string("max_tokens"));
+        QCOMPARE(st2.stop_reason, StopReason::MaxTokens);
         QVERIFY2(st2.reused_tokens >= 16, "the chunks computed before the stop are reused");
         auto one_go_engine = Engine::load(model(), o);
         ChatSession fresh(*one_go_engine);
@@ -674,12 +674,12 @@ private slots:
         QVERIFY(e->tokenizer().encode(first, true).size() + e->tokenizer().encode(second, true).size() + 64 >
                 e->context_length());
         const TurnStats opened = full.respond(first, slot, [](const TokenEvent&) { return true; });
-        QVERIFY2(opened.generated_tokens > 0, opened.stop_reason.c_str());
+        QVERIFY2(opened.generated_tokens > 0, std::string(stop_reason_name(opened.stop_reason)).c_str());
         const std::vector<ChatTurn> kept = full.history();
         stop.store(false);
         full.set_prompt_progress([&](uint32_t, uint32_t) { stop.store(true); });
         TurnStats dropped = full.respond(second, slot, [](const TokenEvent&) { return true; }, &stop);
-        QCOMPARE(dropped.stop_reason, std::string("user"));
+        QCOMPARE(dropped.stop_reason, StopReason::User);
         QCOMPARE(dropped.generated_tokens, 0u);
         QCOMPARE(full.history().size(), kept.size());
         QCOMPARE(full.history().front().content, kept.front().content);
@@ -693,7 +693,7 @@ private slots:
         stop.store(false);
         again_chat.set_prompt_progress([&](uint32_t, uint32_t) { stop.store(true); });
         TurnStats halted = again_chat.regenerate(slot, [](const TokenEvent&) { return true; }, &stop);
-        QCOMPARE(halted.stop_reason, std::string("user"));
+        QCOMPARE(halted.stop_reason, StopReason::User);
         QCOMPARE(again_chat.history().size(), 1u);
         QCOMPARE(again_chat.history().back().role, std::string("user"));
         stop.store(false);

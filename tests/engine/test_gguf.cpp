@@ -1,4 +1,4 @@
-// GGUF reader robustness (engine/src/gguf): round trips through GgufWriter and a hand encoder for
+// GGUF reader robustness (engine/core/src/gguf): round trips through GgufWriter and a hand encoder for
 // every metadata type, and a corpus of broken files generated here (every truncation of a small
 // file, wrong magic/version, absurd counts, bad types, bad shapes, misaligned/overlapping/outside
 // tensors, duplicates, bad alignment). Each must give Error(InvalidModelFile) with a message that

@@ -51,7 +51,7 @@ GenerationRequest request(const Tokenizer& tok, const std::string& prompt, int m
     r.settings.temperature = 0;
     r.settings.max_new_tokens = max_new;
     r.on_token = [out](RequestId, int32_t t) { out->tokens.push_back(t); };
-    r.on_finish = [out](RequestId, const std::string& why) { out->reason = why; };
+    r.on_finish = [out](RequestId, StopReason why) { out->reason = stop_reason_name(why); };
     r.on_admitted = [out](RequestId, uint32_t) { ++out->admitted; };
     return r;
 }
@@ -297,7 +297,7 @@ private slots:
                 Scheduler s(*roomy, 64, 1);
                 GenerationRequest r = c.req;
                 r.on_token = [&c](RequestId, int32_t t) { c.alone.tokens.push_back(t); };
-                r.on_finish = [&c](RequestId, const std::string& why) { c.alone.reason = why; };
+                r.on_finish = [&c](RequestId, StopReason why) { c.alone.reason = stop_reason_name(why); };
                 s.submit(std::move(r));
                 s.run();
             }
@@ -310,7 +310,7 @@ private slots:
             for (auto& c : cases) {
                 GenerationRequest r = c.req;
                 r.on_token = [&c](RequestId, int32_t t) { c.got.tokens.push_back(t); };
-                r.on_finish = [&c](RequestId, const std::string& why) { c.got.reason = why; };
+                r.on_finish = [&c](RequestId, StopReason why) { c.got.reason = stop_reason_name(why); };
                 ids.push_back(s.submit(std::move(r)));
             }
             const size_t cancelled = static_cast<size_t>(pick(0, static_cast<int>(cases.size()) - 1));

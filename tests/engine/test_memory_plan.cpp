@@ -144,11 +144,12 @@ private slots:
         auto gguf = GgufFile::open(path);
         const ModelInfo info = model::read_llama_config(*gguf);
         EngineOptions options = with_context(256);
-        options.gpu_layouts_for_test = gpuLayouts;
+        EngineTestHooks hooks;
+        hooks.gpu_layouts = gpuLayouts;
         vk::Context& ctx = test::context();
         const uint64_t before = ctx.bytes_allocated();
         {
-            model::LlamaModel llama(ctx, *gguf, info, model::limits_for(info, options));
+            model::LlamaModel llama(ctx, *gguf, info, model::limits_for(info, options, hooks));
             QVERIFY(llama.weight_bytes() > 0);
             QCOMPARE(llama.planned_weight_bytes(), llama.weight_bytes());
             // K-quants grow on the device: the file's size would have planned too little.

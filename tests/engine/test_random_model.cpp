@@ -31,6 +31,7 @@
 #include "ops/matmul.h"
 #include "ops/qk_norm_rope.h"
 #include "ops/weight_format.h"
+#include "runtime/engine_test_hooks.h"
 #include "lantern/synthetic.h"
 #include "test_support.h"
 
@@ -381,7 +382,7 @@ private slots:
         QTest::addColumn<bool>("tied");
         QTest::addColumn<uint32_t>("other_type");  // of the tensors `mix` names (see ReferenceModel::write)
         QTest::addColumn<bool>("v_and_down");      // mix: attn_v and ffn_down, else attn_k and ffn_up
-        QTest::addColumn<bool>("gpu_layouts");     // EngineOptions::gpu_layouts_for_test
+        QTest::addColumn<bool>("gpu_layouts");     // EngineTestHooks::gpu_layouts
         const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
         for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
             for (bool tied : {true, false})
@@ -469,8 +470,9 @@ private:
         ref.write(path, type, 1000 + type * 2 + (tied ? 1 : 0), other_type,
                   v_and_down ? ReferenceModel::Mix::VAndDown : ReferenceModel::Mix::KAndUp);
         EngineOptions o = options();
-        o.gpu_layouts_for_test = gpu_layouts;
-        auto engine = Engine::load(path, o);
+        EngineTestHooks hooks;
+        hooks.gpu_layouts = gpu_layouts;
+        auto engine = load_engine_for_test(path, o, hooks);
         {
             // The bytes one decode step reads, by the device layout they are stored in (what
             // lantern-bench weighs against each layout's arithmetic roofline): the layouts of
@@ -906,10 +908,10 @@ private slots:
         ReferenceModel ref(c, false);
         ref.write(path, static_cast<uint32_t>(GgmlType::Q8_0), 4100);
         auto o = options();
-        o.kv_layers_per_buffer_for_test = per_buffer;
-        auto fused = Engine::load(path, o);
+        EngineTestHooks hooks;
+        hooks.kv_layers_per_buffer = per_buffer;
+        auto fused = load_engine_for_test(path, o, hooks);
         const bool lavapipe = fused->device().name.find("llvmpipe") != std::string::npos;  // else no fused layers
-        o.kv_layers_per_buffer_for_test = 0;
         o.fused_decode = false;
         auto separate = Engine::load(path, o);
         const std::vector<int32_t> prompt{1, 17, 42, 99, 5};
@@ -944,10 +946,10 @@ private slots:
         ref.write(path, static_cast<uint32_t>(GgmlType::Q8_0), 4000);
         auto o = options();
         o.kv_f16 = true;
-        o.fused_decode_stall_layer_for_test = 1;
-        auto stalled = Engine::load(path, o);
+        EngineTestHooks hooks;
+        hooks.fused_decode_stall_layer = 1;
+        auto stalled = load_engine_for_test(path, o, hooks);
         const bool lavapipe = stalled->device().name.find("llvmpipe") != std::string::npos;  // else no fused layers
-        o.fused_decode_stall_layer_for_test = -1;
         o.fused_decode = false;
         auto separate = Engine::load(path, o);
         const std::vector<int32_t> prompt{1, 17, 42, 99, 5};

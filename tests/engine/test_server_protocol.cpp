@@ -8,10 +8,10 @@
 #include <functional>
 #include <random>
 
-#include "server/http.h"
-#include "server/json.h"
-#include "server/json_mode.h"
-#include "server/openai.h"
+#include "http.h"
+#include "json.h"
+#include "json_mode.h"
+#include "openai.h"
 
 using namespace lantern::server;
 
@@ -350,9 +350,9 @@ private slots:
         const Json e = error_body(ApiError(400, "stop must be a string", "stop"));
         QCOMPARE(e.dump(),
                  std::string(R"({"error":{"message":"stop must be a string","type":"invalid_request_error","param":"stop","code":null}})"));
-        QCOMPARE(std::string(finish_reason("eos")), std::string("stop"));
-        QCOMPARE(std::string(finish_reason("max_tokens")), std::string("length"));
-        QCOMPARE(std::string(finish_reason("context_full")), std::string("length"));
+        QCOMPARE(std::string(finish_reason(lantern::StopReason::EndOfText)), std::string("stop"));
+        QCOMPARE(std::string(finish_reason(lantern::StopReason::MaxTokens)), std::string("length"));
+        QCOMPARE(std::string(finish_reason(lantern::StopReason::ContextFull)), std::string("length"));
     }
 };
 

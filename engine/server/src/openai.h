@@ -27,7 +27,8 @@
 #include <vector>
 
 #include "lantern/sampling.h"
-#include "server/json.h"
+#include "lantern/stop_reason.h"
+#include "json.h"
 
 namespace lantern {
 class Engine;
@@ -80,7 +81,7 @@ Json detokenize(const Json& body, const Engine& engine);
 
 // "stop" (end of turn or a stop string) or "length" (max_tokens, or the context is full), from
 // the scheduler's reason.
-const char* finish_reason(const std::string& scheduler_reason);
+const char* finish_reason(StopReason scheduler_reason);
 
 // The reply of a model that reasons before it answers (DeepSeek-R1 and its distilled Llama models:
 // "<think>...</think>" and then the answer), split as it streams into the reasoning (OpenAI

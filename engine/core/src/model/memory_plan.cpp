@@ -7,7 +7,7 @@
 namespace lantern {
 namespace model {
 
-ModelLimits limits_for(const ModelInfo& m, const EngineOptions& o) {
+ModelLimits limits_for(const ModelInfo& m, const EngineOptions& o, const EngineTestHooks& hooks) {
     ModelLimits lim;
     lim.context_length = o.context_length ? std::min(o.context_length, m.context_length)
                                           : std::min<uint32_t>(m.context_length, 4096);
@@ -18,9 +18,9 @@ ModelLimits limits_for(const ModelInfo& m, const EngineOptions& o) {
     lim.kv_f16 = o.kv_f16;
     if (o.weight_slab_bytes) lim.weight_slab_bytes = o.weight_slab_bytes;
     lim.fused_decode = o.fused_decode;
-    lim.fused_stall_layer_for_test = o.fused_decode_stall_layer_for_test;
-    lim.kv_layers_per_buffer_for_test = o.kv_layers_per_buffer_for_test;
-    lim.gpu_layouts = o.gpu_layouts_for_test;
+    lim.fused_stall_layer_for_test = hooks.fused_decode_stall_layer;
+    lim.kv_layers_per_buffer_for_test = hooks.kv_layers_per_buffer;
+    lim.gpu_layouts = hooks.gpu_layouts;
 
     const uint64_t per_token = LlamaModel::kv_bytes_per_token(m, o.kv_f16);
     const uint64_t blocks_per_context = (lim.context_length + lim.block_tokens - 1) / lim.block_tokens;

@@ -1,4 +1,4 @@
-#include "server/http.h"
+#include "http.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -29,10 +29,10 @@
 #include "lantern/error.h"
 #include "lantern/scheduler.h"
 #include "lantern/tokenizer.h"
-#include "server/http.h"
-#include "server/json.h"
-#include "server/json_mode.h"
-#include "server/openai.h"
+#include "http.h"
+#include "json.h"
+#include "json_mode.h"
+#include "openai.h"
 
 namespace lantern {
 
@@ -275,7 +275,7 @@ struct ApiServer::Impl {
         g.settings.stop.clear();  // matched here, on the text
         g.stop_tokens = job.stop_tokens;
         g.on_token = [this](RequestId id, int32_t token) { on_token(id, token); };
-        g.on_finish = [this](RequestId id, const std::string& reason) { on_finish(id, reason); };
+        g.on_finish = [this](RequestId id, StopReason reason) { on_finish(id, reason); };
         if (job.logprobs)
             g.on_sample = [this](RequestId id, const Sample& sample) {
                 auto it = replies.find(id);
@@ -491,7 +491,7 @@ struct ApiServer::Impl {
         }
     }
 
-    void on_finish(RequestId id, const std::string& reason) {
+    void on_finish(RequestId id, StopReason reason) {
         auto it = replies.find(id);
         if (it == replies.end()) return;
         Reply& r = it->second;

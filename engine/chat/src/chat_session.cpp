@@ -41,7 +41,7 @@ struct ChatSession::Impl {
     std::function<void(uint32_t, uint32_t)> on_prompt_progress;
     DecodeStep decode_step;
 
-    explicit Impl(Engine& e) : engine(e), chat_template(e.chat_template()) {}
+    explicit Impl(Engine& e) : engine(e), chat_template(ChatTemplate::for_engine(e)) {}
 
     // The system prompt and the messages from `first` on (the ones before it dropped).
     std::vector<ChatMessage> conversation(const std::vector<ChatMessage>& of, size_t first = 0) const {
@@ -145,7 +145,7 @@ struct ChatSession::Impl {
         Fit fit = fit_prompt(continuing, policy);
         if (!fit.fits) {
             stats.prompt_tokens = static_cast<uint32_t>(fit.prompt.tokens.size());
-            stats.stop_reason = "context_full";
+            stats.stop_reason = StopReason::ContextFull;
             stats.changed_nothing = true;
             stats.would_fit_dropping =
                 policy == ContextPolicy::Stop && fit_prompt(continuing, ContextPolicy::DropOldestTurns).fits;
@@ -169,7 +169,7 @@ struct ChatSession::Impl {
         stats.prefill_ms = ms_between(t_prefill, t_prefill_end);
         stats.prefill_tokens_per_s = stats.computed_tokens ? stats.computed_tokens / (stats.prefill_ms / 1e3) : 0;
         if (logits.empty()) {  // stopped during the prompt: no reply, nothing changed
-            stats.stop_reason = "user";
+            stats.stop_reason = StopReason::User;
             stats.changed_nothing = true;
             return stats;
         }
@@ -193,7 +193,7 @@ struct ChatSession::Impl {
             if (stats.generated_tokens == 0) stats.ttft_ms = ms_between(t0, t_sampled);
             bool is_stop = std::find(stop_ids.begin(), stop_ids.end(), s.token) != stop_ids.end();
             if (is_stop && !settings->ignore_eos) {
-                stats.stop_reason = "eos";
+                stats.stop_reason = StopReason::EndOfText;
                 break;
             }
             reply.push_back(s.token);
@@ -208,19 +208,19 @@ struct ChatSession::Impl {
             for (const auto& c : s.candidates) ev.candidates.push_back({c.id, tok.display_piece(c.id), c.probability});
             bool go_on = on_token(ev);
             if (shown.stopped) {
-                stats.stop_reason = "stop_string";
+                stats.stop_reason = StopReason::StopString;
                 break;
             }
             if (!go_on || (stop && stop->load())) {
-                stats.stop_reason = "user";
+                stats.stop_reason = StopReason::User;
                 break;
             }
             if (settings->max_new_tokens > 0 && stats.generated_tokens >= static_cast<uint32_t>(settings->max_new_tokens)) {
-                stats.stop_reason = "max_tokens";
+                stats.stop_reason = StopReason::MaxTokens;
                 break;
             }
             if (engine.sequence_length(seq) + 1 > ctx) {
-                stats.stop_reason = "context_full";
+                stats.stop_reason = StopReason::ContextFull;
                 break;
             }
             t_step = Clock::now();

@@ -13,6 +13,7 @@
 
 #include "lantern/engine.h"
 #include "lantern/sampling.h"
+#include "lantern/stop_reason.h"
 
 namespace lantern {
 
@@ -22,7 +23,7 @@ struct ChatTurn {
 };
 
 enum class ContextPolicy {
-    Stop,             // a turn that does not fit ends with stop_reason "context_full"
+    Stop,             // a turn that does not fit ends with StopReason::ContextFull
     DropOldestTurns,  // drop the oldest user/assistant pairs (the system prompt stays), say so
 };
 
@@ -51,7 +52,7 @@ struct TurnStats {
     double ttft_ms = 0;             // from respond() call to the first token
     double prefill_ms = 0, decode_ms = 0;
     double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
-    std::string stop_reason;        // "eos", "stop_string", "max_tokens", "user", "context_full"
+    StopReason stop_reason = StopReason::None;
     uint64_t seed = 0;              // the seed actually used
     uint32_t dropped_turns = 0;     // turns removed by DropOldestTurns
     // After a turn that wrote its reply: whether continue_reply() has room for more of it as the
@@ -59,9 +60,9 @@ struct TurnStats {
     // (DropOldestTurns), so that a front end offers Continue only when it can write something.
     bool can_continue = false;
     bool can_continue_dropping = false;
-    // A turn that did not start — no room in the context (stop_reason "context_full") or stopped
-    // during its prompt ("user") — changed nothing: no token, respond() does not keep the user text
-    // and no turn is dropped. Front ends undo what they showed for it. On "context_full",
+    // A turn that did not start — no room in the context (ContextFull) or stopped
+    // during its prompt (User) — changed nothing: no token, respond() does not keep the user text
+    // and no turn is dropped. Front ends undo what they showed for it. On ContextFull,
     // prompt_tokens is the shortest prompt the policy allowed and would_fit_dropping whether
     // DropOldestTurns would have made room (so a front end can say which of its choices helps).
     bool changed_nothing = false;
@@ -88,7 +89,7 @@ public:
     // Told while a turn's prompt is computed, after each chunk but the last: `done` of the
     // `total` prompt tokens it computes (Engine::prefill's progress), so that a front end can show
     // how far a long prompt is. A turn's `stop` is polled there too: a turn stopped during its
-    // prompt ends with stop_reason "user" and no token, and changes nothing (as a turn that
+    // prompt ends with StopReason::User and no token, and changes nothing (as a turn that
     // cannot fit: respond() does not keep the user text); what was computed stays in the KV.
     void set_prompt_progress(std::function<void(uint32_t done, uint32_t total)> on_progress);
     void set_context_policy(ContextPolicy policy);

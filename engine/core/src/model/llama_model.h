@@ -38,9 +38,10 @@ struct ModelLimits {
     bool kv_f16 = true;
     uint64_t weight_slab_bytes = 256ull << 20;  // weights are sub-allocated from slabs of this size
     bool fused_decode = true;  // one dispatch per run of layers for steps of a few tokens where possible (ops/decode_layer.h)
-    int32_t fused_stall_layer_for_test = -1;  // see EngineOptions::fused_decode_stall_layer_for_test
-    uint32_t kv_layers_per_buffer_for_test = 0;  // see EngineOptions::kv_layers_per_buffer_for_test
-    bool gpu_layouts = false;                 // see EngineOptions::gpu_layouts_for_test
+    // Test hooks (runtime/engine_test_hooks.h).
+    int32_t fused_stall_layer_for_test = -1;
+    uint32_t kv_layers_per_buffer_for_test = 0;
+    bool gpu_layouts = false;
 };
 
 // Host-side description of one step.

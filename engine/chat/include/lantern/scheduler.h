@@ -24,6 +24,7 @@
 
 #include "lantern/engine.h"
 #include "lantern/sampling.h"
+#include "lantern/stop_reason.h"
 
 namespace lantern {
 
@@ -48,8 +49,8 @@ struct GenerationRequest {
     // Called each time the generation gives its KV blocks back for want of room; it waits and
     // then resumes by itself, its reply unchanged (only later).
     std::function<void(RequestId)> on_preempted;
-    // Called once when the request ends: "eos", "max_tokens", "context_full" or "cancelled".
-    std::function<void(RequestId, const std::string& reason)> on_finish;
+    // Called once when the request ends: EndOfText, MaxTokens, ContextFull or Cancelled.
+    std::function<void(RequestId, StopReason reason)> on_finish;
 };
 
 struct SchedulerStepStats {

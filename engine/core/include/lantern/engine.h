@@ -25,7 +25,6 @@
 namespace lantern {
 
 class Tokenizer;
-class ChatTemplate;
 
 struct ModelInfo {
     std::string path, name, architecture;
@@ -79,18 +78,8 @@ struct EngineOptions {
     bool profile = false;              // per-op GPU timestamps (see last_step_profile)
     uint64_t weight_slab_bytes = 0;    // weight sub-allocation block; 0 = 256 MiB (tests use tiny ones)
     // On lavapipe, decode steps (up to 24 tokens) run runs of consecutive layers as one dispatch
-    // each (engine/src/ops/decode_layer.h); false = the separate kernels (for comparisons).
+    // each (engine/core/src/ops/decode_layer.h); false = the separate kernels (for comparisons).
     bool fused_decode = true;
-    // Tests of how fused layers form runs: at most this many layers' K (and V) caches per buffer, so
-    // runs end where a buffer does (0 = as many as one storage-buffer view reaches).
-    uint32_t kv_layers_per_buffer_for_test = 0;
-    // Tests of the fused layers' fallback: every fused step stalls in this layer's attention, so
-    // its wait gives up and the step runs again with the separate kernels. -1 = off.
-    int32_t fused_decode_stall_layer_for_test = -1;
-    // Tests on a CPU driver: lay out and run everything as on a GPU (row-major weights, split-K
-    // matmuls, attention lanes splitting the keys), so the path GPUs take is checked on every
-    // machine, not only where a GPU is present.
-    bool gpu_layouts_for_test = false;
 };
 
 // One sequence's slice of a batched step.
@@ -141,8 +130,9 @@ public:
     virtual const ModelInfo& model() const = 0;
     virtual const DeviceInfo& device() const = 0;
     virtual const Tokenizer& tokenizer() const = 0;
-    // The chat format recognised from the GGUF's tokenizer.chat_template (Completion if none).
-    virtual const ChatTemplate& chat_template() const = 0;
+    // The GGUF's tokenizer.chat_template, as written (empty if none). lantern/chat_template.h
+    // recognises its format: ChatTemplate::for_engine(engine).
+    virtual const std::string& chat_template_source() const = 0;
     virtual uint32_t context_length() const = 0;
 
     // Sequences (see lantern/kv_cache.h for the block semantics).

@@ -1,4 +1,4 @@
-#include "server/json_mode.h"
+#include "json_mode.h"
 
 #include <limits>
 

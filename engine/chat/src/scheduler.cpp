@@ -75,7 +75,7 @@ struct Scheduler::Impl {
         return n;
     }
 
-    void finish(Generation& g, const std::string& reason) {
+    void finish(Generation& g, StopReason reason) {
         if (g.started) engine.free_sequence(g.seq);
         if (g.req.on_finish) g.req.on_finish(g.id, reason);
         order.erase(std::find(order.begin(), order.end(), g.id));
@@ -101,7 +101,7 @@ struct Scheduler::Impl {
         if (started_count() > 1)
             preempt(g);
         else
-            finish(g, "context_full");
+            finish(g, StopReason::ContextFull);
     }
 
     // Samples from `logits`; returns false when the generation ended.
@@ -116,7 +116,7 @@ struct Scheduler::Impl {
         }
         Sample s = g.sampler->sample(*use, g.req.settings, g.history);
         if (std::find(g.req.stop_tokens.begin(), g.req.stop_tokens.end(), s.token) != g.req.stop_tokens.end()) {
-            finish(g, "eos");
+            finish(g, StopReason::EndOfText);
             return false;
         }
         g.history.push_back(s.token);
@@ -124,11 +124,11 @@ struct Scheduler::Impl {
         if (g.req.on_sample) g.req.on_sample(g.id, s);
         if (g.req.on_token) g.req.on_token(g.id, s.token);
         if (g.req.settings.max_new_tokens > 0 && g.generated >= static_cast<uint32_t>(g.req.settings.max_new_tokens)) {
-            finish(g, "max_tokens");
+            finish(g, StopReason::MaxTokens);
             return false;
         }
         if (engine.sequence_length(g.seq) + 1 > engine.context_length()) {
-            finish(g, "context_full");
+            finish(g, StopReason::ContextFull);
             return false;
         }
         g.next_token = s.token;
@@ -204,7 +204,7 @@ bool Scheduler::Impl::run_step(const StepItem* outside, std::vector<float>* outs
     auto& I = *this;
     // Cancellations take effect between steps.
     for (auto id : std::vector<RequestId>(I.order.begin(), I.order.end()))
-        if (I.gens.at(id).cancelled) I.finish(I.gens.at(id), "cancelled");
+        if (I.gens.at(id).cancelled) I.finish(I.gens.at(id), StopReason::Cancelled);
     if (I.gens.empty() && !outside) return false;
 
     const auto t0 = std::chrono::steady_clock::now();
@@ -283,7 +283,7 @@ bool Scheduler::Impl::run_step(const StepItem* outside, std::vector<float>* outs
             if (running > 0) break;  // it waits for the running ones to finish or be preempted
             // Nothing else holds blocks, and still no room (a sequence outside holds them): it
             // cannot run now, nor wait for a generation that would free them.
-            I.finish(g, "context_full");
+            I.finish(g, StopReason::ContextFull);
             continue;
         }
         g.seq = I.engine.create_sequence();

@@ -51,6 +51,7 @@
 
 namespace lantern {
 
+class Engine;
 class GgufFile;
 class Tokenizer;
 
@@ -88,6 +89,8 @@ public:
     // The format of a model: its tokenizer.chat_template if recognised, else Completion (a base
     // model, or a template we cannot render faithfully — better plain text than invented markers).
     static ChatTemplate from_gguf(const GgufFile& gguf);
+    // The same for a loaded model (Engine::chat_template_source).
+    static ChatTemplate for_engine(const Engine& engine);
 
     ChatFormat format() const { return format_; }
     // Whether the format's template takes enable_thinking (Qwen3), and its value for render: with

@@ -8,13 +8,13 @@
 #include <map>
 
 #include "kv/block_pool.h"
-#include "lantern/chat_template.h"
 #include "lantern/error.h"
 #include "lantern/gguf.h"
 #include "lantern/tokenizer.h"
 #include "model/llama_config.h"
 #include "model/llama_model.h"
 #include "model/memory_plan.h"
+#include "runtime/engine_test_hooks.h"
 #include "vulkan/context.h"
 
 namespace lantern {
@@ -38,12 +38,12 @@ uint64_t model_identity(const GgufFile& g, const ModelInfo& m) {
 
 class EngineImpl final : public Engine {
 public:
-    EngineImpl(const std::string& path, const EngineOptions& o) : options_(o) {
+    EngineImpl(const std::string& path, const EngineOptions& o, const EngineTestHooks& hooks = {}) : options_(o) {
         auto t0 = Clock::now();
         gguf_ = GgufFile::open(path);
         info_ = model::read_llama_config(*gguf_);
         tokenizer_ = Tokenizer::from_gguf(*gguf_);
-        template_ = std::make_unique<ChatTemplate>(ChatTemplate::from_gguf(*gguf_));
+        template_source_ = gguf_->get_string("tokenizer.chat_template").value_or("");
         if (static_cast<uint32_t>(tokenizer_->vocab_size()) != info_.vocab)
             throw Error(ErrorCode::InvalidModelFile, path + ": the tokenizer has " +
                                                          std::to_string(tokenizer_->vocab_size()) +
@@ -55,7 +55,7 @@ public:
         co.pipeline_cache_dir = o.pipeline_cache_dir;
         ctx_ = std::make_unique<vk::Context>(co);
 
-        const model::ModelLimits lim = model::limits_for(info_, o);
+        const model::ModelLimits lim = model::limits_for(info_, o, hooks);
         context_ = lim.context_length;
         auto tp = Clock::now();
         model_ = std::make_unique<model::LlamaModel>(*ctx_, *gguf_, info_, lim);
@@ -73,7 +73,7 @@ public:
     const ModelInfo& model() const override { return info_; }
     const DeviceInfo& device() const override { return ctx_->info(); }
     const Tokenizer& tokenizer() const override { return *tokenizer_; }
-    const ChatTemplate& chat_template() const override { return *template_; }
+    const std::string& chat_template_source() const override { return template_source_; }
     uint32_t context_length() const override { return context_; }
 
     SequenceId create_sequence() override { return pool_->create_sequence(); }
@@ -328,7 +328,7 @@ private:
     std::unique_ptr<GgufFile> gguf_;
     ModelInfo info_;
     std::unique_ptr<Tokenizer> tokenizer_;
-    std::unique_ptr<ChatTemplate> template_;
+    std::string template_source_;
     std::unique_ptr<vk::Context> ctx_;
     std::unique_ptr<model::LlamaModel> model_;
     std::unique_ptr<kv::BlockPool> pool_;
@@ -346,6 +346,11 @@ private:
 
 std::unique_ptr<Engine> Engine::load(const std::string& gguf_path, const EngineOptions& options) {
     return std::make_unique<EngineImpl>(gguf_path, options);
+}
+
+std::unique_ptr<Engine> load_engine_for_test(const std::string& gguf_path, const EngineOptions& options,
+                                             const EngineTestHooks& hooks) {
+    return std::make_unique<EngineImpl>(gguf_path, options, hooks);
 }
 
 }  // namespace lantern

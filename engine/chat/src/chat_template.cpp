@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "lantern/engine.h"
 #include "lantern/error.h"
 #include "lantern/gguf.h"
 #include "lantern/tokenizer.h"
@@ -500,6 +501,10 @@ ChatTemplate ChatTemplate::from_gguf(const GgufFile& gguf) {
     const auto source = gguf.get_string("tokenizer.chat_template");
     if (!source) return ChatTemplate(ChatFormat::Completion);
     return ChatTemplate(detect(*source).value_or(ChatFormat::Completion));
+}
+
+ChatTemplate ChatTemplate::for_engine(const Engine& engine) {
+    return ChatTemplate(detect(engine.chat_template_source()).value_or(ChatFormat::Completion));
 }
 
 bool ChatTemplate::has_system_role() const {

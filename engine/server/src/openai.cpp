@@ -1,4 +1,4 @@
-#include "server/openai.h"
+#include "openai.h"
 
 #include <charconv>
 #include <cmath>
@@ -20,8 +20,8 @@ Json error_body(const ApiError& e) {
     return Json::object().set("error", std::move(err));
 }
 
-const char* finish_reason(const std::string& reason) {
-    return reason == "max_tokens" || reason == "context_full" ? "length" : "stop";
+const char* finish_reason(StopReason reason) {
+    return reason == StopReason::MaxTokens || reason == StopReason::ContextFull ? "length" : "stop";
 }
 
 namespace {
@@ -225,7 +225,7 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
         cm.content = message_text(*content, i);
         messages.push_back(std::move(cm));
     }
-    ChatTemplate tmpl = engine.chat_template();
+    ChatTemplate tmpl = ChatTemplate::for_engine(engine);
     // chat_template_kwargs, as llama-server takes them: enable_thinking (Qwen3) is the one this
     // renderer has; other keys are refused by name rather than ignored.
     if (const Json* kwargs = member(body, "chat_template_kwargs")) {
@@ -279,7 +279,7 @@ CompletionJob completion_job(const Json& body, const Engine& engine) {
         throw ApiError(400, "prompt must be a string, an array of one string, or an array of token ids", "prompt");
     }
     if (job.prompt.empty()) job.prompt.push_back(tok.bos_id() >= 0 ? tok.bos_id() : 0);
-    job.stop_tokens = engine.chat_template().stop_tokens(tok);
+    job.stop_tokens = ChatTemplate::for_engine(engine).stop_tokens(tok);
     job.text_start = tok.decode(job.prompt).empty();  // from BOS alone the reply starts the text
     check_fits(job, engine);
     return job;
