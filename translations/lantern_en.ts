@@ -2,57 +2,19 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="en" sourcelanguage="en">
 <context>
-    <name>ContextLengthDialog</name>
+    <name>ApiServerControl</name>
     <message numerus="yes">
-        <source>KV cache: %1, room for %n conversation(s) of %2 tokens at once: the chat&apos;s, and what the local API server&apos;s replies share.</source>
+        <source>API %1 · %n repl(ies) paused for the chat</source>
         <translation>
-            <numerusform>KV cache: %1, room for %n conversation of %2 tokens at once: the chat&apos;s, and what the local API server&apos;s replies share.</numerusform>
-            <numerusform>KV cache: %1, room for %n conversations of %2 tokens at once: the chat&apos;s, and what the local API server&apos;s replies share.</numerusform>
+            <numerusform>API %1 · %n reply paused for the chat</numerusform>
+            <numerusform>API %1 · %n replies paused for the chat</numerusform>
         </translation>
     </message>
-</context>
-<context>
-    <name>MainWindow</name>
     <message numerus="yes">
         <source>API %1 · writing %n repl(ies)</source>
         <translation>
             <numerusform>API %1 · writing %n reply</numerusform>
             <numerusform>API %1 · writing %n replies</numerusform>
-        </translation>
-    </message>
-    <message numerus="yes">
-        <source>%1 · %n message(s)</source>
-        <translation>
-            <numerusform>%1 · %n message</numerusform>
-            <numerusform>%1 · %n messages</numerusform>
-        </translation>
-    </message>
-    <message numerus="yes">
-        <source>Generating… %Ln token(s)</source>
-        <translation>
-            <numerusform>Generating… %Ln token</numerusform>
-            <numerusform>Generating… %Ln tokens</numerusform>
-        </translation>
-    </message>
-    <message numerus="yes">
-        <source>%Ln token(s)</source>
-        <translation>
-            <numerusform>%Ln token</numerusform>
-            <numerusform>%Ln tokens</numerusform>
-        </translation>
-    </message>
-    <message numerus="yes">
-        <source>%n earlier turn(s) were dropped to make room in the context.</source>
-        <translation>
-            <numerusform>%n earlier turn was dropped to make room in the context.</numerusform>
-            <numerusform>%n earlier turns were dropped to make room in the context.</numerusform>
-        </translation>
-    </message>
-    <message numerus="yes">
-        <source>%1 · sending it leaves the oldest %n message(s) out of the model&apos;s context</source>
-        <translation>
-            <numerusform>%1 · sending it leaves the oldest message out of the model&apos;s context</numerusform>
-            <numerusform>%1 · sending it leaves the oldest %n messages out of the model&apos;s context</numerusform>
         </translation>
     </message>
     <message numerus="yes">
@@ -63,24 +25,64 @@
         </translation>
     </message>
     <message numerus="yes">
+        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
+        <translation>
+            <numerusform>OpenAI-compatible API at %1 — %n reply served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
+            <numerusform>OpenAI-compatible API at %1 — %n replies served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
         <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies are written in the same steps as the chat&apos;s reply, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
         <translation>
             <numerusform>OpenAI-compatible API at %1 — %n reply served. API replies are written in the same steps as the chat&apos;s reply, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
             <numerusform>OpenAI-compatible API at %1 — %n replies served. API replies are written in the same steps as the chat&apos;s reply, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
         </translation>
     </message>
+</context>
+<context>
+    <name>ContextLengthDialog</name>
     <message numerus="yes">
-        <source>API %1 · %n repl(ies) paused for the chat</source>
+        <source>KV cache: %1, room for %n conversation(s) of %2 tokens at once: the chat&apos;s, and what the local API server&apos;s replies share.</source>
         <translation>
-            <numerusform>API %1 · %n reply paused for the chat</numerusform>
-            <numerusform>API %1 · %n replies paused for the chat</numerusform>
+            <numerusform>KV cache: %1, room for %n conversation of %2 tokens at once: the chat&apos;s, and what the local API server&apos;s replies share.</numerusform>
+            <numerusform>KV cache: %1, room for %n conversations of %2 tokens at once: the chat&apos;s, and what the local API server&apos;s replies share.</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>ConversationList</name>
+    <message numerus="yes">
+        <source>%1 · %n message(s)</source>
+        <translation>
+            <numerusform>%1 · %n message</numerusform>
+            <numerusform>%1 · %n messages</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message numerus="yes">
+        <source>Generating… %Ln token(s)</source>
+        <translation>
+            <numerusform>Generating… %Ln token</numerusform>
+            <numerusform>Generating… %Ln tokens</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>MessageFitLabel</name>
+    <message numerus="yes">
+        <source>%Ln token(s)</source>
+        <translation>
+            <numerusform>%Ln token</numerusform>
+            <numerusform>%Ln tokens</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
+        <source>%1 · sending it leaves the oldest %n message(s) out of the model&apos;s context</source>
         <translation>
-            <numerusform>OpenAI-compatible API at %1 — %n reply served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
-            <numerusform>OpenAI-compatible API at %1 — %n replies served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</numerusform>
+            <numerusform>%1 · sending it leaves the oldest message out of the model&apos;s context</numerusform>
+            <numerusform>%1 · sending it leaves the oldest %n messages out of the model&apos;s context</numerusform>
         </translation>
     </message>
 </context>
@@ -118,6 +120,16 @@
         <translation>
             <numerusform>%1 of %2 in all, %n dispatch%3</numerusform>
             <numerusform>%1 of %2 in all, %n dispatches%3</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>TurnController</name>
+    <message numerus="yes">
+        <source>%n earlier turn(s) were dropped to make room in the context.</source>
+        <translation>
+            <numerusform>%n earlier turn was dropped to make room in the context.</numerusform>
+            <numerusform>%n earlier turns were dropped to make room in the context.</numerusform>
         </translation>
     </message>
 </context>

@@ -2,6 +2,223 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN" sourcelanguage="en">
 <context>
+    <name>ApiServerControl</name>
+    <message>
+        <source>Local &amp;API Server</source>
+        <translation>本地 &amp;API 服务器</translation>
+    </message>
+    <message>
+        <source>API Server &amp;Port…</source>
+        <translation>API 服务器端口(&amp;P)…</translation>
+    </message>
+    <message>
+        <source>API Replies &amp;Wait for the Chat</source>
+        <translation>API 回复等待聊天(&amp;W)</translation>
+    </message>
+    <message>
+        <source>API replies pause while the chat writes a reply and go on when it ends, so the chat&apos;s reply comes at full speed. Off, they are written in the same steps as the chat&apos;s reply (on a CPU device the chat&apos;s reply then slows while they run).</source>
+        <translation>聊天生成回复时 API 的回复暂停，聊天回复结束后再从原处继续，这样聊天的回复保持全速。关闭时，API 的回复与聊天的回复在同一步中生成（在 CPU 设备上，聊天的回复会因此变慢）。</translation>
+    </message>
+    <message>
+        <source>The API server stopped: %1</source>
+        <translation>API 服务器已停止：%1</translation>
+    </message>
+    <message>
+        <source>Lets editors, scripts and other apps on this computer use the loaded model through an OpenAI-compatible API (http://127.0.0.1:%1/v1).</source>
+        <translation>让本机上的编辑器、脚本和其他应用通过兼容 OpenAI 的 API（http://127.0.0.1:%1/v1）使用已加载的模型。</translation>
+    </message>
+    <message>
+        <source>The API server starts when a model is loaded.</source>
+        <translation>加载模型后 API 服务器即会启动。</translation>
+    </message>
+    <message>
+        <source>API Server Port</source>
+        <translation>API 服务器端口</translation>
+    </message>
+    <message>
+        <source>Port on 127.0.0.1 (this computer only):</source>
+        <translation>127.0.0.1 上的端口（仅限本机）：</translation>
+    </message>
+    <message>
+        <source>API %1</source>
+        <translation>API %1</translation>
+    </message>
+    <message numerus="yes">
+        <source>API %1 · %n repl(ies) paused for the chat</source>
+        <translation>
+            <numerusform>API %1 · %n 个回复为聊天暂停</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>API %1 · writing %n repl(ies)</source>
+        <translation>
+            <numerusform>API %1 · 正在写 %n 条回复</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n waiting</source>
+        <translation>
+            <numerusform>%n 个等待中</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
+        <translation>
+            <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。聊天生成回复时 API 的回复暂停（文件 &gt; API 回复等待聊天），并共用 KV 缓存中一个对话的空间：超出时最后开始的回复先等待，之后从原处继续。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies are written in the same steps as the chat&apos;s reply, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
+        <translation>
+            <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。API 的回复与聊天的回复在同一步中生成，并共用 KV 缓存中一个对话的空间：超出时最后开始的回复先等待，之后从原处继续。</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>AppMenus</name>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;About Lantern</source>
+        <translation>关于 Lantern(&amp;A)</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Open Model…</source>
+        <translation>打开模型(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>Open Model</source>
+        <translation>打开模型</translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf);;All files (*)</source>
+        <translation>GGUF 模型 (*.gguf);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Open Models &amp;Folder</source>
+        <translation>打开模型文件夹(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Export Conversation…</source>
+        <translation>导出对话(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>&amp;New Chat</source>
+        <translation>新对话(&amp;N)</translation>
+    </message>
+    <message>
+        <source>When the Context Is Full, Drop the Oldest Turns</source>
+        <translation>上下文已满时，丢弃最早的对话轮次</translation>
+    </message>
+    <message>
+        <source>Otherwise the reply stops and you are told the context is full.</source>
+        <translation>否则回复会停止，并提示上下文已满。</translation>
+    </message>
+    <message>
+        <source>Let the Model &amp;Think Before Answering</source>
+        <translation>让模型先思考再回答(&amp;T)</translation>
+    </message>
+    <message>
+        <source>For models that can reason first (Qwen3): on, the reply starts with its reasoning, shown apart; off, the model is told to answer at once.</source>
+        <translation>适用于能先推理的模型（Qwen3）：打开时，回复以推理开头并单独显示；关闭时，模型被要求直接回答。</translation>
+    </message>
+    <message>
+        <source>Context &amp;Length…</source>
+        <translation>上下文长度(&amp;L)…</translation>
+    </message>
+    <message>
+        <source>How many tokens of the conversation the model sees at once, and the memory that takes</source>
+        <translation>模型一次能看到的对话词元数，以及它占用的内存</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>Show Replies as &amp;Markdown</source>
+        <translation>以 Markdown 显示回复(&amp;M)</translation>
+    </message>
+    <message>
+        <source>Otherwise replies show the raw text the model wrote.</source>
+        <translation>否则回复显示模型写出的原始文本。</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <source>Automatic (System)</source>
+        <translation>自动（跟随系统）</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Conversation</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>Export Conversation</source>
+        <translation>导出对话</translation>
+    </message>
+    <message>
+        <source>Markdown (*.md);;All files (*)</source>
+        <translation>Markdown (*.md);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Export failed</source>
+        <translation>导出失败</translation>
+    </message>
+    <message>
+        <source>Exported to %1</source>
+        <translation>已导出到 %1</translation>
+    </message>
+    <message>
+        <source>Language</source>
+        <translation>语言</translation>
+    </message>
+    <message>
+        <source>The new language is used from the next start of Lantern.</source>
+        <translation>新的语言将在下次启动 Lantern 时生效。</translation>
+    </message>
+    <message>
+        <source>About Lantern</source>
+        <translation>关于 Lantern</translation>
+    </message>
+    <message>
+        <source>&lt;h3&gt;Lantern %1&lt;/h3&gt;&lt;p&gt;Chat with Llama models on your own computer, on its own Vulkan inference engine — and see what happens inside: the KV cache, attention, sampling and honest speed figures.&lt;/p&gt;</source>
+        <translation>&lt;h3&gt;Lantern %1&lt;/h3&gt;&lt;p&gt;在你自己的电脑上，用 Lantern 自带的 Vulkan 推理引擎与 Llama 模型聊天——并看清其中发生的一切：KV 缓存、注意力、采样，以及真实的速度数据。&lt;/p&gt;</translation>
+    </message>
+</context>
+<context>
+    <name>AppStatusBar</name>
+    <message>
+        <source>%1
+Driver: %2</source>
+        <translation>%1
+驱动：%2</translation>
+    </message>
+    <message>
+        <source>No device</source>
+        <translation>无设备</translation>
+    </message>
+    <message>
+        <source>Context %1 / %2</source>
+        <translation>上下文 %1 / %2</translation>
+    </message>
+</context>
+<context>
     <name>AttentionHeatmap</name>
     <message>
         <source>Turn capture on and generate a reply to see where each head of the chosen layer looks.</source>
@@ -92,6 +309,30 @@
         <source>Put this message back in the input; sending it replaces it and everything after it</source>
         <translation>把这条消息放回输入框；发送后将替换它及其后的所有内容</translation>
     </message>
+    <message>
+        <source>Welcome to Lantern</source>
+        <translation>欢迎使用 Lantern</translation>
+    </message>
+    <message>
+        <source>Open a GGUF model (File &gt; Open Model…) or pick one from the toolbar. Models in %1, and those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache or Ollama downloaded, are listed automatically.</source>
+        <translation>打开一个 GGUF 模型（文件 &gt; 打开模型…），或从工具栏中选择。%1 中的模型，以及 LM Studio、GPT4All、Jan、llama.cpp、Hugging Face 缓存或 Ollama 下载的模型，会自动列出。</translation>
+    </message>
+    <message>
+        <source>Loading the model…</source>
+        <translation>正在加载模型…</translation>
+    </message>
+    <message>
+        <source>Weights are uploaded to the device and the compute pipelines are built.</source>
+        <translation>正在把权重上传到设备并构建计算管线。</translation>
+    </message>
+    <message>
+        <source>Ready when you are</source>
+        <translation>一切就绪</translation>
+    </message>
+    <message>
+        <source>%1 is loaded. Write a message below to start.</source>
+        <translation>%1 已加载。在下方输入消息即可开始。</translation>
+    </message>
 </context>
 <context>
     <name>ContextLengthDialog</name>
@@ -155,6 +396,53 @@
     </message>
 </context>
 <context>
+    <name>ConversationList</name>
+    <message>
+        <source>New Chat</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <source>Search conversations</source>
+        <translation>搜索对话</translation>
+    </message>
+    <message>
+        <source>Rename…</source>
+        <translation>重命名…</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 · %n message(s)</source>
+        <translation>
+            <numerusform>%1 · %n 条消息</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>%1
+Model: %2</source>
+        <translation>%1
+模型：%2</translation>
+    </message>
+    <message>
+        <source>Delete conversation</source>
+        <translation>删除对话</translation>
+    </message>
+    <message>
+        <source>Delete “%1” and all its messages?</source>
+        <translation>删除“%1”及其所有消息吗？</translation>
+    </message>
+    <message>
+        <source>Rename conversation</source>
+        <translation>重命名对话</translation>
+    </message>
+    <message>
+        <source>Title:</source>
+        <translation>标题：</translation>
+    </message>
+</context>
+<context>
     <name>Device</name>
     <message>
         <source>discrete GPU</source>
@@ -179,6 +467,21 @@
     <message>
         <source>%1 — %2</source>
         <translation>%1 — %2</translation>
+    </message>
+</context>
+<context>
+    <name>DeviceMenu</name>
+    <message>
+        <source>&amp;Device</source>
+        <translation>设备(&amp;D)</translation>
+    </message>
+    <message>
+        <source>Automatic (best available)</source>
+        <translation>自动（最佳可用设备）</translation>
+    </message>
+    <message>
+        <source>the automatically chosen device</source>
+        <translation>自动选择的设备</translation>
     </message>
 </context>
 <context>
@@ -253,6 +556,10 @@
     <message>
         <source>full context</source>
         <translation>上下文已满</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
     </message>
 </context>
 <context>
@@ -433,13 +740,94 @@
 %1</translation>
     </message>
     <message>
-        <source>System prompt</source>
-        <translation>系统提示词</translation>
+        <source>Conversations</source>
+        <translation>对话</translation>
     </message>
     <message>
-        <source>Optional instructions the model sees before the conversation</source>
-        <translation>可选：模型在对话开始前看到的指示</translation>
+        <source>KV Cache</source>
+        <translation>KV 缓存</translation>
     </message>
+    <message>
+        <source>Sampling</source>
+        <translation>采样</translation>
+    </message>
+    <message>
+        <source>Performance</source>
+        <translation>性能</translation>
+    </message>
+    <message>
+        <source>Attention</source>
+        <translation>注意力</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Sampling settings not applied: %1</source>
+        <translation>采样设置未生效：%1</translation>
+    </message>
+    <message>
+        <source>No model</source>
+        <translation>无模型</translation>
+    </message>
+    <message>
+        <source>Loading %1…</source>
+        <translation>正在加载 %1…</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <source>Generating…</source>
+        <translation>正在生成…</translation>
+    </message>
+    <message>
+        <source>%1 — Lantern</source>
+        <translation>%1 — Lantern</translation>
+    </message>
+    <message>
+        <source>Loaded %1 on %2 in %3</source>
+        <translation>已在 %2 上加载 %1，用时 %3</translation>
+    </message>
+    <message>
+        <source>%1 has no chat template: it continues your text (completion mode).</source>
+        <translation>%1 没有聊天模板：它会续写你的文字（补全模式）。</translation>
+    </message>
+    <message>
+        <source>Could not load the model.</source>
+        <translation>无法加载模型。</translation>
+    </message>
+    <message>
+        <source>Stopping…</source>
+        <translation>正在停止…</translation>
+    </message>
+    <message numerus="yes">
+        <source>Generating… %Ln token(s)</source>
+        <translation>
+            <numerusform>正在生成… %Ln 个词元</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Generation failed</source>
+        <translation>生成失败</translation>
+    </message>
+    <message>
+        <source>Step Profile</source>
+        <translation>单步剖析</translation>
+    </message>
+    <message>
+        <source>Reading the prompt… %1 of %2 tokens</source>
+        <translation>正在读取提示词… 已完成 %1 / %2 个词元</translation>
+    </message>
+    <message>
+        <source>Loading the model again with room in its KV cache for the API server&apos;s replies…</source>
+        <translation>正在重新加载模型，并在 KV 缓存中为 API 服务器的回复留出空间…</translation>
+    </message>
+</context>
+<context>
+    <name>MessageComposer</name>
     <message>
         <source>Write a message… (Enter sends, Shift+Enter starts a new line)</source>
         <translation>输入消息…（Enter 发送，Shift+Enter 换行）</translation>
@@ -465,233 +853,39 @@
         <translation>用新的回复替换上一条回复</translation>
     </message>
     <message>
-        <source>New Chat</source>
-        <translation>新对话</translation>
+        <source>Continue</source>
+        <translation>继续</translation>
     </message>
     <message>
-        <source>Conversations</source>
-        <translation>对话</translation>
+        <source>Write more of the last reply, from where it stopped</source>
+        <translation>从上一条回复停下的地方接着写</translation>
     </message>
     <message>
-        <source>Rename…</source>
-        <translation>重命名…</translation>
+        <source>There is no room left in the context to continue this reply</source>
+        <translation>上下文已没有空间继续这条回复</translation>
+    </message>
+</context>
+<context>
+    <name>MessageDelegate</name>
+    <message>
+        <source>interrupted</source>
+        <translation>已中断</translation>
     </message>
     <message>
-        <source>Delete</source>
-        <translation>删除</translation>
+        <source>Reasoning</source>
+        <translation>思考过程</translation>
     </message>
     <message>
-        <source>KV Cache</source>
-        <translation>KV 缓存</translation>
+        <source>Reasoning…</source>
+        <translation>思考中…</translation>
     </message>
     <message>
-        <source>Sampling</source>
-        <translation>采样</translation>
+        <source>no longer in the model&apos;s context</source>
+        <translation>已不在模型的上下文中</translation>
     </message>
-    <message>
-        <source>Performance</source>
-        <translation>性能</translation>
-    </message>
-    <message>
-        <source>Attention</source>
-        <translation>注意力</translation>
-    </message>
-    <message>
-        <source>Model</source>
-        <translation>模型</translation>
-    </message>
-    <message>
-        <source>&amp;File</source>
-        <translation>文件(&amp;F)</translation>
-    </message>
-    <message>
-        <source>&amp;Open Model…</source>
-        <translation>打开模型(&amp;O)…</translation>
-    </message>
-    <message>
-        <source>Open Model</source>
-        <translation>打开模型</translation>
-    </message>
-    <message>
-        <source>GGUF models (*.gguf);;All files (*)</source>
-        <translation>GGUF 模型 (*.gguf);;所有文件 (*)</translation>
-    </message>
-    <message>
-        <source>Open Models &amp;Folder</source>
-        <translation>打开模型文件夹(&amp;F)</translation>
-    </message>
-    <message>
-        <source>&amp;Device</source>
-        <translation>设备(&amp;D)</translation>
-    </message>
-    <message>
-        <source>&amp;New Chat</source>
-        <translation>新对话(&amp;N)</translation>
-    </message>
-    <message>
-        <source>&amp;Quit</source>
-        <translation>退出(&amp;Q)</translation>
-    </message>
-    <message>
-        <source>When the Context Is Full, Drop the Oldest Turns</source>
-        <translation>上下文已满时，丢弃最早的对话轮次</translation>
-    </message>
-    <message>
-        <source>Otherwise the reply stops and you are told the context is full.</source>
-        <translation>否则回复会停止，并提示上下文已满。</translation>
-    </message>
-    <message>
-        <source>&amp;View</source>
-        <translation>视图(&amp;V)</translation>
-    </message>
-    <message>
-        <source>&amp;Language</source>
-        <translation>语言(&amp;L)</translation>
-    </message>
-    <message>
-        <source>Automatic (System)</source>
-        <translation>自动（跟随系统）</translation>
-    </message>
-    <message>
-        <source>&amp;Help</source>
-        <translation>帮助(&amp;H)</translation>
-    </message>
-    <message>
-        <source>&amp;About Lantern</source>
-        <translation>关于 Lantern(&amp;A)</translation>
-    </message>
-    <message>
-        <source>No device</source>
-        <translation>无设备</translation>
-    </message>
-    <message>
-        <source>Sampling settings not applied: %1</source>
-        <translation>采样设置未生效：%1</translation>
-    </message>
-    <message>
-        <source>No model</source>
-        <translation>无模型</translation>
-    </message>
-    <message>
-        <source>Welcome to Lantern</source>
-        <translation>欢迎使用 Lantern</translation>
-    </message>
-    <message>
-        <source>Loading %1…</source>
-        <translation>正在加载 %1…</translation>
-    </message>
-    <message>
-        <source>Loading the model…</source>
-        <translation>正在加载模型…</translation>
-    </message>
-    <message>
-        <source>Weights are uploaded to the device and the compute pipelines are built.</source>
-        <translation>正在把权重上传到设备并构建计算管线。</translation>
-    </message>
-    <message>
-        <source>Ready</source>
-        <translation>就绪</translation>
-    </message>
-    <message>
-        <source>Ready when you are</source>
-        <translation>一切就绪</translation>
-    </message>
-    <message>
-        <source>%1 is loaded. Write a message below to start.</source>
-        <translation>%1 已加载。在下方输入消息即可开始。</translation>
-    </message>
-    <message>
-        <source>Generating…</source>
-        <translation>正在生成…</translation>
-    </message>
-    <message>
-        <source>No models found — use Open Model…</source>
-        <translation>未找到模型 — 请使用“打开模型…”</translation>
-    </message>
-    <message>
-        <source>Choose a model…</source>
-        <translation>选择模型…</translation>
-    </message>
-    <message>
-        <source>%1  (%2)</source>
-        <translation>%1  （%2）</translation>
-    </message>
-    <message numerus="yes">
-        <source>%1 · %n message(s)</source>
-        <translation>
-            <numerusform>%1 · %n 条消息</numerusform>
-        </translation>
-    </message>
-    <message>
-        <source>%1
-Model: %2</source>
-        <translation>%1
-模型：%2</translation>
-    </message>
-    <message>
-        <source>%1 — Lantern</source>
-        <translation>%1 — Lantern</translation>
-    </message>
-    <message>
-        <source>%1
-Driver: %2</source>
-        <translation>%1
-驱动：%2</translation>
-    </message>
-    <message>
-        <source>Loaded %1 on %2 in %3</source>
-        <translation>已在 %2 上加载 %1，用时 %3</translation>
-    </message>
-    <message>
-        <source>%1 has no chat template: it continues your text (completion mode).</source>
-        <translation>%1 没有聊天模板：它会续写你的文字（补全模式）。</translation>
-    </message>
-    <message>
-        <source>Could not load the model.</source>
-        <translation>无法加载模型。</translation>
-    </message>
-    <message>
-        <source>Could not load the model</source>
-        <translation>无法加载模型</translation>
-    </message>
-    <message>
-        <source>Lantern could not load %1.</source>
-        <translation>Lantern 无法加载 %1。</translation>
-    </message>
-    <message>
-        <source>Automatic (best available)</source>
-        <translation>自动（最佳可用设备）</translation>
-    </message>
-    <message>
-        <source>Delete conversation</source>
-        <translation>删除对话</translation>
-    </message>
-    <message>
-        <source>Delete “%1” and all its messages?</source>
-        <translation>删除“%1”及其所有消息吗？</translation>
-    </message>
-    <message>
-        <source>Rename conversation</source>
-        <translation>重命名对话</translation>
-    </message>
-    <message>
-        <source>Title:</source>
-        <translation>标题：</translation>
-    </message>
-    <message>
-        <source>Stopping…</source>
-        <translation>正在停止…</translation>
-    </message>
-    <message numerus="yes">
-        <source>Generating… %Ln token(s)</source>
-        <translation>
-            <numerusform>正在生成… %Ln 个词元</numerusform>
-        </translation>
-    </message>
-    <message>
-        <source>Context %1 / %2</source>
-        <translation>上下文 %1 / %2</translation>
-    </message>
+</context>
+<context>
+    <name>MessageFitLabel</name>
     <message numerus="yes">
         <source>%Ln token(s)</source>
         <translation>
@@ -712,290 +906,32 @@ Driver: %2</source>
         <source>%1 · too long: the conversation would be %2 tokens, the context holds %3 and a reply needs room too.</source>
         <translation>%1 · 太长：对话将达 %2 个词元，而上下文只能容纳 %3 个，回复也需要空间。</translation>
     </message>
-    <message numerus="yes">
-        <source>%n earlier turn(s) were dropped to make room in the context.</source>
-        <translation>
-            <numerusform>为腾出上下文空间，丢弃了 %n 轮较早的对话。</numerusform>
-        </translation>
-    </message>
-    <message>
-        <source>Generation failed</source>
-        <translation>生成失败</translation>
-    </message>
-    <message>
-        <source>Language</source>
-        <translation>语言</translation>
-    </message>
-    <message>
-        <source>The new language is used from the next start of Lantern.</source>
-        <translation>新的语言将在下次启动 Lantern 时生效。</translation>
-    </message>
-    <message>
-        <source>About Lantern</source>
-        <translation>关于 Lantern</translation>
-    </message>
-    <message>
-        <source>&lt;h3&gt;Lantern %1&lt;/h3&gt;&lt;p&gt;Chat with Llama models on your own computer, on its own Vulkan inference engine — and see what happens inside: the KV cache, attention, sampling and honest speed figures.&lt;/p&gt;</source>
-        <translation>&lt;h3&gt;Lantern %1&lt;/h3&gt;&lt;p&gt;在你自己的电脑上，用 Lantern 自带的 Vulkan 推理引擎与 Llama 模型聊天——并看清其中发生的一切：KV 缓存、注意力、采样，以及真实的速度数据。&lt;/p&gt;</translation>
-    </message>
-    <message>
-        <source>Show Replies as &amp;Markdown</source>
-        <translation>以 Markdown 显示回复(&amp;M)</translation>
-    </message>
-    <message>
-        <source>Otherwise replies show the raw text the model wrote.</source>
-        <translation>否则回复显示模型写出的原始文本。</translation>
-    </message>
-    <message>
-        <source>Continue</source>
-        <translation>继续</translation>
-    </message>
-    <message>
-        <source>Write more of the last reply, from where it stopped</source>
-        <translation>从上一条回复停下的地方接着写</translation>
-    </message>
-    <message>
-        <source>Editing a message: sending replaces it and everything after it (Esc cancels).</source>
-        <translation>正在编辑消息：发送后将替换它及其后的所有内容（Esc 取消）。</translation>
-    </message>
-    <message>
-        <source>&amp;Export Conversation…</source>
-        <translation>导出对话(&amp;E)…</translation>
-    </message>
-    <message>
-        <source>Conversation</source>
-        <translation>对话</translation>
-    </message>
-    <message>
-        <source>Export Conversation</source>
-        <translation>导出对话</translation>
-    </message>
-    <message>
-        <source>Markdown (*.md);;All files (*)</source>
-        <translation>Markdown (*.md);;所有文件 (*)</translation>
-    </message>
-    <message>
-        <source>Export failed</source>
-        <translation>导出失败</translation>
-    </message>
-    <message>
-        <source>Exported to %1</source>
-        <translation>已导出到 %1</translation>
-    </message>
-    <message>
-        <source>Could not write %1: %2</source>
-        <translation>无法写入 %1：%2</translation>
-    </message>
-    <message>
-        <source>Search conversations</source>
-        <translation>搜索对话</translation>
-    </message>
-    <message>
-        <source>Local &amp;API Server</source>
-        <translation>本地 &amp;API 服务器</translation>
-    </message>
-    <message>
-        <source>Lets editors, scripts and other apps on this computer use the loaded model through an OpenAI-compatible API (http://127.0.0.1:%1/v1).</source>
-        <translation>让本机上的编辑器、脚本和其他应用通过兼容 OpenAI 的 API（http://127.0.0.1:%1/v1）使用已加载的模型。</translation>
-    </message>
-    <message>
-        <source>API Server &amp;Port…</source>
-        <translation>API 服务器端口(&amp;P)…</translation>
-    </message>
-    <message>
-        <source>The API server starts when a model is loaded.</source>
-        <translation>加载模型后 API 服务器即会启动。</translation>
-    </message>
-    <message>
-        <source>API Server Port</source>
-        <translation>API 服务器端口</translation>
-    </message>
-    <message>
-        <source>Port on 127.0.0.1 (this computer only):</source>
-        <translation>127.0.0.1 上的端口（仅限本机）：</translation>
-    </message>
-    <message numerus="yes">
-        <source>API %1 · writing %n repl(ies)</source>
-        <translation>
-            <numerusform>API %1 · 正在写 %n 条回复</numerusform>
-        </translation>
-    </message>
-    <message>
-        <source>API %1</source>
-        <translation>API %1</translation>
-    </message>
-    <message>
-        <source>The API server stopped: %1</source>
-        <translation>API 服务器已停止：%1</translation>
-    </message>
-    <message>
-        <source>Step Profile</source>
-        <translation>单步剖析</translation>
-    </message>
-    <message>
-        <source>There is no room left in the context to continue this reply</source>
-        <translation>上下文已没有空间继续这条回复</translation>
-    </message>
-    <message>
-        <source>The reply filled the context. Your next message makes room by dropping the oldest turns.</source>
-        <translation>回复已占满上下文。发送下一条消息时会丢弃最早的对话轮次以腾出空间。</translation>
-    </message>
-    <message>
-        <source>The context is full. Start a new chat, or turn on File &gt; When the Context Is Full, Drop the Oldest Turns.</source>
-        <translation>上下文已满。请开始新对话，或打开“文件 &gt; 上下文已满时，丢弃最早的对话轮次”。</translation>
-    </message>
-    <message>
-        <source>Turn on File &gt; When the Context Is Full, Drop the Oldest Turns to make room, or start a new chat.</source>
-        <translation>打开“文件 &gt; 上下文已满时，丢弃最早的对话轮次”即可腾出空间，或开始新对话。</translation>
-    </message>
-    <message>
-        <source>Start a new chat to go on.</source>
-        <translation>请开始新对话继续。</translation>
-    </message>
-    <message>
-        <source>The conversation would be %1 tokens long; the context holds %2, and a reply needs room too.</source>
-        <translation>对话将长达 %1 个词元；上下文只能容纳 %2 个，还需为回复留出空间。</translation>
-    </message>
-    <message>
-        <source>Shorten it, or start a new chat.</source>
-        <translation>请缩短消息，或开始新对话。</translation>
-    </message>
-    <message>
-        <source>There is no room left in the context to continue this reply. %1</source>
-        <translation>上下文已没有空间继续这条回复。%1</translation>
-    </message>
-    <message>
-        <source>This message does not fit in the context. %1 %2</source>
-        <translation>这条消息放不进上下文。%1%2</translation>
-    </message>
-    <message>
-        <source>There is no room left in the context for a new reply. %1 %2</source>
-        <translation>上下文已没有空间生成新的回复。%1%2</translation>
-    </message>
-    <message>
-        <source>Reading the prompt… %1 of %2 tokens</source>
-        <translation>正在读取提示词… 已完成 %1 / %2 个词元</translation>
-    </message>
-    <message>
-        <source>Stopped before the reply began: your message is back in the input.</source>
-        <translation>回复开始前已停止：你的消息已放回输入框。</translation>
-    </message>
-    <message>
-        <source>%1  (%2 · %3)</source>
-        <translation>%1  （%2 · %3）</translation>
-    </message>
-    <message>
-        <source>%1 — %2, not supported</source>
-        <translation>%1 — %2，不支持</translation>
-    </message>
-    <message>
-        <source>%1
-Lantern runs llama, qwen2 and qwen3 models; this one is %2.</source>
-        <translation>%1
-Lantern 运行 llama、qwen2 与 qwen3 架构的模型；这个模型是 %2。</translation>
-    </message>
-    <message>
-        <source>Looking for models…</source>
-        <translation>正在查找模型…</translation>
-    </message>
-    <message>
-        <source>Context &amp;Length…</source>
-        <translation>上下文长度(&amp;L)…</translation>
-    </message>
-    <message>
-        <source>How many tokens of the conversation the model sees at once, and the memory that takes</source>
-        <translation>模型一次能看到的对话词元数，以及它占用的内存</translation>
-    </message>
+</context>
+<context>
+    <name>ModelDialogs</name>
     <message>
         <source>Could not change the context length</source>
         <translation>无法更改上下文长度</translation>
-    </message>
-    <message>
-        <source>Lantern could not load %1 with a context of %2 tokens; it is loaded again as before.</source>
-        <translation>Lantern 无法以 %2 个词元的上下文加载 %1；已按原来的设置重新加载。</translation>
-    </message>
-    <message>
-        <source>Models in %1, those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache and Ollama downloaded, and models you opened</source>
-        <translation>%1 中的模型、LM Studio、GPT4All、Jan、llama.cpp、Hugging Face 缓存和 Ollama 下载的模型，以及你打开过的模型</translation>
-    </message>
-    <message>
-        <source>Open a GGUF model (File &gt; Open Model…) or pick one from the toolbar. Models in %1, and those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache or Ollama downloaded, are listed automatically.</source>
-        <translation>打开一个 GGUF 模型（文件 &gt; 打开模型…），或从工具栏中选择。%1 中的模型，以及 LM Studio、GPT4All、Jan、llama.cpp、Hugging Face 缓存或 Ollama 下载的模型，会自动列出。</translation>
-    </message>
-    <message>
-        <source>Loading the model again with room in its KV cache for the API server&apos;s replies…</source>
-        <translation>正在重新加载模型，并在 KV 缓存中为 API 服务器的回复留出空间…</translation>
-    </message>
-    <message>
-        <source>the automatically chosen device</source>
-        <translation>自动选择的设备</translation>
     </message>
     <message>
         <source>Could not change the device</source>
         <translation>无法更换设备</translation>
     </message>
     <message>
+        <source>Lantern could not load %1 with a context of %2 tokens; it is loaded again as before.</source>
+        <translation>Lantern 无法以 %2 个词元的上下文加载 %1；已按原来的设置重新加载。</translation>
+    </message>
+    <message>
         <source>Lantern could not load %1 on %2; it is loaded again on the device it ran on.</source>
         <translation>Lantern 无法在 %2 上加载 %1；已在原来运行的设备上重新加载。</translation>
     </message>
-    <message numerus="yes">
-        <source>%n waiting</source>
-        <translation>
-            <numerusform>%n 个等待中</numerusform>
-        </translation>
-    </message>
-    <message numerus="yes">
-        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies are written in the same steps as the chat&apos;s reply, and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
-        <translation>
-            <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。API 的回复与聊天的回复在同一步中生成，并共用 KV 缓存中一个对话的空间：超出时最后开始的回复先等待，之后从原处继续。</numerusform>
-        </translation>
+    <message>
+        <source>Could not load the model</source>
+        <translation>无法加载模型</translation>
     </message>
     <message>
-        <source>API Replies &amp;Wait for the Chat</source>
-        <translation>API 回复等待聊天(&amp;W)</translation>
-    </message>
-    <message>
-        <source>API replies pause while the chat writes a reply and go on when it ends, so the chat&apos;s reply comes at full speed. Off, they are written in the same steps as the chat&apos;s reply (on a CPU device the chat&apos;s reply then slows while they run).</source>
-        <translation>聊天生成回复时 API 的回复暂停，聊天回复结束后再从原处继续，这样聊天的回复保持全速。关闭时，API 的回复与聊天的回复在同一步中生成（在 CPU 设备上，聊天的回复会因此变慢）。</translation>
-    </message>
-    <message numerus="yes">
-        <source>API %1 · %n repl(ies) paused for the chat</source>
-        <translation>
-            <numerusform>API %1 · %n 个回复为聊天暂停</numerusform>
-        </translation>
-    </message>
-    <message numerus="yes">
-        <source>OpenAI-compatible API at %1 — %n repl(ies) served. API replies pause while the chat writes a reply (File &gt; API Replies Wait for the Chat), and share one conversation&apos;s room in the KV cache: past it, the reply that started last waits and then goes on where it was.</source>
-        <translation>
-            <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。聊天生成回复时 API 的回复暂停（文件 &gt; API 回复等待聊天），并共用 KV 缓存中一个对话的空间：超出时最后开始的回复先等待，之后从原处继续。</numerusform>
-        </translation>
-    </message>
-    <message>
-        <source>Let the Model &amp;Think Before Answering</source>
-        <translation>让模型先思考再回答(&amp;T)</translation>
-    </message>
-    <message>
-        <source>For models that can reason first (Qwen3): on, the reply starts with its reasoning, shown apart; off, the model is told to answer at once.</source>
-        <translation>适用于能先推理的模型（Qwen3）：打开时，回复以推理开头并单独显示；关闭时，模型被要求直接回答。</translation>
-    </message>
-</context>
-<context>
-    <name>MessageDelegate</name>
-    <message>
-        <source>interrupted</source>
-        <translation>已中断</translation>
-    </message>
-    <message>
-        <source>Reasoning</source>
-        <translation>思考过程</translation>
-    </message>
-    <message>
-        <source>Reasoning…</source>
-        <translation>思考中…</translation>
-    </message>
-    <message>
-        <source>no longer in the model&apos;s context</source>
-        <translation>已不在模型的上下文中</translation>
+        <source>Lantern could not load %1.</source>
+        <translation>Lantern 无法加载 %1。</translation>
     </message>
 </context>
 <context>
@@ -1117,6 +1053,43 @@ Lantern 运行 llama、qwen2 与 qwen3 架构的模型；这个模型是 %2。</
         <translation>
             <numerusform>KV 空间供聊天使用，另有 %n 个对话的空间由 API 服务器的回复共用</numerusform>
         </translation>
+    </message>
+</context>
+<context>
+    <name>ModelPicker</name>
+    <message>
+        <source>Models in %1, those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache and Ollama downloaded, and models you opened</source>
+        <translation>%1 中的模型、LM Studio、GPT4All、Jan、llama.cpp、Hugging Face 缓存和 Ollama 下载的模型，以及你打开过的模型</translation>
+    </message>
+    <message>
+        <source>Choose a model…</source>
+        <translation>选择模型…</translation>
+    </message>
+    <message>
+        <source>No models found — use Open Model…</source>
+        <translation>未找到模型 — 请使用“打开模型…”</translation>
+    </message>
+    <message>
+        <source>Looking for models…</source>
+        <translation>正在查找模型…</translation>
+    </message>
+    <message>
+        <source>%1  (%2)</source>
+        <translation>%1  （%2）</translation>
+    </message>
+    <message>
+        <source>%1  (%2 · %3)</source>
+        <translation>%1  （%2 · %3）</translation>
+    </message>
+    <message>
+        <source>%1 — %2, not supported</source>
+        <translation>%1 — %2，不支持</translation>
+    </message>
+    <message>
+        <source>%1
+Lantern runs llama, qwen2 and qwen3 models; this one is %2.</source>
+        <translation>%1
+Lantern 运行 llama、qwen2 与 qwen3 架构的模型；这个模型是 %2。</translation>
     </message>
 </context>
 <context>
@@ -1538,6 +1511,74 @@ Lantern 运行 llama、qwen2 与 qwen3 架构的模型；这个模型是 %2。</
     <message>
         <source>%1 % waiting</source>
         <translation>等待 %1 %</translation>
+    </message>
+</context>
+<context>
+    <name>SystemPromptBar</name>
+    <message>
+        <source>System prompt</source>
+        <translation>系统提示词</translation>
+    </message>
+    <message>
+        <source>Optional instructions the model sees before the conversation</source>
+        <translation>可选：模型在对话开始前看到的指示</translation>
+    </message>
+</context>
+<context>
+    <name>TurnController</name>
+    <message>
+        <source>Could not write %1: %2</source>
+        <translation>无法写入 %1：%2</translation>
+    </message>
+    <message>
+        <source>Editing a message: sending replaces it and everything after it (Esc cancels).</source>
+        <translation>正在编辑消息：发送后将替换它及其后的所有内容（Esc 取消）。</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n earlier turn(s) were dropped to make room in the context.</source>
+        <translation>
+            <numerusform>为腾出上下文空间，丢弃了 %n 轮较早的对话。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>The reply filled the context. Your next message makes room by dropping the oldest turns.</source>
+        <translation>回复已占满上下文。发送下一条消息时会丢弃最早的对话轮次以腾出空间。</translation>
+    </message>
+    <message>
+        <source>The context is full. Start a new chat, or turn on File &gt; When the Context Is Full, Drop the Oldest Turns.</source>
+        <translation>上下文已满。请开始新对话，或打开“文件 &gt; 上下文已满时，丢弃最早的对话轮次”。</translation>
+    </message>
+    <message>
+        <source>Turn on File &gt; When the Context Is Full, Drop the Oldest Turns to make room, or start a new chat.</source>
+        <translation>打开“文件 &gt; 上下文已满时，丢弃最早的对话轮次”即可腾出空间，或开始新对话。</translation>
+    </message>
+    <message>
+        <source>There is no room left in the context to continue this reply. %1</source>
+        <translation>上下文已没有空间继续这条回复。%1</translation>
+    </message>
+    <message>
+        <source>Start a new chat to go on.</source>
+        <translation>请开始新对话继续。</translation>
+    </message>
+    <message>
+        <source>The conversation would be %1 tokens long; the context holds %2, and a reply needs room too.</source>
+        <translation>对话将长达 %1 个词元；上下文只能容纳 %2 个，还需为回复留出空间。</translation>
+    </message>
+    <message>
+        <source>Stopped before the reply began: your message is back in the input.</source>
+        <translation>回复开始前已停止：你的消息已放回输入框。</translation>
+    </message>
+    <message>
+        <source>This message does not fit in the context. %1 %2</source>
+        <translation>这条消息放不进上下文。%1%2</translation>
+    </message>
+    <message>
+        <source>Shorten it, or start a new chat.</source>
+        <translation>请缩短消息，或开始新对话。</translation>
+    </message>
+    <message>
+        <source>There is no room left in the context for a new reply. %1 %2</source>
+        <translation>上下文已没有空间生成新的回复。%1%2</translation>
     </message>
 </context>
 <context>

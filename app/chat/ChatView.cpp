@@ -354,6 +354,25 @@ void ChatView::setModel(QAbstractItemModel* model) {
     connect(model, &QAbstractItemModel::modelReset, this, [this] { followTail_ = true; });
 }
 
+void ChatView::showWelcome(Welcome welcome, const QString& modelName, const QString& modelsDir) {
+    switch (welcome) {
+        case Welcome::NoModel:
+            setEmptyText(tr("Welcome to Lantern"),
+                         tr("Open a GGUF model (File > Open Model…) or pick one from the toolbar. Models in %1, and "
+                            "those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache or Ollama downloaded, "
+                            "are listed automatically.")
+                             .arg(modelsDir));
+            break;
+        case Welcome::Loading:
+            setEmptyText(tr("Loading the model…"),
+                         tr("Weights are uploaded to the device and the compute pipelines are built."));
+            break;
+        case Welcome::Ready:
+            setEmptyText(tr("Ready when you are"), tr("%1 is loaded. Write a message below to start.").arg(modelName));
+            break;
+    }
+}
+
 void ChatView::setEmptyText(const QString& title, const QString& hint) {
     emptyTitle_ = title;
     emptyHint_ = hint;

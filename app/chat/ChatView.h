@@ -90,6 +90,10 @@ public:
     explicit ChatView(QWidget* parent = nullptr);
     void setModel(QAbstractItemModel* model) override;
     void setEmptyText(const QString& title, const QString& hint);
+    // The empty chat's text for the app's state: no model (how to get one, `modelsDir` listed),
+    // a model loading, a model (`modelName`) ready.
+    enum class Welcome { NoModel, Loading, Ready };
+    void showWelcome(Welcome welcome, const QString& modelName, const QString& modelsDir);
     void setRepliesOpenInReasoning(bool open);
     // Replies rendered as Markdown (the default) or shown as the raw text the model wrote.
     void setRenderMarkdown(bool on);

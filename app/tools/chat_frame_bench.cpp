@@ -10,7 +10,7 @@
 // word per frame, as
 // MainWindow::flushStream does, and times the change and the event processing that follows (the
 // layout and the repaint), in ms per frame: the number that must not grow with the reply
-// (docs/architecture.md, "What a frame costs must not grow with the reply"). A developer tool, not
+// (docs/decisions/0035-frame-cost-does-not-grow-with-the-reply.md). A developer tool, not
 // a test: timings are for comparing builds on one machine.
 #include <QApplication>
 #include <QElapsedTimer>

@@ -35,10 +35,10 @@ void TestTranslation::cleanup() {
 void TestTranslation::chineseTranslationLoadsAndTranslatesKnownStrings() {
     installed_ = language::install(QStringLiteral("zh_CN"));
     QVERIFY2(installed_ != nullptr, "lantern_zh_CN.qm is embedded under :/i18n");
-    QCOMPARE(QCoreApplication::translate("MainWindow", "Send"), QStringLiteral("发送"));
-    QCOMPARE(QCoreApplication::translate("MainWindow", "Stop"), QStringLiteral("停止"));
+    QCOMPARE(QCoreApplication::translate("MessageComposer", "Send"), QStringLiteral("发送"));
+    QCOMPARE(QCoreApplication::translate("MessageComposer", "Stop"), QStringLiteral("停止"));
     QCOMPARE(QCoreApplication::translate("Device", "CPU (software Vulkan)"), QStringLiteral("CPU（软件 Vulkan）"));
-    QCOMPARE(QCoreApplication::translate("MainWindow", "%Ln token(s)", nullptr, 3), QStringLiteral("3 个词元"));
+    QCOMPARE(QCoreApplication::translate("MessageFitLabel", "%Ln token(s)", nullptr, 3), QStringLiteral("3 个词元"));
 }
 
 void TestTranslation::widgetsBuiltAfterwardsShowChinese() {
@@ -103,15 +103,15 @@ void TestTranslation::everyMessageInTheTsFileIsTranslated() {
 void TestTranslation::englishHasItsPluralForms() {
     installed_ = language::install(QStringLiteral("en"));
     QVERIFY2(installed_ != nullptr, "lantern_en.qm (plural forms) is embedded");
-    QCOMPARE(QCoreApplication::translate("MainWindow", "%Ln token(s)", nullptr, 1), QStringLiteral("1 token"));
-    QCOMPARE(QCoreApplication::translate("MainWindow", "%Ln token(s)", nullptr, 3), QStringLiteral("3 tokens"));
+    QCOMPARE(QCoreApplication::translate("MessageFitLabel", "%Ln token(s)", nullptr, 1), QStringLiteral("1 token"));
+    QCOMPARE(QCoreApplication::translate("MessageFitLabel", "%Ln token(s)", nullptr, 3), QStringLiteral("3 tokens"));
     // Counts are written the locale's way, as the other figures on the same line are.
     const QLocale before;
     QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedStates));
-    const QString big = QCoreApplication::translate("MainWindow", "%Ln token(s)", nullptr, 1242);
+    const QString big = QCoreApplication::translate("MessageFitLabel", "%Ln token(s)", nullptr, 1242);
     QLocale::setDefault(before);
     QCOMPARE(big, QStringLiteral("1,242 tokens"));
-    QCOMPARE(QCoreApplication::translate("MainWindow", "Send"), QStringLiteral("Send"));
+    QCOMPARE(QCoreApplication::translate("MessageComposer", "Send"), QStringLiteral("Send"));
 }
 
 QTEST_MAIN(TestTranslation)
