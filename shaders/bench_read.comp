@@ -4,7 +4,7 @@
 // the reads cannot be optimised away. Built three times: reading a storage buffer, (TEXEL) reading
 // the same buffer as R32G32B32A32 texels, the way the matmul kernels read weights, and (IMAGE) as a
 // storage texel buffer with imageLoad (on lavapipe the fastest streaming read there is, 15-20 %
-// above texel fetches; the matmuls did not get faster with it, see docs/architecture.md).
+// above texel fetches; the matmuls did not get faster with it, see docs/experiments.md).
 // MODE (specialization constant) picks the access pattern:
 //   0: grid-stride — lane i of the dispatch reads vec4 i, i + stride, ... (coalesced on GPUs)
 //   1: lane-contiguous — each lane reads its own contiguous chunk of vec4s, 16 per iteration into

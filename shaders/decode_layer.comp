@@ -404,9 +404,8 @@ bool run_layer(bool last) {
 
 // A run of consecutive layers, one after another in this dispatch (ops::DecodeLayerOp): their
 // weights in one slab and their caches in one K and one V buffer. Why not a dispatch per layer:
-// lavapipe wakes its threads for each dispatch and waits for all of them at its end, ~0.15 ms a
-// layer: against a dispatch per layer, stories260K decode 1.37x, the 110M model (one run of 12
-// layers) 1.07x (docs/architecture.md). [[dont_unroll]]: the loop's trip count is a push constant,
+// lavapipe wakes its threads for each dispatch and waits for all of them at its end (measured in
+// docs/decisions/0017-fused-decode-layer.md). [[dont_unroll]]: the loop's trip count is a push constant,
 // and a copy of the layer per iteration would multiply the shader's size.
 void main() {
     [[dont_unroll]] for (uint r = 0u; r < lp.layers; ++r) {

@@ -193,7 +193,7 @@ uint band_row(uint r) {
 // the caller applies each token's RMS scale (lane_ss).
 //
 // Two things here are for lavapipe, whose texel fetch is a call to an out-of-line helper that
-// clobbers every vector register (docs/architecture.md), and both were found by comparing decode
+// clobbers every vector register (docs/decisions/0019-decode-lane-fetch-order.md), and both were found by comparing decode
 // with bench_dot.comp, the least work a kernel can do per weight:
 //  - A decode lane's rows are one lane stream of the band's tile (weights.glsl), so their units
 //    sit at constant offsets from one per-lane address: row slot r's group g starts at

@@ -33,8 +33,7 @@
 // read instead of rows (dot_rows in matmul_rows.glsl).
 // So each decode lane reads one sequential stream of its own, scales included, and the 8 loads of
 // lavapipe's texel-fetch helper (one per lane) go to 8 streams at once, the read roofline's
-// lane-contiguous pattern (110M Q8_0 decode 1.18x, prefill 1.03x, interleaved A/B against the
-// previous layout; see docs/architecture.md). A prefill workgroup owns 32 rows of a tile: runs of
+// lane-contiguous pattern (docs/decisions/0007-cpu-weights-in-row-tiles-and-lane-streams.md). A prefill workgroup owns 32 rows of a tile: runs of
 // 16 (8, 4) neighbouring rows of 2 (4, 8) neighbouring streams (matmul_rows.glsl).
 // Earlier layouts, measured: the tile as one sequential stream, rows in quads of 32 (a fetch's 8
 // lanes 32 bytes apart), was this one's predecessor; rows row-major inside a band were 256

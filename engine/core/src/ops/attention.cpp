@@ -103,9 +103,8 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
 
 uint32_t heads_per_lane_for(const AttentionShape& s, uint32_t lanes, uint32_t threads) {
     // Each K and V chunk a lane fetches then serves both heads: on lavapipe a texel fetch is a
-    // call that gathers lane by lane, much of attention's time. TinyLlama-shaped layers (32
-    // heads, 4 KV heads) at position 1024: attention ~1.3x faster (docs/architecture.md). Four
-    // per lane were slower (their q and output rows spill), and heads that leave part of a
+    // call that gathers lane by lane, much of attention's time (measured in
+    // docs/decisions/0016-attention-layouts-per-device.md). Four per lane were slower (their q and output rows spill), and heads that leave part of a
     // workgroup empty cost as much as full ones.
     const bool two = (s.n_head / s.n_kv) % 2 == 0 && s.n_head % (2 * lanes) == 0 &&
                      s.n_head / (2 * lanes) >= threads;
