@@ -1,7 +1,7 @@
 // One line of small print that never changes the height or the minimum width of what holds it:
 // a text too long for the width is drawn cut short with "…", and its tooltip is the whole text.
-// (The input's measure line: a word-wrapped label there grew the input bar by a line for its long
-// warnings and moved the chat above it as the user typed.) text() is always the whole text.
+// text() is always the whole text. Used for the input's measure line (why: decision 0038,
+// docs/decisions/0038-turn-fit-is-a-dry-run.md).
 #pragma once
 
 #include <QLabel>

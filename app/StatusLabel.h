@@ -1,9 +1,9 @@
 // A status-bar field whose text changes many times a second while a reply streams (the token
 // count, the context position). A plain QLabel re-lays out its parents on every new text, and in
-// the status bar that means the whole main window: every dock and each word-wrapped label's size,
-// about a fifth of the UI thread at 40 tok/s — time taken from the CPU driver decoding on the same
-// cores. This label keeps a fixed size that grows when a text does not fit, so most new texts
-// only repaint it; setFittedText() sizes it to its text again (for rare changes: the app's state).
+// the status bar that means the whole main window (what that cost:
+// docs/decisions/0034-streaming-does-not-relayout-the-window.md). This label keeps a fixed size
+// that grows when a text does not fit, so most new texts only repaint it; setFittedText() sizes it
+// to its text again (for rare changes: the app's state). UI thread only.
 #pragma once
 #include <QLabel>
 

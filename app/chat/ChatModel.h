@@ -11,7 +11,7 @@ struct ChatMessage {
     enum class Role { User, Assistant, System, Notice };
     Role role = Role::User;
     QString text;
-    QString details;         // small print under the message, as stored (chat/ReplyDetails.h); DetailsRole words it
+    QString details;         // small print under it, as stored (chat/ReplyDetails.h); DetailsRole words it
     QString model;           // the model that wrote a reply (its label); empty: not known
     bool complete = true;    // false: an interrupted reply
     bool streaming = false;  // being generated right now

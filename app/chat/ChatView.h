@@ -72,8 +72,8 @@ private:
     static double layOutPieces(Layout& l);  // lays the pieces out at l.textWidth; their height
     // The laid-out message, from the cache when nothing it depends on changed: while a reply
     // streams the list re-lays itself out (Qt coalesces the changes, one layout per event-loop
-    // pass) and asks every row's size (rows are not of uniform size); laying out a long reply (a
-    // Markdown document) costs milliseconds — with 40 messages each layout took 43-52 ms uncached.
+    // pass) and asks every row's size (rows are not of uniform size), and laying out a long reply
+    // (a Markdown document) is costly (docs/decisions/0032-chat-view-caches-laid-out-messages.md).
     Layout layout(const QStyleOptionViewItem& option, const QModelIndex& index) const;
     Layout computeLayout(const QStyleOptionViewItem& option, const QModelIndex& index, int width) const;
     // Bounded by text size: cost 1 per 2 KiB of text, so roughly 1 MiB of text stays laid out.
@@ -109,10 +109,10 @@ signals:
 protected:
     void paintEvent(QPaintEvent* event) override;
     void contextMenuEvent(QContextMenuEvent* event) override;
-    // A streaming reply changes about 20 times a second. A re-layout of the list repaints the
-    // whole view (every visible message's text), so a change that keeps the row's height only
-    // repaints the row — of a streaming reply whose bubble stays put, only its last piece — and
-    // only a new height re-lays the list out.
+    // A streaming reply changes at every frame (at most every 50 ms). A re-layout of the list
+    // repaints the whole view (every visible message's text), so a change that keeps the row's
+    // height only repaints the row — of a streaming reply whose bubble stays put, only its last
+    // piece — and only a new height re-lays the list out (decision 0035).
     void dataChanged(const QModelIndex& topLeft, const QModelIndex& bottomRight, const QList<int>& roles = QList<int>()) override;
 
 private:

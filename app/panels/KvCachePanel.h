@@ -13,8 +13,7 @@ class QGridLayout;
 
 // The grid of blocks, custom painted; it scales the squares so every block fits. A new snapshot
 // repaints only the squares that look different (while a reply streams, that is the block being
-// written): the whole grid, hundreds of antialiased rounded squares 20 times a second, was a
-// fifth of the UI thread's time, on a CPU that a CPU Vulkan driver's threads need.
+// written), not the whole grid (docs/decisions/0035-frame-cost-does-not-grow-with-the-reply.md).
 class KvBlockGrid : public QWidget {
     Q_OBJECT
 public:
@@ -55,9 +54,8 @@ private:
 
 // The key under the grid: a colour swatch and words per entry ("this chat: 37 tokens in 3
 // blocks", "cached", "empty"), flowing onto more lines in a narrow dock. Its counts change with
-// every snapshot, 20 times a second while a reply streams; a word-wrapped rich-text QLabel
-// re-parsed its HTML and re-laid out the whole panel each time. This one repaints, and asks
-// for a new layout only when the lines it needs at its width change.
+// every snapshot while a reply streams; a new text repaints it, and it asks for a new layout only
+// when the lines it needs at its width change (why not a rich-text QLabel: decision 0035).
 class KvLegend : public QWidget {
     Q_OBJECT
 public:

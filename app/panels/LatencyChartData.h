@@ -8,10 +8,9 @@
 // shown as a last point, so the lines reach the newest step at every frame.
 //
 // Why: a chart line re-strokes all its points whenever it changes (Qt Charts), so a point per
-// step made each frame's cost grow with the reply: a 2 000-token reply at 1 500 tokens/s spent
-// most of the UI thread re-stroking the chart, and that thread shares the CPU with a CPU Vulkan
-// driver's threads. With a bounded line, one frame costs the same at the first token and the
-// ten-thousandth.
+// step would make each frame's cost grow with the reply; with a bounded line, one frame costs the
+// same at the first token and the ten-thousandth
+// (docs/decisions/0035-frame-cost-does-not-grow-with-the-reply.md).
 #pragma once
 #include <QList>
 #include <QPointF>

@@ -1,9 +1,10 @@
 // StepProfilePanel — where one step's time goes, on request: each op family of the model (the
 // embedding, Q/K/V with RoPE and the KV store, attention, the output projection, the FFN, the LM
 // head) with its time on the device, its share of the step, the bytes it read per second and, inside
-// fused layers (lavapipe runs runs of layers as one dispatch each), how long the driver's threads waited for
-// each other. The worker times two steps (Engine::profile_steps) and sends the second's
-// lantern::StepProfile; the panel only paints what it is given.
+// fused layers (a run of layers as one dispatch on CPU drivers, EngineOptions::fused_decode), how
+// long the driver's threads waited for each other (decision 0043). The worker times two steps
+// (Engine::profile_steps) and sends the second's lantern::StepProfile; the panel only paints what
+// it is given.
 #pragma once
 #include <QStringList>
 #include <QWidget>

@@ -48,10 +48,10 @@ public:
     void setDropOldestTurns(bool drop);
     // How many next-token candidates a batch carries (those of its last token).
     static constexpr int kCandidateCount = 5;
-    // Tokens are sent in batches at most this often: a queued signal per token woke the UI thread
-    // for every one, and a small model on a CPU driver (1 400+ tokens/s) then lost a third of its
-    // speed to the wake-ups. A token is held only if the next one is due within the batch's time
+    // Tokens are sent in batches at most this often (ms), so a fast model does not wake the UI
+    // thread once per token. A token is held only if the next one is due within the batch's time
     // (the last step was short), so a slow model's tokens still go out the moment they exist.
+    // Why: docs/decisions/0033-streamed-tokens-by-frames-and-batches.md.
     static constexpr double kTokenBatchMs = 16.0;
     // Whether a batch goes out now, batchMs after the previous one at most: `sinceSentMs` after the
     // last batch, the last step having taken `lastStepMs`.
@@ -64,9 +64,9 @@ public:
     // step): on, API replies pause while the chat writes one and go on where they were when it
     // ends, so the chat's reply comes at its full speed; off (the default), they are written in
     // the chat's own steps. On a CPU driver a step carrying several tokens costs several times a
-    // one-token step (`lantern-bench --synthetic 110m:q8_0 -p 0 -n 64 --beside 3` on lavapipe: the
-    // chat 85-96 tok/s alone, 27-30 beside three replies, all tokens only 1.17x sooner), which is
-    // why a user who reads along may want the chat first; on a GPU sharing is near free.
+    // one-token step, so sharing slows the chat's reply most (a user who reads along may want the
+    // chat first); on a GPU sharing is near free. Figures:
+    // docs/decisions/0026-chat-shares-decode-steps-with-api.md.
     void setChatFirst(bool on) { chatFirst_.store(on); }
     // Whether models with a thinking switch (LoadReport::thinking_switch, Qwen3) reason before
     // they answer, from the next turn on (thread-safe). On by default, as their templates.
@@ -78,8 +78,9 @@ public:
     // Most tokens of a chat decode step that the API's replies share: the chat's token, theirs,
     // and a client's prompt chunk up to the rest. A small chunk keeps the chat's tokens coming
     // while a long API prompt is read (a few tokens per chat token instead of a 256-token chunk
-    // holding the chat's next token up; on lavapipe up to 24 tokens still run the decode
-    // kernels); the prompt goes at full speed once the chat's reply ends.
+    // holding the chat's next token up; on a CPU driver a step this small still runs the decode
+    // kernels, decision 0011); the prompt goes at full speed once the chat's reply ends
+    // (decision 0026).
     static constexpr quint32 kSharedStepTokens = 16;
     // Conversations at full context the KV cache has room for: the chat's, and with the API server
     // on one more, which its replies share by blocks (the Scheduler admits them as room allows and
@@ -115,12 +116,12 @@ public slots:
     // the API's parallel replies while it is on (kvConversationsFor): a model loaded without that
     // room is loaded again with it first (reloadingModel, then modelLoaded); where the device has
     // room for the chat alone, the model is loaded for it and the server fails (apiServerFailed).
-    // The chat and
-    // the API share the engine: between chat turns API replies advance one engine step per pass
-    // of this thread's event loop (a chat turn waits at most one step); while the chat writes a
-    // reply, each of its decode steps carries the API's tokens too (kSharedStepTokens), and the
-    // API gets a step of its own between the chunks of a long chat prompt — unless the chat goes
-    // first (setChatFirst), when the API's replies wait for the chat's reply to end.
+    // The chat and the API share the engine: between chat turns API replies advance one engine
+    // step per pass of this thread's event loop (a chat turn waits at most one step); while the
+    // chat writes a reply, each of its decode steps carries the API's tokens too
+    // (kSharedStepTokens), and the API gets a step of its own between the chunks of a long chat
+    // prompt — unless the chat goes first (setChatFirst), when the API's replies wait for the
+    // chat's reply to end.
     void startApiServer(quint16 port);
     void stopApiServer();
 
@@ -163,9 +164,8 @@ signals:
     void apiServerStopped();
     // It could not start (the port is taken) or failed; it stays off until started again.
     void apiServerFailed(const QString& message);
-    // Replies in progress (being written or waiting) and replies served since it started.
     // inProgress: replies being written or waiting (`waiting` of them: for a sequence, or for room
-    // in the KV cache the replies share); served: since the server started.
+    // in the KV cache the replies share); served: replies served since the server started.
     void apiServerActivity(quint32 inProgress, quint32 waiting, quint64 served);
 
 private:

@@ -40,7 +40,7 @@ struct TokenEvent {
     int32_t token = 0;
     std::string text;
     std::vector<TokenCandidate> candidates;  // when settings.n_probs > 0
-    double step_ms = 0;                      // wall time of the step that produced it (the first token: the prompt's)
+    double step_ms = 0;                      // wall time of its step (for the first token, the prompt's)
     uint32_t position = 0;                   // its position in the sequence
 };
 

@@ -12,9 +12,10 @@
 //   DeepSeekR1 <｜begin▁of▁sentence｜>{system}<｜User｜>{user}<｜Assistant｜>{answer}<｜end▁of▁sentence｜>
 //            ... <｜Assistant｜><think>\n   (DeepSeek-R1-Distill-Llama; earlier replies without their
 //            reasoning, so those turns are not a token prefix of the next prompt)
-//   DeepSeekLlm <bos>{system}\n\nUser: {user}\n\nAssistant: {reply}<eos>User: ... Assistant:   (DeepSeek LLM chat)
-//   DeepSeekCoder <bos>{system, or the model's own}### Instruction:\n{user}\n### Response:\n{reply}\n<|EOT|>\n ...
-//            ### Response:\n   (DeepSeek Coder instruct)
+//   DeepSeekLlm <bos>{system}\n\nUser: {user}\n\nAssistant: {reply}<eos>User: ... Assistant:
+//            (DeepSeek LLM chat)
+//   DeepSeekCoder <bos>{system, or the model's own}### Instruction:\n{user}\n### Response:\n{reply}
+//            \n<|EOT|>\n ... ### Response:\n   (DeepSeek Coder instruct)
 //   ChatML   <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
 //   Qwen3    ChatML, and earlier replies (before the last user message) without their reasoning
 //            ("<think>...</think>" and the line breaks after it), as Qwen3's template; with thinking

@@ -38,7 +38,7 @@ struct ModelInfo {
     RopeScaling rope_scaling;  // context-extended models (lantern/rope.h)
     bool tied_output = false;               // LM head = token_embd
     bool qkv_bias = false;                  // Q, K and V add a bias (attn_{q,k,v}.bias; Qwen2)
-    bool qk_norm = false;                   // RMSNorm per head of Q and K before RoPE (attn_{q,k}_norm; Qwen3)
+    bool qk_norm = false;                   // RMSNorm per Q and K head before RoPE (attn_{q,k}_norm; Qwen3)
     // RoPE rotates dimension pairs (i, i + n_rot / 2) of a head (llama.cpp's NEOX style: qwen2),
     // not (2i, 2i + 1); the loader reorders Q's and K's rows so the kernels rotate neighbours.
     bool rope_neox = false;
@@ -77,8 +77,10 @@ struct EngineOptions {
     uint32_t max_logit_rows = 0;       // logit rows per step; 0 = max_sequences
     bool profile = false;              // per-op GPU timestamps (see last_step_profile)
     uint64_t weight_slab_bytes = 0;    // weight sub-allocation block; 0 = 256 MiB (tests use tiny ones)
-    // On lavapipe, decode steps (up to 24 tokens) run runs of consecutive layers as one dispatch
-    // each (engine/core/src/ops/decode_layer.h); false = the separate kernels (for comparisons).
+    // Fused decode layers: on CPU drivers such as lavapipe (the only driver that runs them today),
+    // a step of 1-4 tokens without an attention capture runs each run of consecutive layers as one
+    // dispatch; logits are bit-identical either way. false = the separate kernels (comparisons).
+    // No effect on other devices. Why and what it costs: docs/decisions/0017-fused-decode-layer.md.
     bool fused_decode = true;
 };
 
@@ -106,13 +108,13 @@ struct StepProfile {
     double total_ms = 0;       // wall time of the step (record + submit + wait + readback)
     double gpu_ms = 0;         // sum of op times (timestamps), 0 when not profiled
     uint32_t dispatches = 0;
-    bool fused_layers = false;  // layers ran fused, a run of layers per dispatch (decode steps on lavapipe)
+    bool fused_layers = false;  // layers ran fused, a run per dispatch (EngineOptions::fused_decode)
     uint32_t fused_fallbacks = 0;  // fused steps so far that gave up and ran on the separate kernels
     std::vector<OpTime> ops;   // empty when not profiled
     // Where the "fused_layer" entry's time goes, per op family, from clocks inside the kernel
     // (devices with VK_KHR_shader_clock; empty otherwise), "qkv+rope+kv" ... "ffn_down" as in
     // `ops`, then "fused_start" (the dispatches' time before their first workgroup starts and
-    // after their last ends: lavapipe waking its threads). Their times add up to fused_layer's.
+    // after their last ends: the driver waking its threads). Their times add up to fused_layer's.
     std::vector<OpTime> fused_ops;
 };
 
@@ -124,6 +126,10 @@ struct AttentionSnapshot {
 
 class Engine {
 public:
+    // Throws lantern::Error (lantern/error.h) for the file (Io, InvalidModelFile, UnsupportedArchitecture,
+    // UnsupportedTensorType, UnsupportedTokenizer), the device (NoVulkanDevice; ModelTooLarge, the
+    // memory plan's refusal before any allocation, lantern/memory_plan.h; OutOfDeviceMemory), or
+    // options it cannot honour (InvalidArgument).
     static std::unique_ptr<Engine> load(const std::string& gguf_path, const EngineOptions& options = {});
     virtual ~Engine() = default;
 
@@ -161,7 +167,9 @@ public:
     virtual uint32_t attach_cached_prefix(SequenceId seq, std::span<const int32_t> prompt) = 0;
     // One batched step over several sequences (decodes and prefill chunks together, one command
     // buffer, one submit). Returns one logits row per item with want_logits (per token for
-    // want_all_logits), in item order.
+    // want_all_logits), in item order. Throws Error(ContextFull) when a sequence or the KV cache
+    // has no room, Error(InvalidArgument) for an item without tokens; a step that throws leaves
+    // every sequence as it was.
     virtual std::vector<std::vector<float>> step(std::span<const StepItem> items) = 0;
 
     // Tokens of the last prefill() that came from the prefix cache / were computed.
@@ -178,8 +186,9 @@ public:
     // Times the next `steps` steps per op, as EngineOptions::profile times every step, so that a
     // running model can show where one step's time goes (the app's Step Profile panel); each
     // step's profile is in last_step_profile() after it. Timed steps compute the same logits; they
-    // record their commands afresh, and the first may compile the timed kernels' variants (on
-    // lavapipe, seconds), so look at the last of two. Warm-ups do not count. 0 cancels.
+    // record their commands afresh, and the first may compile the timed kernels' variants (slow on
+    // a driver that compiles kernels at first dispatch), so look at the last of two. Warm-ups do not
+    // count. 0 cancels.
     virtual void profile_steps(uint32_t steps) = 0;
     // Capture the attention weights of the last token of the next step, for `layer` (-1 = off).
     virtual void capture_attention(int32_t layer) = 0;
@@ -188,12 +197,13 @@ public:
     // Warm-up: one step of each shape a chat uses — a prompt, a decode step, a few tokens, a short
     // prompt, a decode step with an attention capture, a long prompt — on a scratch sequence that is then
     // dropped without a trace (no KV blocks, no prefix-cache entries; profile and capture settings
-    // as they were). Why: drivers that compile a kernel's machine code at its first dispatch
-    // (lavapipe) otherwise do it inside the user's first reply (110M Q8_0 with empty caches: 5.9 s
-    // of the first two tokens). Run it after load() while the user is busy; on a warm start it
-    // costs a few steps. warm_up(i) runs shape i (0 <= i < kWarmUpShapes; the first two are what a
-    // first reply needs), so a caller can let other work in between; both return the wall time
-    // in milliseconds.
+    // as they were). Why: a driver that compiles kernels at their first dispatch would otherwise
+    // do so inside the user's first reply (docs/decisions/0013-warm-up-after-load.md). Run it after
+    // load() while the user is busy; on a warm start it costs a few steps.
+    // warm_up(i) runs shape i (0 <= i < kWarmUpShapes; the first two are what a first reply
+    // needs), so a caller can let other work in between; a shape the KV cache has no empty blocks
+    // for is skipped. Both return the wall time in milliseconds; Error(InvalidArgument) for
+    // i >= kWarmUpShapes, and a failed step's error as step() throws it (nothing is left behind).
     static constexpr uint32_t kWarmUpShapes = 6;
     virtual double warm_up(uint32_t shape) = 0;
     double warm_up() {
@@ -203,10 +213,10 @@ public:
     }
 
     // Warm-up of a batched decode step: `sequences` sequences (2 up to max_logit_rows) one token
-    // each, as continuous batching runs them (lantern/scheduler.h, the API server). Their kernels
-    // differ from one sequence's, and lavapipe compiling them inside the first concurrent replies
-    // cost those replies seconds (110M Q8_0, four clients: 2.4 s to the first token instead of
-    // 0.2). Leaves no trace, as warm_up(); returns the wall time in milliseconds.
+    // each, as continuous batching runs them (lantern/scheduler.h, the API server), whose kernels
+    // differ from one sequence's (decision 0013). Leaves no trace, as warm_up(), and is skipped
+    // while the KV cache lacks empty blocks for it; returns the wall time in milliseconds.
+    // Error(InvalidArgument) for `sequences` outside 2..max_logit_rows.
     virtual double warm_up_batched_decode(uint32_t sequences) = 0;
 
     // Timings of load(): pipeline creation (cold vs warm pipeline cache) and weight upload.

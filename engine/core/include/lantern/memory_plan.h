@@ -18,7 +18,7 @@ enum class MemoryLimit { None, BufferRange, DeviceMemory };
 
 struct MemoryPlan {
     uint32_t context_length = 0;  // per sequence: EngineOptions::context_length within the trained context
-    uint32_t sequences = 0;       // sequences the KV pool holds at full context (EngineOptions::max_sequences)
+    uint32_t sequences = 0;       // sequences the KV pool holds at full length (EngineOptions::max_sequences)
     uint32_t kv_blocks = 0;       // the pool's blocks, EngineOptions::kv_block_tokens tokens each
     // The weights on the device: ModelInfo::weight_bytes where known (a loaded model's), else the
     // GGUF file's size (K-quants take up to a third more once repacked). Engine::load's own check

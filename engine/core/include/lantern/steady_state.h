@@ -25,11 +25,11 @@ struct SteadyState {
     double slowdown = 0;
 };
 
-// Defaults: lantern-bench's, a window of 32 tokens and 5 % variation, or a spread under 0.05 ms.
-// Why the absolute floor: the host's thread wake-ups spread every step by tens of microseconds
-// whatever its length. That is 1 % of a 110M model's 10 ms step but 10-15 % of stories260K's
-// 0.35 ms one on lavapipe (measured: 0.24-0.56 ms, with windows no quieter than 6.5 %), so a
-// percentage alone would call a tiny model's run never settled while nothing in it is settling.
+// `latencies_ms`: one step's wall time per token, in order. Defaults: lantern-bench's, a window of
+// 32 tokens and 5 % variation, or a spread under 0.05 ms. The absolute floor keeps a tiny model,
+// whose sub-millisecond steps jitter by more than 5 % from thread wake-ups alone, from never
+// settling (figures: docs/decisions/0018-measure-by-interleaved-pairs-and-rooflines.md).
+// Any thread; no errors.
 SteadyState steady_state(std::span<const double> latencies_ms, size_t window = 32, double max_variation = 0.05,
                          double quiet_ms = 0.05);
 

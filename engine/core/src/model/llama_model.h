@@ -37,7 +37,7 @@ struct ModelLimits {
     uint32_t block_tokens = 16;
     bool kv_f16 = true;
     uint64_t weight_slab_bytes = 256ull << 20;  // weights are sub-allocated from slabs of this size
-    bool fused_decode = true;  // one dispatch per run of layers for steps of a few tokens where possible (ops/decode_layer.h)
+    bool fused_decode = true;  // fused layers for steps of a few tokens where possible (ops/decode_layer.h)
     // Test hooks (runtime/engine_test_hooks.h).
     int32_t fused_stall_layer_for_test = -1;
     uint32_t kv_layers_per_buffer_for_test = 0;

@@ -2,9 +2,9 @@
 // batched decode, short prompts) runs a run of consecutive transformer layers — all of a model's,
 // where their weights share a slab and their caches a buffer — as one dispatch instead of five per
 // layer; its workgroups (one per driver thread) claim each op's work from atomic counters and wait
-// for the op to finish before the next. What it saves is lavapipe's per-dispatch thread hand-off;
-// see the shader for the measurements and for what happens when a wait gives up (the step is run
-// again with the separate kernels).
+// for the op to finish before the next. What it saves is lavapipe's per-dispatch thread hand-off.
+// A wait that gives up makes the step run again on the separate kernels (three in a row turn the
+// fused layers off for the model). Why, and what it measured: docs/decisions/0017-fused-decode-layer.md.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -121,8 +121,8 @@ private:
     // Vulkan promises 128 bytes of push constants (lavapipe gives no more).
     static_assert(sizeof(Push) <= 128, "the fused layers' push constants exceed 128 bytes");
     // Variants by tokens per lane (1-4: a step of T tokens runs min(T, 4)), each built at its
-    // first step: only batched decoding (several sequences) needs more than one, and lavapipe
-    // compiles a kernel of this size for seconds.
+    // first step: only batched decoding (several sequences) needs more than one, and each costs a
+    // long compile (decisions 0012 and 0017; the warm-ups make them ahead, decision 0013).
     static constexpr uint32_t kMaxTokensPerLane = 4;
     std::pair<const vk::Kernel*, VkDescriptorSet> variant(uint32_t tokens_per_lane, bool clocked) const;
     vk::Context* ctx_ = nullptr;
@@ -130,7 +130,7 @@ private:
     std::vector<vk::BindingKind> kinds_;
     std::vector<uint32_t> spec_;  // without the tokens- and heads-per-lane constants (appended per variant)
     std::vector<vk::BufferRange> ranges_;
-    mutable std::array<const vk::Kernel*, 2 * kMaxTokensPerLane> kernels_{};  // [clocked][tokens per lane - 1]
+    mutable std::array<const vk::Kernel*, 2 * kMaxTokensPerLane> kernels_{};  // [clocked][tokens/lane - 1]
     mutable std::array<VkDescriptorSet, 2 * kMaxTokensPerLane> sets_{};
     Push push_{};
     uint32_t groups_ = 1;

@@ -21,23 +21,19 @@ struct MatmulShape {
 };
 
 // CPU layouts: lanes per workgroup and rows per workgroup (prefill) or at most per lane (decode,
-// see decode_rows_for in matmul.cpp). Measured on lavapipe with interleaved runs (110M Q8_0): 32
-// rows beat 16 by 5-10 % for prefill; 48 and 64 lose again (register spills). The fused decode
-// layer (ops/decode_layer.h) uses the same.
+// see decode_rows_for in matmul.cpp); the fused decode layer (ops/decode_layer.h) uses the same.
+// Why these sizes: docs/decisions/0011-matmul-work-split-per-device.md.
 constexpr uint32_t kCpuLanes = 8, kCpuRows = 32;
 // The tiled weight layout (shaders/weights.glsl) is built for them: a decode lane owns row i of
 // every octet (8 rows) of its tile, which is one lane stream of the layout; a prefill workgroup 32
 // rows from a multiple of 32.
 static_assert(kCpuLanes == 8 && kCpuRows == 32, "the tiled weight layout assumes 8 lanes and 32-row bands");
-// On CPU drivers a step of up to kRowLayoutMaxTokens tokens runs the decode layout (lanes own
-// rows) — from kRowLayoutTokensPerLane tokens on with each lane holding its rows' sums for that
-// many tokens, so the weights are read once per 4 tokens (on lavapipe 1-4 tokens run as fused
-// layers instead, ops::DecodeLayerOp) — instead of the prefill layout, whose 32-lane workgroups cost the same
-// for 1 token as for 32 (lavapipe runs their four 8-lane subgroups one after another, each over
-// every weight). 110M Q8_0 on lavapipe, prefill tok/s: prefill layout 17.9 at 4 tokens, 102 at
-// 24; one token per workgroup row 80.7 and 123; 4 tokens per lane 184 at 8 tokens, 174 at 24
-// (8 per lane: 139 and 189; rows per lane cut to 8 for fewer registers: slower). Batched decode
-// of a few sequences and short prompts are such steps.
+// On CPU drivers a step of up to kRowLayoutMaxTokens tokens (batched decode of a few sequences,
+// short prompts) runs the decode layout (lanes own rows), not the prefill layout, whose 32-lane
+// workgroups cost as much for 1 token as for 32 there; from kRowLayoutTokensPerLane tokens on,
+// each lane holds its rows' sums for that many tokens, so the weights are read once per that many.
+// Steps of 1-4 tokens run as fused layers instead where the device has them (ops::DecodeLayerOp).
+// Why and what it measured: decision 0011 (docs/decisions/0011-matmul-work-split-per-device.md).
 constexpr uint32_t kRowLayoutMaxTokens = 24, kRowLayoutTokensPerLane = 4;
 
 // How a matmul's lanes share the work (shaders/matmul.comp). ForDevice: lanes own whole rows
@@ -48,8 +44,7 @@ enum class MatmulSplit { ForDevice, LanesOwnRows, SplitK };
 // The Q/K/V matmul's epilogue (EPILOGUE_ROPE_KV in shaders/matmul.comp): y's rows are the stacked
 // [Q | K | V] heads; Q and K row pairs rotate by RoPE at each token's position (tok_info, see
 // ops/attention.h) after their bias where the model has one, Q goes to y, K and V into the layer's
-// paged KV cache. Needs the Norm input
-// and row parts that start at even rows.
+// paged KV cache. Needs the Norm input and row parts that start at even rows.
 struct RopeKvEpilogue {
     AttentionShape shape;  // heads, head and rotary dimensions, KV block size and element type
     vk::BufferRange tok_info, rope, k_cache, v_cache;
@@ -93,8 +88,8 @@ private:
     // one workgroup of tokens, so short prompts do not leave half the lanes idle); on CPU drivers
     // kRowLayoutTokensPerLane tokens per workgroup row (steps of a few tokens).
     // The construction makes the decode and prefill variants that K's alignment predicts, in
-    // parallel; any other is made on first use (record): each lavapipe pipeline costs 50-130 ms
-    // of every model load, cold or warm, and the other half is almost never used.
+    // parallel; any other is made on first use (record): every pipeline made at load costs load
+    // time, cold or warm, and the others are almost never used (decision 0012).
     // PrefillFourPerLane (CPU drivers): four tokens per lane for long steps, where a workgroup's 128
     // token slots fill (PrefillFourPerLane's choice: see record).
     enum Variant : uint32_t { Decode, PrefillOnePerLane, PrefillTwoPerLane, DecodeFew, PrefillFourPerLane, Variants };

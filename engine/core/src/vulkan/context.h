@@ -64,9 +64,9 @@ struct BufferRange {
 
 // How a shader sees a binding. Storage buffers are the general case. Read-only data that a kernel
 // streams (weights, the input of a matrix product) can instead be bound as a uniform texel buffer:
-// on lavapipe a texel fetch compiles to one straight-line gather per SIMD group, while a storage
-// buffer load is a loop over the lanes with a bounds branch per component — the texel path streams
-// about 3x faster there (lantern-bench --rooflines measures both), and GPUs read both at full speed.
+// on lavapipe a texel fetch compiles to one straight-line gather per SIMD group, where a storage
+// buffer load is a loop over the lanes; GPUs read both at full speed. Figures:
+// docs/decisions/0008-streamed-reads-through-texel-buffers.md.
 enum class BindingKind : uint8_t {
     Storage,      // layout(std430) buffer
     TexelFloat,   // uniform samplerBuffer, VK_FORMAT_R32_SFLOAT (one float per texel)
@@ -124,10 +124,9 @@ public:
     const Kernel& kernel(shaders::ShaderId shader, std::vector<BindingKind> kinds, uint32_t push_bytes,
                          std::vector<uint32_t> spec = {});
     // Several kernels at once, in the order asked: those not made yet are made in parallel, one
-    // per thread (up to the machine's hardware threads). Making a pipeline is CPU work inside the
-    // driver — on lavapipe ~50-400 ms per matmul variant, even with a warm pipeline cache, which
-    // saves only the final LLVM compile — so an op that needs several variants asks for them
-    // together.
+    // per thread (up to the machine's hardware threads), and joined before it returns. Making a
+    // pipeline is CPU work inside the driver, even with a warm pipeline cache, so an op that needs
+    // several variants asks for them together (docs/decisions/0012-pipelines-made-on-demand-in-parallel.md).
     std::vector<const Kernel*> kernels(std::span<const KernelSpec> specs);
     // Tests: called on the thread that makes each new kernel, before it starts (so a test can hold
     // two threads there and make them race for the same kernel). Empty = none.
@@ -140,8 +139,8 @@ public:
     VkCommandBuffer begin();
     void submit_and_wait(VkCommandBuffer cmd);
     // A command buffer that keeps its commands, to be submitted again and again: a decode step
-    // records the same 70-200 commands every token (only buffer contents change), which on a GPU
-    // costs as much host time as a small model's whole step. Freed with the context.
+    // records the same commands every token (only buffer contents change), so it records them once
+    // (docs/decisions/0015-decode-resubmits-recorded-command-buffer.md). Freed with the context.
     VkCommandBuffer create_reusable_command_buffer();
     void begin_reusable(VkCommandBuffer cmd);  // resets it and starts recording
     void end(VkCommandBuffer cmd);

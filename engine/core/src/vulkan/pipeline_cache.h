@@ -1,5 +1,6 @@
-// On-disk Vulkan pipeline cache: compiled pipelines survive restarts, so the second start of the
-// engine skips the shader compiler (seconds on lavapipe, whose compiler is LLVM).
+// On-disk Vulkan pipeline cache: compiled pipelines survive restarts, so a later start of the
+// engine skips what the driver's cache covers of its shader compile (what that is on lavapipe:
+// docs/decisions/0012-pipelines-made-on-demand-in-parallel.md).
 //
 // File = our header + the driver's blob. The header pins the exact device and driver (vendor id,
 // device id, driver version, pipelineCacheUUID) and carries the blob's size and FNV-1a hash; any

@@ -26,7 +26,7 @@ struct Rooflines {
     // weight), on a GPU close to it. 0 = not measured.
     static constexpr int kDotTypes = 7;
     static constexpr const char* kDotTypeNames[kDotTypes] = {"f32", "f16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k"};
-    static constexpr int kDotTypeNumbers[kDotTypes] = {0, 1, 8, 2, 12, 13, 14};  // ggml numbers of the layouts
+    static constexpr int kDotTypeNumbers[kDotTypes] = {0, 1, 8, 2, 12, 13, 14};  // the layouts' ggml types
     double dot_gb_per_s[kDotTypes] = {};
     // The arithmetic roofline of a layout by its ggml type number (0 if not measured).
     double dot_gb_per_s_of(uint32_t layout) const {

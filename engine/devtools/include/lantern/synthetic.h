@@ -38,7 +38,8 @@ struct SyntheticShape {
 // biases), "qwen2.5-1.5b" (1536/28/12/2/8960, biases), "qwen3-0.6b" (1024/28/16 heads of 128/8 KV/
 // FFN 3072, Q/K norms), "qwen3-1.7b" (2048/28/16 of 128/8/6144, Q/K norms), or any shape as
 // "DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB" (llama, untied LM head). A name may end in modifiers, each
-// ",key=value": layers=N, vocab=N, untied=1, output_std=F, embed_std=F (e.g. "qwen3-0.6b,layers=2,vocab=1024").
+// ",key=value": layers=N, vocab=N, untied=1, output_std=F, embed_std=F
+// (e.g. "qwen3-0.6b,layers=2,vocab=1024").
 // Throws Error(InvalidArgument) for other names and modifiers and for shapes the engine cannot run
 // (heads not dividing the width into even head dimensions, KV heads not dividing the heads).
 SyntheticShape synthetic_shape(const std::string& name);

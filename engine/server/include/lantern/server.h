@@ -7,8 +7,9 @@
 //
 // Endpoints: POST /v1/chat/completions and /v1/completions (whole or streamed as server-sent
 // events), GET /v1/models, GET /health, GET /metrics (Prometheus: requests, tokens, prefix-cache
-// hits, engine steps, KV cache blocks), and llama-server's POST /tokenize and /detokenize. The request and response shapes are OpenAI's (see
-// engine/server/src/openai.h for the fields honoured and those refused).
+// hits, engine steps, KV cache blocks), and llama-server's POST /tokenize and /detokenize. The
+// request and response shapes are OpenAI's (see engine/server/src/openai.h for the fields honoured
+// and those refused).
 //
 // Requests are served together: every reply in progress advances in each engine step (continuous
 // batching, lantern/scheduler.h), a new request's prompt is fed in chunks between the others'
