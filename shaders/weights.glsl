@@ -1,5 +1,5 @@
 // Weight access for every supported tensor type. The engine repacks each matrix at load time
-// (engine/core/src/ops/weight_format.cpp) into 16-byte units so that every load is one uvec4 texel: one
+// (engine/core/src/ops/weight_repack.cpp) into 16-byte units so that every load is one uvec4 texel: one
 // memory transaction on GPUs, and on lavapipe one straight-line gather for the whole SIMD group (a
 // storage-buffer load there is a per-lane loop with a bounds branch per component, about 3x
 // slower; see BindingKind in engine/core/src/vulkan/context.h):

@@ -541,7 +541,7 @@ private slots:
     // RoPE scaling of context-extended models (rope.scaling.*, and rope_freqs.weight of Llama 3.1+;
     // lantern/rope.h): the engine matches the reference that rotates as the scaling says, and
     // clearly not the one that ignores it, so the test fails if the engine drops it. (The table
-    // itself: test_ops rope_table_angles.)
+    // itself: test_op_attention rope_table_angles.)
     void rope_scaling_matches_reference_data() {
         QTest::addColumn<uint32_t>("type");
         QTest::addColumn<int>("scaling");  // RopeScaling::Type
@@ -638,7 +638,7 @@ private slots:
         for (auto t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL})
             QTest::addRow("%s, F16 KV, nine heads", ggml_type_name(u(t))) << u(t) << true << false << u(t) << true
                                                                          << false << QStringLiteral("llama");
-        // GQA with two query heads per lane (F32 KV there: test_ops).
+        // GQA with two query heads per lane (F32 KV there: test_op_attention).
         QTest::newRow("Q8_0, F16 KV, 32 heads of 4 per KV head")
             << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0) << false << true << QStringLiteral("llama");
         // Qwen2's biases and Qwen3's per-head norms (whole heads in each Q/K/V band), alone, in a

@@ -2,12 +2,13 @@
 // (shaders/weights.glsl documents the device layout), and CPU dequantization / quantization used by
 // the references, the tests and the synthetic-model writer.
 //
-// Adding a type = one row in kWeightFormats (weight_format.cpp) with its repack/dequantize/quantize
-// functions + its number and properties in weights.glsl (EPU_OF, GPS_OF, ...) + its variants in
-// shaders/manifest.txt (the fused decode layer takes any type as a specialization constant). The K-quants
-// (Q4_K, Q5_K, Q6_K) came that way: their 256-element super-blocks become 32- or 16-element groups
-// with float scales (and mins), so every kernel layout runs them unchanged. Q4_1, Q5_0 and Q5_1
-// need not even that: they are repacked into Q4_K's, Q8_0's and Q5_K's device layouts.
+// Adding a type = one row in kWeightFormats (weight_types.cpp) with its repack (weight_repack.cpp)
+// and dequantize/quantize (weight_quantize.cpp) functions + its number and properties in
+// weights.glsl (EPU_OF, GPS_OF, ...) + its variants in shaders/manifest.txt (the fused decode layer
+// takes any type as a specialization constant). The K-quants (Q4_K, Q5_K, Q6_K) came that way: their
+// 256-element super-blocks become 32- or 16-element groups with float scales (and mins), so every
+// kernel layout runs them unchanged. Q4_1, Q5_0 and Q5_1 need not even that: they are repacked into
+// Q4_K's, Q8_0's and Q5_K's device layouts.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -98,7 +99,7 @@ void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64
 const WeightFormat* find_weight_format(uint32_t ggml_type);
 // The format a tensor of this type and data is uploaded in: its type's row, or a more compact
 // layout the data allows (BF16 in F16's layout when no value exceeds F16's range; see
-// weight_format.cpp for the bound on what changes).
+// weight_types.cpp for the bound on what changes).
 // Throws as weight_format_for.
 const WeightFormat& weight_format_for_data(uint32_t ggml_type, std::span<const uint8_t> data,
                                            const std::string& tensor_name);
