@@ -26,12 +26,9 @@
 #include "chat/MessageComposer.h"
 #include "chat/MessageFitLabel.h"
 #include "chat/SystemPromptBar.h"
-#include "panels/AttentionPanel.h"
 #include "panels/KvCachePanel.h"
-#include "panels/ModelInfoPanel.h"
-#include "panels/PerformancePanel.h"
+#include "panels/PanelDocks.h"
 #include "panels/SamplingPanel.h"
-#include "panels/StepProfilePanel.h"
 #include "turn/TurnController.h"
 #include "worker/InferenceWorker.h"
 
@@ -41,7 +38,8 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(
     setWindowIcon(theme::appIcon());
     setDockNestingEnabled(true);
 
-    store_ = std::make_unique<ConversationStore>(storePath.isEmpty() ? ConversationStore::defaultPath() : storePath);
+    store_ = std::make_unique<ConversationStore>(storePath.isEmpty() ? ConversationStore::defaultPath()
+                                                                     : storePath);
     worker_ = new InferenceWorker();
     worker_->moveToThread(&workerThread_);
     connect(&workerThread_, &QThread::finished, worker_, &QObject::deleteLater);
@@ -65,7 +63,7 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(
 
     // Restore what the user had.
     const lantern::SamplingSettings sampling = preferences::samplingSettings();
-    samplingPanel_->setSettings(sampling);
+    panels_->sampling()->setSettings(sampling);
     worker_->setSamplingSettings(sampling);
     systemPrompt_->setText(preferences::systemPrompt());
     emit systemPromptChanged(systemPrompt_->text());
@@ -75,9 +73,10 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(
     if (const QByteArray s = preferences::windowState(); !s.isEmpty()) restoreState(s);
 
     if (!store_->isOpen()) {
-        QMessageBox::warning(this, tr("Conversations unavailable"),
-                             tr("The conversation database could not be opened, so chats will not be saved.\n\n%1")
-                                 .arg(store_->lastError()));
+        QMessageBox::warning(
+            this, tr("Conversations unavailable"),
+            tr("The conversation database could not be opened, so chats will not be saved.\n\n%1")
+                .arg(store_->lastError()));
     }
     conversations_->refresh();
     refreshState();
@@ -122,41 +121,14 @@ void MainWindow::buildCentralArea() {
 }
 
 void MainWindow::buildDocks() {
-    auto makeDock = [this](const QString& title, const char* name, QWidget* content, Qt::DockWidgetArea area) {
-        auto* dock = new QDockWidget(title, this);
-        dock->setObjectName(QString::fromLatin1(name));
-        dock->setWidget(content);
-        dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
-                          QDockWidget::DockWidgetClosable);
-        addDockWidget(area, dock);
-        return dock;
-    };
     conversations_ = new ConversationList(store_.get(), this);
-    QDockWidget* conversationsDock =
-        makeDock(tr("Conversations"), "conversationsDock", conversations_, Qt::LeftDockWidgetArea);
-
-    samplingPanel_ = new SamplingPanel(this);
-    kvPanel_ = new KvCachePanel(this);
-    performancePanel_ = new PerformancePanel(this);
-    attentionPanel_ = new AttentionPanel(this);
-    stepProfilePanel_ = new StepProfilePanel(this);
-    modelInfoPanel_ = new ModelInfoPanel(this);
-    const auto right = Qt::RightDockWidgetArea;
-    QDockWidget* kvDock = makeDock(tr("KV Cache"), "kvCacheDock", kvPanel_, right);
-    QDockWidget* samplingDock = makeDock(tr("Sampling"), "samplingDock", samplingPanel_, right);
-    QDockWidget* performanceDock = makeDock(tr("Performance"), "performanceDock", performancePanel_, right);
-    QDockWidget* attentionDock = makeDock(tr("Attention"), "attentionDock", attentionPanel_, right);
-    QDockWidget* profileDock = makeDock(tr("Step Profile"), "stepProfileDock", stepProfilePanel_, right);
-    QDockWidget* modelDock = makeDock(tr("Model"), "modelDock", modelInfoPanel_, right);
-    splitDockWidget(kvDock, samplingDock, Qt::Vertical);
-    tabifyDockWidget(kvDock, performanceDock);
-    tabifyDockWidget(performanceDock, attentionDock);
-    tabifyDockWidget(attentionDock, profileDock);
-    tabifyDockWidget(samplingDock, modelDock);
-    kvDock->raise();
-    samplingDock->raise();
-    resizeDocks({conversationsDock, kvDock}, {230, 430}, Qt::Horizontal);
-    resizeDocks({kvDock, samplingDock}, {430, 420}, Qt::Vertical);
+    auto* conversationsDock = new QDockWidget(tr("Conversations"), this);
+    conversationsDock->setObjectName(QStringLiteral("conversationsDock"));
+    conversationsDock->setWidget(conversations_);
+    conversationsDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
+                                   QDockWidget::DockWidgetClosable);
+    addDockWidget(Qt::LeftDockWidgetArea, conversationsDock);
+    panels_ = new PanelDocks(this, conversationsDock, worker_);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -168,18 +140,15 @@ void MainWindow::connectWorker() {
     connect(this, &MainWindow::listDevicesRequested, worker_, &InferenceWorker::listDevices);
     connect(this, &MainWindow::measureMessageRequested, worker_, &InferenceWorker::measureMessage);
     connect(worker_, &InferenceWorker::messageMeasured, composer_->measure(), &MessageFitLabel::showFit);
-    connect(worker_, &InferenceWorker::modelWarmedUp, performancePanel_, &PerformancePanel::setWarmUp);
     connect(worker_, &InferenceWorker::promptProgress, this, [this](quint32 done, quint32 total) {
         // A long prompt on a CPU driver takes a while before the first token: say how far it is
         // (Stop works meanwhile, from the next chunk).
         if (!turns_->generating() || turns_->streamedTokens() > 0) return;
         status_->showLiveState(
             tr("Reading the prompt… %1 of %2 tokens").arg(display::count(done), display::count(total)));
-        performancePanel_->showPromptProgress(done, total);
+        panels_->promptProgress(done, total);
     });
     connect(worker_, &InferenceWorker::kvStatsChanged, this, &MainWindow::onKvStats);
-    connect(worker_, &InferenceWorker::attentionCaptured, attentionPanel_, &AttentionPanel::setSnapshot);
-    connect(worker_, &InferenceWorker::stepProfiled, stepProfilePanel_, &StepProfilePanel::showProfile);
     connect(worker_, &InferenceWorker::errorOccurred, this, [this](const QString& message) {
         if (!turns_->onError(message)) status_->showMessage(message, 10000);
     });
@@ -187,15 +156,6 @@ void MainWindow::connectWorker() {
     connect(worker_, &InferenceWorker::settingsRejected, this, [this](const QString& message) {
         status_->showMessage(tr("Sampling settings not applied: %1").arg(message), 6000);
     });
-    // Every knob change goes straight into the worker's SettingsSlot (thread-safe, see
-    // InferenceWorker.h): a queued call would wait until the running reply had finished.
-    connect(samplingPanel_, &SamplingPanel::settingsChanged, this, [this](const lantern::SamplingSettings& s) {
-        if (worker_->setSamplingSettings(s)) preferences::setSamplingSettings(s);
-    });
-    connect(attentionPanel_, &AttentionPanel::captureLayerChanged, this,
-            [this](int layer) { worker_->setAttentionLayer(layer); });
-    // Thread-safe as well: it must reach a reply that is being written.
-    connect(stepProfilePanel_, &StepProfilePanel::timeNextStepRequested, this, [this] { worker_->requestStepProfile(); });
     connect(api_, &ApiServerControl::statusMessage, status_, &QStatusBar::showMessage);
 }
 
@@ -242,18 +202,16 @@ void MainWindow::connectTurns() {
     connect(t, &TurnController::generatingChanged, this, &MainWindow::refreshState);
     connect(t, &TurnController::actionsChanged, this, &MainWindow::refreshState);
     connect(t, &TurnController::turnStarted, this, [this] {
-        performancePanel_->beginTurn();
+        panels_->turnStarted();
         chatView_->scrollToEnd();
     });
     connect(t, &TurnController::frame, this, &MainWindow::showFrame);
     // The token sampled last is not in the cache (a stopped reply's goes in with the next turn's
     // prompt): the bar now counts what the cache holds, as the KV panel does.
     connect(t, &TurnController::replyEnded, status_, &AppStatusBar::showCachedTokens);
-    connect(t, &TurnController::turnFinished, this, [this](const lantern::TurnStats& stats) {
-        performancePanel_->finishTurn(stats);
-        samplingPanel_->setSeedUsed(stats.seed);
-    });
-    connect(t, &TurnController::turnUndone, performancePanel_, &PerformancePanel::cancelTurn);
+    connect(t, &TurnController::turnFinished, this,
+            [this](const lantern::TurnStats& stats) { panels_->turnFinished(stats); });
+    connect(t, &TurnController::turnUndone, panels_, &PanelDocks::turnUndone);
     connect(t, &TurnController::turnFailed, this,
             [this](const QString& message) { QMessageBox::warning(this, tr("Generation failed"), message); });
     connect(t, &TurnController::inputReturned, this, [this](const QString& text) {
@@ -269,8 +227,10 @@ void MainWindow::connectTurns() {
         status_->clearMessage();
     });
     connect(t, &TurnController::statusMessage, this, [this](const QString& text, int ms) {
-        if (text.isEmpty()) status_->clearMessage();
-        else status_->showMessage(text, ms);
+        if (text.isEmpty())
+            status_->clearMessage();
+        else
+            status_->showMessage(text, ms);
     });
     connect(t, &TurnController::conversationsChanged, conversations_, &ConversationList::refresh);
     connect(t, &TurnController::conversationIdChanged, this, [this](qint64 id) {
@@ -296,7 +256,8 @@ void MainWindow::connectModelSession() {
     connect(session_, &ModelSession::stateChanged, this, &MainWindow::refreshState);
     connect(session_, &ModelSession::deviceSelectorChanged, menus_->deviceMenu(), &DeviceMenu::setSelector);
     connect(menus_->deviceMenu(), &DeviceMenu::chosen, this, &MainWindow::chooseDevice);
-    connect(menus_->modelPicker(), &ModelPicker::modelChosen, this, [this](const QString& path) { openModel(path); });
+    connect(menus_->modelPicker(), &ModelPicker::modelChosen, this,
+            [this](const QString& path) { openModel(path); });
     connect(menus_->modelPicker(), &ModelPicker::modelListChanged, this, &MainWindow::modelListChanged);
     connect(menus_, &AppMenus::openModelRequested, this, [this](const QString& path) { openModel(path); });
     connect(menus_, &AppMenus::contextLengthRequested, this, [this] {
@@ -311,16 +272,17 @@ void MainWindow::connectModelSession() {
         status_->showMessage(
             reload ? tr("Loading the model again with room in its KV cache for the API server's replies…")
                    : tr("Loading %1…").arg(QDir::toNativeSeparators(path)));
-        kvPanel_->clear();
+        panels_->clearForLoad();
         status_->clearCachedTokens();  // the next model's cache has not been reported yet
-        modelInfoPanel_->clear();
     });
     connect(session_, &ModelSession::loaded, this, &MainWindow::onModelLoaded);
     connect(session_, &ModelSession::rolledBack, this,
-            [this](ModelSession::Change change, const QString& path, const QString& asked, const QString& message) {
+            [this](ModelSession::Change change, const QString& path, const QString& asked,
+                   const QString& message) {
                 const bool length = change == ModelSession::Change::ContextLength;
                 model_dialogs::explainRollback(
-                    this, change, path, length ? display::count(asked.toULongLong()) : menus_->deviceMenu()->nameOf(asked),
+                    this, change, path,
+                    length ? display::count(asked.toULongLong()) : menus_->deviceMenu()->nameOf(asked),
                     message);
             });
     connect(session_, &ModelSession::failed, this, [this](const QString& path, const QString& message) {
@@ -334,10 +296,7 @@ void MainWindow::connectModelSession() {
     connect(session_, &ModelSession::unloaded, this, [this] {
         modelName_.clear();
         status_->clearDevice();
-        kvPanel_->clear();
-        modelInfoPanel_->clear();
-        attentionPanel_->setModelShape(0, 0);
-        stepProfilePanel_->setModelLoaded(false);
+        panels_->modelUnloaded();
     });
 }
 
@@ -349,29 +308,32 @@ void MainWindow::openModel(const QString& path, const QString& deviceSelector) {
     session_->open(path, deviceSelector);
 }
 
-void MainWindow::setContextLength(uint32_t length) { session_->setContextLength(length); }
+void MainWindow::setContextLength(uint32_t length) {
+    session_->setContextLength(length);
+}
 
-void MainWindow::chooseDevice(const QString& selector) { session_->chooseDevice(selector); }
+void MainWindow::chooseDevice(const QString& selector) {
+    session_->chooseDevice(selector);
+}
 
 void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
                                const LoadReport& report) {
     const QString path = session_->path();
-    modelName_ = model.name.empty() ? menus_->modelPicker()->modelName(path, false) : QString::fromStdString(model.name);
+    modelName_ = model.name.empty() ? menus_->modelPicker()->modelName(path, false)
+                                    : QString::fromStdString(model.name);
     menus_->modelPicker()->setCurrentModel(path);
     setWindowTitle(tr("%1 — Lantern").arg(modelName_));
-    chatView_->setRepliesOpenInReasoning(report.chat_template && report.template_name == QStringLiteral("deepseek-r1"));
+    chatView_->setRepliesOpenInReasoning(report.chat_template &&
+                                         report.template_name == QStringLiteral("deepseek-r1"));
     menus_->thinkingAction()->setEnabled(report.thinking_switch);
     status_->setDevice(device);
     status_->setContextLength(report.context_length);
     menus_->deviceMenu()->setSelector(session_->deviceSelector());
-    modelInfoPanel_->setModel(model, device, report);
-    performancePanel_->setLoadReport(report);
-    attentionPanel_->setModelShape(model.n_layers, model.n_heads);
-    stepProfilePanel_->setModelLoaded(true);
-    worker_->setAttentionLayer(attentionPanel_->captureLayer());
-    status_->showMessage(tr("Loaded %1 on %2 in %3")
-                                 .arg(modelName_, QString::fromStdString(device.name), display::milliseconds(report.load_ms)),
-                             8000);
+    panels_->modelLoaded(model, device, report);
+    status_->showMessage(
+        tr("Loaded %1 on %2 in %3")
+            .arg(modelName_, QString::fromStdString(device.name), display::milliseconds(report.load_ms)),
+        8000);
     turns_->setModel(modelName_, menus_->modelPicker()->modelName(path), report.context_length);
     if (!report.chat_template)
         status_->showMessage(
@@ -385,9 +347,12 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
 MainWindow::State MainWindow::state() const {
     if (turns_ != nullptr && turns_->generating()) return State::Generating;
     switch (session_->state()) {
-        case ModelSession::State::NoModel: return State::NoModel;
-        case ModelSession::State::Loading: return State::Loading;
-        case ModelSession::State::Ready: return State::Ready;
+        case ModelSession::State::NoModel:
+            return State::NoModel;
+        case ModelSession::State::Loading:
+            return State::Loading;
+        case ModelSession::State::Ready:
+            return State::Ready;
     }
     return State::NoModel;
 }
@@ -396,9 +361,11 @@ void MainWindow::refreshState() {
     const State before = shownState_;
     const State now = shownState_ = state();
     turns_->setModelReady(session_->state() == ModelSession::State::Ready);
-    if (now == State::Ready && before != State::Ready) scheduleMeasure();  // (the conversation may have changed)
+    if (now == State::Ready && before != State::Ready)
+        scheduleMeasure();  // (the conversation may have changed)
     if (now == State::NoModel) composer_->measure()->clear();
-    const bool ready = now == State::Ready, generating = now == State::Generating, loading = now == State::Loading;
+    const bool ready = now == State::Ready, generating = now == State::Generating,
+               loading = now == State::Loading;
     composer_->setGenerating(generating);
     composer_->setActions({.send = ready,
                            .stop = generating,
@@ -430,17 +397,17 @@ void MainWindow::refreshState() {
 }
 
 void MainWindow::showFrame(const StreamFrame& frame) {
-    performancePanel_->addTokens(frame.stepMs);
-    samplingPanel_->showCandidates(frame.candidates, frame.token);
+    panels_->showFrame(frame);
     status_->showLiveState(tr("Generating… %Ln token(s)", nullptr, turns_->streamedTokens()));
     status_->showStreamPosition(frame.position);
 }
 
 void MainWindow::onKvStats(const KvSnapshot& snapshot) {
-    kvPanel_->setSnapshot(snapshot);
+    panels_->kvCache()->setSnapshot(snapshot);
     for (const lantern::KvSequenceStats& seq : snapshot.stats.sequences)
         if (seq.id == snapshot.active_sequence)
-            status_->setCachedTokens(static_cast<int>(seq.tokens), turns_->streaming() && turns_->streamedTokens() > 0);
+            status_->setCachedTokens(static_cast<int>(seq.tokens),
+                                     turns_->streaming() && turns_->streamedTokens() > 0);
 }
 
 void MainWindow::scheduleMeasure() {
@@ -492,6 +459,6 @@ void MainWindow::closeEvent(QCloseEvent* event) {
         turns_->closing();  // what was written so far is stored as an interrupted reply
     }
     preferences::setWindowLayout(saveGeometry(), saveState());
-    preferences::setSamplingSettings(samplingPanel_->settings());
+    preferences::setSamplingSettings(panels_->sampling()->settings());
     QMainWindow::closeEvent(event);
 }

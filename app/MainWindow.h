@@ -16,21 +16,16 @@
 class ApiServerControl;
 class AppMenus;
 class AppStatusBar;
-class AttentionPanel;
 class ChatModel;
 class ChatView;
 class ConversationList;
 class ConversationStore;
 class DeviceMenu;
 class InferenceWorker;
-class KvCachePanel;
 class MessageComposer;
-class ModelInfoPanel;
 class ModelPicker;
-class PerformancePanel;
+class PanelDocks;
 class SystemPromptBar;
-class SamplingPanel;
-class StepProfilePanel;
 class TurnController;
 struct StreamFrame;
 
@@ -81,7 +76,8 @@ private:
     void showFrame(const StreamFrame& frame);
     void scheduleMeasure();
     void requestMeasure();
-    void onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report);
+    void onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
+                       const LoadReport& report);
     void onKvStats(const KvSnapshot& snapshot);
 
     std::unique_ptr<ConversationStore> store_;
@@ -98,12 +94,7 @@ private:
     SystemPromptBar* systemPrompt_ = nullptr;
     AppMenus* menus_ = nullptr;
 
-    SamplingPanel* samplingPanel_ = nullptr;
-    KvCachePanel* kvPanel_ = nullptr;
-    PerformancePanel* performancePanel_ = nullptr;
-    AttentionPanel* attentionPanel_ = nullptr;
-    StepProfilePanel* stepProfilePanel_ = nullptr;
-    ModelInfoPanel* modelInfoPanel_ = nullptr;
+    PanelDocks* panels_ = nullptr;
 
     AppStatusBar* status_ = nullptr;
 

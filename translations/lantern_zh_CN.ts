@@ -744,26 +744,6 @@ Model: %2</source>
         <translation>对话</translation>
     </message>
     <message>
-        <source>KV Cache</source>
-        <translation>KV 缓存</translation>
-    </message>
-    <message>
-        <source>Sampling</source>
-        <translation>采样</translation>
-    </message>
-    <message>
-        <source>Performance</source>
-        <translation>性能</translation>
-    </message>
-    <message>
-        <source>Attention</source>
-        <translation>注意力</translation>
-    </message>
-    <message>
-        <source>Model</source>
-        <translation>模型</translation>
-    </message>
-    <message>
         <source>Sampling settings not applied: %1</source>
         <translation>采样设置未生效：%1</translation>
     </message>
@@ -812,10 +792,6 @@ Model: %2</source>
     <message>
         <source>Generation failed</source>
         <translation>生成失败</translation>
-    </message>
-    <message>
-        <source>Step Profile</source>
-        <translation>单步剖析</translation>
     </message>
     <message>
         <source>Reading the prompt… %1 of %2 tokens</source>
@@ -1097,6 +1073,33 @@ Lantern 运行 llama、qwen2 与 qwen3 架构的模型；这个模型是 %2。</
     <message>
         <source>Each op family&apos;s time on the device in the timed step, with the bytes it read per second. &quot;Waiting&quot;: inside a fused layer, the share of the driver threads&apos; time in that op spent waiting for another thread&apos;s last piece of work.</source>
         <translation>被计时那一步中各类算子在设备上的耗时，以及它每秒读取的字节数。“等待”：在融合层内，驱动线程在该算子上等待其他线程完成最后一块工作所占的时间比例。</translation>
+    </message>
+</context>
+<context>
+    <name>PanelDocks</name>
+    <message>
+        <source>KV Cache</source>
+        <translation>KV 缓存</translation>
+    </message>
+    <message>
+        <source>Sampling</source>
+        <translation>采样</translation>
+    </message>
+    <message>
+        <source>Performance</source>
+        <translation>性能</translation>
+    </message>
+    <message>
+        <source>Attention</source>
+        <translation>注意力</translation>
+    </message>
+    <message>
+        <source>Step Profile</source>
+        <translation>单步剖析</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
     </message>
 </context>
 <context>

@@ -1,0 +1,50 @@
+// PanelDocks — the inside-the-engine panels, docked on the right: KV cache, sampling,
+// performance, attention, step profile and model facts, and what feeds them (UI thread).
+//
+// It connects the panels to the InferenceWorker's reports (queued) and their knobs to its
+// thread-safe setters, which reach a reply being written; the window forwards the turn and the
+// model events that only it sees.
+#pragma once
+#include <QObject>
+
+#include "turn/StreamThrottle.h"
+#include "worker/EngineTypes.h"
+
+class AttentionPanel;
+class InferenceWorker;
+class KvCachePanel;
+class ModelInfoPanel;
+class PerformancePanel;
+class QDockWidget;
+class QMainWindow;
+class SamplingPanel;
+class StepProfilePanel;
+
+class PanelDocks : public QObject {
+    Q_OBJECT
+public:
+    // Docks the panels into `window` beside `conversationsDock` (on the left).
+    PanelDocks(QMainWindow* window, QDockWidget* conversationsDock, InferenceWorker* worker);
+
+    SamplingPanel* sampling() const { return sampling_; }
+    KvCachePanel* kvCache() const { return kv_; }
+
+    void clearForLoad();  // a model is being loaded: the old one's state goes
+    void modelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
+                     const LoadReport& report);
+    void modelUnloaded();
+    void turnStarted();
+    void promptProgress(quint32 done, quint32 total);
+    void showFrame(const StreamFrame& frame);
+    void turnFinished(const lantern::TurnStats& stats);
+    void turnUndone();  // it wrote nothing: the last reply's figures stay
+
+private:
+    InferenceWorker* worker_;
+    SamplingPanel* sampling_;
+    KvCachePanel* kv_;
+    PerformancePanel* performance_;
+    AttentionPanel* attention_;
+    StepProfilePanel* profile_;
+    ModelInfoPanel* modelInfo_;
+};
