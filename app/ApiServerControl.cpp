@@ -26,9 +26,10 @@ ApiServerControl::ApiServerControl(InferenceWorker* worker, QWidget* window)
     chatFirstAction_->setObjectName(QStringLiteral("apiChatFirstAction"));
     chatFirstAction_->setCheckable(true);
     chatFirstAction_->setChecked(preferences::apiChatFirst());
-    chatFirstAction_->setToolTip(tr("API replies pause while the chat writes a reply and go on when it ends, so the "
-                                    "chat's reply comes at full speed. Off, they are written in the same steps as "
-                                    "the chat's reply (on a CPU device the chat's reply then slows while they run)."));
+    chatFirstAction_->setToolTip(
+        tr("API replies pause while the chat writes a reply and go on when it ends, so the "
+           "chat's reply comes at full speed. Off, they are written in the same steps as "
+           "the chat's reply (on a CPU device the chat's reply then slows while they run)."));
     worker_->setChatFirst(chatFirstAction_->isChecked());
     connect(chatFirstAction_, &QAction::toggled, this, [this](bool on) {
         preferences::setApiChatFirst(on);
@@ -48,7 +49,9 @@ ApiServerControl::ApiServerControl(InferenceWorker* worker, QWidget* window)
     });
     connect(worker_, &InferenceWorker::apiServerStopped, this, [this] { show(false); });
     connect(worker_, &InferenceWorker::apiServerActivity, this,
-            [this](quint32 inProgress, quint32 waiting, quint64 served) { show(true, inProgress, waiting, served); });
+            [this](quint32 inProgress, quint32 waiting, quint64 served) {
+                show(true, inProgress, waiting, served);
+            });
     connect(worker_, &InferenceWorker::apiServerFailed, this, [this](const QString& message) {
         show(false);
         const QSignalBlocker block(serverAction_);
@@ -58,7 +61,9 @@ ApiServerControl::ApiServerControl(InferenceWorker* worker, QWidget* window)
     });
 }
 
-bool ApiServerControl::enabled() const { return serverAction_->isChecked(); }
+bool ApiServerControl::enabled() const {
+    return serverAction_->isChecked();
+}
 
 QString ApiServerControl::tooltipFor(quint16 port) const {
     return tr("Lets editors, scripts and other apps on this computer use the loaded model "
@@ -89,8 +94,9 @@ void ApiServerControl::setEnabled(bool on) {
 
 void ApiServerControl::choosePort() {
     bool ok = false;
-    const int port = QInputDialog::getInt(window_, tr("API Server Port"), tr("Port on 127.0.0.1 (this computer only):"),
-                                          preferences::apiServerPort(), 1, 65535, 1, &ok);
+    const int port =
+        QInputDialog::getInt(window_, tr("API Server Port"), tr("Port on 127.0.0.1 (this computer only):"),
+                             preferences::apiServerPort(), 1, 65535, 1, &ok);
     if (!ok) return;
     preferences::setApiServerPort(static_cast<quint16>(port));
     serverAction_->setToolTip(tooltipFor(static_cast<quint16>(port)));
@@ -121,14 +127,16 @@ void ApiServerControl::show(bool listening, quint32 inProgress, quint32 waiting,
     if (waiting > 0) text += QStringLiteral(" · ") + tr("%n waiting", nullptr, static_cast<int>(waiting));
     label_->setText(text);
     label_->setToolTip(
-        (chatFirst ? tr("OpenAI-compatible API at %1 — %n repl(ies) served. API replies pause while the chat writes a "
-                        "reply (File > API Replies Wait for the Chat), and share one conversation's room in the KV "
-                        "cache: past it, the reply that started last waits and then goes on where it was.",
-                        nullptr, static_cast<int>(served))
-                   : tr("OpenAI-compatible API at %1 — %n repl(ies) served. API replies are written in the same "
-                        "steps as the chat's reply, and share one conversation's room in the KV cache: past "
-                        "it, the reply that started last waits and then goes on where it was.",
-                        nullptr, static_cast<int>(served)))
+        (chatFirst
+             ? tr("OpenAI-compatible API at %1 — %n repl(ies) served. API replies pause while the chat "
+                  "writes a "
+                  "reply (File > API Replies Wait for the Chat), and share one conversation's room in the KV "
+                  "cache: past it, the reply that started last waits and then goes on where it was.",
+                  nullptr, static_cast<int>(served))
+             : tr("OpenAI-compatible API at %1 — %n repl(ies) served. API replies are written in the same "
+                  "steps as the chat's reply, and share one conversation's room in the KV cache: past "
+                  "it, the reply that started last waits and then goes on where it was.",
+                  nullptr, static_cast<int>(served)))
             .arg(url));
     label_->show();
 }

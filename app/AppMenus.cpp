@@ -54,7 +54,8 @@ void AppMenus::buildFile() {
     QMenu* file = p_.window->menuBar()->addMenu(tr("&File"));
     open_ = file->addAction(tr("&Open Model…"), this, [this] {
         const QString current = p_.session->path();
-        const QString dir = current.isEmpty() ? preferences::modelsDirectory() : QFileInfo(current).absolutePath();
+        const QString dir =
+            current.isEmpty() ? preferences::modelsDirectory() : QFileInfo(current).absolutePath();
         const QString path = QFileDialog::getOpenFileName(p_.window, tr("Open Model"), dir,
                                                           tr("GGUF models (*.gguf);;All files (*)"));
         if (!path.isEmpty()) emit openModelRequested(path);
@@ -76,7 +77,8 @@ void AppMenus::buildFile() {
     newChat_->setShortcut(QKeySequence::New);
     addSettingToggle(this, file, tr("When the Context Is Full, Drop the Oldest Turns"),
                      tr("Otherwise the reply stops and you are told the context is full."),
-                     preferences::dropOldestTurns(), [this](bool on) {
+                     preferences::dropOldestTurns(),
+                     [this](bool on) {
                          preferences::setDropOldestTurns(on);
                          p_.worker->setDropOldestTurns(on);
                          p_.turns->setDropOldestTurns(on);  // the room Continue needs
@@ -103,10 +105,12 @@ void AppMenus::buildFile() {
 
 void AppMenus::buildView() {
     QMenu* view = p_.window->menuBar()->addMenu(tr("&View"));
-    for (QDockWidget* dock : p_.window->findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+    for (QDockWidget* dock : p_.window->findChildren<QDockWidget*>())
+        view->addAction(dock->toggleViewAction());
     view->addSeparator();
     addSettingToggle(this, view, tr("Show Replies as &Markdown"),
-                     tr("Otherwise replies show the raw text the model wrote."), preferences::renderMarkdown(),
+                     tr("Otherwise replies show the raw text the model wrote."),
+                     preferences::renderMarkdown(),
                      [this](bool on) {
                          preferences::setRenderMarkdown(on);
                          p_.chatView->setRenderMarkdown(on);
@@ -174,13 +178,15 @@ bool AppMenus::exportConversation(const QString& path, QString* error) const {
 void AppMenus::chooseLanguage(const QString& name) {
     if (name == preferences::language()) return;
     preferences::setLanguage(name);
-    QMessageBox::information(p_.window, tr("Language"), tr("The new language is used from the next start of Lantern."));
+    QMessageBox::information(p_.window, tr("Language"),
+                             tr("The new language is used from the next start of Lantern."));
 }
 
 void AppMenus::showAbout() {
-    QMessageBox::about(p_.window, tr("About Lantern"),
-                       tr("<h3>Lantern %1</h3>"
-                          "<p>Chat with Llama models on your own computer, on its own Vulkan inference engine — "
-                          "and see what happens inside: the KV cache, attention, sampling and honest speed figures.</p>")
-                           .arg(QCoreApplication::applicationVersion()));
+    QMessageBox::about(
+        p_.window, tr("About Lantern"),
+        tr("<h3>Lantern %1</h3>"
+           "<p>Chat with Llama models on your own computer, on its own Vulkan inference engine — "
+           "and see what happens inside: the KV cache, attention, sampling and honest speed figures.</p>")
+            .arg(QCoreApplication::applicationVersion()));
 }

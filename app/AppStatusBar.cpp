@@ -8,17 +8,25 @@
 #include "UiPriority.h"
 
 AppStatusBar::AppStatusBar(QLabel* apiLabel, QWidget* parent)
-    : QStatusBar(parent), state_(new StatusLabel(this)), context_(new StatusLabel(this)), device_(new QLabel(this)) {
+    : QStatusBar(parent),
+      state_(new StatusLabel(this)),
+      context_(new StatusLabel(this)),
+      device_(new QLabel(this)) {
     state_->setObjectName(QStringLiteral("stateLabel"));
     context_->setObjectName(QStringLiteral("contextLabel"));
     device_->setObjectName(QStringLiteral("deviceLabel"));
     clearDevice();
-    for (QWidget* w : std::initializer_list<QWidget*>{apiLabel, state_, context_, device_}) addPermanentWidget(w);
+    for (QWidget* w : std::initializer_list<QWidget*>{apiLabel, state_, context_, device_})
+        addPermanentWidget(w);
 }
 
-void AppStatusBar::showState(const QString& text) { state_->setFittedText(text); }
+void AppStatusBar::showState(const QString& text) {
+    state_->setFittedText(text);
+}
 
-void AppStatusBar::showLiveState(const QString& text) { state_->setLiveText(text); }
+void AppStatusBar::showLiveState(const QString& text) {
+    state_->setLiveText(text);
+}
 
 void AppStatusBar::setDevice(const lantern::DeviceInfo& device) {
     QString text = QString::fromStdString(device.name);
@@ -27,10 +35,13 @@ void AppStatusBar::setDevice(const lantern::DeviceInfo& device) {
         yieldUiThreadToInference();  // the model now runs on the UI's cores (UiPriority.h)
     }
     device_->setText(text);
-    device_->setToolTip(tr("%1\nDriver: %2").arg(deviceDescription(device), QString::fromStdString(device.driver)));
+    device_->setToolTip(
+        tr("%1\nDriver: %2").arg(deviceDescription(device), QString::fromStdString(device.driver)));
 }
 
-void AppStatusBar::clearDevice() { device_->setText(tr("No device")); }
+void AppStatusBar::clearDevice() {
+    device_->setText(tr("No device"));
+}
 
 void AppStatusBar::showStreamPosition(quint32 position) {
     showContext(static_cast<int>(std::min(position + 1, contextLength_)));

@@ -15,8 +15,8 @@ public:
     // `apiLabel` (ApiServerControl::label) goes first among the permanent fields.
     explicit AppStatusBar(QLabel* apiLabel, QWidget* parent = nullptr);
 
-    void showState(const QString& text);          // the app's state: sized to its text
-    void showLiveState(const QString& text);      // changes many times a second
+    void showState(const QString& text);      // the app's state: sized to its text
+    void showLiveState(const QString& text);  // changes many times a second
     void setDevice(const lantern::DeviceInfo& device);
     void clearDevice();
     void setContextLength(uint32_t tokens) { contextLength_ = tokens; }  // 0: no model

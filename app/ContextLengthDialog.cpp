@@ -15,25 +15,31 @@
 namespace {
 
 // The engine's default when no length is asked for (lantern::EngineOptions::context_length = 0).
-uint32_t automaticLength(const lantern::ModelInfo& model) { return std::min<uint32_t>(model.context_length, 4096); }
+uint32_t automaticLength(const lantern::ModelInfo& model) {
+    return std::min<uint32_t>(model.context_length, 4096);
+}
 
 }  // namespace
 
 ContextLengthDialog::ContextLengthDialog(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
                                          uint32_t chosen, uint32_t sequences, uint32_t conversationTokens,
                                          QWidget* parent)
-    : QDialog(parent), model_(model), device_(device), sequences_(std::max<uint32_t>(1, sequences)),
+    : QDialog(parent),
+      model_(model),
+      device_(device),
+      sequences_(std::max<uint32_t>(1, sequences)),
       conversationTokens_(conversationTokens) {
     setObjectName(QStringLiteral("contextLengthDialog"));
     setWindowTitle(tr("Context Length"));
     auto* layout = new QVBoxLayout(this);
 
     const QString name = model.name.empty() ? tr("This model") : QString::fromStdString(model.name);
-    auto* intro = new QLabel(tr("How many tokens of the conversation the model sees at once. A longer context "
-                                "remembers more of it and takes more memory; %1 was trained on %2 tokens, "
-                                "the most it is offered.")
-                                 .arg(name, display::count(model.context_length)),
-                             this);
+    auto* intro =
+        new QLabel(tr("How many tokens of the conversation the model sees at once. A longer context "
+                      "remembers more of it and takes more memory; %1 was trained on %2 tokens, "
+                      "the most it is offered.")
+                       .arg(name, display::count(model.context_length)),
+                   this);
     intro->setWordWrap(true);
     layout->addWidget(intro);
 
@@ -85,7 +91,8 @@ uint32_t ContextLengthDialog::chosenLength() const {
 
 void ContextLengthDialog::setChosenLength(uint32_t length) {
     automatic_->setChecked(length == 0);
-    length_->setValue(static_cast<int>(length ? std::min(length, model_.context_length) : automaticLength(model_)));
+    length_->setValue(
+        static_cast<int>(length ? std::min(length, model_.context_length) : automaticLength(model_)));
     update();
 }
 
@@ -103,8 +110,10 @@ void ContextLengthDialog::update() {
     const QString device = QString::fromStdString(device_.name);
     QString text =
         plan_.sequences > 1
-            ? tr("KV cache: %1, room for %n conversation(s) of %2 tokens at once: the chat's, and what the local "
-                 "API server's replies share.", nullptr, static_cast<int>(plan_.sequences))
+            ? tr("KV cache: %1, room for %n conversation(s) of %2 tokens at once: the chat's, and what the "
+                 "local "
+                 "API server's replies share.",
+                 nullptr, static_cast<int>(plan_.sequences))
                   .arg(display::bytes(plan_.kv_bytes), display::count(plan_.context_length))
             : tr("KV cache: %1 for the chat's %2 tokens (switching the local API server on adds room for its "
                  "replies).")
@@ -112,26 +121,30 @@ void ContextLengthDialog::update() {
     text += QLatin1Char(' ');
     text += device_.device_local_bytes
                 ? tr("With the weights, about %1 of the %3 on %2.")
-                      .arg(display::bytes(plan_.total_bytes()), device, display::bytes(device_.device_local_bytes))
+                      .arg(display::bytes(plan_.total_bytes()), device,
+                           display::bytes(device_.device_local_bytes))
                 : tr("With the weights, about %1.").arg(display::bytes(plan_.total_bytes()));
     memory_->setText(text);
 
     QString warning;
     switch (plan_.limit) {
         case lantern::MemoryLimit::BufferRange:
-            warning = tr("Too long for %1: one layer's KV cache would take %2, and one buffer on it reaches %3. "
-                         "Choose a shorter context.")
-                          .arg(device, display::bytes(plan_.kv_layer_bytes), display::bytes(plan_.limit_bytes));
+            warning =
+                tr("Too long for %1: one layer's KV cache would take %2, and one buffer on it reaches %3. "
+                   "Choose a shorter context.")
+                    .arg(device, display::bytes(plan_.kv_layer_bytes), display::bytes(plan_.limit_bytes));
             break;
         case lantern::MemoryLimit::DeviceMemory:
-            warning = tr("Too much for %1: about %2 are needed and it has %3. Choose a shorter context.")
-                          .arg(device, display::bytes(plan_.total_bytes()), display::bytes(plan_.limit_bytes));
+            warning =
+                tr("Too much for %1: about %2 are needed and it has %3. Choose a shorter context.")
+                    .arg(device, display::bytes(plan_.total_bytes()), display::bytes(plan_.limit_bytes));
             break;
         case lantern::MemoryLimit::None:
             if (conversationTokens_ > plan_.context_length)
-                warning = tr("This conversation is already %1 tokens long: with %2, its oldest turns no longer "
-                             "fit (File > When the Context Is Full decides what happens next).")
-                              .arg(display::count(conversationTokens_), display::count(plan_.context_length));
+                warning =
+                    tr("This conversation is already %1 tokens long: with %2, its oldest turns no longer "
+                       "fit (File > When the Context Is Full decides what happens next).")
+                        .arg(display::count(conversationTokens_), display::count(plan_.context_length));
             break;
     }
     warning_->setText(warning);

@@ -5,12 +5,15 @@
 #include <QStyle>
 #include <QToolTip>
 
-bool ElidedLabel::isElided() const { return fontMetrics().horizontalAdvance(text()) > contentsRect().width(); }
+bool ElidedLabel::isElided() const {
+    return fontMetrics().horizontalAdvance(text()) > contentsRect().width();
+}
 
 // One line high whatever the text, and as narrow as the layout likes: the text is cut, not the window.
 QSize ElidedLabel::sizeHint() const {
     const QMargins m = contentsMargins();
-    return {fontMetrics().averageCharWidth() * 20 + m.left() + m.right(), fontMetrics().height() + m.top() + m.bottom()};
+    return {fontMetrics().averageCharWidth() * 20 + m.left() + m.right(),
+            fontMetrics().height() + m.top() + m.bottom()};
 }
 
 QSize ElidedLabel::minimumSizeHint() const {
@@ -22,8 +25,8 @@ void ElidedLabel::paintEvent(QPaintEvent*) {
     QPainter painter(this);
     const QRect area = contentsRect();
     const QString shown = fontMetrics().elidedText(text(), Qt::ElideRight, area.width());
-    style()->drawItemText(&painter, area, static_cast<int>(alignment()) | Qt::TextSingleLine, palette(), isEnabled(), shown,
-                          foregroundRole());
+    style()->drawItemText(&painter, area, static_cast<int>(alignment()) | Qt::TextSingleLine, palette(),
+                          isEnabled(), shown, foregroundRole());
 }
 
 bool ElidedLabel::event(QEvent* event) {

@@ -6,7 +6,9 @@
 
 namespace display {
 
-QString count(uint64_t n) { return QLocale().toString(static_cast<qulonglong>(n)); }
+QString count(uint64_t n) {
+    return QLocale().toString(static_cast<qulonglong>(n));
+}
 
 QString bytes(uint64_t n) {
     if (n < 1024) return QCoreApplication::translate("Format", "%1 B").arg(n);
@@ -17,18 +19,21 @@ QString bytes(uint64_t n) {
         v /= 1024.0;
         ++unit;
     }
-    return QStringLiteral("%1 %2").arg(QLocale().toString(v, 'f', v < 10 ? 2 : 1), QString::fromLatin1(units[unit]));
+    return QStringLiteral("%1 %2").arg(QLocale().toString(v, 'f', v < 10 ? 2 : 1),
+                                       QString::fromLatin1(units[unit]));
 }
 
 QString milliseconds(double ms) {
     if (!std::isfinite(ms) || ms < 0) return QStringLiteral("—");
-    if (ms >= 1000.0) return QCoreApplication::translate("Format", "%1 s").arg(QLocale().toString(ms / 1000.0, 'f', 2));
+    if (ms >= 1000.0)
+        return QCoreApplication::translate("Format", "%1 s").arg(QLocale().toString(ms / 1000.0, 'f', 2));
     return QCoreApplication::translate("Format", "%1 ms").arg(QLocale().toString(ms, 'f', ms < 10 ? 2 : 1));
 }
 
 QString tokensPerSecond(double rate) {
     if (!std::isfinite(rate) || rate <= 0) return QStringLiteral("—");
-    return QCoreApplication::translate("Format", "%1 tok/s").arg(QLocale().toString(rate, 'f', rate < 100 ? 1 : 0));
+    return QCoreApplication::translate("Format", "%1 tok/s")
+        .arg(QLocale().toString(rate, 'f', rate < 100 ? 1 : 0));
 }
 
 QString percent(double fraction) {
@@ -38,13 +43,20 @@ QString percent(double fraction) {
 
 QString stopReason(lantern::StopReason reason) {
     switch (reason) {
-        case lantern::StopReason::EndOfText: return QCoreApplication::translate("Format", "end of text");
-        case lantern::StopReason::StopString: return QCoreApplication::translate("Format", "stop string");
-        case lantern::StopReason::MaxTokens: return QCoreApplication::translate("Format", "token limit");
-        case lantern::StopReason::User: return QCoreApplication::translate("Format", "you");
-        case lantern::StopReason::ContextFull: return QCoreApplication::translate("Format", "full context");
-        case lantern::StopReason::Cancelled: return QCoreApplication::translate("Format", "cancelled");
-        case lantern::StopReason::None: break;
+        case lantern::StopReason::EndOfText:
+            return QCoreApplication::translate("Format", "end of text");
+        case lantern::StopReason::StopString:
+            return QCoreApplication::translate("Format", "stop string");
+        case lantern::StopReason::MaxTokens:
+            return QCoreApplication::translate("Format", "token limit");
+        case lantern::StopReason::User:
+            return QCoreApplication::translate("Format", "you");
+        case lantern::StopReason::ContextFull:
+            return QCoreApplication::translate("Format", "full context");
+        case lantern::StopReason::Cancelled:
+            return QCoreApplication::translate("Format", "cancelled");
+        case lantern::StopReason::None:
+            break;
     }
     return QStringLiteral("—");
 }

@@ -6,7 +6,9 @@
 
 namespace language {
 
-QStringList available() { return {QStringLiteral("zh_CN")}; }
+QStringList available() {
+    return {QStringLiteral("zh_CN")};
+}
 
 namespace {
 QLocale localeFor(const QString& name) {

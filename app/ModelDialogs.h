@@ -12,8 +12,8 @@ class QWidget;
 namespace model_dialogs {
 
 // `askedName`: the context length in tokens, or the device as the Device menu names it.
-void explainRollback(QWidget* parent, ModelSession::Change change, const QString& path, const QString& askedName,
-                     const QString& message);
+void explainRollback(QWidget* parent, ModelSession::Change change, const QString& path,
+                     const QString& askedName, const QString& message);
 void explainLoadFailure(QWidget* parent, const QString& path, const QString& message);
 // The context length chosen for the loaded model (ContextLengthDialog), nullopt when cancelled.
 // `apiServer`: the API server is on (its replies share the KV cache); `cachedTokens`: the

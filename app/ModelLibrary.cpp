@@ -25,7 +25,9 @@ const QRegularExpression& splitPartPattern() {
     return re;
 }
 
-QString env(const char* name) { return QString::fromLocal8Bit(qgetenv(name)); }
+QString env(const char* name) {
+    return QString::fromLocal8Bit(qgetenv(name));
+}
 
 // $NAME when set (and absolute, as the XDG spec asks), else `fallback`.
 QString dirFromEnv(const char* name, const QString& fallback) {
@@ -56,7 +58,8 @@ QVector<Source> sources(const QString& lanternDir) {
         // manifests/<registry>/<namespace>/<model>/<tag>, naming blobs/sha256-<digest>
         {QStringLiteral("Ollama"), dirFromEnv("OLLAMA_MODELS", home + QStringLiteral("/.ollama/models")), 4,
          Source::Layout::OllamaManifests},
-        {QStringLiteral("Ollama"), QStringLiteral("/usr/share/ollama/.ollama/models"), 4, Source::Layout::OllamaManifests},
+        {QStringLiteral("Ollama"), QStringLiteral("/usr/share/ollama/.ollama/models"), 4,
+         Source::Layout::OllamaManifests},
     };
     QVector<Source> found;
     QSet<QString> seen;
@@ -99,8 +102,8 @@ void walk(const QString& root, int depth, int maxEntries, QStringList* folders,
         QVector<QString> next;
         for (const QString& dir : level) {
             if (folders != nullptr && QFileInfo(dir).isDir()) *folders << dir;
-            const QFileInfoList entries =
-                QDir(dir).entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot | QDir::Readable, QDir::Name);
+            const QFileInfoList entries = QDir(dir).entryInfoList(
+                QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot | QDir::Readable, QDir::Name);
             for (const QFileInfo& info : entries) {
                 if (visited++ >= maxEntries) break;
                 if (info.isDir()) {
@@ -128,7 +131,8 @@ QString ollamaName(const QString& manifests, const QFileInfo& manifest) {
     const QStringList parts = QDir(manifests).relativeFilePath(manifest.filePath()).split(QLatin1Char('/'));
     if (parts.size() != 4) return {};
     const QString model = parts[2] + QLatin1Char(':') + parts[3];
-    if (parts[0] != QLatin1String("registry.ollama.ai")) return parts[0] + QLatin1Char('/') + parts[1] + QLatin1Char('/') + model;
+    if (parts[0] != QLatin1String("registry.ollama.ai"))
+        return parts[0] + QLatin1Char('/') + parts[1] + QLatin1Char('/') + model;
     if (parts[1] != QLatin1String("library")) return parts[1] + QLatin1Char('/') + model;
     return model;
 }
@@ -139,14 +143,18 @@ QString ollamaModelBlob(const QString& store, const QFileInfo& manifest) {
     if (manifest.size() > (1 << 20)) return {};  // manifests are a few hundred bytes
     QFile f(manifest.filePath());
     if (!f.open(QIODevice::ReadOnly)) return {};
-    const QJsonArray layers = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("layers")).toArray();
+    const QJsonArray layers =
+        QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("layers")).toArray();
     for (const QJsonValue& layer : layers) {
         const QJsonObject o = layer.toObject();
-        if (o.value(QStringLiteral("mediaType")).toString() != QLatin1String("application/vnd.ollama.image.model")) continue;
+        if (o.value(QStringLiteral("mediaType")).toString() !=
+            QLatin1String("application/vnd.ollama.image.model"))
+            continue;
         const QString digest = o.value(QStringLiteral("digest")).toString();  // "sha256:<hex>"
         static const QRegularExpression valid(QStringLiteral("^sha256:[0-9a-f]{64}$"));
         if (!valid.match(digest).hasMatch()) return {};
-        return store + QStringLiteral("/blobs/") + QString(digest).replace(QLatin1Char(':'), QLatin1Char('-'));
+        return store + QStringLiteral("/blobs/") +
+               QString(digest).replace(QLatin1Char(':'), QLatin1Char('-'));
     }
     return {};
 }
@@ -177,7 +185,8 @@ QVector<Model> find(const QVector<Source>& sources, int maxEntries, QStringList*
                 if (seen.contains(real)) return;
                 seen.insert(real);
                 byBlob.insert(real, static_cast<int>(here.size()));
-                here.push_back({blob, source.name, static_cast<uint64_t>(QFileInfo(blob).size()), architectureOf(blob), name});
+                here.push_back({blob, source.name, static_cast<uint64_t>(QFileInfo(blob).size()),
+                                architectureOf(blob), name});
             });
         } else {
             walk(root, source.depth, maxEntries, folders, [&](const QFileInfo& info) {
@@ -194,9 +203,12 @@ QVector<Model> find(const QVector<Source>& sources, int maxEntries, QStringList*
             });
         }
         // By the name the picker shows: the app's own (Ollama's) where there is one, else the file's.
-        const auto shown = [](const Model& m) { return m.name.isEmpty() ? QFileInfo(m.path).fileName() : m.name; };
-        std::sort(here.begin(), here.end(),
-                  [&](const Model& a, const Model& b) { return shown(a).compare(shown(b), Qt::CaseInsensitive) < 0; });
+        const auto shown = [](const Model& m) {
+            return m.name.isEmpty() ? QFileInfo(m.path).fileName() : m.name;
+        };
+        std::sort(here.begin(), here.end(), [&](const Model& a, const Model& b) {
+            return shown(a).compare(shown(b), Qt::CaseInsensitive) < 0;
+        });
         models += here;
     }
     return models;

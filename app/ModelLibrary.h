@@ -22,11 +22,11 @@ struct Source {
 };
 
 struct Model {
-    QString path;    // absolute; the first file of a split model
-    QString source;  // Source::name
-    uint64_t bytes = 0;  // all parts of a split model together
+    QString path;          // absolute; the first file of a split model
+    QString source;        // Source::name
+    uint64_t bytes = 0;    // all parts of a split model together
     QString architecture;  // general.architecture from the file's head ("" when not found there)
-    QString name;    // what to call it when its file name says nothing (Ollama's "llama3.2:1b"), else ""
+    QString name;  // what to call it when its file name says nothing (Ollama's "llama3.2:1b"), else ""
 };
 
 // Where the apps keep their models by default on this system, with the environment variables

@@ -99,15 +99,16 @@ void ModelPicker::fill() {
     for (const QString& extra : {preferences::lastModel(), current_}) {
         if (extra.isEmpty() || !QFileInfo::exists(extra)) continue;
         const QString path = QFileInfo(extra).absoluteFilePath();
-        const bool listed = std::any_of(models.begin(), models.end(), [&](const auto& m) { return m.path == path; });
+        const bool listed =
+            std::any_of(models.begin(), models.end(), [&](const auto& m) { return m.path == path; });
         if (!listed) models.push_back({path, QString(), model_library::modelBytes(path), QString()});
     }
 
     const QSignalBlocker block(this);
     clear();
-    addItem(!models.isEmpty()  ? tr("Choose a model…")
-            : scanned_once_    ? tr("No models found — use Open Model…")
-                               : tr("Looking for models…"));
+    addItem(!models.isEmpty() ? tr("Choose a model…")
+            : scanned_once_   ? tr("No models found — use Open Model…")
+                              : tr("Looking for models…"));
     setItemData(0, QString(), kModelPathRole);
     for (const model_library::Model& m : models) {
         const QString name = m.name.isEmpty() ? QFileInfo(m.path).completeBaseName() : m.name;
@@ -118,16 +119,19 @@ void ModelPicker::fill() {
         QString tip = where;
         // A model of another architecture is listed, so that the user sees why it is not offered,
         // but cannot be chosen.
-        const bool runs = m.architecture.isEmpty() || lantern::supported_architecture(m.architecture.toStdString());
+        const bool runs =
+            m.architecture.isEmpty() || lantern::supported_architecture(m.architecture.toStdString());
         if (!runs) {
             label = tr("%1 — %2, not supported").arg(label, m.architecture);
-            tip = tr("%1\nLantern runs llama, qwen2 and qwen3 models; this one is %2.").arg(where, m.architecture);
+            tip = tr("%1\nLantern runs llama, qwen2 and qwen3 models; this one is %2.")
+                      .arg(where, m.architecture);
         }
         addItem(label);
         const int row = count() - 1;
         setItemData(row, m.path, kModelPathRole);
         setItemData(row, tip, Qt::ToolTipRole);
-        if (auto* items = qobject_cast<QStandardItemModel*>(model()); items && !runs) items->item(row)->setEnabled(false);
+        if (auto* items = qobject_cast<QStandardItemModel*>(model()); items && !runs)
+            items->item(row)->setEnabled(false);
     }
     const int currentRow = findData(QFileInfo(current_).absoluteFilePath(), kModelPathRole);
     setCurrentIndex(currentRow >= 0 ? currentRow : 0);

@@ -2,7 +2,8 @@
 
 #include "Preferences.h"
 
-ModelSession::ModelSession(QObject* parent) : QObject(parent), deviceSelector_(preferences::deviceSelector()) {}
+ModelSession::ModelSession(QObject* parent)
+    : QObject(parent), deviceSelector_(preferences::deviceSelector()) {}
 
 void ModelSession::setState(State state) {
     state_ = state;

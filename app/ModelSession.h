@@ -36,7 +36,8 @@ public:
     void chooseDevice(const QString& selector);
 
     // Worker results.
-    void onLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report);
+    void onLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
+                  const LoadReport& report);
     void onLoadFailed(const QString& message);
     void onReloading();  // the worker loads the same model again (InferenceWorker::reloadingModel)
     void onUnloaded();
@@ -48,7 +49,8 @@ signals:
     void loaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report);
     // A changed setting did not load: `asked` (a length in tokens, or a device selector) is undone
     // and the model is loaded again as before, once this signal returns.
-    void rolledBack(ModelSession::Change change, const QString& path, const QString& asked, const QString& message);
+    void rolledBack(ModelSession::Change change, const QString& path, const QString& asked,
+                    const QString& message);
     void failed(const QString& path, const QString& message);  // nothing is loaded now
     void unloaded();
     void deviceSelectorChanged(const QString& selector);

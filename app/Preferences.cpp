@@ -10,8 +10,12 @@ namespace {
 constexpr int kWindowStateVersion = 1;
 }
 
-QString lastModel() { return QSettings().value(QStringLiteral("model/last")).toString(); }
-void setLastModel(const QString& path) { QSettings().setValue(QStringLiteral("model/last"), path); }
+QString lastModel() {
+    return QSettings().value(QStringLiteral("model/last")).toString();
+}
+void setLastModel(const QString& path) {
+    QSettings().setValue(QStringLiteral("model/last"), path);
+}
 // One map for every model, keyed by path: a path holds slashes, which QSettings would read as groups.
 uint32_t contextLength(const QString& modelPath) {
     return QSettings().value(QStringLiteral("model/contextLengths")).toMap().value(modelPath, 0u).toUInt();
@@ -19,33 +23,73 @@ uint32_t contextLength(const QString& modelPath) {
 void setContextLength(const QString& modelPath, uint32_t length) {
     QSettings settings;
     QVariantMap lengths = settings.value(QStringLiteral("model/contextLengths")).toMap();
-    if (length) lengths.insert(modelPath, length);
-    else lengths.remove(modelPath);
+    if (length)
+        lengths.insert(modelPath, length);
+    else
+        lengths.remove(modelPath);
     settings.setValue(QStringLiteral("model/contextLengths"), lengths);
 }
-QString deviceSelector() { return QSettings().value(QStringLiteral("model/device")).toString(); }
-void setDeviceSelector(const QString& selector) { QSettings().setValue(QStringLiteral("model/device"), selector); }
-QString systemPrompt() { return QSettings().value(QStringLiteral("chat/systemPrompt")).toString(); }
-void setSystemPrompt(const QString& text) { QSettings().setValue(QStringLiteral("chat/systemPrompt"), text); }
-QString language() { return QSettings().value(QStringLiteral("ui/language")).toString(); }
-void setLanguage(const QString& language) { QSettings().setValue(QStringLiteral("ui/language"), language); }
-bool thinking() { return QSettings().value(QStringLiteral("chat/thinking"), true).toBool(); }
-void setThinking(bool on) { QSettings().setValue(QStringLiteral("chat/thinking"), on); }
-bool dropOldestTurns() { return QSettings().value(QStringLiteral("chat/dropOldestTurns"), true).toBool(); }
-void setDropOldestTurns(bool drop) { QSettings().setValue(QStringLiteral("chat/dropOldestTurns"), drop); }
-bool renderMarkdown() { return QSettings().value(QStringLiteral("chat/renderMarkdown"), true).toBool(); }
-void setRenderMarkdown(bool on) { QSettings().setValue(QStringLiteral("chat/renderMarkdown"), on); }
-bool apiServerEnabled() { return QSettings().value(QStringLiteral("apiServer/enabled"), false).toBool(); }
-void setApiServerEnabled(bool on) { QSettings().setValue(QStringLiteral("apiServer/enabled"), on); }
+QString deviceSelector() {
+    return QSettings().value(QStringLiteral("model/device")).toString();
+}
+void setDeviceSelector(const QString& selector) {
+    QSettings().setValue(QStringLiteral("model/device"), selector);
+}
+QString systemPrompt() {
+    return QSettings().value(QStringLiteral("chat/systemPrompt")).toString();
+}
+void setSystemPrompt(const QString& text) {
+    QSettings().setValue(QStringLiteral("chat/systemPrompt"), text);
+}
+QString language() {
+    return QSettings().value(QStringLiteral("ui/language")).toString();
+}
+void setLanguage(const QString& language) {
+    QSettings().setValue(QStringLiteral("ui/language"), language);
+}
+bool thinking() {
+    return QSettings().value(QStringLiteral("chat/thinking"), true).toBool();
+}
+void setThinking(bool on) {
+    QSettings().setValue(QStringLiteral("chat/thinking"), on);
+}
+bool dropOldestTurns() {
+    return QSettings().value(QStringLiteral("chat/dropOldestTurns"), true).toBool();
+}
+void setDropOldestTurns(bool drop) {
+    QSettings().setValue(QStringLiteral("chat/dropOldestTurns"), drop);
+}
+bool renderMarkdown() {
+    return QSettings().value(QStringLiteral("chat/renderMarkdown"), true).toBool();
+}
+void setRenderMarkdown(bool on) {
+    QSettings().setValue(QStringLiteral("chat/renderMarkdown"), on);
+}
+bool apiServerEnabled() {
+    return QSettings().value(QStringLiteral("apiServer/enabled"), false).toBool();
+}
+void setApiServerEnabled(bool on) {
+    QSettings().setValue(QStringLiteral("apiServer/enabled"), on);
+}
 quint16 apiServerPort() {
     const int port = QSettings().value(QStringLiteral("apiServer/port"), 8080).toInt();
     return port > 0 && port < 65536 ? static_cast<quint16>(port) : quint16(8080);
 }
-void setApiServerPort(quint16 port) { QSettings().setValue(QStringLiteral("apiServer/port"), port); }
-bool apiChatFirst() { return QSettings().value(QStringLiteral("apiServer/chatFirst"), false).toBool(); }
-void setApiChatFirst(bool on) { QSettings().setValue(QStringLiteral("apiServer/chatFirst"), on); }
-qint64 lastConversation() { return QSettings().value(QStringLiteral("chat/lastConversation"), -1).toLongLong(); }
-void setLastConversation(qint64 id) { QSettings().setValue(QStringLiteral("chat/lastConversation"), id); }
+void setApiServerPort(quint16 port) {
+    QSettings().setValue(QStringLiteral("apiServer/port"), port);
+}
+bool apiChatFirst() {
+    return QSettings().value(QStringLiteral("apiServer/chatFirst"), false).toBool();
+}
+void setApiChatFirst(bool on) {
+    QSettings().setValue(QStringLiteral("apiServer/chatFirst"), on);
+}
+qint64 lastConversation() {
+    return QSettings().value(QStringLiteral("chat/lastConversation"), -1).toLongLong();
+}
+void setLastConversation(qint64 id) {
+    QSettings().setValue(QStringLiteral("chat/lastConversation"), id);
+}
 
 lantern::SamplingSettings readSamplingSettings(const QSettings& q) {
     lantern::SamplingSettings s;
@@ -89,14 +133,18 @@ void writeSamplingSettings(QSettings& q, const lantern::SamplingSettings& s) {
     q.setValue(g + QStringLiteral("stop"), stops);
 }
 
-lantern::SamplingSettings samplingSettings() { return readSamplingSettings(QSettings()); }
+lantern::SamplingSettings samplingSettings() {
+    return readSamplingSettings(QSettings());
+}
 
 void setSamplingSettings(const lantern::SamplingSettings& settings) {
     QSettings q;
     writeSamplingSettings(q, settings);
 }
 
-QByteArray windowGeometry() { return QSettings().value(QStringLiteral("window/geometry")).toByteArray(); }
+QByteArray windowGeometry() {
+    return QSettings().value(QStringLiteral("window/geometry")).toByteArray();
+}
 
 QByteArray windowState() {
     QSettings q;

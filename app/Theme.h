@@ -7,17 +7,17 @@
 
 namespace theme {
 
-QColor accent();          // lantern amber
+QColor accent();  // lantern amber
 QColor accentDark();
-QColor window();          // background of the chat area
-QColor surface();         // cards / assistant bubbles
+QColor window();   // background of the chat area
+QColor surface();  // cards / assistant bubbles
 QColor border();
 QColor text();
 QColor mutedText();
-QColor warningText();     // a message that says something will not work
+QColor warningText();  // a message that says something will not work
 QColor userBubble();
-QColor usedBlock();       // KV block in use by a sequence
-QColor cachedBlock();     // KV block kept for prefix reuse
+QColor usedBlock();    // KV block in use by a sequence
+QColor cachedBlock();  // KV block kept for prefix reuse
 QColor emptyBlock();
 // A distinct colour per KV-cache owner (sequence id); index 0 is the accent.
 QColor ownerColor(uint32_t ownerIndex);

@@ -23,5 +23,7 @@ int yieldUiThreadToInference() {
     return errno == 0 ? after : now;
 }
 #else
-int yieldUiThreadToInference() { return 0; }
+int yieldUiThreadToInference() {
+    return 0;
+}
 #endif

@@ -31,23 +31,29 @@ int main(int argc, char** argv) {
         QCoreApplication::translate("main", "Chat with Llama models locally and see inside the engine."));
     parser.addHelpOption();
     parser.addVersionOption();
-    const QCommandLineOption model(QStringList{QStringLiteral("model"), QStringLiteral("m")},
-                                   QCoreApplication::translate("main", "Load the GGUF model in <file> at start."),
-                                   QCoreApplication::translate("main", "file"));
-    const QCommandLineOption device(QStringList{QStringLiteral("device"), QStringLiteral("d")},
-                                    QCoreApplication::translate("main", "Run on the Vulkan device <selector>: an index or part of its name."),
-                                    QCoreApplication::translate("main", "selector"));
+    const QCommandLineOption model(
+        QStringList{QStringLiteral("model"), QStringLiteral("m")},
+        QCoreApplication::translate("main", "Load the GGUF model in <file> at start."),
+        QCoreApplication::translate("main", "file"));
+    const QCommandLineOption device(
+        QStringList{QStringLiteral("device"), QStringLiteral("d")},
+        QCoreApplication::translate("main",
+                                    "Run on the Vulkan device <selector>: an index or part of its name."),
+        QCoreApplication::translate("main", "selector"));
     parser.addOption(model);
     parser.addOption(device);
-    parser.addPositionalArgument(QStringLiteral("file"), QCoreApplication::translate("main", "A GGUF model to load (same as --model)."),
-                                 QStringLiteral("[file]"));
+    parser.addPositionalArgument(
+        QStringLiteral("file"),
+        QCoreApplication::translate("main", "A GGUF model to load (same as --model)."),
+        QStringLiteral("[file]"));
     parser.process(app);
 
     MainWindow window;
     window.show();
 
     QString path = parser.value(model);
-    if (path.isEmpty() && !parser.positionalArguments().isEmpty()) path = parser.positionalArguments().constFirst();
+    if (path.isEmpty() && !parser.positionalArguments().isEmpty())
+        path = parser.positionalArguments().constFirst();
     if (path.isEmpty() && QFileInfo::exists(preferences::lastModel())) path = preferences::lastModel();
     if (!path.isEmpty()) window.openModel(QFileInfo(path).absoluteFilePath(), parser.value(device));
     return QApplication::exec();

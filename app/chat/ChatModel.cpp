@@ -4,36 +4,38 @@
 
 ChatModel::ChatModel(QObject* parent) : QAbstractListModel(parent) {}
 
-int ChatModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(messages_.size()); }
+int ChatModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(messages_.size());
+}
 
 QVariant ChatModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() < 0 || index.row() >= messages_.size()) return {};
     const ChatMessage& m = messages_.at(index.row());
     switch (role) {
-    case Qt::DisplayRole:
-    case TextRole:
-        return m.text;
-    case Qt::ToolTipRole:
-    case DetailsRole:
-        return reply_details::display(m.details);
-    case MessageRole:
-        return static_cast<int>(m.role);
-    case CompleteRole:
-        return m.complete;
-    case StreamingRole:
-        return m.streaming;
-    case ModelRole:
-        return m.model;
-    case OutOfContextRole:
-        return m.outOfContext;
-    default:
-        return {};
+        case Qt::DisplayRole:
+        case TextRole:
+            return m.text;
+        case Qt::ToolTipRole:
+        case DetailsRole:
+            return reply_details::display(m.details);
+        case MessageRole:
+            return static_cast<int>(m.role);
+        case CompleteRole:
+            return m.complete;
+        case StreamingRole:
+            return m.streaming;
+        case ModelRole:
+            return m.model;
+        case OutOfContextRole:
+            return m.outOfContext;
+        default:
+            return {};
     }
 }
 
 QHash<int, QByteArray> ChatModel::roleNames() const {
-    return {{MessageRole, "messageRole"}, {TextRole, "text"},           {DetailsRole, "details"},
-            {CompleteRole, "complete"},   {StreamingRole, "streaming"},    {ModelRole, "model"},
+    return {{MessageRole, "messageRole"},      {TextRole, "text"},           {DetailsRole, "details"},
+            {CompleteRole, "complete"},        {StreamingRole, "streaming"}, {ModelRole, "model"},
             {OutOfContextRole, "outOfContext"}};
 }
 
@@ -126,14 +128,14 @@ int ChatModel::lastRow(ChatMessage::Role role) const {
 
 QString ChatModel::roleName(ChatMessage::Role role) {
     switch (role) {
-    case ChatMessage::Role::User:
-        return QStringLiteral("user");
-    case ChatMessage::Role::Assistant:
-        return QStringLiteral("assistant");
-    case ChatMessage::Role::System:
-        return QStringLiteral("system");
-    case ChatMessage::Role::Notice:
-        break;
+        case ChatMessage::Role::User:
+            return QStringLiteral("user");
+        case ChatMessage::Role::Assistant:
+            return QStringLiteral("assistant");
+        case ChatMessage::Role::System:
+            return QStringLiteral("system");
+        case ChatMessage::Role::Notice:
+            break;
     }
     return QStringLiteral("notice");
 }

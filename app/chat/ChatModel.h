@@ -35,7 +35,7 @@ public:
         DetailsRole,
         CompleteRole,
         StreamingRole,
-        ModelRole,  // ChatMessage::model
+        ModelRole,         // ChatMessage::model
         OutOfContextRole,  // ChatMessage::outOfContext
     };
 

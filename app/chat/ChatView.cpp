@@ -40,20 +40,24 @@ QFont smallFont(const QFont& base) {
 
 MessageDelegate::MessageDelegate(QObject* parent) : QStyledItemDelegate(parent) {}
 
-MessageDelegate::Layout MessageDelegate::layout(const QStyleOptionViewItem& option, const QModelIndex& index) const {
+MessageDelegate::Layout MessageDelegate::layout(const QStyleOptionViewItem& option,
+                                                const QModelIndex& index) const {
     int width = option.rect.width();
-    if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget)) width = view->viewport()->width();
+    if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget))
+        width = view->viewport()->width();
     width = std::max(width, 200);
     // Everything the layout depends on, the text last (it is the long part).
-    const QString key = QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8|%9")
-                            .arg(width)
-                            .arg(index.data(ChatModel::MessageRole).toInt() * 2 + int(index.data(ChatModel::OutOfContextRole).toBool()))
-                            .arg(int(index.data(ChatModel::StreamingRole).toBool()) * 2 +
-                                 int(index.data(ChatModel::CompleteRole).toBool()))
-                            .arg(int(renderMarkdown_) * 2 + int(repliesOpenInReasoning_))
-                            .arg(option.font.key(), ChatView::author(index), index.data(ChatModel::DetailsRole).toString(),
-                                 QString::number(index.data(ChatModel::TextRole).toString().size()))
-                            + index.data(ChatModel::TextRole).toString();
+    const QString key =
+        QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8|%9")
+            .arg(width)
+            .arg(index.data(ChatModel::MessageRole).toInt() * 2 +
+                 int(index.data(ChatModel::OutOfContextRole).toBool()))
+            .arg(int(index.data(ChatModel::StreamingRole).toBool()) * 2 +
+                 int(index.data(ChatModel::CompleteRole).toBool()))
+            .arg(int(renderMarkdown_) * 2 + int(repliesOpenInReasoning_))
+            .arg(option.font.key(), ChatView::author(index), index.data(ChatModel::DetailsRole).toString(),
+                 QString::number(index.data(ChatModel::TextRole).toString().size())) +
+        index.data(ChatModel::TextRole).toString();
     if (const Layout* cached = layouts_.object(key)) return *cached;
     auto* computed = new Layout(computeLayout(option, index, width));
     const Layout result = *computed;
@@ -61,8 +65,8 @@ MessageDelegate::Layout MessageDelegate::layout(const QStyleOptionViewItem& opti
     return result;
 }
 
-MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewItem& option, const QModelIndex& index,
-                                                       int width) const {
+MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewItem& option,
+                                                       const QModelIndex& index, int width) const {
     Layout l;
     l.role = static_cast<ChatMessage::Role>(index.data(ChatModel::MessageRole).toInt());
     const bool streaming = index.data(ChatModel::StreamingRole).toBool();
@@ -82,9 +86,10 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
         doc->setDefaultTextOption(textOption);
         return doc;
     };
-    const ReplyParts parts = l.role == ChatMessage::Role::Assistant
-                                 ? splitReasoning(index.data(ChatModel::TextRole).toString(), repliesOpenInReasoning_)
-                                 : ReplyParts{};
+    const ReplyParts parts =
+        l.role == ChatMessage::Role::Assistant
+            ? splitReasoning(index.data(ChatModel::TextRole).toString(), repliesOpenInReasoning_)
+            : ReplyParts{};
     if (parts.has_reasoning) {
         // The reasoning muted and smaller under its own heading, then the answer.
         const QString heading = parts.reasoning_done ? tr("Reasoning") : tr("Reasoning…");
@@ -143,7 +148,8 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
     l.detailsText = index.data(ChatModel::DetailsRole).toString();
     if (!complete && !streaming) {
         const QString interrupted = tr("interrupted");
-        l.detailsText = l.detailsText.isEmpty() ? interrupted : l.detailsText + QStringLiteral(" · ") + interrupted;
+        l.detailsText =
+            l.detailsText.isEmpty() ? interrupted : l.detailsText + QStringLiteral(" · ") + interrupted;
     }
 
     const bool right = l.role == ChatMessage::Role::User;
@@ -170,8 +176,8 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
 }
 
 void MessageDelegate::assemblePieces(Layout& l, const QStringList& keys,
-                                     const std::function<void(QTextDocument&, qsizetype)>& write, const QFont& font,
-                                     const NewDocument& newDocument) const {
+                                     const std::function<void(QTextDocument&, qsizetype)>& write,
+                                     const QFont& font, const NewDocument& newDocument) const {
     const bool markdown = renderMarkdown_;
     if (live_.fontKey != font.key() || live_.markdown != markdown) live_ = {font.key(), markdown, {}, {}};
     LivePieces next{live_.fontKey, markdown, {}, {}};
@@ -216,8 +222,8 @@ void MessageDelegate::streamingReasonedPieces(Layout& l, const ReplyParts& parts
     const QList<ReasonedPiece> pieces = reasonedPieces(parts, markdown);
     QStringList keys;
     for (const ReasonedPiece& p : pieces)  // the heading is part of the first piece
-        keys << QString::number(int(p.kind)) + (p.kind == ReasonedPiece::Kind::Heading ? heading : QString()) +
-                    QChar(0x1F) + p.text;
+        keys << QString::number(int(p.kind)) +
+                    (p.kind == ReasonedPiece::Kind::Heading ? heading : QString()) + QChar(0x1F) + p.text;
     keys.back() += kCursor;
     assemblePieces(
         l, keys,
@@ -250,11 +256,13 @@ QRect MessageDelegate::liveRect(const QStyleOptionViewItem& option, const QModel
 QSize MessageDelegate::sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const {
     const Layout l = layout(option, index);
     int width = option.rect.width();
-    if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget)) width = view->viewport()->width();
+    if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget))
+        width = view->viewport()->width();
     return {width, l.height};
 }
 
-void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const {
+void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& option,
+                            const QModelIndex& index) const {
     const Layout l = layout(option, index);
     painter->save();
     painter->setRenderHint(QPainter::Antialiasing);
@@ -277,7 +285,8 @@ void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& optio
     labelFont.setBold(true);
     painter->setFont(labelFont);
     painter->setPen(l.role == ChatMessage::Role::User ? theme::accentDark() : theme::mutedText());
-    painter->drawText(l.label, (l.role == ChatMessage::Role::User ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter,
+    painter->drawText(l.label,
+                      (l.role == ChatMessage::Role::User ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter,
                       l.labelText);
 
     QPainterPath path;
@@ -299,7 +308,8 @@ void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& optio
     // at every frame while it streams.
     QRectF visible;
     if (const auto* view = qobject_cast<const QAbstractItemView*>(option.widget)) {
-        const QRect area = paintArea_.isNull() ? view->viewport()->rect() : paintArea_ & view->viewport()->rect();
+        const QRect area =
+            paintArea_.isNull() ? view->viewport()->rect() : paintArea_ & view->viewport()->rect();
         visible = QRectF(area.translated(-option.rect.topLeft() - textOrigin));
     }
     for (const Piece& piece : l.pieces) {
@@ -319,8 +329,10 @@ void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& optio
     if (!l.detailsText.isEmpty()) {
         painter->setFont(small);
         painter->setPen(theme::mutedText());
-        painter->drawText(l.details, (l.role == ChatMessage::Role::User ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter,
-                          l.detailsText);
+        painter->drawText(
+            l.details,
+            (l.role == ChatMessage::Role::User ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter,
+            l.detailsText);
     }
     painter->restore();
 }
@@ -341,7 +353,8 @@ ChatView::ChatView(QWidget* parent) : QListView(parent), delegate_(new MessageDe
     setAutoFillBackground(true);
 
     QScrollBar* bar = verticalScrollBar();
-    connect(bar, &QScrollBar::valueChanged, this, [this, bar](int value) { followTail_ = value >= bar->maximum() - 8; });
+    connect(bar, &QScrollBar::valueChanged, this,
+            [this, bar](int value) { followTail_ = value >= bar->maximum() - 8; });
     connect(bar, &QScrollBar::rangeChanged, this, [this, bar](int, int max) {
         if (followTail_) bar->setValue(max);
     });
@@ -357,18 +370,20 @@ void ChatView::setModel(QAbstractItemModel* model) {
 void ChatView::showWelcome(Welcome welcome, const QString& modelName, const QString& modelsDir) {
     switch (welcome) {
         case Welcome::NoModel:
-            setEmptyText(tr("Welcome to Lantern"),
-                         tr("Open a GGUF model (File > Open Model…) or pick one from the toolbar. Models in %1, and "
-                            "those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache or Ollama downloaded, "
-                            "are listed automatically.")
-                             .arg(modelsDir));
+            setEmptyText(
+                tr("Welcome to Lantern"),
+                tr("Open a GGUF model (File > Open Model…) or pick one from the toolbar. Models in %1, and "
+                   "those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache or Ollama downloaded, "
+                   "are listed automatically.")
+                    .arg(modelsDir));
             break;
         case Welcome::Loading:
             setEmptyText(tr("Loading the model…"),
                          tr("Weights are uploaded to the device and the compute pipelines are built."));
             break;
         case Welcome::Ready:
-            setEmptyText(tr("Ready when you are"), tr("%1 is loaded. Write a message below to start.").arg(modelName));
+            setEmptyText(tr("Ready when you are"),
+                         tr("%1 is loaded. Write a message below to start.").arg(modelName));
             break;
     }
 }
@@ -381,15 +396,15 @@ void ChatView::setEmptyText(const QString& title, const QString& hint) {
 
 QString ChatView::author(const QModelIndex& index) {
     switch (static_cast<ChatMessage::Role>(index.data(ChatModel::MessageRole).toInt())) {
-    case ChatMessage::Role::User:
-        return tr("You");
-    case ChatMessage::Role::System:
-        return tr("System prompt");
-    default: {
-        // The model that wrote this reply, which need not be the one loaded now.
-        const QString model = index.data(ChatModel::ModelRole).toString();
-        return model.isEmpty() ? tr("Assistant") : model;
-    }
+        case ChatMessage::Role::User:
+            return tr("You");
+        case ChatMessage::Role::System:
+            return tr("System prompt");
+        default: {
+            // The model that wrote this reply, which need not be the one loaded now.
+            const QString model = index.data(ChatModel::ModelRole).toString();
+            return model.isEmpty() ? tr("Assistant") : model;
+        }
     }
 }
 
@@ -410,7 +425,8 @@ void ChatView::scrollToEnd() {
     scrollToBottom();
 }
 
-void ChatView::dataChanged(const QModelIndex& topLeft, const QModelIndex& bottomRight, const QList<int>& roles) {
+void ChatView::dataChanged(const QModelIndex& topLeft, const QModelIndex& bottomRight,
+                           const QList<int>& roles) {
     const QRect row = topLeft == bottomRight && topLeft.isValid() ? visualRect(topLeft) : QRect();
     if (!row.isEmpty() && isVisible()) {
         QStyleOptionViewItem option;
@@ -474,11 +490,12 @@ void ChatView::contextMenuEvent(QContextMenuEvent* event) {
     QAction* copyAll = menu.addAction(tr("Copy Conversation"));
     copyAll->setEnabled(model() != nullptr && model()->rowCount() > 0);
     QAction* edit = nullptr;
-    if (index.isValid() &&
-        static_cast<ChatMessage::Role>(index.data(ChatModel::MessageRole).toInt()) == ChatMessage::Role::User) {
+    if (index.isValid() && static_cast<ChatMessage::Role>(index.data(ChatModel::MessageRole).toInt()) ==
+                               ChatMessage::Role::User) {
         menu.addSeparator();
         edit = menu.addAction(tr("Edit and Resend…"));
-        edit->setToolTip(tr("Put this message back in the input; sending it replaces it and everything after it"));
+        edit->setToolTip(
+            tr("Put this message back in the input; sending it replaces it and everything after it"));
     }
     QAction* chosen = menu.exec(event->globalPos());
     if (chosen != nullptr && chosen == edit) {

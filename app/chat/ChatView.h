@@ -2,16 +2,16 @@
 // delegate). It follows the streaming reply while the user is at the bottom and stays put when
 // they have scrolled up to read.
 #pragma once
+#include <QCache>
 #include <QListView>
 #include <QPixmap>
-#include <QCache>
 #include <QRect>
 #include <functional>
 #include <memory>
 #include <vector>
 
-#include "chat/ChatModel.h"
 #include <QStyledItemDelegate>
+#include "chat/ChatModel.h"
 
 class QTextDocument;
 struct ReplyParts;
@@ -20,10 +20,13 @@ class MessageDelegate : public QStyledItemDelegate {
     Q_OBJECT
 public:
     explicit MessageDelegate(QObject* parent = nullptr);
-    void paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const override;
+    void paint(QPainter* painter, const QStyleOptionViewItem& option,
+               const QModelIndex& index) const override;
     QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override;
     // Where the message's bubble is painted, relative to its row.
-    QRect bubbleRect(const QStyleOptionViewItem& option, const QModelIndex& index) const { return layout(option, index).bubble; }
+    QRect bubbleRect(const QStyleOptionViewItem& option, const QModelIndex& index) const {
+        return layout(option, index).bubble;
+    }
     // Where a streaming reply can change from frame to frame, relative to its row: its last piece
     // down to the bubble's bottom (the pieces above are finished). Empty for other messages.
     QRect liveRect(const QStyleOptionViewItem& option, const QModelIndex& index) const;
@@ -64,11 +67,13 @@ private:
     // l.pieces for a streaming reply: one per key (what the piece shows), the last still being
     // written; `write(doc, i)` renders piece i into an empty document. Finished pieces whose key
     // is unchanged keep their documents from live_.
-    void assemblePieces(Layout& l, const QStringList& keys, const std::function<void(QTextDocument&, qsizetype)>& write,
-                        const QFont& font, const NewDocument& newDocument) const;
-    void streamingPieces(Layout& l, const QString& text, const QFont& font, const NewDocument& newDocument) const;
-    void streamingReasonedPieces(Layout& l, const ReplyParts& parts, const QFont& font, const QString& heading,
-                                 const NewDocument& newDocument) const;
+    void assemblePieces(Layout& l, const QStringList& keys,
+                        const std::function<void(QTextDocument&, qsizetype)>& write, const QFont& font,
+                        const NewDocument& newDocument) const;
+    void streamingPieces(Layout& l, const QString& text, const QFont& font,
+                         const NewDocument& newDocument) const;
+    void streamingReasonedPieces(Layout& l, const ReplyParts& parts, const QFont& font,
+                                 const QString& heading, const NewDocument& newDocument) const;
     static double layOutPieces(Layout& l);  // lays the pieces out at l.textWidth; their height
     // The laid-out message, from the cache when nothing it depends on changed: while a reply
     // streams the list re-lays itself out (Qt coalesces the changes, one layout per event-loop
@@ -113,7 +118,8 @@ protected:
     // repaints the whole view (every visible message's text), so a change that keeps the row's
     // height only repaints the row — of a streaming reply whose bubble stays put, only its last
     // piece — and only a new height re-lays the list out (decision 0035).
-    void dataChanged(const QModelIndex& topLeft, const QModelIndex& bottomRight, const QList<int>& roles = QList<int>()) override;
+    void dataChanged(const QModelIndex& topLeft, const QModelIndex& bottomRight,
+                     const QList<int>& roles = QList<int>()) override;
 
 private:
     MessageDelegate* delegate_;

@@ -17,11 +17,13 @@ ConversationDelegate::ConversationDelegate(QObject* parent) : QStyledItemDelegat
 QSize ConversationDelegate::sizeHint(const QStyleOptionViewItem& option, const QModelIndex&) const {
     QFont small = option.font;
     small.setPointSizeF(option.font.pointSizeF() * 0.85);
-    const int h = QFontMetrics(option.font).height() + QFontMetrics(small).height() + 2 + 2 * kPadY + 2 * kMarginY;
+    const int h =
+        QFontMetrics(option.font).height() + QFontMetrics(small).height() + 2 + 2 * kPadY + 2 * kMarginY;
     return {option.rect.width(), h};
 }
 
-void ConversationDelegate::paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const {
+void ConversationDelegate::paint(QPainter* painter, const QStyleOptionViewItem& option,
+                                 const QModelIndex& index) const {
     painter->save();
     painter->setRenderHint(QPainter::Antialiasing);
     const QRectF card = QRectF(option.rect).adjusted(kMarginX, kMarginY, -kMarginX, -kMarginY);
@@ -42,16 +44,19 @@ void ConversationDelegate::paint(QPainter* painter, const QStyleOptionViewItem& 
     small.setPointSizeF(option.font.pointSizeF() * 0.85);
     const QFontMetrics titleMetrics(titleFont), smallMetrics(small);
     const int textWidth = static_cast<int>(card.width()) - 2 * kPadX;
-    const QRect titleRect(static_cast<int>(card.left()) + kPadX, static_cast<int>(card.top()) + kPadY, textWidth, titleMetrics.height());
+    const QRect titleRect(static_cast<int>(card.left()) + kPadX, static_cast<int>(card.top()) + kPadY,
+                          textWidth, titleMetrics.height());
     const QRect subRect(titleRect.left(), titleRect.bottom() + 2, textWidth, smallMetrics.height());
 
     painter->setFont(titleFont);
     painter->setPen(theme::text());
-    painter->drawText(titleRect, Qt::AlignLeft | Qt::AlignVCenter,
-                      titleMetrics.elidedText(index.data(Qt::DisplayRole).toString(), Qt::ElideRight, textWidth));
+    painter->drawText(
+        titleRect, Qt::AlignLeft | Qt::AlignVCenter,
+        titleMetrics.elidedText(index.data(Qt::DisplayRole).toString(), Qt::ElideRight, textWidth));
     painter->setFont(small);
     painter->setPen(theme::mutedText());
-    painter->drawText(subRect, Qt::AlignLeft | Qt::AlignVCenter,
-                      smallMetrics.elidedText(index.data(SubtitleRole).toString(), Qt::ElideRight, textWidth));
+    painter->drawText(
+        subRect, Qt::AlignLeft | Qt::AlignVCenter,
+        smallMetrics.elidedText(index.data(SubtitleRole).toString(), Qt::ElideRight, textWidth));
     painter->restore();
 }

@@ -18,7 +18,8 @@ namespace {
 constexpr int kConversationIdRole = Qt::UserRole + 1;
 }
 
-ConversationList::ConversationList(ConversationStore* store, QWidget* parent) : QWidget(parent), store_(store) {
+ConversationList::ConversationList(ConversationStore* store, QWidget* parent)
+    : QWidget(parent), store_(store) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
     auto* newChat = new QPushButton(tr("New Chat"), this);
@@ -78,7 +79,8 @@ void ConversationList::refresh() {
         const QString when = c.updated.date() == QDate::currentDate()
                                  ? locale.toString(c.updated.time(), QStringLiteral("HH:mm"))
                                  : locale.toString(c.updated.date(), QLocale::ShortFormat);
-        item->setData(ConversationDelegate::SubtitleRole, tr("%1 · %n message(s)", nullptr, c.message_count).arg(when));
+        item->setData(ConversationDelegate::SubtitleRole,
+                      tr("%1 · %n message(s)", nullptr, c.message_count).arg(when));
         item->setData(kConversationIdRole, c.id);
         item->setToolTip(c.model.isEmpty() ? c.title : tr("%1\nModel: %2").arg(c.title, c.model));
         if (c.id == current_) list_->setCurrentItem(item);
@@ -87,8 +89,8 @@ void ConversationList::refresh() {
 
 void ConversationList::remove(qint64 id) {
     const ConversationSummary c = store_->conversation(id);
-    if (QMessageBox::question(this, tr("Delete conversation"), tr("Delete “%1” and all its messages?").arg(c.title)) !=
-        QMessageBox::Yes)
+    if (QMessageBox::question(this, tr("Delete conversation"),
+                              tr("Delete “%1” and all its messages?").arg(c.title)) != QMessageBox::Yes)
         return;
     store_->deleteConversation(id);
     emit deleted(id);

@@ -17,12 +17,18 @@ namespace {
 // undone when the conversation is reopened).
 constexpr int kSchemaVersion = 3;
 
-QSqlDatabase databaseFor(const QString& connection) { return QSqlDatabase::database(connection, false); }
+QSqlDatabase databaseFor(const QString& connection) {
+    return QSqlDatabase::database(connection, false);
+}
 
-qint64 nowMs() { return QDateTime::currentMSecsSinceEpoch(); }
+qint64 nowMs() {
+    return QDateTime::currentMSecsSinceEpoch();
+}
 
 // A null QString binds as SQL NULL; the text columns are NOT NULL, so bind "" instead.
-QString text(const QString& s) { return s.isNull() ? QStringLiteral("") : s; }
+QString text(const QString& s) {
+    return s.isNull() ? QStringLiteral("") : s;
+}
 
 // Runs `sql`, whose one parameter is a row id; on failure sets `error`. Returns the rows it
 // touched, -1 on failure.
@@ -40,11 +46,13 @@ int execWithId(const QSqlDatabase& db, const QString& sql, qint64 id, QString& e
 }  // namespace
 
 QString ConversationStore::defaultPath() {
-    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/conversations.sqlite");
+    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) +
+           QStringLiteral("/conversations.sqlite");
 }
 
 ConversationStore::ConversationStore(const QString& path)
-    : path_(path), connection_(QStringLiteral("lantern-store-") + QUuid::createUuid().toString(QUuid::WithoutBraces)) {
+    : path_(path),
+      connection_(QStringLiteral("lantern-store-") + QUuid::createUuid().toString(QUuid::WithoutBraces)) {
     QDir().mkpath(QFileInfo(path_).absolutePath());
     QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), connection_);
     db.setDatabaseName(path_);
@@ -52,27 +60,30 @@ ConversationStore::ConversationStore(const QString& path)
         lastError_ = db.lastError().text();
         return;
     }
-    const bool ok = exec(QStringLiteral("PRAGMA journal_mode=WAL")) && exec(QStringLiteral("PRAGMA synchronous=NORMAL")) &&
-                    exec(QStringLiteral("PRAGMA foreign_keys=ON")) &&
-                    exec(QStringLiteral("CREATE TABLE IF NOT EXISTS conversations ("
-                                        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-                                        " title TEXT NOT NULL,"
-                                        " system_prompt TEXT NOT NULL DEFAULT '',"
-                                        " model TEXT NOT NULL DEFAULT '',"
-                                        " created_at INTEGER NOT NULL,"
-                                        " updated_at INTEGER NOT NULL)")) &&
-                    exec(QStringLiteral("CREATE TABLE IF NOT EXISTS messages ("
-                                        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-                                        " conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,"
-                                        " role TEXT NOT NULL,"
-                                        " content TEXT NOT NULL,"
-                                        " complete INTEGER NOT NULL DEFAULT 1,"
-                                        " details TEXT NOT NULL DEFAULT '',"
-                                        " created_at INTEGER NOT NULL,"
-                                        " model TEXT NOT NULL DEFAULT '',"
-                                        " replaces INTEGER)")) &&
-                    exec(QStringLiteral("CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id)")) &&
-                    migrate();
+    const bool ok =
+        exec(QStringLiteral("PRAGMA journal_mode=WAL")) &&
+        exec(QStringLiteral("PRAGMA synchronous=NORMAL")) && exec(QStringLiteral("PRAGMA foreign_keys=ON")) &&
+        exec(QStringLiteral("CREATE TABLE IF NOT EXISTS conversations ("
+                            " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                            " title TEXT NOT NULL,"
+                            " system_prompt TEXT NOT NULL DEFAULT '',"
+                            " model TEXT NOT NULL DEFAULT '',"
+                            " created_at INTEGER NOT NULL,"
+                            " updated_at INTEGER NOT NULL)")) &&
+        exec(
+            QStringLiteral("CREATE TABLE IF NOT EXISTS messages ("
+                           " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                           " conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,"
+                           " role TEXT NOT NULL,"
+                           " content TEXT NOT NULL,"
+                           " complete INTEGER NOT NULL DEFAULT 1,"
+                           " details TEXT NOT NULL DEFAULT '',"
+                           " created_at INTEGER NOT NULL,"
+                           " model TEXT NOT NULL DEFAULT '',"
+                           " replaces INTEGER)")) &&
+        exec(QStringLiteral(
+            "CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id)")) &&
+        migrate();
     if (!ok) db.close();
 }
 
@@ -100,8 +111,10 @@ bool ConversationStore::migrate() {
         hasModel = hasModel || q.value(1).toString() == QStringLiteral("model");
         hasReplaces = hasReplaces || q.value(1).toString() == QStringLiteral("replaces");
     }
-    if (!hasModel && !exec(QStringLiteral("ALTER TABLE messages ADD COLUMN model TEXT NOT NULL DEFAULT ''"))) return false;
-    if (!hasReplaces && !exec(QStringLiteral("ALTER TABLE messages ADD COLUMN replaces INTEGER"))) return false;
+    if (!hasModel && !exec(QStringLiteral("ALTER TABLE messages ADD COLUMN model TEXT NOT NULL DEFAULT ''")))
+        return false;
+    if (!hasReplaces && !exec(QStringLiteral("ALTER TABLE messages ADD COLUMN replaces INTEGER")))
+        return false;
     return exec(QStringLiteral("PRAGMA user_version=%1").arg(kSchemaVersion));
 }
 
@@ -113,9 +126,13 @@ ConversationStore::~ConversationStore() {
     QSqlDatabase::removeDatabase(connection_);
 }
 
-bool ConversationStore::isOpen() const { return databaseFor(connection_).isOpen(); }
+bool ConversationStore::isOpen() const {
+    return databaseFor(connection_).isOpen();
+}
 
-QString ConversationStore::lastError() const { return lastError_; }
+QString ConversationStore::lastError() const {
+    return lastError_;
+}
 
 bool ConversationStore::exec(const QString& sql) {
     QSqlQuery q(databaseFor(connection_));
@@ -144,10 +161,12 @@ bool ConversationStore::touch(qint64 conversationId) {
     return true;
 }
 
-qint64 ConversationStore::createConversation(const QString& title, const QString& systemPrompt, const QString& model) {
+qint64 ConversationStore::createConversation(const QString& title, const QString& systemPrompt,
+                                             const QString& model) {
     QSqlQuery q(databaseFor(connection_));
-    q.prepare(QStringLiteral("INSERT INTO conversations (title, system_prompt, model, created_at, updated_at) "
-                             "VALUES (?, ?, ?, ?, ?)"));
+    q.prepare(
+        QStringLiteral("INSERT INTO conversations (title, system_prompt, model, created_at, updated_at) "
+                       "VALUES (?, ?, ?, ?, ?)"));
     const qint64 now = nowMs();
     q.addBindValue(text(title));
     q.addBindValue(text(systemPrompt));
@@ -252,9 +271,10 @@ QVector<qint64> ConversationStore::search(const QString& text) const {
         .replace(QLatin1Char('_'), QStringLiteral("\\_"));
     pattern = QLatin1Char('%') + pattern + QLatin1Char('%');
     QSqlQuery q(databaseFor(connection_));
-    q.prepare(QStringLiteral("SELECT c.id FROM conversations c WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS ("
-                             "SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\') "
-                             "ORDER BY c.updated_at DESC, c.id DESC"));
+    q.prepare(QStringLiteral(
+        "SELECT c.id FROM conversations c WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS ("
+        "SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\') "
+        "ORDER BY c.updated_at DESC, c.id DESC"));
     q.addBindValue(pattern);
     q.addBindValue(pattern);
     if (!q.exec()) {
@@ -272,10 +292,13 @@ ConversationSummary ConversationStore::conversation(qint64 id) const {
 }
 
 qint64 ConversationStore::appendMessage(qint64 conversationId, const QString& role, const QString& content,
-                                        bool complete, const QString& details, const QString& model, qint64 replaces) {
+                                        bool complete, const QString& details, const QString& model,
+                                        qint64 replaces) {
     QSqlQuery q(databaseFor(connection_));
-    q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, role, content, complete, details, created_at, model, replaces) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+    q.prepare(
+        QStringLiteral("INSERT INTO messages (conversation_id, role, content, complete, details, created_at, "
+                       "model, replaces) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
     q.addBindValue(conversationId);
     q.addBindValue(text(role));
     q.addBindValue(text(content));
@@ -283,7 +306,8 @@ qint64 ConversationStore::appendMessage(qint64 conversationId, const QString& ro
     q.addBindValue(text(details));
     q.addBindValue(nowMs());
     q.addBindValue(text(model));
-    q.addBindValue(replaces >= 0 ? QVariant(replaces) : QVariant(QMetaType::fromType<qint64>()));  // NULL: replaces nothing
+    q.addBindValue(replaces >= 0 ? QVariant(replaces)
+                                 : QVariant(QMetaType::fromType<qint64>()));  // NULL: replaces nothing
     if (!q.exec()) {
         lastError_ = q.lastError().text();
         return -1;
@@ -293,7 +317,8 @@ qint64 ConversationStore::appendMessage(qint64 conversationId, const QString& ro
     return id;
 }
 
-bool ConversationStore::updateMessage(qint64 messageId, const QString& content, bool complete, const QString& details) {
+bool ConversationStore::updateMessage(qint64 messageId, const QString& content, bool complete,
+                                      const QString& details) {
     QSqlQuery q(databaseFor(connection_));
     q.prepare(QStringLiteral("UPDATE messages SET content = ?, complete = ?, details = ? WHERE id = ?"));
     q.addBindValue(text(content));
@@ -308,8 +333,8 @@ bool ConversationStore::updateMessage(qint64 messageId, const QString& content, 
 }
 
 bool ConversationStore::deleteMessage(qint64 messageId) {
-    return execWithId(databaseFor(connection_), QStringLiteral("DELETE FROM messages WHERE id = ?"), messageId,
-                      lastError_) == 1;
+    return execWithId(databaseFor(connection_), QStringLiteral("DELETE FROM messages WHERE id = ?"),
+                      messageId, lastError_) == 1;
 }
 
 bool ConversationStore::completeReplacement(qint64 replacement, const QVector<qint64>& replaced) {
@@ -340,8 +365,9 @@ bool ConversationStore::completeReplacement(qint64 replacement, const QVector<qi
 QVector<StoredMessage> ConversationStore::messages(qint64 conversationId) const {
     QVector<StoredMessage> out;
     QSqlQuery q(databaseFor(connection_));
-    q.prepare(QStringLiteral("SELECT id, role, content, complete, details, created_at, model, replaces FROM messages "
-                             "WHERE conversation_id = ? ORDER BY id"));
+    q.prepare(QStringLiteral(
+        "SELECT id, role, content, complete, details, created_at, model, replaces FROM messages "
+        "WHERE conversation_id = ? ORDER BY id"));
     q.addBindValue(conversationId);
     if (!q.exec()) {
         lastError_ = q.lastError().text();

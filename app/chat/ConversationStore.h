@@ -51,19 +51,21 @@ public:
     QString path() const { return path_; }
     QString journalMode() const;  // "wal" once opened
 
-    qint64 createConversation(const QString& title, const QString& systemPrompt = {}, const QString& model = {});
+    qint64 createConversation(const QString& title, const QString& systemPrompt = {},
+                              const QString& model = {});
     bool renameConversation(qint64 id, const QString& title);
     bool setConversationSystemPrompt(qint64 id, const QString& systemPrompt);
     bool setConversationModel(qint64 id, const QString& model);
-    bool deleteConversation(qint64 id);  // with its messages
+    bool deleteConversation(qint64 id);                  // with its messages
     QVector<ConversationSummary> conversations() const;  // most recently updated first
     // Ids of the conversations whose title or any message contains `text` (case-insensitive for
     // ASCII letters, as SQLite's LIKE), most recently updated first.
     QVector<qint64> search(const QString& text) const;
     ConversationSummary conversation(qint64 id) const;
 
-    qint64 appendMessage(qint64 conversationId, const QString& role, const QString& content, bool complete = true,
-                         const QString& details = {}, const QString& model = {}, qint64 replaces = -1);
+    qint64 appendMessage(qint64 conversationId, const QString& role, const QString& content,
+                         bool complete = true, const QString& details = {}, const QString& model = {},
+                         qint64 replaces = -1);
     // The turn that `replacement` begins has begun: the messages it replaces go and it no longer
     // names them, in one transaction (a kill in between leaves one state or the other).
     bool completeReplacement(qint64 replacement, const QVector<qint64>& replaced);

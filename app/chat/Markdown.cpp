@@ -15,8 +15,8 @@
 
 namespace {
 
-constexpr auto kFeatures = QTextDocument::MarkdownFeatures(QTextDocument::MarkdownDialectGitHub |
-                                                           QTextDocument::MarkdownNoHTML);
+constexpr auto kFeatures =
+    QTextDocument::MarkdownFeatures(QTextDocument::MarkdownDialectGitHub | QTextDocument::MarkdownNoHTML);
 
 // Qt's reader marks code with the family name "monospace", which only fontconfig resolves: code
 // gets the system's fixed font by its real name instead, at the size of the text around it.
@@ -88,7 +88,9 @@ void styleTables(QTextDocument& doc) {
 
 }  // namespace
 
-QColor codeBackground() { return QColor(0xF1, 0xF3, 0xF5); }
+QColor codeBackground() {
+    return QColor(0xF1, 0xF3, 0xF5);
+}
 
 void writeMarkdown(QTextDocument& doc, const QString& markdown, const QFont& font) {
     doc.setDefaultFont(font);
@@ -129,7 +131,9 @@ Fence fenceOf(QStringView line) {
     return n >= 3 ? Fence{mark, n} : Fence{};
 }
 
-bool blank(QStringView line) { return line.trimmed().isEmpty(); }
+bool blank(QStringView line) {
+    return line.trimmed().isEmpty();
+}
 
 // A line that may continue the block above it even after a blank line, or change it: indented
 // (code, or a list item's continuation), a list item, a quote, a table row, a thematic break or
@@ -139,7 +143,8 @@ bool mayBelongAbove(QStringView line) {
     const QChar c = line[0];
     if (c == QLatin1Char(' ') || c == QLatin1Char('\t')) return true;
     if (c == QLatin1Char('-') || c == QLatin1Char('*') || c == QLatin1Char('+') || c == QLatin1Char('>') ||
-        c == QLatin1Char('|') || c == QLatin1Char('=') || c == QLatin1Char('_') || c == QLatin1Char('[') || c.isDigit())
+        c == QLatin1Char('|') || c == QLatin1Char('=') || c == QLatin1Char('_') || c == QLatin1Char('[') ||
+        c.isDigit())
         return true;
     return false;
 }
@@ -158,7 +163,8 @@ QList<qsizetype> pieceStarts(const QString& text, bool markdown) {
         const QStringView line = QStringView(text).mid(start, end - start);
         if (markdown && open.length > 0) {
             const Fence f = fenceOf(line);
-            if (f.mark == open.mark && f.length >= open.length && blank(line.mid(line.indexOf(f.mark) + f.length)))
+            if (f.mark == open.mark && f.length >= open.length &&
+                blank(line.mid(line.indexOf(f.mark) + f.length)))
                 open = {};
             previousBlank = false;
         } else if (blank(line)) {
@@ -171,7 +177,8 @@ QList<qsizetype> pieceStarts(const QString& text, bool markdown) {
             // it is, so the line being written may start the last piece.)
             const bool fenceLike = line[0] == QLatin1Char('`') || line[0] == QLatin1Char('~');
             const bool written = fence.length > 0 ? end + 1 < text.size() : !(last && fenceLike);
-            if (previousBlank && start > 0 && written && (!markdown || !mayBelongAbove(line))) starts.push_back(start);
+            if (previousBlank && start > 0 && written && (!markdown || !mayBelongAbove(line)))
+                starts.push_back(start);
             previousBlank = false;
             open = fence;
         }
@@ -193,5 +200,6 @@ QStringList pieceTexts(const QString& text, bool markdown) {
 }
 
 double stackedGap(const QTextDocument& above, const QTextDocument& below) {
-    return std::max(above.lastBlock().blockFormat().bottomMargin(), below.firstBlock().blockFormat().topMargin());
+    return std::max(above.lastBlock().blockFormat().bottomMargin(),
+                    below.firstBlock().blockFormat().topMargin());
 }

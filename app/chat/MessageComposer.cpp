@@ -33,8 +33,10 @@ MessageComposer::MessageComposer(QWidget* parent) : QWidget(parent) {
     send_ = makeButton(tr("Send"), "sendButton", QString());
     send_->setCursor(Qt::PointingHandCursor);
     stop_ = makeButton(tr("Stop"), "stopButton", tr("Stop generating (Esc). The text so far is kept."));
-    regenerate_ = makeButton(tr("Regenerate"), "regenerateButton", tr("Replace the last reply with a new one"));
-    continue_ = makeButton(tr("Continue"), "continueButton", tr("Write more of the last reply, from where it stopped"));
+    regenerate_ =
+        makeButton(tr("Regenerate"), "regenerateButton", tr("Replace the last reply with a new one"));
+    continue_ = makeButton(tr("Continue"), "continueButton",
+                           tr("Write more of the last reply, from where it stopped"));
     auto* buttons = new QVBoxLayout();
     buttons->setSpacing(6);
     buttons->addWidget(send_);
@@ -52,36 +54,46 @@ MessageComposer::MessageComposer(QWidget* parent) : QWidget(parent) {
     connect(input_, &QPlainTextEdit::textChanged, this, &MessageComposer::textChanged);
 }
 
-QString MessageComposer::text() const { return input_->toPlainText().trimmed(); }
+QString MessageComposer::text() const {
+    return input_->toPlainText().trimmed();
+}
 
 void MessageComposer::setText(const QString& text) {
     input_->setPlainText(text);
     input_->moveCursor(QTextCursor::End);
 }
 
-void MessageComposer::clear() { input_->clear(); }
+void MessageComposer::clear() {
+    input_->clear();
+}
 
-void MessageComposer::focusInput() { input_->setFocus(); }
+void MessageComposer::focusInput() {
+    input_->setFocus();
+}
 
 void MessageComposer::setActions(const Actions& actions) {
     send_->setEnabled(actions.send && !isEmpty());
     stop_->setEnabled(actions.stop);
     regenerate_->setEnabled(actions.regenerate);
     continue_->setEnabled(actions.resume);
-    continue_->setToolTip(actions.continueBlockedByRoom ? tr("There is no room left in the context to continue this reply")
-                                                        : tr("Write more of the last reply, from where it stopped"));
+    continue_->setToolTip(actions.continueBlockedByRoom
+                              ? tr("There is no room left in the context to continue this reply")
+                              : tr("Write more of the last reply, from where it stopped"));
 }
 
 bool MessageComposer::eventFilter(QObject* watched, QEvent* event) {
     if (watched == input_ && event->type() == QEvent::KeyPress) {
         auto* key = static_cast<QKeyEvent*>(event);
-        if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) && !(key->modifiers() & Qt::ShiftModifier)) {
+        if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) &&
+            !(key->modifiers() & Qt::ShiftModifier)) {
             send_->click();  // (does nothing while it is disabled)
             return true;
         }
         if (key->key() == Qt::Key_Escape) {
-            if (generating_) stop_->click();
-            else emit cancelEditRequested();
+            if (generating_)
+                stop_->click();
+            else
+                emit cancelEditRequested();
             return true;
         }
     }

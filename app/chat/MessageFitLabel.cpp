@@ -35,12 +35,14 @@ void MessageFitLabel::showFit(quint64 request, const lantern::MessageFit& fit) {
                    .arg(tokens);
     } else if (fit.fits_dropping) {
         warn = true;
-        text = tr("%1 · no room: the conversation would be %2 tokens, the context holds %3. Turn on File > When "
-                  "the Context Is Full, Drop the Oldest Turns, or start a new chat.")
-                   .arg(tokens, display::count(fit.prompt_tokens), display::count(fit.context));
+        text =
+            tr("%1 · no room: the conversation would be %2 tokens, the context holds %3. Turn on File > When "
+               "the Context Is Full, Drop the Oldest Turns, or start a new chat.")
+                .arg(tokens, display::count(fit.prompt_tokens), display::count(fit.context));
     } else {
         warn = true;
-        text = tr("%1 · too long: the conversation would be %2 tokens, the context holds %3 and a reply needs room too.")
+        text = tr("%1 · too long: the conversation would be %2 tokens, the context holds %3 and a reply "
+                  "needs room too.")
                    .arg(tokens, display::count(fit.prompt_tokens), display::count(fit.context));
     }
     QPalette p = palette();

@@ -80,11 +80,13 @@ QList<ReasonedPiece> reasonedPieces(const ReplyParts& parts, bool markdown) {
     QList<ReasonedPiece> pieces;
     const QStringList reasoning = pieceTexts(parts.reasoning, false);
     for (qsizetype i = 0; i < reasoning.size(); ++i)
-        pieces.push_back({i == 0 ? ReasonedPiece::Kind::Heading : ReasonedPiece::Kind::Reasoning, reasoning[i]});
+        pieces.push_back(
+            {i == 0 ? ReasonedPiece::Kind::Heading : ReasonedPiece::Kind::Reasoning, reasoning[i]});
     if (!parts.reasoning_done) return pieces;
     const QStringList answer = pieceTexts(parts.answer, markdown);
     for (qsizetype i = 0; i < answer.size(); ++i)
-        pieces.push_back({i == 0 ? ReasonedPiece::Kind::FirstAnswer : ReasonedPiece::Kind::Answer, answer[i]});
+        pieces.push_back(
+            {i == 0 ? ReasonedPiece::Kind::FirstAnswer : ReasonedPiece::Kind::Answer, answer[i]});
     return pieces;
 }
 

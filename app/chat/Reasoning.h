@@ -9,7 +9,7 @@
 class QTextDocument;
 
 struct ReplyParts {
-    bool has_reasoning = false;  // the reply opened a reasoning section
+    bool has_reasoning = false;   // the reply opened a reasoning section
     bool reasoning_done = false;  // ... and closed it ("</think>" arrived)
     QString reasoning;            // without the tags, trimmed
     QString answer;               // the rest, with the blank lines after "</think>" dropped

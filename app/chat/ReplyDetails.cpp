@@ -25,10 +25,14 @@ QJsonArray parts(const QString& stored) {
 
 const char* endingName(Ending e) {
     switch (e) {
-    case Ending::Failed: return "failed";
-    case Ending::DeviceLost: return "device_lost";
-    case Ending::AppClosed: return "app_closed";
-    case Ending::Figures: break;
+        case Ending::Failed:
+            return "failed";
+        case Ending::DeviceLost:
+            return "device_lost";
+        case Ending::AppClosed:
+            return "app_closed";
+        case Ending::Figures:
+            break;
     }
     return "";
 }
@@ -38,14 +42,16 @@ QString words(const QJsonObject& part) {
     if (part.contains(QLatin1String("text"))) return part.value(QLatin1String("text")).toString();
     const QString end = part.value(QLatin1String("end")).toString();
     if (end == QLatin1String("failed")) return QCoreApplication::translate("ReplyDetails", "failed");
-    if (end == QLatin1String("device_lost")) return QCoreApplication::translate("ReplyDetails", "the device was lost");
+    if (end == QLatin1String("device_lost"))
+        return QCoreApplication::translate("ReplyDetails", "the device was lost");
     if (end == QLatin1String("app_closed"))
         return QCoreApplication::translate("ReplyDetails", "the app was closed while generating");
     const int tokens = part.value(QLatin1String("tokens")).toInt();
     const double rate = part.value(QLatin1String("tok_s")).toDouble();
     const double ttft = part.value(QLatin1String("ttft_ms")).toDouble();
-    const lantern::StopReason stop = lantern::stop_reason_from_name(
-        part.value(QLatin1String("stop")).toString().toStdString()).value_or(lantern::StopReason::None);
+    const lantern::StopReason stop =
+        lantern::stop_reason_from_name(part.value(QLatin1String("stop")).toString().toStdString())
+            .value_or(lantern::StopReason::None);
     QStringList line;
     line << QCoreApplication::translate("ReplyDetails", "%Ln token(s)", nullptr, tokens);
     if (rate > 0) line << display::tokensPerSecond(rate);
@@ -53,12 +59,14 @@ QString words(const QJsonObject& part) {
     line << QCoreApplication::translate("ReplyDetails", "ended by %1").arg(display::stopReason(stop));
     const int beside = part.value(QLatin1String("beside_api")).toInt();
     if (beside > 0)
-        line << QCoreApplication::translate("ReplyDetails", "%Ln written beside API replies", nullptr, beside);
+        line << QCoreApplication::translate("ReplyDetails", "%Ln written beside API replies", nullptr,
+                                            beside);
     QString text = line.join(QStringLiteral(" · "));
     if (part.value(QLatin1String("continued")).toBool()) {
         const QString by = part.value(QLatin1String("by")).toString();
-        const QString how = by.isEmpty() ? QCoreApplication::translate("ReplyDetails", "continued")
-                                         : QCoreApplication::translate("ReplyDetails", "continued by %1").arg(by);
+        const QString how = by.isEmpty()
+                                ? QCoreApplication::translate("ReplyDetails", "continued")
+                                : QCoreApplication::translate("ReplyDetails", "continued by %1").arg(by);
         text = how + QStringLiteral(": ") + text;
     }
     return text;

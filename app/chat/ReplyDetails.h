@@ -18,7 +18,7 @@ struct Part {
     qint64 tokens = 0;
     double tokensPerSecond = 0;  // 0: not measured (shown without a rate)
     double firstTokenMs = 0;
-    QString stopReason;  // lantern::TurnStats::stop_reason ("eos", "max_tokens", ...)
+    QString stopReason;      // lantern::TurnStats::stop_reason ("eos", "max_tokens", ...)
     bool continued = false;  // written by Continue
     QString continuedBy;     // the model that continued it, when not the one that began it
     // Of its tokens, those written in steps shared with the API server's replies (InferenceWorker::

@@ -17,6 +17,10 @@ SystemPromptBar::SystemPromptBar(QWidget* parent) : QWidget(parent), edit_(new Q
     connect(edit_, &QLineEdit::editingFinished, this, [this] { emit edited(text()); });
 }
 
-QString SystemPromptBar::text() const { return edit_->text().trimmed(); }
+QString SystemPromptBar::text() const {
+    return edit_->text().trimmed();
+}
 
-void SystemPromptBar::setText(const QString& text) { edit_->setText(text); }
+void SystemPromptBar::setText(const QString& text) {
+    edit_->setText(text);
+}

@@ -24,8 +24,12 @@ AttentionHeatmap::AttentionHeatmap(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
 }
 
-QSize AttentionHeatmap::sizeHint() const { return {320, 200}; }
-QSize AttentionHeatmap::minimumSizeHint() const { return {160, 100}; }
+QSize AttentionHeatmap::sizeHint() const {
+    return {320, 200};
+}
+QSize AttentionHeatmap::minimumSizeHint() const {
+    return {160, 100};
+}
 
 void AttentionHeatmap::setSnapshot(const lantern::AttentionSnapshot& snapshot) {
     snapshot_ = snapshot;
@@ -37,7 +41,9 @@ void AttentionHeatmap::setHead(int head) {
     update();
 }
 
-QRect AttentionHeatmap::plotRect() const { return rect().adjusted(kLeftMargin, 4, -6, -kBottomMargin); }
+QRect AttentionHeatmap::plotRect() const {
+    return rect().adjusted(kLeftMargin, 4, -6, -kBottomMargin);
+}
 
 QList<int> AttentionHeatmap::shownHeads() const {
     QList<int> heads;
@@ -56,8 +62,9 @@ void AttentionHeatmap::paintEvent(QPaintEvent*) {
     const uint32_t n = snapshot_.n_positions;
     if (n == 0 || snapshot_.probs.size() < static_cast<size_t>(snapshot_.n_heads) * n) {
         p.setPen(theme::mutedText());
-        p.drawText(rect().adjusted(8, 8, -8, -8), Qt::AlignCenter | Qt::TextWordWrap,
-                   tr("Turn capture on and generate a reply to see where each head of the chosen layer looks."));
+        p.drawText(
+            rect().adjusted(8, 8, -8, -8), Qt::AlignCenter | Qt::TextWordWrap,
+            tr("Turn capture on and generate a reply to see where each head of the chosen layer looks."));
         return;
     }
     const QList<int> heads = shownHeads();
@@ -80,15 +87,19 @@ void AttentionHeatmap::paintEvent(QPaintEvent*) {
     QFont f = font();
     f.setPointSizeF(f.pointSizeF() * 0.8);
     p.setFont(f);
-    const int labelEvery = std::max(1, static_cast<int>(std::ceil(QFontMetrics(f).height() / std::max(rowH, 1.0))));
+    const int labelEvery =
+        std::max(1, static_cast<int>(std::ceil(QFontMetrics(f).height() / std::max(rowH, 1.0))));
     for (int r = 0; r < heads.size(); r += labelEvery)
         p.drawText(QRectF(0, plot.top() + r * rowH, kLeftMargin - 4, rowH), Qt::AlignRight | Qt::AlignVCenter,
                    QStringLiteral("h%1").arg(heads[r] + 1));
     const int ticks = std::min<int>(6, static_cast<int>(n));
     for (int t = 0; t < ticks; ++t) {
-        const uint32_t j = ticks == 1 ? 0 : static_cast<uint32_t>(std::lround(static_cast<double>(t) * (n - 1) / (ticks - 1)));
+        const uint32_t j =
+            ticks == 1 ? 0
+                       : static_cast<uint32_t>(std::lround(static_cast<double>(t) * (n - 1) / (ticks - 1)));
         const double x = plot.left() + (j + 0.5) * colW;
-        p.drawText(QRectF(x - 30, plot.bottom() + 2, 60, kBottomMargin - 2), Qt::AlignHCenter | Qt::AlignTop, QString::number(j));
+        p.drawText(QRectF(x - 30, plot.bottom() + 2, 60, kBottomMargin - 2), Qt::AlignHCenter | Qt::AlignTop,
+                   QString::number(j));
     }
 }
 
@@ -103,12 +114,16 @@ bool AttentionHeatmap::event(QEvent* event) {
         QToolTip::hideText();
         return true;
     }
-    const int r = std::clamp(static_cast<int>((help->pos().y() - plot.top()) * heads.size() / std::max(1, plot.height())), 0,
-                             static_cast<int>(heads.size()) - 1);
-    const uint32_t j = std::min<uint32_t>(
-        n - 1, static_cast<uint32_t>((help->pos().x() - plot.left()) * static_cast<double>(n) / std::max(1, plot.width())));
+    const int r = std::clamp(
+        static_cast<int>((help->pos().y() - plot.top()) * heads.size() / std::max(1, plot.height())), 0,
+        static_cast<int>(heads.size()) - 1);
+    const uint32_t j =
+        std::min<uint32_t>(n - 1, static_cast<uint32_t>((help->pos().x() - plot.left()) *
+                                                        static_cast<double>(n) / std::max(1, plot.width())));
     const float prob = snapshot_.probs[static_cast<size_t>(heads[r]) * n + j];
-    QToolTip::showText(help->globalPos(), tr("Head %1 → position %2: %3%").arg(heads[r] + 1).arg(j).arg(prob * 100.0, 0, 'f', 2), this);
+    QToolTip::showText(help->globalPos(),
+                       tr("Head %1 → position %2: %3%").arg(heads[r] + 1).arg(j).arg(prob * 100.0, 0, 'f', 2),
+                       this);
     return true;
 }
 
@@ -141,7 +156,8 @@ AttentionPanel::AttentionPanel(QWidget* parent) : QWidget(parent) {
 
     connect(enabled_, &QCheckBox::toggled, this, &AttentionPanel::emitLayer);
     connect(layer_, &QSpinBox::valueChanged, this, &AttentionPanel::emitLayer);
-    connect(head_, &QComboBox::currentIndexChanged, this, [this] { heatmap_->setHead(head_->currentData().toInt()); });
+    connect(head_, &QComboBox::currentIndexChanged, this,
+            [this] { heatmap_->setHead(head_->currentData().toInt()); });
     setModelShape(0, 0);
 }
 
@@ -161,13 +177,18 @@ void AttentionPanel::setModelShape(uint32_t layers, uint32_t heads) {
     heatmap_->setSnapshot({});
     enabled_->setEnabled(layers > 0);
     layer_->setEnabled(layers > 0);
-    caption_->setText(layers > 0 ? tr("Last layer by default; weights are normalised per head.") : tr("No model loaded."));
+    caption_->setText(layers > 0 ? tr("Last layer by default; weights are normalised per head.")
+                                 : tr("No model loaded."));
     emitLayer();
 }
 
-int AttentionPanel::captureLayer() const { return enabled_->isChecked() && enabled_->isEnabled() ? layer_->value() - 1 : -1; }
+int AttentionPanel::captureLayer() const {
+    return enabled_->isChecked() && enabled_->isEnabled() ? layer_->value() - 1 : -1;
+}
 
-void AttentionPanel::emitLayer() { emit captureLayerChanged(captureLayer()); }
+void AttentionPanel::emitLayer() {
+    emit captureLayerChanged(captureLayer());
+}
 
 void AttentionPanel::setSnapshot(const lantern::AttentionSnapshot& snapshot) {
     heatmap_->setSnapshot(snapshot);

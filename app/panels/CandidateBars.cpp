@@ -19,14 +19,18 @@ void CandidateBars::setEntries(const QVector<Entry>& entries) {
     update();
 }
 
-QSize CandidateBars::sizeHint() const { return {220, kRows * kRowHeight + 4}; }
-QSize CandidateBars::minimumSizeHint() const { return {120, kRows * kRowHeight + 4}; }
+QSize CandidateBars::sizeHint() const {
+    return {220, kRows * kRowHeight + 4};
+}
+QSize CandidateBars::minimumSizeHint() const {
+    return {120, kRows * kRowHeight + 4};
+}
 
 QString CandidateBars::visiblePiece(const QString& piece) {
     QString out;
     for (const QChar c : piece) {
         if (c == QLatin1Char(' ') || c == QChar(0x2581))  // sentencepiece writes a space as "▁"
-            out += QChar(0x2423);  // ␣
+            out += QChar(0x2423);                         // ␣
         else if (c == QLatin1Char('\n'))
             out += QChar(0x21B5);  // ↵
         else if (c == QLatin1Char('\t'))
@@ -45,7 +49,8 @@ void CandidateBars::paintEvent(QPaintEvent*) {
     const QFontMetrics fm(font());
     if (entries_.isEmpty()) {
         p.setPen(theme::mutedText());
-        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, tr("Candidates appear while a reply is generated."));
+        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
+                   tr("Candidates appear while a reply is generated."));
         return;
     }
     const int labelWidth = std::min(width() / 3, 90);
@@ -71,7 +76,8 @@ void CandidateBars::paintEvent(QPaintEvent*) {
         p.drawRoundedRect(bar, 3, 3);
         p.setPen(theme::mutedText());
         p.setFont(font());
-        p.drawText(QRect(barLeft + barWidth + 4, y, percentWidth, kRowHeight), Qt::AlignLeft | Qt::AlignVCenter,
+        p.drawText(QRect(barLeft + barWidth + 4, y, percentWidth, kRowHeight),
+                   Qt::AlignLeft | Qt::AlignVCenter,
                    QStringLiteral("%1%").arg(e.probability * 100.0, 0, 'f', 1));
     }
 }

@@ -46,8 +46,12 @@ KvBlockGrid::KvBlockGrid(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
 }
 
-QSize KvBlockGrid::sizeHint() const { return {300, 160}; }
-QSize KvBlockGrid::minimumSizeHint() const { return {120, 80}; }
+QSize KvBlockGrid::sizeHint() const {
+    return {300, 160};
+}
+QSize KvBlockGrid::minimumSizeHint() const {
+    return {120, 80};
+}
 
 void KvBlockGrid::setSnapshot(const KvSnapshot& snapshot) {
     snapshot_ = snapshot;
@@ -129,7 +133,8 @@ void KvBlockGrid::paintEvent(QPaintEvent* event) {
     const uint32_t blockTokens = std::max<uint32_t>(1, snapshot_.stats.block_tokens);
     const int shown = shownBlocks();
     for (int i = 0; i < shown; ++i) {
-        if (!event->region().intersects(blockRect(i))) continue;  // (setSnapshot repaints changed squares only)
+        if (!event->region().intersects(blockRect(i)))
+            continue;  // (setSnapshot repaints changed squares only)
         const QRectF r(1 + (i % columns_) * pitch, 1 + (i / columns_) * pitch, cell_, cell_);
         if (i >= static_cast<int>(snapshot_.blocks.size())) {
             p.setPen(Qt::NoPen);
@@ -195,7 +200,10 @@ QString KvBlockGrid::blockToolTip(int index) const {
                        .arg(b.filled)
                        .arg(snapshot_.stats.block_tokens);
     if (b.first_position >= 0)
-        text += QLatin1Char('\n') + tr("positions %1–%2").arg(b.first_position).arg(b.first_position + std::max<int>(0, static_cast<int>(b.filled) - 1));
+        text +=
+            QLatin1Char('\n') + tr("positions %1–%2")
+                                    .arg(b.first_position)
+                                    .arg(b.first_position + std::max<int>(0, static_cast<int>(b.filled) - 1));
     if (b.full_hashed) text += QLatin1Char('\n') + tr("registered in the prefix cache");
     return text;
 }
@@ -232,7 +240,8 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
     clear();
 }
 
-QLabel* KvCachePanel::addValue(QGridLayout* grid, int row, int column, const QString& caption, const char* name) {
+QLabel* KvCachePanel::addValue(QGridLayout* grid, int row, int column, const QString& caption,
+                               const char* name) {
     auto* captionLabel = new QLabel(caption, this);
     captionLabel->setProperty("role", QStringLiteral("caption"));
     auto* value = new QLabel(this);
@@ -259,30 +268,38 @@ void KvCachePanel::setSnapshot(const KvSnapshot& snapshot) {
     snapshot_ = snapshot;
     grid_->setSnapshot(snapshot);
     const lantern::KvStats& s = snapshot.stats;
-    auto set = [this](const char* name, const QString& text) { values_.value(QString::fromLatin1(name))->setText(text); };
+    auto set = [this](const char* name, const QString& text) {
+        values_.value(QString::fromLatin1(name))->setText(text);
+    };
     set("usedBlocks", display::count(s.used_blocks));
     set("cachedBlocks", display::count(s.cached_blocks));
     set("emptyBlocks", display::count(s.empty_blocks));
     set("totalBlocks", tr("%1 × %2 tokens").arg(display::count(s.total_blocks)).arg(s.block_tokens));
     set("peakBlocks", display::count(s.peak_used_blocks));
     set("evictions", display::count(s.evictions));
-    set("capacity", tr("%1 tokens · %2").arg(display::count(s.capacity_tokens), display::bytes(s.capacity_bytes)));
+    set("capacity",
+        tr("%1 tokens · %2").arg(display::count(s.capacity_tokens), display::bytes(s.capacity_bytes)));
     set("bytesPerToken", tr("%1 = 2 (K,V) × %2 layers × %3 KV heads × %4 dims × %5 B")
                              .arg(display::bytes(s.bytes_per_token))
                              .arg(s.layers)
                              .arg(s.kv_heads)
                              .arg(s.head_dim)
                              .arg(s.element_bytes));
-    set("prefixHitLast", tr("%1 of %2 tokens").arg(display::count(s.last_hit_tokens), display::count(s.last_query_tokens)));
-    const double ratio = s.prefix_query_tokens > 0 ? static_cast<double>(s.prefix_hit_tokens) / static_cast<double>(s.prefix_query_tokens) : 0.0;
+    set("prefixHitLast",
+        tr("%1 of %2 tokens").arg(display::count(s.last_hit_tokens), display::count(s.last_query_tokens)));
+    const double ratio = s.prefix_query_tokens > 0 ? static_cast<double>(s.prefix_hit_tokens) /
+                                                         static_cast<double>(s.prefix_query_tokens)
+                                                   : 0.0;
     set("prefixHitTotal", tr("%1 of %2 tokens (%3)")
-                              .arg(display::count(s.prefix_hit_tokens), display::count(s.prefix_query_tokens), display::percent(ratio)));
+                              .arg(display::count(s.prefix_hit_tokens), display::count(s.prefix_query_tokens),
+                                   display::percent(ratio)));
 
     QList<KvLegend::Entry> entries;
     for (const lantern::KvSequenceStats& seq : s.sequences) {
         const QString who = ownerName(seq.id, snapshot);
         entries.push_back({ownerColorFor(seq.id, snapshot.active_sequence),
-                           tr("%1: %2 tokens in %3 blocks").arg(who, display::count(seq.tokens), display::count(seq.blocks))});
+                           tr("%1: %2 tokens in %3 blocks")
+                               .arg(who, display::count(seq.tokens), display::count(seq.blocks))});
     }
     entries.push_back({theme::cachedBlock(), tr("cached")});
     entries.push_back({theme::emptyBlock(), tr("empty")});
@@ -293,8 +310,8 @@ void KvCachePanel::setSnapshot(const KvSnapshot& snapshot) {
 // KvLegend
 
 namespace {
-constexpr int kSwatchGap = 5;    // swatch to its words
-constexpr int kEntryGap = 14;    // one entry to the next on a line
+constexpr int kSwatchGap = 5;  // swatch to its words
+constexpr int kEntryGap = 14;  // one entry to the next on a line
 }  // namespace
 
 KvLegend::KvLegend(QWidget* parent) : QWidget(parent) {
@@ -315,7 +332,9 @@ void KvLegend::setEntries(const QList<Entry>& entries) {
     update();
 }
 
-void KvLegend::setMessage(const QString& text) { setEntries({{QColor(), text}}); }
+void KvLegend::setMessage(const QString& text) {
+    setEntries({{QColor(), text}});
+}
 
 QString KvLegend::text() const {
     QStringList parts;
@@ -328,7 +347,8 @@ void KvLegend::measure() {
     const QFontMetrics fm(font());
     widths_.clear();
     for (const Entry& e : entries_)
-        widths_.push_back((e.color.isValid() ? fm.height() * 3 / 4 + kSwatchGap : 0) + fm.horizontalAdvance(e.text));
+        widths_.push_back((e.color.isValid() ? fm.height() * 3 / 4 + kSwatchGap : 0) +
+                          fm.horizontalAdvance(e.text));
 }
 
 void KvLegend::changeEvent(QEvent* event) {

@@ -47,6 +47,10 @@ QList<QPointF> LatencyChartData::line(double Span::*value) const {
     return points;
 }
 
-QList<QPointF> LatencyChartData::latency() const { return line(&Span::slowestMs); }
+QList<QPointF> LatencyChartData::latency() const {
+    return line(&Span::slowestMs);
+}
 
-QList<QPointF> LatencyChartData::average() const { return line(&Span::averageMs); }
+QList<QPointF> LatencyChartData::average() const {
+    return line(&Span::averageMs);
+}

@@ -70,7 +70,8 @@ void ModelInfoPanel::clear() {
     for (QLabel* l : std::as_const(values_)) l->setText(QStringLiteral("—"));
 }
 
-void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::DeviceInfo& d, const LoadReport& report) {
+void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::DeviceInfo& d,
+                              const LoadReport& report) {
     const QString path = QString::fromStdString(m.path);
     set("name", m.name.empty() ? QFileInfo(path).completeBaseName() : QString::fromStdString(m.name));
     set("file", QFileInfo(path).fileName());
@@ -78,30 +79,40 @@ void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::Device
     set("architecture", QString::fromStdString(m.architecture));
     set("parameters", parameterCount(m.parameters));
     set("weightTypes", QString::fromStdString(m.weight_types));
-    set("size", tr("%1 file, %2 on the device").arg(display::bytes(m.file_bytes), display::bytes(m.weight_bytes)));
+    set("size",
+        tr("%1 file, %2 on the device").arg(display::bytes(m.file_bytes), display::bytes(m.weight_bytes)));
     set("layers", QString::number(m.n_layers));
     set("dims", tr("%1 / %2").arg(m.dim).arg(m.ffn_dim));
     set("heads", tr("%1 / %2").arg(m.n_heads).arg(m.n_kv_heads));
-    QString rope = tr("%1 / %2 dims, base %3").arg(m.head_dim).arg(m.n_rot).arg(static_cast<double>(m.rope_freq_base));
+    QString rope =
+        tr("%1 / %2 dims, base %3").arg(m.head_dim).arg(m.n_rot).arg(static_cast<double>(m.rope_freq_base));
     if (m.rope_scaling.type == lantern::RopeScaling::Type::Linear)
         rope += tr(", positions ÷ %1 (linear scaling)").arg(static_cast<double>(m.rope_scaling.factor));
     if (m.rope_scaling.type == lantern::RopeScaling::Type::Yarn)
         rope += tr(", YaRN ×%1 over %2 tokens")
                     .arg(static_cast<double>(m.rope_scaling.factor))
                     .arg(display::count(m.rope_scaling.original_context));
-    if (!m.rope_scaling.frequency_factors.empty()) rope += tr(", frequency factors per pair (Llama 3.1 scaling)");
+    if (!m.rope_scaling.frequency_factors.empty())
+        rope += tr(", frequency factors per pair (Llama 3.1 scaling)");
     set("rope", rope);
     // And how many conversations of that length the KV cache holds: the chat alone, or with the
     // local API server on, the room its parallel replies share too (File > Context Length…
     // changes the length).
-    set("context", tr("%1 tokens (trained: %2)").arg(display::count(report.context_length), display::count(m.context_length)) +
-                       QStringLiteral(" · ") +
-                       (report.sequences > 1 ? tr("KV room for the chat and %n more conversation(s) that the API server's replies share",
-                                                  nullptr, static_cast<int>(report.sequences - 1))
-                                             : tr("KV room for the chat")));
-    set("vocab", tr("%1 tokens%2").arg(display::count(m.vocab)).arg(m.tied_output ? tr(", output tied to embeddings") : QString()) +
-                     (report.tokenizer_kind.isEmpty() ? QString() : QStringLiteral(" · ") + report.tokenizer_kind));
-    set("template", report.chat_template ? report.template_name : tr("none — completion mode (your text is continued)"));
+    set("context",
+        tr("%1 tokens (trained: %2)")
+                .arg(display::count(report.context_length), display::count(m.context_length)) +
+            QStringLiteral(" · ") +
+            (report.sequences > 1
+                 ? tr("KV room for the chat and %n more conversation(s) that the API server's replies share",
+                      nullptr, static_cast<int>(report.sequences - 1))
+                 : tr("KV room for the chat")));
+    set("vocab",
+        tr("%1 tokens%2")
+                .arg(display::count(m.vocab))
+                .arg(m.tied_output ? tr(", output tied to embeddings") : QString()) +
+            (report.tokenizer_kind.isEmpty() ? QString() : QStringLiteral(" · ") + report.tokenizer_kind));
+    set("template",
+        report.chat_template ? report.template_name : tr("none — completion mode (your text is continued)"));
     set("device", deviceDescription(d));
     set("driver", QString::fromStdString(d.driver));
     set("deviceMemory", display::bytes(d.device_local_bytes));

@@ -13,7 +13,8 @@ class ModelInfoPanel : public QWidget {
     Q_OBJECT
 public:
     explicit ModelInfoPanel(QWidget* parent = nullptr);
-    void setModel(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report);
+    void setModel(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
+                  const LoadReport& report);
     void clear();
     QString valueText(const QString& name) const;
 

@@ -6,15 +6,15 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QPainter>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 #include <algorithm>
 #include <cmath>
 
 #include "Format.h"
 #include "Theme.h"
-#include "panels/ScrollablePanel.h"
 #include "lantern/steady_state.h"
+#include "panels/ScrollablePanel.h"
 
 namespace {
 // 0 .. at least `max`, with round ticks (0, 150, 300 ... rather than 0, 151, 302 ...):
@@ -82,13 +82,15 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     addValue(grid, 3, 2, tr("Last step"), "lastStep");
     addValue(grid, 4, 0, tr("Steady state"), "steadyRate")->setToolTip(steadyToolTip());
     addValue(grid, 4, 2, tr("Slowdown"), "slowdown")
-        ->setToolTip(tr("How much slower the last quarter of the settled steps ran than the first quarter. Every new "
-                        "token attends to all earlier ones, so long replies slow down as they grow."));
+        ->setToolTip(
+            tr("How much slower the last quarter of the settled steps ran than the first quarter. Every new "
+               "token attends to all earlier ones, so long replies slow down as they grow."));
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
 
     reuseBar_ = new SplitBar(this);
-    reuseBar_->setToolTip(tr("Blue: prompt tokens whose K/V came from the prefix cache. Amber: prompt tokens computed now."));
+    reuseBar_->setToolTip(
+        tr("Blue: prompt tokens whose K/V came from the prefix cache. Amber: prompt tokens computed now."));
     layout->addWidget(reuseBar_);
 
     auto* load = new QGridLayout();
@@ -96,9 +98,10 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     layout->addLayout(load);
     addValue(load, 0, 0, tr("Model load"), "loadTime");
     addValue(load, 1, 0, tr("Kernel warm-up"), "warmUp")
-        ->setToolTip(tr("After loading, Lantern runs each kind of step once, so that no reply waits while the driver "
-                        "compiles a kernel for its first use (several seconds on a CPU driver the first time a model "
-                        "runs on this machine; later starts reuse the compiled code)."));
+        ->setToolTip(
+            tr("After loading, Lantern runs each kind of step once, so that no reply waits while the driver "
+               "compiles a kernel for its first use (several seconds on a CPU driver the first time a model "
+               "runs on this machine; later starts reuse the compiled code)."));
     load->setColumnStretch(1, 1);
 
     latency_ = new QLineSeries();
@@ -142,7 +145,8 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     clear();
 }
 
-QLabel* PerformancePanel::addValue(QGridLayout* grid, int row, int column, const QString& caption, const char* name) {
+QLabel* PerformancePanel::addValue(QGridLayout* grid, int row, int column, const QString& caption,
+                                   const char* name) {
     auto* captionLabel = new QLabel(caption, this);
     captionLabel->setProperty("role", QStringLiteral("caption"));
     auto* value = new QLabel(QStringLiteral("—"), this);
@@ -165,9 +169,13 @@ QString PerformancePanel::valueText(const QString& name) const {
     return l != nullptr ? l->text() : QString();
 }
 
-int PerformancePanel::chartedPoints() const { return static_cast<int>(latency_->count()); }
+int PerformancePanel::chartedPoints() const {
+    return static_cast<int>(latency_->count());
+}
 
-int PerformancePanel::stepsPerChartPoint() const { return chartData_.stepsPerPoint(); }
+int PerformancePanel::stepsPerChartPoint() const {
+    return chartData_.stepsPerPoint();
+}
 
 void PerformancePanel::nameLatencyLine() {
     const QString name = chartData_.stepsPerPoint() == 1
@@ -195,9 +203,10 @@ void PerformancePanel::clear() {
 
 void PerformancePanel::setLoadReport(const LoadReport& report) {
     setValue("warmUp", tr("running…"));
-    setValue("loadTime", tr("%1 (pipelines %2, cache %3)")
-                             .arg(display::milliseconds(report.load_ms), display::milliseconds(report.pipelines_ms),
-                                  report.pipeline_cache_warm ? tr("warm") : tr("cold")));
+    setValue("loadTime",
+             tr("%1 (pipelines %2, cache %3)")
+                 .arg(display::milliseconds(report.load_ms), display::milliseconds(report.pipelines_ms),
+                      report.pipeline_cache_warm ? tr("warm") : tr("cold")));
 }
 
 void PerformancePanel::setWarmUp(double ms) {
@@ -247,7 +256,9 @@ void PerformancePanel::showPromptProgress(uint32_t done, uint32_t total) {
     setValue("prefillRate", tr("%1 of %2 tokens…").arg(display::count(done), display::count(total)));
 }
 
-void PerformancePanel::addToken(double stepMs) { addTokens({stepMs}); }
+void PerformancePanel::addToken(double stepMs) {
+    addTokens({stepMs});
+}
 
 void PerformancePanel::addTokens(const std::vector<double>& steps) {
     if (steps.empty()) return;
@@ -286,19 +297,23 @@ void PerformancePanel::finishTurn(const lantern::TurnStats& stats) {
     if (tokensThisTurn_ > 1) fitAxis(axisX_, std::max(32.0, static_cast<double>(tokensThisTurn_ - 1)));
     setValue("ttft", display::milliseconds(stats.ttft_ms));
     setValue("generated", tr("%1 tokens").arg(display::count(stats.generated_tokens)));
-    setValue("prefillRate", tr("%1 · %2").arg(display::tokensPerSecond(stats.prefill_tokens_per_s), display::milliseconds(stats.prefill_ms)));
-    setValue("decodeRate", tr("%1 · %2").arg(display::tokensPerSecond(stats.decode_tokens_per_s), display::milliseconds(stats.decode_ms)));
+    setValue("prefillRate", tr("%1 · %2").arg(display::tokensPerSecond(stats.prefill_tokens_per_s),
+                                              display::milliseconds(stats.prefill_ms)));
+    setValue("decodeRate", tr("%1 · %2").arg(display::tokensPerSecond(stats.decode_tokens_per_s),
+                                             display::milliseconds(stats.decode_ms)));
     setValue("promptTokens", display::count(stats.prompt_tokens));
-    setValue("reuse", tr("%1 / %2").arg(display::count(stats.reused_tokens), display::count(stats.computed_tokens)));
+    setValue("reuse",
+             tr("%1 / %2").arg(display::count(stats.reused_tokens), display::count(stats.computed_tokens)));
     reuseBar_->setSplit(stats.reused_tokens, stats.computed_tokens);
     setValue("stopReason", display::stopReason(stats.stop_reason));
     showSteadyState();
 }
 
 QString PerformancePanel::steadyToolTip() const {
-    return tr("The decode rate once it has settled: the median step from the first 32 steps in a row that vary by "
-              "less than 5 % (or by under 0.05 ms, the host's own timing noise) on. The first steps of a reply are "
-              "often slower or uneven.");
+    return tr(
+        "The decode rate once it has settled: the median step from the first 32 steps in a row that vary by "
+        "less than 5 % (or by under 0.05 ms, the host's own timing noise) on. The first steps of a reply are "
+        "often slower or uneven.");
 }
 
 void PerformancePanel::showSteadyState() {

@@ -42,8 +42,8 @@ public:
     void clear();
 
     QString valueText(const QString& name) const;  // for tests and the status bar
-    int chartedPoints() const;        // points of the latency line
-    int stepsPerChartPoint() const;   // steps each point stands for (LatencyChartData)
+    int chartedPoints() const;                     // points of the latency line
+    int stepsPerChartPoint() const;                // steps each point stands for (LatencyChartData)
 
 private:
     QLabel* addValue(class QGridLayout* grid, int row, int column, const QString& caption, const char* name);

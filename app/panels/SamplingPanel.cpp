@@ -20,7 +20,8 @@
 
 namespace {
 
-QDoubleSpinBox* makeDouble(QWidget* parent, const char* name, double min, double max, double step, int decimals) {
+QDoubleSpinBox* makeDouble(QWidget* parent, const char* name, double min, double max, double step,
+                           int decimals) {
     auto* box = new QDoubleSpinBox(parent);
     box->setObjectName(QString::fromLatin1(name));
     box->setRange(min, max);
@@ -107,14 +108,16 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     layout->addLayout(rest);
     maxTokens_ = makeInt(content, "maxTokens", 0, 1 << 20);
     maxTokens_->setSpecialValueText(tr("no limit"));
-    maxTokens_->setToolTip(tr("The reply ends after this many tokens (0 = only the context length limits it)."));
+    maxTokens_->setToolTip(
+        tr("The reply ends after this many tokens (0 = only the context length limits it)."));
     rest->addRow(tr("Max tokens"), maxTokens_);
 
     fixedSeed_ = new QCheckBox(tr("Fixed"), content);
     fixedSeed_->setObjectName(QStringLiteral("fixedSeed"));
     seed_ = new QLineEdit(content);
     seed_->setObjectName(QStringLiteral("seed"));
-    seed_->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("\\d{1,20}")), seed_));
+    seed_->setValidator(
+        new QRegularExpressionValidator(QRegularExpression(QStringLiteral("\\d{1,20}")), seed_));
     seed_->setPlaceholderText(tr("random each reply"));
     seed_->setEnabled(false);
     auto* seedRow = new QHBoxLayout();
@@ -163,7 +166,8 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     });
     for (QDoubleSpinBox* box : {topP_, minP_, repeatPenalty_, presencePenalty_, frequencyPenalty_})
         connect(box, &QDoubleSpinBox::valueChanged, this, &SamplingPanel::emitChanged);
-    for (QSpinBox* box : {topK_, penaltyWindow_, maxTokens_}) connect(box, &QSpinBox::valueChanged, this, &SamplingPanel::emitChanged);
+    for (QSpinBox* box : {topK_, penaltyWindow_, maxTokens_})
+        connect(box, &QSpinBox::valueChanged, this, &SamplingPanel::emitChanged);
     connect(fixedSeed_, &QCheckBox::toggled, this, [this](bool on) {
         seed_->setEnabled(on);
         if (on && seed_->text().isEmpty() && seedUsed_) seed_->setText(QString::number(*seedUsed_));
@@ -206,9 +210,9 @@ lantern::SamplingSettings SamplingPanel::settings() const {
 
 void SamplingPanel::setSettings(const lantern::SamplingSettings& s) {
     updating_ = true;
-    const QList<QWidget*> widgets = {temperatureSlider_, temperature_,    topK_,           topP_,     minP_,
-                                     repeatPenalty_,     presencePenalty_, frequencyPenalty_, penaltyWindow_, maxTokens_,
-                                     fixedSeed_,         seed_,            stopStrings_};
+    const QList<QWidget*> widgets = {
+        temperatureSlider_, temperature_,   topK_,      topP_,      minP_, repeatPenalty_, presencePenalty_,
+        frequencyPenalty_,  penaltyWindow_, maxTokens_, fixedSeed_, seed_, stopStrings_};
     for (QWidget* w : widgets) w->blockSignals(true);
     temperature_->setValue(s.temperature);
     temperatureSlider_->setValue(static_cast<int>(std::lround(std::min(s.temperature, 2.0f) * 100.0f)));
@@ -244,7 +248,8 @@ void SamplingPanel::setSeedUsed(uint64_t seed) {
     keepSeed_->setEnabled(true);
 }
 
-void SamplingPanel::showCandidates(const std::vector<lantern::TokenCandidate>& candidates, int32_t chosenToken) {
+void SamplingPanel::showCandidates(const std::vector<lantern::TokenCandidate>& candidates,
+                                   int32_t chosenToken) {
     QVector<CandidateBars::Entry> entries;
     entries.reserve(static_cast<qsizetype>(candidates.size()));
     for (const lantern::TokenCandidate& c : candidates)

@@ -11,12 +11,15 @@
 #include "Theme.h"
 
 OpBars::OpBars(QWidget* parent) : QWidget(parent) {
-    setToolTip(tr("Each op family's time on the device in the timed step, with the bytes it read per second. "
-                  "\"Waiting\": inside a fused layer, the share of the driver threads' time in that op spent "
-                  "waiting for another thread's last piece of work."));
+    setToolTip(
+        tr("Each op family's time on the device in the timed step, with the bytes it read per second. "
+           "\"Waiting\": inside a fused layer, the share of the driver threads' time in that op spent "
+           "waiting for another thread's last piece of work."));
 }
 
-int OpBars::rowHeight() const { return fontMetrics().height() * 2 + 8; }
+int OpBars::rowHeight() const {
+    return fontMetrics().height() * 2 + 8;
+}
 
 void OpBars::setRows(std::vector<Row> rows) {
     rows_ = std::move(rows);
@@ -24,8 +27,12 @@ void OpBars::setRows(std::vector<Row> rows) {
     update();
 }
 
-QSize OpBars::sizeHint() const { return {320, rowHeight() * std::max<int>(6, static_cast<int>(rows_.size()))}; }
-QSize OpBars::minimumSizeHint() const { return {200, rowHeight() * static_cast<int>(rows_.size())}; }
+QSize OpBars::sizeHint() const {
+    return {320, rowHeight() * std::max<int>(6, static_cast<int>(rows_.size()))};
+}
+QSize OpBars::minimumSizeHint() const {
+    return {200, rowHeight() * static_cast<int>(rows_.size())};
+}
 
 void OpBars::paintEvent(QPaintEvent*) {
     QPainter p(this);
@@ -38,7 +45,8 @@ void OpBars::paintEvent(QPaintEvent*) {
         const int y = static_cast<int>(i) * h;
         // Line 1: the op's name, and its time and share at the right.
         p.setPen(theme::text());
-        const QString right = QStringLiteral("%1 · %2 %").arg(display::milliseconds(r.ms)).arg(100.0 * r.share, 0, 'f', 1);
+        const QString right =
+            QStringLiteral("%1 · %2 %").arg(display::milliseconds(r.ms)).arg(100.0 * r.share, 0, 'f', 1);
         const int rightWidth = fontMetrics().horizontalAdvance(right);
         p.drawText(QRect(0, y, width() - rightWidth - 8, line), Qt::AlignLeft | Qt::AlignVCenter,
                    fontMetrics().elidedText(r.name, Qt::ElideRight, width() - rightWidth - 8));
@@ -57,7 +65,8 @@ void OpBars::paintEvent(QPaintEvent*) {
         }
         if (!detail.isEmpty()) {
             p.setPen(theme::mutedText());
-            p.drawText(QRect(barSpace + 8, barTop - 2, detailWidth, line), Qt::AlignLeft | Qt::AlignVCenter, detail);
+            p.drawText(QRect(barSpace + 8, barTop - 2, detailWidth, line), Qt::AlignLeft | Qt::AlignVCenter,
+                       detail);
         }
     }
 }
@@ -68,9 +77,10 @@ StepProfilePanel::StepProfilePanel(QWidget* parent) : QWidget(parent) {
     auto* top = new QHBoxLayout();
     timeButton_ = new QPushButton(tr("Time the Next Step"), this);
     timeButton_->setObjectName(QStringLiteral("timeNextStep"));
-    timeButton_->setToolTip(tr("Times the next steps of a reply op by op on the device (GPU timestamps, and clocks "
-                               "inside fused layers) and shows where one step's time goes. If no reply is being "
-                               "written, the next reply's steps are timed."));
+    timeButton_->setToolTip(
+        tr("Times the next steps of a reply op by op on the device (GPU timestamps, and clocks "
+           "inside fused layers) and shows where one step's time goes. If no reply is being "
+           "written, the next reply's steps are timed."));
     top->addWidget(timeButton_);
     top->addStretch(1);
     layout->addLayout(top);
@@ -148,8 +158,11 @@ void StepProfilePanel::showProfile(const lantern::StepProfile& profile, quint32 
 
 QStringList StepProfilePanel::rowTexts() const {
     QStringList out;
-    for (const auto& r : bars_->rows()) out << QStringLiteral("%1: %2").arg(r.name, display::milliseconds(r.ms));
+    for (const auto& r : bars_->rows())
+        out << QStringLiteral("%1: %2").arg(r.name, display::milliseconds(r.ms));
     return out;
 }
 
-QString StepProfilePanel::status() const { return status_->text(); }
+QString StepProfilePanel::status() const {
+    return status_->text();
+}

@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
         } else if (args[i].toInt() > 0) {
             lengths << args[i].toInt();
         } else {
-            std::fprintf(stderr, "usage: lantern-chat-bench [--frames N] [--break N] [--reasoning] [LENGTH ...]\n");
+            std::fprintf(stderr,
+                         "usage: lantern-chat-bench [--frames N] [--break N] [--reasoning] [LENGTH ...]\n");
             return 2;
         }
     }

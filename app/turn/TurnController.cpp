@@ -155,12 +155,13 @@ void TurnController::restoreConversationToModel() {
     // (its reply was never begun: the app was killed first) gets that reply from Regenerate.
     int last = chat_->rowCount() - 1;
     while (last >= 0 && chat_->message(last).role == ChatMessage::Role::Notice) --last;
-    canRegenerate_ = continuableRow() >= 0 || (last >= 0 && chat_->message(last).role == ChatMessage::Role::User);
+    canRegenerate_ =
+        continuableRow() >= 0 || (last >= 0 && chat_->message(last).role == ChatMessage::Role::User);
     emit measureInvalidated();  // the message being written joins another conversation
 }
 
-QVector<StoredMessage> TurnController::withoutTurnThatNeverBegan(const QVector<StoredMessage>& stored, int& editRow,
-                                                                 QString& editText) {
+QVector<StoredMessage> TurnController::withoutTurnThatNeverBegan(const QVector<StoredMessage>& stored,
+                                                                 int& editRow, QString& editText) {
     // A turn that never began (the app was killed while its prompt was read) left its messages in
     // the store after those it was to replace: they go, and an edit's text is back in the input.
     editRow = -1;
@@ -207,7 +208,8 @@ bool TurnController::exportMarkdown(const QString& path, const QString& systemPr
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly | QIODevice::Text) ||
         file.write(conversationMarkdown(header, messages).toUtf8()) < 0 || !file.commit()) {
-        if (error) *error = tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), file.errorString());
+        if (error)
+            *error = tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), file.errorString());
         return false;
     }
     return true;
@@ -219,12 +221,14 @@ bool TurnController::exportMarkdown(const QString& path, const QString& systemPr
 void TurnController::startEditing(int row, const QString& text) {
     editingRow_ = row;
     emit editStarted(text);
-    emit statusMessage(tr("Editing a message: sending replaces it and everything after it (Esc cancels)."), 0);
+    emit statusMessage(tr("Editing a message: sending replaces it and everything after it (Esc cancels)."),
+                       0);
     emit measureInvalidated();
 }
 
 bool TurnController::editMessage(int row) {
-    if (generating_ || row < 0 || row >= chat_->rowCount() || chat_->message(row).role != ChatMessage::Role::User)
+    if (generating_ || row < 0 || row >= chat_->rowCount() ||
+        chat_->message(row).role != ChatMessage::Role::User)
         return false;
     startEditing(row, chat_->message(row).text);
     return true;
@@ -260,7 +264,8 @@ bool TurnController::send(const QString& text, const QString& systemPrompt) {
     // An edit names the first message it replaces until its turn has begun (commitReplacement),
     // so a kill before then is undone when the conversation is opened again.
     const qint64 replaces = replaced_.row >= 0 ? replaced_.firstStoreId() : -1;
-    user.store_id = store_->appendMessage(conversationId_, QStringLiteral("user"), text, true, {}, {}, replaces);
+    user.store_id =
+        store_->appendMessage(conversationId_, QStringLiteral("user"), text, true, {}, {}, replaces);
     if (replaces >= 0) replaced_.by = user.store_id;
     chat_->append(user);
     turn_ = Turn::Send;
@@ -309,8 +314,8 @@ void TurnController::beginAssistantReply(qint64 replaces) {
     reply.complete = false;
     reply.model = modelName_;
     if (conversationId_ >= 0)
-        reply.store_id = store_->appendMessage(conversationId_, QStringLiteral("assistant"), QString(), false, QString(),
-                                               reply.model, replaces);
+        reply.store_id = store_->appendMessage(conversationId_, QStringLiteral("assistant"), QString(), false,
+                                               QString(), reply.model, replaces);
     if (replaces >= 0) replaced_.by = reply.store_id;
     startStreaming(chat_->append(reply), reply.store_id, QString());
 }
@@ -415,10 +420,12 @@ void TurnController::onTurnFinished(const lantern::TurnStats& stats) {
                      static_cast<int>(stats.dropped_turns)));
     }
     if (stats.stop_reason == lantern::StopReason::ContextFull)
-        addNotice(dropOldestTurns_
-                      ? tr("The reply filled the context. Your next message makes room by dropping the oldest turns.")
-                      : tr("The context is full. Start a new chat, or turn on File > When the Context Is Full, "
-                           "Drop the Oldest Turns."));
+        addNotice(
+            dropOldestTurns_
+                ? tr("The reply filled the context. Your next message makes room by dropping the oldest "
+                     "turns.")
+                : tr("The context is full. Start a new chat, or turn on File > When the Context Is Full, "
+                     "Drop the Oldest Turns."));
     endTurn();
 }
 
@@ -429,10 +436,9 @@ void TurnController::onTurnFinished(const lantern::TurnStats& stats) {
 void TurnController::undoTurnThatWroteNothing(const lantern::TurnStats& stats) {
     const int row = streamingRow_;
     const bool stopped = stats.stop_reason == lantern::StopReason::User;
-    const QString fix =
-        stats.would_fit_dropping
-            ? tr("Turn on File > When the Context Is Full, Drop the Oldest Turns to make room, or start a new chat.")
-            : QString();
+    const QString fix = stats.would_fit_dropping ? tr("Turn on File > When the Context Is Full, Drop the "
+                                                      "Oldest Turns to make room, or start a new chat.")
+                                                 : QString();
     emit turnUndone();  // it wrote nothing: the last reply's figures stay
     if (turn_ == Turn::Continue) {
         // The reply as it was: its text, details and completeness.
@@ -455,8 +461,9 @@ void TurnController::undoTurnThatWroteNothing(const lantern::TurnStats& stats) {
     if (row >= 0) chat_->removeMessage(row);
     streamingRow_ = -1;
     streamingStoreId_ = -1;
-    const QString size = tr("The conversation would be %1 tokens long; the context holds %2, and a reply needs room too.")
-                             .arg(display::count(stats.prompt_tokens), display::count(contextLength_));
+    const QString size =
+        tr("The conversation would be %1 tokens long; the context holds %2, and a reply needs room too.")
+            .arg(display::count(stats.prompt_tokens), display::count(contextLength_));
     if (turn_ == Turn::Send) {
         // So does the message: the model's conversation never took it, and it goes back into the
         // input to be shortened, sent again (what was computed of it is reused) or elsewhere.
@@ -476,13 +483,15 @@ void TurnController::undoTurnThatWroteNothing(const lantern::TurnStats& stats) {
         }
         canRegenerate_ = continuableRow() >= 0;
         if (stopped)
-            emit statusMessage(tr("Stopped before the reply began: your message is back in the input."), 8000);
+            emit statusMessage(tr("Stopped before the reply began: your message is back in the input."),
+                               8000);
         else
             addNotice(tr("This message does not fit in the context. %1 %2")
                           .arg(size, fix.isEmpty() ? tr("Shorten it, or start a new chat.") : fix));
     } else {
-        undoReplacement();      // the reply it was to replace comes back
-        canRegenerate_ = true;  // (if none: the conversation ends with the user's turn, which Regenerate answers)
+        undoReplacement();  // the reply it was to replace comes back
+        canRegenerate_ =
+            true;  // (if none: the conversation ends with the user's turn, which Regenerate answers)
         if (!stopped)
             addNotice(tr("There is no room left in the context for a new reply. %1 %2")
                           .arg(size, fix.isEmpty() ? tr("Start a new chat to go on.") : fix));
@@ -495,7 +504,8 @@ bool TurnController::onError(const QString& message) {
     if (!generating_) return false;
     // A continued reply keeps what its first part said.
     commitReplacement();  // the failed reply stays on screen, so the store matches it
-    endAssistantReply(false, reply_details::append(continuedDetails_, {.ending = reply_details::Ending::Failed}));
+    endAssistantReply(false,
+                      reply_details::append(continuedDetails_, {.ending = reply_details::Ending::Failed}));
     continuedDetails_ = QString();
     canRegenerate_ = false;
     endTurn();
@@ -507,8 +517,8 @@ bool TurnController::onError(const QString& message) {
 void TurnController::onModelUnloaded() {
     if (generating_) {
         commitReplacement();  // the reply stays on screen as far as it got, so the store matches it
-        endAssistantReply(false,
-                          reply_details::append(continuedDetails_, {.ending = reply_details::Ending::DeviceLost}));
+        endAssistantReply(
+            false, reply_details::append(continuedDetails_, {.ending = reply_details::Ending::DeviceLost}));
         continuedDetails_ = QString();
         generating_ = false;
         emit generatingChanged(false);
@@ -520,7 +530,8 @@ void TurnController::closing() {
     if (!generating_) return;
     // Keep what was generated so far: stored as an interrupted reply.
     commitReplacement();  // the store keeps what the screen shows
-    endAssistantReply(false, reply_details::append(continuedDetails_, {.ending = reply_details::Ending::AppClosed}));
+    endAssistantReply(false,
+                      reply_details::append(continuedDetails_, {.ending = reply_details::Ending::AppClosed}));
     continuedDetails_ = QString();
 }
 
@@ -560,6 +571,6 @@ void TurnController::undoReplacement() {
     const Replaced was = replaced_;
     replaced_ = Replaced{};
     chat_->setMessages(rows);
-    restoreConversationToModel();  // the model's conversation is whole again
+    restoreConversationToModel();                       // the model's conversation is whole again
     if (was.editing) startEditing(was.row, QString());  // still editing it: sending again replaces it
 }

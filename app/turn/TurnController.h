@@ -83,21 +83,21 @@ signals:
     void systemPromptChanged(const QString& text);
 
     void generatingChanged(bool generating);
-    void actionsChanged();           // canRegenerate/canContinue/editing may differ
-    void turnStarted();              // a reply streams (send, regenerate, continue)
-    void frame(const StreamFrame& frame);  // a frame of the streaming reply with new tokens
-    void replyEnded();               // the streaming reply ended (with or without tokens)
+    void actionsChanged();                               // canRegenerate/canContinue/editing may differ
+    void turnStarted();                                  // a reply streams (send, regenerate, continue)
+    void frame(const StreamFrame& frame);                // a frame of the streaming reply with new tokens
+    void replyEnded();                                   // the streaming reply ended (with or without tokens)
     void turnFinished(const lantern::TurnStats& stats);  // a turn that wrote its reply
-    void turnUndone();               // a turn that wrote nothing was undone
+    void turnUndone();                                   // a turn that wrote nothing was undone
     void turnFailed(const QString& message);
     void inputReturned(const QString& text);  // a message not taken goes back into an empty input
     void editStarted(const QString& text);    // null text: the input already holds the edit
     void editCancelled();                     // the edit's text leaves the input
     void statusMessage(const QString& text, int timeoutMs);
-    void conversationsChanged();     // the list of conversations (titles, counts, order)
+    void conversationsChanged();  // the list of conversations (titles, counts, order)
     void conversationOpened(const QString& systemPrompt);
     void conversationIdChanged(qint64 id);  // the open conversation (-1: a new one, not stored yet)
-    void measureInvalidated();       // the message being written must be measured again
+    void measureInvalidated();              // the message being written must be measured again
 
 private:
     enum class Turn { Send, Regenerate, Continue };
@@ -151,7 +151,7 @@ private:
     bool continuedComplete_ = true;
     quint32 replySharedTokens_ = 0;  // of the turn ending, tokens written beside API replies
     Turn turn_ = Turn::Send;
-    QString sentText_;   // the message being answered (Turn::Send)
+    QString sentText_;  // the message being answered (Turn::Send)
     int editingRow_ = -1;
     Replaced replaced_;
 };

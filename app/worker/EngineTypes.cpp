@@ -19,16 +19,16 @@ void registerEngineMetaTypes() {
 
 QString deviceTypeDescription(lantern::DeviceType type) {
     switch (type) {
-    case lantern::DeviceType::DiscreteGpu:
-        return QCoreApplication::translate("Device", "discrete GPU");
-    case lantern::DeviceType::IntegratedGpu:
-        return QCoreApplication::translate("Device", "integrated GPU");
-    case lantern::DeviceType::VirtualGpu:
-        return QCoreApplication::translate("Device", "virtual GPU");
-    case lantern::DeviceType::Cpu:
-        return QCoreApplication::translate("Device", "CPU (software Vulkan)");
-    case lantern::DeviceType::Other:
-        break;
+        case lantern::DeviceType::DiscreteGpu:
+            return QCoreApplication::translate("Device", "discrete GPU");
+        case lantern::DeviceType::IntegratedGpu:
+            return QCoreApplication::translate("Device", "integrated GPU");
+        case lantern::DeviceType::VirtualGpu:
+            return QCoreApplication::translate("Device", "virtual GPU");
+        case lantern::DeviceType::Cpu:
+            return QCoreApplication::translate("Device", "CPU (software Vulkan)");
+        case lantern::DeviceType::Other:
+            break;
     }
     return QCoreApplication::translate("Device", "other device");
 }

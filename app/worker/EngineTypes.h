@@ -15,22 +15,22 @@
 
 // Timings and facts of one successful model load, next to ModelInfo and DeviceInfo.
 struct LoadReport {
-    double load_ms = 0;           // the whole Engine::load()
-    double pipelines_ms = 0;      // pipeline creation within it
+    double load_ms = 0;       // the whole Engine::load()
+    double pipelines_ms = 0;  // pipeline creation within it
     bool pipeline_cache_warm = false;
     uint32_t context_length = 0;  // per conversation
     uint32_t sequences = 0;       // conversations the KV cache holds at full context
     bool chat_template = false;   // false: completion mode (the text is continued)
     QString template_name;
     bool thinking_switch = false;  // the template lets the model think first or not (Qwen3)
-    QString tokenizer_kind;       // "sentencepiece", "byte-level BPE (llama-bpe)"
+    QString tokenizer_kind;        // "sentencepiece", "byte-level BPE (llama-bpe)"
 };
 
 // The KV cache as the worker saw it after a step: counters plus one entry per block.
 struct KvSnapshot {
     lantern::KvStats stats;
     std::vector<lantern::KvBlockInfo> blocks;
-    lantern::SequenceId active_sequence = 0;  // the conversation's own sequence
+    lantern::SequenceId active_sequence = 0;         // the conversation's own sequence
     std::vector<lantern::SequenceId> api_sequences;  // the API server's replies' (ApiServer::sequences)
 };
 
@@ -40,11 +40,11 @@ using DeviceList = std::vector<lantern::DeviceInfo>;
 // Tokens of a reply that the worker sends together (InferenceWorker::tokensGenerated): those
 // generated since its last batch, in order.
 struct TokenBatch {
-    QString text;                // their visible text, concatenated (may be empty)
-    std::vector<double> stepMs;  // wall time of each one's step, one entry per token
-    std::vector<int32_t> tokens; // their ids, in order
-    TokenCandidates candidates;  // the most likely candidates at the last token's position
-    quint32 position = 0;        // the last token's position
+    QString text;                 // their visible text, concatenated (may be empty)
+    std::vector<double> stepMs;   // wall time of each one's step, one entry per token
+    std::vector<int32_t> tokens;  // their ids, in order
+    TokenCandidates candidates;   // the most likely candidates at the last token's position
+    quint32 position = 0;         // the last token's position
     // Text released without a step of its own (held back earlier as a possible stop string,
     // released when the reply ends) is in `text` with no entry in stepMs or tokens.
     bool empty() const { return text.isEmpty() && tokens.empty(); }

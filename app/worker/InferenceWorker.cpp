@@ -38,9 +38,13 @@ InferenceWorker::~InferenceWorker() {
     engine_.reset();
 }
 
-void InferenceWorker::requestStop() { stop_.store(true); }
+void InferenceWorker::requestStop() {
+    stop_.store(true);
+}
 
-void InferenceWorker::requestStepProfile() { stepProfileRequested_.store(true); }
+void InferenceWorker::requestStepProfile() {
+    stepProfileRequested_.store(true);
+}
 
 bool InferenceWorker::setSamplingSettings(const lantern::SamplingSettings& settings) {
     lantern::SamplingSettings copy = settings;
@@ -54,10 +58,16 @@ bool InferenceWorker::setSamplingSettings(const lantern::SamplingSettings& setti
     }
 }
 
-lantern::SamplingSettings InferenceWorker::samplingSettings() const { return *settings_.load(); }
+lantern::SamplingSettings InferenceWorker::samplingSettings() const {
+    return *settings_.load();
+}
 
-void InferenceWorker::setAttentionLayer(int layer) { attentionLayer_.store(std::max(layer, -1)); }
-void InferenceWorker::setDropOldestTurns(bool drop) { dropOldestTurns_.store(drop); }
+void InferenceWorker::setAttentionLayer(int layer) {
+    attentionLayer_.store(std::max(layer, -1));
+}
+void InferenceWorker::setDropOldestTurns(bool drop) {
+    dropOldestTurns_.store(drop);
+}
 
 void InferenceWorker::dropEngine() {
     ++generation_;
@@ -85,7 +95,8 @@ void InferenceWorker::loadModel(const QString& path, const QString& deviceSelect
             // the server, rather than no model at all (said after the load, which says its own).
             apiWanted_ = false;
             loadEngine(false);
-            emit apiServerFailed(tr("there is no room on the device for its replies beside the chat (%1)").arg(messageOf(e)));
+            emit apiServerFailed(
+                tr("there is no room on the device for its replies beside the chat (%1)").arg(messageOf(e)));
         }
     } catch (const std::exception& e) {
         session_.reset();
@@ -130,7 +141,8 @@ void InferenceWorker::loadEngine(bool forApi) {
 }
 
 void InferenceWorker::scheduleWarmUp() {
-    QMetaObject::invokeMethod(this, [this, g = generation_] { warmUpNext(g); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, g = generation_] { warmUpNext(g); }, Qt::QueuedConnection);
 }
 
 void InferenceWorker::warmUpNext(quint64 generation) {
@@ -141,11 +153,15 @@ void InferenceWorker::warmUpNext(quint64 generation) {
         reportFailure(tr("Preparing the model's kernels"), e);
         return;
     }
-    if (warmUpShape_ < lantern::Engine::kWarmUpShapes) scheduleWarmUp();
-    else emit modelWarmedUp(warmUpMs_);
+    if (warmUpShape_ < lantern::Engine::kWarmUpShapes)
+        scheduleWarmUp();
+    else
+        emit modelWarmedUp(warmUpMs_);
 }
 
-void InferenceWorker::unloadModel() { dropEngine(); }
+void InferenceWorker::unloadModel() {
+    dropEngine();
+}
 
 void InferenceWorker::setSystemPrompt(const QString& text) {
     systemPrompt_ = text.toStdString();
@@ -190,9 +206,9 @@ void InferenceWorker::measureMessage(quint64 request, const QString& text, int k
     try {
         session_->set_context_policy(dropOldestTurns_.load() ? lantern::ContextPolicy::DropOldestTurns
                                                              : lantern::ContextPolicy::Stop);
-        emit messageMeasured(request, session_->measure(text.toStdString(), keepMessages < 0
-                                                                                ? SIZE_MAX
-                                                                                : static_cast<size_t>(keepMessages)));
+        emit messageMeasured(
+            request, session_->measure(text.toStdString(),
+                                       keepMessages < 0 ? SIZE_MAX : static_cast<size_t>(keepMessages)));
     } catch (const std::exception&) {
         // Only an estimate for the input: a failure here shows up when the message is sent.
     }
@@ -372,7 +388,8 @@ void InferenceWorker::runTurn(const TurnFunction& turn) {
             batch_.candidates = event.candidates;
             batch_.position = event.position;
         }
-        if (sendBatchNow(static_cast<double>(sinceBatch_.nsecsElapsed()) / 1e6, event.step_ms, batchMs)) sendTokens();
+        if (sendBatchNow(static_cast<double>(sinceBatch_.nsecsElapsed()) / 1e6, event.step_ms, batchMs))
+            sendTokens();
         // A step profile asked for: time the next two steps and send the second (the first may
         // compile the timed kernels' variants, which would be in its times).
         if (stepProfileRequested_.exchange(false)) {

@@ -127,7 +127,8 @@ public slots:
 
 signals:
     void devicesListed(const DeviceList& devices);
-    void modelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device, const LoadReport& report);
+    void modelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
+                     const LoadReport& report);
     void loadFailed(const QString& message);
     void modelUnloaded();
     // The loaded model is loaded again, with the same file, device and context (for the API
@@ -169,7 +170,8 @@ signals:
     void apiServerActivity(quint32 inProgress, quint32 waiting, quint64 served);
 
 private:
-    using TurnFunction = std::function<lantern::TurnStats(const std::function<bool(const lantern::TokenEvent&)>&)>;
+    using TurnFunction =
+        std::function<lantern::TurnStats(const std::function<bool(const lantern::TokenEvent&)>&)>;
     void runTurn(const TurnFunction& turn);
     void publishKvStats();
     void publishAttention(bool force);
@@ -190,12 +192,12 @@ private:
     // the server is on (ApiServer::serve_once_beside), else alone.
     std::vector<float> chatDecodeStep(const lantern::StepItem& item);
     void serveApiBetweenChunks();  // one API pass between chunks of the chat's prompt
-    void sendTokens();  // the batch being gathered, if it holds anything
+    void sendTokens();             // the batch being gathered, if it holds anything
 
     std::unique_ptr<lantern::Engine> engine_;
     std::unique_ptr<lantern::ChatSession> session_;
     std::unique_ptr<lantern::ApiServer> apiServer_;  // refers to engine_: reset before it
-    QTimer* apiTimer_ = nullptr;                      // drives serveApi on this thread
+    QTimer* apiTimer_ = nullptr;                     // drives serveApi on this thread
     bool apiWanted_ = false;
     // Loads loadedPath_ for the chat alone or with the API server's replies too, and announces it
     // (modelLoaded, the API server, the warm-up); throws what Engine::load throws.
@@ -215,8 +217,8 @@ private:
     std::atomic<double> tokenBatchMs_{kTokenBatchMs};
     std::atomic<bool> chatFirst_{false};  // see setChatFirst
     std::atomic<bool> thinking_{true};    // see setThinking
-    TokenBatch batch_;          // tokens not yet sent (worker thread only)
-    QElapsedTimer sinceBatch_;  // since the last batch went out
+    TokenBatch batch_;                    // tokens not yet sent (worker thread only)
+    QElapsedTimer sinceBatch_;            // since the last batch went out
     std::atomic<bool> dropOldestTurns_{true};
     int capturedLayer_ = -1;  // what the engine was last told (worker thread only)
     quint64 generation_ = 0;  // loads and unloads so far (worker thread only)

@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     limits.max_header_bytes = 1024;
     limits.max_body_bytes = 4096;
     const auto request = lantern::server::parse_http_request(bytes, limits);
-    if (request.state == lantern::server::HttpParse::State::Bad && (request.status < 400 || request.message.empty()))
+    if (request.state == lantern::server::HttpParse::State::Bad &&
+        (request.status < 400 || request.message.empty()))
         std::abort();
     if (request.state == lantern::server::HttpParse::State::Complete && request.consumed > size) std::abort();
     const std::string_view body = request.state == lantern::server::HttpParse::State::Complete

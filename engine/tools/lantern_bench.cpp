@@ -8,17 +8,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "lantern/engine.h"
-#include "lantern/memory_plan.h"
 #include "lantern/error.h"
 #include "lantern/gguf.h"
+#include "lantern/memory_plan.h"
 #include "lantern/rooflines.h"
 #include "lantern/sampling.h"
 #include "lantern/scheduler.h"
@@ -92,7 +92,9 @@ double stdev(const std::vector<double>& v) {
     for (double x : v) s += (x - m) * (x - m);
     return std::sqrt(s / (v.size() - 1));
 }
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 // A weight type by its lower-case GGUF name (q4_k, iq4_xs, ...), or the q4_k_m mix. Types the
 // engine cannot run are refused when the synthetic model is written, naming what it supports.
@@ -100,12 +102,13 @@ uint32_t type_id(const std::string& t) {
     if (t == "q4_k_m") return kSyntheticQ4KM;
     for (uint32_t id = 0; id < 64; ++id) {
         std::string name = ggml_type_name(id);
-        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return std::tolower(c); });
         if (name == t) return id;
     }
-    throw Error(ErrorCode::InvalidArgument,
-                "unknown weight type " + t +
-                    " (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q4_k_m)");
+    throw Error(ErrorCode::InvalidArgument, "unknown weight type " + t +
+                                                " (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q3_k, q4_k, "
+                                                "q5_k, q6_k, iq4_nl, iq4_xs, q4_k_m)");
 }
 
 std::vector<int32_t> random_tokens(Rng& rng, uint32_t vocab, int n) {
@@ -124,19 +127,22 @@ struct Result {
 };
 
 void print_result(const Result& r, bool json) {
-    std::printf("| %-28s | %-20s | %5d | %3d | %10.2f ± %-7.2f | %9.3f |", r.model.c_str(), r.test.c_str(), r.tokens,
-                r.batch, r.tok_s, r.spread, r.ms_per_token);
+    std::printf("| %-28s | %-20s | %5d | %3d | %10.2f ± %-7.2f | %9.3f |", r.model.c_str(), r.test.c_str(),
+                r.tokens, r.batch, r.tok_s, r.spread, r.ms_per_token);
     for (double f : {r.read_fraction, r.arith_fraction}) {
-        if (f >= 0) std::printf(" %5.1f %% |", 100 * f);
-        else std::printf("         |");
+        if (f >= 0)
+            std::printf(" %5.1f %% |", 100 * f);
+        else
+            std::printf("         |");
     }
     std::printf("\n");
     if (json)
-        std::printf("{\"model\":\"%s\",\"test\":\"%s\",\"tokens\":%d,\"batch\":%d,\"depth\":%d,\"tok_s\":%.3f,"
-                    "\"stdev\":%.3f,\"ms_per_token\":%.4f,\"read_roofline_fraction\":%.4f,"
-                    "\"arithmetic_roofline_fraction\":%.4f}\n",
-                    r.model.c_str(), r.test.c_str(), r.tokens, r.batch, r.depth, r.tok_s, r.spread, r.ms_per_token,
-                    r.read_fraction, r.arith_fraction);
+        std::printf(
+            "{\"model\":\"%s\",\"test\":\"%s\",\"tokens\":%d,\"batch\":%d,\"depth\":%d,\"tok_s\":%.3f,"
+            "\"stdev\":%.3f,\"ms_per_token\":%.4f,\"read_roofline_fraction\":%.4f,"
+            "\"arithmetic_roofline_fraction\":%.4f}\n",
+            r.model.c_str(), r.test.c_str(), r.tokens, r.batch, r.depth, r.tok_s, r.spread, r.ms_per_token,
+            r.read_fraction, r.arith_fraction);
     std::fflush(stdout);
 }
 
@@ -189,8 +195,8 @@ StartupTimes run_startup_probe(const std::string& path, const Options& o, const 
                                bool warm_up) {
     std::string cmd = "XDG_CACHE_HOME=" + shell_quoted(cache_dir) + " " +
                       shell_quoted(std::filesystem::read_symlink("/proc/self/exe").string()) +
-                      (warm_up ? " --startup-probe-warm-up" : " --startup-probe") + " --no-rooflines --model " +
-                      shell_quoted(path);
+                      (warm_up ? " --startup-probe-warm-up" : " --startup-probe") +
+                      " --no-rooflines --model " + shell_quoted(path);
     if (!o.device.empty()) cmd += " --device " + shell_quoted(o.device);
     if (!o.fused_decode) cmd += " --no-fused-decode";
     FILE* f = popen(cmd.c_str(), "r");
@@ -236,26 +242,30 @@ void bench_startup(const std::string& path, const std::string& label, const Opti
     auto show = [](const StartupTimes& t) {
         char b[200];
         if (t.warm_up_ms > 0)
-            std::snprintf(b, sizeof b, "%.0f ms (load %.0f, warm-up %.0f, then first token %.0f, second %.0f)",
-                          t.total(), t.load_ms, t.warm_up_ms, t.first_ms, t.second_ms);
+            std::snprintf(b, sizeof b,
+                          "%.0f ms (load %.0f, warm-up %.0f, then first token %.0f, second %.0f)", t.total(),
+                          t.load_ms, t.warm_up_ms, t.first_ms, t.second_ms);
         else
-            std::snprintf(b, sizeof b, "%.0f ms (load %.0f, first token %.0f, second %.0f)", t.total(), t.load_ms,
-                          t.first_ms, t.second_ms);
+            std::snprintf(b, sizeof b, "%.0f ms (load %.0f, first token %.0f, second %.0f)", t.total(),
+                          t.load_ms, t.first_ms, t.second_ms);
         return std::string(b);
     };
-    std::printf("startup %s, to the second token after a %d-token prompt: cold %s; second start %s; warm (third) "
-                "%s — caches save %.0f ms; cold with warm-up %s\n",
-                label.c_str(), kStartupPrompt, show(runs[0]).c_str(), show(runs[1]).c_str(), show(runs[2]).c_str(),
-                runs[0].total() - runs[2].total(), show(app).c_str());
+    std::printf(
+        "startup %s, to the second token after a %d-token prompt: cold %s; second start %s; warm (third) "
+        "%s — caches save %.0f ms; cold with warm-up %s\n",
+        label.c_str(), kStartupPrompt, show(runs[0]).c_str(), show(runs[1]).c_str(), show(runs[2]).c_str(),
+        runs[0].total() - runs[2].total(), show(app).c_str());
     if (o.json) {
-        std::printf("{\"model\":\"%s\",\"test\":\"startup\",\"prompt_tokens\":%d", label.c_str(), kStartupPrompt);
+        std::printf("{\"model\":\"%s\",\"test\":\"startup\",\"prompt_tokens\":%d", label.c_str(),
+                    kStartupPrompt);
         const char* names[] = {"cold", "second", "warm", "cold_warm_up"};
         const StartupTimes* all[] = {&runs[0], &runs[1], &runs[2], &app};
         for (int i = 0; i < 4; ++i)
-            std::printf(",\"%s_ms\":%.1f,\"%s_load_ms\":%.1f,\"%s_warm_up_ms\":%.1f,\"%s_first_token_ms\":%.1f,"
-                        "\"%s_second_token_ms\":%.1f",
-                        names[i], all[i]->total(), names[i], all[i]->load_ms, names[i], all[i]->warm_up_ms, names[i],
-                        all[i]->first_ms, names[i], all[i]->second_ms);
+            std::printf(
+                ",\"%s_ms\":%.1f,\"%s_load_ms\":%.1f,\"%s_warm_up_ms\":%.1f,\"%s_first_token_ms\":%.1f,"
+                "\"%s_second_token_ms\":%.1f",
+                names[i], all[i]->total(), names[i], all[i]->load_ms, names[i], all[i]->warm_up_ms, names[i],
+                all[i]->first_ms, names[i], all[i]->second_ms);
         std::printf("}\n");
     }
     std::fflush(stdout);
@@ -283,7 +293,8 @@ double arithmetic_bound_s(const ModelInfo& m, const Rooflines& roof) {
 //  * turns: the host decodes alone, then the replies are written (how the app worked before).
 // The host's rate shows what its user sees; the rate of all tokens (the host's and the replies'
 // generated tokens over the whole time) shows what sharing saves.
-void bench_beside(Engine& engine, uint32_t token_budget, const std::string& label, const Options& o, Rng& rng) {
+void bench_beside(Engine& engine, uint32_t token_budget, const std::string& label, const Options& o,
+                  Rng& rng) {
     const auto& m = engine.model();
     std::vector<double> host_shared, host_alone, all_shared, all_turns;
     const int all_tokens = o.tg * (1 + o.beside);
@@ -309,8 +320,10 @@ void bench_beside(Engine& engine, uint32_t token_budget, const std::string& labe
             if (shared) submit_all();
             for (int k = 0; k < o.tg; ++k) {
                 item.tokens[0] = static_cast<int32_t>(3 + rng.next() % (m.vocab - 3));
-                if (shared) scheduler.step_with(item, logits, kBesideShareTokens);
-                else engine.step(std::span<const StepItem>(&item, 1));
+                if (shared)
+                    scheduler.step_with(item, logits, kBesideShareTokens);
+                else
+                    engine.step(std::span<const StepItem>(&item, 1));
             }
             const double host_ms = ms_since(t);
             if (!shared) submit_all();
@@ -342,11 +355,12 @@ void bench_model(const std::string& path, const std::string& label, const Option
     int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
     const int max_depth = *std::max_element(o.depths.begin(), o.depths.end());
     // A deep decode test holds its prefix in one more sequence, which its forks share.
-    eo.max_sequences = static_cast<uint32_t>(std::max({1, max_batch + (max_depth > 0 ? 1 : 0), o.beside + 1}));
+    eo.max_sequences =
+        static_cast<uint32_t>(std::max({1, max_batch + (max_depth > 0 ? 1 : 0), o.beside + 1}));
     eo.max_step_tokens = static_cast<uint32_t>(
         std::max({o.pp, max_batch, std::min(max_depth, 256), o.beside > 0 ? kBesideShareTokens : 1, 1}));
-    eo.context_length = static_cast<uint32_t>(
-        std::max({o.pp + 8, std::max(max_depth + o.tg, o.steady) + 8, o.beside > 0 ? kBesidePrompt + o.tg + 8 : 0}));
+    eo.context_length = static_cast<uint32_t>(std::max(
+        {o.pp + 8, std::max(max_depth + o.tg, o.steady) + 8, o.beside > 0 ? kBesidePrompt + o.tg + 8 : 0}));
     // A sustained run by time takes as much of the model's context as it can, up to 8192 tokens
     // (the KV cache of a long context would not fit lavapipe's heap for every model).
     if (o.steady_seconds > 0) eo.context_length = std::max(eo.context_length, 8192u);
@@ -356,10 +370,10 @@ void bench_model(const std::string& path, const std::string& label, const Option
     auto engine = Engine::load(path, eo);
     const auto& m = engine->model();
     if (o.tg > 0 && static_cast<uint64_t>(max_depth) + o.tg + 1 > engine->context_length())
-        throw Error(ErrorCode::InvalidArgument, "-d " + std::to_string(max_depth) + " and -n " + std::to_string(o.tg) +
-                                                    " need " + std::to_string(max_depth + o.tg + 1) +
-                                                    " tokens of context; " + label + " has " +
-                                                    std::to_string(engine->context_length()));
+        throw Error(ErrorCode::InvalidArgument,
+                    "-d " + std::to_string(max_depth) + " and -n " + std::to_string(o.tg) + " need " +
+                        std::to_string(max_depth + o.tg + 1) + " tokens of context; " + label + " has " +
+                        std::to_string(engine->context_length()));
     Rng rng(42);
     const double roof_bytes_per_s = roof.read_gb_per_s * 1e9;
 
@@ -375,7 +389,8 @@ void bench_model(const std::string& path, const std::string& label, const Option
             engine->free_sequence(seq);
             if (r > 0) rates.push_back(o.pp / (ms / 1e3));
         }
-        Result res{label, "pp" + std::to_string(o.pp), o.pp, 1, 0, median(rates), stdev(rates), 1e3 / median(rates)};
+        Result res{label,        "pp" + std::to_string(o.pp), o.pp, 1, 0, median(rates),
+                   stdev(rates), 1e3 / median(rates)};
         print_result(res, o.json);
     }
     for (int depth : o.depths) {
@@ -399,7 +414,8 @@ void bench_model(const std::string& path, const std::string& label, const Option
                 engine->step(items);  // position `depth` (not timed; a fork's recomputed block is in it)
                 auto t = Clock::now();
                 for (int k = 0; k < o.tg; ++k) {
-                    for (auto& it : items) it.tokens[0] = static_cast<int32_t>(3 + rng.next() % (m.vocab - 3));
+                    for (auto& it : items)
+                        it.tokens[0] = static_cast<int32_t>(3 + rng.next() % (m.vocab - 3));
                     engine->step(items);
                 }
                 double ms = ms_since(t);
@@ -407,11 +423,13 @@ void bench_model(const std::string& path, const std::string& label, const Option
                 if (r > 0) rates.push_back(o.tg * b / (ms / 1e3));
             }
             double rate = median(rates);
-            const std::string test = "tg" + std::to_string(o.tg) + (depth > 0 ? "@d" + std::to_string(depth) : "");
+            const std::string test =
+                "tg" + std::to_string(o.tg) + (depth > 0 ? "@d" + std::to_string(depth) : "");
             Result res{label, test, o.tg, b, depth, rate, stdev(rates), 1e3 / rate * b};
             // Each step reads every weight once, whatever the batch.
             double steps_per_s = rate / b;
-            res.read_fraction = roof_bytes_per_s > 0 ? m.decode_read_bytes * steps_per_s / roof_bytes_per_s : -1;
+            res.read_fraction =
+                roof_bytes_per_s > 0 ? m.decode_read_bytes * steps_per_s / roof_bytes_per_s : -1;
             const double bound_s = arithmetic_bound_s(m, roof);
             res.arith_fraction = bound_s > 0 ? bound_s * steps_per_s : -1;
             print_result(res, o.json);
@@ -453,20 +471,25 @@ void bench_model(const std::string& path, const std::string& label, const Option
             std::snprintf(of_roofline, sizeof of_roofline, " (%.1f %% of read roofline)",
                           100 * m.decode_read_bytes * st.steady_tok_s / roof_bytes_per_s);
         if (st.reached)
-            std::printf("steady %s: %zu tokens; transient %zu tokens; burst %.1f tok/s; steady %.1f tok/s%s; "
-                        "latency slope %+.3f ms/100 tok; last quarter %+.1f %% slower than the first\n",
-                        label.c_str(), st.tokens, st.transient_tokens, st.burst_tok_s, st.steady_tok_s, of_roofline,
-                        st.slope_ms_per_100, 100 * st.slowdown);
+            std::printf(
+                "steady %s: %zu tokens; transient %zu tokens; burst %.1f tok/s; steady %.1f tok/s%s; "
+                "latency slope %+.3f ms/100 tok; last quarter %+.1f %% slower than the first\n",
+                label.c_str(), st.tokens, st.transient_tokens, st.burst_tok_s, st.steady_tok_s, of_roofline,
+                st.slope_ms_per_100, 100 * st.slowdown);
         else
-            std::printf("steady %s: %zu tokens; no steady state (no 32-token window varied by less than 5 %% or 0.05 ms); "
-                        "burst %.1f tok/s\n",
-                        label.c_str(), st.tokens, st.burst_tok_s);
+            std::printf(
+                "steady %s: %zu tokens; no steady state (no 32-token window varied by less than 5 %% or 0.05 "
+                "ms); "
+                "burst %.1f tok/s\n",
+                label.c_str(), st.tokens, st.burst_tok_s);
         if (o.json)
-            std::printf("{\"model\":\"%s\",\"test\":\"steady\",\"tokens\":%zu,\"seconds\":%.3f,\"context_full\":%s,"
-                        "\"reached\":%s,\"transient_tokens\":%zu,\"burst_tok_s\":%.3f,\"steady_tok_s\":%.3f,"
-                        "\"latency_slope_ms_per_100\":%.4f,\"slowdown\":%.4f}\n",
-                        label.c_str(), st.tokens, run_s, context_full ? "true" : "false", st.reached ? "true" : "false",
-                        st.transient_tokens, st.burst_tok_s, st.steady_tok_s, st.slope_ms_per_100, st.slowdown);
+            std::printf(
+                "{\"model\":\"%s\",\"test\":\"steady\",\"tokens\":%zu,\"seconds\":%.3f,\"context_full\":%s,"
+                "\"reached\":%s,\"transient_tokens\":%zu,\"burst_tok_s\":%.3f,\"steady_tok_s\":%.3f,"
+                "\"latency_slope_ms_per_100\":%.4f,\"slowdown\":%.4f}\n",
+                label.c_str(), st.tokens, run_s, context_full ? "true" : "false",
+                st.reached ? "true" : "false", st.transient_tokens, st.burst_tok_s, st.steady_tok_s,
+                st.slope_ms_per_100, st.slowdown);
     }
     if (o.profile) {
         EngineOptions po = eo;
@@ -489,20 +512,22 @@ void bench_model(const std::string& path, const std::string& label, const Option
                     label.c_str(), o.profile_at, p.total_ms, p.gpu_ms, p.dispatches,
                     p.fused_layers ? " (fused layers: one dispatch per run of layers)" : "");
         for (const auto& op : p.ops) {
-            std::printf("  %-14s %8.3f ms  %5.1f %%  %3u dispatches  %8.2f MiB  %6.2f GB/s\n", op.op.c_str(), op.ms,
-                        p.gpu_ms > 0 ? 100 * op.ms / p.gpu_ms : 0.0, op.dispatches, op.bytes / 1048576.0,
-                        op.ms > 0 ? op.bytes / (op.ms * 1e6) : 0.0);
+            std::printf("  %-14s %8.3f ms  %5.1f %%  %3u dispatches  %8.2f MiB  %6.2f GB/s\n", op.op.c_str(),
+                        op.ms, p.gpu_ms > 0 ? 100 * op.ms / p.gpu_ms : 0.0, op.dispatches,
+                        op.bytes / 1048576.0, op.ms > 0 ? op.bytes / (op.ms * 1e6) : 0.0);
             if (op.op != "fused_layer") continue;
             // Inside the fused layers (clocks in the kernel): each op family, and the share of the
             // threads' time in it spent waiting for another thread's last item.
             for (const auto& f : p.fused_ops) {
                 if (f.idle_fraction < 0)
-                    std::printf("    %-12s %8.3f ms  %5.1f %%  (the driver starting and ending the dispatches)\n",
-                                f.op.c_str(), f.ms, p.gpu_ms > 0 ? 100 * f.ms / p.gpu_ms : 0.0);
+                    std::printf(
+                        "    %-12s %8.3f ms  %5.1f %%  (the driver starting and ending the dispatches)\n",
+                        f.op.c_str(), f.ms, p.gpu_ms > 0 ? 100 * f.ms / p.gpu_ms : 0.0);
                 else
-                    std::printf("    %-12s %8.3f ms  %5.1f %%  %8.2f MiB  %6.2f GB/s  threads idle %4.1f %%\n",
-                                f.op.c_str(), f.ms, p.gpu_ms > 0 ? 100 * f.ms / p.gpu_ms : 0.0, f.bytes / 1048576.0,
-                                f.ms > 0 ? f.bytes / (f.ms * 1e6) : 0.0, 100 * f.idle_fraction);
+                    std::printf(
+                        "    %-12s %8.3f ms  %5.1f %%  %8.2f MiB  %6.2f GB/s  threads idle %4.1f %%\n",
+                        f.op.c_str(), f.ms, p.gpu_ms > 0 ? 100 * f.ms / p.gpu_ms : 0.0, f.bytes / 1048576.0,
+                        f.ms > 0 ? f.bytes / (f.ms * 1e6) : 0.0, 100 * f.idle_fraction);
             }
         }
         std::printf("  weights read per token: %.1f MiB\n", m.decode_read_bytes / 1048576.0);
@@ -513,17 +538,20 @@ void bench_model(const std::string& path, const std::string& label, const Option
     // the largest step's work.
     const MemoryPlan plan = plan_memory(m, engine->device(), eo);
     const uint64_t heap = engine->device().device_local_bytes;
-    std::printf("memory %s: weights %.1f MiB + KV cache %.2f MiB (%u tokens x %u sequence%s) + work %.2f MiB = "
-                "%.1f MiB, %.1f %% of the device's %.0f MiB\n",
-                label.c_str(), plan.weight_bytes / 1048576.0, plan.kv_bytes / 1048576.0, plan.context_length,
-                plan.sequences, plan.sequences == 1 ? "" : "s", plan.work_bytes / 1048576.0, plan.total_bytes() / 1048576.0,
-                heap ? 100.0 * plan.total_bytes() / heap : 0.0, heap / 1048576.0);
+    std::printf(
+        "memory %s: weights %.1f MiB + KV cache %.2f MiB (%u tokens x %u sequence%s) + work %.2f MiB = "
+        "%.1f MiB, %.1f %% of the device's %.0f MiB\n",
+        label.c_str(), plan.weight_bytes / 1048576.0, plan.kv_bytes / 1048576.0, plan.context_length,
+        plan.sequences, plan.sequences == 1 ? "" : "s", plan.work_bytes / 1048576.0,
+        plan.total_bytes() / 1048576.0, heap ? 100.0 * plan.total_bytes() / heap : 0.0, heap / 1048576.0);
     if (o.json)
-        std::printf("{\"model\":\"%s\",\"test\":\"memory\",\"weight_bytes\":%llu,\"kv_bytes\":%llu,\"work_bytes\":%llu,"
-                    "\"context_tokens\":%u,\"sequences\":%u,\"device_bytes\":%llu}\n",
-                    label.c_str(), static_cast<unsigned long long>(plan.weight_bytes),
-                    static_cast<unsigned long long>(plan.kv_bytes), static_cast<unsigned long long>(plan.work_bytes),
-                    plan.context_length, plan.sequences, static_cast<unsigned long long>(heap));
+        std::printf(
+            "{\"model\":\"%s\",\"test\":\"memory\",\"weight_bytes\":%llu,\"kv_bytes\":%llu,\"work_bytes\":%"
+            "llu,"
+            "\"context_tokens\":%u,\"sequences\":%u,\"device_bytes\":%llu}\n",
+            label.c_str(), static_cast<unsigned long long>(plan.weight_bytes),
+            static_cast<unsigned long long>(plan.kv_bytes), static_cast<unsigned long long>(plan.work_bytes),
+            plan.context_length, plan.sequences, static_cast<unsigned long long>(heap));
 }
 
 }  // namespace
@@ -553,19 +581,24 @@ int main(int argc, char** argv) {
         const auto whole = [&](const std::string& text) -> int {
             const double v = number_of(text);
             if (v != std::floor(v) || v < -1e9 || v > 1e9) {
-                std::fprintf(stderr, "%s needs a whole number, not \"%s\"\n%s", f.c_str(), text.c_str(), kUsage);
+                std::fprintf(stderr, "%s needs a whole number, not \"%s\"\n%s", f.c_str(), text.c_str(),
+                             kUsage);
                 std::exit(2);
             }
             return static_cast<int>(v);
         };
-        if (f == "--model" || f == "-m") o.models.push_back(value());
+        if (f == "--model" || f == "-m")
+            o.models.push_back(value());
         else if (f == "--synthetic") {
             std::string v = value();
             auto c = v.find(':');
             o.synthetic.emplace_back(v.substr(0, c), c == std::string::npos ? "q8_0" : v.substr(c + 1));
-        } else if (f == "-p") o.pp = whole(value());
-        else if (f == "-n") o.tg = whole(value());
-        else if (f == "-r") o.reps = std::max(1, whole(value()));
+        } else if (f == "-p")
+            o.pp = whole(value());
+        else if (f == "-n")
+            o.tg = whole(value());
+        else if (f == "-r")
+            o.reps = std::max(1, whole(value()));
         else if (f == "-b" || f == "-d") {
             auto& list = f == "-b" ? o.batches : o.depths;
             list.clear();
@@ -576,8 +609,8 @@ int main(int argc, char** argv) {
                 s = e == std::string::npos ? v.size() : e + 1;
             }
             if (list.empty() || *std::min_element(list.begin(), list.end()) < (f == "-b" ? 1 : 0)) {
-                std::fprintf(stderr, "%s needs a list of %s numbers\n%s", f.c_str(), f == "-b" ? "positive" : "non-negative",
-                             kUsage);
+                std::fprintf(stderr, "%s needs a list of %s numbers\n%s", f.c_str(),
+                             f == "-b" ? "positive" : "non-negative", kUsage);
                 return 2;
             }
         } else if (f == "--beside") {
@@ -586,10 +619,12 @@ int main(int argc, char** argv) {
                 std::fprintf(stderr, "--beside needs 1 to 64 replies\n%s", kUsage);
                 return 2;
             }
-        }
-        else if (f == "--steady") o.steady = whole(value());
-        else if (f == "--steady-seconds") o.steady_seconds = number_of(value());
-        else if (f == "--profile") o.profile = true;
+        } else if (f == "--steady")
+            o.steady = whole(value());
+        else if (f == "--steady-seconds")
+            o.steady_seconds = number_of(value());
+        else if (f == "--profile")
+            o.profile = true;
         else if (f == "--profile-at") {
             o.profile = true;
             o.profile_at = whole(value());
@@ -597,15 +632,22 @@ int main(int argc, char** argv) {
                 std::fprintf(stderr, "--profile-at needs a position of at least 3\n%s", kUsage);
                 return 2;
             }
-        }
-        else if (f == "--rooflines") o.rooflines = true;
-        else if (f == "--no-rooflines") o.rooflines = false;
-        else if (f == "--startup") o.startup = true;
-        else if (f == "--startup-probe") o.startup_probe = true;
-        else if (f == "--startup-probe-warm-up") o.startup_probe = o.startup_probe_warm_up = true;
-        else if (f == "--no-fused-decode") o.fused_decode = false;
-        else if (f == "--json") o.json = true;
-        else if (f == "--device") o.device = value();
+        } else if (f == "--rooflines")
+            o.rooflines = true;
+        else if (f == "--no-rooflines")
+            o.rooflines = false;
+        else if (f == "--startup")
+            o.startup = true;
+        else if (f == "--startup-probe")
+            o.startup_probe = true;
+        else if (f == "--startup-probe-warm-up")
+            o.startup_probe = o.startup_probe_warm_up = true;
+        else if (f == "--no-fused-decode")
+            o.fused_decode = false;
+        else if (f == "--json")
+            o.json = true;
+        else if (f == "--device")
+            o.device = value();
         else if (f == "--write-synthetic") {
             std::string v = value(), file = value();
             auto c = v.find(':');
@@ -640,35 +682,40 @@ int main(int argc, char** argv) {
             roof = measure_rooflines(o.device);
             std::printf("device %s: read roofline %.2f GB/s (", roof.device.c_str(), roof.read_gb_per_s);
             for (int i = 0; i < Rooflines::kReadPatterns; ++i)
-                std::printf("%s%s %.2f", i ? ", " : "", Rooflines::kReadPatternNames[i], roof.read_gb_per_s_by_pattern[i]);
+                std::printf("%s%s %.2f", i ? ", " : "", Rooflines::kReadPatternNames[i],
+                            roof.read_gb_per_s_by_pattern[i]);
             std::printf("); arithmetic roofline (");
             for (int i = 0; i < Rooflines::kDotTypes; ++i)
                 std::printf("%s%s %.2f", i ? ", " : "", Rooflines::kDotTypeNames[i], roof.dot_gb_per_s[i]);
-            std::printf(" GB/s); dispatch %.1f us (%.1f us without barrier); submit+wait %.1f us", roof.dispatch_us,
-                        roof.dispatch_no_barrier_us, roof.submit_wait_us);
+            std::printf(" GB/s); dispatch %.1f us (%.1f us without barrier); submit+wait %.1f us",
+                        roof.dispatch_us, roof.dispatch_no_barrier_us, roof.submit_wait_us);
             if (roof.host_clock_ghz_max > 0)
                 std::printf("; host core clock %.2f-%.2f GHz (dependent multiplies)", roof.host_clock_ghz_min,
                             roof.host_clock_ghz_max);
             std::printf("\n");
             if (o.json) {
-                std::printf("{\"test\":\"rooflines\",\"device\":\"%s\",\"read_gb_s\":%.3f,\"dispatch_us\":%.2f,"
-                            "\"dispatch_no_barrier_us\":%.2f,\"submit_wait_us\":%.2f",
-                            roof.device.c_str(), roof.read_gb_per_s, roof.dispatch_us, roof.dispatch_no_barrier_us,
-                            roof.submit_wait_us);
+                std::printf(
+                    "{\"test\":\"rooflines\",\"device\":\"%s\",\"read_gb_s\":%.3f,\"dispatch_us\":%.2f,"
+                    "\"dispatch_no_barrier_us\":%.2f,\"submit_wait_us\":%.2f",
+                    roof.device.c_str(), roof.read_gb_per_s, roof.dispatch_us, roof.dispatch_no_barrier_us,
+                    roof.submit_wait_us);
                 for (int i = 0; i < Rooflines::kDotTypes; ++i)
-                    std::printf(",\"arithmetic_%s_gb_s\":%.3f", Rooflines::kDotTypeNames[i], roof.dot_gb_per_s[i]);
-                std::printf(",\"host_clock_ghz_min\":%.3f,\"host_clock_ghz_max\":%.3f}\n", roof.host_clock_ghz_min,
-                            roof.host_clock_ghz_max);
+                    std::printf(",\"arithmetic_%s_gb_s\":%.3f", Rooflines::kDotTypeNames[i],
+                                roof.dot_gb_per_s[i]);
+                std::printf(",\"host_clock_ghz_min\":%.3f,\"host_clock_ghz_max\":%.3f}\n",
+                            roof.host_clock_ghz_min, roof.host_clock_ghz_max);
             }
         }
-        std::printf("| %-28s | %-20s | %5s | %3s | %20s | %9s | %7s | %7s |\n", "model", "test", "tok", "seq", "tok/s",
-                    "ms/tok", "read %", "arith %");
+        std::printf("| %-28s | %-20s | %5s | %3s | %20s | %9s | %7s | %7s |\n", "model", "test", "tok", "seq",
+                    "tok/s", "ms/tok", "read %", "arith %");
         for (const auto& m : o.models) bench_model(m, std::filesystem::path(m).filename().string(), o, roof);
         for (const auto& [shape, type] : o.synthetic) {
             std::string file = shape;  // a written-out shape's slashes are not a path
             std::replace(file.begin(), file.end(), '/', 'x');
-            auto path = std::filesystem::temp_directory_path() / ("lantern-synthetic-" + file + "-" + type + ".gguf");
-            if (!std::filesystem::exists(path)) write_synthetic_model(synthetic_shape(shape), type_id(type), path.string());
+            auto path =
+                std::filesystem::temp_directory_path() / ("lantern-synthetic-" + file + "-" + type + ".gguf");
+            if (!std::filesystem::exists(path))
+                write_synthetic_model(synthetic_shape(shape), type_id(type), path.string());
             bench_model(path.string(), "synthetic-" + shape + ":" + type, o, roof);
         }
     } catch (const Error& e) {

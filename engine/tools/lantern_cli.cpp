@@ -79,7 +79,8 @@ T number(const std::string& flag, const std::string& s) {
         if (s.empty() || *end) usage_error(flag + " needs a number, got \"" + s + "\"");
     } else {
         auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (r.ec != std::errc() || r.ptr != s.data() + s.size()) usage_error(flag + " needs an integer, got \"" + s + "\"");
+        if (r.ec != std::errc() || r.ptr != s.data() + s.size())
+            usage_error(flag + " needs an integer, got \"" + s + "\"");
     }
     return v;
 }
@@ -92,32 +93,62 @@ Args parse(int argc, char** argv) {
             if (i + 1 >= argc) usage_error(f + " needs a value");
             return argv[++i];
         };
-        if (f == "--model" || f == "-m") a.model = value();
-        else if (f == "--prompt" || f == "-p") { a.prompt = value(); a.has_prompt = true; }
-        else if (f == "--tokens") a.tokens = value();
-        else if (f == "-n") a.n = number<int>(f, value());
-        else if (f == "--temp") a.sampling.temperature = number<float>(f, value());
-        else if (f == "--top-k") a.sampling.top_k = number<int>(f, value());
-        else if (f == "--top-p") a.sampling.top_p = number<float>(f, value());
-        else if (f == "--min-p") a.sampling.min_p = number<float>(f, value());
-        else if (f == "--repeat-penalty") a.sampling.repeat_penalty = number<float>(f, value());
-        else if (f == "--seed") a.sampling.seed = number<uint64_t>(f, value());
-        else if (f == "--chat") a.chat = true;
-        else if (f == "--system") a.system = value();
-        else if (f == "--drop-oldest") a.drop_oldest = true;
-        else if (f == "--ctx") a.ctx = number<uint32_t>(f, value());
-        else if (f == "--kv-f32") a.kv_f32 = true;
-        else if (f == "--device") a.device = value();
-        else if (f == "--list-devices") a.list = true;
-        else if (f == "--info") a.info = true;
-        else if (f == "--profile") a.profile = true;
-        else if (f == "--perplexity") a.perplexity = value();
-        else if (f == "--chunks") a.chunks = number<uint32_t>(f, value());
-        else if (f == "--compare-to") a.compare_to = value();
-        else if (f == "--tokenize") { a.tokenize = value(); a.has_tokenize = true; }
-        else if (f == "--detokenize") { a.detokenize = value(); a.has_detokenize = true; }
-        else if (f == "--help" || f == "-h") { std::cout << kUsage; std::exit(0); }
-        else usage_error("unknown option " + f);
+        if (f == "--model" || f == "-m")
+            a.model = value();
+        else if (f == "--prompt" || f == "-p") {
+            a.prompt = value();
+            a.has_prompt = true;
+        } else if (f == "--tokens")
+            a.tokens = value();
+        else if (f == "-n")
+            a.n = number<int>(f, value());
+        else if (f == "--temp")
+            a.sampling.temperature = number<float>(f, value());
+        else if (f == "--top-k")
+            a.sampling.top_k = number<int>(f, value());
+        else if (f == "--top-p")
+            a.sampling.top_p = number<float>(f, value());
+        else if (f == "--min-p")
+            a.sampling.min_p = number<float>(f, value());
+        else if (f == "--repeat-penalty")
+            a.sampling.repeat_penalty = number<float>(f, value());
+        else if (f == "--seed")
+            a.sampling.seed = number<uint64_t>(f, value());
+        else if (f == "--chat")
+            a.chat = true;
+        else if (f == "--system")
+            a.system = value();
+        else if (f == "--drop-oldest")
+            a.drop_oldest = true;
+        else if (f == "--ctx")
+            a.ctx = number<uint32_t>(f, value());
+        else if (f == "--kv-f32")
+            a.kv_f32 = true;
+        else if (f == "--device")
+            a.device = value();
+        else if (f == "--list-devices")
+            a.list = true;
+        else if (f == "--info")
+            a.info = true;
+        else if (f == "--profile")
+            a.profile = true;
+        else if (f == "--perplexity")
+            a.perplexity = value();
+        else if (f == "--chunks")
+            a.chunks = number<uint32_t>(f, value());
+        else if (f == "--compare-to")
+            a.compare_to = value();
+        else if (f == "--tokenize") {
+            a.tokenize = value();
+            a.has_tokenize = true;
+        } else if (f == "--detokenize") {
+            a.detokenize = value();
+            a.has_detokenize = true;
+        } else if (f == "--help" || f == "-h") {
+            std::cout << kUsage;
+            std::exit(0);
+        } else
+            usage_error("unknown option " + f);
     }
     return a;
 }
@@ -139,8 +170,9 @@ int list_devices_command() {
     uint32_t chosen = choose_device(devices, "");
     for (const auto& d : devices) {
         std::printf("%s[%u] %s — %s, driver %s, %.0f MiB, subgroup %u, max binding %.0f MiB\n",
-                    d.index == chosen ? "*" : " ", d.index, d.name.c_str(), device_type_name(d.type), d.driver.c_str(),
-                    d.device_local_bytes / 1048576.0, d.subgroup_size, d.max_storage_buffer_range / 1048576.0);
+                    d.index == chosen ? "*" : " ", d.index, d.name.c_str(), device_type_name(d.type),
+                    d.driver.c_str(), d.device_local_bytes / 1048576.0, d.subgroup_size,
+                    d.max_storage_buffer_range / 1048576.0);
     }
     std::printf("(* = chosen by default; override with --device or LANTERN_DEVICE)\n");
     return 0;
@@ -154,23 +186,28 @@ void print_info(const Engine& e) {
                 m.architecture.c_str(), m.n_layers, m.dim, m.n_heads, m.n_kv_heads, m.head_dim, m.ffn_dim);
     std::printf("vocab        %u, trained context %u, RoPE base %g (%u dims", m.vocab, m.context_length,
                 m.rope_freq_base, m.n_rot);
-    if (m.rope_scaling.type == RopeScaling::Type::Linear) std::printf(", positions / %g", m.rope_scaling.factor);
+    if (m.rope_scaling.type == RopeScaling::Type::Linear)
+        std::printf(", positions / %g", m.rope_scaling.factor);
     if (m.rope_scaling.type == RopeScaling::Type::Yarn)
         std::printf(", YaRN x%g over %u", m.rope_scaling.factor, m.rope_scaling.original_context);
-    if (!m.rope_scaling.frequency_factors.empty()) std::printf(", frequency factors per pair (rope_freqs.weight)");
+    if (!m.rope_scaling.frequency_factors.empty())
+        std::printf(", frequency factors per pair (rope_freqs.weight)");
     std::printf("), RMS eps %g, %s output\n", m.rms_eps, m.tied_output ? "tied" : "separate");
     std::printf("tokenizer    %s, chat format %s\n", e.tokenizer().kind().c_str(),
                 chat_format_name(ChatTemplate::from_gguf(*GgufFile::open(m.path)).format()));
-    std::printf("weights      %s; %.2f M parameters; %.1f MiB in file, %.1f MiB on device\n", m.weight_types.c_str(),
-                m.parameters / 1e6, m.file_bytes / 1048576.0, m.weight_bytes / 1048576.0);
+    std::printf("weights      %s; %.2f M parameters; %.1f MiB in file, %.1f MiB on device\n",
+                m.weight_types.c_str(), m.parameters / 1e6, m.file_bytes / 1048576.0,
+                m.weight_bytes / 1048576.0);
     auto kv = e.kv_stats();
-    std::printf("KV cache     %u blocks x %u tokens = %llu tokens, %.1f MiB (%llu bytes/token = 2 x %u layers x %u KV heads x %u dims x %u bytes)\n",
-                kv.total_blocks, kv.block_tokens, static_cast<unsigned long long>(kv.capacity_tokens),
-                kv.capacity_bytes / 1048576.0, static_cast<unsigned long long>(kv.bytes_per_token), kv.layers,
-                kv.kv_heads, kv.head_dim, kv.element_bytes);
+    std::printf(
+        "KV cache     %u blocks x %u tokens = %llu tokens, %.1f MiB (%llu bytes/token = 2 x %u layers x %u "
+        "KV heads x %u dims x %u bytes)\n",
+        kv.total_blocks, kv.block_tokens, static_cast<unsigned long long>(kv.capacity_tokens),
+        kv.capacity_bytes / 1048576.0, static_cast<unsigned long long>(kv.bytes_per_token), kv.layers,
+        kv.kv_heads, kv.head_dim, kv.element_bytes);
     std::printf("device       %s (%s), %s\n", d.name.c_str(), device_type_name(d.type), d.driver.c_str());
-    std::printf("load         %.1f ms (pipelines + upload %.1f ms, pipeline cache %s)\n", e.load_ms(), e.pipelines_ms(),
-                e.pipeline_cache_was_warm() ? "warm" : "cold");
+    std::printf("load         %.1f ms (pipelines + upload %.1f ms, pipeline cache %s)\n", e.load_ms(),
+                e.pipelines_ms(), e.pipeline_cache_was_warm() ? "warm" : "cold");
 }
 
 int generate(Engine& e, const Args& a) {
@@ -215,20 +252,22 @@ int generate(Engine& e, const Args& a) {
     auto t2 = Clock::now();
     double prefill_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     double decode_ms = std::chrono::duration<double, std::milli>(t2 - t_decode).count();
-    std::fprintf(stderr,
-                 "\n[lantern] load %.0f ms | prompt %zu tokens: prefill %.1f ms (%.1f tok/s) | TTFT %.1f ms | "
-                 "%d tokens decoded in %.1f ms (%.1f tok/s) | seed %llu | %s\n",
-                 e.load_ms(), prompt.size(), prefill_ms, prompt.size() / (prefill_ms / 1e3), ttft, produced, decode_ms,
-                 produced > 1 ? (produced - 1) / (decode_ms / 1e3) : 0.0, static_cast<unsigned long long>(seed),
-                 e.device().name.c_str());
+    std::fprintf(
+        stderr,
+        "\n[lantern] load %.0f ms | prompt %zu tokens: prefill %.1f ms (%.1f tok/s) | TTFT %.1f ms | "
+        "%d tokens decoded in %.1f ms (%.1f tok/s) | seed %llu | %s\n",
+        e.load_ms(), prompt.size(), prefill_ms, prompt.size() / (prefill_ms / 1e3), ttft, produced, decode_ms,
+        produced > 1 ? (produced - 1) / (decode_ms / 1e3) : 0.0, static_cast<unsigned long long>(seed),
+        e.device().name.c_str());
     if (a.profile) {
         const auto& p = e.last_step_profile();
-        std::fprintf(stderr, "[lantern] last step: %.2f ms wall, %.2f ms GPU, %u dispatches\n", p.total_ms, p.gpu_ms,
-                     p.dispatches);
+        std::fprintf(stderr, "[lantern] last step: %.2f ms wall, %.2f ms GPU, %u dispatches\n", p.total_ms,
+                     p.gpu_ms, p.dispatches);
         for (const auto& op : p.ops) {
             std::fprintf(stderr, "  %-14s %8.3f ms\n", op.op.c_str(), op.ms);
             if (op.op == "fused_layer")
-                for (const auto& f : p.fused_ops) std::fprintf(stderr, "    %-12s %8.3f ms\n", f.op.c_str(), f.ms);
+                for (const auto& f : p.fused_ops)
+                    std::fprintf(stderr, "    %-12s %8.3f ms\n", f.op.c_str(), f.ms);
         }
     }
     return 0;
@@ -253,8 +292,8 @@ int perplexity(Engine& e, const Args& a, Engine* base) {
     o.context = e.context_length();
     o.max_chunks = a.chunks;
     o.step_tokens = kPerplexityStep;
-    std::fprintf(stderr, "[lantern] perplexity: %zu tokens, chunks of %u (second halves scored)\n", tokens.size(),
-                 o.context);
+    std::fprintf(stderr, "[lantern] perplexity: %zu tokens, chunks of %u (second halves scored)\n",
+                 tokens.size(), o.context);
     if (base) {
         const auto r = compare_models(*base, e, tokens, o, [](uint32_t chunk, double kld) {
             std::fprintf(stderr, "[%u]%.6f,", chunk + 1, kld);
@@ -262,10 +301,12 @@ int perplexity(Engine& e, const Args& a, Engine* base) {
         });
         std::fprintf(stderr, "\n");
         std::printf("perplexity %.4f +/- %.4f (base %.4f +/- %.4f) over %u chunks of %u tokens (%u scored)\n",
-                    r.test.perplexity, r.test.std_error, r.base.perplexity, r.base.std_error, r.test.chunks, o.context,
-                    r.scored_tokens);
-        std::printf("KL divergence from the base: mean %.6f, 99th percentile %.6f, max %.6f nats; same top token %.2f %%\n",
-                    r.mean_kld, r.kld_p99, r.max_kld, 100.0 * r.top1_agreement);
+                    r.test.perplexity, r.test.std_error, r.base.perplexity, r.base.std_error, r.test.chunks,
+                    o.context, r.scored_tokens);
+        std::printf(
+            "KL divergence from the base: mean %.6f, 99th percentile %.6f, max %.6f nats; same top token "
+            "%.2f %%\n",
+            r.mean_kld, r.kld_p99, r.max_kld, 100.0 * r.top1_agreement);
         return 0;
     }
     const auto r = measure_perplexity(e, tokens, o, [](uint32_t chunk, double running) {
@@ -273,8 +314,8 @@ int perplexity(Engine& e, const Args& a, Engine* base) {
         std::fflush(stderr);
     });
     std::fprintf(stderr, "\n");
-    std::printf("perplexity %.4f +/- %.4f over %u chunks of %u tokens (%u scored), %.1f tok/s\n", r.perplexity,
-                r.std_error, r.chunks, o.context, r.scored_tokens, r.tokens_per_second);
+    std::printf("perplexity %.4f +/- %.4f over %u chunks of %u tokens (%u scored), %.1f tok/s\n",
+                r.perplexity, r.std_error, r.chunks, o.context, r.scored_tokens, r.tokens_per_second);
     return 0;
 }
 
@@ -285,9 +326,10 @@ int chat(Engine& e, const Args& a) {
     SamplingSettings s = a.sampling;
     s.max_new_tokens = a.n;
     SettingsSlot slot(s);
-    std::fprintf(stderr,
-                 "[lantern] chat format: %s. One user turn per line (/continue, /regenerate); end with Ctrl-D.\n",
-                 session.template_name().c_str());
+    std::fprintf(
+        stderr,
+        "[lantern] chat format: %s. One user turn per line (/continue, /regenerate); end with Ctrl-D.\n",
+        session.template_name().c_str());
     const auto print = [](const TokenEvent& ev) {
         std::cout << ev.text << std::flush;
         return true;
@@ -306,20 +348,27 @@ int chat(Engine& e, const Args& a) {
                           : session.respond(line, slot, print);
         std::cout << "\n" << std::flush;
         auto kv = e.kv_stats();
-        std::fprintf(stderr,
-                     "[turn] prompt %u tokens: %u reused from the prefix cache, %u computed | generated %u (%s) | "
-                     "KV blocks %u used / %u cached / %u total | TTFT %.1f ms | prefill %.1f tok/s | decode %.1f tok/s\n",
-                     st.prompt_tokens, st.reused_tokens, st.computed_tokens, st.generated_tokens, std::string(stop_reason_name(st.stop_reason)).c_str(),
-                     kv.used_blocks, kv.cached_blocks, kv.total_blocks, st.ttft_ms, st.prefill_tokens_per_s,
-                     st.decode_tokens_per_s);
-        if (st.dropped_turns) std::fprintf(stderr, "[turn] dropped %u oldest turns to fit the context\n", st.dropped_turns);
+        std::fprintf(
+            stderr,
+            "[turn] prompt %u tokens: %u reused from the prefix cache, %u computed | generated %u (%s) | "
+            "KV blocks %u used / %u cached / %u total | TTFT %.1f ms | prefill %.1f tok/s | decode %.1f "
+            "tok/s\n",
+            st.prompt_tokens, st.reused_tokens, st.computed_tokens, st.generated_tokens,
+            std::string(stop_reason_name(st.stop_reason)).c_str(), kv.used_blocks, kv.cached_blocks,
+            kv.total_blocks, st.ttft_ms, st.prefill_tokens_per_s, st.decode_tokens_per_s);
+        if (st.dropped_turns)
+            std::fprintf(stderr, "[turn] dropped %u oldest turns to fit the context\n", st.dropped_turns);
         if (st.stop_reason == StopReason::ContextFull && st.changed_nothing)
-            std::fprintf(stderr, "[turn] no room: the prompt would take %u of the context's %u tokens; nothing was kept (%s)\n",
+            std::fprintf(stderr,
+                         "[turn] no room: the prompt would take %u of the context's %u tokens; nothing was "
+                         "kept (%s)\n",
                          st.prompt_tokens, e.context_length(),
-                         st.would_fit_dropping ? "--drop-oldest would make room" : "shorten it, or use a larger --ctx");
+                         st.would_fit_dropping ? "--drop-oldest would make room"
+                                               : "shorten it, or use a larger --ctx");
         else if (st.stop_reason == StopReason::ContextFull)
             std::fprintf(stderr, "[turn] the context is full (%u tokens); %s\n", e.context_length(),
-                         a.drop_oldest ? "the next turn drops the oldest turns" : "use --drop-oldest or a larger --ctx");
+                         a.drop_oldest ? "the next turn drops the oldest turns"
+                                       : "use --drop-oldest or a larger --ctx");
     }
     return 0;
 }

@@ -50,7 +50,8 @@ template <typename T>
 T integer(const std::string& flag, const std::string& s) {
     T v{};
     auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (r.ec != std::errc() || r.ptr != s.data() + s.size()) usage_error(flag + " needs an integer, got \"" + s + "\"");
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size())
+        usage_error(flag + " needs an integer, got \"" + s + "\"");
     return v;
 }
 
@@ -73,18 +74,31 @@ int main(int argc, char** argv) {
             if (i + 1 >= argc) usage_error(f + " needs a value");
             return argv[++i];
         };
-        if (f == "--model" || f == "-m") model = value();
-        else if (f == "--host") so.host = value();
-        else if (f == "--port") so.port = integer<uint16_t>(f, value());
-        else if (f == "--api-key") so.api_key = value();
-        else if (f == "--cors") so.cors = true;
-        else if (f == "--parallel") so.parallel = integer<uint32_t>(f, value());
-        else if (f == "--ctx") ctx = integer<uint32_t>(f, value());
-        else if (f == "--kv-tokens") kv_tokens = integer<uint32_t>(f, value());
-        else if (f == "--device") device = value();
-        else if (f == "--quiet") quiet = true;
-        else if (f == "--help" || f == "-h") { std::cout << kUsage; return 0; }
-        else usage_error("unknown option " + f);
+        if (f == "--model" || f == "-m")
+            model = value();
+        else if (f == "--host")
+            so.host = value();
+        else if (f == "--port")
+            so.port = integer<uint16_t>(f, value());
+        else if (f == "--api-key")
+            so.api_key = value();
+        else if (f == "--cors")
+            so.cors = true;
+        else if (f == "--parallel")
+            so.parallel = integer<uint32_t>(f, value());
+        else if (f == "--ctx")
+            ctx = integer<uint32_t>(f, value());
+        else if (f == "--kv-tokens")
+            kv_tokens = integer<uint32_t>(f, value());
+        else if (f == "--device")
+            device = value();
+        else if (f == "--quiet")
+            quiet = true;
+        else if (f == "--help" || f == "-h") {
+            std::cout << kUsage;
+            return 0;
+        } else
+            usage_error("unknown option " + f);
     }
     if (model.empty()) usage_error("--model is required");
     if (so.parallel == 0 || so.parallel > 64) usage_error("--parallel must be between 1 and 64");
@@ -105,16 +119,20 @@ int main(int argc, char** argv) {
         if (!quiet) so.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
         ApiServer server(*engine, so);
         std::fprintf(stderr,
-                     "[lantern-server] %s (%s chat format, context %u, %u replies at once, KV cache of %llu tokens) on %s "
+                     "[lantern-server] %s (%s chat format, context %u, %u replies at once, KV cache of %llu "
+                     "tokens) on %s "
                      "(%s); ready in %.1f s\n"
                      "[lantern-server] listening on http://%s:%u/v1\n",
-                     engine->model().name.c_str(), chat_format_name(lantern::ChatTemplate::for_engine(*engine).format()),
+                     engine->model().name.c_str(),
+                     chat_format_name(lantern::ChatTemplate::for_engine(*engine).format()),
                      engine->context_length(), so.parallel,
-                     static_cast<unsigned long long>(engine->kv_stats().capacity_tokens), engine->device().name.c_str(),
-                     device_type_name(engine->device().type), (engine->load_ms() + warm_ms) / 1000.0, so.host.c_str(),
-                     server.port());
+                     static_cast<unsigned long long>(engine->kv_stats().capacity_tokens),
+                     engine->device().name.c_str(), device_type_name(engine->device().type),
+                     (engine->load_ms() + warm_ms) / 1000.0, so.host.c_str(), server.port());
         if (so.host != "127.0.0.1" && so.api_key.empty())
-            std::fprintf(stderr, "[lantern-server] warning: other machines can reach this server and no --api-key is set\n");
+            std::fprintf(
+                stderr,
+                "[lantern-server] warning: other machines can reach this server and no --api-key is set\n");
         g_server = &server;
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);

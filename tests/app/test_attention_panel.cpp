@@ -64,7 +64,8 @@ private slots:
         snapshot.probs[2 * 3 + 1] = 0.8f;
         snapshot.probs[2 * 3 + 2] = 0.1f;
         panel.setSnapshot(snapshot);
-        QCOMPARE(caption(panel)->text(), QStringLiteral("Layer 1 of 6, token at position 2 attending over 3 positions"));
+        QCOMPARE(caption(panel)->text(),
+                 QStringLiteral("Layer 1 of 6, token at position 2 attending over 3 positions"));
 
         // Only head 2 shown (the third entry), so the whole plot is its row; the tooltip over the
         // middle column names it as the combo box does.

@@ -8,14 +8,14 @@
 #include <QImage>
 #include <QPaintEvent>
 #include <QScreen>
-#include <memory>
 #include <QTest>
-#include <QTextCursor>
-#include <QTextList>
-#include <QTextTable>
 #include <QTextBlock>
+#include <QTextCursor>
 #include <QTextDocument>
 #include <QTextFragment>
+#include <QTextList>
+#include <QTextTable>
+#include <memory>
 
 #include "Theme.h"
 #include "chat/ChatView.h"
@@ -105,7 +105,8 @@ const char* kEveryBlock =
     "~~~\nfence with\n\n```\nan inner marker\n~~~\n\n"
     "The end.";
 bool isFixedFont(const QTextCharFormat& c) {
-    return c.fontFixedPitch() && c.fontFamilies().toStringList() == QFontDatabase::systemFont(QFontDatabase::FixedFont).families();
+    return c.fontFixedPitch() &&
+           c.fontFamilies().toStringList() == QFontDatabase::systemFont(QFontDatabase::FixedFont).families();
 }
 }  // namespace
 
@@ -116,18 +117,28 @@ void TestChatView::splitsReasoningFromTheAnswer_data() {
     QTest::addColumn<bool>("done");
     QTest::addColumn<QString>("reasoning");
     QTest::addColumn<QString>("answer");
-    QTest::newRow("plain reply") << "Hello there." << false << false << false << "" << "Hello there.";
+    QTest::newRow("plain reply") << "Hello there." << false << false << false << ""
+                                 << "Hello there.";
     QTest::newRow("a plain reply stays plain even with think-like text inside")
-        << "Use <think> tags." << false << false << false << "" << "Use <think> tags.";
-    QTest::newRow("streaming, opened by the prompt") << "The user says hi" << true << true << false << "The user says hi" << "";
+        << "Use <think> tags." << false << false << false << ""
+        << "Use <think> tags.";
+    QTest::newRow("streaming, opened by the prompt")
+        << "The user says hi" << true << true << false << "The user says hi"
+        << "";
     QTest::newRow("finished, opened by the prompt")
-        << "The user says hi.\n</think>\n\nHello!" << true << true << true << "The user says hi." << "Hello!";
+        << "The user says hi.\n</think>\n\nHello!" << true << true << true << "The user says hi."
+        << "Hello!";
     QTest::newRow("opened by the reply itself")
-        << "<think>\nLet me see.\n</think>\n\nFour." << false << true << true << "Let me see." << "Four.";
+        << "<think>\nLet me see.\n</think>\n\nFour." << false << true << true << "Let me see."
+        << "Four.";
     QTest::newRow("closing tag only (the prompt opened it)")
-        << "Hmm.</think>Yes." << false << true << true << "Hmm." << "Yes.";
-    QTest::newRow("empty reasoning") << "<think>\n\n</think>\n\nOK" << false << true << true << "" << "OK";
-    QTest::newRow("still reasoning after the tag") << "<think>Count: 1, 2" << false << true << false << "Count: 1, 2" << "";
+        << "Hmm.</think>Yes." << false << true << true << "Hmm."
+        << "Yes.";
+    QTest::newRow("empty reasoning") << "<think>\n\n</think>\n\nOK" << false << true << true << ""
+                                     << "OK";
+    QTest::newRow("still reasoning after the tag")
+        << "<think>Count: 1, 2" << false << true << false << "Count: 1, 2"
+        << "";
 }
 
 void TestChatView::splitsReasoningFromTheAnswer() {
@@ -156,8 +167,8 @@ void TestChatView::writesReasoningMutedAndTheAnswerPlain() {
         return out;
     };
     QTextDocument done;
-    writeReasonedReply(done, splitReasoning(QStringLiteral("Step by step.\n</think>\n\nFour."), true), font, small,
-                       QStringLiteral("Reasoning"), QString());
+    writeReasonedReply(done, splitReasoning(QStringLiteral("Step by step.\n</think>\n\nFour."), true), font,
+                       small, QStringLiteral("Reasoning"), QString());
     QCOMPARE(done.toPlainText(), QStringLiteral("Reasoning\nStep by step.\n\nFour."));
     bool sawReasoning = false, sawAnswer = false;
     for (const QTextFragment& f : fragments(done)) {
@@ -187,13 +198,16 @@ void TestChatView::rendersMarkdown() {
     QFont font;
     font.setPointSizeF(10);
     QTextDocument doc;
-    writeMarkdown(doc,
-                  QStringLiteral("## Steps\n\nUse **pip** and *venv*:\n\n- install `numpy`\n- run it\n\n"
-                                 "```python\nimport numpy as np\nprint(np.pi)\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"),
-                  font);
+    writeMarkdown(
+        doc,
+        QStringLiteral(
+            "## Steps\n\nUse **pip** and *venv*:\n\n- install `numpy`\n- run it\n\n"
+            "```python\nimport numpy as np\nprint(np.pi)\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"),
+        font);
     const QString plain = doc.toPlainText();
     for (const char* syntax : {"**", "```", "##", "`", "|---"})
-        QVERIFY2(!plain.contains(QLatin1String(syntax)), qPrintable(QStringLiteral("left in the text: ") + syntax + "\n" + plain));
+        QVERIFY2(!plain.contains(QLatin1String(syntax)),
+                 qPrintable(QStringLiteral("left in the text: ") + syntax + "\n" + plain));
     QVERIFY(plain.contains(QStringLiteral("import numpy as np\nprint(np.pi)")));
 
     QTextBlock heading = doc.begin();
@@ -211,7 +225,8 @@ void TestChatView::rendersMarkdown() {
     QCOMPARE(inlineCode.text(), QStringLiteral("numpy"));
     QVERIFY(isFixedFont(inlineCode.charFormat()));
     QCOMPARE(inlineCode.charFormat().background().color(), codeBackground());
-    QVERIFY2(!isFixedFont(fragmentWith(doc, QStringLiteral("install")).charFormat()), "only the code is fixed-width");
+    QVERIFY2(!isFixedFont(fragmentWith(doc, QStringLiteral("install")).charFormat()),
+             "only the code is fixed-width");
 
     int codeLines = 0;
     for (QTextBlock b = doc.begin(); b.isValid(); b = b.next()) {
@@ -233,15 +248,18 @@ void TestChatView::rendersMarkdown() {
     for (int c = 0; c < 2; ++c) {
         const QTextTableCell cell = table->cellAt(0, c);
         QCOMPARE(cell.firstCursorPosition().block(), cell.lastCursorPosition().block());
-        QCOMPARE(cell.firstCursorPosition().block().text(), c == 0 ? QStringLiteral("a") : QStringLiteral("b"));
-        QVERIFY(cell.firstCursorPosition().block().begin().fragment().charFormat().fontWeight() >= QFont::Bold);
+        QCOMPARE(cell.firstCursorPosition().block().text(),
+                 c == 0 ? QStringLiteral("a") : QStringLiteral("b"));
+        QVERIFY(cell.firstCursorPosition().block().begin().fragment().charFormat().fontWeight() >=
+                QFont::Bold);
     }
 }
 
 // A reply is never HTML: tags, a reasoning tag and special-token spellings are shown as written.
 void TestChatView::showsHtmlAndMarkersAsText() {
     QTextDocument doc;
-    const QString reply = QStringLiteral("Use <b>bold</b> or <script>alert(1)</script>, <img src=\"x.png\">, <think> and <|eot_id|>.");
+    const QString reply = QStringLiteral(
+        "Use <b>bold</b> or <script>alert(1)</script>, <img src=\"x.png\">, <think> and <|eot_id|>.");
     writeMarkdown(doc, reply, QFont());
     QCOMPARE(doc.toPlainText(), reply);
 }
@@ -259,8 +277,9 @@ void TestChatView::rendersAnUnfinishedCodeFenceAsCode() {
 // After the reasoning (plain, muted) the answer is Markdown; the reasoning itself never is.
 void TestChatView::rendersTheAnswerAfterReasoningAsMarkdown() {
     QTextDocument doc;
-    writeReasonedReply(doc, splitReasoning(QStringLiteral("Try **x**.\n</think>\n\nThe answer is **42**."), true), QFont(),
-                       QFont(), QStringLiteral("Reasoning"), QString(), true);
+    writeReasonedReply(doc,
+                       splitReasoning(QStringLiteral("Try **x**.\n</think>\n\nThe answer is **42**."), true),
+                       QFont(), QFont(), QStringLiteral("Reasoning"), QString(), true);
     QCOMPARE(doc.toPlainText(), QStringLiteral("Reasoning\nTry **x**.\n\nThe answer is 42."));
     QVERIFY(fragmentWith(doc, QStringLiteral("42")).charFormat().fontWeight() >= QFont::Bold);
     QVERIFY(fragmentWith(doc, QStringLiteral("Try")).charFormat().fontItalic());
@@ -319,7 +338,8 @@ void TestChatView::messageSizesFollowTheirText() {
     QCOMPARE(view.itemDelegate()->sizeHint(option, index).height(), shortHeight);
     model.appendToMessage(0, QStringLiteral("\n\nMore.\n\nAnd more.\n\nAnd more still."));
     const int longHeight = view.itemDelegate()->sizeHint(option, index).height();
-    QVERIFY2(longHeight > shortHeight, qPrintable(QStringLiteral("%1 -> %2").arg(shortHeight).arg(longHeight)));
+    QVERIFY2(longHeight > shortHeight,
+             qPrintable(QStringLiteral("%1 -> %2").arg(shortHeight).arg(longHeight)));
     model.setDetails(0, QStringLiteral("12 tokens"));
     QVERIFY(view.itemDelegate()->sizeHint(option, index).height() > longHeight);
     model.setText(0, QStringLiteral("```\nline 1\nline 2\nline 3\nline 4\nline 5\nline 6\n```"));
@@ -352,17 +372,20 @@ void TestChatView::aStreamingReplyKeepsItsFullWidthAndFitsWhenItEnds() {
     const QFontMetrics fm(option.font);
     QString line;
     const double widest = 0.82 * std::max(200, view.viewport()->width()) - 26;  // (bubble padding: 13 a side)
-    while (fm.horizontalAdvance(line + QStringLiteral("word ")) < 0.85 * widest) line += QStringLiteral("word ");
+    while (fm.horizontalAdvance(line + QStringLiteral("word ")) < 0.85 * widest)
+        line += QStringLiteral("word ");
     model.setText(0, line.trimmed() + QStringLiteral("\n\nEnd."));
     const QRect longStreaming = delegate->bubbleRect(option, index);
     model.finish(0, true);
     const QRect longDone = delegate->bubbleRect(option, index);
-    QVERIFY2(longDone.width() < longStreaming.width(),
-             qPrintable(QStringLiteral("%1 streaming, %2 done").arg(longStreaming.width()).arg(longDone.width())));
+    QVERIFY2(
+        longDone.width() < longStreaming.width(),
+        qPrintable(QStringLiteral("%1 streaming, %2 done").arg(longStreaming.width()).arg(longDone.width())));
     QVERIFY(longDone.width() >= fm.horizontalAdvance(line.trimmed()));
     QCOMPARE(longDone.height(), longStreaming.height());
 
-    QVERIFY2(shortStreaming.width() < longDone.width() / 2, "a short reply's bubble fits it while it streams");
+    QVERIFY2(shortStreaming.width() < longDone.width() / 2,
+             "a short reply's bubble fits it while it streams");
 }
 
 // A streaming reply is cut into pieces so that only its last one is rendered at each frame
@@ -374,8 +397,9 @@ void TestChatView::piecesAreCutOnlyWhereABlockCannotBelongAbove() {
         QVERIFY(start > 0 && text[start - 1] == QLatin1Char('\n'));
         firstLines << text.mid(start, text.indexOf(QLatin1Char('\n'), start) - start);
     }
-    QCOMPARE(firstLines, QStringList({QStringLiteral("# Heading one"), QStringLiteral("Some text"), QStringLiteral("```cpp"),
-                                      QStringLiteral("Para before a rule"), QStringLiteral("~~~"), QStringLiteral("The end.")}));
+    QCOMPARE(firstLines, QStringList({QStringLiteral("# Heading one"), QStringLiteral("Some text"),
+                                      QStringLiteral("```cpp"), QStringLiteral("Para before a rule"),
+                                      QStringLiteral("~~~"), QStringLiteral("The end.")}));
     // (None before "1." "3." "-" ">" "|" "    " "---", each of which may belong to the block above,
     // and none inside the fences, whose blank lines and inner markers are code.)
     // Plain text is cut at every blank line.
@@ -454,7 +478,8 @@ void TestChatView::stackedReasonedPiecesShowWhatTheWholeReplyShows() {
         for (qsizetype n = 8; n <= full.size(); n += (n % 3) + 1) {
             const ReplyParts parts = splitReasoning(full.left(n), false);
             QVERIFY(parts.has_reasoning);
-            const QString heading = parts.reasoning_done ? QStringLiteral("Reasoning") : QStringLiteral("Reasoning…");
+            const QString heading =
+                parts.reasoning_done ? QStringLiteral("Reasoning") : QStringLiteral("Reasoning…");
             const QList<ReasonedPiece> pieces = reasonedPieces(parts, md);
             QVERIFY(!pieces.isEmpty());
             QCOMPARE(pieces.front().kind, ReasonedPiece::Kind::Heading);
@@ -466,8 +491,8 @@ void TestChatView::stackedReasonedPiecesShowWhatTheWholeReplyShows() {
             std::unique_ptr<QTextDocument> previous;
             for (qsizetype i = 0; i < pieces.size(); ++i) {
                 auto piece = fresh();
-                writeReasonedPiece(*piece, pieces[i], font, small, heading, i + 1 == pieces.size() ? tail : QString(),
-                                   md);
+                writeReasonedPiece(*piece, pieces[i], font, small, heading,
+                                   i + 1 == pieces.size() ? tail : QString(), md);
                 piece->setTextWidth(300);
                 bodies << bodyOf(*piece);
                 if (previous) height += stackedGap(*previous, *piece);
@@ -488,8 +513,8 @@ void TestChatView::stackedReasonedPiecesShowWhatTheWholeReplyShows() {
 // Painted while streaming (pieces) and once finished (one document), a reply looks the same.
 void TestChatView::aStreamingReplyPaintsAsItWillWhenFinished_data() {
     QTest::addColumn<QString>("reply");
-    const QString answer =
-        QString::fromUtf8(kEveryBlock) + QStringLiteral("\n\nA last line as long as the others are, or longer than that.");
+    const QString answer = QString::fromUtf8(kEveryBlock) +
+                           QStringLiteral("\n\nA last line as long as the others are, or longer than that.");
     const QString reasoning = QStringLiteral(
         "<think>\nA first thought, long enough to wrap onto a second line of the bubble at this width.\n\n"
         "A second one.\n\n\nA third, after two blank lines.");
@@ -569,7 +594,8 @@ void TestChatView::aStreamingReplyRepaintsOnlyItsLastPiece() {
     model.appendToMessage(1, QStringLiteral(" came"));
     settle();
     const QRect row = view.visualRect(model.index(1, 0));
-    const QRect live = qobject_cast<MessageDelegate*>(view.itemDelegate())->liveRect(rowOption(view), model.index(1, 0));
+    const QRect live =
+        qobject_cast<MessageDelegate*>(view.itemDelegate())->liveRect(rowOption(view), model.index(1, 0));
     QVERIFY(!live.isEmpty());
     QVERIFY2(!painted.region.isEmpty(), "the change was painted");
     QCOMPARE(painted.region.boundingRect(), live.translated(row.topLeft()) & view.viewport()->rect());

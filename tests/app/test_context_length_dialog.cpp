@@ -21,7 +21,9 @@ namespace {
 constexpr uint64_t kMiB = 1ull << 20;
 const uint32_t kWithApi = InferenceWorker::kvConversationsFor(true);
 
-lantern::ModelInfo llama2_7b() { return lantern::test::llama2_7b_shape(3891 * kMiB); }  // Q4_K_M
+lantern::ModelInfo llama2_7b() {
+    return lantern::test::llama2_7b_shape(3891 * kMiB);
+}  // Q4_K_M
 
 lantern::DeviceInfo card(uint64_t memory, uint64_t bufferRange = 4096 * kMiB) {
     lantern::DeviceInfo d;
@@ -41,8 +43,10 @@ struct Dialog {
 };
 
 Dialog parts(ContextLengthDialog& d) {
-    return {&d, d.findChild<QCheckBox*>(QStringLiteral("automaticContext")),
-            d.findChild<QSpinBox*>(QStringLiteral("contextLength")), d.findChild<QLabel*>(QStringLiteral("contextMemory")),
+    return {&d,
+            d.findChild<QCheckBox*>(QStringLiteral("automaticContext")),
+            d.findChild<QSpinBox*>(QStringLiteral("contextLength")),
+            d.findChild<QLabel*>(QStringLiteral("contextMemory")),
             d.findChild<QLabel*>(QStringLiteral("contextWarning")),
             d.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)};
 }
@@ -67,11 +71,13 @@ private slots:
         QVERIFY(!ui.length->isEnabled());
         QCOMPARE(ui.length->value(), 4096);
         QCOMPARE(d.chosenLength(), 0u);
-        QVERIFY2(ui.memory->text().contains(QStringLiteral("KV cache: 4.00 GiB, room for 2 conversations of 4,096 tokens "
-                                                           "at once: the chat's, and what the local API server's replies share.")),
+        QVERIFY2(ui.memory->text().contains(
+                     QStringLiteral("KV cache: 4.00 GiB, room for 2 conversations of 4,096 tokens "
+                                    "at once: the chat's, and what the local API server's replies share.")),
                  qPrintable(ui.memory->text()));
         QVERIFY(ui.warning->isVisibleTo(&d));
-        QVERIFY2(ui.warning->text().startsWith(QStringLiteral("Too much for Test GPU: about 7.84 GiB are needed and it has 6.00 GiB.")),
+        QVERIFY2(ui.warning->text().startsWith(
+                     QStringLiteral("Too much for Test GPU: about 7.84 GiB are needed and it has 6.00 GiB.")),
                  qPrintable(ui.warning->text()));
         QVERIFY(!ui.ok->isEnabled());
 
@@ -81,9 +87,11 @@ private slots:
         ui.length->setValue(2048);
         QCOMPARE(d.chosenLength(), 2048u);
         QCOMPARE(d.plan().kv_bytes, 2048 * kMiB);
-        QVERIFY2(ui.memory->text().contains(QStringLiteral("KV cache: 2.00 GiB, room for 2 conversations of 2,048 tokens")),
+        QVERIFY2(ui.memory->text().contains(
+                     QStringLiteral("KV cache: 2.00 GiB, room for 2 conversations of 2,048 tokens")),
                  qPrintable(ui.memory->text()));
-        QVERIFY2(ui.memory->text().contains(QStringLiteral("about 5.84 GiB")) && ui.memory->text().contains(QStringLiteral("of the 6.00 GiB on Test GPU")),
+        QVERIFY2(ui.memory->text().contains(QStringLiteral("about 5.84 GiB")) &&
+                     ui.memory->text().contains(QStringLiteral("of the 6.00 GiB on Test GPU")),
                  qPrintable(ui.memory->text()));
         QVERIFY(!ui.warning->isVisibleTo(&d));
         QVERIFY(ui.ok->isEnabled());
@@ -92,12 +100,14 @@ private slots:
     // With the API server off the cache holds the chat alone: half the memory, and the model's
     // whole context fits the same card.
     void theChatAloneTakesHalfTheMemory() {
-        ContextLengthDialog d(llama2_7b(), card(6144 * kMiB), 0, InferenceWorker::kvConversationsFor(false), 0);
+        ContextLengthDialog d(llama2_7b(), card(6144 * kMiB), 0, InferenceWorker::kvConversationsFor(false),
+                              0);
         const Dialog ui = parts(d);
         QCOMPARE(d.plan().sequences, 1u);
         QCOMPARE(d.plan().kv_bytes, 2048 * kMiB);
-        QVERIFY2(ui.memory->text().startsWith(QStringLiteral("KV cache: 2.00 GiB for the chat's 4,096 tokens")),
-                 qPrintable(ui.memory->text()));
+        QVERIFY2(
+            ui.memory->text().startsWith(QStringLiteral("KV cache: 2.00 GiB for the chat's 4,096 tokens")),
+            qPrintable(ui.memory->text()));
         QVERIFY(ui.ok->isEnabled());
     }
 
@@ -107,7 +117,8 @@ private slots:
         const Dialog ui = parts(d);
         QVERIFY(!ui.automatic->isChecked());
         QCOMPARE(d.plan().limit, lantern::MemoryLimit::BufferRange);
-        QVERIFY2(ui.warning->text().contains(QStringLiteral("one layer's KV cache would take 64.0 MiB, and one buffer on it reaches 32.0 MiB")),
+        QVERIFY2(ui.warning->text().contains(QStringLiteral(
+                     "one layer's KV cache would take 64.0 MiB, and one buffer on it reaches 32.0 MiB")),
                  qPrintable(ui.warning->text()));
         QVERIFY(!ui.ok->isEnabled());
         ui.length->setValue(2048);
@@ -136,8 +147,10 @@ private slots:
         ui.automatic->setChecked(false);
         ui.length->setValue(2048);
         QVERIFY(ui.warning->isVisibleTo(&d));
-        QVERIFY2(ui.warning->text().startsWith(QStringLiteral("This conversation is already 3,000 tokens long: with 2,048, its oldest turns no longer fit")),
-                 qPrintable(ui.warning->text()));
+        QVERIFY2(
+            ui.warning->text().startsWith(QStringLiteral("This conversation is already 3,000 tokens long: "
+                                                         "with 2,048, its oldest turns no longer fit")),
+            qPrintable(ui.warning->text()));
         QVERIFY(ui.ok->isEnabled());  // a warning, not a refusal
     }
 };

@@ -1,14 +1,14 @@
 // ConversationStore: what is written comes back, the database runs in WAL mode, a reply that
 // was being generated when the app died is still there (marked incomplete) on the next start, and
 // a database written by an earlier version opens with everything in it.
-#include <QFile>
-#include <QSqlDatabase>
-#include <QSqlQuery>
-#include <QSignalSpy>
-#include <QTemporaryDir>
-#include <QTest>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <QFile>
+#include <QSignalSpy>
+#include <QSqlDatabase>
+#include <QSqlQuery>
+#include <QTemporaryDir>
+#include <QTest>
 
 #include "chat/ConversationStore.h"
 
@@ -32,10 +32,13 @@ void TestConversationStore::conversationsAndMessagesRoundTrip() {
     {
         ConversationStore store(path);
         QVERIFY2(store.isOpen(), qPrintable(store.lastError()));
-        first = store.createConversation(QStringLiteral("Stories"), QStringLiteral("You tell stories."), QStringLiteral("stories260K.gguf"));
+        first = store.createConversation(QStringLiteral("Stories"), QStringLiteral("You tell stories."),
+                                         QStringLiteral("stories260K.gguf"));
         QVERIFY(first > 0);
-        QVERIFY2(store.appendMessage(first, QStringLiteral("user"), QStringLiteral("Once upon a time")) > 0, qPrintable(store.lastError()));
-        QVERIFY(store.appendMessage(first, QStringLiteral("assistant"), QStringLiteral("there was a cat. 🐈 猫"), true,
+        QVERIFY2(store.appendMessage(first, QStringLiteral("user"), QStringLiteral("Once upon a time")) > 0,
+                 qPrintable(store.lastError()));
+        QVERIFY(store.appendMessage(first, QStringLiteral("assistant"),
+                                    QStringLiteral("there was a cat. 🐈 猫"), true,
                                     QStringLiteral("12 tokens"), QStringLiteral("stories260K")) > 0);
         QVERIFY(store.appendMessage(first, QStringLiteral("user"), QStringLiteral("And then?")) > 0);
         QVERIFY(store.appendMessage(first, QStringLiteral("assistant"), QStringLiteral("It slept."), true, {},
@@ -76,7 +79,8 @@ void TestConversationStore::databaseUsesWriteAheadLog() {
     QVERIFY2(store.isOpen(), qPrintable(store.lastError()));
     QCOMPARE(store.journalMode(), QStringLiteral("wal"));
     QVERIFY(store.createConversation(QStringLiteral("x")) > 0);
-    QVERIFY2(QFile::exists(path + QStringLiteral("-wal")), "a write in WAL mode leaves a -wal file next to the database");
+    QVERIFY2(QFile::exists(path + QStringLiteral("-wal")),
+             "a write in WAL mode leaves a -wal file next to the database");
 }
 
 void TestConversationStore::partialReplySurvivesClosingTheStore() {
@@ -154,16 +158,20 @@ void TestConversationStore::aVersion1DatabaseIsUpgradedWithoutLoss() {
         db.setDatabaseName(path);
         QVERIFY(db.open());
         QSqlQuery q(db);
-        QVERIFY(q.exec(QStringLiteral("CREATE TABLE conversations (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, "
-                                      "system_prompt TEXT NOT NULL DEFAULT '', model TEXT NOT NULL DEFAULT '', "
-                                      "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)")));
-        QVERIFY(q.exec(QStringLiteral("CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id INTEGER NOT "
-                                      "NULL REFERENCES conversations(id) ON DELETE CASCADE, role TEXT NOT NULL, content TEXT "
-                                      "NOT NULL, complete INTEGER NOT NULL DEFAULT 1, details TEXT NOT NULL DEFAULT '', "
-                                      "created_at INTEGER NOT NULL)")));
-        QVERIFY(q.exec(QStringLiteral("INSERT INTO conversations VALUES (1, 'Old', 'Be brief.', 'stories260K.gguf', 1, 2)")));
+        QVERIFY(q.exec(QStringLiteral(
+            "CREATE TABLE conversations (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, "
+            "system_prompt TEXT NOT NULL DEFAULT '', model TEXT NOT NULL DEFAULT '', "
+            "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)")));
+        QVERIFY(q.exec(QStringLiteral(
+            "CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id INTEGER NOT "
+            "NULL REFERENCES conversations(id) ON DELETE CASCADE, role TEXT NOT NULL, content TEXT "
+            "NOT NULL, complete INTEGER NOT NULL DEFAULT 1, details TEXT NOT NULL DEFAULT '', "
+            "created_at INTEGER NOT NULL)")));
+        QVERIFY(q.exec(QStringLiteral(
+            "INSERT INTO conversations VALUES (1, 'Old', 'Be brief.', 'stories260K.gguf', 1, 2)")));
         QVERIFY(q.exec(QStringLiteral("INSERT INTO messages VALUES (1, 1, 'user', 'Hi', 1, '', 1)")));
-        QVERIFY(q.exec(QStringLiteral("INSERT INTO messages VALUES (2, 1, 'assistant', 'Hello!', 0, '3 tokens', 2)")));
+        QVERIFY(q.exec(
+            QStringLiteral("INSERT INTO messages VALUES (2, 1, 'assistant', 'Hello!', 0, '3 tokens', 2)")));
         QVERIFY(q.exec(QStringLiteral("PRAGMA user_version=1")));
         db.close();
     }
@@ -181,13 +189,15 @@ void TestConversationStore::aVersion1DatabaseIsUpgradedWithoutLoss() {
     QCOMPARE(messages[1].details, QStringLiteral("3 tokens"));
     QVERIFY(!messages[1].complete);
     QCOMPARE(messages[1].model, QString());
-    QVERIFY2(store.appendMessage(1, QStringLiteral("assistant"), QStringLiteral("More."), true, {}, QStringLiteral("stories260K")) > 0,
+    QVERIFY2(store.appendMessage(1, QStringLiteral("assistant"), QStringLiteral("More."), true, {},
+                                 QStringLiteral("stories260K")) > 0,
              qPrintable(store.lastError()));
     messages = store.messages(1);
     QCOMPARE(messages.size(), 3);
     QCOMPARE(messages[2].model, QStringLiteral("stories260K"));
     QCOMPARE(messages[1].replaces, qint64{-1});  // (the column added for version 3: nothing replaces)
-    QVERIFY(store.appendMessage(1, QStringLiteral("user"), QStringLiteral("Hi again"), true, {}, {}, messages[0].id) > 0);
+    QVERIFY(store.appendMessage(1, QStringLiteral("user"), QStringLiteral("Hi again"), true, {}, {},
+                                messages[0].id) > 0);
     QCOMPARE(store.messages(1).last().replaces, messages[0].id);
     QVERIFY(store.completeReplacement(store.messages(1).last().id, {}));
     // Upgraded once: opening it again finds version 3 and changes nothing.
@@ -208,7 +218,8 @@ void TestConversationStore::aReplacementNamesWhatItReplacesUntilItHasBegun() {
     store.appendMessage(c, QStringLiteral("assistant"), QStringLiteral("Reply one"));
     const qint64 old = store.appendMessage(c, QStringLiteral("user"), QStringLiteral("Second"));
     const qint64 oldReply = store.appendMessage(c, QStringLiteral("assistant"), QStringLiteral("Reply two"));
-    const qint64 edit = store.appendMessage(c, QStringLiteral("user"), QStringLiteral("Second, edited"), true, {}, {}, old);
+    const qint64 edit =
+        store.appendMessage(c, QStringLiteral("user"), QStringLiteral("Second, edited"), true, {}, {}, old);
     QVERIFY(keep > 0 && old > 0 && oldReply > 0 && edit > 0);
     QVector<StoredMessage> messages = store.messages(c);
     QCOMPARE(messages.size(), 5);
@@ -235,7 +246,8 @@ void TestConversationStore::searchFindsTitlesAndMessages() {
     QTest::qWait(5);
     const qint64 dogs = store.createConversation(QStringLiteral("Dogs"));
     store.appendMessage(dogs, QStringLiteral("user"), QStringLiteral("Dogs bark."));
-    store.appendMessage(dogs, QStringLiteral("assistant"), QStringLiteral("Growth was 50% in 2025_q1. 猫也会叫。"));
+    store.appendMessage(dogs, QStringLiteral("assistant"),
+                        QStringLiteral("Growth was 50% in 2025_q1. 猫也会叫。"));
     QCOMPARE(store.search(QStringLiteral("PURR")), QVector<qint64>{cats});
     QCOMPARE(store.search(QStringLiteral("dogs")), QVector<qint64>{dogs});
     QCOMPARE(store.search(QStringLiteral("50%")), QVector<qint64>{dogs});

@@ -15,9 +15,9 @@
 #include <QTest>
 #include <QThread>
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <thread>
-#include <cmath>
 
 #include "test_support.h"
 #include "worker/InferenceWorker.h"
@@ -47,7 +47,8 @@ Reply collectTurn(QSignalSpy& tokens, QSignalSpy& finished, QSignalSpy& errors) 
         const auto batch = args.at(0).value<TokenBatch>();
         r.text += batch.text;
         r.tokens.insert(r.tokens.end(), batch.tokens.begin(), batch.tokens.end());
-        if (batch.stepMs.size() != batch.tokens.size()) r.problem = QStringLiteral("a batch's steps and tokens differ in number");
+        if (batch.stepMs.size() != batch.tokens.size())
+            r.problem = QStringLiteral("a batch's steps and tokens differ in number");
         if (batch.empty()) r.problem = QStringLiteral("an empty batch was sent");
         ++r.batches;
     }
@@ -128,7 +129,8 @@ void TestInferenceWorker::aBrokenFileIsReportedNotFatal() {
     f.close();
     QSignalSpy failed(worker_, &InferenceWorker::loadFailed);
     QSignalSpy loaded(worker_, &InferenceWorker::modelLoaded);
-    QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection, Q_ARG(QString, path), Q_ARG(QString, QString()));
+    QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection, Q_ARG(QString, path),
+                              Q_ARG(QString, QString()));
     QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, kLoadTimeoutMs);
     QCOMPARE(loaded.count(), 0);
     QVERIFY2(!failed.first().at(0).toString().isEmpty(), "the user gets a message saying what is wrong");
@@ -149,10 +151,11 @@ void TestInferenceWorker::loadsStoriesModelOnTheWorkerThread() {
     QSignalSpy loaded(worker_, &InferenceWorker::modelLoaded);
     QSignalSpy failed(worker_, &InferenceWorker::loadFailed);
     QSignalSpy kv(worker_, &InferenceWorker::kvStatsChanged);
-    QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection, Q_ARG(QString, QString::fromStdString(path)),
-                              Q_ARG(QString, QString()));
+    QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection,
+                              Q_ARG(QString, QString::fromStdString(path)), Q_ARG(QString, QString()));
     QVERIFY(QTest::qWaitFor([&] { return loaded.count() + failed.count() > 0; }, kLoadTimeoutMs));
-    if (failed.count() > 0) QFAIL(qPrintable(QStringLiteral("load failed: ") + failed.first().at(0).toString()));
+    if (failed.count() > 0)
+        QFAIL(qPrintable(QStringLiteral("load failed: ") + failed.first().at(0).toString()));
     const auto model = loaded.first().at(0).value<lantern::ModelInfo>();
     const auto device = loaded.first().at(1).value<lantern::DeviceInfo>();
     const auto report = loaded.first().at(2).value<LoadReport>();
@@ -175,14 +178,16 @@ void TestInferenceWorker::streamsTokensByQueuedSignals() {
     QSignalSpy kv(worker_, &InferenceWorker::kvStatsChanged);
     QThread* tokenThread = nullptr;
     bool afterFinish = false, finishedYet = false;
-    auto probe = connect(worker_, &InferenceWorker::tokensGenerated, worker_,
-                         [&tokenThread, &afterFinish, &finishedYet] {
-                             tokenThread = QThread::currentThread();
-                             afterFinish = afterFinish || finishedYet;
-                         },
-                         Qt::DirectConnection);
-    auto finishProbe = connect(worker_, &InferenceWorker::turnFinished, worker_, [&finishedYet] { finishedYet = true; },
-                               Qt::DirectConnection);
+    auto probe = connect(
+        worker_, &InferenceWorker::tokensGenerated, worker_,
+        [&tokenThread, &afterFinish, &finishedYet] {
+            tokenThread = QThread::currentThread();
+            afterFinish = afterFinish || finishedYet;
+        },
+        Qt::DirectConnection);
+    auto finishProbe = connect(
+        worker_, &InferenceWorker::turnFinished, worker_, [&finishedYet] { finishedYet = true; },
+        Qt::DirectConnection);
     greedyReply_ = run(QStringLiteral("Once upon a time"));
     disconnect(probe);
     disconnect(finishProbe);
@@ -254,7 +259,8 @@ void TestInferenceWorker::temperatureChangedMidGenerationAppliesFromTheNextToken
     const std::vector<int32_t> head(mixed.tokens.begin(), mixed.tokens.begin() + 5);
     const std::vector<int32_t> greedyHead(greedyReply_.tokens.begin(), greedyReply_.tokens.begin() + 5);
     QCOMPARE(head, greedyHead);  // before the change: greedy
-    QVERIFY2(mixed.tokens != greedyReply_.tokens, "after the change the reply is sampled at temperature 1.8, not greedily");
+    QVERIFY2(mixed.tokens != greedyReply_.tokens,
+             "after the change the reply is sampled at temperature 1.8, not greedily");
     QCOMPARE(worker_->samplingSettings().temperature, 1.8f);
 }
 
@@ -307,7 +313,8 @@ void TestInferenceWorker::aStepProfileAskedMidReplyTimesASecondStep() {
     const Reply reply = run(QStringLiteral("Once upon a time"));
     disconnect(asker);
     worker_->setTokenBatchMs(InferenceWorker::kTokenBatchMs);
-    QCOMPARE(reply.tokens, std::vector<int32_t>(greedyReply_.tokens.begin(), greedyReply_.tokens.begin() + 24));
+    QCOMPARE(reply.tokens,
+             std::vector<int32_t>(greedyReply_.tokens.begin(), greedyReply_.tokens.begin() + 24));
     QVERIFY(QTest::qWaitFor([&] { return profiled.count() > 0; }, 10'000));
     QCOMPARE(profiled.count(), 1);
     const auto profile = profiled.first().at(0).value<lantern::StepProfile>();
@@ -359,20 +366,30 @@ void TestInferenceWorker::warmUpFollowsTheLoadAndLetsATurnGoFirst() {
         order << what;
     };
     const QList<QMetaObject::Connection> probes = {
-        connect(worker_, &InferenceWorker::modelLoaded, worker_, [&] { note(QStringLiteral("loaded")); }, Qt::DirectConnection),
-        connect(worker_, &InferenceWorker::turnFinished, worker_, [&] { note(QStringLiteral("turn")); }, Qt::DirectConnection),
-        connect(worker_, &InferenceWorker::modelWarmedUp, worker_, [&] { note(QStringLiteral("warm")); }, Qt::DirectConnection)};
+        connect(
+            worker_, &InferenceWorker::modelLoaded, worker_, [&] { note(QStringLiteral("loaded")); },
+            Qt::DirectConnection),
+        connect(
+            worker_, &InferenceWorker::turnFinished, worker_, [&] { note(QStringLiteral("turn")); },
+            Qt::DirectConnection),
+        connect(
+            worker_, &InferenceWorker::modelWarmedUp, worker_, [&] { note(QStringLiteral("warm")); },
+            Qt::DirectConnection)};
     QSignalSpy warmed(worker_, &InferenceWorker::modelWarmedUp);
     QSignalSpy errors(worker_, &InferenceWorker::errorOccurred);
-    QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection, Q_ARG(QString, path), Q_ARG(QString, QString()));
-    QMetaObject::invokeMethod(worker_, "send", Qt::QueuedConnection, Q_ARG(QString, QStringLiteral("Once upon a time")));
-    const bool done = QTest::qWaitFor([&] { return warmed.count() > 0 || errors.count() > 0; }, kLoadTimeoutMs);
+    QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection, Q_ARG(QString, path),
+                              Q_ARG(QString, QString()));
+    QMetaObject::invokeMethod(worker_, "send", Qt::QueuedConnection,
+                              Q_ARG(QString, QStringLiteral("Once upon a time")));
+    const bool done =
+        QTest::qWaitFor([&] { return warmed.count() > 0 || errors.count() > 0; }, kLoadTimeoutMs);
     for (const auto& c : probes) disconnect(c);
     QVERIFY2(done, "no modelWarmedUp after the load");
     QVERIFY2(errors.isEmpty(), errors.isEmpty() ? "" : qPrintable(errors.first().at(0).toString()));
     {
         std::lock_guard lock(orderMutex);
-        QCOMPARE(order, (QStringList{QStringLiteral("loaded"), QStringLiteral("turn"), QStringLiteral("warm")}));
+        QCOMPARE(order,
+                 (QStringList{QStringLiteral("loaded"), QStringLiteral("turn"), QStringLiteral("warm")}));
     }
     QVERIFY(warmed.first().at(0).toDouble() > 0);
 }
@@ -391,8 +408,9 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
 
     using lantern::test::http_call;
     using lantern::test::http_request;
-    const auto reply = http_call(port, http_request("POST", "/v1/completions",
-                                                    R"({"prompt": [1], "max_tokens": 30, "temperature": 0})"));
+    const auto reply = http_call(
+        port,
+        http_request("POST", "/v1/completions", R"({"prompt": [1], "max_tokens": 30, "temperature": 0})"));
     QCOMPARE(reply.status, 200);
     const QJsonObject body = QJsonDocument::fromJson(QByteArray::fromStdString(reply.body)).object();
     const QString text = body["choices"].toArray()[0].toObject()["text"].toString();
@@ -405,11 +423,16 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
     // the cache has 64, the chat keeps the other 32): 200 tokens each need 39 blocks together,
     // so one is preempted and resumes, and each is still the reply it is alone.
     const auto completion = [](int token) {
-        return http_request("POST", "/v1/completions",
-                            R"({"prompt": [1, )" + std::to_string(token) + R"(], "max_tokens": 200, "temperature": 0})");
+        return http_request(
+            "POST", "/v1/completions",
+            R"({"prompt": [1, )" + std::to_string(token) + R"(], "max_tokens": 200, "temperature": 0})");
     };
     const auto textOf = [](const lantern::test::HttpReply& r) {
-        return QJsonDocument::fromJson(QByteArray::fromStdString(r.body)).object()["choices"].toArray()[0].toObject()["text"].toString();
+        return QJsonDocument::fromJson(QByteArray::fromStdString(r.body))
+            .object()["choices"]
+            .toArray()[0]
+            .toObject()["text"]
+            .toString();
     };
     const std::vector<int> starts{400, 401, 402};
     std::vector<QString> alone;
@@ -453,11 +476,14 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
         QSignalSpy errors(worker_, &InferenceWorker::errorOccurred);
         QSignalSpy shared(worker_, &InferenceWorker::replyShared);
         std::atomic<bool> chatFinished{false};  // set on the worker's thread, the moment the turn ends
-        auto probe = connect(worker_, &InferenceWorker::turnFinished, worker_, [&chatFinished] { chatFinished = true; },
-                             Qt::DirectConnection);
-        QMetaObject::invokeMethod(worker_, "send", Qt::QueuedConnection, Q_ARG(QString, QStringLiteral("Lily saw a cat")));
-        QVERIFY(QTest::qWaitFor([&] { return tokens.count() > 0 || finished.count() > 0 || errors.count() > 0; },
-                                kTurnTimeoutMs));
+        auto probe = connect(
+            worker_, &InferenceWorker::turnFinished, worker_, [&chatFinished] { chatFinished = true; },
+            Qt::DirectConnection);
+        QMetaObject::invokeMethod(worker_, "send", Qt::QueuedConnection,
+                                  Q_ARG(QString, QStringLiteral("Lily saw a cat")));
+        QVERIFY(
+            QTest::qWaitFor([&] { return tokens.count() > 0 || finished.count() > 0 || errors.count() > 0; },
+                            kTurnTimeoutMs));
         QVERIFY2(!chatFinished, "the chat's reply ended before the API request was sent");
         std::atomic<bool> apiDone{false};
         bool chatFinishedFirst = true;
@@ -465,8 +491,9 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
         std::string problem;
         std::thread client([&] {
             try {
-                beside = http_call(port, http_request("POST", "/v1/completions",
-                                                      R"({"prompt": [1], "max_tokens": 30, "temperature": 0})"));
+                beside =
+                    http_call(port, http_request("POST", "/v1/completions",
+                                                 R"({"prompt": [1], "max_tokens": 30, "temperature": 0})"));
             } catch (const std::exception& e) {
                 problem = e.what();
             }
@@ -489,8 +516,11 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
         // sharing (the API's 30 tokens took at least that many shared steps), none with the chat first.
         QCOMPARE(shared.count(), 1);
         const auto besideApi = shared.at(0).at(0).value<quint32>();
-        if (chatFirst) QCOMPARE(besideApi, 0u);
-        else QVERIFY2(besideApi >= 29 && besideApi < chat.stats.generated_tokens, qPrintable(QString::number(besideApi)));
+        if (chatFirst)
+            QCOMPARE(besideApi, 0u);
+        else
+            QVERIFY2(besideApi >= 29 && besideApi < chat.stats.generated_tokens,
+                     qPrintable(QString::number(besideApi)));
         QCOMPARE(chat.stats.stop_reason, lantern::StopReason::MaxTokens);
         QCOMPARE(chat.tokens, chatAlone.tokens);
         QCOMPARE(chat.text, chatAlone.text);
@@ -508,9 +538,10 @@ void TestInferenceWorker::apiServerServesTheModelBesideTheChat() {
     QMetaObject::invokeMethod(worker_, "unloadModel", Qt::QueuedConnection);
     QTRY_COMPARE_WITH_TIMEOUT(stopped.count(), 1, 10'000);
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, http_call(port, http_request("GET", "/health")));
-    QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection,
-                              Q_ARG(QString, QString::fromStdString(lantern::test::shared_path("models/stories260K.gguf"))),
-                              Q_ARG(QString, QString()));
+    QMetaObject::invokeMethod(
+        worker_, "loadModel", Qt::QueuedConnection,
+        Q_ARG(QString, QString::fromStdString(lantern::test::shared_path("models/stories260K.gguf"))),
+        Q_ARG(QString, QString()));
     QTRY_COMPARE_WITH_TIMEOUT(started.count(), 2, kLoadTimeoutMs);
     const auto again = started.last().at(0).value<quint16>();
     QCOMPARE(http_call(again, http_request("GET", "/v1/models")).status, 200);
@@ -534,7 +565,8 @@ void TestInferenceWorker::apiServerOnATakenPortFailsClearly() {
     QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10'000);
     ::close(fd);
     const QString message = failed.first().at(0).toString();
-    QVERIFY2(message.contains(QStringLiteral("cannot listen on 127.0.0.1:%1").arg(taken)), qPrintable(message));
+    QVERIFY2(message.contains(QStringLiteral("cannot listen on 127.0.0.1:%1").arg(taken)),
+             qPrintable(message));
     QVERIFY(worker_->setSamplingSettings(greedy(4)));
     QCOMPARE(run(QStringLiteral("Tom")).stats.stop_reason, lantern::StopReason::MaxTokens);
 }

@@ -1,8 +1,8 @@
 // KvCachePanel: paints a synthetic KV cache (no engine) and shows the right numbers.
 #include <QImage>
 #include <QLabel>
-#include <QPaintEvent>
 #include <QLocale>
+#include <QPaintEvent>
 #include <QTest>
 
 #include "Theme.h"
@@ -106,12 +106,14 @@ void TestKvCachePanel::labelsShowTheNumbersOfTheSnapshot() {
     QCOMPARE(labelText(panel, "peakBlocks"), QStringLiteral("5"));
     QCOMPARE(labelText(panel, "evictions"), QStringLiteral("1"));
     QCOMPARE(labelText(panel, "capacity"), QStringLiteral("128 tokens · 80.0 KiB"));
-    QCOMPARE(labelText(panel, "bytesPerToken"), QStringLiteral("640 B = 2 (K,V) × 5 layers × 4 KV heads × 8 dims × 2 B"));
+    QCOMPARE(labelText(panel, "bytesPerToken"),
+             QStringLiteral("640 B = 2 (K,V) × 5 layers × 4 KV heads × 8 dims × 2 B"));
     QCOMPARE(labelText(panel, "prefixHitLast"), QStringLiteral("16 of 20 tokens"));
     QCOMPARE(labelText(panel, "prefixHitTotal"), QStringLiteral("48 of 120 tokens (40%)"));
     const QString legend = panel.findChild<KvLegend*>(QStringLiteral("legend"))->text();
     QVERIFY2(legend.contains(QStringLiteral("this chat: 37 tokens in 3 blocks")), qPrintable(legend));
-    QVERIFY2(legend.contains(QStringLiteral("cached")) && legend.contains(QStringLiteral("empty")), qPrintable(legend));
+    QVERIFY2(legend.contains(QStringLiteral("cached")) && legend.contains(QStringLiteral("empty")),
+             qPrintable(legend));
 
     // Beside the chat, the API server's replies are named as such; any other sequence by number.
     KvSnapshot shared = syntheticSnapshot();
@@ -120,8 +122,10 @@ void TestKvCachePanel::labelsShowTheNumbersOfTheSnapshot() {
     panel.setSnapshot(shared);
     const QString named = panel.findChild<KvLegend*>(QStringLiteral("legend"))->text();
     QVERIFY2(named.contains(QStringLiteral("this chat: 37 tokens in 3 blocks")), qPrintable(named));
-    QVERIFY2(named.contains(QStringLiteral("API reply (sequence 5): 20 tokens in 2 blocks")), qPrintable(named));
-    QVERIFY2(named.contains(QStringLiteral("sequence 7: 9 tokens in 1 blocks")) && !named.contains(QStringLiteral("API reply (sequence 7)")),
+    QVERIFY2(named.contains(QStringLiteral("API reply (sequence 5): 20 tokens in 2 blocks")),
+             qPrintable(named));
+    QVERIFY2(named.contains(QStringLiteral("sequence 7: 9 tokens in 1 blocks")) &&
+                 !named.contains(QStringLiteral("API reply (sequence 7)")),
              qPrintable(named));
     // Hovering a block names its holders the same way: a block the chat and an API reply share
     // (a common prefix), one the API's alone.
@@ -130,11 +134,13 @@ void TestKvCachePanel::labelsShowTheNumbersOfTheSnapshot() {
     panel.setSnapshot(shared);
     auto* grid = panel.findChild<KvBlockGrid*>();
     QVERIFY(grid != nullptr);
-    QVERIFY2(grid->blockToolTip(0).startsWith(QStringLiteral("Block 0: in use by this chat, API reply (sequence 5)\n16 of 16 tokens written")),
+    QVERIFY2(grid->blockToolTip(0).startsWith(QStringLiteral(
+                 "Block 0: in use by this chat, API reply (sequence 5)\n16 of 16 tokens written")),
              qPrintable(grid->blockToolTip(0)));
     QVERIFY2(grid->blockToolTip(1).startsWith(QStringLiteral("Block 1: in use by API reply (sequence 5)\n")),
              qPrintable(grid->blockToolTip(1)));
-    QVERIFY2(grid->blockToolTip(6).startsWith(QStringLiteral("Block 6: empty")), qPrintable(grid->blockToolTip(6)));
+    QVERIFY2(grid->blockToolTip(6).startsWith(QStringLiteral("Block 6: empty")),
+             qPrintable(grid->blockToolTip(6)));
     QVERIFY(grid->blockToolTip(99).isEmpty());
 
     panel.clear();
@@ -156,12 +162,13 @@ void TestKvCachePanel::gridPaintsEachBlockInItsStateColour() {
         const QPoint p(r.center().x(), r.top() + static_cast<int>(r.height() * fy));
         return QColor(image.pixel(p * image.devicePixelRatio()));
     };
-    QCOMPARE(colorAt(0, 0.5).name(), theme::usedBlock().name());   // full, in use
-    QCOMPARE(colorAt(3, 0.5).name(), theme::cachedBlock().name()); // cached
-    QCOMPARE(colorAt(7, 0.5).name(), theme::emptyBlock().name());  // empty
+    QCOMPARE(colorAt(0, 0.5).name(), theme::usedBlock().name());    // full, in use
+    QCOMPARE(colorAt(3, 0.5).name(), theme::cachedBlock().name());  // cached
+    QCOMPARE(colorAt(7, 0.5).name(), theme::emptyBlock().name());   // empty
     // Block 2 is 5/16 full: solid at the bottom, pale at the top.
     QCOMPARE(colorAt(2, 0.9).name(), theme::usedBlock().name());
-    QVERIFY2(colorAt(2, 0.15).name() != theme::usedBlock().name(), "the unwritten part of a block is drawn pale");
+    QVERIFY2(colorAt(2, 0.15).name() != theme::usedBlock().name(),
+             "the unwritten part of a block is drawn pale");
 }
 
 void TestKvCachePanel::paintsEmptyAndHugeCachesWithoutCrashing() {
@@ -208,7 +215,8 @@ void TestKvCachePanel::aNewSnapshotRepaintsOnlyTheBlocksThatChanged() {
     const QImage image = grid->grab().toImage();
     const QRect r = grid->blockRect(2);
     auto colorAt = [&](double fy) {
-        return QColor(image.pixel(QPoint(r.center().x(), r.top() + static_cast<int>(r.height() * fy)) * image.devicePixelRatio()));
+        return QColor(image.pixel(QPoint(r.center().x(), r.top() + static_cast<int>(r.height() * fy)) *
+                                  image.devicePixelRatio()));
     };
     QCOMPARE(colorAt(0.5).name(), theme::usedBlock().name());  // 11/16 full now: solid at half height
     QVERIFY(colorAt(0.15).name() != theme::usedBlock().name());
@@ -253,7 +261,8 @@ void TestKvCachePanel::theLegendFlowsOntoMoreLinesAndReLaysOutOnlyWhenItsHeightC
     const QImage image = legend->grab().toImage();
     bool swatch = false;
     for (int y = 0; y < image.height() && !swatch; ++y)
-        for (int x = 0; x < image.width() && !swatch; ++x) swatch = QColor(image.pixel(x, y)).name() == theme::usedBlock().name();
+        for (int x = 0; x < image.width() && !swatch; ++x)
+            swatch = QColor(image.pixel(x, y)).name() == theme::usedBlock().name();
     QVERIFY2(swatch, "the legend paints this chat's colour");
 
     struct LayoutRequests : QObject {

@@ -9,48 +9,48 @@
 #include <unistd.h>
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
+#include <QDialogButtonBox>
+#include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
-#include <QLineEdit>
-#include <QListWidget>
-#include <QMimeData>
-#include <QDir>
 #include <QFile>
 #include <QHelpEvent>
 #include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMessageBox>
+#include <QMimeData>
 #include <QPlainTextEdit>
 #include <QPushButton>
-#include <QToolTip>
 #include <QRegularExpression>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
-#include <QCheckBox>
-#include <QDialogButtonBox>
-#include <QMessageBox>
-#include <QTimer>
-#include <QStatusBar>
 #include <QStandardItemModel>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
+#include <QToolTip>
 
 #include "ContextLengthDialog.h"
 #include "ElidedLabel.h"
-#include "lantern/gguf.h"
-#include "lantern/synthetic.h"
 #include "MainWindow.h"
-#include "worker/InferenceWorker.h"
 #include "Preferences.h"
 #include "UiPriority.h"
 #include "chat/ChatModel.h"
 #include "chat/ChatView.h"
 #include "chat/ConversationStore.h"
+#include "lantern/gguf.h"
+#include "lantern/synthetic.h"
 #include "panels/ModelInfoPanel.h"
 #include "panels/PerformancePanel.h"
 #include "panels/SamplingPanel.h"
 #include "test_support.h"
+#include "worker/InferenceWorker.h"
 
 namespace {
 
@@ -70,7 +70,8 @@ QString modelPath() {
 // main thread alone (prefix null) (Linux).
 QList<int> niceOfThreads(const QString& prefix) {
     QList<int> out;
-    for (const QString& tid : QDir(QStringLiteral("/proc/self/task")).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+    for (const QString& tid :
+         QDir(QStringLiteral("/proc/self/task")).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
         if (prefix.isNull() && tid.toLongLong() != static_cast<qint64>(getpid())) continue;
         QFile stat(QStringLiteral("/proc/self/task/%1/stat").arg(tid));
         if (!stat.open(QIODevice::ReadOnly)) continue;
@@ -88,8 +89,12 @@ bool loadModel(MainWindow& window) {
     const QString path = modelPath();
     if (path.isEmpty()) return false;
     window.openModel(path);
-    return QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready || window.state() == MainWindow::State::NoModel; },
-                           kLoadTimeoutMs) &&
+    return QTest::qWaitFor(
+               [&] {
+                   return window.state() == MainWindow::State::Ready ||
+                          window.state() == MainWindow::State::NoModel;
+               },
+               kLoadTimeoutMs) &&
            window.state() == MainWindow::State::Ready;
 }
 
@@ -124,7 +129,8 @@ QString writeLongContextModel(const QTemporaryDir& dir) {
     shape.vocab = 512;
     shape.context_length = 1u << 22;
     const QString path = dir.filePath(QStringLiteral("long-context.gguf"));
-    lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32), path.toStdString(), 3);
+    lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32), path.toStdString(),
+                                   3);
     return path;
 }
 
@@ -133,8 +139,9 @@ struct KvBlocks {
     std::shared_ptr<std::atomic<uint32_t>> total = std::make_shared<std::atomic<uint32_t>>(0);
     explicit KvBlocks(MainWindow& window) {
         auto counter = total;
-        QObject::connect(window.worker(), &InferenceWorker::kvStatsChanged, &window,
-                         [counter](const KvSnapshot& snapshot) { counter->store(snapshot.stats.total_blocks); });
+        QObject::connect(
+            window.worker(), &InferenceWorker::kvStatsChanged, &window,
+            [counter](const KvSnapshot& snapshot) { counter->store(snapshot.stats.total_blocks); });
     }
 };
 
@@ -190,12 +197,16 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         QVERIFY2(loadModel(window), "stories260K loads through the window's worker");
         QVERIFY(!window.findChild<QLabel*>(QStringLiteral("deviceLabel"))->text().isEmpty());
 #if defined(Q_OS_LINUX)
-        if (window.findChild<QLabel*>(QStringLiteral("deviceLabel"))->text().contains(QStringLiteral("CPU"))) {
+        if (window.findChild<QLabel*>(QStringLiteral("deviceLabel"))
+                ->text()
+                .contains(QStringLiteral("CPU"))) {
             // On a CPU driver the UI thread gives way to the model's threads (UiPriority.h).
             QCOMPARE(niceOfThreads(QString()).value(0, -1), kUiNice);  // the main thread
-            const QList<int> drivers = niceOfThreads(QStringLiteral("llvmpipe")) + niceOfThreads(QStringLiteral("InferenceWorker"));
+            const QList<int> drivers =
+                niceOfThreads(QStringLiteral("llvmpipe")) + niceOfThreads(QStringLiteral("InferenceWorker"));
             QVERIFY(!drivers.isEmpty());
-            for (const int nice : drivers) QVERIFY2(nice < kUiNice, "the worker and the driver's threads keep their priority");
+            for (const int nice : drivers)
+                QVERIFY2(nice < kUiNice, "the worker and the driver's threads keep their priority");
         }
 #endif
         window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(16);
@@ -209,9 +220,12 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
 
         const QAbstractItemModel* chat = window.findChild<ChatView*>(QStringLiteral("chatView"))->model();
         QVERIFY(chat->rowCount() >= 2);
-        QCOMPARE(chat->index(0, 0).data(ChatModel::MessageRole).toInt(), static_cast<int>(ChatMessage::Role::User));
-        QCOMPARE(chat->index(1, 0).data(ChatModel::MessageRole).toInt(), static_cast<int>(ChatMessage::Role::Assistant));
-        QVERIFY2(!chat->index(1, 0).data(ChatModel::TextRole).toString().isEmpty(), "the reply was streamed into the chat");
+        QCOMPARE(chat->index(0, 0).data(ChatModel::MessageRole).toInt(),
+                 static_cast<int>(ChatMessage::Role::User));
+        QCOMPARE(chat->index(1, 0).data(ChatModel::MessageRole).toInt(),
+                 static_cast<int>(ChatMessage::Role::Assistant));
+        QVERIFY2(!chat->index(1, 0).data(ChatModel::TextRole).toString().isEmpty(),
+                 "the reply was streamed into the chat");
         QVERIFY(!chat->index(1, 0).data(ChatModel::StreamingRole).toBool());
         // The reply is labelled with the model that wrote it (general.name of the file).
         QCOMPARE(chat->index(1, 0).data(ChatModel::ModelRole).toString(), QStringLiteral("stories260K"));
@@ -242,9 +256,11 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
         QCOMPARE(chat->rowCount(), 2);
         const QString after = chat->index(1, 0).data(ChatModel::TextRole).toString();
-        QVERIFY2(after.startsWith(before) && after.size() > before.size(), qPrintable(before + " -> " + after));
-        QVERIFY2(chat->index(1, 0).data(ChatModel::DetailsRole).toString().contains(QStringLiteral("continued")),
-                 qPrintable(chat->index(1, 0).data(ChatModel::DetailsRole).toString()));
+        QVERIFY2(after.startsWith(before) && after.size() > before.size(),
+                 qPrintable(before + " -> " + after));
+        QVERIFY2(
+            chat->index(1, 0).data(ChatModel::DetailsRole).toString().contains(QStringLiteral("continued")),
+            qPrintable(chat->index(1, 0).data(ChatModel::DetailsRole).toString()));
         messages = store.messages(conversations[0].id);
         QCOMPARE(messages.size(), 2);
         QCOMPARE(messages[1].content, after);
@@ -260,7 +276,8 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         QTest::keyClick(input, Qt::Key_Return);
         QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
         QCOMPARE(chat->rowCount(), 2);
-        QCOMPARE(chat->index(0, 0).data(ChatModel::TextRole).toString(), QStringLiteral("Once upon a time there was a frog"));
+        QCOMPARE(chat->index(0, 0).data(ChatModel::TextRole).toString(),
+                 QStringLiteral("Once upon a time there was a frog"));
         QVERIFY(!chat->index(1, 0).data(ChatModel::TextRole).toString().isEmpty());
         messages = store.messages(conversations[0].id);
         QCOMPARE(messages.size(), 2);
@@ -277,7 +294,8 @@ void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {
         QVERIFY2(text.startsWith(QStringLiteral("# Once upon a time\n")), qPrintable(text));
         QVERIFY(text.contains(QStringLiteral("## You\n\nOnce upon a time there was a frog")));
         QVERIFY(text.contains(QStringLiteral("## stories260K\n\n") + messages[1].content));
-        QVERIFY(!window.writeConversationMarkdown(dir.filePath(QStringLiteral("missing/dir/chat.md")), &error));
+        QVERIFY(
+            !window.writeConversationMarkdown(dir.filePath(QStringLiteral("missing/dir/chat.md")), &error));
         QVERIFY(error.contains(QStringLiteral("missing")));
 
         // The sidebar's search: by message text (the reply mentions no "xyzzy"), then cleared.
@@ -336,9 +354,14 @@ void TestMainWindow::closingDuringAReplyKeepsThePartialReply() {
         QTest::keyClicks(input, QStringLiteral("The little dog"));
         QTest::keyClick(input, Qt::Key_Return);
         const QAbstractItemModel* chat = window.findChild<ChatView*>(QStringLiteral("chatView"))->model();
-        QVERIFY(QTest::qWaitFor([&] { return chat->rowCount() >= 2 && !chat->index(1, 0).data(ChatModel::TextRole).toString().isEmpty(); },
-                                kTurnTimeoutMs));
-        QVERIFY2(window.state() == MainWindow::State::Generating, "the reply is still being generated when the window closes");
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return chat->rowCount() >= 2 &&
+                       !chat->index(1, 0).data(ChatModel::TextRole).toString().isEmpty();
+            },
+            kTurnTimeoutMs));
+        QVERIFY2(window.state() == MainWindow::State::Generating,
+                 "the reply is still being generated when the window closes");
         window.close();
         shown = chat->index(1, 0).data(ChatModel::TextRole).toString();
     }
@@ -377,8 +400,9 @@ void TestMainWindow::theLocalApiServerIsSwitchedFromTheMenuAndRemembered() {
         // parallel replies share.
         QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 32u, 10'000);
         auto* info = window.findChild<ModelInfoPanel*>();
-        QVERIFY2(info->valueText(QStringLiteral("context")).endsWith(QStringLiteral(" · KV room for the chat")),
-                 qPrintable(info->valueText(QStringLiteral("context"))));
+        QVERIFY2(
+            info->valueText(QStringLiteral("context")).endsWith(QStringLiteral(" · KV room for the chat")),
+            qPrintable(info->valueText(QStringLiteral("context"))));
         auto* action = window.findChild<QAction*>(QStringLiteral("apiServerAction"));
         auto* label = window.findChild<QLabel*>(QStringLiteral("apiLabel"));
         QVERIFY(action && label);
@@ -388,7 +412,8 @@ void TestMainWindow::theLocalApiServerIsSwitchedFromTheMenuAndRemembered() {
         QTRY_VERIFY_WITH_TIMEOUT(label->isVisible(), 60'000);
         QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 2u * 32, 10'000);
         QCOMPARE(window.state(), MainWindow::State::Ready);
-        QVERIFY2(info->valueText(QStringLiteral("context")).contains(QStringLiteral("KV room for the chat and 1 more conversation")),
+        QVERIFY2(info->valueText(QStringLiteral("context"))
+                     .contains(QStringLiteral("KV room for the chat and 1 more conversation")),
                  qPrintable(info->valueText(QStringLiteral("context"))));
         QVERIFY2(label->text().contains(QString::number(port)), qPrintable(label->text()));
         const auto models = lantern::test::http_call(port, lantern::test::http_request("GET", "/v1/models"));
@@ -459,9 +484,11 @@ void TestMainWindow::theContextLengthIsChosenPerModelAndRemembered() {
         });
         action->trigger();
         // (640 bytes a token: 256 tokens x 640 = 160 KiB.)
-        QVERIFY2(shown.startsWith(QStringLiteral("KV cache: 160.0 KiB for the chat's 256 tokens")), qPrintable(shown));
-        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready && blocks.total->load() == 16; },
-                                kLoadTimeoutMs));
+        QVERIFY2(shown.startsWith(QStringLiteral("KV cache: 160.0 KiB for the chat's 256 tokens")),
+                 qPrintable(shown));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.state() == MainWindow::State::Ready && blocks.total->load() == 16; },
+            kLoadTimeoutMs));
         QCOMPARE(preferences::contextLength(modelPath()), 256u);
         // The conversation is all there and goes on, now counted against 256 tokens.
         QCOMPARE(window.findChild<ChatView*>()->model()->rowCount(), rows);
@@ -477,8 +504,9 @@ void TestMainWindow::theContextLengthIsChosenPerModelAndRemembered() {
         QVERIFY(loadModel(window));
         QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), 16u, 10'000);
         window.setContextLength(0);  // back to automatic, for the other tests
-        QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready && blocks.total->load() == 32; },
-                                kLoadTimeoutMs));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.state() == MainWindow::State::Ready && blocks.total->load() == 32; },
+            kLoadTimeoutMs));
         QCOMPARE(preferences::contextLength(modelPath()), 0u);
     }
 }
@@ -604,13 +632,15 @@ void TestMainWindow::anApiServerWithoutRoomOnTheDeviceLeavesTheChatLoaded() {
         QCOMPARE(action->isChecked(), onAtStart);
         window.openModel(path, QStringLiteral("llvmpipe"));
         if (!onAtStart) {
-            QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+            QVERIFY(
+                QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
             QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), (3u << 19) / 16, 10'000);
             action->trigger();
         }
         QVERIFY(QTest::qWaitFor([&] { return !action->isChecked(); }, kLoadTimeoutMs));
         const QString said = window.statusBar()->currentMessage();
-        QVERIFY2(said.contains(QStringLiteral("no room on the device for its replies beside the chat")), qPrintable(said));
+        QVERIFY2(said.contains(QStringLiteral("no room on the device for its replies beside the chat")),
+                 qPrintable(said));
         QVERIFY2(said.contains(QStringLiteral("lower the context")), qPrintable(said));
         QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
         QTRY_COMPARE_WITH_TIMEOUT(blocks.total->load(), (3u << 19) / 16, 10'000);  // the chat's room
@@ -627,7 +657,8 @@ QTEST_MAIN(TestMainWindow)
 void TestMainWindow::splitModelsAreListedOnceWithTheirWholeSize() {
     QDir models(preferences::modelsDirectory());
     QVERIFY(models.mkpath(QStringLiteral(".")));
-    for (const QString& name : models.entryList({QStringLiteral("*.gguf")}, QDir::Files)) QVERIFY(models.remove(name));
+    for (const QString& name : models.entryList({QStringLiteral("*.gguf")}, QDir::Files))
+        QVERIFY(models.remove(name));
     auto put = [&](const QString& name, int bytes) {
         QFile f(models.filePath(name));
         QVERIFY(f.open(QIODevice::WriteOnly));
@@ -648,7 +679,8 @@ void TestMainWindow::splitModelsAreListedOnceWithTheirWholeSize() {
     QCOMPARE(items.filter(QStringLiteral("big-")).size(), 1);
     QVERIFY2(items.filter(QStringLiteral("big-00001-of-00002  (5.00 MiB)")).size() == 1, qPrintable(all));
     QVERIFY2(items.filter(QStringLiteral("plain  (1000 B)")).size() == 1, qPrintable(all));
-    for (const QString& name : models.entryList({QStringLiteral("*.gguf")}, QDir::Files)) QVERIFY(models.remove(name));
+    for (const QString& name : models.entryList({QStringLiteral("*.gguf")}, QDir::Files))
+        QVERIFY(models.remove(name));
 }
 
 // A model llama.cpp downloaded (its cache, moved by LLAMA_CACHE as llama.cpp itself honours) is in
@@ -669,7 +701,10 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
     QSignalSpy listed(&window, &MainWindow::modelListChanged);
     QVERIFY(listed.wait(30000));
-    if (before.isEmpty()) qunsetenv("LLAMA_CACHE"); else qputenv("LLAMA_CACHE", before);
+    if (before.isEmpty())
+        qunsetenv("LLAMA_CACHE");
+    else
+        qputenv("LLAMA_CACHE", before);
     auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
     QVERIFY(picker);
     const int i = picker->findText(QStringLiteral("someone_repo_model-Q8_0  (1000 B · llama.cpp)"));
@@ -681,9 +716,12 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     QVERIFY(entries && entries->item(i)->isEnabled());
     // The mamba model is listed, says why it cannot be chosen, and cannot be.
     const int q = picker->findText(QStringLiteral(" — mamba, not supported"), Qt::MatchEndsWith);
-    QVERIFY2(q > 0 && picker->itemText(q).startsWith(QStringLiteral("mamba  (")), qPrintable(items.join(QStringLiteral(" | "))));
+    QVERIFY2(q > 0 && picker->itemText(q).startsWith(QStringLiteral("mamba  (")),
+             qPrintable(items.join(QStringLiteral(" | "))));
     QVERIFY(!entries->item(q)->isEnabled());
-    QVERIFY(picker->itemData(q, Qt::ToolTipRole).toString().contains(QStringLiteral("llama, qwen2 and qwen3 models; this one is mamba")));
+    QVERIFY(picker->itemData(q, Qt::ToolTipRole)
+                .toString()
+                .contains(QStringLiteral("llama, qwen2 and qwen3 models; this one is mamba")));
 }
 
 // A model another app downloads while Lantern runs, into a folder below the top of its store (a
@@ -712,7 +750,10 @@ void TestMainWindow::aModelDownloadedIntoAnotherAppsFolderAppearsWhileTheWindowI
     second.close();
     const bool appeared = QTest::qWaitFor(
         [&] { return picker->findText(QStringLiteral("tiny-Q4_K_M  (200 B · Hugging Face)")) > 0; }, 30000);
-    if (before.isEmpty()) qunsetenv("HF_HUB_CACHE"); else qputenv("HF_HUB_CACHE", before);
+    if (before.isEmpty())
+        qunsetenv("HF_HUB_CACHE");
+    else
+        qputenv("HF_HUB_CACHE", before);
     QVERIFY2(appeared, "the new file in a snapshot folder was listed");
 }
 
@@ -724,12 +765,15 @@ void TestMainWindow::anOllamaModelIsListedByItsOllamaNameAndOpens() {
     QVERIFY(QDir().mkpath(store.filePath(QStringLiteral("blobs"))));
     const QString blob = store.filePath(QStringLiteral("blobs/sha256-") + hex);
     QVERIFY(QFile::link(modelPath(), blob));
-    const QString manifest = store.filePath(QStringLiteral("manifests/registry.ollama.ai/library/stories/260k"));
+    const QString manifest =
+        store.filePath(QStringLiteral("manifests/registry.ollama.ai/library/stories/260k"));
     QVERIFY(QDir().mkpath(QFileInfo(manifest).path()));
     QFile m(manifest);
     QVERIFY(m.open(QIODevice::WriteOnly));
-    m.write(QByteArray(R"({"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:)") +
-            hex.toLatin1() + R"(","size":1}]})");
+    m.write(
+        QByteArray(
+            R"({"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:)") +
+        hex.toLatin1() + R"(","size":1}]})");
     m.close();
     const QByteArray before = qgetenv("OLLAMA_MODELS");
     qputenv("OLLAMA_MODELS", QFile::encodeName(store.path()));
@@ -738,7 +782,10 @@ void TestMainWindow::anOllamaModelIsListedByItsOllamaNameAndOpens() {
     window.show();
     QSignalSpy listed(&window, &MainWindow::modelListChanged);
     QVERIFY(listed.wait(30000));
-    if (before.isEmpty()) qunsetenv("OLLAMA_MODELS"); else qputenv("OLLAMA_MODELS", before);
+    if (before.isEmpty())
+        qunsetenv("OLLAMA_MODELS");
+    else
+        qputenv("OLLAMA_MODELS", before);
     auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
     const int i = picker->findText(QStringLiteral("stories:260k  (1.01 MiB · Ollama)"));
     QStringList items;
@@ -768,10 +815,11 @@ void TestMainWindow::aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitc
     shape.architecture = "qwen3";
     shape.dim = 64, shape.n_heads = 4, shape.n_kv_heads = 2, shape.head_dim = 32, shape.ffn_dim = 128;
     shape.n_layers = 2, shape.vocab = 512, shape.qk_norm = true, shape.rope_base = 1e6f;
-    shape.chat_template = "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
-                          "'<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
-                          "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>"
-                          "\\n\\n' }}{%- endif %}{%- endif %}";
+    shape.chat_template =
+        "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
+        "'<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+        "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>"
+        "\\n\\n' }}{%- endif %}{%- endif %}";
     lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32),
                                    cache.filePath(QStringLiteral("qwen3-tiny.gguf")).toStdString());
     const QByteArray before = qgetenv("LLAMA_CACHE");
@@ -781,7 +829,10 @@ void TestMainWindow::aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitc
     window.show();
     QSignalSpy listed(&window, &MainWindow::modelListChanged);
     QVERIFY(listed.wait(30000));
-    if (before.isEmpty()) qunsetenv("LLAMA_CACHE"); else qputenv("LLAMA_CACHE", before);
+    if (before.isEmpty())
+        qunsetenv("LLAMA_CACHE");
+    else
+        qputenv("LLAMA_CACHE", before);
     auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
     int i = -1;
     QStringList items;
@@ -836,8 +887,9 @@ void TestMainWindow::aFullContextOffersOnlyWhatCanWork() {
 
     const QAbstractItemModel* chat = window.findChild<ChatView*>(QStringLiteral("chatView"))->model();
     QVERIFY(chat->rowCount() >= 3);
-    QVERIFY2(chat->index(1, 0).data(ChatModel::DetailsRole).toString().contains(QStringLiteral("full context")),
-             qPrintable(chat->index(1, 0).data(ChatModel::DetailsRole).toString()));
+    QVERIFY2(
+        chat->index(1, 0).data(ChatModel::DetailsRole).toString().contains(QStringLiteral("full context")),
+        qPrintable(chat->index(1, 0).data(ChatModel::DetailsRole).toString()));
     const QString notice = chat->index(chat->rowCount() - 1, 0).data(ChatModel::TextRole).toString();
     QVERIFY2(notice.contains(QStringLiteral("dropping the oldest turns")), qPrintable(notice));
     const QString context = window.findChild<QLabel*>(QStringLiteral("contextLabel"))->text();
@@ -859,17 +911,22 @@ void TestMainWindow::aFullContextOffersOnlyWhatCanWork() {
     QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
     QCOMPARE(input->toPlainText(), longText);
     QCOMPARE(chat->rowCount(), rows + 1);
-    QCOMPARE(performance->valueText(QStringLiteral("generated")), generated);  // the last reply's figures stay
+    QCOMPARE(performance->valueText(QStringLiteral("generated")),
+             generated);  // the last reply's figures stay
     const QString refused = chat->index(rows, 0).data(ChatModel::TextRole).toString();
-    QCOMPARE(chat->index(rows, 0).data(ChatModel::MessageRole).toInt(), static_cast<int>(ChatMessage::Role::Notice));
-    QVERIFY2(refused.contains(QStringLiteral("does not fit")) && refused.contains(QStringLiteral("Shorten it")), qPrintable(refused));
+    QCOMPARE(chat->index(rows, 0).data(ChatModel::MessageRole).toInt(),
+             static_cast<int>(ChatMessage::Role::Notice));
+    QVERIFY2(
+        refused.contains(QStringLiteral("does not fit")) && refused.contains(QStringLiteral("Shorten it")),
+        qPrintable(refused));
     ConversationStore store(db);
     const QVector<ConversationSummary> conversations = store.conversations();
     QCOMPARE(conversations.size(), 1);
     QCOMPARE(store.messages(conversations[0].id).size(), 2);  // the first message and its reply
     // The store keeps the reply's figures as data, worded when shown (in the language of the day).
     const QString storedDetails = store.messages(conversations[0].id)[1].details;
-    QVERIFY2(storedDetails.startsWith(QLatin1Char('[')) && storedDetails.contains(QLatin1String("\"stop\":\"context_full\"")) &&
+    QVERIFY2(storedDetails.startsWith(QLatin1Char('[')) &&
+                 storedDetails.contains(QLatin1String("\"stop\":\"context_full\"")) &&
                  !storedDetails.contains(QLatin1String("full context")),
              qPrintable(storedDetails));
     QVERIFY(window.findChild<QPushButton*>(QStringLiteral("regenerateButton"))->isEnabled());
@@ -899,7 +956,9 @@ void TestMainWindow::aFullContextOffersOnlyWhatCanWork() {
     int answered = -1;
     for (int row = 2; row < chat->rowCount(); ++row) {
         QVERIFY(!chat->index(row, 0).data(ChatModel::OutOfContextRole).toBool());
-        if (chat->index(row, 0).data(ChatModel::MessageRole).toInt() == static_cast<int>(ChatMessage::Role::Assistant)) answered = row;
+        if (chat->index(row, 0).data(ChatModel::MessageRole).toInt() ==
+            static_cast<int>(ChatMessage::Role::Assistant))
+            answered = row;
     }
     QVERIFY(answered > 2);
     QVERIFY(chat->index(answered - 1, 0).data(ChatModel::TextRole).toString() == QStringLiteral("The cat") ||
@@ -916,11 +975,15 @@ void TestMainWindow::stoppingWhileThePromptIsReadGivesTheMessageBack() {
     window.show();
     QVERIFY(loadModel(window));
     QString shown;
-    connect(window.worker(), &InferenceWorker::promptProgress, window.worker(), [&](quint32, quint32) {
-        window.worker()->requestStop();  // as the Stop button does (an atomic flag)
-    }, Qt::DirectConnection);
+    connect(
+        window.worker(), &InferenceWorker::promptProgress, window.worker(),
+        [&](quint32, quint32) {
+            window.worker()->requestStop();  // as the Stop button does (an atomic flag)
+        },
+        Qt::DirectConnection);
     connect(window.worker(), &InferenceWorker::promptProgress, &window, [&](quint32, quint32) {
-        shown = window.findChild<QLabel*>(QStringLiteral("stateLabel"))->text();  // after the window's own slot
+        shown =
+            window.findChild<QLabel*>(QStringLiteral("stateLabel"))->text();  // after the window's own slot
     });
     QString text;
     for (int i = 0; i < 30; ++i) text += QStringLiteral("The dog ran to the big park. ");
@@ -984,14 +1047,16 @@ void TestMainWindow::aReplacementThatCannotBeginLosesNothing() {
     };
     auto texts = [&] {
         QStringList out;
-        for (int row = 0; row < chat->rowCount(); ++row) out << chat->index(row, 0).data(ChatModel::TextRole).toString();
+        for (int row = 0; row < chat->rowCount(); ++row)
+            out << chat->index(row, 0).data(ChatModel::TextRole).toString();
         return out;
     };
     auto stored = [&] {
         ConversationStore store(db);
         QStringList out;
         for (const ConversationSummary& c : store.conversations())
-            for (const StoredMessage& m : store.messages(c.id)) out << QString::number(m.id) + QLatin1Char(' ') + m.content;
+            for (const StoredMessage& m : store.messages(c.id))
+                out << QString::number(m.id) + QLatin1Char(' ') + m.content;
         return out;
     };
     QString longPrompt;  // two prefill chunks (one progress report) that fit with room for a reply
@@ -1020,7 +1085,8 @@ void TestMainWindow::aReplacementThatCannotBeginLosesNothing() {
              qPrintable(window.statusBar()->currentMessage()));
     QVERIFY(send(longPrompt.left(longPrompt.size() - 1)));
     QCOMPARE(chat->index(0, 0).data(ChatModel::TextRole).toString(), longPrompt.left(longPrompt.size() - 1));
-    QCOMPARE(chat->index(1, 0).data(ChatModel::MessageRole).toInt(), static_cast<int>(ChatMessage::Role::Assistant));
+    QCOMPARE(chat->index(1, 0).data(ChatModel::MessageRole).toInt(),
+             static_cast<int>(ChatMessage::Role::Assistant));
     const QStringList edited = stored();
     QCOMPARE(edited.size(), 2);
     for (const QString& old : storedBefore) QVERIFY2(!edited.contains(old), qPrintable(old));
@@ -1032,11 +1098,12 @@ void TestMainWindow::aReplacementThatCannotBeginLosesNothing() {
     auto* system = window.findChild<QLineEdit*>(QStringLiteral("systemPrompt"));
     system->setText(QStringLiteral("You tell short stories."));
     emit system->editingFinished();
-    connect(window.worker(), &InferenceWorker::promptProgress, window.worker(), [&](quint32, quint32) {
-        window.worker()->requestStop();
-    }, Qt::DirectConnection);
+    connect(
+        window.worker(), &InferenceWorker::promptProgress, window.worker(),
+        [&](quint32, quint32) { window.worker()->requestStop(); }, Qt::DirectConnection);
     bool progressed = false;
-    connect(window.worker(), &InferenceWorker::promptProgress, &window, [&](quint32, quint32) { progressed = true; });
+    connect(window.worker(), &InferenceWorker::promptProgress, &window,
+            [&](quint32, quint32) { progressed = true; });
     QTest::mouseClick(window.findChild<QPushButton*>(QStringLiteral("regenerateButton")), Qt::LeftButton);
     QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
     QVERIFY(progressed);
@@ -1052,7 +1119,8 @@ void TestMainWindow::aReplacementThatCannotBeginLosesNothing() {
     QCOMPARE(regenerated.size(), 2);
     QCOMPARE(regenerated[0], edited[0]);
     QVERIFY(regenerated[1] != edited[1]);  // a new message (id), whatever its text
-    QCOMPARE(chat->index(1, 0).data(ChatModel::MessageRole).toInt(), static_cast<int>(ChatMessage::Role::Assistant));
+    QCOMPARE(chat->index(1, 0).data(ChatModel::MessageRole).toInt(),
+             static_cast<int>(ChatMessage::Role::Assistant));
 }
 
 // Under the input: the message's length in tokens, and before it is sent, whether it fits — as
@@ -1075,7 +1143,8 @@ void TestMainWindow::theInputSaysHowLongAMessageIsAndWhetherItFits() {
     const QRegularExpression plain(QStringLiteral("^[1-9][0-9]* token(s|\\(s\\))?$"));
 
     input->setPlainText(QStringLiteral("Once upon a time"));
-    QVERIFY2(QTest::qWaitFor([&] { return plain.match(measure->text()).hasMatch(); }, 10'000), qPrintable(measure->text()));
+    QVERIFY2(QTest::qWaitFor([&] { return plain.match(measure->text()).hasMatch(); }, 10'000),
+             qPrintable(measure->text()));
     window.resize(1400, 900);
     QCoreApplication::processEvents();
     const int measureHeight = measure->height();
@@ -1120,7 +1189,8 @@ void TestMainWindow::theInputSaysHowLongAMessageIsAndWhetherItFits() {
     // Editing the first message: it replaces the whole conversation, so it fits.
     emit window.findChild<ChatView*>(QStringLiteral("chatView"))->editRequested(0);
     QCOMPARE(input->toPlainText(), QStringLiteral("Once upon a time"));
-    QVERIFY2(QTest::qWaitFor([&] { return plain.match(measure->text()).hasMatch(); }, 10'000), qPrintable(measure->text()));
+    QVERIFY2(QTest::qWaitFor([&] { return plain.match(measure->text()).hasMatch(); }, 10'000),
+             qPrintable(measure->text()));
 }
 
 // While a reply streams, the status bar counts the token just sampled, which enters the KV cache
@@ -1137,10 +1207,14 @@ void TestMainWindow::afterAReplyTheStatusBarCountsWhatTheCacheHolds() {
             if (seq.id == snapshot.active_sequence) cached = static_cast<int>(seq.tokens);
     });
     std::atomic<int> stopAfter{5}, streamed{0};
-    connect(window.worker(), &InferenceWorker::tokensGenerated, window.worker(), [&](const TokenBatch& batch) {
-        streamed += static_cast<int>(batch.tokens.size());
-        if (stopAfter > 0 && streamed >= stopAfter) window.worker()->requestStop();  // as the Stop button does
-    }, Qt::DirectConnection);
+    connect(
+        window.worker(), &InferenceWorker::tokensGenerated, window.worker(),
+        [&](const TokenBatch& batch) {
+            streamed += static_cast<int>(batch.tokens.size());
+            if (stopAfter > 0 && streamed >= stopAfter)
+                window.worker()->requestStop();  // as the Stop button does
+        },
+        Qt::DirectConnection);
     auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
     auto* context = window.findChild<QLabel*>(QStringLiteral("contextLabel"));
     QVERIFY(input && context);
@@ -1151,7 +1225,8 @@ void TestMainWindow::afterAReplyTheStatusBarCountsWhatTheCacheHolds() {
     QVERIFY(sendAndWait(window, QStringLiteral("Once upon a time")));
     QVERIFY2(streamed >= 5 && streamed < 12, qPrintable(QString::number(streamed)));  // it was stopped
     QVERIFY(cached > 0);
-    QVERIFY2(context->text() == expected(), qPrintable(context->text() + QStringLiteral(" / cache: ") + QString::number(cached)));
+    QVERIFY2(context->text() == expected(),
+             qPrintable(context->text() + QStringLiteral(" / cache: ") + QString::number(cached)));
 
     // A reply that ends at its token limit, after the stopped one: the stopped reply's last token
     // went in with this turn's prompt, and this reply's last one is again left for the next turn.
@@ -1160,7 +1235,8 @@ void TestMainWindow::afterAReplyTheStatusBarCountsWhatTheCacheHolds() {
     streamed = 0;
     QVERIFY(sendAndWait(window, QStringLiteral("The dog")));
     QVERIFY(cached > before + streamed - 1);
-    QVERIFY2(context->text() == expected(), qPrintable(context->text() + QStringLiteral(" / cache: ") + QString::number(cached)));
+    QVERIFY2(context->text() == expected(),
+             qPrintable(context->text() + QStringLiteral(" / cache: ") + QString::number(cached)));
 }
 
 // The app killed while a turn's prompt was read (before its first token) leaves that turn's
@@ -1171,7 +1247,8 @@ void TestMainWindow::afterAReplyTheStatusBarCountsWhatTheCacheHolds() {
 void TestMainWindow::aTurnKilledBeforeItBeganIsUndoneWhenReopened() {
     QTemporaryDir dir;
     const QString db = dir.filePath(QStringLiteral("chat.sqlite"));
-    const QString question = QStringLiteral("The dog ran to the big park."), answer = QStringLiteral("Lily saw a cat.");
+    const QString question = QStringLiteral("The dog ran to the big park."),
+                  answer = QStringLiteral("Lily saw a cat.");
     const QString model = QStringLiteral("stories260K");
     QString edit;  // two prefill chunks (one progress report): the edit's prompt is read in steps
     for (int i = 0; i < 30; ++i) edit += QStringLiteral("The cat sat in the sun. ");
@@ -1187,7 +1264,8 @@ void TestMainWindow::aTurnKilledBeforeItBeganIsUndoneWhenReopened() {
 
         regenerated = store.createConversation(QStringLiteral("regenerate"));
         store.appendMessage(regenerated, QStringLiteral("user"), question);
-        const qint64 reply = store.appendMessage(regenerated, QStringLiteral("assistant"), answer, true, {}, model);
+        const qint64 reply =
+            store.appendMessage(regenerated, QStringLiteral("assistant"), answer, true, {}, model);
         store.appendMessage(regenerated, QStringLiteral("assistant"), {}, false, {}, model, reply);
 
         plain = store.createConversation(QStringLiteral("plain"));
@@ -1200,13 +1278,15 @@ void TestMainWindow::aTurnKilledBeforeItBeganIsUndoneWhenReopened() {
     auto stored = [&](qint64 conversation) {
         QStringList out;
         for (const StoredMessage& m : ConversationStore(db).messages(conversation))
-            out << m.role + QLatin1Char(':') + m.content + (m.replaces >= 0 ? QStringLiteral(" replaces %1").arg(m.replaces) : QString());
+            out << m.role + QLatin1Char(':') + m.content +
+                       (m.replaces >= 0 ? QStringLiteral(" replaces %1").arg(m.replaces) : QString());
         return out;
     };
     auto texts = [](MainWindow& window) {
         const QAbstractItemModel* chat = window.findChild<ChatView*>(QStringLiteral("chatView"))->model();
         QStringList out;
-        for (int row = 0; row < chat->rowCount(); ++row) out << chat->index(row, 0).data(ChatModel::TextRole).toString();
+        for (int row = 0; row < chat->rowCount(); ++row)
+            out << chat->index(row, 0).data(ChatModel::TextRole).toString();
         return out;
     };
     const QStringList before{QStringLiteral("user:") + question, QStringLiteral("assistant:") + answer};
@@ -1230,12 +1310,14 @@ void TestMainWindow::aTurnKilledBeforeItBeganIsUndoneWhenReopened() {
         QTest::keyClick(input, Qt::Key_Return);
         QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
         // While the prompt was read, the edit named the message it replaces (a kill then is undone).
-        QVERIFY2(whileRead.size() == 4 && whileRead[2] == QStringLiteral("user:%1 replaces %2").arg(edit).arg(question0),
+        QVERIFY2(whileRead.size() == 4 &&
+                     whileRead[2] == QStringLiteral("user:%1 replaces %2").arg(edit).arg(question0),
                  qPrintable(whileRead.join(QLatin1Char('|'))));
         const QStringList after = stored(edited);
         QCOMPARE(after.size(), 2);
         QCOMPARE(after[0], QStringLiteral("user:") + edit);
-        QVERIFY2(after[1].startsWith(QStringLiteral("assistant:")) && !after[1].contains(QStringLiteral(" replaces ")),
+        QVERIFY2(after[1].startsWith(QStringLiteral("assistant:")) &&
+                     !after[1].contains(QStringLiteral(" replaces ")),
                  qPrintable(after[1]));
         QCOMPARE(texts(window).size(), 2);
         QVERIFY(input->toPlainText().isEmpty());

@@ -24,8 +24,8 @@ private slots:
     void init() {
         home_ = std::make_unique<QTemporaryDir>();  // a fresh home for each test
         QVERIFY(home_->isValid());
-        for (const char* name : {"XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "LLAMA_CACHE", "HF_HOME", "HF_HUB_CACHE",
-                                 "OLLAMA_MODELS"})
+        for (const char* name : {"XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "LLAMA_CACHE",
+                                 "HF_HOME", "HF_HUB_CACHE", "OLLAMA_MODELS"})
             qunsetenv(name);
         qputenv("HOME", QFile::encodeName(home_->path()));
     }
@@ -36,7 +36,8 @@ private slots:
         put("lantern/notes.txt", 5);
         put("other-disk/c.gguf", 150);
         link("lantern/linked", "../other-disk");  // a folder of models on another disk, linked in
-        put(".lmstudio/models/lmstudio-community/Llama-3.2-1B-Instruct-GGUF/Llama-3.2-1B-Instruct-Q8_0.gguf", 300);
+        put(".lmstudio/models/lmstudio-community/Llama-3.2-1B-Instruct-GGUF/Llama-3.2-1B-Instruct-Q8_0.gguf",
+            300);
         put(".lmstudio/models/lmstudio-community/Llama-3.2-1B-Instruct-GGUF/mmproj-model-f16.gguf", 10);
         put(".local/share/nomic.ai/GPT4All/orca-mini-3b.gguf", 400);
         put(".local/share/nomic.ai/GPT4All/localdocs_v2.db", 10);
@@ -66,20 +67,25 @@ private slots:
                                    ".cache/huggingface/hub/models--TheBloke--TinyLlama-GGUF/snapshots/rev2"})
             QVERIFY2(folders.contains(path(QString::fromLatin1(walked))), walked);
         for (const QString& folder : folders) {
-            QVERIFY2(!folder.contains(QStringLiteral("/.locks")), qPrintable(folder));  // hidden: not walked
+            QVERIFY2(!folder.contains(QStringLiteral("/.locks")), qPrintable(folder));   // hidden: not walked
             QVERIFY2(!folder.endsWith(QStringLiteral("/r/1/2/3")), qPrintable(folder));  // below the 5 levels
         }
         QStringList got;
         for (const Model& m : models)
-            got << QStringLiteral("%1|%2|%3").arg(m.source, QDir(home_->path()).relativeFilePath(m.path)).arg(m.bytes);
+            got << QStringLiteral("%1|%2|%3")
+                       .arg(m.source, QDir(home_->path()).relativeFilePath(m.path))
+                       .arg(m.bytes);
         QCOMPARE(got, (QStringList{
                           "|lantern/a.gguf|100",
                           "|lantern/family/b.gguf|200",
                           "|lantern/linked/c.gguf|150",
-                          "LM Studio|.lmstudio/models/lmstudio-community/Llama-3.2-1B-Instruct-GGUF/Llama-3.2-1B-Instruct-Q8_0.gguf|300",
+                          "LM "
+                          "Studio|.lmstudio/models/lmstudio-community/Llama-3.2-1B-Instruct-GGUF/"
+                          "Llama-3.2-1B-Instruct-Q8_0.gguf|300",
                           "GPT4All|.local/share/nomic.ai/GPT4All/orca-mini-3b.gguf|400",
                           "Jan|jan/models/tinyllama-1.1b/tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf|500",
-                          "llama.cpp|.cache/llama.cpp/bartowski_Qwen2.5-0.5B-Instruct-GGUF_Qwen2.5-0.5B-Instruct-Q4_K_M.gguf|600",
+                          "llama.cpp|.cache/llama.cpp/"
+                          "bartowski_Qwen2.5-0.5B-Instruct-GGUF_Qwen2.5-0.5B-Instruct-Q4_K_M.gguf|600",
                           "Hugging Face|" + repo + "/snapshots/rev1/big-00001-of-00002.gguf|1700",
                           "Hugging Face|" + repo + "/snapshots/rev1/tinyllama.Q4_0.gguf|700",
                       }));
@@ -87,7 +93,8 @@ private slots:
 
     // Each model says the architecture its file's head names, "" when that is not GGUF.
     void eachModelSaysItsArchitecture() {
-        for (const auto& [file, arch] : {std::pair{"m/llama.gguf", "llama"}, std::pair{"m/qwen.gguf", "qwen2"}}) {
+        for (const auto& [file, arch] :
+             {std::pair{"m/llama.gguf", "llama"}, std::pair{"m/qwen.gguf", "qwen2"}}) {
             lantern::GgufWriter w;
             w.set_string("general.architecture", arch);
             QVERIFY(QDir().mkpath(path("m")));
@@ -126,7 +133,8 @@ private slots:
         const QString a = digest('a'), b = digest('b'), c = digest('c'), p = digest('d'), gone = digest('e');
         // llama3.2 with two tags on one blob, and a vision model whose projector is another layer.
         putBlob(store, a, 1000);
-        manifest(store, "registry.ollama.ai/library/llama3.2/latest", {{"model", a}, {"template", digest('f')}});
+        manifest(store, "registry.ollama.ai/library/llama3.2/latest",
+                 {{"model", a}, {"template", digest('f')}});
         manifest(store, "registry.ollama.ai/library/llama3.2/q8_0", {{"model", a}});  // found after "latest"
         putBlob(store, b, 2000);
         putBlob(store, p, 50);
@@ -134,14 +142,16 @@ private slots:
         putBlob(store, c, 3000);
         manifest(store, "hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF/Q4_K_M", {{"model", c}});
         manifest(store, "registry.ollama.ai/someone/tiny/latest", {{"model", gone}});  // still downloading
-        put(store + "/manifests/registry.ollama.ai/library/broken/latest", 20);         // not JSON
+        put(store + "/manifests/registry.ollama.ai/library/broken/latest", 20);        // not JSON
 
         QStringList names;
         for (const auto& s : model_library::sources(path("lantern-none"))) names << s.name;
         QCOMPARE(names, (QStringList{"Ollama"}));
         QStringList got;
         for (const Model& m : model_library::find(model_library::sources(path("lantern-none"))))
-            got << QStringLiteral("%1|%2|%3|%4").arg(m.source, m.name, QFileInfo(m.path).fileName()).arg(m.bytes);
+            got << QStringLiteral("%1|%2|%3|%4")
+                       .arg(m.source, m.name, QFileInfo(m.path).fileName())
+                       .arg(m.bytes);
         QCOMPARE(got, (QStringList{
                           "Ollama|hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF:Q4_K_M|sha256-" + c + "|3000",
                           "Ollama|llama3.2:q8_0|sha256-" + a + "|1000",
@@ -152,8 +162,9 @@ private slots:
         // folder down to the tags.
         QStringList folders;
         model_library::find(model_library::sources(path("lantern-none")), 20000, &folders);
-        for (const char* walked : {".ollama/models", ".ollama/models/manifests/registry.ollama.ai/library/llama3.2",
-                                   ".ollama/models/manifests/hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF"})
+        for (const char* walked :
+             {".ollama/models", ".ollama/models/manifests/registry.ollama.ai/library/llama3.2",
+              ".ollama/models/manifests/hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF"})
             QVERIFY2(folders.contains(path(QString::fromLatin1(walked))), walked);
 
         // Moved, as Ollama's OLLAMA_MODELS moves it.
@@ -176,9 +187,12 @@ private slots:
 private:
     QString path(const QString& relative) const { return home_->filePath(relative); }
     static QString digest(char fill) { return QString(64, QLatin1Char(fill)); }
-    void putBlob(const QString& store, const QString& hex, int bytes) { put(store + "/blobs/sha256-" + hex, bytes); }
+    void putBlob(const QString& store, const QString& hex, int bytes) {
+        put(store + "/blobs/sha256-" + hex, bytes);
+    }
     // An Ollama manifest at manifests/<name> with the given layers (kind: model, projector, template ...).
-    void manifest(const QString& store, const QString& name, const QVector<std::pair<QString, QString>>& layers) {
+    void manifest(const QString& store, const QString& name,
+                  const QVector<std::pair<QString, QString>>& layers) {
         QJsonArray list;
         for (const auto& [kind, hex] : layers)
             list.append(QJsonObject{{"mediaType", "application/vnd.ollama.image." + kind},

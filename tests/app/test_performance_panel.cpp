@@ -1,9 +1,9 @@
 // PerformancePanel, fed a reply's steps by hand (no engine): the figures of the turn, and the
 // steady state and slowdown read from the decode steps as lantern-bench --steady reads them.
 #include <QLabel>
+#include <QTest>
 #include <QtCharts/QChartView>
 #include <QtCharts/QValueAxis>
-#include <QTest>
 #include <algorithm>
 #include <cmath>
 
@@ -27,7 +27,8 @@ private slots:
         for (int i = 0; i < 200; ++i) decode.push_back(10.0 + 0.01 * i);
         for (size_t i = 0; i < decode.size(); ++i) {
             panel.addToken(decode[i]);
-            if (i == 20) QCOMPARE(panel.valueText(QStringLiteral("steadyRate")), QStringLiteral("after 32 steps"));
+            if (i == 20)
+                QCOMPARE(panel.valueText(QStringLiteral("steadyRate")), QStringLiteral("after 32 steps"));
         }
         QCOMPARE(panel.chartedPoints(), static_cast<int>(decode.size()));
         lantern::TurnStats stats;
@@ -38,7 +39,9 @@ private slots:
         QVERIFY(want.reached);
         QCOMPARE(want.transient_tokens, size_t{6});
         QCOMPARE(panel.valueText(QStringLiteral("steadyRate")), display::tokensPerSecond(want.steady_tok_s));
-        QVERIFY(panel.findChild<QLabel*>(QStringLiteral("steadyRate"))->toolTip().contains(QStringLiteral("token 7")));
+        QVERIFY(panel.findChild<QLabel*>(QStringLiteral("steadyRate"))
+                    ->toolTip()
+                    .contains(QStringLiteral("token 7")));
         QCOMPARE(panel.valueText(QStringLiteral("slowdown")),
                  QStringLiteral("+%1 %").arg(100.0 * want.slowdown, 0, 'f', 1));
         QVERIFY(want.slowdown > 0.1);  // 11.495 / 10.495 ms: the reply did slow down
@@ -62,7 +65,8 @@ private slots:
         panel.addToken(5.0);  // the prefill step
         for (int x = 1; x <= 507; ++x) {
             panel.addToken(1.0 + 0.001 * x);
-            QVERIFY2(axis->max() >= x, qPrintable(QStringLiteral("token %1 beyond an axis of %2").arg(x).arg(axis->max())));
+            QVERIFY2(axis->max() >= x,
+                     qPrintable(QStringLiteral("token %1 beyond an axis of %2").arg(x).arg(axis->max())));
         }
         lantern::TurnStats stats;
         stats.generated_tokens = 508;
@@ -88,9 +92,11 @@ private slots:
         stats.ttft_ms = 30.0;
         stats.stop_reason = lantern::StopReason::MaxTokens;
         panel.finishTurn(stats);
-        const char* names[] = {"ttft", "generated", "promptTokens", "stopReason", "steadyRate", "slowdown", "lastStep"};
+        const char* names[] = {"ttft",       "generated", "promptTokens", "stopReason",
+                               "steadyRate", "slowdown",  "lastStep"};
         QHash<QString, QString> before;
-        for (const char* n : names) before.insert(QString::fromLatin1(n), panel.valueText(QString::fromLatin1(n)));
+        for (const char* n : names)
+            before.insert(QString::fromLatin1(n), panel.valueText(QString::fromLatin1(n)));
         const int points = panel.chartedPoints();
         QCOMPARE(points, 60);
 
@@ -100,7 +106,8 @@ private slots:
         panel.showPromptProgress(1024, 3000);  // a long prompt, stopped while it is read
         QCOMPARE(panel.valueText(QStringLiteral("prefillRate")), QStringLiteral("1,024 of 3,000 tokens…"));
         panel.cancelTurn();
-        for (const char* n : names) QCOMPARE(panel.valueText(QString::fromLatin1(n)), before.value(QString::fromLatin1(n)));
+        for (const char* n : names)
+            QCOMPARE(panel.valueText(QString::fromLatin1(n)), before.value(QString::fromLatin1(n)));
         QCOMPARE(panel.chartedPoints(), points);
         // And the next turn goes on as any: cleared at its start, its own figures at its end.
         panel.beginTurn();
@@ -123,16 +130,19 @@ private slots:
         batched.beginTurn();
         for (double s : steps) single.addToken(s);
         for (size_t i = 0; i < steps.size(); i += 13)
-            batched.addTokens(std::vector<double>(steps.begin() + i, steps.begin() + std::min(steps.size(), i + 13)));
+            batched.addTokens(
+                std::vector<double>(steps.begin() + i, steps.begin() + std::min(steps.size(), i + 13)));
         QCOMPARE(batched.chartedPoints(), single.chartedPoints());
         for (const char* name : {"ttft", "generated", "lastStep", "decodeRate"})
-            QCOMPARE(batched.valueText(QString::fromLatin1(name)), single.valueText(QString::fromLatin1(name)));
+            QCOMPARE(batched.valueText(QString::fromLatin1(name)),
+                     single.valueText(QString::fromLatin1(name)));
         // (The live steady state is refreshed every 8 steps, so a batch may refresh it a few steps
         // later; the turn's final figures are the same.)
         single.finishTurn(lantern::TurnStats{});
         batched.finishTurn(lantern::TurnStats{});
         for (const char* name : {"steadyRate", "slowdown"})
-            QCOMPARE(batched.valueText(QString::fromLatin1(name)), single.valueText(QString::fromLatin1(name)));
+            QCOMPARE(batched.valueText(QString::fromLatin1(name)),
+                     single.valueText(QString::fromLatin1(name)));
         QVERIFY(single.valueText(QStringLiteral("steadyRate")) != QStringLiteral("not settled"));
     }
 

@@ -23,7 +23,8 @@ private slots:
 
     void aReplyIsStoredAsDataAndWordedInTheLanguageShown() {
         const QString stored = reply_details::append({}, reply());
-        QVERIFY2(stored.startsWith(QLatin1Char('[')) && !stored.contains(QLatin1String("tokens ·")), qPrintable(stored));
+        QVERIFY2(stored.startsWith(QLatin1Char('[')) && !stored.contains(QLatin1String("tokens ·")),
+                 qPrintable(stored));
 
         inLanguage("en", QLocale(QLocale::English, QLocale::UnitedStates));
         QCOMPARE(reply_details::display(stored),
@@ -48,7 +49,8 @@ private slots:
                                 "1,200 written beside API replies"));
         QVERIFY(!reply_details::display(reply_details::append({}, reply())).contains(QStringLiteral("API")));
         shared.besideApi = 1;
-        QVERIFY2(reply_details::display(reply_details::append({}, shared)).endsWith(QStringLiteral(" · 1 written beside API replies")),
+        QVERIFY2(reply_details::display(reply_details::append({}, shared))
+                     .endsWith(QStringLiteral(" · 1 written beside API replies")),
                  qPrintable(reply_details::display(reply_details::append({}, shared))));
         cleanup();
         inLanguage("zh_CN", QLocale(QLocale::Chinese, QLocale::China));
@@ -72,10 +74,11 @@ private slots:
         more.continuedBy.clear();
         stored = reply_details::append(stored, more);
         stored = reply_details::append(stored, {.ending = Ending::Failed});
-        QCOMPARE(reply_details::display(stored),
-                 QStringLiteral("1,508 tokens · 2,266 tok/s · first token 2.93 ms · ended by full context · "
-                                "continued by TinyLlama: 1 token · first token 12.5 ms · ended by end of text · "
-                                "continued: 1 token · first token 12.5 ms · ended by end of text · failed"));
+        QCOMPARE(
+            reply_details::display(stored),
+            QStringLiteral("1,508 tokens · 2,266 tok/s · first token 2.93 ms · ended by full context · "
+                           "continued by TinyLlama: 1 token · first token 12.5 ms · ended by end of text · "
+                           "continued: 1 token · first token 12.5 ms · ended by end of text · failed"));
         QCOMPARE(reply_details::display(reply_details::append({}, {.ending = Ending::DeviceLost})),
                  QStringLiteral("the device was lost"));
         QCOMPARE(reply_details::display(reply_details::append({}, {.ending = Ending::AppClosed})),
@@ -87,9 +90,11 @@ private slots:
     // a part added later goes after them.
     void plainTextFromBeforeIsShownAsWritten() {
         inLanguage("en", QLocale(QLocale::English, QLocale::UnitedStates));
-        const QString old = QStringLiteral("508 tokens · 1,857 tok/s · first token 4.24 ms · ended by full context");
+        const QString old =
+            QStringLiteral("508 tokens · 1,857 tok/s · first token 4.24 ms · ended by full context");
         QCOMPARE(reply_details::display(old), old);
-        QCOMPARE(reply_details::display(reply_details::append(old, {.ending = Ending::Failed})), old + QStringLiteral(" · failed"));
+        QCOMPARE(reply_details::display(reply_details::append(old, {.ending = Ending::Failed})),
+                 old + QStringLiteral(" · failed"));
         QCOMPARE(reply_details::display(QStringLiteral("[not json")), QStringLiteral("[not json"));
     }
 

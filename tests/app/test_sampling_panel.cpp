@@ -134,7 +134,8 @@ void TestSamplingPanel::keepAdoptsTheSeedTheLastReplyUsed() {
 void TestSamplingPanel::stopStringsAreOnePerLineWithEscapes() {
     SamplingPanel panel;
     QSignalSpy spy(&panel, &SamplingPanel::settingsChanged);
-    child<QPlainTextEdit>(panel, "stopStrings")->setPlainText(QStringLiteral("###\n\\n\\nUser:\n\nback\\\\slash"));
+    child<QPlainTextEdit>(panel, "stopStrings")
+        ->setPlainText(QStringLiteral("###\n\\n\\nUser:\n\nback\\\\slash"));
     const std::vector<std::string> expected = {"###", "\n\nUser:", "back\\slash"};
     QCOMPARE(lastEmitted(spy).stop, expected);
     QCOMPARE(SamplingPanel::parseStopStrings(SamplingPanel::formatStopStrings(expected)), expected);

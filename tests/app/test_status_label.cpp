@@ -69,7 +69,10 @@ private slots:
         label->setFittedText(QStringLiteral("Ready"));
         QCoreApplication::processEvents();
         QCOMPARE(label->size(), label->sizeHint());
-        QVERIFY2(label->width() < wide, qPrintable(QStringLiteral("%1 %2 %3").arg(label->width()).arg(wide).arg(label->sizeHint().width())));
+        QVERIFY2(
+            label->width() < wide,
+            qPrintable(
+                QStringLiteral("%1 %2 %3").arg(label->width()).arg(wide).arg(label->sizeHint().width())));
     }
 
     // The control: a plain QLabel in the same place asks for a new layout at every new text,

@@ -37,22 +37,25 @@ private slots:
         p.ops = {op("embed", 0.1), op("fused_layer", 8.0, 8'000'000), op("lm_head", 1.9, 3'800'000)};
         p.fused_ops = {op("qkv+rope+kv", 2.0, 2'000'000, 0.05), op("attention", 0.5, 100'000, 0.10),
                        op("attn_output", 1.0, 1'000'000, 0.02), op("ffn_gate_up", 3.0, 3'000'000, 0.01),
-                       op("ffn_down", 1.0, 2'000'000, 0.03), op("fused_start", 0.5)};
+                       op("ffn_down", 1.0, 2'000'000, 0.03),    op("fused_start", 0.5)};
         panel.showProfile(p, 41);
         const QStringList rows = panel.rowTexts();
         QCOMPARE(rows.size(), 8);
         QVERIFY2(rows.first().startsWith(QStringLiteral("Embedding lookup: ")), qPrintable(rows.first()));
         QVERIFY2(rows.at(1).startsWith(QStringLiteral("Q/K/V, RoPE, KV store: ")), qPrintable(rows.at(1)));
         QVERIFY2(rows.at(4).startsWith(QStringLiteral("FFN gate/up, SwiGLU: ")), qPrintable(rows.at(4)));
-        QVERIFY2(rows.at(6).startsWith(QStringLiteral("Layer dispatches starting: ")), qPrintable(rows.at(6)));
+        QVERIFY2(rows.at(6).startsWith(QStringLiteral("Layer dispatches starting: ")),
+                 qPrintable(rows.at(6)));
         QVERIFY2(rows.last().startsWith(QStringLiteral("Output layer (logits): ")), qPrintable(rows.last()));
         const auto& bars = panel.findChild<OpBars*>(QStringLiteral("opBars"))->rows();
-        QCOMPARE(bars.at(1).share, 0.2);               // 2 of the step's 10 ms
+        QCOMPARE(bars.at(1).share, 0.2);  // 2 of the step's 10 ms
         QCOMPARE(bars.at(1).detail, QStringLiteral("1.0 GB/s · 5 % waiting"));
-        QCOMPARE(bars.at(6).detail, QString());        // the start-up reads nothing and waits for nothing
+        QCOMPARE(bars.at(6).detail, QString());  // the start-up reads nothing and waits for nothing
         QCOMPARE(bars.back().detail, QStringLiteral("2.0 GB/s"));
         QCOMPARE(panel.status(), QStringLiteral("Token 42, timed on the device:"));
-        QVERIFY(panel.findChild<QLabel*>(QStringLiteral("profileSummary"))->text().contains(QStringLiteral("14 dispatch")));
+        QVERIFY(panel.findChild<QLabel*>(QStringLiteral("profileSummary"))
+                    ->text()
+                    .contains(QStringLiteral("14 dispatch")));
     }
 
     // The separate kernels (a GPU, or lavapipe with an attention capture): the ops as they come.
@@ -60,8 +63,9 @@ private slots:
         StepProfilePanel panel;
         lantern::StepProfile p;
         p.gpu_ms = 4.0;
-        p.ops = {op("embed", 0.5), op("qkv+rope+kv", 1.0), op("attention", 0.5), op("attn_output", 0.5),
-                 op("ffn_gate_up", 0.75), op("ffn_down", 0.25), op("lm_head", 0.5)};
+        p.ops = {op("embed", 0.5),       op("qkv+rope+kv", 1.0),  op("attention", 0.5),
+                 op("attn_output", 0.5), op("ffn_gate_up", 0.75), op("ffn_down", 0.25),
+                 op("lm_head", 0.5)};
         panel.showProfile(p, 0);
         QCOMPARE(panel.rowTexts().size(), 7);
         QVERIFY(panel.rowTexts().at(2).startsWith(QStringLiteral("Attention: ")));

@@ -37,8 +37,10 @@ void TestTranslation::chineseTranslationLoadsAndTranslatesKnownStrings() {
     QVERIFY2(installed_ != nullptr, "lantern_zh_CN.qm is embedded under :/i18n");
     QCOMPARE(QCoreApplication::translate("MessageComposer", "Send"), QStringLiteral("发送"));
     QCOMPARE(QCoreApplication::translate("MessageComposer", "Stop"), QStringLiteral("停止"));
-    QCOMPARE(QCoreApplication::translate("Device", "CPU (software Vulkan)"), QStringLiteral("CPU（软件 Vulkan）"));
-    QCOMPARE(QCoreApplication::translate("MessageFitLabel", "%Ln token(s)", nullptr, 3), QStringLiteral("3 个词元"));
+    QCOMPARE(QCoreApplication::translate("Device", "CPU (software Vulkan)"),
+             QStringLiteral("CPU（软件 Vulkan）"));
+    QCOMPARE(QCoreApplication::translate("MessageFitLabel", "%Ln token(s)", nullptr, 3),
+             QStringLiteral("3 个词元"));
 }
 
 void TestTranslation::widgetsBuiltAfterwardsShowChinese() {
@@ -49,11 +51,13 @@ void TestTranslation::widgetsBuiltAfterwardsShowChinese() {
     for (const QLabel* label : sampling.findChildren<QLabel*>())
         found = found || label->text() == QStringLiteral("随机性");
     QVERIFY2(found, "the SamplingPanel section 'Randomness' is shown as 随机性");
-    QCOMPARE(sampling.findChild<QPushButton*>(QStringLiteral("resetDefaults"))->text(), QStringLiteral("恢复默认值"));
+    QCOMPARE(sampling.findChild<QPushButton*>(QStringLiteral("resetDefaults"))->text(),
+             QStringLiteral("恢复默认值"));
 
     KvCachePanel kv;
     bool used = false;
-    for (const QLabel* label : kv.findChildren<QLabel*>()) used = used || label->text() == QStringLiteral("已用");
+    for (const QLabel* label : kv.findChildren<QLabel*>())
+        used = used || label->text() == QStringLiteral("已用");
     QVERIFY(used);
 }
 
@@ -90,21 +94,25 @@ void TestTranslation::everyMessageInTheTsFileIsTranslated() {
         } else if (xml.name() == QLatin1String("source")) {
             source = xml.readElementText();
         } else if (xml.name() == QLatin1String("translation")) {
-            const bool unfinished = xml.attributes().value(QLatin1String("type")) == QLatin1String("unfinished");
+            const bool unfinished =
+                xml.attributes().value(QLatin1String("type")) == QLatin1String("unfinished");
             const QString text = xml.readElementText(QXmlStreamReader::IncludeChildElements);
             if (unfinished || text.trimmed().isEmpty()) missing << source;
         }
     }
     QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
     QVERIFY(messages > 100);
-    QVERIFY2(missing.isEmpty(), qPrintable(QStringLiteral("untranslated: ") + missing.join(QStringLiteral(" | "))));
+    QVERIFY2(missing.isEmpty(),
+             qPrintable(QStringLiteral("untranslated: ") + missing.join(QStringLiteral(" | "))));
 }
 
 void TestTranslation::englishHasItsPluralForms() {
     installed_ = language::install(QStringLiteral("en"));
     QVERIFY2(installed_ != nullptr, "lantern_en.qm (plural forms) is embedded");
-    QCOMPARE(QCoreApplication::translate("MessageFitLabel", "%Ln token(s)", nullptr, 1), QStringLiteral("1 token"));
-    QCOMPARE(QCoreApplication::translate("MessageFitLabel", "%Ln token(s)", nullptr, 3), QStringLiteral("3 tokens"));
+    QCOMPARE(QCoreApplication::translate("MessageFitLabel", "%Ln token(s)", nullptr, 1),
+             QStringLiteral("1 token"));
+    QCOMPARE(QCoreApplication::translate("MessageFitLabel", "%Ln token(s)", nullptr, 3),
+             QStringLiteral("3 tokens"));
     // Counts are written the locale's way, as the other figures on the same line are.
     const QLocale before;
     QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedStates));

@@ -74,7 +74,7 @@ private slots:
 
         turns_->onTokens(batch(QStringLiteral(" there"), 7, 5));  // the first frame shows at once
         QCOMPARE(chat_->message(1).text, QStringLiteral(" there"));
-        turns_->onTokens(batch(QStringLiteral(" was"), 8, 6));  // held for the next frame...
+        turns_->onTokens(batch(QStringLiteral(" was"), 8, 6));                // held for the next frame...
         turns_->onTurnFinished(finished(lantern::StopReason::MaxTokens, 2));  // ...which the end sends
         QVERIFY(!turns_->generating());
         QCOMPARE(chat_->message(1).text, QStringLiteral(" there was"));
@@ -201,7 +201,8 @@ private slots:
         store_->appendMessage(id, QStringLiteral("assistant"), QStringLiteral(" one"));
         const qint64 second = store_->appendMessage(id, QStringLiteral("user"), QStringLiteral("second"));
         store_->appendMessage(id, QStringLiteral("assistant"), QStringLiteral(" two"));
-        store_->appendMessage(id, QStringLiteral("user"), QStringLiteral("second, edited"), true, {}, {}, second);
+        store_->appendMessage(id, QStringLiteral("user"), QStringLiteral("second, edited"), true, {}, {},
+                              second);
         store_->appendMessage(id, QStringLiteral("assistant"), QString(), false, {}, {}, -1);
         QSignalSpy editing(turns_.get(), &TurnController::editStarted);
         QSignalSpy restored(turns_.get(), &TurnController::restoreConversationRequested);

@@ -9,7 +9,9 @@
 
 namespace lantern::test {
 
-uint32_t whole_blocks(uint32_t type, uint32_t blocks) { return blocks * ops::find_weight_format(type)->block_elements; }
+uint32_t whole_blocks(uint32_t type, uint32_t blocks) {
+    return blocks * ops::find_weight_format(type)->block_elements;
+}
 
 float bits_to_float(uint32_t u) {
     float f;
@@ -52,7 +54,9 @@ Guarded::Guarded(vk::Context& ctx, size_t words) : ctx_(ctx), words_(words) {
     std::vector<uint32_t> fill(front_ + words_ + kBack, kSentinel);
     ctx.upload(buf_, 0, fill.data(), fill.size() * 4);
 }
-Guarded::~Guarded() { ctx_.destroy(buf_); }
+Guarded::~Guarded() {
+    ctx_.destroy(buf_);
+}
 
 void Guarded::write(const void* data, size_t bytes, size_t word_offset) {
     ctx_.upload(buf_, (front_ + word_offset) * 4, data, bytes);
@@ -76,17 +80,22 @@ DeviceBuffer::DeviceBuffer(vk::Context& c, const void* data, size_t bytes) : ctx
     buf = c.create_buffer(std::max<size_t>(bytes, 16), vk::MemoryUse::DeviceLocal);
     if (bytes) c.upload(buf, 0, data, bytes);
 }
-DeviceBuffer::~DeviceBuffer() { ctx.destroy(buf); }
+DeviceBuffer::~DeviceBuffer() {
+    ctx.destroy(buf);
+}
 
 std::unique_ptr<TestWeight> make_weight_of(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols,
-                                           const std::vector<float>& values, const std::vector<uint64_t>& part_rows,
-                                           uint32_t tile_rows, ops::MatmulSplit split) {
-    return make_weight_encoded(ctx, type, rows, cols, ops::quantize(type, values, cols), part_rows, tile_rows, split);
+                                           const std::vector<float>& values,
+                                           const std::vector<uint64_t>& part_rows, uint32_t tile_rows,
+                                           ops::MatmulSplit split) {
+    return make_weight_encoded(ctx, type, rows, cols, ops::quantize(type, values, cols), part_rows, tile_rows,
+                               split);
 }
 
 std::unique_ptr<TestWeight> make_weight_encoded(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols,
-                                                std::vector<uint8_t> encoded, const std::vector<uint64_t>& part_rows,
-                                                uint32_t tile_rows, ops::MatmulSplit split) {
+                                                std::vector<uint8_t> encoded,
+                                                const std::vector<uint64_t>& part_rows, uint32_t tile_rows,
+                                                ops::MatmulSplit split) {
     if (tile_rows == 0) tile_rows = ops::matmul_tile_rows(ctx, rows, split);
     auto w = std::make_unique<TestWeight>();
     w->format = ops::find_weight_format(type);
@@ -121,19 +130,19 @@ std::unique_ptr<TestWeight> make_weight_encoded(vk::Context& ctx, uint32_t type,
     return w;
 }
 
-std::unique_ptr<TestWeight> make_weight(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols, Rng& rng,
-                                        const std::vector<uint64_t>& part_rows, uint32_t tile_rows,
+std::unique_ptr<TestWeight> make_weight(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols,
+                                        Rng& rng, const std::vector<uint64_t>& part_rows, uint32_t tile_rows,
                                         ops::MatmulSplit split) {
     return make_weight_of(ctx, type, rows, cols, rng.floats(rows * cols), part_rows, tile_rows, split);
 }
 
-std::vector<uint32_t> run_plain_matmul(vk::Context& ctx, const TestWeight& w, const std::vector<float>& x, uint32_t T,
-                                       ops::MatmulSplit split) {
+std::vector<uint32_t> run_plain_matmul(vk::Context& ctx, const TestWeight& w, const std::vector<float>& x,
+                                       uint32_t T, ops::MatmulSplit split) {
     const uint32_t K = static_cast<uint32_t>(w.cols), N = static_cast<uint32_t>(w.rows);
     DeviceBuffer xb(ctx, x.data(), x.size() * 4), unused(ctx, x.data(), 4);
     Guarded yb(ctx, static_cast<size_t>(T) * N);
-    ops::MatmulOp op(ctx, w.device, ops::MatmulInput::Plain, xb.range(), yb.range(), unused.range(), unused.range(),
-                     {split});
+    ops::MatmulOp op(ctx, w.device, ops::MatmulInput::Plain, xb.range(), yb.range(), unused.range(),
+                     unused.range(), {split});
     ops::MatmulShape s;
     s.tokens = T;
     s.x_stride = K;

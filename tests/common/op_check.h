@@ -40,13 +40,14 @@ constexpr uint32_t kSentinel = 0xDEADBEEFu;  // guard word; as a float a finite 
 // 40: two tokens per lane, 70: four (CPU drivers)
 inline constexpr uint32_t kTokenCounts[] = {1, 3, 8, 9, 30, 40, 70};
 
-inline constexpr uint32_t kTypes[] = {static_cast<uint32_t>(GgmlType::F32),  static_cast<uint32_t>(GgmlType::F16),
-                                      static_cast<uint32_t>(GgmlType::Q8_0), static_cast<uint32_t>(GgmlType::Q4_0),
-                                      static_cast<uint32_t>(GgmlType::Q4_K), static_cast<uint32_t>(GgmlType::Q5_K),
-                                      static_cast<uint32_t>(GgmlType::Q6_K), static_cast<uint32_t>(GgmlType::Q4_1),
-                                      static_cast<uint32_t>(GgmlType::Q5_0), static_cast<uint32_t>(GgmlType::Q5_1),
-                                      static_cast<uint32_t>(GgmlType::IQ4_NL), static_cast<uint32_t>(GgmlType::IQ4_XS),
-                                      static_cast<uint32_t>(GgmlType::BF16),   static_cast<uint32_t>(GgmlType::Q3_K)};
+inline constexpr uint32_t kTypes[] = {
+    static_cast<uint32_t>(GgmlType::F32),    static_cast<uint32_t>(GgmlType::F16),
+    static_cast<uint32_t>(GgmlType::Q8_0),   static_cast<uint32_t>(GgmlType::Q4_0),
+    static_cast<uint32_t>(GgmlType::Q4_K),   static_cast<uint32_t>(GgmlType::Q5_K),
+    static_cast<uint32_t>(GgmlType::Q6_K),   static_cast<uint32_t>(GgmlType::Q4_1),
+    static_cast<uint32_t>(GgmlType::Q5_0),   static_cast<uint32_t>(GgmlType::Q5_1),
+    static_cast<uint32_t>(GgmlType::IQ4_NL), static_cast<uint32_t>(GgmlType::IQ4_XS),
+    static_cast<uint32_t>(GgmlType::BF16),   static_cast<uint32_t>(GgmlType::Q3_K)};
 
 // Row lengths of quantized types are whole blocks: `blocks` of the type's block (32 elements for
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL; 256 for the K-quants and IQ4_XS), so the same cases
@@ -131,25 +132,28 @@ struct TestWeight {
 
 // A weight of GGUF bytes as they are.
 std::unique_ptr<TestWeight> make_weight_encoded(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols,
-                                                std::vector<uint8_t> encoded, const std::vector<uint64_t>& part_rows,
-                                                uint32_t tile_rows, ops::MatmulSplit split);
+                                                std::vector<uint8_t> encoded,
+                                                const std::vector<uint64_t>& part_rows, uint32_t tile_rows,
+                                                ops::MatmulSplit split);
 
 // A weight of `values` (rows x cols floats, quantized to `type`). tile_rows 0 = the layout the
 // device's matmul wants (ops::matmul_tile_rows).
 std::unique_ptr<TestWeight> make_weight_of(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols,
                                            const std::vector<float>& values,
-                                           const std::vector<uint64_t>& part_rows = {}, uint32_t tile_rows = 0,
+                                           const std::vector<uint64_t>& part_rows = {},
+                                           uint32_t tile_rows = 0,
                                            ops::MatmulSplit split = ops::MatmulSplit::ForDevice);
 
 // A weight of random values in [-1, 1).
-std::unique_ptr<TestWeight> make_weight(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols, Rng& rng,
-                                        const std::vector<uint64_t>& part_rows = {}, uint32_t tile_rows = 0,
+std::unique_ptr<TestWeight> make_weight(vk::Context& ctx, uint32_t type, uint64_t rows, uint64_t cols,
+                                        Rng& rng, const std::vector<uint64_t>& part_rows = {},
+                                        uint32_t tile_rows = 0,
                                         ops::MatmulSplit split = ops::MatmulSplit::ForDevice);
 
 // y = W x for T tokens of K inputs (the plain input, rows packed), on the device with `split`; the
 // output words, or empty when the kernel wrote outside y (guard words changed).
-std::vector<uint32_t> run_plain_matmul(vk::Context& ctx, const TestWeight& w, const std::vector<float>& x, uint32_t T,
-                                       ops::MatmulSplit split);
+std::vector<uint32_t> run_plain_matmul(vk::Context& ctx, const TestWeight& w, const std::vector<float>& x,
+                                       uint32_t T, ops::MatmulSplit split);
 
 // The CPU reference of run_plain_matmul: y = W x for T tokens of `cols` inputs, rows packed.
 std::vector<float> reference_plain_matmul(std::span<const float> W, uint32_t rows, uint32_t cols,

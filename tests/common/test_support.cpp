@@ -28,8 +28,8 @@ std::string shared_dir() {
 std::string shared_path(const std::string& relative) {
     std::string p = shared_dir() + "/" + relative;
     if (!std::filesystem::exists(p)) {
-        throw Error(ErrorCode::Io, "test data missing: " + p +
-                                       " (set LANTERN_SHARED to the shared/ directory; see README)");
+        throw Error(ErrorCode::Io,
+                    "test data missing: " + p + " (set LANTERN_SHARED to the shared/ directory; see README)");
     }
     return p;
 }
@@ -67,7 +67,8 @@ std::vector<uint8_t> bpe_test_vocab(const std::string& pre, bool add_bos) {
         if (it == tokens.end()) throw Error(ErrorCode::Internal, "tests/data/bpe_vocab.txt has no " + piece);
         return static_cast<uint32_t>(it - tokens.begin());
     };
-    if (tokens.size() < 256 || merges.empty()) throw Error(ErrorCode::Internal, "tests/data/bpe_vocab.txt is incomplete");
+    if (tokens.size() < 256 || merges.empty())
+        throw Error(ErrorCode::Internal, "tests/data/bpe_vocab.txt is incomplete");
     GgufWriter w;
     w.set_string("general.architecture", "llama");
     w.set_string("tokenizer.ggml.model", "gpt2");
@@ -120,7 +121,8 @@ void fail_on_untaken_validation_messages() {
 ValidationLog& validation_log() {
     static ValidationLog log;
     // Registered after `log` exists, so it runs before `log` is destroyed.
-    [[maybe_unused]] static const bool checked_at_exit = std::atexit(fail_on_untaken_validation_messages) == 0;
+    [[maybe_unused]] static const bool checked_at_exit =
+        std::atexit(fail_on_untaken_validation_messages) == 0;
     return log;
 }
 
@@ -159,7 +161,8 @@ ModelInfo llama2_7b_shape(uint64_t file_bytes) {
 
 QJsonObject stories_reference() {
     QFile f(QString::fromStdString(shared_path("reference/stories260K_reference.json")));
-    if (!f.open(QIODevice::ReadOnly)) throw Error(ErrorCode::Io, "cannot read the stories260K reference JSON");
+    if (!f.open(QIODevice::ReadOnly))
+        throw Error(ErrorCode::Io, "cannot read the stories260K reference JSON");
     return QJsonDocument::fromJson(f.readAll()).object();
 }
 
@@ -206,14 +209,16 @@ std::string http_read_to_end(int fd) {
 std::string http_request(const std::string& method, const std::string& path, const std::string& body,
                          const std::string& extra_headers) {
     std::string r = method + " " + path + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n" + extra_headers;
-    if (method == "POST") r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    if (method == "POST")
+        r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
     return r + "\r\n" + body;
 }
 
 HttpReply http_parse(const std::string& raw) {
     HttpReply r;
     const size_t end = raw.find("\r\n\r\n");
-    if (end == std::string::npos || raw.size() < 12) throw std::runtime_error("no HTTP response head in: " + raw);
+    if (end == std::string::npos || raw.size() < 12)
+        throw std::runtime_error("no HTTP response head in: " + raw);
     r.head = raw.substr(0, end);
     r.status = std::stoi(raw.substr(9, 3));
     const std::string body = raw.substr(end + 4);

@@ -79,9 +79,8 @@ bool no_validation_messages(QString* report);
 
 }  // namespace lantern::test
 
-#define LANTERN_VERIFY_NO_VALIDATION()                                        \
-    do {                                                                      \
-        QString lantern_report_;                                              \
-        if (!lantern::test::no_validation_messages(&lantern_report_))         \
-            QFAIL(qPrintable(lantern_report_));                               \
+#define LANTERN_VERIFY_NO_VALIDATION()                                                                    \
+    do {                                                                                                  \
+        QString lantern_report_;                                                                          \
+        if (!lantern::test::no_validation_messages(&lantern_report_)) QFAIL(qPrintable(lantern_report_)); \
     } while (0)

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <QFile>
+#include <QJsonArray>
 #include <QProcess>
 #include <QRegularExpression>
-#include <QJsonArray>
 #include <QTest>
 #include <algorithm>
 #include <atomic>
@@ -17,13 +17,13 @@
 #include <cmath>
 #include <thread>
 
+#include "json.h"
+#include "json_mode.h"
 #include "lantern/engine.h"
 #include "lantern/error.h"
 #include "lantern/kv_cache.h"
 #include "lantern/server.h"
 #include "lantern/tokenizer.h"
-#include "json.h"
-#include "json_mode.h"
 #include "test_support.h"
 
 using namespace lantern;
@@ -65,24 +65,39 @@ struct Response : test::HttpReply {
     }
 };
 
-int connect_to(uint16_t port) { return test::http_connect(port); }
-void send_all(int fd, const std::string& data) { test::http_send(fd, data); }
-std::string read_to_end(int fd) { return test::http_read_to_end(fd); }
-Response parse_response(const std::string& raw) { return test::http_parse(raw); }
-Response call(uint16_t port, const std::string& raw) { return test::http_call(port, raw); }
+int connect_to(uint16_t port) {
+    return test::http_connect(port);
+}
+void send_all(int fd, const std::string& data) {
+    test::http_send(fd, data);
+}
+std::string read_to_end(int fd) {
+    return test::http_read_to_end(fd);
+}
+Response parse_response(const std::string& raw) {
+    return test::http_parse(raw);
+}
+Response call(uint16_t port, const std::string& raw) {
+    return test::http_call(port, raw);
+}
 std::string request(const std::string& method, const std::string& path, const std::string& body = {},
                     const std::string& extra_headers = {}) {
     return test::http_request(method, path, body, extra_headers);
 }
 
-Response post(uint16_t port, const std::string& path, const std::string& body, const std::string& headers = {}) {
+Response post(uint16_t port, const std::string& path, const std::string& body,
+              const std::string& headers = {}) {
     return call(port, request("POST", path, body, headers));
 }
 
 // std::string compared as QString, so that a failure prints both texts.
-QString qs(const std::string& s) { return QString::fromStdString(s); }
+QString qs(const std::string& s) {
+    return QString::fromStdString(s);
+}
 
-std::string error_message(const Response& r) { return r.json().find("error")->find("message")->as_string(); }
+std::string error_message(const Response& r) {
+    return r.json().find("error")->find("message")->as_string();
+}
 
 // The text of a streamed reply: its deltas (chat) or pieces (completions) joined.
 std::string streamed_text(const Response& r, bool chat) {
@@ -129,7 +144,8 @@ private slots:
     void completion_from_bos_is_the_reference_story() {
         RunningServer s(*engine_);
         // BOS alone, greedy, 199 tokens: the float64 reference's story, character for character.
-        const Response r = post(s.port(), "/v1/completions", R"({"prompt": [1], "max_tokens": 199, "temperature": 0})");
+        const Response r =
+            post(s.port(), "/v1/completions", R"({"prompt": [1], "max_tokens": 199, "temperature": 0})");
         QCOMPARE(r.status, 200);
         const Json j = r.json();
         QCOMPARE(j.find("object")->as_string(), std::string("text_completion"));
@@ -147,8 +163,9 @@ private slots:
         RunningServer s(*engine_);
         for (const bool chat : {true, false}) {
             const std::string path = chat ? "/v1/chat/completions" : "/v1/completions";
-            const std::string body = chat ? chat_body("Lily saw a dog", 40)
-                                          : R"({"prompt": "Lily saw a dog", "max_tokens": 40, "temperature": 0)";
+            const std::string body =
+                chat ? chat_body("Lily saw a dog", 40)
+                     : R"({"prompt": "Lily saw a dog", "max_tokens": 40, "temperature": 0)";
             const Response whole = post(s.port(), path, chat ? body : body + "}");
             QCOMPARE(whole.status, 200);
             const std::string stream_body = (chat ? body.substr(0, body.size() - 1) : body) +
@@ -162,11 +179,17 @@ private slots:
             QVERIFY(!reply_text(whole).empty());
             QCOMPARE(qs(streamed_text(streamed, chat)), qs(reply_text(whole)));
             if (chat)  // OpenAI's first chunk names the role
-                QCOMPARE(Json::parse(events[0]).find("choices")->items()[0].find("delta")->find("role")->as_string(),
+                QCOMPARE(Json::parse(events[0])
+                             .find("choices")
+                             ->items()[0]
+                             .find("delta")
+                             ->find("role")
+                             ->as_string(),
                          std::string("assistant"));
             // The last content chunk says why it ended; the usage chunk follows with no choices.
             const Json last = Json::parse(events[events.size() - 3]);
-            QCOMPARE(last.find("choices")->items()[0].find("finish_reason")->as_string(), std::string("length"));
+            QCOMPARE(last.find("choices")->items()[0].find("finish_reason")->as_string(),
+                     std::string("length"));
             const Json usage = Json::parse(events[events.size() - 2]);
             QVERIFY(usage.find("choices")->items().empty());
             QCOMPARE(*usage.find("usage")->find("completion_tokens")->as_integer(), int64_t(40));
@@ -181,23 +204,28 @@ private slots:
         const std::string prefix = "Once upon a time";
         QVERIFY(story.rfind(prefix, 0) == 0);
         const std::string want = story.substr(prefix.size(), story.find('.') - prefix.size());
-        const Response r = post(s.port(), "/v1/completions",
-                                R"({"prompt": "Once upon a time", "max_tokens": 100, "temperature": 0, "stop": ["."]})");
+        const Response r =
+            post(s.port(), "/v1/completions",
+                 R"({"prompt": "Once upon a time", "max_tokens": 100, "temperature": 0, "stop": ["."]})");
         QCOMPARE(r.status, 200);
         QCOMPARE(qs(reply_text(r)), qs(want));
-        QCOMPARE(r.json().find("choices")->items()[0].find("finish_reason")->as_string(), std::string("stop"));
+        QCOMPARE(r.json().find("choices")->items()[0].find("finish_reason")->as_string(),
+                 std::string("stop"));
         // Streamed, the held-back text never leaks the stop string either.
-        const Response st = post(s.port(), "/v1/completions",
-                                 R"({"prompt": "Once upon a time", "max_tokens": 100, "temperature": 0, "stop": ". ", "stream": true})");
+        const Response st = post(
+            s.port(), "/v1/completions",
+            R"({"prompt": "Once upon a time", "max_tokens": 100, "temperature": 0, "stop": ". ", "stream": true})");
         QCOMPARE(qs(streamed_text(st, false)), qs(want));
     }
 
     void clients_served_together_get_the_replies_they_get_alone() {
         RunningServer s(*engine_);
-        const std::vector<std::string> prompts = {"Tom had a red ball", "The cat was sleepy", "Once there was a big tree",
-                                                  "Sue and Ben went to the park", "A little bird sang"};
+        const std::vector<std::string> prompts = {"Tom had a red ball", "The cat was sleepy",
+                                                  "Once there was a big tree", "Sue and Ben went to the park",
+                                                  "A little bird sang"};
         std::vector<std::string> alone;
-        for (const auto& p : prompts) alone.push_back(reply_text(post(s.port(), "/v1/chat/completions", chat_body(p, 48))));
+        for (const auto& p : prompts)
+            alone.push_back(reply_text(post(s.port(), "/v1/chat/completions", chat_body(p, 48))));
         // Five clients at once (one more than the server generates together, so one waits for a
         // free slot), some streamed: every request is sent before any reply is read.
         std::vector<int> fds;
@@ -222,12 +250,14 @@ private slots:
         std::vector<std::string> alone;
         {
             RunningServer s(*engine_);
-            for (const auto& p : prompts) alone.push_back(reply_text(post(s.port(), "/v1/chat/completions", chat_body(p, 40))));
+            for (const auto& p : prompts)
+                alone.push_back(reply_text(post(s.port(), "/v1/chat/completions", chat_body(p, 40))));
         }
         const auto greedy = [](const std::vector<float>& logits) {
             return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
         };
-        const std::vector<int32_t> host_prompt = engine_->tokenizer().encode("Once upon a time there was a little girl", true);
+        const std::vector<int32_t> host_prompt =
+            engine_->tokenizer().encode("Once upon a time there was a little girl", true);
         constexpr int kHostNew = 150;
         std::vector<int32_t> host_alone;
         {
@@ -262,7 +292,8 @@ private slots:
                     const Response r = parse_response(read_to_end(fds[i]));
                     ::close(fds[i]);
                     got[i] = r.status != 200 ? "HTTP " + std::to_string(r.status) + ": " + r.body
-                                             : i ? streamed_text(r, true) : reply_text(r);
+                             : i             ? streamed_text(r, true)
+                                             : reply_text(r);
                 }
             } catch (const std::exception& e) {
                 got[0] = std::string("client failed: ") + e.what();
@@ -284,7 +315,8 @@ private slots:
         constexpr uint32_t kStepTokens = 8;
         for (int i = 0; i < kHostNew; ++i) {
             host_got.push_back(t);
-            const std::vector<float> logits = server.serve_once_beside(StepItem{seq, {t}, true, false}, kStepTokens);
+            const std::vector<float> logits =
+                server.serve_once_beside(StepItem{seq, {t}, true, false}, kStepTokens);
             QCOMPARE(logits.size(), size_t(engine_->model().vocab));
             // The replies' sequences, as the app's KV cache panel names them: never the host's,
             // each holding what the engine says it does.
@@ -319,20 +351,24 @@ private slots:
         o.kv_f16 = false;  // as engine_'s, whose replies are the reference
         o.kv_tokens = 9 * 16;
         auto small = Engine::load(test::shared_path("models/stories260K.gguf"), o);
-        const std::vector<std::string> prompts = {"Tom had a red ball", "The cat was sleepy", "Once there was a big tree",
+        const std::vector<std::string> prompts = {"Tom had a red ball", "The cat was sleepy",
+                                                  "Once there was a big tree",
                                                   "Sue and Ben went to the park"};
         std::vector<std::string> alone;
         {
             RunningServer roomy(*engine_);
             for (const auto& p : prompts)
-                alone.push_back(reply_text(post(roomy.port(), "/v1/completions",
-                                                R"({"prompt": )" + server::json_quote(p) + R"(, "max_tokens": 60, "temperature": 0})")));
+                alone.push_back(reply_text(post(
+                    roomy.port(), "/v1/completions",
+                    R"({"prompt": )" + server::json_quote(p) + R"(, "max_tokens": 60, "temperature": 0})")));
         }
         RunningServer s(*small);
         std::vector<int> fds;
         for (size_t i = 0; i < prompts.size(); ++i) {
-            const std::string body = R"({"prompt": )" + server::json_quote(prompts[i]) + R"(, "max_tokens": 60, "temperature": 0)" +
-                                     (i % 2 ? R"(, "stream": true, "stream_options": {"include_usage": true}})" : "}");
+            const std::string body =
+                R"({"prompt": )" + server::json_quote(prompts[i]) +
+                R"(, "max_tokens": 60, "temperature": 0)" +
+                (i % 2 ? R"(, "stream": true, "stream_options": {"include_usage": true}})" : "}");
             fds.push_back(connect_to(s.port()));
             send_all(fds.back(), request("POST", "/v1/completions", body));
         }
@@ -359,15 +395,18 @@ private slots:
         // A prompt longer than the whole cache is refused at once, saying so.
         std::string longer;
         for (int i = 0; i < 40; ++i) longer += "the dog and the cat ";
-        const Response refused = post(s.port(), "/v1/completions", R"({"prompt": )" + server::json_quote(longer) + "}");
+        const Response refused =
+            post(s.port(), "/v1/completions", R"({"prompt": )" + server::json_quote(longer) + "}");
         QCOMPARE(refused.status, 400);
-        QVERIFY2(error_message(refused).find("does not fit the KV cache the replies share (144 tokens)") != std::string::npos,
+        QVERIFY2(error_message(refused).find("does not fit the KV cache the replies share (144 tokens)") !=
+                     std::string::npos,
                  error_message(refused).c_str());
     }
 
     void a_resent_conversation_reuses_its_cached_prompt() {
         RunningServer s(*engine_);
-        const std::string first = R"({"messages": [{"role": "system", "content": "Lily and Ben were best friends. They liked to play in the garden every day after lunch."}, {"role": "user", "content": "One day they found a small box under a tree."}], "temperature": 0, "max_tokens": 24})";
+        const std::string first =
+            R"({"messages": [{"role": "system", "content": "Lily and Ben were best friends. They liked to play in the garden every day after lunch."}, {"role": "user", "content": "One day they found a small box under a tree."}], "temperature": 0, "max_tokens": 24})";
         const Response a = post(s.port(), "/v1/chat/completions", first);
         QCOMPARE(a.status, 200);
         const int64_t prompt = *a.json().find("usage")->find("prompt_tokens")->as_integer();
@@ -375,7 +414,8 @@ private slots:
         // The same conversation again: every whole block of it comes from the prefix cache, and
         // the reply is the same.
         const Response b = post(s.port(), "/v1/chat/completions", first);
-        const int64_t cached = *b.json().find("usage")->find("prompt_tokens_details")->find("cached_tokens")->as_integer();
+        const int64_t cached =
+            *b.json().find("usage")->find("prompt_tokens_details")->find("cached_tokens")->as_integer();
         QCOMPARE(cached, (prompt - 1) / 16 * 16);
         QCOMPARE(qs(reply_text(b)), qs(reply_text(a)));
         QCOMPARE(*b.json().find("timings")->find("prompt_tokens_computed")->as_integer(), prompt - cached);
@@ -388,60 +428,73 @@ private slots:
         const auto post_raw = [](const std::string& path, const std::string& body) {
             return QString::fromStdString(request("POST", path, body));
         };
-        QTest::newRow("not JSON") << post_raw("/v1/chat/completions", "{oops") << 400
-                                  << "the request body is not valid JSON: invalid JSON: expected a member name in quotes at byte 1";
-        QTest::newRow("no messages") << post_raw("/v1/chat/completions", "{}") << 400 << "messages must be a non-empty array";
-        QTest::newRow("bad role") << post_raw("/v1/chat/completions", R"({"messages": [{"role": "tool", "content": "x"}]})")
-                                  << 400 << R"(messages[0].role "tool" is not supported (system, developer, user, assistant))";
-        QTest::newRow("image") << post_raw("/v1/chat/completions",
-                                           R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})")
-                               << 400 << R"(messages[0].content: only text parts are supported (got "image_url"))";
+        QTest::newRow("not JSON")
+            << post_raw("/v1/chat/completions", "{oops") << 400
+            << "the request body is not valid JSON: invalid JSON: expected a member name in quotes at byte 1";
+        QTest::newRow("no messages") << post_raw("/v1/chat/completions", "{}") << 400
+                                     << "messages must be a non-empty array";
+        QTest::newRow("bad role")
+            << post_raw("/v1/chat/completions", R"({"messages": [{"role": "tool", "content": "x"}]})") << 400
+            << R"(messages[0].role "tool" is not supported (system, developer, user, assistant))";
+        QTest::newRow("image")
+            << post_raw("/v1/chat/completions",
+                        R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})")
+            << 400 << R"(messages[0].content: only text parts are supported (got "image_url"))";
         QTest::newRow("n = 2") << post_raw("/v1/completions", R"({"prompt": "a", "n": 2})") << 400
                                << "n must be 1: this server writes one choice per request";
-        QTest::newRow("temperature") << post_raw("/v1/completions", R"({"prompt": "a", "temperature": "hot"})") << 400
-                                     << "temperature must be a number";
+        QTest::newRow("temperature") << post_raw("/v1/completions",
+                                                 R"({"prompt": "a", "temperature": "hot"})")
+                                     << 400 << "temperature must be a number";
         QTest::newRow("top_p") << post_raw("/v1/completions", R"({"prompt": "a", "top_p": 2})") << 400
                                << "top_p must be between 0 and 1";
-        QTest::newRow("max_tokens") << post_raw("/v1/completions", R"({"prompt": "a", "max_tokens": 0})") << 400
-                                    << "max_tokens must be between 1 and 2147483647";
+        QTest::newRow("max_tokens") << post_raw("/v1/completions", R"({"prompt": "a", "max_tokens": 0})")
+                                    << 400 << "max_tokens must be between 1 and 2147483647";
         QTest::newRow("empty stop") << post_raw("/v1/completions", R"({"prompt": "a", "stop": [""]})") << 400
                                     << "stop strings must not be empty";
-        QTest::newRow("tools") << post_raw("/v1/chat/completions",
-                                           R"({"messages": [{"role": "user", "content": "x"}], "tools": [{}]})")
+        QTest::newRow("tools") << post_raw(
+                                      "/v1/chat/completions",
+                                      R"({"messages": [{"role": "user", "content": "x"}], "tools": [{}]})")
                                << 400 << "tools: tool calling is not supported by this server";
         QTest::newRow("top_logprobs alone")
-            << post_raw("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})")
+            << post_raw("/v1/chat/completions",
+                        R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})")
             << 400 << "top_logprobs needs logprobs: true";
         QTest::newRow("reasoning_format")
             << post_raw("/v1/chat/completions",
                         R"({"messages": [{"role": "user", "content": "x"}], "reasoning_format": "hidden"})")
             << 400 << R"(reasoning_format must be "deepseek" (reasoning_content apart) or "none")";
         QTest::newRow("chat_template_kwargs key")
-            << post_raw("/v1/chat/completions",
-                        R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"tools_in_user_message": true}})")
+            << post_raw(
+                   "/v1/chat/completions",
+                   R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"tools_in_user_message": true}})")
             << 400 << "chat_template_kwargs.tools_in_user_message is not supported (enable_thinking is)";
         QTest::newRow("enable_thinking")
-            << post_raw("/v1/chat/completions",
-                        R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"enable_thinking": "no"}})")
+            << post_raw(
+                   "/v1/chat/completions",
+                   R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"enable_thinking": "no"}})")
             << 400 << "chat_template_kwargs.enable_thinking must be true or false";
-        QTest::newRow("logit_bias id") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"512": 5}})") << 400
-                                       << R"(logit_bias: "512" is not a token id of this model (0 to 511))";
-        QTest::newRow("long stop") << post_raw("/v1/completions", R"({"prompt": "a", "stop": [")" + std::string(257, 'x') + R"("]})")
+        QTest::newRow("logit_bias id")
+            << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"512": 5}})") << 400
+            << R"(logit_bias: "512" is not a token id of this model (0 to 511))";
+        QTest::newRow("long stop") << post_raw("/v1/completions", R"({"prompt": "a", "stop": [")" +
+                                                                      std::string(257, 'x') + R"("]})")
                                    << 400 << "stop strings are at most 256 bytes";
-        QTest::newRow("logit_bias twice") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 60, "05": 60}})")
-                                          << 400 << "logit_bias names token 5 more than once";
-        QTest::newRow("logit_bias value") << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 101}})")
-                                          << 400 << "logit_bias values must be numbers from -100 to 100";
-        QTest::newRow("logprobs > 20") << post_raw("/v1/completions", R"({"prompt": "a", "logprobs": 21})") << 400
-                                       << "logprobs must be between 0 and 20";
+        QTest::newRow("logit_bias twice")
+            << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 60, "05": 60}})") << 400
+            << "logit_bias names token 5 more than once";
+        QTest::newRow("logit_bias value")
+            << post_raw("/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 101}})") << 400
+            << "logit_bias values must be numbers from -100 to 100";
+        QTest::newRow("logprobs > 20") << post_raw("/v1/completions", R"({"prompt": "a", "logprobs": 21})")
+                                       << 400 << "logprobs must be between 0 and 20";
         QTest::newRow("token id") << post_raw("/v1/completions", R"({"prompt": [1, 99999]})") << 400
                                   << "prompt token ids must be integers in [0, 512)";
-        QTest::newRow("unknown path") << QString::fromStdString(request("GET", "/v2/things")) << 404
-                                      << "no such endpoint: /v2/things";
+        QTest::newRow("unknown path")
+            << QString::fromStdString(request("GET", "/v2/things")) << 404 << "no such endpoint: /v2/things";
         QTest::newRow("wrong method") << QString::fromStdString(request("GET", "/v1/chat/completions")) << 405
                                       << "GET is not allowed on /v1/chat/completions (use POST)";
-        QTest::newRow("no length") << "POST /v1/completions HTTP/1.1\r\nConnection: close\r\n\r\n" << 411
-                                   << "a POST request needs a Content-Length";
+        QTest::newRow("no length") << "POST /v1/completions HTTP/1.1\r\nConnection: close\r\n\r\n"
+                                   << 411 << "a POST request needs a Content-Length";
         QTest::newRow("unknown model") << QString::fromStdString(request("GET", "/v1/models/gpt-4")) << 404
                                        << R"(no model named "gpt-4" is loaded)";
     }
@@ -502,8 +555,9 @@ private slots:
 
         // Chat, streamed: every token's entry arrives with its chunks, with top_logprobs of its own,
         // and their texts make the reply.
-        const Response st = post(s.port(), "/v1/chat/completions",
-                                 chat_body("Lily had a cat", 30, R"(, "logprobs": true, "top_logprobs": 2, "stream": true)"));
+        const Response st =
+            post(s.port(), "/v1/chat/completions",
+                 chat_body("Lily had a cat", 30, R"(, "logprobs": true, "top_logprobs": 2, "stream": true)"));
         QCOMPARE(st.status, 200);
         std::string joined;
         size_t entries = 0;
@@ -533,9 +587,11 @@ private slots:
         QCOMPARE(r.status, 400);
         QCOMPARE(r.json().find("error")->find("code")->as_string(), std::string("context_length_exceeded"));
         // Without max_tokens a reply runs until the context is full and says "length".
-        const Response full = post(s.port(), "/v1/completions", R"({"prompt": [1], "temperature": 0, "ignore_eos": true})");
+        const Response full =
+            post(s.port(), "/v1/completions", R"({"prompt": [1], "temperature": 0, "ignore_eos": true})");
         QCOMPARE(full.status, 200);
-        QCOMPARE(full.json().find("choices")->items()[0].find("finish_reason")->as_string(), std::string("length"));
+        QCOMPARE(full.json().find("choices")->items()[0].find("finish_reason")->as_string(),
+                 std::string("length"));
         // All 512 positions are used: the last token is predicted from position 511 and never
         // needs a position of its own, so prompt + reply = 513 tokens.
         QCOMPARE(*full.json().find("usage")->find("total_tokens")->as_integer(), int64_t(513));
@@ -546,13 +602,16 @@ private slots:
         o.api_key = "sesame";
         RunningServer s(*engine_, o);
         QCOMPARE(call(s.port(), request("GET", "/v1/models")).status, 401);
-        QCOMPARE(call(s.port(), request("GET", "/v1/models", {}, "Authorization: Bearer wrong\r\n")).status, 401);
+        QCOMPARE(call(s.port(), request("GET", "/v1/models", {}, "Authorization: Bearer wrong\r\n")).status,
+                 401);
         // The scheme in any letter case (RFC 7235); the key exactly, no prefix or extension of it.
-        QCOMPARE(call(s.port(), request("GET", "/v1/models", {}, "Authorization: bearer sesame\r\n")).status, 200);
+        QCOMPARE(call(s.port(), request("GET", "/v1/models", {}, "Authorization: bearer sesame\r\n")).status,
+                 200);
         for (const char* bad : {"Authorization: Bearer sesam\r\n", "Authorization: Bearer sesame2\r\n",
                                 "Authorization: Basic sesame\r\n", "Authorization: Bearersesame\r\n"})
             QCOMPARE(call(s.port(), request("GET", "/v1/models", {}, bad)).status, 401);
-        const Response ok = call(s.port(), request("GET", "/v1/models", {}, "Authorization: Bearer sesame\r\n"));
+        const Response ok =
+            call(s.port(), request("GET", "/v1/models", {}, "Authorization: Bearer sesame\r\n"));
         QCOMPARE(ok.status, 200);
         QCOMPARE(ok.json().find("data")->items()[0].find("id")->as_string(), std::string("stories260K"));
         QCOMPARE(call(s.port(), request("GET", "/health")).status, 200);  // health checks need no key
@@ -587,8 +646,9 @@ private slots:
         // Valid JSON objects, tokenized as the model would write them: JSON mode allows each of their
         // tokens in turn, and the reply is whole exactly at the end.
         const Tokenizer& tok = engine_->tokenizer();
-        for (const char* doc : {R"({"name": "Lily", "age": 3, "toys": ["ball", "doll"], "happy": true})",
-                                "{\n  \"a\": {\"b\": [1.5e-3, -0, null]},\n  \"c\": \"\\u00e9\\n\"\n}", "{}"}) {
+        for (const char* doc :
+             {R"({"name": "Lily", "age": 3, "toys": ["ball", "doll"], "happy": true})",
+              "{\n  \"a\": {\"b\": [1.5e-3, -0, null]},\n  \"c\": \"\\u00e9\\n\"\n}", "{}"}) {
             server::JsonMode mode(tok);
             const auto ids = tok.encode(doc, false);
             for (size_t i = 0; i < ids.size(); ++i) {
@@ -596,8 +656,10 @@ private slots:
                 std::vector<float> logits(static_cast<size_t>(tok.vocab_size()), 0.0f);
                 mode.constrain(logits);
                 QVERIFY2(std::isfinite(logits[static_cast<size_t>(ids[i])]),
-                         qPrintable(QString("token %1 (%2) of %3 was blocked").arg(i).arg(
-                             QString::fromStdString(tok.display_piece(ids[i])), QString::fromUtf8(doc))));
+                         qPrintable(QString("token %1 (%2) of %3 was blocked")
+                                        .arg(i)
+                                        .arg(QString::fromStdString(tok.display_piece(ids[i])),
+                                             QString::fromUtf8(doc))));
                 mode.accept(ids[i]);
             }
             QVERIFY(mode.complete());
@@ -610,9 +672,10 @@ private slots:
         // closes one within 60 tokens, so each reply is checked as the start of one), the same
         // whether streamed or not.
         for (int seed : {1, 2, 3}) {
-            const std::string fixed = R"({"messages": [{"role": "user", "content": "Lily has a red ball"}], "max_tokens": 60, )"
-                                      R"("response_format": {"type": "json_object"}, "temperature": 0.9, "seed": )" +
-                                      std::to_string(seed) + "}";
+            const std::string fixed =
+                R"({"messages": [{"role": "user", "content": "Lily has a red ball"}], "max_tokens": 60, )"
+                R"("response_format": {"type": "json_object"}, "temperature": 0.9, "seed": )" +
+                std::to_string(seed) + "}";
             const Response r = post(s.port(), "/v1/chat/completions", fixed);
             QCOMPARE(r.status, 200);
             const std::string text = reply_text(r);
@@ -620,38 +683,53 @@ private slots:
             QVERIFY2(first != std::string::npos && text[first] == '{', text.c_str());
             server::JsonPrefix prefix;
             QVERIFY2(prefix.feed(text), text.c_str());
-            const std::string finish = r.json().find("choices")->items()[0].find("finish_reason")->as_string();
-            if (finish == "stop") QVERIFY(server::Json::parse(text).is_object());
-            else QCOMPARE(finish, std::string("length"));
-            const Response st = post(s.port(), "/v1/chat/completions", fixed.substr(0, fixed.size() - 1) + R"(, "stream": true})");
+            const std::string finish =
+                r.json().find("choices")->items()[0].find("finish_reason")->as_string();
+            if (finish == "stop")
+                QVERIFY(server::Json::parse(text).is_object());
+            else
+                QCOMPARE(finish, std::string("length"));
+            const Response st = post(s.port(), "/v1/chat/completions",
+                                     fixed.substr(0, fixed.size() - 1) + R"(, "stream": true})");
             QCOMPARE(qs(streamed_text(st, true)), qs(text));
         }
         // With "}" pushed up by logit_bias the object closes at once: the reply ends there, "stop",
         // a whole object, and nothing after it.
         const auto close = engine_->tokenizer().encode_fragment("}", false);
         QCOMPARE(close.size(), size_t(1));
-        const Response closed = post(s.port(), "/v1/chat/completions",
-                                     R"({"messages": [{"role": "user", "content": "Lily"}], "max_tokens": 50, )"
-                                     R"("response_format": {"type": "json_object"}, "logit_bias": {")" +
-                                         std::to_string(close[0]) + R"(": 100}})");
+        const Response closed =
+            post(s.port(), "/v1/chat/completions",
+                 R"({"messages": [{"role": "user", "content": "Lily"}], "max_tokens": 50, )"
+                 R"("response_format": {"type": "json_object"}, "logit_bias": {")" +
+                     std::to_string(close[0]) + R"(": 100}})");
         QCOMPARE(closed.status, 200);
-        QCOMPARE(closed.json().find("choices")->items()[0].find("finish_reason")->as_string(), std::string("stop"));
+        QCOMPARE(closed.json().find("choices")->items()[0].find("finish_reason")->as_string(),
+                 std::string("stop"));
         const std::string object = reply_text(closed);
         QVERIFY2(server::Json::parse(object).is_object() && object.back() == '}', object.c_str());
         QVERIFY(*closed.json().find("usage")->find("completion_tokens")->as_integer() <= 3);
         // JSON schemas are refused by name, not ignored.
-        QCOMPARE(post(s.port(), "/v1/chat/completions",
-                      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema"}})")
-                     .status,
-                 400);
+        QCOMPARE(
+            post(
+                s.port(), "/v1/chat/completions",
+                R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema"}})")
+                .status,
+            400);
     }
 
     void logit_bias_bans_and_favours_tokens() {
         RunningServer s(*engine_);
         const auto first = [&](const std::string& extra) {
-            const Response r = post(s.port(), "/v1/completions",
-                                    R"({"prompt": [1], "max_tokens": 1, "temperature": 0, "logprobs": 0)" + extra + "}");
-            return r.json().find("choices")->items()[0].find("logprobs")->find("tokens")->items()[0].as_string();
+            const Response r =
+                post(s.port(), "/v1/completions",
+                     R"({"prompt": [1], "max_tokens": 1, "temperature": 0, "logprobs": 0)" + extra + "}");
+            return r.json()
+                .find("choices")
+                ->items()[0]
+                .find("logprobs")
+                ->find("tokens")
+                ->items()[0]
+                .as_string();
         };
         const Tokenizer& tok = engine_->tokenizer();
         QCOMPARE(first(""), tok.token_text(403));  // the reference story's first token, "Once"
@@ -662,11 +740,13 @@ private slots:
     void tokens_can_be_counted_and_read_back() {
         RunningServer s(*engine_);
         const Tokenizer& tok = engine_->tokenizer();
-        const Response t = post(s.port(), "/tokenize", R"({"content": "Once upon a time", "add_special": true})");
+        const Response t =
+            post(s.port(), "/tokenize", R"({"content": "Once upon a time", "add_special": true})");
         QCOMPARE(t.status, 200);
         std::vector<int32_t> ids;
         const Json tj = t.json();
-        for (const Json& id : tj.find("tokens")->items()) ids.push_back(static_cast<int32_t>(*id.as_integer()));
+        for (const Json& id : tj.find("tokens")->items())
+            ids.push_back(static_cast<int32_t>(*id.as_integer()));
         QCOMPARE(ids, tok.encode("Once upon a time", true));
         // The reference's own tokens for the prompt: BOS, then the story's first four.
         const auto ref = test::token_ids(test::stories_reference()["greedy_from_bos_tokens"].toArray());
@@ -674,7 +754,8 @@ private slots:
         const Response pieces = post(s.port(), "/tokenize", R"({"content": "Once", "with_pieces": true})");
         const Json pj = pieces.json();
         const Json& first = pj.find("tokens")->items()[0];
-        QCOMPARE(first.find("piece")->as_string(), tok.display_piece(static_cast<int32_t>(*first.find("id")->as_integer())));
+        QCOMPARE(first.find("piece")->as_string(),
+                 tok.display_piece(static_cast<int32_t>(*first.find("id")->as_integer())));
         const Response d = post(s.port(), "/detokenize", R"({"tokens": [1, 403, 407, 261, 378]})");
         QCOMPARE(d.status, 200);
         QCOMPARE(qs(d.json().find("content")->as_string()), QStringLiteral("Once upon a time"));
@@ -689,7 +770,8 @@ private slots:
             if (at == std::string::npos) throw std::runtime_error("no metric " + name + " in:\n" + text);
             return std::stod(text.substr(at + name.size() + 10));
         };
-        const Response r = post(s.port(), "/v1/completions", R"({"prompt": "Tom saw a cat", "max_tokens": 7, "temperature": 0})");
+        const Response r = post(s.port(), "/v1/completions",
+                                R"({"prompt": "Tom saw a cat", "max_tokens": 7, "temperature": 0})");
         QCOMPARE(r.status, 200);
         QCOMPARE(post(s.port(), "/v1/completions", R"({"prompt": 5})").status, 400);
         const Response m = call(s.port(), request("GET", "/metrics"));
@@ -697,7 +779,8 @@ private slots:
         QVERIFY(m.head.find("Content-Type: text/plain; version=0.0.4") != std::string::npos);
         QCOMPARE(value(m.body, "replies_total"), 1.0);
         QCOMPARE(value(m.body, "generated_tokens_total"), 7.0);
-        QCOMPARE(value(m.body, "prompt_tokens_total"), double(*r.json().find("usage")->find("prompt_tokens")->as_integer()));
+        QCOMPARE(value(m.body, "prompt_tokens_total"),
+                 double(*r.json().find("usage")->find("prompt_tokens")->as_integer()));
         QCOMPARE(value(m.body, "http_errors_total"), 1.0);
         QCOMPARE(value(m.body, "http_requests_total"), 3.0);  // this one included
         // One step for the prompt and one per further token (the last token is not fed).
@@ -724,24 +807,29 @@ private slots:
 
     void the_lantern_server_tool_serves_until_told_to_stop() {
         QProcess p;
-        p.start(LANTERN_SERVER_PATH, {"--model", QString::fromStdString(test::shared_path("models/stories260K.gguf")),
-                                      "--port", "0", "--ctx", "256", "--parallel", "2", "--kv-tokens", "300"});
+        p.start(LANTERN_SERVER_PATH,
+                {"--model", QString::fromStdString(test::shared_path("models/stories260K.gguf")), "--port",
+                 "0", "--ctx", "256", "--parallel", "2", "--kv-tokens", "300"});
         QVERIFY(p.waitForStarted());
         // It says where it listens once the model is loaded and its kernels are compiled.
         QString err;
         const QRegularExpression listening(QStringLiteral("listening on http://127\\.0\\.0\\.1:(\\d+)/v1"));
         QRegularExpressionMatch m;
-        QVERIFY(QTest::qWaitFor([&] {
-            p.waitForReadyRead(100);
-            err += QString::fromUtf8(p.readAllStandardError());
-            m = listening.match(err);
-            return m.hasMatch() || p.state() == QProcess::NotRunning;
-        }, 120000));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                p.waitForReadyRead(100);
+                err += QString::fromUtf8(p.readAllStandardError());
+                m = listening.match(err);
+                return m.hasMatch() || p.state() == QProcess::NotRunning;
+            },
+            120000));
         QVERIFY2(m.hasMatch(), qPrintable(err));
         // 300 tokens of KV cache are 19 blocks of 16.
-        QVERIFY2(err.contains(QStringLiteral("context 256, 2 replies at once, KV cache of 304 tokens")), qPrintable(err));
+        QVERIFY2(err.contains(QStringLiteral("context 256, 2 replies at once, KV cache of 304 tokens")),
+                 qPrintable(err));
         const auto port = static_cast<uint16_t>(m.captured(1).toUInt());
-        const Response r = post(port, "/v1/completions", R"({"prompt": [1], "max_tokens": 10, "temperature": 0})");
+        const Response r =
+            post(port, "/v1/completions", R"({"prompt": [1], "max_tokens": 10, "temperature": 0})");
         QCOMPARE(r.status, 200);
         QVERIFY(test::stories_reference()["greedy_from_bos_text"].toString().startsWith(qs(reply_text(r))));
         // SIGTERM (Ctrl+C is SIGINT, the same handler): it stops cleanly.
@@ -770,10 +858,12 @@ private slots:
         std::tie(code, err) = run({"--model", "/nonexistent/model.gguf"});
         QCOMPARE(code, 1);
         QVERIFY2(err.contains(QStringLiteral("cannot open /nonexistent/model.gguf")), qPrintable(err));
-        std::tie(code, err) = run({"--model", QString::fromStdString(test::shared_path("models/stories260K.gguf")), "--host",
-                                   "localhost"});
+        std::tie(code, err) =
+            run({"--model", QString::fromStdString(test::shared_path("models/stories260K.gguf")), "--host",
+                 "localhost"});
         QCOMPARE(code, 2);
-        QVERIFY2(err.contains(QStringLiteral("--host needs an IPv4 address such as 127.0.0.1")), qPrintable(err));
+        QVERIFY2(err.contains(QStringLiteral("--host needs an IPv4 address such as 127.0.0.1")),
+                 qPrintable(err));
     }
 
     void a_busy_port_is_a_clear_error() {
@@ -785,7 +875,9 @@ private slots:
             QFAIL("a second server on the same port should not start");
         } catch (const Error& e) {
             QCOMPARE(e.code(), ErrorCode::Io);
-            QVERIFY2(std::string(e.what()).find("cannot listen on 127.0.0.1:" + std::to_string(s.port())) == 0, e.what());
+            QVERIFY2(
+                std::string(e.what()).find("cannot listen on 127.0.0.1:" + std::to_string(s.port())) == 0,
+                e.what());
         }
     }
 };

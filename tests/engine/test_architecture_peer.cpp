@@ -35,7 +35,8 @@ struct Case {
 
 std::string unhex(const std::string& hex) {
     std::string out;
-    for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    for (size_t i = 0; i + 1 < hex.size(); i += 2)
+        out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
     return out;
 }
 
@@ -59,7 +60,8 @@ uint32_t type_of(const std::string& name) {
     if (name == "q4_k_m") return kSyntheticQ4KM;
     for (uint32_t id = 0; id < 64; ++id) {
         std::string n = ggml_type_name(id);
-        std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        std::transform(n.begin(), n.end(), n.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
         if (n == name) return id;
     }
     throw std::runtime_error("unknown weight type " + name);
@@ -72,10 +74,13 @@ std::string first_difference(const std::string& got, const std::string& want) {
     auto show = [](const std::string& s, size_t at) {
         std::string out;
         for (size_t k = at > 20 ? at - 20 : 0; k < std::min(s.size(), at + 40); ++k)
-            out += std::isprint(static_cast<unsigned char>(s[k])) ? std::string(1, s[k]) : "\\x" + QByteArray(1, s[k]).toHex().toStdString();
+            out += std::isprint(static_cast<unsigned char>(s[k]))
+                       ? std::string(1, s[k])
+                       : "\\x" + QByteArray(1, s[k]).toHex().toStdString();
         return out;
     };
-    return "byte " + std::to_string(i) + ": got \"" + show(got, i) + "\", llama.cpp \"" + show(want, i) + "\"";
+    return "byte " + std::to_string(i) + ": got \"" + show(got, i) + "\", llama.cpp \"" + show(want, i) +
+           "\"";
 }
 
 }  // namespace
@@ -99,10 +104,12 @@ private slots:
         QTest::addColumn<QString>("type");
         std::vector<std::pair<std::string, std::string>> seen;
         for (const auto& c : cases())
-            if (std::find(seen.begin(), seen.end(), std::pair{c.shape, c.type}) == seen.end()) seen.emplace_back(c.shape, c.type);
+            if (std::find(seen.begin(), seen.end(), std::pair{c.shape, c.type}) == seen.end())
+                seen.emplace_back(c.shape, c.type);
         QVERIFY2(seen.size() >= 9, "tests/data/peer_greedy.tsv is incomplete");
         for (const auto& [shape, type] : seen)
-            QTest::addRow("%s:%s", shape.c_str(), type.c_str()) << QString::fromStdString(shape) << QString::fromStdString(type);
+            QTest::addRow("%s:%s", shape.c_str(), type.c_str())
+                << QString::fromStdString(shape) << QString::fromStdString(type);
     }
     // Every recorded prompt's text is llama.cpp's, or parts from it at a coin flip; one of them
     // agrees for 32 decisions or more.
@@ -128,11 +135,13 @@ private slots:
             std::vector<std::pair<size_t, double>> margins;
             bool ended = false;
             for (int generated = 0; generated < c.n; ++generated) {
-                const auto next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+                const auto next =
+                    static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
                 double rms = 0, second = -1e30;
                 for (size_t i = 0; i < logits.size(); ++i) {
                     rms += static_cast<double>(logits[i]) * logits[i];
-                    if (static_cast<int32_t>(i) != next) second = std::max(second, static_cast<double>(logits[i]));
+                    if (static_cast<int32_t>(i) != next)
+                        second = std::max(second, static_cast<double>(logits[i]));
                 }
                 rms = std::sqrt(rms / static_cast<double>(logits.size()));
                 margins.emplace_back(text.size(), (logits[static_cast<size_t>(next)] - second) / rms);
@@ -141,7 +150,8 @@ private slots:
                     break;
                 }
                 // As llama.cpp's greedy prints a piece: nothing for unknown and control tokens.
-                if (tok.type(next) != TokenType::Unknown && !tok.is_control(next)) text += tok.token_text(next);
+                if (tok.type(next) != TokenType::Unknown && !tok.is_control(next))
+                    text += tok.token_text(next);
                 StepItem item{seq, {next}, true, false};
                 logits = engine->step(std::span<const StepItem>(&item, 1))[0];
             }
@@ -153,24 +163,33 @@ private slots:
                 while (at < text.size() && at < c.expected.size() && text[at] == c.expected[at]) ++at;
                 // The decision whose piece holds that byte, or an empty piece (unknown, control)
                 // right there.
-                const auto end_of = [&](size_t i) { return i + 1 < margins.size() ? margins[i + 1].first : text.size(); };
+                const auto end_of = [&](size_t i) {
+                    return i + 1 < margins.size() ? margins[i + 1].first : text.size();
+                };
                 agreed = 0;
                 while (agreed + 1 < margins.size() && end_of(agreed) <= at &&
                        !(end_of(agreed) == at && margins[agreed].first == at))
                     ++agreed;
-                QVERIFY2(margins[agreed].second < coin_flip,
-                         qPrintable(QString("\"%1\": ").arg(QString::fromStdString(c.prompt)) +
-                                    QString::fromStdString(first_difference(text, c.expected)) +
-                                    QString(" at decision %1, whose top-2 margin %2 of the logits' RMS is no coin flip")
-                                        .arg(agreed)
-                                        .arg(margins[agreed].second)));
+                QVERIFY2(
+                    margins[agreed].second < coin_flip,
+                    qPrintable(
+                        QString("\"%1\": ").arg(QString::fromStdString(c.prompt)) +
+                        QString::fromStdString(first_difference(text, c.expected)) +
+                        QString(" at decision %1, whose top-2 margin %2 of the logits' RMS is no coin flip")
+                            .arg(agreed)
+                            .arg(margins[agreed].second)));
             }
             qInfo("\"%s\": %zu of %zu decisions as llama.cpp's%s", c.prompt.c_str(), agreed, margins.size(),
-                  agreed < margins.size() ? QString(", then a coin flip (margin %1)").arg(margins[agreed].second).toUtf8().constData()
+                  agreed < margins.size() ? QString(", then a coin flip (margin %1)")
+                                                .arg(margins[agreed].second)
+                                                .toUtf8()
+                                                .constData()
                                           : (ended ? " (to the end token)" : ""));
             most = std::max(most, ended && agreed == margins.size() ? size_t{32} : agreed);
         }
-        QVERIFY2(most >= 32, qPrintable(QString("no prompt gave 32 decisions before a coin flip (at most %1)").arg(most)));
+        QVERIFY2(
+            most >= 32,
+            qPrintable(QString("no prompt gave 32 decisions before a coin flip (at most %1)").arg(most)));
         LANTERN_VERIFY_NO_VALIDATION();
     }
 };

@@ -30,7 +30,8 @@ inline char* toString(const std::string& s) {
 template <>
 inline char* toString(const std::vector<std::string>& v) {
     QByteArray out = "[";
-    for (size_t i = 0; i < v.size(); ++i) out += (i ? "|" : "") + QByteArray(v[i].data(), static_cast<qsizetype>(v[i].size()));
+    for (size_t i = 0; i < v.size(); ++i)
+        out += (i ? "|" : "") + QByteArray(v[i].data(), static_cast<qsizetype>(v[i].size()));
     out += "]";
     return qstrdup(out.replace('\n', "\\n").constData());
 }
@@ -124,8 +125,9 @@ ErrorCode error_of(const std::function<void()>& f, std::string* what) {
     return ErrorCode::Internal;
 }
 
-int32_t byte_id(char c) { return static_cast<uint8_t>(c); }
-
+int32_t byte_id(char c) {
+    return static_cast<uint8_t>(c);
+}
 
 // Expected words, as comparable strings.
 std::vector<std::string> strings_of(const QStringList& list) {
@@ -162,16 +164,18 @@ private slots:
                 bool add_bos;
             };
             // As scripts/bpe-tokenizer-vectors wrote them for llama.cpp (VARIANTS there).
-            for (const Variant v : {Variant{"llama3", "llama-bpe", true}, Variant{"tekken", "tekken", true},
-                                    Variant{"smollm", "smollm", false}, Variant{"qwen2", "qwen2", false},
-                                    Variant{"gpt2", "gpt-2", false},
-                                    Variant{"deepseek_llm", "deepseek-llm", false},
-                                    Variant{"deepseek_coder", "deepseek-coder", false}}) {
+            for (const Variant v :
+                 {Variant{"llama3", "llama-bpe", true}, Variant{"tekken", "tekken", true},
+                  Variant{"smollm", "smollm", false}, Variant{"qwen2", "qwen2", false},
+                  Variant{"gpt2", "gpt-2", false}, Variant{"deepseek_llm", "deepseek-llm", false},
+                  Variant{"deepseek_coder", "deepseek-coder", false}}) {
                 Suite& suite = suites_[v.name];
                 const auto bytes = test::bpe_test_vocab(v.pre, v.add_bos);
                 suite.tokenizer = Tokenizer::from_gguf(*GgufFile::from_memory(bytes));
-                auto inputs = split(read_std(source_path("tests/data/bpe_vectors.inp")), "\n__ggml_vocab_test__\n");
-                auto outputs = split(read_std(source_path("tests/data/bpe_" + std::string(v.name) + "_vectors.out")), "\n");
+                auto inputs =
+                    split(read_std(source_path("tests/data/bpe_vectors.inp")), "\n__ggml_vocab_test__\n");
+                auto outputs = split(
+                    read_std(source_path("tests/data/bpe_" + std::string(v.name) + "_vectors.out")), "\n");
                 if (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
                 if (!outputs.empty() && outputs.back().empty()) outputs.pop_back();
                 QCOMPARE(inputs.size(), outputs.size());
@@ -197,7 +201,8 @@ private slots:
                 const std::string& in = suite.cases[i].input;
                 QString shown = QString::fromUtf8(in.data(), static_cast<qsizetype>(in.size()));
                 shown.replace('\n', "\\n").replace('\t', "\\t").replace('\r', "\\r");
-                QTest::newRow(qPrintable(QString("%1 %2: \"%3\"").arg(QString::fromStdString(name)).arg(i).arg(shown.left(40))))
+                QTest::newRow(qPrintable(
+                    QString("%1 %2: \"%3\"").arg(QString::fromStdString(name)).arg(i).arg(shown.left(40))))
                     << QString::fromStdString(name) << static_cast<int>(i);
             }
     }
@@ -249,7 +254,8 @@ private slots:
         // Every token shows as valid UTF-8 (invalid bytes would not survive a round trip).
         for (int32_t id = 0; id < trained_->vocab_size(); ++id) {
             const std::string shown = trained_->display_piece(id);
-            const QByteArray round = QString::fromUtf8(shown.data(), static_cast<qsizetype>(shown.size())).toUtf8();
+            const QByteArray round =
+                QString::fromUtf8(shown.data(), static_cast<qsizetype>(shown.size())).toUtf8();
             QVERIFY2(round == QByteArray(shown.data(), static_cast<qsizetype>(shown.size())), shown.c_str());
         }
     }
@@ -263,7 +269,8 @@ private slots:
         };
         row("words", "Hello world", {"Hello", " world"});
         row("leading spaces", "  hello", {" ", " hello"});
-        row("contractions any case", "I'm you'LL it'S we've", {"I", "'m", " you", "'LL", " it", "'S", " we", "'ve"});
+        row("contractions any case", "I'm you'LL it'S we've",
+            {"I", "'m", " you", "'LL", " it", "'S", " we", "'ve"});
         row("apostrophe without contraction", "O'Neil 'x", {"O", "'Neil", " '", "x"});
         row("digits in threes", "12345 1234567", {"123", "45", " ", "123", "456", "7"});
         row("space before digits", " 42", {" ", "42"});
@@ -276,7 +283,12 @@ private slots:
         row("line break never leads a word", "\nhello", {"\n", "hello"});
         row("CJK", "你好，世界！", {"你好", "，世界", "！"});
         row("accented", "Größe über", {"Größe", " über"});
-        row("no-break space is whitespace", "a\xC2\xA0\xC2\xA0" "b", {"a", "\xC2\xA0", "\xC2\xA0" "b"});
+        row("no-break space is whitespace",
+            "a\xC2\xA0\xC2\xA0"
+            "b",
+            {"a", "\xC2\xA0",
+             "\xC2\xA0"
+             "b"});
         row("combining mark is a symbol", "e\xCC\x81x", {"e", "\xCC\x81x"});
         row("empty", "", {});
     }
@@ -297,13 +309,15 @@ private slots:
             QTest::newRow(name) << QString::fromUtf8(text) << gpt2 << smollm;
         };
         row("words", "Hello world", {"Hello", " world"}, {"Hello", " world"});
-        row("lower-case contractions only", "I'm it'S", {"I", "'m", " it", "'", "S"}, {"I", "'m", " it", "'", "S"});
+        row("lower-case contractions only", "I'm it'S", {"I", "'m", " it", "'", "S"},
+            {"I", "'m", " it", "'", "S"});
         row("digits", "x 12345y", {"x", " 12345", "y"}, {"x", " ", "1", "2", "3", "4", "5", "y"});
         row("symbol after letters", "(hello)", {"(", "hello", ")"}, {"(", "hello", ")"});
         row("line breaks are whitespace", "a\n\n b", {"a", "\n\n", " b"}, {"a", "\n\n", " b"});
         row("tab before a word", "\thello", {"\t", "hello"}, {"\t", "hello"});
         row("whitespace at the end", "x  ", {"x", "  "}, {"x", "  "});
-        row("punctuation then line break", "end!!\nnext", {"end", "!!", "\n", "next"}, {"end", "!!", "\n", "next"});
+        row("punctuation then line break", "end!!\nnext", {"end", "!!", "\n", "next"},
+            {"end", "!!", "\n", "next"});
     }
     // Inputs that made a pre-tokenizer quadratic (a request of a few MiB stalled the engine's
     // thread for hours): 1 MiB of words without digits (SmolLM rescanned to the next digit for
@@ -414,13 +428,15 @@ private slots:
         const int32_t ab = 256, bc = 257, aa = 258, aaa = 259;
         QCOMPARE(t->encode("abc", false), (std::vector<int32_t>{byte_id('a'), bc}));  // "b c" outranks "a b"
         QCOMPARE(t->encode("abab", false), (std::vector<int32_t>{ab, ab}));
-        QCOMPARE(t->encode("aaaa", false), (std::vector<int32_t>{aa, aa}));  // leftmost first, then "aa aa" has no merge
+        QCOMPARE(t->encode("aaaa", false),
+                 (std::vector<int32_t>{aa, aa}));  // leftmost first, then "aa aa" has no merge
         QCOMPARE(t->encode("aaa", false), (std::vector<int32_t>{aaa}));
         QCOMPARE(t->encode("a b", false), (std::vector<int32_t>{byte_id('a'), byte_id(' '), byte_id('b')}));
         // A merge the vocabulary has no token for: the merged symbol is spelled by its bytes.
         SmallVocab missing;
         missing.merges = {"x y"};
-        QCOMPARE(small_tokenizer(missing)->encode("xy", false), (std::vector<int32_t>{byte_id('x'), byte_id('y')}));
+        QCOMPARE(small_tokenizer(missing)->encode("xy", false),
+                 (std::vector<int32_t>{byte_id('x'), byte_id('y')}));
     }
 
     // Llama 3 takes a word that is a token as that token, whatever the merges would have made.
@@ -502,7 +518,8 @@ private slots:
         QCOMPARE(*format, ChatFormat::Llama3);
         const ChatTemplate chat(ChatFormat::Llama3);
         QVERIFY(chat.has_system_role());
-        std::vector<ChatMessage> messages = {{ChatRole::System, " Be brief. ", {}}, {ChatRole::User, "Hi there!\n", {}}};
+        std::vector<ChatMessage> messages = {{ChatRole::System, " Be brief. ", {}},
+                                             {ChatRole::User, "Hi there!\n", {}}};
         const auto first = chat.render(*trained_, messages, true);
         const std::string expected_text =
             "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
@@ -523,7 +540,8 @@ private slots:
         prefix.insert(prefix.end(), reply.begin(), reply.end());
         prefix.push_back(eot);
         QVERIFY(second.tokens.size() > prefix.size());
-        QCOMPARE(std::vector<int32_t>(second.tokens.begin(), second.tokens.begin() + static_cast<long>(prefix.size())),
+        QCOMPARE(std::vector<int32_t>(second.tokens.begin(),
+                                      second.tokens.begin() + static_cast<long>(prefix.size())),
                  prefix);
     }
 
@@ -543,24 +561,29 @@ private slots:
                                                    {ChatRole::Assistant, "Hello", {}},
                                                    {ChatRole::User, "Bye", {}}};
         const auto v3 = ChatTemplate(ChatFormat::Mistral).render(*t, messages, true);
-        const std::string v3_text = "<|begin_of_text|>[INST]Be brief.\n\nHi[/INST]Hello<|eot_id|>[INST]Bye[/INST]";
+        const std::string v3_text =
+            "<|begin_of_text|>[INST]Be brief.\n\nHi[/INST]Hello<|eot_id|>[INST]Bye[/INST]";
         QCOMPARE(v3.text, v3_text);
         QCOMPARE(v3.tokens, t->encode_with_specials(v3_text, false));
         const auto v7 = ChatTemplate(ChatFormat::MistralV7).render(*t, messages, true);
         const std::string v7_text =
-            "<|begin_of_text|>[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]Hi[/INST]Hello<|eot_id|>[INST]Bye[/INST]";
+            "<|begin_of_text|>[SYSTEM_PROMPT]Be "
+            "brief.[/SYSTEM_PROMPT][INST]Hi[/INST]Hello<|eot_id|>[INST]Bye[/INST]";
         QCOMPARE(v7.text, v7_text);
         QCOMPARE(v7.tokens, t->encode_with_specials(v7_text, false));
-        QCOMPARE(ChatTemplate(ChatFormat::MistralV7).end_of_turn_tokens(*t), std::vector<int32_t>{t->eos_id()});
+        QCOMPARE(ChatTemplate(ChatFormat::MistralV7).end_of_turn_tokens(*t),
+                 std::vector<int32_t>{t->eos_id()});
     }
 
     // DeepSeek-R1's distilled Llama models: the system prompt bare after BOS, the generation prompt
     // opening the reasoning with "<think>\n" (a user-defined token there), earlier replies sent
     // without their reasoning, as DeepSeek's template does.
     void deepSeekR1Template() {
-        const std::string user = "<\xEF\xBD\x9CUser\xEF\xBD\x9C>", assistant = "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>";
-        QCOMPARE(ChatTemplate::detect("{{bos_token}}{{ns.system_prompt}}{{'" + user + "' + message['content']}}{{'" +
-                                      assistant + "<think>\\n'}}"),
+        const std::string user = "<\xEF\xBD\x9CUser\xEF\xBD\x9C>", assistant =
+                                                                       "<\xEF\xBD\x9C"
+                                                                       "Assistant\xEF\xBD\x9C>";
+        QCOMPARE(ChatTemplate::detect("{{bos_token}}{{ns.system_prompt}}{{'" + user +
+                                      "' + message['content']}}{{'" + assistant + "<think>\\n'}}"),
                  std::optional<ChatFormat>(ChatFormat::DeepSeekR1));
         SmallVocab v;
         v.extra = {"Hi", "Hello"};
@@ -615,10 +638,11 @@ private slots:
         SmallVocab v;
         v.pre = "qwen2";
         v.merges = {"a b"};
-        v.typed_extra = {{"<|endoftext|>", 3}, {"<|im_start|>", 3}, {"<|im_end|>", 3}, {"<think>", 4}, {"</think>", 4}};
+        v.typed_extra = {
+            {"<|endoftext|>", 3}, {"<|im_start|>", 3}, {"<|im_end|>", 3}, {"<think>", 4}, {"</think>", 4}};
         const auto t = small_tokenizer(v);
-        const int32_t endoftext = *t->special_token("<|endoftext|>"), im_start = *t->special_token("<|im_start|>"),
-                      im_end = *t->special_token("<|im_end|>");
+        const int32_t endoftext = *t->special_token("<|endoftext|>"),
+                      im_start = *t->special_token("<|im_start|>"), im_end = *t->special_token("<|im_end|>");
         const auto& eog = t->end_of_generation();
         QCOMPARE(eog.front(), t->eos_id());
         for (int32_t id : {endoftext, im_end}) QVERIFY(std::find(eog.begin(), eog.end(), id) != eog.end());
@@ -630,7 +654,8 @@ private slots:
         const auto typed = t->encode("<|im_end|>", false);  // typed text never becomes a control token
         QVERIFY(std::find(typed.begin(), typed.end(), im_end) == typed.end());
         const auto stops = ChatTemplate(ChatFormat::ChatML).stop_tokens(*t);
-        for (int32_t id : {endoftext, im_end, t->eos_id()}) QVERIFY(std::find(stops.begin(), stops.end(), id) != stops.end());
+        for (int32_t id : {endoftext, im_end, t->eos_id()})
+            QVERIFY(std::find(stops.begin(), stops.end(), id) != stops.end());
     }
 
     void unsupportedVocabulariesAreRefused() {
@@ -639,9 +664,11 @@ private slots:
         other.merges = {"a b"};
         other.pre = "chatglm-bpe";
         QCOMPARE(error_of([&] { small_tokenizer(other); }, &what), ErrorCode::UnsupportedTokenizer);
-        QVERIFY2(what.find("pre-tokenizer \"chatglm-bpe\" is not supported yet (\"llama-bpe\", \"qwen2\", \"tekken\", \"smollm\", \"deepseek-llm\", \"deepseek-coder\" and \"gpt-2\" are)") !=
-                     std::string::npos,
-                 what.c_str());
+        QVERIFY2(
+            what.find("pre-tokenizer \"chatglm-bpe\" is not supported yet (\"llama-bpe\", \"qwen2\", "
+                      "\"tekken\", \"smollm\", \"deepseek-llm\", \"deepseek-coder\" and \"gpt-2\" are)") !=
+                std::string::npos,
+            what.c_str());
         SmallVocab unnamed;
         unnamed.merges = {"a b"};
         unnamed.pre.clear();

@@ -115,10 +115,12 @@ const char* const kZephyrTemplate =
 // Falcon 3 Instruct's shape (the Tulu layout): system and user turns end with a line break, replies
 // with EOS and a line break.
 const char* const kFalcon3Template =
-    "{%- for message in messages %}{%- if message['role'] == 'system' %}{{- '<|system|>\\n' + message['content'] + "
+    "{%- for message in messages %}{%- if message['role'] == 'system' %}{{- '<|system|>\\n' + "
+    "message['content'] + "
     "'\\n' }}{%- elif message['role'] == 'user' %}{{- '<|user|>\\n' + message['content'] + '\\n' }}{%- elif "
     "message['role'] == 'assistant' %}{%- if not loop.last %}{{- '<|assistant|>\\n' + message['content'] + "
-    "eos_token + '\\n' }}{%- else %}{{- '<|assistant|>\\n' + message['content'] + eos_token }}{%- endif %}{%- "
+    "eos_token + '\\n' }}{%- else %}{{- '<|assistant|>\\n' + message['content'] + eos_token }}{%- endif "
+    "%}{%- "
     "endif %}{%- if loop.last and add_generation_prompt %}{{- '<|assistant|>\\n' }}{%- endif %}{%- endfor %}";
 const char* const kPhi3Template =
     "{% for message in messages %}{% if message['role'] == 'user' %}{{'<|user|>\\n' + message['content'] + "
@@ -138,9 +140,9 @@ const char* const kLlama3Template =
 const char* const kUnknownTemplate =
     "{% for message in messages %}{{ '<\xEF\xBD\x9CUser\xEF\xBD\x9C>' + message['content'] }}{% endfor %}";
 
-const ChatFormat kChatFormats[] = {ChatFormat::Llama2,      ChatFormat::Mistral,      ChatFormat::ChatML,
-                                   ChatFormat::Zephyr,      ChatFormat::Falcon3,      ChatFormat::Phi3,
-                                   ChatFormat::Gemma,       ChatFormat::MistralV7,    ChatFormat::DeepSeekLlm,
+const ChatFormat kChatFormats[] = {ChatFormat::Llama2,        ChatFormat::Mistral,   ChatFormat::ChatML,
+                                   ChatFormat::Zephyr,        ChatFormat::Falcon3,   ChatFormat::Phi3,
+                                   ChatFormat::Gemma,         ChatFormat::MistralV7, ChatFormat::DeepSeekLlm,
                                    ChatFormat::DeepSeekCoder, ChatFormat::Qwen3};
 
 // The conversation without its last message (a reply), so that it ends with a user turn.
@@ -241,21 +243,25 @@ private slots:
         QTest::newRow("zephyr") << kZephyrTemplate << int(ChatFormat::Zephyr);
         QTest::newRow("falcon3") << kFalcon3Template << int(ChatFormat::Falcon3);
         QTest::newRow("deepseek coder")
-            << "{{bos_token}}{%- for message in messages %}{%- if message['role'] == 'user' %}{{'### Instruction:\\n' + "
-               "message['content'] + '\\n'}}{%- else %}{{'### Response:\\n' + message['content'] + '\\n<|EOT|>\\n'}}{%- "
+            << "{{bos_token}}{%- for message in messages %}{%- if message['role'] == 'user' %}{{'### "
+               "Instruction:\\n' + "
+               "message['content'] + '\\n'}}{%- else %}{{'### Response:\\n' + message['content'] + "
+               "'\\n<|EOT|>\\n'}}{%- "
                "endif %}{%- endfor %}{% if add_generation_prompt %}{{'### Response:'}}{% endif %}"
             << int(ChatFormat::DeepSeekCoder);
         QTest::newRow("deepseek llm")
             << "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ 'User: ' + "
                "message['content'] + '\\n\\n' }}{% elif message['role'] == 'assistant' %}{{ 'Assistant: ' + "
-               "message['content'] + eos_token }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
+               "message['content'] + eos_token }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ "
+               "'Assistant:' }}{% endif %}"
             << int(ChatFormat::DeepSeekLlm);
         QTest::newRow("phi3") << kPhi3Template << int(ChatFormat::Phi3);
         QTest::newRow("gemma") << kGemmaTemplate << int(ChatFormat::Gemma);
         QTest::newRow("llama3") << kLlama3Template << int(ChatFormat::Llama3);
         QTest::newRow("mistral v7 (Mistral Small 3)")
             << "{{- bos_token }}{%- if system_message is defined %}{{- '[SYSTEM_PROMPT]' + system_message + "
-               "'[/SYSTEM_PROMPT]' }}{%- endif %}{%- for message in loop_messages %}{%- if message['role'] == 'user' %}"
+               "'[/SYSTEM_PROMPT]' }}{%- endif %}{%- for message in loop_messages %}{%- if message['role'] "
+               "== 'user' %}"
                "{{- '[INST]' + message['content'] + '[/INST]' }}{%- endif %}{%- endfor %}"
             << int(ChatFormat::MistralV7);
         QTest::newRow("deepseek (not supported)") << kUnknownTemplate << -1;
@@ -321,14 +327,13 @@ private slots:
         QTest::newRow("deepseek llm")
             << int(ChatFormat::DeepSeekLlm)
             << "<s>Be brief.\n\nUser: Hi!\n\nAssistant: Hello.</s>User: Name a colour.\n\nAssistant:";
-        QTest::newRow("deepseek coder")
-            << int(ChatFormat::DeepSeekCoder)
-            << "<s>Be brief.### Instruction:\nHi!\n### Response:\nHello.\n<|EOT|>\n### Instruction:\nName a colour.\n"
-               "### Response:\n";
-        QTest::newRow("falcon3")
-            << int(ChatFormat::Falcon3)
-            << "<s><|system|>\nBe brief.\n<|user|>\nHi!\n<|assistant|>\nHello.</s>\n"
-               "<|user|>\nName a colour.\n<|assistant|>\n";
+        QTest::newRow("deepseek coder") << int(ChatFormat::DeepSeekCoder)
+                                        << "<s>Be brief.### Instruction:\nHi!\n### "
+                                           "Response:\nHello.\n<|EOT|>\n### Instruction:\nName a colour.\n"
+                                           "### Response:\n";
+        QTest::newRow("falcon3") << int(ChatFormat::Falcon3)
+                                 << "<s><|system|>\nBe brief.\n<|user|>\nHi!\n<|assistant|>\nHello.</s>\n"
+                                    "<|user|>\nName a colour.\n<|assistant|>\n";
         QTest::newRow("phi3")
             << int(ChatFormat::Phi3)
             << "<s><|system|>\nBe brief.<|end|>\n<|user|>\nHi!<|end|>\n<|assistant|>\nHello."
@@ -427,7 +432,8 @@ private slots:
                 break;
             case ChatFormat::Llama3:  // their markers live in BPE vocabularies only
             case ChatFormat::DeepSeekR1:
-                QFAIL("Llama 3 and DeepSeek-R1 prompts are checked on BPE vocabularies in test_bpe_tokenizer");
+                QFAIL(
+                    "Llama 3 and DeepSeek-R1 prompts are checked on BPE vocabularies in test_bpe_tokenizer");
         }
         const std::vector<int32_t> expected = e.finish();
         const ChatTemplate chat(static_cast<ChatFormat>(format));
@@ -476,9 +482,10 @@ private slots:
         QTest::addColumn<int>("format");
         QTest::addColumn<QString>("vocabulary");
         for (const char* vocab : {"llama2-vocab", "marker-vocab"})
-            for (ChatFormat f : {ChatFormat::Completion, ChatFormat::Llama2, ChatFormat::Mistral, ChatFormat::ChatML,
-                                 ChatFormat::Zephyr, ChatFormat::Falcon3, ChatFormat::Phi3, ChatFormat::Gemma,
-                                 ChatFormat::MistralV7, ChatFormat::DeepSeekLlm, ChatFormat::DeepSeekCoder})
+            for (ChatFormat f :
+                 {ChatFormat::Completion, ChatFormat::Llama2, ChatFormat::Mistral, ChatFormat::ChatML,
+                  ChatFormat::Zephyr, ChatFormat::Falcon3, ChatFormat::Phi3, ChatFormat::Gemma,
+                  ChatFormat::MistralV7, ChatFormat::DeepSeekLlm, ChatFormat::DeepSeekCoder})
                 QTest::newRow(qPrintable(QString("%1/%2").arg(chat_format_name(f), vocab)))
                     << int(f) << vocab;
     }
@@ -589,7 +596,8 @@ private slots:
         const std::string qwen3_template =
             "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
             "'<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
-            "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}"
+            "{%- if enable_thinking is defined and enable_thinking is false %}{{- "
+            "'<think>\\n\\n</think>\\n\\n' }}"
             "{%- endif %}{%- endif %}";
         QCOMPARE(ChatTemplate::detect(qwen3_template), std::optional<ChatFormat>(ChatFormat::Qwen3));
         QCOMPARE(ChatTemplate::detect(kChatMLTemplate), std::optional<ChatFormat>(ChatFormat::ChatML));
@@ -597,19 +605,22 @@ private slots:
         QVERIFY(qwen3.has_system_role() && qwen3.has_thinking_switch() && qwen3.thinking());
         QVERIFY(!ChatTemplate(ChatFormat::ChatML).has_thinking_switch());
         QCOMPARE(std::string(chat_format_name(ChatFormat::Qwen3)), std::string("qwen3"));
-        const std::vector<ChatMessage> messages = {
-            system_turn("Be brief."), user_turn("Hi!"), assistant_turn("<think>\nA greeting.\n</think>\n\nHello."),
-            user_turn("Name a colour."), assistant_turn("<think>\nPick one.\n</think>\n\nRed")};
+        const std::vector<ChatMessage> messages = {system_turn("Be brief."), user_turn("Hi!"),
+                                                   assistant_turn("<think>\nA greeting.\n</think>\n\nHello."),
+                                                   user_turn("Name a colour."),
+                                                   assistant_turn("<think>\nPick one.\n</think>\n\nRed")};
         // The earlier reply without its reasoning; the last one, being continued, as written.
         const auto open = qwen3.render_open_reply(*markers_, messages);
-        QCOMPARE(open.text, std::string("<s><|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n"
-                                        "<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nName a colour."
-                                        "<|im_end|>\n<|im_start|>assistant\n<think>\nPick one.\n</think>\n\nRed"));
+        QCOMPARE(open.text,
+                 std::string("<s><|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n"
+                             "<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nName a colour."
+                             "<|im_end|>\n<|im_start|>assistant\n<think>\nPick one.\n</think>\n\nRed"));
         const std::vector<ChatMessage> asking(messages.begin(), messages.end() - 1);
         QVERIFY(qwen3.render(*markers_, asking, true).text.ends_with("<|im_start|>assistant\n"));
         qwen3.set_thinking(false);
         const auto no_think = qwen3.render(*markers_, asking, true);
-        QVERIFY2(no_think.text.ends_with("Name a colour.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+        QVERIFY2(no_think.text.ends_with(
+                     "Name a colour.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"),
                  no_think.text.c_str());
         QCOMPARE(qwen3.stop_tokens(*markers_), ChatTemplate(ChatFormat::ChatML).stop_tokens(*markers_));
     }

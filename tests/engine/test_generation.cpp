@@ -32,7 +32,9 @@ EngineOptions options() {
     return o;
 }
 
-std::string model() { return test::shared_path("models/stories260K.gguf"); }
+std::string model() {
+    return test::shared_path("models/stories260K.gguf");
+}
 
 struct Run {
     std::vector<int32_t> tokens;
@@ -77,9 +79,12 @@ private slots:
         shape.dim = 64, shape.n_heads = 4, shape.n_kv_heads = 2, shape.head_dim = 32, shape.ffn_dim = 128;
         shape.n_layers = 2, shape.vocab = 512, shape.qk_norm = true, shape.rope_base = 1e6f;
         shape.chat_template =
-            "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
-            "{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is "
-            "defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}";
+            "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
+            "'<|im_end|>\\n' }}"
+            "{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if "
+            "enable_thinking is "
+            "defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- "
+            "endif %}";
         const std::string path = test::temp_dir() + "/qwen3-chat.gguf";
         write_synthetic_model(shape, static_cast<uint32_t>(GgmlType::F32), path);
         auto e = Engine::load(path, options());
@@ -95,8 +100,9 @@ private slots:
             session.respond("Hi", slot, [](const TokenEvent&) { return true; });
             // (The reply's one token was sampled, not fed: the sequence holds the prompt.)
             const std::string prompt = e->tokenizer().decode(e->sequence_tokens(session.sequence()));
-            const std::string tail = thinking ? "Hi<|im_end|>\n<|im_start|>assistant\n"
-                                              : "Hi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+            const std::string tail = thinking
+                                         ? "Hi<|im_end|>\n<|im_start|>assistant\n"
+                                         : "Hi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
             QVERIFY2(prompt.ends_with(tail), prompt.c_str());
         }
         LANTERN_VERIFY_NO_VALIDATION();
@@ -112,7 +118,9 @@ private slots:
         // the live time to first token), the later ones a decode step each.
         QVERIFY(!r1.step_ms.empty());
         QVERIFY2(r1.step_ms[0] >= r1.stats.prefill_ms,
-                 qPrintable(QStringLiteral("first step %1 ms, prefill %2 ms").arg(r1.step_ms[0]).arg(r1.stats.prefill_ms)));
+                 qPrintable(QStringLiteral("first step %1 ms, prefill %2 ms")
+                                .arg(r1.step_ms[0])
+                                .arg(r1.stats.prefill_ms)));
         for (double ms : r1.step_ms) QVERIFY(ms > 0);
         Run r3 = respond(*e1, "Once upon a time", c);
         QCOMPARE(r1.stats.seed, uint64_t(1234));
@@ -126,8 +134,9 @@ private slots:
     void same_seed_gives_identical_text_across_fresh_processes() {
         auto run_cli = [&]() {
             QProcess p;
-            p.start(LANTERN_CLI_PATH, {"--model", QString::fromStdString(model()), "--prompt", "Once upon a time",
-                                       "-n", "60", "--temp", "0.9", "--seed", "777", "--ctx", "256"});
+            p.start(LANTERN_CLI_PATH,
+                    {"--model", QString::fromStdString(model()), "--prompt", "Once upon a time", "-n", "60",
+                     "--temp", "0.9", "--seed", "777", "--ctx", "256"});
             if (!p.waitForFinished(120000)) throw Error(ErrorCode::Internal, "lantern-cli did not finish");
             if (p.exitCode() != 0) throw Error(ErrorCode::Internal, p.readAllStandardError().toStdString());
             return p.readAllStandardOutput();
@@ -159,7 +168,8 @@ private slots:
         const auto run = [](const std::string& model_path, const QString& text) {
             QProcess p;
             p.start(LANTERN_CLI_PATH, {"--model", QString::fromStdString(model_path), "--tokenize", text});
-            if (!p.waitForFinished(60000) || p.exitCode() != 0) return QStringList{"failed: " + p.readAllStandardError()};
+            if (!p.waitForFinished(60000) || p.exitCode() != 0)
+                return QStringList{"failed: " + p.readAllStandardError()};
             return QString::fromUtf8(p.readAllStandardOutput()).split('\n');
         };
         const std::string bpe_vocab = test::bpe_test_vocab_file("llama-bpe", true);
@@ -172,7 +182,8 @@ private slots:
             for (int32_t id : ids) want_ids << QString::number(id);
             QCOMPARE(lines[0], want_ids.join(' '));
             for (size_t i = 0; i < ids.size(); ++i)
-                QCOMPARE(lines[static_cast<qsizetype>(i) + 1], QString::fromStdString(tok->display_piece(ids[i])));
+                QCOMPARE(lines[static_cast<qsizetype>(i) + 1],
+                         QString::fromStdString(tok->display_piece(ids[i])));
         }
         const QStringList bpe = run(bpe_vocab, "Hello world");
         QVERIFY2(bpe.contains(" world"), qPrintable(bpe.join('|')));
@@ -189,7 +200,8 @@ private slots:
             f.write(QByteArray::fromStdString(text));
         }
         QProcess p;
-        p.start(LANTERN_CLI_PATH, {"--model", QString::fromStdString(model()), "--perplexity", path, "--ctx", "64"});
+        p.start(LANTERN_CLI_PATH,
+                {"--model", QString::fromStdString(model()), "--perplexity", path, "--ctx", "64"});
         QVERIFY(p.waitForFinished(120000));
         QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
         const QString out = QString::fromUtf8(p.readAllStandardOutput()).trimmed();
@@ -206,7 +218,8 @@ private slots:
         const double cli = words[1].toDouble(&number);
         QVERIFY2(number && std::fabs(cli / r.perplexity - 1) < 1e-4,
                  qPrintable(QString("CLI %1, library %2").arg(words[1]).arg(r.perplexity)));
-        QVERIFY2(out.contains(QString("over %1 chunks of 64 tokens (%2 scored)").arg(r.chunks).arg(r.scored_tokens)),
+        QVERIFY2(out.contains(
+                     QString("over %1 chunks of 64 tokens (%2 scored)").arg(r.chunks).arg(r.scored_tokens)),
                  qPrintable(out));
         LANTERN_VERIFY_NO_VALIDATION();
     }
@@ -266,9 +279,10 @@ private slots:
 
     void restored_conversation_is_rendered_whole_and_reuses_the_prefix_cache() {
         auto e = Engine::load(model(), options());
-        std::vector<ChatTurn> turns{{"user", "Once upon a time there was a cat"},
-                                    {"assistant", " named Tom. Tom liked to play with his ball in the garden every day."},
-                                    {"user", " One day, the ball rolled away and"}};
+        std::vector<ChatTurn> turns{
+            {"user", "Once upon a time there was a cat"},
+            {"assistant", " named Tom. Tom liked to play with his ball in the garden every day."},
+            {"user", " One day, the ball rolled away and"}};
         std::vector<ChatMessage> msgs{{ChatRole::User, turns[0].content, {}},
                                       {ChatRole::Assistant, turns[1].content, {}},
                                       {ChatRole::User, turns[2].content, {}},
@@ -320,8 +334,11 @@ private slots:
             std::vector<std::string> replies;
             for (const std::string& line : lines) {
                 const TurnStats t = session.respond(line, slot, quiet);
-                if (t.changed_nothing) replies.push_back("(did not start: " + std::string(stop_reason_name(t.stop_reason)) + ")");
-                else replies.push_back(session.history().back().content);
+                if (t.changed_nothing)
+                    replies.push_back("(did not start: " + std::string(stop_reason_name(t.stop_reason)) +
+                                      ")");
+                else
+                    replies.push_back(session.history().back().content);
                 *dropped += t.dropped_turns;
                 *longest = std::max(*longest, t.prompt_tokens + t.generated_tokens);
             }
@@ -350,7 +367,8 @@ private slots:
         QCOMPARE(whole.tokens.size(), size_t(40));
 
         ChatSession session(*e);
-        QVERIFY_THROWS_EXCEPTION(Error, session.continue_reply(whole_slot, [](const TokenEvent&) { return true; }));
+        QVERIFY_THROWS_EXCEPTION(Error,
+                                 session.continue_reply(whole_slot, [](const TokenEvent&) { return true; }));
         s.max_new_tokens = 15;
         SettingsSlot part_slot(s);
         Run parts;
@@ -541,7 +559,8 @@ private slots:
 
         MessageFit first = chat.measure("Once upon a time");
         QCOMPARE(first.context, ctx);
-        QCOMPARE(first.message_tokens, static_cast<uint32_t>(e->tokenizer().encode("Once upon a time", false).size()));
+        QCOMPARE(first.message_tokens,
+                 static_cast<uint32_t>(e->tokenizer().encode("Once upon a time", false).size()));
         QVERIFY(first.fits && first.fits_dropping);
         QCOMPARE(first.dropped_turns, 0u);
         QVERIFY(chat.history().empty());
@@ -554,7 +573,8 @@ private slots:
         QCOMPARE(chat.history().size(), 2u);
         TurnStats t2 = chat.respond("The cat sat on the mat", slot, quiet);
         QCOMPARE(t2.prompt_tokens, second.prompt_tokens);
-        QVERIFY(second.prompt_tokens > first.prompt_tokens + second.message_tokens);  // the whole conversation
+        QVERIFY(second.prompt_tokens >
+                first.prompt_tokens + second.message_tokens);  // the whole conversation
 
         // A message the conversation has no room for under Stop, which dropping would make room for.
         std::string longer;
@@ -576,7 +596,7 @@ private slots:
         QVERIFY(edit.fits);
         QCOMPARE(edit.dropped_turns, 0u);
         QVERIFY(edit.prompt_tokens < full.prompt_tokens);  // without the earlier turns
-        QCOMPARE(chat.history().size(), 4u);  // measuring changed nothing
+        QCOMPARE(chat.history().size(), 4u);               // measuring changed nothing
         TurnStats dropped = chat.respond(longer, slot, quiet);
         QCOMPARE(dropped.prompt_tokens, dropping.prompt_tokens);
         QCOMPARE(dropped.dropped_turns, dropping.dropped_turns);
@@ -616,7 +636,8 @@ private slots:
         SequenceId b = whole_engine->create_sequence();
         auto whole = whole_engine->prefill(b, prompt);
         QCOMPARE(rest.size(), whole.size());
-        QVERIFY2(rest == whole, "a prefill stopped and resumed at a chunk boundary computes what one in one go does");
+        QVERIFY2(rest == whole,
+                 "a prefill stopped and resumed at a chunk boundary computes what one in one go does");
         e->free_sequence(a);
 
         // ChatSession: the stop flag, set while the prompt runs, ends the turn between chunks
@@ -636,10 +657,13 @@ private slots:
             stop.store(true);  // as the Stop button, pressed while the prompt is read
         });
         std::string written;
-        TurnStats st = chat.respond(text, slot, [&](const TokenEvent& ev) {
-            written += ev.text;
-            return true;
-        }, &stop);
+        TurnStats st = chat.respond(
+            text, slot,
+            [&](const TokenEvent& ev) {
+                written += ev.text;
+                return true;
+            },
+            &stop);
         QCOMPARE(st.stop_reason, StopReason::User);
         QCOMPARE(st.generated_tokens, 0u);
         QVERIFY(st.changed_nothing);
@@ -650,10 +674,13 @@ private slots:
         stop.store(false);
         chat.set_prompt_progress({});
         std::string again;
-        TurnStats st2 = chat.respond(text, slot, [&](const TokenEvent& ev) {
-            again += ev.text;
-            return true;
-        }, &stop);
+        TurnStats st2 = chat.respond(
+            text, slot,
+            [&](const TokenEvent& ev) {
+                again += ev.text;
+                return true;
+            },
+            &stop);
         QCOMPARE(st2.stop_reason, StopReason::MaxTokens);
         QVERIFY2(st2.reused_tokens >= 16, "the chunks computed before the stop are reused");
         auto one_go_engine = Engine::load(model(), o);
@@ -669,8 +696,10 @@ private slots:
         ChatSession full(*e);
         full.set_context_policy(ContextPolicy::DropOldestTurns);
         std::string first, second;  // ~200 and ~250 tokens: each fits, both together do not
-        while (e->tokenizer().encode(first, true).size() < 200) first += "A bird sang in the tall green tree. ";
-        while (e->tokenizer().encode(second, true).size() < 250) second += "The sun was warm and the sky was blue. ";
+        while (e->tokenizer().encode(first, true).size() < 200)
+            first += "A bird sang in the tall green tree. ";
+        while (e->tokenizer().encode(second, true).size() < 250)
+            second += "The sun was warm and the sky was blue. ";
         QVERIFY(e->tokenizer().encode(first, true).size() + e->tokenizer().encode(second, true).size() + 64 >
                 e->context_length());
         const TurnStats opened = full.respond(first, slot, [](const TokenEvent&) { return true; });
@@ -678,7 +707,8 @@ private slots:
         const std::vector<ChatTurn> kept = full.history();
         stop.store(false);
         full.set_prompt_progress([&](uint32_t, uint32_t) { stop.store(true); });
-        TurnStats dropped = full.respond(second, slot, [](const TokenEvent&) { return true; }, &stop);
+        TurnStats dropped = full.respond(
+            second, slot, [](const TokenEvent&) { return true; }, &stop);
         QCOMPARE(dropped.stop_reason, StopReason::User);
         QCOMPARE(dropped.generated_tokens, 0u);
         QCOMPARE(full.history().size(), kept.size());
@@ -687,18 +717,21 @@ private slots:
         // Regenerate stopped during its prompt: the old reply is gone (the window removed it
         // first) and the conversation ends with the user's turn, which the next Regenerate answers.
         std::string asked;
-        while (e->tokenizer().encode(asked, true).size() < 100) asked += "Why is the river so wide and so cold? ";
+        while (e->tokenizer().encode(asked, true).size() < 100)
+            asked += "Why is the river so wide and so cold? ";
         ChatSession again_chat(*e);
         again_chat.restore({{"user", asked}, {"assistant", "It is."}});
         stop.store(false);
         again_chat.set_prompt_progress([&](uint32_t, uint32_t) { stop.store(true); });
-        TurnStats halted = again_chat.regenerate(slot, [](const TokenEvent&) { return true; }, &stop);
+        TurnStats halted = again_chat.regenerate(
+            slot, [](const TokenEvent&) { return true; }, &stop);
         QCOMPARE(halted.stop_reason, StopReason::User);
         QCOMPARE(again_chat.history().size(), 1u);
         QCOMPARE(again_chat.history().back().role, std::string("user"));
         stop.store(false);
         again_chat.set_prompt_progress({});
-        TurnStats answered = again_chat.regenerate(slot, [](const TokenEvent&) { return true; }, &stop);
+        TurnStats answered = again_chat.regenerate(
+            slot, [](const TokenEvent&) { return true; }, &stop);
         QVERIFY(answered.generated_tokens > 0);
         QCOMPARE(again_chat.history().size(), 2u);
         QCOMPARE(again_chat.history().back().role, std::string("assistant"));

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -92,21 +92,24 @@ Outcome parse(std::span<const uint8_t> bytes) {
 }
 
 bool says_truncated(const std::string& message) {
-    return message.find("truncated") != std::string::npos || message.find("does not fit") != std::string::npos ||
+    return message.find("truncated") != std::string::npos ||
+           message.find("does not fit") != std::string::npos ||
            message.find("cannot fit") != std::string::npos;
 }
 
 // QVERIFY-style check that `bytes` is rejected as InvalidModelFile with a message containing `needle`.
-#define EXPECT_INVALID(bytes, needle)                                                                       \
-    do {                                                                                                    \
-        const std::string needle_ = (needle);                                                               \
-        Outcome o_ = parse(bytes);                                                                          \
-        QVERIFY2(!o_.parsed, qPrintable(QString("a malformed file was accepted (expected: %1)")             \
-                                            .arg(needle_.c_str())));                                        \
-        QVERIFY2(o_.code == ErrorCode::InvalidModelFile,                                                    \
-                 qPrintable(QString("wrong error code %1: %2").arg(error_code_name(o_.code), o_.message.c_str()))); \
-        QVERIFY2(o_.message.find(needle_) != std::string::npos,                                             \
-                 qPrintable(QString("message \"%1\" does not mention \"%2\"").arg(o_.message.c_str(), needle_.c_str()))); \
+#define EXPECT_INVALID(bytes, needle)                                                                        \
+    do {                                                                                                     \
+        const std::string needle_ = (needle);                                                                \
+        Outcome o_ = parse(bytes);                                                                           \
+        QVERIFY2(!o_.parsed,                                                                                 \
+                 qPrintable(QString("a malformed file was accepted (expected: %1)").arg(needle_.c_str())));  \
+        QVERIFY2(o_.code == ErrorCode::InvalidModelFile,                                                     \
+                 qPrintable(                                                                                 \
+                     QString("wrong error code %1: %2").arg(error_code_name(o_.code), o_.message.c_str()))); \
+        QVERIFY2(o_.message.find(needle_) != std::string::npos,                                              \
+                 qPrintable(QString("message \"%1\" does not mention \"%2\"")                                \
+                                .arg(o_.message.c_str(), needle_.c_str())));                                 \
     } while (0)
 
 std::vector<uint8_t> f32_bytes(std::vector<float> v) {
@@ -178,7 +181,8 @@ void write_tiny_model(const std::string& path, const std::string& arch, uint32_t
         std::vector<uint64_t> shape = rows ? std::vector<uint64_t>{cols, rows} : std::vector<uint64_t>{cols};
         uint64_t n = cols * (rows ? rows : 1);
         if (name == odd_tensor) {
-            w.add_tensor(name, shape, odd_type, std::vector<uint8_t>(ggml_row_bytes(odd_type, cols) * (n / cols), 0));
+            w.add_tensor(name, shape, odd_type,
+                         std::vector<uint8_t>(ggml_row_bytes(odd_type, cols) * (n / cols), 0));
         } else {
             w.add_tensor(name, shape, 0, f32_bytes(std::vector<float>(n, 0.01f)));
         }
@@ -337,7 +341,12 @@ private slots:
         e.key("u64 big", GgufType::UInt64).u64(~0ull);
         e.key("i64", GgufType::Int64).i64(-(1ll << 50));
         e.key("f64", GgufType::Float64).f64(1.0 / 3.0);
-        e.key("u16 array", GgufType::Array).u32(static_cast<uint32_t>(GgufType::UInt16)).u64(3).u16(1).u16(2).u16(3);
+        e.key("u16 array", GgufType::Array)
+            .u32(static_cast<uint32_t>(GgufType::UInt16))
+            .u64(3)
+            .u16(1)
+            .u16(2)
+            .u16(3);
         // Array of two arrays of int8.
         e.key("nested", GgufType::Array).u32(static_cast<uint32_t>(GgufType::Array)).u64(2);
         e.u32(static_cast<uint32_t>(GgufType::Int8)).u64(2).i8(-1).i8(1);
@@ -377,7 +386,8 @@ private slots:
             auto full = GgufFile::from_memory(bytes);
             uint64_t data_end = 0;
             for (const auto& t : full->tensors())
-                data_end = std::max<uint64_t>(data_end, (full->tensor_data(t).data() - bytes.data()) + t.size_bytes);
+                data_end =
+                    std::max<uint64_t>(data_end, (full->tensor_data(t).data() - bytes.data()) + t.size_bytes);
             QVERIFY(data_end < bytes.size());  // there is trailing padding to cut into
             int clean = 0;
             for (size_t len = 0; len < bytes.size(); ++len) {
@@ -385,17 +395,24 @@ private slots:
                 Outcome o = parse(cut);
                 if (len >= data_end) {
                     QVERIFY2(o.parsed, qPrintable(QString("cut at %1 (after the last tensor) failed: %2")
-                                                      .arg(len).arg(o.message.c_str())));
+                                                      .arg(len)
+                                                      .arg(o.message.c_str())));
                     ++clean;
                     continue;
                 }
-                QVERIFY2(!o.parsed, qPrintable(QString("v%1 cut at %2 of %3 parsed").arg(version).arg(len).arg(bytes.size())));
-                QVERIFY2(o.code == ErrorCode::InvalidModelFile,
-                         qPrintable(QString("cut at %1: %2 %3").arg(len).arg(error_code_name(o.code)).arg(o.message.c_str())));
-                const bool named =
-                    says_truncated(o.message) || (len < 4 && o.message.find("not a GGUF file") != std::string::npos);
-                QVERIFY2(named, qPrintable(QString("cut at %1: message does not say the file is truncated: %2")
-                                               .arg(len).arg(o.message.c_str())));
+                QVERIFY2(!o.parsed,
+                         qPrintable(
+                             QString("v%1 cut at %2 of %3 parsed").arg(version).arg(len).arg(bytes.size())));
+                QVERIFY2(o.code == ErrorCode::InvalidModelFile, qPrintable(QString("cut at %1: %2 %3")
+                                                                               .arg(len)
+                                                                               .arg(error_code_name(o.code))
+                                                                               .arg(o.message.c_str())));
+                const bool named = says_truncated(o.message) ||
+                                   (len < 4 && o.message.find("not a GGUF file") != std::string::npos);
+                QVERIFY2(named,
+                         qPrintable(QString("cut at %1: message does not say the file is truncated: %2")
+                                        .arg(len)
+                                        .arg(o.message.c_str())));
             }
             QCOMPARE(clean, int(bytes.size() - data_end));
         }
@@ -413,15 +430,18 @@ private slots:
             Outcome o = parse(bad);
             QVERIFY(!o.parsed);
             QCOMPARE(o.code, ErrorCode::InvalidModelFile);
-            QVERIFY2(o.message.find("GGUF version " + std::to_string(v) + " is not supported") != std::string::npos,
+            QVERIFY2(o.message.find("GGUF version " + std::to_string(v) + " is not supported") !=
+                         std::string::npos,
                      o.message.c_str());
         }
     }
 
     void absurd_counts_and_lengths() {
         const uint64_t huge = 1ull << 60;
-        EXPECT_INVALID(Enc().header(3, huge, 0).zeros(64).bytes, "tensor count 1152921504606846976 cannot fit");
-        EXPECT_INVALID(Enc().header(3, 0, huge).zeros(64).bytes, "metadata count 1152921504606846976 cannot fit");
+        EXPECT_INVALID(Enc().header(3, huge, 0).zeros(64).bytes,
+                       "tensor count 1152921504606846976 cannot fit");
+        EXPECT_INVALID(Enc().header(3, 0, huge).zeros(64).bytes,
+                       "metadata count 1152921504606846976 cannot fit");
         EXPECT_INVALID(Enc().header(3, ~0ull, ~0ull).zeros(64).bytes, "cannot fit in the file");
         // Array length: of bytes, of strings, of arrays.
         for (auto et : {GgufType::UInt8, GgufType::String, GgufType::Array, GgufType::Float64}) {
@@ -431,7 +451,11 @@ private slots:
         }
         {
             Enc e;  // 2^64 - 1 eight-byte elements: the byte count overflows
-            e.header(3, 0, 1).key("arr", GgufType::Array).u32(static_cast<uint32_t>(GgufType::UInt64)).u64(~0ull).zeros(64);
+            e.header(3, 0, 1)
+                .key("arr", GgufType::Array)
+                .u32(static_cast<uint32_t>(GgufType::UInt64))
+                .u64(~0ull)
+                .zeros(64);
             EXPECT_INVALID(e.bytes, "does not fit");
         }
         {
@@ -496,7 +520,8 @@ private slots:
         {
             Enc e;  // row length not a whole number of blocks
             e.header(3, 1, 0).tensor("q", {33, 2}, 8, 0).align(32).zeros(256);
-            EXPECT_INVALID(e.bytes, "tensor \"q\": row length 33 is not a multiple of the Q8_0 block size 32");
+            EXPECT_INVALID(e.bytes,
+                           "tensor \"q\": row length 33 is not a multiple of the Q8_0 block size 32");
         }
     }
 
@@ -506,7 +531,8 @@ private slots:
             e.header(3, 1, 0).str("t").u32(n_dims);
             for (uint32_t d = 0; d < std::min(n_dims, 5u); ++d) e.u64(2);
             e.u32(0).u64(0).align(32).zeros(256);
-            EXPECT_INVALID(e.bytes, "tensor \"t\" has " + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
+            EXPECT_INVALID(e.bytes,
+                           "tensor \"t\" has " + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
         }
         {
             Enc e;
@@ -526,7 +552,8 @@ private slots:
         {
             Enc e;  // no overflow, just far larger than the file
             e.header(3, 1, 0).tensor("huge", {1ull << 20, 1ull << 20}, 0, 0).align(32).zeros(64);
-            EXPECT_INVALID(e.bytes, "tensor \"huge\" (4398046511104 bytes at data offset 0) extends past the end");
+            EXPECT_INVALID(e.bytes,
+                           "tensor \"huge\" (4398046511104 bytes at data offset 0) extends past the end");
         }
         {
             Enc e;
@@ -561,7 +588,8 @@ private slots:
         {
             Enc e;  // ends one byte past the file
             e.header(3, 1, 0).tensor("tail", {16}, 0, 0).align(32).zeros(63);
-            EXPECT_INVALID(e.bytes, "tensor \"tail\" (64 bytes at data offset 0) extends past the end of the file");
+            EXPECT_INVALID(e.bytes,
+                           "tensor \"tail\" (64 bytes at data offset 0) extends past the end of the file");
             Enc e2;  // an offset near 2^64: start + size overflows
             e2.header(3, 1, 0).tensor("wrap", {16}, 0, ~0ull - 31).align(32).zeros(64);
             EXPECT_INVALID(e2.bytes, "tensor \"wrap\"");
@@ -590,11 +618,13 @@ private slots:
         for (uint32_t a : {0u, 3u, 48u}) {
             Enc e;
             e.header(3, 1, 1).kv_u32("general.alignment", a).tensor("t", {4}, 0, 0).align(32).zeros(64);
-            EXPECT_INVALID(e.bytes, "general.alignment must be a power of two (got " + std::to_string(a) + ")");
+            EXPECT_INVALID(e.bytes,
+                           "general.alignment must be a power of two (got " + std::to_string(a) + ")");
         }
         Enc big;  // a power of two, but an absurd one
         big.header(3, 0, 1).kv_u32("general.alignment", 1u << 24);
-        EXPECT_INVALID(big.bytes, "general.alignment of 16777216 bytes is above the 1 MiB this reader accepts");
+        EXPECT_INVALID(big.bytes,
+                       "general.alignment of 16777216 bytes is above the 1 MiB this reader accepts");
         Enc e;
         e.header(3, 0, 1).key("general.alignment", GgufType::String).str("32");
         EXPECT_INVALID(e.bytes, "general.alignment must be a power of two (got non-integer)");
@@ -629,7 +659,8 @@ private slots:
     // file it lists. Found when it is among the entries in the first 64 KiB (llama.cpp writes it
     // first); nothing, not a guess, when it is behind a big vocabulary, or the file is no GGUF.
     void architecture_is_read_from_the_head_alone() {
-        QCOMPARE(gguf_architecture(test::shared_path("models/stories260K.gguf")), std::optional<std::string>("llama"));
+        QCOMPARE(gguf_architecture(test::shared_path("models/stories260K.gguf")),
+                 std::optional<std::string>("llama"));
         QVERIFY(supported_architecture("llama"));
         const std::string dir = test::temp_dir();
         GgufWriter qwen;
@@ -670,7 +701,8 @@ private slots:
         Outcome o = load(path);
         QVERIFY(!o.parsed);
         QCOMPARE(o.code, ErrorCode::UnsupportedArchitecture);
-        QVERIFY2(o.message.find("unsupported architecture \"mamba\"") != std::string::npos, o.message.c_str());
+        QVERIFY2(o.message.find("unsupported architecture \"mamba\"") != std::string::npos,
+                 o.message.c_str());
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
@@ -710,17 +742,20 @@ private slots:
         const auto norms = [](uint32_t n) {
             return [n](GgufWriter& w) {
                 for (const char* piece : {"attn_q_norm", "attn_k_norm"})
-                    w.add_tensor(std::string("blk.0.") + piece + ".weight", {n}, 0, f32_bytes(std::vector<float>(n, 1.0f)));
+                    w.add_tensor(std::string("blk.0.") + piece + ".weight", {n}, 0,
+                                 f32_bytes(std::vector<float>(n, 1.0f)));
             };
         };
         write_tiny_model(dir + "/qwen3-none.gguf", "qwen3", 32);
         Outcome o = load(dir + "/qwen3-none.gguf");
         QCOMPARE(o.code, ErrorCode::InvalidModelFile);
-        QVERIFY2(o.message.find("blk.0.attn_q_norm.weight is missing") != std::string::npos, o.message.c_str());
+        QVERIFY2(o.message.find("blk.0.attn_q_norm.weight is missing") != std::string::npos,
+                 o.message.c_str());
         write_tiny_model(dir + "/qwen3-wide.gguf", "qwen3", 32, "", 0, norms(32));  // heads of 16
         o = load(dir + "/qwen3-wide.gguf");
         QCOMPARE(o.code, ErrorCode::InvalidModelFile);
-        QVERIFY2(o.message.find("has 32 values, not the head size 16") != std::string::npos, o.message.c_str());
+        QVERIFY2(o.message.find("has 32 values, not the head size 16") != std::string::npos,
+                 o.message.c_str());
         write_tiny_model(dir + "/qwen3-kv.gguf", "qwen3", 32, "", 0, [&](GgufWriter& w) {
             norms(16)(w);
             w.set_u32("qwen3.attention.key_length", 16);
@@ -728,7 +763,8 @@ private slots:
         });
         o = load(dir + "/qwen3-kv.gguf");
         QCOMPARE(o.code, ErrorCode::UnsupportedArchitecture);
-        QVERIFY2(o.message.find("key length 16 and value length 8 differ") != std::string::npos, o.message.c_str());
+        QVERIFY2(o.message.find("key length 16 and value length 8 differ") != std::string::npos,
+                 o.message.c_str());
         write_tiny_model(dir + "/qwen3.gguf", "qwen3", 32, "", 0, norms(16));
         o = load(dir + "/qwen3.gguf");
         QVERIFY2(o.parsed, o.message.c_str());
@@ -750,7 +786,8 @@ private slots:
         QCOMPARE(o.code, ErrorCode::UnsupportedTensorType);
         QVERIFY2(o.message.find("blk.0.ffn_gate.weight") != std::string::npos, o.message.c_str());
         QVERIFY2(o.message.find("stored as Q2_K") != std::string::npos, o.message.c_str());
-        QVERIFY2(o.message.find("Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS") != std::string::npos, o.message.c_str());
+        QVERIFY2(o.message.find("Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS") != std::string::npos,
+                 o.message.c_str());
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
@@ -762,8 +799,8 @@ private slots:
         using T = RopeScaling::Type;
         struct Case {
             const char* name;
-            const char* type;   // nullptr: no rope.scaling.type key
-            const char* key;    // the factor's key
+            const char* type;  // nullptr: no rope.scaling.type key
+            const char* key;   // the factor's key
             float factor;
             uint32_t original;  // rope.scaling.original_context_length (0: no key)
             bool loads;
@@ -778,7 +815,8 @@ private slots:
             {"none given", nullptr, nullptr, 0, 0, true, T::None, 1, 64, ErrorCode::Internal, ""},
             {"linear", "linear", F, 4, 0, true, T::Linear, 4, 64, ErrorCode::Internal, ""},
             {"no type", nullptr, F, 2, 0, true, T::Linear, 2, 64, ErrorCode::Internal, ""},
-            {"older key", nullptr, "llama.rope.scale_linear", 8, 0, true, T::Linear, 8, 64, ErrorCode::Internal, ""},
+            {"older key", nullptr, "llama.rope.scale_linear", 8, 0, true, T::Linear, 8, 64,
+             ErrorCode::Internal, ""},
             {"type none", "none", F, 4, 0, true, T::None, 1, 64, ErrorCode::Internal, ""},
             {"factor 0", "linear", F, 0, 0, true, T::None, 1, 64, ErrorCode::Internal, ""},
             {"yarn", "yarn", F, 4, 0, true, T::Yarn, 4, 64, ErrorCode::Internal, ""},
@@ -799,7 +837,8 @@ private slots:
                 auto e = Engine::load(path, engine_options());
                 QVERIFY2(c.loads, c.name);
                 const RopeScaling& s = e->model().rope_scaling;
-                QVERIFY2(s.type == c.want_type, qPrintable(QString("%1: %2").arg(c.name, rope_scaling_name(s.type))));
+                QVERIFY2(s.type == c.want_type,
+                         qPrintable(QString("%1: %2").arg(c.name, rope_scaling_name(s.type))));
                 QCOMPARE(s.factor, c.want_factor);
                 QCOMPARE(s.original_context, c.want_original);
             } catch (const Error& e) {
@@ -820,7 +859,8 @@ private slots:
             write_tiny_model(path, "llama", dim, "", 0, [&](GgufWriter& w) {
                 std::vector<uint8_t> bytes(factors.size() * 4);
                 std::memcpy(bytes.data(), factors.data(), bytes.size());
-                w.add_tensor("rope_freqs.weight", {factors.size()}, static_cast<uint32_t>(GgmlType::F32), bytes);
+                w.add_tensor("rope_freqs.weight", {factors.size()}, static_cast<uint32_t>(GgmlType::F32),
+                             bytes);
             });
             return path;
         };
@@ -839,7 +879,8 @@ private slots:
                 QVERIFY2(std::string(err.what()).find(needle) != std::string::npos, err.what());
             }
         };
-        fails(write("short", {1.0f, 2.0f}), "rope_freqs.weight must be 4 F32 values (one per rotated pair), not 2 F32");
+        fails(write("short", {1.0f, 2.0f}),
+              "rope_freqs.weight must be 4 F32 values (one per rotated pair), not 2 F32");
         fails(write("negative", {1.0f, -2.0f, 1.0f, 1.0f}), "rope_freqs.weight holds -2");
         LANTERN_VERIFY_NO_VALIDATION();
     }
@@ -849,7 +890,8 @@ private slots:
     // renamed first part are clear errors naming the file to open or the one missing.
     void split_model_reads_as_one() {
         const auto w = small_writer();
-        const std::string whole_path = test::temp_dir() + "/whole.gguf", prefix = test::temp_dir() + "/split-model";
+        const std::string whole_path = test::temp_dir() + "/whole.gguf",
+                          prefix = test::temp_dir() + "/split-model";
         w.write(whole_path);
         const auto paths = w.write_split(prefix, 3);
         QCOMPARE(paths.size(), size_t(3));
@@ -896,21 +938,26 @@ private slots:
             // file, so find the largest prefix that still fails with "before the tensor data".
             header_end = data;
             while (header_end > 0) {
-                std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(header_end - 1));
+                std::vector<uint8_t> cut(bytes.begin(),
+                                         bytes.begin() + static_cast<ptrdiff_t>(header_end - 1));
                 Outcome o = parse(cut);
                 if (o.message.find("before the tensor data section") == std::string::npos) break;
                 --header_end;
             }
         }
         QVERIFY(header_end > 0 && header_end <= data && data - header_end < whole->alignment());
-        for (uint64_t len : {uint64_t(bytes.size() / 2), data, header_end, uint64_t(bytes.size() - 1), uint64_t(24)}) {
+        for (uint64_t len :
+             {uint64_t(bytes.size() / 2), data, header_end, uint64_t(bytes.size() - 1), uint64_t(24)}) {
             const std::string path = test::temp_dir() + "/stories-cut-" + std::to_string(len) + ".gguf";
             write_file(path, std::span<const uint8_t>(bytes).first(len));
             Outcome o = load(path);
             QVERIFY2(!o.parsed, qPrintable(QString("cut at %1 loaded").arg(len)));
-            QVERIFY2(o.code == ErrorCode::InvalidModelFile,
-                     qPrintable(QString("cut at %1: %2: %3").arg(len).arg(error_code_name(o.code)).arg(o.message.c_str())));
-            QVERIFY2(says_truncated(o.message), qPrintable(QString("cut at %1: %2").arg(len).arg(o.message.c_str())));
+            QVERIFY2(o.code == ErrorCode::InvalidModelFile, qPrintable(QString("cut at %1: %2: %3")
+                                                                           .arg(len)
+                                                                           .arg(error_code_name(o.code))
+                                                                           .arg(o.message.c_str())));
+            QVERIFY2(says_truncated(o.message),
+                     qPrintable(QString("cut at %1: %2").arg(len).arg(o.message.c_str())));
         }
         LANTERN_VERIFY_NO_VALIDATION();
     }

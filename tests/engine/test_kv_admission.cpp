@@ -32,7 +32,9 @@ EngineOptions options(uint32_t kv_tokens) {
     return o;
 }
 
-std::string model() { return test::shared_path("models/stories260K.gguf"); }
+std::string model() {
+    return test::shared_path("models/stories260K.gguf");
+}
 
 const std::vector<std::string> kPrompts{"Once upon a time", "The dog ran to the park and",
                                         "Tom and Sue wanted to bake a big cake for their mom because",
@@ -82,7 +84,8 @@ private slots:
         QCOMPARE(e->kv_stats().total_blocks, 9u);
         Scheduler s(*e, 8, 4);
         std::vector<Reply> got(kPrompts.size());
-        for (size_t i = 0; i < kPrompts.size(); ++i) s.submit(request(e->tokenizer(), kPrompts[i], n, &got[i]));
+        for (size_t i = 0; i < kPrompts.size(); ++i)
+            s.submit(request(e->tokenizer(), kPrompts[i], n, &got[i]));
         SchedulerStepStats st;
         uint32_t preempted = 0, most_running = 0, waited = 0;
         while (s.step(&st)) {
@@ -103,7 +106,8 @@ private slots:
         }
         const KvStats kv = e->kv_stats();
         QCOMPARE(kv.used_blocks, 0u);
-        QCOMPARE(e->kv_free_blocks(), kv.empty_blocks + kv.cached_blocks);  // what the scheduler reads each step
+        QCOMPARE(e->kv_free_blocks(),
+                 kv.empty_blocks + kv.cached_blocks);  // what the scheduler reads each step
         QVERIFY(kv.cached_blocks > 0);
         // They filled the cache before one gave way (preempted only when a step had no room left).
         QVERIFY2(kv.peak_used_blocks >= 8u, qPrintable(QString::number(kv.peak_used_blocks)));
@@ -121,7 +125,9 @@ private slots:
         QCOMPARE(got.reason, std::string("context_full"));
         // The sequence holds all 64 tokens; the last token sampled is never fed.
         QCOMPARE(got.tokens.size(), 64 - prompt.size() + 1);
-        QCOMPARE(got.tokens, std::vector<int32_t>(ref[1].tokens.begin(), ref[1].tokens.begin() + static_cast<long>(got.tokens.size())));
+        QCOMPARE(got.tokens,
+                 std::vector<int32_t>(ref[1].tokens.begin(),
+                                      ref[1].tokens.begin() + static_cast<long>(got.tokens.size())));
         QCOMPARE(e->kv_stats().used_blocks, 0u);
         LANTERN_VERIFY_NO_VALIDATION();
     }
@@ -166,7 +172,8 @@ private slots:
                 if (q.id != chat) replies += q.blocks;
             QVERIFY2(replies <= 8, "the replies took more than their share");
         }
-        QVERIFY2(preempted > 0, "the replies fit their share without preemption: the test does not exercise the share");
+        QVERIFY2(preempted > 0,
+                 "the replies fit their share without preemption: the test does not exercise the share");
         for (size_t i = 0; i < 3; ++i) {
             QCOMPARE(got[i].reason, std::string("max_tokens"));
             QCOMPARE(got[i].tokens, ref[i + 1].tokens);
@@ -253,7 +260,8 @@ private slots:
         Scheduler s(*e, 8, 4);
         std::vector<Reply> got(3);
         std::vector<RequestId> ids;
-        for (size_t i = 0; i < 3; ++i) ids.push_back(s.submit(request(e->tokenizer(), kPrompts[i], 80, &got[i])));
+        for (size_t i = 0; i < 3; ++i)
+            ids.push_back(s.submit(request(e->tokenizer(), kPrompts[i], 80, &got[i])));
         SchedulerStepStats st;
         bool cancelled = false;
         while (s.step(&st)) {
@@ -305,7 +313,8 @@ private slots:
             const uint32_t blocks = static_cast<uint32_t>(pick(6, 12)), outside = round % 2 ? 4 : 0;
             auto e = Engine::load(model(), options((blocks + outside) * kBlock));
             if (outside) e->prefill(e->create_sequence(), std::vector<int32_t>(outside * kBlock, 7));
-            Scheduler s(*e, static_cast<uint32_t>(pick(3, 16)), static_cast<uint32_t>(pick(1, 4)), outside ? blocks : 0);
+            Scheduler s(*e, static_cast<uint32_t>(pick(3, 16)), static_cast<uint32_t>(pick(1, 4)),
+                        outside ? blocks : 0);
             std::vector<RequestId> ids;
             for (auto& c : cases) {
                 GenerationRequest r = c.req;
@@ -322,9 +331,14 @@ private slots:
             preempted += s.preemptions();
             for (size_t i = 0; i < cases.size(); ++i) {
                 const auto& c = cases[i];
-                const QString what = QStringLiteral("round %1, reply %2 of %3 (%4 prompt tokens, %5 new), %6 blocks")
-                                         .arg(round).arg(i).arg(cases.size()).arg(c.req.prompt.size())
-                                         .arg(c.req.settings.max_new_tokens).arg(blocks);
+                const QString what =
+                    QStringLiteral("round %1, reply %2 of %3 (%4 prompt tokens, %5 new), %6 blocks")
+                        .arg(round)
+                        .arg(i)
+                        .arg(cases.size())
+                        .arg(c.req.prompt.size())
+                        .arg(c.req.settings.max_new_tokens)
+                        .arg(blocks);
                 if (c.got.reason == "cancelled") {
                     QVERIFY2(i == cancelled, qPrintable(what));
                     QVERIFY2(c.got.tokens.size() <= c.alone.tokens.size() &&
@@ -332,7 +346,8 @@ private slots:
                              qPrintable(what));
                     continue;
                 }
-                QVERIFY2(c.got.reason == c.alone.reason, qPrintable(what + ": " + QString::fromStdString(c.got.reason)));
+                QVERIFY2(c.got.reason == c.alone.reason,
+                         qPrintable(what + ": " + QString::fromStdString(c.got.reason)));
                 QVERIFY2(c.got.tokens == c.alone.tokens, qPrintable(what));
             }
             QCOMPARE(e->kv_stats().used_blocks, outside);

@@ -223,9 +223,12 @@ QString fused_op_times_problem(const StepProfile& prof) {
         if (o.op == "fused_layer") fused = &o;
     if (!fused) return "a fused step's profile has no fused_layer entry";
     if (prof.fused_ops.size() != 6)
-        return QString("%1 entries inside the fused layers, not the 5 op families and the start-up (lavapipe has "
-                       "VK_KHR_shader_clock)").arg(prof.fused_ops.size());
-    const char* names[] = {"qkv+rope+kv", "attention", "attn_output", "ffn_gate_up", "ffn_down", "fused_start"};
+        return QString(
+                   "%1 entries inside the fused layers, not the 5 op families and the start-up (lavapipe has "
+                   "VK_KHR_shader_clock)")
+            .arg(prof.fused_ops.size());
+    const char* names[] = {"qkv+rope+kv", "attention", "attn_output",
+                           "ffn_gate_up", "ffn_down",  "fused_start"};
     double ms = 0;
     uint64_t matmul_bytes = 0;
     for (size_t i = 0; i < 6; ++i) {
@@ -404,10 +407,12 @@ private slots:
                 StepItem item{seq, feed, true, false};
                 got.push_back(e->step(std::span<const StepItem>(&item, 1)).at(0));
             }
-            QVERIFY2(got[1] == got[0], qPrintable(QString("step %1: a timed step's logits differ").arg(step)));
+            QVERIFY2(got[1] == got[0],
+                     qPrintable(QString("step %1: a timed step's logits differ").arg(step)));
             const StepProfile& p = timed->last_step_profile();
             const bool was_timed = step == 2 || step == 3;
-            QVERIFY2(p.ops.empty() != was_timed, qPrintable(QString("step %1: %2 op times").arg(step).arg(p.ops.size())));
+            QVERIFY2(p.ops.empty() != was_timed,
+                     qPrintable(QString("step %1: %2 op times").arg(step).arg(p.ops.size())));
             if (was_timed && p.fused_layers) {
                 const QString problem = fused_op_times_problem(p);
                 QVERIFY2(problem.isEmpty(), qPrintable(problem));
@@ -432,7 +437,8 @@ private slots:
         auto mixed = load(c);
         const Tokens prompt = plain->tokenizer().encode("Once upon a time", true);
         std::vector<std::pair<Engine*, SequenceId>> runs;
-        for (Engine* e : {plain.get(), profiled.get(), mixed.get()}) runs.emplace_back(e, e->create_sequence());
+        for (Engine* e : {plain.get(), profiled.get(), mixed.get()})
+            runs.emplace_back(e, e->create_sequence());
         // The prompt goes in one token per step, so the first recording is of a one-token step and
         // the two-token steps later cannot be served by a larger stale recording by accident.
         const int n_prompt = static_cast<int>(prompt.size());
@@ -450,8 +456,10 @@ private slots:
                 StepItem item{seq, feed, true, false};
                 got.push_back(e->step(std::span<const StepItem>(&item, 1)).at(0));
             }
-            QVERIFY2(got[1] == got[0], qPrintable(QString("step %1: the profiled run's logits differ").arg(step)));
-            QVERIFY2(got[2] == got[0], qPrintable(QString("step %1: the run with captures differs").arg(step)));
+            QVERIFY2(got[1] == got[0],
+                     qPrintable(QString("step %1: the profiled run's logits differ").arg(step)));
+            QVERIFY2(got[2] == got[0],
+                     qPrintable(QString("step %1: the run with captures differs").arg(step)));
             if (capture) QVERIFY2(mixed->last_attention().n_positions > 0, "no attention was captured");
             const StepProfile& prof = profiled->last_step_profile();
             QVERIFY(prof.ops.size() > 0);

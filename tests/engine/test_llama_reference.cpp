@@ -35,7 +35,9 @@ EngineOptions options(bool kv_f16, uint32_t logit_rows = 1) {
     return o;
 }
 
-size_t argmax(const float* p, size_t n) { return static_cast<size_t>(std::max_element(p, p + n) - p); }
+size_t argmax(const float* p, size_t n) {
+    return static_cast<size_t>(std::max_element(p, p + n) - p);
+}
 
 struct Diff {
     double max_abs = 0;
@@ -101,7 +103,8 @@ private slots:
         o.context = 64;
         o.step_tokens = 24;  // chunks cross step boundaries, and the scored half starts inside a step
         std::vector<double> running;
-        const auto r = measure_perplexity(*engine, text, o, [&](uint32_t, double p) { running.push_back(p); });
+        const auto r =
+            measure_perplexity(*engine, text, o, [&](uint32_t, double p) { running.push_back(p); });
         qInfo("perplexity %.6f (reference %.6f) +/- %.4f over %u chunks, %u scored", r.perplexity, expected,
               r.std_error, r.chunks, r.scored_tokens);
         QCOMPARE(r.chunks, 3u);
@@ -151,9 +154,10 @@ private slots:
         QCOMPARE(self.base.perplexity, self.test.perplexity);
 
         std::vector<uint32_t> chunks_seen;
-        const auto a = compare_models(*f32, *q8, greedy, o, [&](uint32_t c, double) { chunks_seen.push_back(c); });
-        qInfo("Q8_0 vs F32: KLD mean %.3g p99 %.3g max %.3g, same top token %.1f %%, PPL %.4f vs %.4f", a.mean_kld,
-              a.kld_p99, a.max_kld, 100 * a.top1_agreement, a.test.perplexity, a.base.perplexity);
+        const auto a =
+            compare_models(*f32, *q8, greedy, o, [&](uint32_t c, double) { chunks_seen.push_back(c); });
+        qInfo("Q8_0 vs F32: KLD mean %.3g p99 %.3g max %.3g, same top token %.1f %%, PPL %.4f vs %.4f",
+              a.mean_kld, a.kld_p99, a.max_kld, 100 * a.top1_agreement, a.test.perplexity, a.base.perplexity);
         QCOMPARE(chunks_seen, (std::vector<uint32_t>{0, 1, 2}));
         QVERIFY(a.mean_kld > 0 && a.mean_kld < 0.01);
         QVERIFY(a.kld_p99 > 0 && a.kld_p99 <= a.max_kld);
@@ -177,7 +181,8 @@ private slots:
         StepItem item{seq, toks, true, true};
         auto rows = engine->step(std::span<const StepItem>(&item, 1));
         double worst = 0;
-        for (size_t i = 0; i < 64; ++i) worst = std::max(worst, compare_row(rows[i].data(), want.data() + i * 512, 512).max_abs);
+        for (size_t i = 0; i < 64; ++i)
+            worst = std::max(worst, compare_row(rows[i].data(), want.data() + i * 512, 512).max_abs);
         QVERIFY2(worst <= 1e-3, qPrintable(QString("max abs diff %1 > 1e-3").arg(worst)));
         LANTERN_VERIFY_NO_VALIDATION();
     }

@@ -107,16 +107,27 @@ private slots:
     void theWeightsArePlannedAsTheyArePlaced_data() {
         QTest::addColumn<uint32_t>("type");
         QTest::addColumn<bool>("gpuLayouts");
-        QTest::addColumn<QString>("architecture");  // llama; qwen2 (Q/K/V biases); qwen3 (Q/K norms, Q 2x wide)
-        const std::pair<const char*, uint32_t> types[] = {
-            {"F32", uint32_t(GgmlType::F32)},   {"F16", uint32_t(GgmlType::F16)},   {"BF16", uint32_t(GgmlType::BF16)},
-            {"Q8_0", uint32_t(GgmlType::Q8_0)}, {"Q4_0", uint32_t(GgmlType::Q4_0)}, {"Q4_K", uint32_t(GgmlType::Q4_K)},
-            {"Q4_1", uint32_t(GgmlType::Q4_1)}, {"Q5_0", uint32_t(GgmlType::Q5_0)}, {"Q5_1", uint32_t(GgmlType::Q5_1)},
-            {"Q3_K", uint32_t(GgmlType::Q3_K)}, {"Q5_K", uint32_t(GgmlType::Q5_K)}, {"Q6_K", uint32_t(GgmlType::Q6_K)},
-            {"IQ4_NL", uint32_t(GgmlType::IQ4_NL)}, {"IQ4_XS", uint32_t(GgmlType::IQ4_XS)}, {"Q4_K_M", kSyntheticQ4KM}};
+        QTest::addColumn<QString>(
+            "architecture");  // llama; qwen2 (Q/K/V biases); qwen3 (Q/K norms, Q 2x wide)
+        const std::pair<const char*, uint32_t> types[] = {{"F32", uint32_t(GgmlType::F32)},
+                                                          {"F16", uint32_t(GgmlType::F16)},
+                                                          {"BF16", uint32_t(GgmlType::BF16)},
+                                                          {"Q8_0", uint32_t(GgmlType::Q8_0)},
+                                                          {"Q4_0", uint32_t(GgmlType::Q4_0)},
+                                                          {"Q4_K", uint32_t(GgmlType::Q4_K)},
+                                                          {"Q4_1", uint32_t(GgmlType::Q4_1)},
+                                                          {"Q5_0", uint32_t(GgmlType::Q5_0)},
+                                                          {"Q5_1", uint32_t(GgmlType::Q5_1)},
+                                                          {"Q3_K", uint32_t(GgmlType::Q3_K)},
+                                                          {"Q5_K", uint32_t(GgmlType::Q5_K)},
+                                                          {"Q6_K", uint32_t(GgmlType::Q6_K)},
+                                                          {"IQ4_NL", uint32_t(GgmlType::IQ4_NL)},
+                                                          {"IQ4_XS", uint32_t(GgmlType::IQ4_XS)},
+                                                          {"Q4_K_M", kSyntheticQ4KM}};
         for (const auto& [name, type] : types) {
             QTest::newRow((std::string(name) + " tiled").c_str()) << type << false << QStringLiteral("llama");
-            QTest::newRow((std::string(name) + " row-major").c_str()) << type << true << QStringLiteral("llama");
+            QTest::newRow((std::string(name) + " row-major").c_str())
+                << type << true << QStringLiteral("llama");
         }
         for (const char* arch : {"qwen2", "qwen3"}) {
             QTest::addRow("%s Q4_K_M tiled", arch) << kSyntheticQ4KM << false << QString(arch);
@@ -156,14 +167,16 @@ private slots:
             if (type == uint32_t(GgmlType::Q4_K) || type == kSyntheticQ4KM)
                 QVERIFY2(llama.weight_bytes() > info.file_bytes * 5 / 4,
                          qPrintable(QStringLiteral("%1 on the device, %2 in the file")
-                                        .arg(llama.weight_bytes()).arg(info.file_bytes)));
+                                        .arg(llama.weight_bytes())
+                                        .arg(info.file_bytes)));
             // The slabs hold the weights and little more: the last is sized to what was left to
             // place (it used to be a whole 256 MiB slab for any model).
             const uint64_t allocated = ctx.bytes_allocated() - before;
             const uint64_t others = llama.kv_bytes() + (8u << 20);  // KV cache, activations, logits, tables
             QVERIFY2(allocated < llama.weight_bytes() + llama.weight_bytes() / 32 + others,
                      qPrintable(QStringLiteral("%1 bytes allocated for %2 of weights")
-                                    .arg(allocated).arg(llama.weight_bytes())));
+                                    .arg(allocated)
+                                    .arg(llama.weight_bytes())));
         }
         QCOMPARE(ctx.bytes_allocated(), before);
         LANTERN_VERIFY_NO_VALIDATION();
@@ -198,7 +211,8 @@ private slots:
             QFAIL("a 400 MiB piece was placed on a device whose allocations reach 300 MiB");
         } catch (const Error& e) {
             QCOMPARE(e.code(), ErrorCode::ModelTooLarge);
-            QVERIFY2(std::string(e.what()).find("400 MiB exceeds the device's largest allocation (300 MiB)") != std::string::npos,
+            QVERIFY2(std::string(e.what()).find(
+                         "400 MiB exceeds the device's largest allocation (300 MiB)") != std::string::npos,
                      e.what());
         }
     }
@@ -221,7 +235,8 @@ private slots:
         {
             model::LlamaModel one(ctx, *gguf, info, model::limits_for(info, whole));
             const auto& p = one.weight_placement();
-            for (size_t i = 0; i < p.pieces(); ++i) layer_bytes += p.piece(i).layer == 0 ? p.piece(i).bytes : 0;
+            for (size_t i = 0; i < p.pieces(); ++i)
+                layer_bytes += p.piece(i).layer == 0 ? p.piece(i).bytes : 0;
         }
         QVERIFY(layer_bytes > 0);
         small.weight_slab_bytes = layer_bytes * 3 / 2;
@@ -301,7 +316,8 @@ private slots:
         QCOMPARE(full.kv_bytes, 8192 * kMiB);
         QVERIFY(!full.fits());
         const QString why = QString::fromStdString(full.refusal);
-        QVERIFY2(why.contains(QStringLiteral("weights 6800 MiB + KV cache 8192 MiB for 4096 tokens")), qPrintable(why));
+        QVERIFY2(why.contains(QStringLiteral("weights 6800 MiB + KV cache 8192 MiB for 4096 tokens")),
+                 qPrintable(why));
         QVERIFY2(why.contains(QStringLiteral("Test GPU has 8192 MiB")), qPrintable(why));
         // A quarter of it is still too much with the weights (and the largest step's 42 MiB of
         // work); an eighth, 1024 MiB of KV cache, fits.
@@ -352,7 +368,8 @@ private slots:
         QCOMPARE(code, ErrorCode::ModelTooLarge);
         const QString kv = QStringLiteral("KV cache %1 MiB for 524288 tokens").arg(2 * 128 * layers);
         QVERIFY2(why.contains(kv), qPrintable(why));
-        QVERIFY2(why.contains(QStringLiteral("has %1 MiB").arg(device.device_local_bytes / kMiB)), qPrintable(why));
+        QVERIFY2(why.contains(QStringLiteral("has %1 MiB").arg(device.device_local_bytes / kMiB)),
+                 qPrintable(why));
         // Nothing was left allocated: the same device loads the model at a length that fits.
         options.context_length = 8192;
         auto engine = Engine::load(path, options);

@@ -40,7 +40,9 @@ const std::vector<SeqPlan> kPlans = {{0, 1}, {62, 3}, {299, 1}, {61, 2}, {0, 9},
 // (with lanes owning heads one or two, fewer than a CPU driver's threads: then lanes split keys).
 const std::vector<SeqPlan> kOneDecode = {{299, 1}};
 
-uint16_t half_bits(uint32_t word, uint32_t which) { return static_cast<uint16_t>(word >> (16 * which)); }
+uint16_t half_bits(uint32_t word, uint32_t which) {
+    return static_cast<uint16_t>(word >> (16 * which));
+}
 
 }  // namespace
 
@@ -50,7 +52,8 @@ private slots:
     void initTestCase() {
         auto& ctx = test::context();
         qInfo("device: %s, subgroup %u, minStorageBufferOffsetAlignment %llu", ctx.info().name.c_str(),
-              ctx.subgroup_size(), static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
+              ctx.subgroup_size(),
+              static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
     }
 
     // The RoPE table against the definitions, written out here in long double: entry (p, i) is
@@ -72,8 +75,8 @@ private slots:
             float attn;
             bool frequency_factors = false;  // rope_freqs.weight: theta divided by 1 + (i % 5) / 2
         };
-        const Case cases[] = {{T::None, 1, 0, 1},      {T::Linear, 2.5f, 0, 1}, {T::Linear, 4, 0, 1},
-                              {T::Yarn, 8, 4096, 1},   {T::Yarn, 16, 2048, 1},  {T::None, 1, 0, 0.75f},
+        const Case cases[] = {{T::None, 1, 0, 1},       {T::Linear, 2.5f, 0, 1},    {T::Linear, 4, 0, 1},
+                              {T::Yarn, 8, 4096, 1},    {T::Yarn, 16, 2048, 1},     {T::None, 1, 0, 0.75f},
                               {T::None, 1, 0, 1, true}, {T::Yarn, 8, 4096, 1, true}};
         for (long double base : {10000.0L, 500000.0L})
             for (const auto& c : cases) {
@@ -82,7 +85,9 @@ private slots:
                 s.factor = c.factor;
                 s.original_context = c.original;
                 s.attn_factor = c.attn;
-                const auto divisor = [&](uint32_t i) { return c.frequency_factors ? 1 + (i % 5) / 2.0L : 1.0L; };
+                const auto divisor = [&](uint32_t i) {
+                    return c.frequency_factors ? 1 + (i % 5) / 2.0L : 1.0L;
+                };
                 if (c.frequency_factors)
                     for (uint32_t i = 0; i < n_rot / 2; ++i) s.frequency_factors.push_back(float(divisor(i)));
                 const auto t = ops::rope_table(positions, n_rot, double(base), s);
@@ -93,35 +98,43 @@ private slots:
                 };
                 const long double low = std::max(0.0L, std::floor(corr(32))),
                                   high = std::min(n_rot - 1.0L, std::ceil(corr(1)));
-                const long double m = c.attn * (c.type == T::Yarn ? 1 + 0.1L * std::log((long double)c.factor) : 1.0L);
+                const long double m =
+                    c.attn * (c.type == T::Yarn ? 1 + 0.1L * std::log((long double)c.factor) : 1.0L);
                 double worst = 0;
                 int ramped = 0;
                 for (uint32_t p = 0; p < positions; ++p)
                     for (uint32_t i = 0; i < n_rot / 2; ++i) {
                         const long double b = std::pow(base, -2.0L * i / n_rot);
                         long double r = c.type == T::None ? 0 : 1;
-                        if (c.type == T::Yarn) r = std::clamp((i - low) / std::max(0.001L, high - low), 0.0L, 1.0L);
+                        if (c.type == T::Yarn)
+                            r = std::clamp((i - low) / std::max(0.001L, high - low), 0.0L, 1.0L);
                         if (p == 1 && r > 0 && r < 1) ++ramped;
-                        const long double theta = (r * (p / (long double)c.factor) * b + (1 - r) * p * b) / divisor(i);
+                        const long double theta =
+                            (r * (p / (long double)c.factor) * b + (1 - r) * p * b) / divisor(i);
                         const size_t at = (size_t(p) * (n_rot / 2) + i) * 2;
                         worst = std::max({worst, std::fabs(double(t[at] - m * std::cos(theta))),
                                           std::fabs(double(t[at + 1] - m * std::sin(theta)))});
                     }
-                QVERIFY2(worst < 3e-7, qPrintable(QString("base %1 %2%3 x%4: max |diff| %5")
-                                                      .arg(double(base))
-                                                      .arg(rope_scaling_name(c.type))
-                                                      .arg(c.frequency_factors ? " with frequency factors" : "")
-                                                      .arg(c.factor)
-                                                      .arg(worst)));
-                if (c.type == T::Yarn) QVERIFY2(ramped > 0, "no pair on the YaRN ramp: the case tests nothing");
+                QVERIFY2(worst < 3e-7,
+                         qPrintable(QString("base %1 %2%3 x%4: max |diff| %5")
+                                        .arg(double(base))
+                                        .arg(rope_scaling_name(c.type))
+                                        .arg(c.frequency_factors ? " with frequency factors" : "")
+                                        .arg(c.factor)
+                                        .arg(worst)));
+                if (c.type == T::Yarn)
+                    QVERIFY2(ramped > 0, "no pair on the YaRN ramp: the case tests nothing");
             }
         RopeScaling four;
         four.type = RopeScaling::Type::Linear;
         four.factor = 4;
-        const auto plain = ops::rope_table(64, n_rot, 10000.0), scaled = ops::rope_table(256, n_rot, 10000.0, four);
+        const auto plain = ops::rope_table(64, n_rot, 10000.0),
+                   scaled = ops::rope_table(256, n_rot, 10000.0, four);
         for (uint32_t p = 0; p < 64; ++p)
-            for (uint32_t j = 0; j < n_rot; ++j) QCOMPARE(scaled[size_t(4 * p) * n_rot + j], plain[size_t(p) * n_rot + j]);
-        QVERIFY(scaled[size_t(1) * n_rot + 2] != plain[size_t(1) * n_rot + 2]);  // position 1: a quarter of the angle
+            for (uint32_t j = 0; j < n_rot; ++j)
+                QCOMPARE(scaled[size_t(4 * p) * n_rot + j], plain[size_t(p) * n_rot + j]);
+        QVERIFY(scaled[size_t(1) * n_rot + 2] !=
+                plain[size_t(1) * n_rot + 2]);  // position 1: a quarter of the angle
     }
 
     void qkv_rope_store_and_attention_match_reference_data() {
@@ -133,48 +146,50 @@ private slots:
         // other_split: the other kind of device's matmul kernels, and the attention layout the
         // device would not pick for the step.
         QTest::addColumn<bool>("other_split");
-        QTest::addColumn<bool>("parts");        // the Q/K/V weight in two row parts
+        QTest::addColumn<bool>("parts");          // the Q/K/V weight in two row parts
         QTest::addColumn<bool>("two_subgroups");  // attention workgroups of two subgroups (lanes split keys)
         QTest::addColumn<uint32_t>("n_head");
-        QTest::addColumn<bool>("one_decode");  // the step under test is one decode token (kOneDecode)
+        QTest::addColumn<bool>("one_decode");          // the step under test is one decode token (kOneDecode)
         QTest::addColumn<uint32_t>("heads_per_lane");  // lanes owning heads: 0 = as the device picks
         for (bool f16 : {false, true})
             for (uint32_t n_kv : {2u, 4u})
                 for (uint32_t hd : {64u, 48u, 128u})
                     for (uint32_t block : {16u, 5u})
-                        QTest::addRow("kv %s, n_kv %u, head_dim %u, block %u", f16 ? "f16" : "f32", n_kv, hd, block)
-                            << n_kv << hd << hd << block << f16 << false << false << false << 8u << false << 0u;
+                        QTest::addRow("kv %s, n_kv %u, head_dim %u, block %u", f16 ? "f16" : "f32", n_kv, hd,
+                                      block)
+                            << n_kv << hd << hd << block << f16 << false << false << false << 8u << false
+                            << 0u;
         // Partial rotary embedding (rope.dimension_count < head_dim).
-        QTest::newRow("kv f32, n_kv 2, head_dim 64, n_rot 32") << 2u << 64u << 32u << 16u << false << false << false
-                                                               << false << 8u << false << 0u;
-        QTest::newRow("kv f16, n_kv 4, head_dim 48, n_rot 16") << 4u << 48u << 16u << 5u << true << false << false
-                                                               << false << 8u << false << 0u;
-        QTest::newRow("kv f16, n_kv 2, head_dim 64, other split") << 2u << 64u << 64u << 16u << true << true << false
-                                                                  << false << 8u << false << 0u;
-        QTest::newRow("kv f32, n_kv 4, head_dim 48, n_rot 16, other split") << 4u << 48u << 16u << 5u << false << true
-                                                                             << false << false << 8u << false << 0u;
-        QTest::newRow("kv f16, n_kv 2, head_dim 64, parts") << 2u << 64u << 64u << 16u << true << false << true
-                                                            << false << 8u << false << 0u;
-        QTest::newRow("kv f32, n_kv 4, head_dim 48, parts, other split") << 4u << 48u << 48u << 5u << false << true
-                                                                          << true << false << 8u << false << 0u;
-        QTest::newRow("kv f16, n_kv 2, head_dim 64, two subgroups") << 2u << 64u << 64u << 16u << true << false
-                                                                    << false << true << 8u << false << 0u;
-        QTest::newRow("kv f32, n_kv 8, head_dim 48, block 5, two subgroups") << 8u << 48u << 48u << 5u << false << false
-                                                                              << false << true << 8u << false << 0u;
+        QTest::newRow("kv f32, n_kv 2, head_dim 64, n_rot 32")
+            << 2u << 64u << 32u << 16u << false << false << false << false << 8u << false << 0u;
+        QTest::newRow("kv f16, n_kv 4, head_dim 48, n_rot 16")
+            << 4u << 48u << 16u << 5u << true << false << false << false << 8u << false << 0u;
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, other split")
+            << 2u << 64u << 64u << 16u << true << true << false << false << 8u << false << 0u;
+        QTest::newRow("kv f32, n_kv 4, head_dim 48, n_rot 16, other split")
+            << 4u << 48u << 16u << 5u << false << true << false << false << 8u << false << 0u;
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, parts")
+            << 2u << 64u << 64u << 16u << true << false << true << false << 8u << false << 0u;
+        QTest::newRow("kv f32, n_kv 4, head_dim 48, parts, other split")
+            << 4u << 48u << 48u << 5u << false << true << true << false << 8u << false << 0u;
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, two subgroups")
+            << 2u << 64u << 64u << 16u << true << false << false << true << 8u << false << 0u;
+        QTest::newRow("kv f32, n_kv 8, head_dim 48, block 5, two subgroups")
+            << 8u << 48u << 48u << 5u << false << false << false << true << 8u << false << 0u;
         // 12 heads: lanes owning heads leave part of their last workgroup empty; 6:1 and 3:1 GQA.
-        QTest::newRow("kv f16, 12 heads, n_kv 4, head_dim 64") << 4u << 64u << 64u << 16u << true << false << false
-                                                               << false << 12u << false << 0u;
+        QTest::newRow("kv f16, 12 heads, n_kv 4, head_dim 64")
+            << 4u << 64u << 64u << 16u << true << false << false << false << 12u << false << 0u;
         QTest::newRow("kv f32, 12 heads, n_kv 2, head_dim 48, block 5, other split")
             << 2u << 48u << 48u << 5u << false << true << false << false << 12u << false << 0u;
-        QTest::newRow("kv f16, 12 heads, n_kv 2, head_dim 64, other split") << 2u << 64u << 64u << 16u << true << true
-                                                                            << false << false << 12u << false << 0u;
+        QTest::newRow("kv f16, 12 heads, n_kv 2, head_dim 64, other split")
+            << 2u << 64u << 64u << 16u << true << true << false << false << 12u << false << 0u;
         // One decode token: the fewest workgroups.
-        QTest::newRow("kv f16, n_kv 2, head_dim 64, one decode") << 2u << 64u << 64u << 16u << true << false << false
-                                                                 << false << 8u << true << 0u;
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, one decode")
+            << 2u << 64u << 64u << 16u << true << false << false << false << 8u << true << 0u;
         QTest::newRow("kv f32, 12 heads, n_kv 4, head_dim 128, block 5, one decode")
             << 4u << 128u << 128u << 5u << false << false << false << false << 12u << true << 0u;
-        QTest::newRow("kv f16, n_kv 2, head_dim 48, one decode, other split") << 2u << 48u << 48u << 16u << true
-                                                                              << true << false << false << 8u << true << 0u;
+        QTest::newRow("kv f16, n_kv 2, head_dim 48, one decode, other split")
+            << 2u << 48u << 48u << 16u << true << true << false << false << 8u << true << 0u;
         // Lanes owning two or four query heads of one KV head (GQA): 32 heads of 64 with 4 per KV
         // head as TinyLlama's (the device picks two per lane for them on 2-4 threads), one decode
         // token too; six per KV head over a part-empty workgroup; four per lane.
@@ -209,7 +224,8 @@ private slots:
         QFETCH(uint32_t, heads_per_lane);
         const std::vector<SeqPlan>& plans = one_decode ? kOneDecode : kPlans;
         auto& ctx = test::context();
-        Rng rng(400 + n_kv * 1000 + head_dim * 10 + block + (kv_f16 ? 7 : 0) + n_head * 100000 + (one_decode ? 3 : 0) + heads_per_lane * 13);
+        Rng rng(400 + n_kv * 1000 + head_dim * 10 + block + (kv_f16 ? 7 : 0) + n_head * 100000 +
+                (one_decode ? 3 : 0) + heads_per_lane * 13);
 
         ops::AttentionShape shape;
         shape.n_head = n_head;
@@ -255,7 +271,8 @@ private slots:
         }
         for (const auto& t : hist_info) slot_used[t.slot] = 1;
         for (const auto& t : step_info) slot_used[t.slot] = 1;
-        const uint32_t T1 = static_cast<uint32_t>(hist_info.size()), T2 = static_cast<uint32_t>(step_info.size());
+        const uint32_t T1 = static_cast<uint32_t>(hist_info.size()),
+                       T2 = static_cast<uint32_t>(step_info.size());
 
         auto rope = ops::rope_table(320, n_rot, 10000.0);
         // The Q/K/V matmul: F32 weights (the epilogue is what is under test; the weight types are
@@ -284,10 +301,12 @@ private slots:
         Guarded out(ctx, static_cast<size_t>(T2) * shape.out_stride);
         const uint32_t capture_stride = 304;
         Guarded capture(ctx, static_cast<size_t>(shape.n_head) * capture_stride + 2 * shape.n_head);
-        DeviceBuffer rope_b(ctx, rope.data(), rope.size() * 4), info1(ctx, hist_info.data(), hist_info.size() * 16),
-            info2(ctx, step_info.data(), step_info.size() * 16), tables_b(ctx, tables.data(), tables.size() * 4),
-            x1_b(ctx, x1.data(), x1.size() * 4), x2_b(ctx, x2.data(), x2.size() * 4),
-            norm_b(ctx, norm.data(), norm.size() * 4), rowmap_b(ctx, tables.data(), 4);
+        DeviceBuffer rope_b(ctx, rope.data(), rope.size() * 4),
+            info1(ctx, hist_info.data(), hist_info.size() * 16),
+            info2(ctx, step_info.data(), step_info.size() * 16),
+            tables_b(ctx, tables.data(), tables.size() * 4), x1_b(ctx, x1.data(), x1.size() * 4),
+            x2_b(ctx, x2.data(), x2.size() * 4), norm_b(ctx, norm.data(), norm.size() * 4),
+            rowmap_b(ctx, tables.data(), 4);
 
         ops::RopeKvEpilogue epi;
         epi.shape = shape;
@@ -298,10 +317,10 @@ private slots:
         epi1.tok_info = info1.range();
         epi2.tok_info = info2.range();
         ops::MatmulOptions o1{split, &epi1}, o2{split, &epi2};
-        ops::MatmulOp qkv_op1(ctx, wqkv->device, ops::MatmulInput::Norm, x1_b.range(), qkv1_b.range(), norm_b.range(),
-                              rowmap_b.range(), o1);
-        ops::MatmulOp qkv_op2(ctx, wqkv->device, ops::MatmulInput::Norm, x2_b.range(), qkv2_b.range(), norm_b.range(),
-                              rowmap_b.range(), o2);
+        ops::MatmulOp qkv_op1(ctx, wqkv->device, ops::MatmulInput::Norm, x1_b.range(), qkv1_b.range(),
+                              norm_b.range(), rowmap_b.range(), o1);
+        ops::MatmulOp qkv_op2(ctx, wqkv->device, ops::MatmulInput::Norm, x2_b.range(), qkv2_b.range(),
+                              norm_b.range(), rowmap_b.range(), o2);
         // Two subgroups per workgroup run the merge across subgroups (shared memory), which
         // devices whose subgroup fills the workgroup never reach otherwise (64-lane subgroups: one).
         const uint32_t one_subgroup = std::clamp<uint32_t>(ctx.subgroup_size(), 8, 64);
@@ -312,7 +331,7 @@ private slots:
         const uint32_t threads = cpu ? vk::cpu_driver_threads() : 1;
         const uint32_t hpl = heads_per_lane ? heads_per_lane
                              : (n_head / n_kv) % 2 == 0 && n_head % (2 * one_subgroup) == 0 &&
-                                       n_head / (2 * one_subgroup) >= threads
+                                     n_head / (2 * one_subgroup) >= threads
                                  ? 2u
                                  : 1u;
         const uint64_t own_heads_groups =
@@ -320,13 +339,14 @@ private slots:
         // A row that asks for several heads per lane is about that layout: lanes own heads.
         const ops::AttentionSplit attn_split = two_subgroups    ? ops::AttentionSplit::LanesSplitKeys
                                                : heads_per_lane ? ops::AttentionSplit::LanesOwnHeads
-                                               : other_split    ? other_attention_split_of(ctx, own_heads_groups)
-                                                                : ops::AttentionSplit::ForDevice;
-        ops::AttentionOp attention(ctx, shape, qkv2_b.range(), k_cache.range(), v_cache.range(), info2.range(),
-                                   tables_b.range(), out.range(), capture.range(), lanes, attn_split, heads_per_lane);
+                                               : other_split ? other_attention_split_of(ctx, own_heads_groups)
+                                                             : ops::AttentionSplit::ForDevice;
+        ops::AttentionOp attention(ctx, shape, qkv2_b.range(), k_cache.range(), v_cache.range(),
+                                   info2.range(), tables_b.range(), out.range(), capture.range(), lanes,
+                                   attn_split, heads_per_lane);
         const bool own_heads = attention.lanes_own_heads(T2);
-        qInfo("attention: lanes %s, %u per workgroup, %u heads per lane", own_heads ? "own heads" : "split keys",
-              attention.lanes(), attention.heads_per_lane());
+        qInfo("attention: lanes %s, %u per workgroup, %u heads per lane",
+              own_heads ? "own heads" : "split keys", attention.lanes(), attention.heads_per_lane());
         if (!two_subgroups) QCOMPARE(attention.heads_per_lane(), hpl);
         if (attn_split != ops::AttentionSplit::ForDevice) {
             QCOMPARE(own_heads, attn_split == ops::AttentionSplit::LanesOwnHeads);
@@ -361,7 +381,8 @@ private slots:
         ctx.submit_and_wait(cmd);
 
         // Reference: the same two steps; an f16 cache stores K/V rounded to f16.
-        ops::ReferenceKv ref{n_kv, head_dim, block, std::vector<float>(kv_elems, 0.0f), std::vector<float>(kv_elems, 0.0f)};
+        ops::ReferenceKv ref{n_kv, head_dim, block, std::vector<float>(kv_elems, 0.0f),
+                             std::vector<float>(kv_elems, 0.0f)};
         auto round_kv = [&] {
             if (!kv_f16) return;
             for (auto* v : {&ref.k, &ref.v})
@@ -392,7 +413,8 @@ private slots:
                 } else {
                     QVERIFY2(got[i] == kSentinel,
                              qPrintable(QString("qkv word %1 (column %2) written: only Q goes to the output")
-                                            .arg(i).arg(col)));
+                                            .arg(i)
+                                            .arg(col)));
                 }
             }
             Stats s = compare(gq, wq);
@@ -421,7 +443,8 @@ private slots:
                         if (!slot_used[slot]) {
                             QVERIFY2(word == kSentinel,
                                      qPrintable(QString("%1 cache slot %2 (never assigned) was written")
-                                                    .arg(which ? "V" : "K").arg(slot)));
+                                                    .arg(which ? "V" : "K")
+                                                    .arg(slot)));
                             continue;
                         }
                         float g = kv_f16 ? ops::half_to_float(half_bits(word, static_cast<uint32_t>(e & 1)))
@@ -435,7 +458,9 @@ private slots:
             auto err = check(which ? "V cache" : "K cache", s, kElementwiseNmse);
             QVERIFY2(err.empty(), err.c_str());
             qInfo("%s cache: NMSE %.3g, max |diff| %.3g%s", which ? "V" : "K", s.nmse, s.max_abs,
-                  kv_f16 ? qPrintable(QString(", %1 halves differ from round-to-nearest-even").arg(half_mismatch)) : "");
+                  kv_f16 ? qPrintable(
+                               QString(", %1 halves differ from round-to-nearest-even").arg(half_mismatch))
+                         : "");
         }
 
         std::vector<float> want_out(static_cast<size_t>(T2) * shape.out_stride, bits_to_float(kSentinel));
@@ -450,7 +475,8 @@ private slots:
                 go.push_back(bits_to_float(got_words[i]));
                 wo.push_back(want_out[i]);
             } else {
-                QVERIFY2(got_words[i] == kSentinel, qPrintable(QString("attention wrote stride gap word %1").arg(i)));
+                QVERIFY2(got_words[i] == kSentinel,
+                         qPrintable(QString("attention wrote stride gap word %1").arg(i)));
             }
         }
         Stats s = compare(go, wo);
@@ -459,10 +485,14 @@ private slots:
         // Per token, so a wrong table offset or position of one sequence cannot hide in the total.
         for (uint32_t t = 0; t < T2; ++t) {
             size_t w = static_cast<size_t>(shape.n_head) * head_dim;
-            Stats st = compare(std::span<const float>(go).subspan(t * w, w), std::span<const float>(wo).subspan(t * w, w));
+            Stats st = compare(std::span<const float>(go).subspan(t * w, w),
+                               std::span<const float>(wo).subspan(t * w, w));
             auto e2 = check("attention (one token)", st, kAttentionNmse);
             QVERIFY2(e2.empty(), qPrintable(QString("token %1 (sequence %2, position %3): %4")
-                                                .arg(t).arg(step_seq[t]).arg(step_info[t].pos).arg(e2.c_str())));
+                                                .arg(t)
+                                                .arg(step_seq[t])
+                                                .arg(step_info[t].pos)
+                                                .arg(e2.c_str())));
         }
         qInfo("attention: NMSE %.3g, max |diff| %.3g (bound %.0e)", s.nmse, s.max_abs, kAttentionNmse);
 
@@ -474,13 +504,15 @@ private slots:
         std::vector<float> got_p, want_p;
         const uint32_t group = shape.n_head / n_kv;
         for (uint32_t h = 0; h < shape.n_head; ++h) {
-            const float* q = ref_qkv2.data() + static_cast<size_t>(capture_token) * shape.qkv_stride + h * head_dim;
+            const float* q =
+                ref_qkv2.data() + static_cast<size_t>(capture_token) * shape.qkv_stride + h * head_dim;
             std::vector<double> sc(n_ctx);
             double mx = -INFINITY, sum = 0;
             for (uint32_t j = 0; j < n_ctx; ++j) {
                 uint32_t slot = tables[ct.table_offset + j / block] * block + j % block;
                 double d = 0;
-                for (uint32_t i = 0; i < head_dim; ++i) d += double(q[i]) * stored.k[stored.index(slot, h / group, i)];
+                for (uint32_t i = 0; i < head_dim; ++i)
+                    d += double(q[i]) * stored.k[stored.index(slot, h / group, i)];
                 sc[j] = d / std::sqrt(double(head_dim));
                 mx = std::max(mx, sc[j]);
             }

@@ -40,8 +40,8 @@ private slots:
         // first workgroup seeing its last item done (down: the last workgroup's end); idle = 2 x
         // that minus the workgroups' own work inside it.
         const double want_ns[5] = {600, 200, 200, 600, 500};
-        const double want_idle[5] = {1200 - (500 + 450), 400 - (100 + 0), 400 - (100 + 140), 1200 - (500 + 540),
-                                     1000 - (400 + 480)};
+        const double want_idle[5] = {1200 - (500 + 450), 400 - (100 + 0), 400 - (100 + 140),
+                                     1200 - (500 + 540), 1000 - (400 + 480)};
         for (int k = 0; k < 5; ++k) {
             QCOMPARE(t.ns[k], want_ns[k]);
             QCOMPARE(t.idle_ns[k], want_idle[k]);

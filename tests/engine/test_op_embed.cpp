@@ -21,7 +21,8 @@ private slots:
     void initTestCase() {
         auto& ctx = test::context();
         qInfo("device: %s, subgroup %u, minStorageBufferOffsetAlignment %llu", ctx.info().name.c_str(),
-              ctx.subgroup_size(), static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
+              ctx.subgroup_size(),
+              static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
     }
 
     void embed_matches_reference_data() {
@@ -34,8 +35,9 @@ private slots:
         const bool quantized = ops::find_weight_format(type)->block_elements > 1;
         // Row lengths around the 64-wide workgroup, odd ones for float types.
         const std::vector<uint32_t> dims =
-            quantized ? std::vector<uint32_t>{whole_blocks(type, 1), whole_blocks(type, 3), whole_blocks(type, 5)}
-                      : std::vector<uint32_t>{1, 45, 65, 129};
+            quantized
+                ? std::vector<uint32_t>{whole_blocks(type, 1), whole_blocks(type, 3), whole_blocks(type, 5)}
+                : std::vector<uint32_t>{1, 45, 65, 129};
         Rng rng(100 + type);
         double worst = 0, worst_abs = 0;
         for (uint32_t dim : dims)
@@ -55,15 +57,17 @@ private slots:
                 std::vector<float> want(static_cast<size_t>(T) * dim);
                 ops::reference_embed(w->dequantized, dim, tokens, want.data());
                 auto got = out.read_floats();
-                QVERIFY2(out.guards_ok(), qPrintable(QString("dim %1 T %2: write outside the output").arg(dim).arg(T)));
+                QVERIFY2(out.guards_ok(),
+                         qPrintable(QString("dim %1 T %2: write outside the output").arg(dim).arg(T)));
                 Stats s = compare(got, want);
                 worst = std::max(worst, s.nmse);
                 worst_abs = std::max(worst_abs, s.max_abs);
                 auto err = check("embedding", s, kElementwiseNmse);
-                QVERIFY2(err.empty(), qPrintable(QString("dim %1 T %2: %3").arg(dim).arg(T).arg(err.c_str())));
+                QVERIFY2(err.empty(),
+                         qPrintable(QString("dim %1 T %2: %3").arg(dim).arg(T).arg(err.c_str())));
             }
-        qInfo("embed %s: worst NMSE %.3g, max |diff| %.3g (bound %.0e)", ggml_type_name(type), worst, worst_abs,
-              kElementwiseNmse);
+        qInfo("embed %s: worst NMSE %.3g, max |diff| %.3g (bound %.0e)", ggml_type_name(type), worst,
+              worst_abs, kElementwiseNmse);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 };

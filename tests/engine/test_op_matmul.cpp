@@ -41,7 +41,7 @@ std::string run_matmul(const MatmulCase& c, Rng& rng, double* worst, double* wor
     auto& ctx = test::context();
     auto w = make_weight(ctx, c.type, c.N, c.K, rng, c.parts, c.tile_rows, c.split);
     const uint32_t in_width = c.input == ops::MatmulInput::Silu ? 2 * c.K : c.K;
-    const uint32_t x_stride = in_width + 3;        // rows of x are not packed: the stride matters
+    const uint32_t x_stride = in_width + 3;  // rows of x are not packed: the stride matters
     const uint32_t x_rows = c.rowmap ? c.T + 5 : c.T;
     const uint32_t y_offset = 2, y_stride = y_offset + c.N + 3;
     auto x = rng.floats(static_cast<size_t>(x_rows) * x_stride, -2.0f, 2.0f);
@@ -102,7 +102,8 @@ std::string describe(const MatmulCase& c) {
     for (auto p : c.parts) parts += (parts.empty() ? " parts " : "+") + std::to_string(p);
     return std::string(ggml_type_name(c.type)) + " " + input_name(c.input) + (c.accumulate ? " +acc" : "") +
            (c.rowmap ? " +rowmap" : "") + " K=" + std::to_string(c.K) + " N=" + std::to_string(c.N) +
-           " T=" + std::to_string(c.T) + parts + (c.tile_rows ? " tiles of " + std::to_string(c.tile_rows) : "") +
+           " T=" + std::to_string(c.T) + parts +
+           (c.tile_rows ? " tiles of " + std::to_string(c.tile_rows) : "") +
            (c.split == ops::MatmulSplit::SplitK         ? " split-K"
             : c.split == ops::MatmulSplit::LanesOwnRows ? " lanes own rows"
                                                         : "");
@@ -116,7 +117,8 @@ private slots:
     void initTestCase() {
         auto& ctx = test::context();
         qInfo("device: %s, subgroup %u, minStorageBufferOffsetAlignment %llu", ctx.info().name.c_str(),
-              ctx.subgroup_size(), static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
+              ctx.subgroup_size(),
+              static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
     }
 
     void matmul_matches_reference_data() {
@@ -133,8 +135,8 @@ private slots:
         const bool quantized = ops::find_weight_format(type)->block_elements > 1;
         const bool k_quant = ops::find_weight_format(type)->block_elements == 256;
         const std::vector<uint32_t> Ks =
-            quantized ? std::vector<uint32_t>{whole_blocks(type, 1), whole_blocks(type, 3), whole_blocks(type, 9),
-                                              whole_blocks(type, k_quant ? 17 : 33)}
+            quantized ? std::vector<uint32_t>{whole_blocks(type, 1), whole_blocks(type, 3),
+                                              whole_blocks(type, 9), whole_blocks(type, k_quant ? 17 : 33)}
                       : std::vector<uint32_t>{3, 45, 259, 1030};
         const uint32_t Ns[] = {1, 7, 13, 66, 300};
         Rng rng(200 + type);
@@ -144,8 +146,14 @@ private slots:
             for (bool acc : {false, true})
                 for (bool rowmap : {false, true}) {
                     for (size_t i = 0; i < std::size(kTokenCounts); ++i) {
-                        MatmulCase c{type, input, acc, rowmap, Ks[(i + mode) % Ks.size()],
-                                     Ns[(i + 2 * mode) % std::size(Ns)], kTokenCounts[i], {}};
+                        MatmulCase c{type,
+                                     input,
+                                     acc,
+                                     rowmap,
+                                     Ks[(i + mode) % Ks.size()],
+                                     Ns[(i + 2 * mode) % std::size(Ns)],
+                                     kTokenCounts[i],
+                                     {}};
                         auto err = run_matmul(c, rng, &worst, &worst_abs);
                         QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(c) + ": " + err)));
                         ++cases;
@@ -165,8 +173,9 @@ private slots:
                     } catch (const Error& e) {
                         if (e.code() == ErrorCode::Internal) refusal = e.what();
                     }
-                    QVERIFY2(refusal.find("tiles of 1 rows") != std::string::npos,
-                             qPrintable(QString::fromStdString(describe(c) + ": not refused (" + refusal + ")")));
+                    QVERIFY2(
+                        refusal.find("tiles of 1 rows") != std::string::npos,
+                        qPrintable(QString::fromStdString(describe(c) + ": not refused (" + refusal + ")")));
                     continue;
                 }
                 auto err = run_matmul(c, rng, &worst, &worst_abs);
@@ -175,14 +184,22 @@ private slots:
             }
         for (auto input : {ops::MatmulInput::Plain, ops::MatmulInput::Norm, ops::MatmulInput::Silu})
             for (uint32_t T : {1u, 9u, 70u}) {
-                MatmulCase c{type, input, T != 9, T == 9, Ks[cases % Ks.size()], Ns[cases % std::size(Ns)], T,
-                             {}, 0, other_split_of(test::context())};
+                MatmulCase c{type,
+                             input,
+                             T != 9,
+                             T == 9,
+                             Ks[cases % Ks.size()],
+                             Ns[cases % std::size(Ns)],
+                             T,
+                             {},
+                             0,
+                             other_split_of(test::context())};
                 auto err = run_matmul(c, rng, &worst, &worst_abs);
                 QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(c) + ": " + err)));
                 ++cases;
             }
-        qInfo("matmul %s: %d cases, worst NMSE %.3g, max |diff| %.3g (bound %.0e)", ggml_type_name(type), cases,
-              worst, worst_abs, kMatmulNmse);
+        qInfo("matmul %s: %d cases, worst NMSE %.3g, max |diff| %.3g (bound %.0e)", ggml_type_name(type),
+              cases, worst, worst_abs, kMatmulNmse);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
@@ -218,8 +235,8 @@ private slots:
                     ops::MatmulOptions opts;
                     opts.split = split;
                     opts.swiglu = true;
-                    ops::MatmulOp op(ctx, w->device, ops::MatmulInput::Norm, xb.range(), yb.range(), nb.range(),
-                                     rb.range(), opts);
+                    ops::MatmulOp op(ctx, w->device, ops::MatmulInput::Norm, xb.range(), yb.range(),
+                                     nb.range(), rb.range(), opts);
                     ops::MatmulShape ms;
                     ms.tokens = T;
                     ms.x_stride = K;
@@ -238,8 +255,8 @@ private slots:
                     rs.x_stride = K;
                     rs.y_stride = 2 * F;
                     rs.eps = 1e-5f;
-                    ops::reference_matmul(w->dequantized, 2 * F, K, ops::MatmulInput::Norm, x, gu, norm, {}, rs,
-                                          ops::fixed_point_input(ctx, split, type, T));
+                    ops::reference_matmul(w->dequantized, 2 * F, K, ops::MatmulInput::Norm, x, gu, norm, {},
+                                          rs, ops::fixed_point_input(ctx, split, type, T));
                     auto got = yb.read_words();
                     QVERIFY2(yb.guards_ok(), "the SwiGLU epilogue wrote outside its output buffer");
                     std::vector<float> gv, wv;
@@ -247,9 +264,13 @@ private slots:
                         for (uint32_t c = 0; c < y_stride; ++c) {
                             const uint32_t word = got[static_cast<size_t>(t) * y_stride + c];
                             if (c < y_offset || c >= y_offset + F) {
-                                QVERIFY2(word == kSentinel, qPrintable(QString("F=%1 T=%2: column %3 of token %4 "
-                                                                               "written")
-                                                                           .arg(F).arg(T).arg(c).arg(t)));
+                                QVERIFY2(word == kSentinel,
+                                         qPrintable(QString("F=%1 T=%2: column %3 of token %4 "
+                                                            "written")
+                                                        .arg(F)
+                                                        .arg(T)
+                                                        .arg(c)
+                                                        .arg(t)));
                                 continue;
                             }
                             const uint32_t i = c - y_offset;
@@ -262,15 +283,18 @@ private slots:
                     worst = std::max(worst, st.nmse);
                     worst_abs = std::max(worst_abs, st.max_abs);
                     auto err = check("silu(gate) * up", st, kMatmulNmse);
-                    QVERIFY2(err.empty(), qPrintable(QString("F=%1 K=%2 T=%3 %4: %5")
-                                                         .arg(F).arg(K).arg(T)
-                                                         .arg(split == ops::MatmulSplit::ForDevice ? "device kernels"
-                                                                                                   : "other kernels")
-                                                         .arg(err.c_str())));
+                    QVERIFY2(err.empty(),
+                             qPrintable(QString("F=%1 K=%2 T=%3 %4: %5")
+                                            .arg(F)
+                                            .arg(K)
+                                            .arg(T)
+                                            .arg(split == ops::MatmulSplit::ForDevice ? "device kernels"
+                                                                                      : "other kernels")
+                                            .arg(err.c_str())));
                     ++cases;
                 }
-        qInfo("gate/up SwiGLU %s: %d cases, worst NMSE %.3g, max |diff| %.3g (bound %.0e)", ggml_type_name(type),
-              cases, worst, worst_abs, kMatmulNmse);
+        qInfo("gate/up SwiGLU %s: %d cases, worst NMSE %.3g, max |diff| %.3g (bound %.0e)",
+              ggml_type_name(type), cases, worst, worst_abs, kMatmulNmse);
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
@@ -295,7 +319,8 @@ private slots:
         Rng rng(800 + type);
         std::vector<float> wv(static_cast<size_t>(N) * K);
         for (uint32_t i = 0; i < wv.size(); ++i)
-            wv[i] = i % 32 == 0 ? (q8 ? 127.0f : -8.0f) : static_cast<float>(static_cast<int>(rng.below(7)) - 3);
+            wv[i] =
+                i % 32 == 0 ? (q8 ? 127.0f : -8.0f) : static_cast<float>(static_cast<int>(rng.below(7)) - 3);
         auto w = make_weight_of(ctx, type, N, K, wv, {}, 0, ops::MatmulSplit::LanesOwnRows);
         QVERIFY(w->dequantized == wv);  // scales of exactly 1
         for (uint32_t T : {1u, 5u}) {
@@ -305,7 +330,7 @@ private slots:
                 float* xt = x.data() + static_cast<size_t>(t) * K;
                 for (uint32_t k = 0; k < K; ++k) xt[k] = k % 32 == 0 ? 0.0f : rng.uniform(-1.0f, 1.0f);
                 // Group 0: its largest values just below 2 (step 2^-14), and values at the rounding edges.
-                const float edges[] = {0x1.fffffep0f, 0x1p-16f,     3 * 0x1p-16f, 5 * 0x1p-15f,
+                const float edges[] = {0x1.fffffep0f, 0x1p-16f,      3 * 0x1p-16f, 5 * 0x1p-15f,
                                        7 * 0x1p-15f,  -5 * 0x1p-15f, -1.0f,        -0x1.fffffep0f};
                 for (size_t i = 0; i < std::size(edges); ++i) xt[1 + i] = edges[i];
                 xt[33] = 1.5f;  // group 1 on the same step, so the two groups' sums add exactly
@@ -320,7 +345,10 @@ private slots:
             for (uint32_t i = 0; i < T * N; ++i)
                 QVERIFY2(got[i] == float_bits(want[i]),
                          qPrintable(QString("T=%1: token %2, row %3: %4, want %5")
-                                        .arg(T).arg(i / N).arg(i % N).arg(double(bits_to_float(got[i])), 0, 'g', 9)
+                                        .arg(T)
+                                        .arg(i / N)
+                                        .arg(i % N)
+                                        .arg(double(bits_to_float(got[i])), 0, 'g', 9)
                                         .arg(double(want[i]), 0, 'g', 9)));
             if (T > 1)
                 for (uint32_t n = 0; n < N; ++n) QCOMPARE(want[N + n], 0.0f);
@@ -345,7 +373,7 @@ private slots:
             for (uint32_t T : {1u, 3u, 30u}) {
                 auto w = make_weight(ctx, type, N, K, rng, {}, 0, split);
                 auto x = rng.floats(static_cast<size_t>(T) * K, -2.0f, 2.0f);
-                x[5] = std::nanf("");                            // token 0, first group
+                x[5] = std::nanf("");                                           // token 0, first group
                 if (T > 1) x[K + 40] = std::numeric_limits<float>::infinity();  // token 1, second group
                 auto got = run_plain_matmul(ctx, *w, x, T, split);
                 QVERIFY2(!got.empty(), "wrote outside the output buffer");
@@ -357,7 +385,9 @@ private slots:
                                                 .arg(T)
                                                 .arg(split == ops::MatmulSplit::ForDevice ? "device kernels"
                                                                                           : "other kernels")
-                                                .arg(t).arg(n).arg(v)));
+                                                .arg(t)
+                                                .arg(n)
+                                                .arg(v)));
                     }
             }
         LANTERN_VERIFY_NO_VALIDATION();
@@ -376,10 +406,12 @@ private slots:
         double worst = 0, worst_abs = 0;
         for (auto input : {ops::MatmulInput::Plain, ops::MatmulInput::Norm, ops::MatmulInput::Silu})
             for (uint32_t T : {1u, 9u}) {
-                MatmulCase c{type, input, T == 9, T == 1, quantized ? whole_blocks(type, 3) : 77u, 37, T, {10, 13, 14}};
+                MatmulCase c{type, input, T == 9,      T == 1, quantized ? whole_blocks(type, 3) : 77u,
+                             37,   T,     {10, 13, 14}};
                 auto err = run_matmul(c, rng, &worst, &worst_abs);
                 QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(c) + ": " + err)));
-                MatmulCase two{type, input, false, false, quantized ? whole_blocks(type, 2) : 40u, 9, T, {1, 8}};
+                MatmulCase two{type, input, false, false, quantized ? whole_blocks(type, 2) : 40u,
+                               9,    T,     {1, 8}};
                 err = run_matmul(two, rng, &worst, &worst_abs);
                 QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(two) + ": " + err)));
             }

@@ -51,7 +51,8 @@ private slots:
         const auto want_prompt = test::token_ids(ref["prompt_once_upon_a_time_tokens"].toArray());
         const std::string ref_text = ref["greedy_from_bos_text"].toString().toStdString();
         QVERIFY(greedy.size() >= want_prompt.size() + n_generate);
-        QVERIFY(std::equal(want_prompt.begin(), want_prompt.end(), greedy.begin()));  // the prompt is a prefix
+        QVERIFY(
+            std::equal(want_prompt.begin(), want_prompt.end(), greedy.begin()));  // the prompt is a prefix
 
         auto engine = Engine::load(test::shared_path("models/" + file.toStdString()), options(kv_f16));
         const auto& tok = engine->tokenizer();
@@ -69,7 +70,8 @@ private slots:
         }
         const std::string text = tok.decode(all);
         qInfo("%s: %s", qPrintable(file), text.c_str());
-        QCOMPARE(all, std::vector<int32_t>(greedy.begin(), greedy.begin() + static_cast<ptrdiff_t>(all.size())));
+        QCOMPARE(all,
+                 std::vector<int32_t>(greedy.begin(), greedy.begin() + static_cast<ptrdiff_t>(all.size())));
         QVERIFY2(ref_text.starts_with(text), qPrintable(QString::fromStdString("text: " + text)));
         QVERIFY(text.starts_with("Once upon a time, there was a little girl named Lily."));
         LANTERN_VERIFY_NO_VALIDATION();

@@ -25,6 +25,7 @@
 #include "lantern/engine.h"
 #include "lantern/error.h"
 #include "lantern/gguf.h"
+#include "lantern/synthetic.h"
 #include "lantern/tokenizer.h"
 #include "ops/attention.h"
 #include "ops/embed.h"
@@ -32,7 +33,6 @@
 #include "ops/qk_norm_rope.h"
 #include "ops/weight_format.h"
 #include "runtime/engine_test_hooks.h"
-#include "lantern/synthetic.h"
 #include "test_support.h"
 
 using namespace lantern;
@@ -47,7 +47,7 @@ constexpr double kLogitMaxAbs = 5e-4;
 struct Config {
     uint32_t dim = 96, layers = 3, heads = 6, kv_heads = 2, ffn = 160, vocab = 300, context = 128;
     float eps = 1e-5f, rope_base = 10000.0f;
-    RopeScaling rope;  // written as llama.cpp's converters write it
+    RopeScaling rope;            // written as llama.cpp's converters write it
     std::string arch = "llama";  // general.architecture, and the prefix of its keys
     bool qkv_bias = false;       // attn_{q,k,v}.bias in every layer (qwen2 always has them)
     uint32_t head_size = 0;      // 0: dim / heads; else written as attention.key_length (Qwen3)
@@ -109,17 +109,20 @@ public:
         if (c_.rope.type != RopeScaling::Type::None) {
             w.set_string(a + "rope.scaling.type", rope_scaling_name(c_.rope.type));
             w.set_f32(a + "rope.scaling.factor", c_.rope.factor);
-            if (c_.rope.original_context) w.set_u32(a + "rope.scaling.original_context_length", c_.rope.original_context);
+            if (c_.rope.original_context)
+                w.set_u32(a + "rope.scaling.original_context_length", c_.rope.original_context);
         }
         if (!c_.rope.frequency_factors.empty()) {  // as Llama 3.1+ files carry them
             const auto& ff = c_.rope.frequency_factors;
-            w.add_tensor("rope_freqs.weight", {ff.size()}, uint32_t(GgmlType::F32), ops::quantize(uint32_t(GgmlType::F32), ff, uint32_t(ff.size())));
+            w.add_tensor("rope_freqs.weight", {ff.size()}, uint32_t(GgmlType::F32),
+                         ops::quantize(uint32_t(GgmlType::F32), ff, uint32_t(ff.size())));
         }
         w.set_f32(a + "attention.layer_norm_rms_epsilon", c_.eps);
         add_synthetic_vocabulary(w, c_.vocab);
 
         // rows x cols matrix, uniform with variance ~1/cols (activations keep their scale).
-        auto matrix = [&](const std::string& name, uint32_t rows, uint32_t cols, float scale, uint32_t t = ~0u) {
+        auto matrix = [&](const std::string& name, uint32_t rows, uint32_t cols, float scale,
+                          uint32_t t = ~0u) {
             if (t == ~0u) t = type;
             std::uniform_real_distribution<float> u(-scale, scale);
             std::vector<float> v(static_cast<size_t>(rows) * cols);
@@ -152,11 +155,13 @@ public:
                 // moves every logit.
                 std::uniform_real_distribution<float> u(-1.0f, 1.0f);
                 L.bqkv.clear();
-                for (const auto& [piece, n] : {std::pair{"attn_q.bias", c_.q_dim()}, std::pair{"attn_k.bias", c_.kv_dim()},
-                                               std::pair{"attn_v.bias", c_.kv_dim()}}) {
+                for (const auto& [piece, n] :
+                     {std::pair{"attn_q.bias", c_.q_dim()}, std::pair{"attn_k.bias", c_.kv_dim()},
+                      std::pair{"attn_v.bias", c_.kv_dim()}}) {
                     std::vector<float> b(n);
                     for (auto& x : b) x = u(rng);
-                    w.add_tensor(p + piece, {n}, uint32_t(GgmlType::F32), ops::quantize(uint32_t(GgmlType::F32), b, n));
+                    w.add_tensor(p + piece, {n}, uint32_t(GgmlType::F32),
+                                 ops::quantize(uint32_t(GgmlType::F32), b, n));
                     L.bqkv.insert(L.bqkv.end(), b.begin(), b.end());
                 }
             }
@@ -193,7 +198,8 @@ public:
         }
         tables_.resize(blocks);
         for (uint32_t b = 0; b < blocks; ++b) tables_[b] = b;
-        RopeScaling rope = c_.rope;  // without the key, the original context is the trained one (as the engine reads it)
+        RopeScaling rope =
+            c_.rope;  // without the key, the original context is the trained one (as the engine reads it)
         if (!rope.original_context) rope.original_context = c_.context;
         rope_ = ops::rope_table(c_.context, c_.head_dim(), c_.rope_base, rope);
         length_ = 0;
@@ -224,19 +230,20 @@ public:
             s.eps = c_.eps;
             return s;
         };
-        std::vector<float> qkv(static_cast<size_t>(T) * c_.qkv_width()), attn(static_cast<size_t>(T) * c_.q_dim()),
-            gu(static_cast<size_t>(T) * 2 * F);
+        std::vector<float> qkv(static_cast<size_t>(T) * c_.qkv_width()),
+            attn(static_cast<size_t>(T) * c_.q_dim()), gu(static_cast<size_t>(T) * 2 * F);
         // Rows [first, first + rows) of W, a matrix of weight type `type`, into y from column `first`:
         // its input in fixed point where the engine's kernels take it so (every step the tests run
         // here has as many tokens as the engine's, and so has the LM head: all positions, or one
         // when the engine wants the last one only and the step is short).
-        auto matmul = [&](const std::vector<float>& W, uint32_t first, uint32_t rows, uint32_t cols, uint32_t type,
-                          ops::MatmulInput in, const std::vector<float>& xs, std::vector<float>& y,
-                          const std::vector<float>& norm, ops::MatmulShape s) {
+        auto matmul = [&](const std::vector<float>& W, uint32_t first, uint32_t rows, uint32_t cols,
+                          uint32_t type, ops::MatmulInput in, const std::vector<float>& xs,
+                          std::vector<float>& y, const std::vector<float>& norm, ops::MatmulShape s) {
             s.y_offset = first;
             ops::reference_matmul(std::span<const float>(W).subspan(static_cast<size_t>(first) * cols,
-                                                                     static_cast<size_t>(rows) * cols),
-                                  rows, cols, in, xs, y, norm, {}, s, ops::fixed_point_input(cpu_driver_, type, T));
+                                                                    static_cast<size_t>(rows) * cols),
+                                  rows, cols, in, xs, y, norm, {}, s,
+                                  ops::fixed_point_input(cpu_driver_, type, T));
         };
         const uint32_t KV = c_.kv_dim(), Q = c_.q_dim();
         for (uint32_t l = 0; l < c_.layers; ++l) {
@@ -246,7 +253,8 @@ public:
             matmul(L.wqkv, Q, KV, D, k_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
             matmul(L.wqkv, Q + KV, KV, D, v_type_, ops::MatmulInput::Norm, x, qkv, L.attn_norm, qkv_shape);
             for (uint32_t t = 0; t < T && !L.bqkv.empty(); ++t)
-                for (uint32_t i = 0; i < c_.qkv_width(); ++i) qkv[static_cast<size_t>(t) * c_.qkv_width() + i] += L.bqkv[i];
+                for (uint32_t i = 0; i < c_.qkv_width(); ++i)
+                    qkv[static_cast<size_t>(t) * c_.qkv_width() + i] += L.bqkv[i];
             if (c_.qk_norm) ops::reference_qk_norm(a, qkv, T, L.q_norm, L.k_norm, c_.eps);
             ops::reference_rope_store(a, qkv, info, rope_, kv_[l], c_.arch != "llama");
             ops::reference_attention(a, qkv, info, tables_, kv_[l], attn);
@@ -256,7 +264,8 @@ public:
             matmul(L.wd, 0, D, F, down_type_, ops::MatmulInput::Silu, gu, x, {}, shape(2 * F, D, true));
         }
         std::vector<float> logits(static_cast<size_t>(T) * c_.vocab);
-        matmul(lm_head_, 0, c_.vocab, D, type_, ops::MatmulInput::Norm, x, logits, out_norm_, shape(D, c_.vocab, false));
+        matmul(lm_head_, 0, c_.vocab, D, type_, ops::MatmulInput::Norm, x, logits, out_norm_,
+               shape(D, c_.vocab, false));
         length_ += T;
         return logits;
     }
@@ -265,7 +274,7 @@ private:
     static constexpr uint32_t kBlock = 16;
     struct Layer {
         std::vector<float> attn_norm, ffn_norm, wqkv, wo, wgu, wd;
-        std::vector<float> bqkv;  // [Q | K | V] biases (Config::qkv_bias), empty without
+        std::vector<float> bqkv;            // [Q | K | V] biases (Config::qkv_bias), empty without
         std::vector<float> q_norm, k_norm;  // per-head norms (Config::qk_norm), empty without
     };
     Config c_;
@@ -294,7 +303,8 @@ struct Agreement {
             max_abs = std::max(max_abs, std::fabs(d));
         }
         this->n += n;
-        if (std::max_element(got, got + n) - got != std::max_element(want, want + n) - want) ++argmax_mismatch;
+        if (std::max_element(got, got + n) - got != std::max_element(want, want + n) - want)
+            ++argmax_mismatch;
     }
     size_t n = 0;
     double nmse() const { return den > 0 ? num / den : num; }
@@ -320,9 +330,11 @@ Run prefill_and_decode(Engine& engine, ReferenceModel& ref, const Config& c, uin
     auto seq = engine.create_sequence();
     StepItem item{seq, prompt, true, true};
     auto rows = engine.step(std::span<const StepItem>(&item, 1));
-    if (rows.size() != prompt.size()) throw std::runtime_error("the prefill step returned the wrong number of rows");
+    if (rows.size() != prompt.size())
+        throw std::runtime_error("the prefill step returned the wrong number of rows");
     auto want = ref.forward(prompt);
-    for (size_t i = 0; i < rows.size(); ++i) run.prefill.add(rows[i].data(), want.data() + i * c.vocab, c.vocab);
+    for (size_t i = 0; i < rows.size(); ++i)
+        run.prefill.add(rows[i].data(), want.data() + i * c.vocab, c.vocab);
     int32_t next = argmax(want, (prompt.size() - 1) * c.vocab, c.vocab);
     for (int step = 0; step < 10; ++step) {
         StepItem d{seq, {next}, true, false};
@@ -388,29 +400,32 @@ private slots:
             for (bool tied : {true, false})
                 QTest::addRow("%s, %s output", ggml_type_name(u(t)), tied ? "tied" : "untied")
                     << u(t) << tied << u(t) << false << false;
-        QTest::newRow("Q8_0 with F16 attn_k and ffn_up") << u(GgmlType::Q8_0) << false << u(GgmlType::F16) << false
-                                                         << false;
+        QTest::newRow("Q8_0 with F16 attn_k and ffn_up")
+            << u(GgmlType::Q8_0) << false << u(GgmlType::F16) << false << false;
         // Types stored in another type's device layout: Q4_1 (Q4_K's), Q5_0, IQ4_NL, IQ4_XS
         // (Q8_0's), Q5_1 (Q5_K's), Q3_K (Q6_K's), BF16 (F32's).
         for (auto t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::IQ4_XS,
                        GgmlType::Q3_K, GgmlType::BF16})
-            QTest::addRow("%s, untied output", ggml_type_name(u(t))) << u(t) << false << u(t) << false << false;
+            QTest::addRow("%s, untied output", ggml_type_name(u(t)))
+                << u(t) << false << u(t) << false << false;
         // K-quants, and mixes: Q6_K beside Q4_K in a layer where Q/K/V and gate/up cannot be
         // stacked (the layer is not fused), and llama.cpp's Q4_K_M mix (Q6_K attn_v and ffn_down:
         // fused, its matmuls each in their own type).
         for (auto t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
-            QTest::addRow("%s, untied output", ggml_type_name(u(t))) << u(t) << false << u(t) << false << false;
-        QTest::newRow("Q4_K, tied output") << u(GgmlType::Q4_K) << true << u(GgmlType::Q4_K) << false << false;
-        QTest::newRow("Q4_K with Q6_K attn_k and ffn_up") << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << false
-                                                          << false;
-        QTest::newRow("Q4_K with Q6_K attn_v and ffn_down") << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << true
-                                                            << false;
+            QTest::addRow("%s, untied output", ggml_type_name(u(t)))
+                << u(t) << false << u(t) << false << false;
+        QTest::newRow("Q4_K, tied output")
+            << u(GgmlType::Q4_K) << true << u(GgmlType::Q4_K) << false << false;
+        QTest::newRow("Q4_K with Q6_K attn_k and ffn_up")
+            << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << false << false;
+        QTest::newRow("Q4_K with Q6_K attn_v and ffn_down")
+            << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << true << false;
         // llama.cpp's Q3_K_M mix: Q5_K attn_v and ffn_down beside Q3_K.
-        QTest::newRow("Q3_K with Q5_K attn_v and ffn_down") << u(GgmlType::Q3_K) << false << u(GgmlType::Q5_K) << true
-                                                            << false;
+        QTest::newRow("Q3_K with Q5_K attn_v and ffn_down")
+            << u(GgmlType::Q3_K) << false << u(GgmlType::Q5_K) << true << false;
         // The path a GPU takes (row-major weights, split-K matmuls, attention splitting keys), here too.
-        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
-                       GgmlType::Q6_K})
+        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                       GgmlType::Q5_K, GgmlType::Q6_K})
             QTest::addRow("%s, GPU layouts", ggml_type_name(u(t))) << u(t) << false << u(t) << false << true;
     }
     void engine_matches_cpu_reference() {
@@ -419,7 +434,8 @@ private slots:
         QFETCH(uint32_t, other_type);
         QFETCH(bool, v_and_down);
         QFETCH(bool, gpu_layouts);
-        matches_cpu_reference(config_for({type, other_type}), type, tied, other_type, v_and_down, gpu_layouts);
+        matches_cpu_reference(config_for({type, other_type}), type, tied, other_type, v_and_down,
+                              gpu_layouts);
     }
 
     // Qwen2's and Qwen3's layers against the same reference with their pieces added: qwen2 a bias
@@ -438,11 +454,13 @@ private slots:
         for (const char* arch : {"qwen2", "qwen3"}) {
             const QString a(arch);
             for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
-                QTest::addRow("%s %s, tied output", arch, ggml_type_name(u(t))) << a << u(t) << true << u(t) << false << false;
+                QTest::addRow("%s %s, tied output", arch, ggml_type_name(u(t)))
+                    << a << u(t) << true << u(t) << false << false;
             QTest::addRow("%s Q4_K with Q6_K attn_v and ffn_down", arch)
                 << a << u(GgmlType::Q4_K) << false << u(GgmlType::Q6_K) << true << false;
             for (auto t : {GgmlType::F32, GgmlType::Q8_0})
-                QTest::addRow("%s %s, GPU layouts", arch, ggml_type_name(u(t))) << a << u(t) << false << u(t) << false << true;
+                QTest::addRow("%s %s, GPU layouts", arch, ggml_type_name(u(t)))
+                    << a << u(t) << false << u(t) << false << true;
         }
         QTest::newRow("qwen2 Q8_0 with F16 attn_k and ffn_up")
             << QStringLiteral("qwen2") << u(GgmlType::Q8_0) << false << u(GgmlType::F16) << false << false;
@@ -456,16 +474,16 @@ private slots:
         QFETCH(uint32_t, other_type);
         QFETCH(bool, v_and_down);
         QFETCH(bool, gpu_layouts);
-        matches_cpu_reference(with_architecture(config_for({type, other_type}), arch.toStdString()), type, tied,
-                              other_type, v_and_down, gpu_layouts);
+        matches_cpu_reference(with_architecture(config_for({type, other_type}), arch.toStdString()), type,
+                              tied, other_type, v_and_down, gpu_layouts);
     }
 
 private:
-    void matches_cpu_reference(const Config& c, uint32_t type, bool tied, uint32_t other_type, bool v_and_down,
-                               bool gpu_layouts) {
+    void matches_cpu_reference(const Config& c, uint32_t type, bool tied, uint32_t other_type,
+                               bool v_and_down, bool gpu_layouts) {
         const std::string path = test::temp_dir() + "/random-" + c.arch + "-" + ggml_type_name(type) +
-                                 (tied ? "-tied" : "") + "-" + ggml_type_name(other_type) + (v_and_down ? "-vd" : "") +
-                                 (gpu_layouts ? "-gpu" : "") + ".gguf";
+                                 (tied ? "-tied" : "") + "-" + ggml_type_name(other_type) +
+                                 (v_and_down ? "-vd" : "") + (gpu_layouts ? "-gpu" : "") + ".gguf";
         ReferenceModel ref(c, tied);
         ref.write(path, type, 1000 + type * 2 + (tied ? 1 : 0), other_type,
                   v_and_down ? ReferenceModel::Mix::VAndDown : ReferenceModel::Mix::KAndUp);
@@ -493,7 +511,8 @@ private:
             }
             for (uint32_t t : {type, other_type}) {
                 const auto allowed = layouts_of(t);
-                QVERIFY(std::any_of(layouts.begin(), layouts.end(), [&](uint32_t l) { return allowed.count(l) > 0; }));
+                QVERIFY(std::any_of(layouts.begin(), layouts.end(),
+                                    [&](uint32_t l) { return allowed.count(l) > 0; }));
             }
             QCOMPARE(sum, m.decode_read_bytes);
             QVERIFY(m.decode_read_bytes < m.weight_bytes);
@@ -514,10 +533,12 @@ private:
         QCOMPARE(engine->tokenizer().decode(std::span<const int32_t>(ids).subspan(1)), text);
 
         const auto [prefill, decode] = prefill_and_decode(*engine, ref, c, 7 + type);
-        qInfo("%s %s: prefill 40 x %u logits NMSE %.3g max |diff| %.3g; decode 10 steps NMSE %.3g max |diff| %.3g "
-              "(logits RMS %.3g)",
-              ggml_type_name(type), tied ? "tied" : "untied", c.vocab, prefill.nmse(), prefill.max_abs, decode.nmse(),
-              decode.max_abs, decode.rms());
+        qInfo(
+            "%s %s: prefill 40 x %u logits NMSE %.3g max |diff| %.3g; decode 10 steps NMSE %.3g max |diff| "
+            "%.3g "
+            "(logits RMS %.3g)",
+            ggml_type_name(type), tied ? "tied" : "untied", c.vocab, prefill.nmse(), prefill.max_abs,
+            decode.nmse(), decode.max_abs, decode.rms());
         // On lavapipe the decode steps ran fused layers (the fused decode layer),
         // unless Q/K/V came in three stacks or gate/up could not be interleaved (other types on
         // attn_k and ffn_up); elsewhere the separate kernels. (A fused
@@ -529,9 +550,11 @@ private:
                  lavapipe && (other_type == type || v_and_down) && !gpu_layouts);
         for (const auto* a : {&prefill, &decode}) {
             QVERIFY2(a->finite, "the engine produced NaN/Inf logits");
-            QVERIFY2(a->nmse() < kLogitNmse, qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));
+            QVERIFY2(a->nmse() < kLogitNmse,
+                     qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));
             const double bound = kLogitMaxAbs * std::max(1.0, a->rms());
-            QVERIFY2(a->max_abs < bound, qPrintable(QString("max |diff| %1 >= %2").arg(a->max_abs).arg(bound)));
+            QVERIFY2(a->max_abs < bound,
+                     qPrintable(QString("max |diff| %1 >= %2").arg(a->max_abs).arg(bound)));
             QCOMPARE(a->argmax_mismatch, 0);
         }
         LANTERN_VERIFY_NO_VALIDATION();
@@ -546,7 +569,7 @@ private slots:
         QTest::addColumn<uint32_t>("type");
         QTest::addColumn<int>("scaling");  // RopeScaling::Type
         QTest::addColumn<float>("factor");
-        QTest::addColumn<uint32_t>("original");  // YaRN's original context (0: the trained one)
+        QTest::addColumn<uint32_t>("original");       // YaRN's original context (0: the trained one)
         QTest::addColumn<bool>("frequency_factors");  // rope_freqs.weight (Llama 3.1+)
         const auto q8 = uint32_t(GgmlType::Q8_0), f32 = uint32_t(GgmlType::F32);
         const int linear = int(RopeScaling::Type::Linear), yarn = int(RopeScaling::Type::Yarn);
@@ -569,11 +592,12 @@ private slots:
         c.rope.factor = factor;
         c.rope.original_context = original;
         if (frequency_factors)  // Llama 3.1's shape: 1 for the fast pairs, up to 8 for the slow ones
-            for (uint32_t i = 0; i < c.head_dim() / 2; ++i) c.rope.frequency_factors.push_back(i < 2 ? 1.0f : i < 5 ? 2.5f : 8.0f);
+            for (uint32_t i = 0; i < c.head_dim() / 2; ++i)
+                c.rope.frequency_factors.push_back(i < 2 ? 1.0f : i < 5 ? 2.5f : 8.0f);
         Config unscaled = c;
         unscaled.rope = {};
-        const std::string path = test::temp_dir() + "/random-rope-" + std::to_string(scaling) + (frequency_factors ? "-ff-" : "-") +
-                                 ggml_type_name(type) + ".gguf";
+        const std::string path = test::temp_dir() + "/random-rope-" + std::to_string(scaling) +
+                                 (frequency_factors ? "-ff-" : "-") + ggml_type_name(type) + ".gguf";
         ReferenceModel ref(c, false), ignoring(unscaled, false);
         ref.write(path, type, 77);
         ignoring.write(path + ".unscaled.gguf", type, 77);  // same seed: the same weights
@@ -590,14 +614,16 @@ private slots:
         auto engine2 = Engine::load(path, options());
         const auto wrong = prefill_and_decode(*engine2, ignoring, c, 5);
         qInfo("%s, %s x%g: prefill NMSE %.3g, decode %.3g; against the unscaled reference %.3g / %.3g",
-              ggml_type_name(type), rope_scaling_name(c.rope.type), factor, run.prefill.nmse(), run.decode.nmse(),
-              wrong.prefill.nmse(), wrong.decode.nmse());
+              ggml_type_name(type), rope_scaling_name(c.rope.type), factor, run.prefill.nmse(),
+              run.decode.nmse(), wrong.prefill.nmse(), wrong.decode.nmse());
         for (const auto* a : {&run.prefill, &run.decode}) {
             QVERIFY(a->finite);
-            QVERIFY2(a->nmse() < kLogitNmse, qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));
+            QVERIFY2(a->nmse() < kLogitNmse,
+                     qPrintable(QString("NMSE %1 >= %2").arg(a->nmse()).arg(kLogitNmse)));
             QCOMPARE(a->argmax_mismatch, 0);
         }
-        QVERIFY2(wrong.prefill.nmse() > 1e-4, "the scaling made no difference: the test cannot tell it from none");
+        QVERIFY2(wrong.prefill.nmse() > 1e-4,
+                 "the scaling made no difference: the test cannot tell it from none");
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
@@ -611,47 +637,51 @@ private slots:
         QTest::addColumn<bool>("kv_f16");
         QTest::addColumn<bool>("odd");
         QTest::addColumn<uint32_t>("v_down_type");  // of attn_v and ffn_down (a layer of mixed types)
-        QTest::addColumn<bool>("nine_heads");         // 9 heads of 32: lanes own heads for 1-4 tokens
+        QTest::addColumn<bool>("nine_heads");       // 9 heads of 32: lanes own heads for 1-4 tokens
         // 32 heads of 8, 4 per KV head: lanes own two heads each (ops::heads_per_lane_for on 2 threads)
         QTest::addColumn<bool>("many_heads");
-        QTest::addColumn<QString>("arch");  // llama; qwen2 (Q/K/V biases); qwen3 (Q/K norms in the band, Q 2x wide)
+        QTest::addColumn<QString>(
+            "arch");  // llama; qwen2 (Q/K/V biases); qwen3 (Q/K norms in the band, Q 2x wide)
         const auto u = [](GgmlType t) { return static_cast<uint32_t>(t); };
-        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
-                       GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
-                       GgmlType::IQ4_XS, GgmlType::Q3_K, GgmlType::BF16})
+        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                       GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                       GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q3_K, GgmlType::BF16})
             for (bool kv_f16 : {true, false})
                 for (bool odd : {false, true}) {
                     if (odd && ops::find_weight_format(u(t))->block_elements > 1) continue;
-                    QTest::addRow("%s, %s KV%s", ggml_type_name(u(t)), kv_f16 ? "F16" : "F32", odd ? ", odd shape" : "")
+                    QTest::addRow("%s, %s KV%s", ggml_type_name(u(t)), kv_f16 ? "F16" : "F32",
+                                  odd ? ", odd shape" : "")
                         << u(t) << kv_f16 << odd << u(t) << false << false << QStringLiteral("llama");
                 }
         // Mixed layers: Q4_K_M's (Q6_K attn_v and ffn_down beside Q4_K), Q5_K_M's, Q3_K_M's, and a float V
         // and down beside Q8_0 (zero-padded float groups in the second Q/K/V stack).
-        for (auto [t, o] : {std::pair{GgmlType::Q4_K, GgmlType::Q6_K}, std::pair{GgmlType::Q5_K, GgmlType::Q6_K},
-                            std::pair{GgmlType::Q3_K, GgmlType::Q5_K}, std::pair{GgmlType::Q8_0, GgmlType::F16}})
+        for (auto [t, o] :
+             {std::pair{GgmlType::Q4_K, GgmlType::Q6_K}, std::pair{GgmlType::Q5_K, GgmlType::Q6_K},
+              std::pair{GgmlType::Q3_K, GgmlType::Q5_K}, std::pair{GgmlType::Q8_0, GgmlType::F16}})
             for (bool kv_f16 : {true, false})
-                QTest::addRow("%s with %s attn_v and ffn_down, %s KV", ggml_type_name(u(t)), ggml_type_name(u(o)),
-                              kv_f16 ? "F16" : "F32")
+                QTest::addRow("%s with %s attn_v and ffn_down, %s KV", ggml_type_name(u(t)),
+                              ggml_type_name(u(o)), kv_f16 ? "F16" : "F32")
                     << u(t) << kv_f16 << false << u(o) << false << false << QStringLiteral("llama");
         // Quantized layers whose 2-4 token steps run fused (the shapes above split keys
         // for one token there): the fused layer's tokens-per-lane variants over integer weights.
         for (auto t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL})
-            QTest::addRow("%s, F16 KV, nine heads", ggml_type_name(u(t))) << u(t) << true << false << u(t) << true
-                                                                         << false << QStringLiteral("llama");
+            QTest::addRow("%s, F16 KV, nine heads", ggml_type_name(u(t)))
+                << u(t) << true << false << u(t) << true << false << QStringLiteral("llama");
         // GQA with two query heads per lane (F32 KV there: test_op_attention).
         QTest::newRow("Q8_0, F16 KV, 32 heads of 4 per KV head")
-            << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0) << false << true << QStringLiteral("llama");
+            << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0) << false << true
+            << QStringLiteral("llama");
         // Qwen2's biases and Qwen3's per-head norms (whole heads in each Q/K/V band), alone, in a
         // mixed layer, and in steps of 2-4 tokens (nine heads).
         for (const char* arch : {"qwen2", "qwen3"}) {
-            QTest::addRow("%s Q8_0, F16 KV", arch) << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0) << false
-                                                   << false << QString(arch);
-            QTest::addRow("%s F32, F32 KV", arch) << u(GgmlType::F32) << false << false << u(GgmlType::F32) << false
-                                                  << false << QString(arch);
+            QTest::addRow("%s Q8_0, F16 KV", arch)
+                << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0) << false << false << QString(arch);
+            QTest::addRow("%s F32, F32 KV", arch)
+                << u(GgmlType::F32) << false << false << u(GgmlType::F32) << false << false << QString(arch);
             QTest::addRow("%s Q4_K with Q6_K attn_v and ffn_down, F16 KV", arch)
                 << u(GgmlType::Q4_K) << true << false << u(GgmlType::Q6_K) << false << false << QString(arch);
-            QTest::addRow("%s Q8_0, F16 KV, nine heads", arch) << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0)
-                                                               << true << false << QString(arch);
+            QTest::addRow("%s Q8_0, F16 KV, nine heads", arch)
+                << u(GgmlType::Q8_0) << true << false << u(GgmlType::Q8_0) << true << false << QString(arch);
         }
     }
     void fused_layers_match_separate_kernels() {
@@ -682,9 +712,9 @@ private slots:
             c.ffn = 320;
         }
         c = with_architecture(c, arch.toStdString());
-        const std::string path = test::temp_dir() + "/fused-" + c.arch + "-" + ggml_type_name(type) + (odd ? "-odd" : "") +
-                                 (nine_heads ? "-nine" : "") + (many_heads ? "-many" : "") + "-" +
-                                 ggml_type_name(v_down_type) + ".gguf";
+        const std::string path = test::temp_dir() + "/fused-" + c.arch + "-" + ggml_type_name(type) +
+                                 (odd ? "-odd" : "") + (nine_heads ? "-nine" : "") +
+                                 (many_heads ? "-many" : "") + "-" + ggml_type_name(v_down_type) + ".gguf";
         ReferenceModel ref(c, false);
         ref.write(path, type, 3000 + type, v_down_type, ReferenceModel::Mix::VAndDown);
         auto o = options();
@@ -706,11 +736,13 @@ private slots:
         // attention kernel splits its work for them as for one — with 9 heads (two groups of 8)
         // lanes own heads either way; with 6, one token splits keys and more do not, so those
         // steps run the separate kernels.
-        for (const auto& tokens : {std::vector<int32_t>{5, 6}, std::vector<int32_t>{7, 8, 9}, std::vector<int32_t>{10, 11, 12, 13}}) {
+        for (const auto& tokens : {std::vector<int32_t>{5, 6}, std::vector<int32_t>{7, 8, 9},
+                                   std::vector<int32_t>{10, 11, 12, 13}}) {
             StepItem a{sf, tokens, true, true}, b{ss, tokens, true, true};
             const auto ra = fused->step(std::span<const StepItem>(&a, 1));
             const auto& prof = fused->last_step_profile();  // (a fallback on a loaded machine counts)
-            QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0, lavapipe && (odd || nine_heads || many_heads));
+            QCOMPARE(prof.fused_layers || prof.fused_fallbacks > 0,
+                     lavapipe && (odd || nine_heads || many_heads));
             QVERIFY2(ra == separate->step(std::span<const StepItem>(&b, 1)),
                      qPrintable(QString("a %1-token step differs").arg(tokens.size())));
             lf = ra.back();
@@ -722,7 +754,8 @@ private slots:
             const auto ls = separate->step(std::span<const StepItem>(&b, 1))[0];
             fused_steps += fused->last_step_profile().fused_layers ? 1 : 0;
             QVERIFY(!separate->last_step_profile().fused_layers);
-            QVERIFY2(lf == ls, qPrintable(QString("decode step %1: fused and separate logits differ").arg(step)));
+            QVERIFY2(lf == ls,
+                     qPrintable(QString("decode step %1: fused and separate logits differ").arg(step)));
         }
         // Every step ran fused on lavapipe, but for any that fell back (a thread preempted for
         // ~50 ms on a loaded machine: counted, and computed by the separate kernels).
@@ -741,7 +774,8 @@ private slots:
     void split_model_matches_the_single_file() {
         const uint32_t type = uint32_t(GgmlType::Q8_0);
         const Config c = config_for({type});
-        const std::string one = test::temp_dir() + "/random-unsplit.gguf", prefix = test::temp_dir() + "/random-split";
+        const std::string one = test::temp_dir() + "/random-unsplit.gguf",
+                          prefix = test::temp_dir() + "/random-split";
         ReferenceModel a(c, false), b(c, false);
         a.write(one, type, 99);
         b.write(prefix, type, 99, ~0u, ReferenceModel::Mix::KAndUp, 3);
@@ -754,7 +788,8 @@ private slots:
         QVERIFY(whole->prefill(s1, prompt) == split->prefill(s2, prompt));
         for (int32_t t : {3, 8, 150}) {
             StepItem i1{s1, {t}, true, false}, i2{s2, {t}, true, false};
-            QVERIFY(whole->step(std::span<const StepItem>(&i1, 1))[0] == split->step(std::span<const StepItem>(&i2, 1))[0]);
+            QVERIFY(whole->step(std::span<const StepItem>(&i1, 1))[0] ==
+                    split->step(std::span<const StepItem>(&i2, 1))[0]);
         }
         LANTERN_VERIFY_NO_VALIDATION();
     }
@@ -791,7 +826,8 @@ private slots:
     // lantern-bench's synthetic shapes by name, and any other written out as
     // DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB (untied LM head); shapes the engine cannot run refused.
     void synthetic_shapes_by_name_and_written_out() {
-        const SyntheticShape named = synthetic_shape("110m"), written = synthetic_shape("768/12/12/12/2048/32000");
+        const SyntheticShape named = synthetic_shape("110m"),
+                             written = synthetic_shape("768/12/12/12/2048/32000");
         QCOMPARE(written.dim, named.dim);
         QCOMPARE(written.n_layers, named.n_layers);
         QCOMPARE(written.n_heads, named.n_heads);
@@ -808,16 +844,18 @@ private slots:
         QVERIFY(qwen2.qkv_bias && !qwen2.qk_norm && qwen2.tied_output);
         QCOMPARE(qwen2.head_size(), 64u);
         QCOMPARE(qwen2.vocab, 151936u);
-        const SyntheticShape qwen3 = synthetic_shape("qwen3-0.6b,layers=2,vocab=1024,untied=1,output_std=0.5");
+        const SyntheticShape qwen3 =
+            synthetic_shape("qwen3-0.6b,layers=2,vocab=1024,untied=1,output_std=0.5");
         QCOMPARE(qwen3.architecture, std::string("qwen3"));
         QVERIFY(qwen3.qk_norm && !qwen3.qkv_bias && !qwen3.tied_output);
         QCOMPARE(qwen3.head_size(), 128u);  // 16 heads of 128 on a width of 1024
         QCOMPARE(qwen3.n_layers, 2u);
         QCOMPARE(qwen3.vocab, 1024u);
         QCOMPARE(qwen3.output_std, 0.5f);
-        for (const char* bad : {"768/12/12/5/2048/32000", "770/12/12/12/2048/32000", "768/0/12/12/2048/32000",
-                                "768/12/12/12/2048", "768/12/12/12/2048/32000x", "huge", "qwen3-0.6b,layers=0",
-                                "qwen3-0.6b,vocab=100", "qwen3-0.6b,output_std=1", "qwen3-0.6b,colour=red"}) {
+        for (const char* bad :
+             {"768/12/12/5/2048/32000", "770/12/12/12/2048/32000", "768/0/12/12/2048/32000",
+              "768/12/12/12/2048", "768/12/12/12/2048/32000x", "huge", "qwen3-0.6b,layers=0",
+              "qwen3-0.6b,vocab=100", "qwen3-0.6b,output_std=1", "qwen3-0.6b,colour=red"}) {
             bool refused = false;
             try {
                 synthetic_shape(bad);
@@ -846,7 +884,8 @@ private slots:
         const std::string path = test::temp_dir() + "/synthetic-q4_k_m.gguf";
         write_synthetic_model(shape, kSyntheticQ4KM, path, 5);
         auto file = GgufFile::open(path);
-        const uint32_t q4k = static_cast<uint32_t>(GgmlType::Q4_K), q6k = static_cast<uint32_t>(GgmlType::Q6_K);
+        const uint32_t q4k = static_cast<uint32_t>(GgmlType::Q4_K),
+                       q6k = static_cast<uint32_t>(GgmlType::Q6_K);
         QCOMPARE(file->find_tensor("output.weight")->type, q6k);
         QCOMPARE(file->find_tensor("token_embd.weight")->type, q4k);
         const std::vector<uint32_t> more_bits = {0, 3, 6, 7};  // first and last eighth, every third between
@@ -863,7 +902,8 @@ private slots:
         const std::vector<int32_t> prompt{1, 40, 41, 42};
         auto logits = engine->prefill(seq, prompt);
         for (int i = 0; i < 3; ++i) {
-            const auto next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            const auto next =
+                static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
             StepItem item{seq, {next}, true, false};
             logits = engine->step(std::span<const StepItem>(&item, 1))[0];
             QVERIFY(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
@@ -876,7 +916,8 @@ private slots:
         uint32_t runs = 0;
         for (uint32_t l = 0; l < shape.n_layers; ++l) {
             const bool more = std::find(more_bits.begin(), more_bits.end(), l) != more_bits.end();
-            const bool more_before = l > 0 && std::find(more_bits.begin(), more_bits.end(), l - 1) != more_bits.end();
+            const bool more_before =
+                l > 0 && std::find(more_bits.begin(), more_bits.end(), l - 1) != more_bits.end();
             runs += (l == 0 || more != more_before) ? 1 : 0;
         }
         QCOMPARE(runs, 5u);
@@ -911,7 +952,8 @@ private slots:
         EngineTestHooks hooks;
         hooks.kv_layers_per_buffer = per_buffer;
         auto fused = load_engine_for_test(path, o, hooks);
-        const bool lavapipe = fused->device().name.find("llvmpipe") != std::string::npos;  // else no fused layers
+        const bool lavapipe =
+            fused->device().name.find("llvmpipe") != std::string::npos;  // else no fused layers
         o.fused_decode = false;
         auto separate = Engine::load(path, o);
         const std::vector<int32_t> prompt{1, 17, 42, 99, 5};
@@ -949,7 +991,8 @@ private slots:
         EngineTestHooks hooks;
         hooks.fused_decode_stall_layer = 1;
         auto stalled = load_engine_for_test(path, o, hooks);
-        const bool lavapipe = stalled->device().name.find("llvmpipe") != std::string::npos;  // else no fused layers
+        const bool lavapipe =
+            stalled->device().name.find("llvmpipe") != std::string::npos;  // else no fused layers
         o.fused_decode = false;
         auto separate = Engine::load(path, o);
         const std::vector<int32_t> prompt{1, 17, 42, 99, 5};
@@ -971,8 +1014,8 @@ private slots:
 
     void greedy_tokens_match_cpu_reference_data() {
         QTest::addColumn<uint32_t>("type");
-        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K,
-                       GgmlType::Q5_0})
+        for (auto t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                       GgmlType::Q6_K, GgmlType::Q5_0})
             QTest::newRow(ggml_type_name(static_cast<uint32_t>(t))) << static_cast<uint32_t>(t);
     }
     // Greedy decoding run independently on both sides (each feeds back its own choice) picks the

@@ -27,7 +27,8 @@ private slots:
         QCOMPARE(r.read_gb_per_s, best);  // the roofline is the best pattern
         for (int i = 0; i < Rooflines::kDotTypes; ++i) {
             QVERIFY2(r.dot_gb_per_s[i] > 0, Rooflines::kDotTypeNames[i]);
-            QCOMPARE(r.dot_gb_per_s_of(static_cast<uint32_t>(Rooflines::kDotTypeNumbers[i])), r.dot_gb_per_s[i]);
+            QCOMPARE(r.dot_gb_per_s_of(static_cast<uint32_t>(Rooflines::kDotTypeNumbers[i])),
+                     r.dot_gb_per_s[i]);
         }
         QCOMPARE(r.dot_gb_per_s_of(99), 0.0);  // a layout that is not measured
         QVERIFY(r.submit_wait_us > 0);
@@ -50,8 +51,9 @@ private slots:
     // lantern-bench reads its numbers whole: "x" or "12x" ends the run with exit status 2 and the
     // flag named (std::stoi aborted on the first and took the second as 12), before any model.
     void benchRefusesANumberThatIsNone() {
-        for (const QStringList& args : {QStringList{"-p", "x"}, QStringList{"-n", "12x"}, QStringList{"-b", "1,two"},
-                                        QStringList{"--steady-seconds", "soon"}, QStringList{"-r", "1.5"}}) {
+        for (const QStringList& args :
+             {QStringList{"-p", "x"}, QStringList{"-n", "12x"}, QStringList{"-b", "1,two"},
+              QStringList{"--steady-seconds", "soon"}, QStringList{"-r", "1.5"}}) {
             QProcess bench;
             bench.start(QStringLiteral(LANTERN_BENCH_PATH), args + QStringList{"--model", "none.gguf"});
             QVERIFY(bench.waitForFinished(30000));

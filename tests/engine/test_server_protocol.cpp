@@ -34,7 +34,8 @@ private slots:
     // not skip.)
     void json_numbers_do_not_follow_the_locale() {
         const std::string before = std::setlocale(LC_ALL, nullptr);
-        QVERIFY2(std::setlocale(LC_ALL, "de_DE.UTF-8"), "the de_DE.UTF-8 locale is missing (scripts/setup-deps makes it)");
+        QVERIFY2(std::setlocale(LC_ALL, "de_DE.UTF-8"),
+                 "the de_DE.UTF-8 locale is missing (scripts/setup-deps makes it)");
         char probe[16];
         std::snprintf(probe, sizeof probe, "%.1f", 0.5);
         const bool comma = std::string(probe) == "0,5";
@@ -58,13 +59,14 @@ private slots:
     void bearer_tokens_match_exactly() {
         QVERIFY(bearer_token_matches("Bearer sesame", "sesame"));
         QVERIFY(bearer_token_matches("BEARER   sesame", "sesame"));
-        for (const char* bad : {"Bearer sesam", "Bearer sesame ", "Bearer sesamf", "Bearer ", "Bearer", "Basic sesame",
-                                "Bearersesame", "", "Bearer \xffsesame"})
+        for (const char* bad : {"Bearer sesam", "Bearer sesame ", "Bearer sesamf", "Bearer ", "Bearer",
+                                "Basic sesame", "Bearersesame", "", "Bearer \xffsesame"})
             QVERIFY2(!bearer_token_matches(bad, "sesame"), bad);
     }
 
     void json_values_read_back_as_written() {
-        const Json j = Json::parse(R"( {"a": [1, -2.5e3, true, false, null, "x"], "b": {"c": "d"}, "n": 0} )");
+        const Json j =
+            Json::parse(R"( {"a": [1, -2.5e3, true, false, null, "x"], "b": {"c": "d"}, "n": 0} )");
         QVERIFY(j.is_object());
         const Json* a = j.find("a");
         QVERIFY(a && a->is_array());
@@ -98,29 +100,45 @@ private slots:
     void json_rejects_what_is_not_json_data() {
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("message");
-        QTest::newRow("empty") << "" << "unexpected end of input at byte 0";
-        QTest::newRow("trailing") << "{} x" << "unexpected text after the JSON value at byte 3";
-        QTest::newRow("trailing comma") << "[1,]" << "unexpected character ']' at byte 3";
-        QTest::newRow("single quotes") << "{'a':1}" << "expected a member name in quotes at byte 1";
-        QTest::newRow("leading zero") << "01" << "unexpected text after the JSON value at byte 1";
-        QTest::newRow("bare minus") << "-" << "expected a digit at byte 1";
-        QTest::newRow("huge number") << "1e999" << "number out of range at byte 0";
-        QTest::newRow("unterminated") << "\"abc" << "unterminated string at byte 4";
-        QTest::newRow("raw newline") << "\"a\nb\"" << "control character in a string (escape it) at byte 2";
-        QTest::newRow("bad escape") << R"("\x")" << "unknown escape at byte 2";
-        QTest::newRow("lone high surrogate") << R"("\ud83d")" << "high surrogate without its low half at byte 7";
-        QTest::newRow("lone low surrogate") << R"("\ude00")" << "lone low surrogate in a \\u escape at byte 7";
-        QTest::newRow("bad hex") << R"("\u12G4")" << "bad hex digit in a \\u escape at byte 6";
+        QTest::newRow("empty") << ""
+                               << "unexpected end of input at byte 0";
+        QTest::newRow("trailing") << "{} x"
+                                  << "unexpected text after the JSON value at byte 3";
+        QTest::newRow("trailing comma") << "[1,]"
+                                        << "unexpected character ']' at byte 3";
+        QTest::newRow("single quotes") << "{'a':1}"
+                                       << "expected a member name in quotes at byte 1";
+        QTest::newRow("leading zero") << "01"
+                                      << "unexpected text after the JSON value at byte 1";
+        QTest::newRow("bare minus") << "-"
+                                    << "expected a digit at byte 1";
+        QTest::newRow("huge number") << "1e999"
+                                     << "number out of range at byte 0";
+        QTest::newRow("unterminated") << "\"abc"
+                                      << "unterminated string at byte 4";
+        QTest::newRow("raw newline") << "\"a\nb\""
+                                     << "control character in a string (escape it) at byte 2";
+        QTest::newRow("bad escape") << R"("\x")"
+                                    << "unknown escape at byte 2";
+        QTest::newRow("lone high surrogate") << R"("\ud83d")"
+                                             << "high surrogate without its low half at byte 7";
+        QTest::newRow("lone low surrogate") << R"("\ude00")"
+                                            << "lone low surrogate in a \\u escape at byte 7";
+        QTest::newRow("bad hex") << R"("\u12G4")"
+                                 << "bad hex digit in a \\u escape at byte 6";
         QTest::newRow("invalid UTF-8") << QString::fromLatin1("\"\xC3\x28\"") << "invalid UTF-8 at byte 1";
-        QTest::newRow("literal") << "nul" << "unknown literal at byte 0";
-        QTest::newRow("missing colon") << R"({"a" 1})" << "expected ':' after a member name at byte 5";
+        QTest::newRow("literal") << "nul"
+                                 << "unknown literal at byte 0";
+        QTest::newRow("missing colon") << R"({"a" 1})"
+                                       << "expected ':' after a member name at byte 5";
     }
     void json_rejects_what_is_not_json() {
         QFETCH(QString, text);
         QFETCH(QString, message);
         // Latin-1 rows carry raw bytes (the invalid UTF-8 case).
-        const std::string bytes = QTest::currentDataTag() == QByteArray("invalid UTF-8") ? text.toLatin1().toStdString()
-                                                                                        : text.toStdString();
+        const std::string bytes = QTest::currentDataTag() == QByteArray("invalid UTF-8")
+                                      ? text.toLatin1().toStdString()
+                                      : text.toStdString();
         QCOMPARE(parse_error(bytes), "invalid JSON: " + message);
     }
 
@@ -133,10 +151,12 @@ private slots:
     }
 
     void http_request_is_read_once_complete() {
-        const std::string req = "POST /v1/completions?x=1 HTTP/1.1\r\nHost: h\r\ncontent-length: 5\r\n\r\nhello";
+        const std::string req =
+            "POST /v1/completions?x=1 HTTP/1.1\r\nHost: h\r\ncontent-length: 5\r\n\r\nhello";
         // Every strict prefix is incomplete; the whole is one request.
         for (size_t n = 0; n < req.size(); ++n)
-            QVERIFY2(parse_http_request(req.substr(0, n)).state == HttpParse::State::Incomplete, qPrintable(QString::number(n)));
+            QVERIFY2(parse_http_request(req.substr(0, n)).state == HttpParse::State::Incomplete,
+                     qPrintable(QString::number(n)));
         HttpParse p = parse_http_request(req + "GET /health HTTP/1.1\r\n\r\n");
         QCOMPARE(int(p.state), int(HttpParse::State::Complete));
         QCOMPARE(p.request.method, std::string("POST"));
@@ -157,7 +177,8 @@ private slots:
         QTest::newRow("no length") << "POST /v1/completions HTTP/1.1\r\n\r\n" << 411;
         QTest::newRow("chunked body") << "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" << 501;
         QTest::newRow("bad length") << "POST /x HTTP/1.1\r\nContent-Length: -1\r\n\r\n" << 400;
-        QTest::newRow("two lengths") << "POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n" << 400;
+        QTest::newRow("two lengths") << "POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"
+                                     << 400;
         QTest::newRow("too large") << "POST /x HTTP/1.1\r\nContent-Length: 2000\r\n\r\n" << 413;
         QTest::newRow("HTTP/2") << "GET / HTTP/2.0\r\n\r\n" << 505;
         QTest::newRow("no version") << "GET /\r\n\r\n" << 400;
@@ -187,8 +208,10 @@ private slots:
 
     void http_responses_are_framed() {
         const std::string r = http_response(404, "application/json", "{}", {{"X-A", "b"}}, false);
-        QCOMPARE(r, std::string("HTTP/1.1 404 Not Found\r\nServer: lantern\r\nContent-Type: application/json\r\nX-A: b\r\n"
-                                "Connection: close\r\nContent-Length: 2\r\n\r\n{}"));
+        QCOMPARE(
+            r, std::string(
+                   "HTTP/1.1 404 Not Found\r\nServer: lantern\r\nContent-Type: application/json\r\nX-A: b\r\n"
+                   "Connection: close\r\nContent-Length: 2\r\n\r\n{}"));
         QCOMPARE(http_chunk("data: x\n\n"), std::string("9\r\ndata: x\n\n\r\n"));
         QCOMPARE(http_chunk(""), std::string());  // an empty chunk would end the stream early
         QCOMPARE(http_last_chunk(), std::string("0\r\n\r\n"));
@@ -199,14 +222,27 @@ private slots:
         QTest::addColumn<QString>("reply");
         QTest::addColumn<QString>("reasoning");
         QTest::addColumn<QString>("answer");
-        QTest::newRow("R1 prompt") << true << "Two and two.\n</think>\n\nThe answer is 4." << "Two and two.\n"
+        QTest::newRow("R1 prompt") << true << "Two and two.\n</think>\n\nThe answer is 4."
+                                   << "Two and two.\n"
                                    << "The answer is 4.";
-        QTest::newRow("reply opens it") << false << "\n<think>hmm</think>ok" << "hmm" << "ok";
-        QTest::newRow("no reasoning") << false << "Hello <think> world" << "" << "Hello <think> world";
-        QTest::newRow("almost a tag") << false << "<thinking aloud" << "" << "<thinking aloud";
-        QTest::newRow("cut while reasoning") << true << "still thinking </thi" << "still thinking </thi" << "";
-        QTest::newRow("empty answer") << true << "done</think>\n\n" << "done" << "";
-        QTest::newRow("a second tag is text") << true << "a</think>b</think>c" << "a" << "b</think>c";
+        QTest::newRow("reply opens it") << false << "\n<think>hmm</think>ok"
+                                        << "hmm"
+                                        << "ok";
+        QTest::newRow("no reasoning") << false << "Hello <think> world"
+                                      << ""
+                                      << "Hello <think> world";
+        QTest::newRow("almost a tag") << false << "<thinking aloud"
+                                      << ""
+                                      << "<thinking aloud";
+        QTest::newRow("cut while reasoning") << true << "still thinking </thi"
+                                             << "still thinking </thi"
+                                             << "";
+        QTest::newRow("empty answer") << true << "done</think>\n\n"
+                                      << "done"
+                                      << "";
+        QTest::newRow("a second tag is text") << true << "a</think>b</think>c"
+                                              << "a"
+                                              << "b</think>c";
     }
     void reasoning_is_split_from_the_answer_however_the_text_streams() {
         QFETCH(bool, opens);
@@ -216,7 +252,8 @@ private slots:
         const std::string text = reply.toStdString();
         // Whole, in two pieces at every point, and one byte at a time: the same parts.
         std::vector<std::vector<std::string>> ways{{text}};
-        for (size_t cut = 0; cut <= text.size(); ++cut) ways.push_back({text.substr(0, cut), text.substr(cut)});
+        for (size_t cut = 0; cut <= text.size(); ++cut)
+            ways.push_back({text.substr(0, cut), text.substr(cut)});
         std::vector<std::string> bytes;
         for (char c : text) bytes.emplace_back(1, c);
         ways.push_back(bytes);
@@ -240,7 +277,8 @@ private slots:
         QTest::addColumn<QString>("text");
         QTest::addColumn<bool>("object");  // a whole JSON object (with up to one space around)
         QTest::newRow("empty object") << "{}" << true;
-        QTest::newRow("nested") << R"({"a": [1, -2.5e+3, 0, true, null, {"b": "x\n\u00e9"}], "c": {}})" << true;
+        QTest::newRow("nested") << R"({"a": [1, -2.5e+3, 0, true, null, {"b": "x\n\u00e9"}], "c": {}})"
+                                << true;
         QTest::newRow("pretty") << "{\n  \"k\": [\n    1,\n    2\n  ]\n}" << true;
         QTest::newRow("leading space") << " {\"a\":false}" << true;
         QTest::newRow("array at top") << "[1]" << false;
@@ -309,10 +347,15 @@ private slots:
         // Random objects written by the JSON writer, half of them with one character changed.
         std::function<Json(int)> value = [&](int depth) -> Json {
             switch (rng() % (depth > 2 ? 4 : 6)) {
-                case 0: return Json(static_cast<int64_t>(rng() % 2000) - 1000);
-                case 1: return Json(std::ldexp(static_cast<double>(rng() % 100000), -static_cast<int>(rng() % 40)));
-                case 2: return Json(std::string(rng() % 4, "ab\"\\\n"[rng() % 5]));
-                case 3: return rng() % 2 ? Json(rng() % 2 == 0) : Json();
+                case 0:
+                    return Json(static_cast<int64_t>(rng() % 2000) - 1000);
+                case 1:
+                    return Json(
+                        std::ldexp(static_cast<double>(rng() % 100000), -static_cast<int>(rng() % 40)));
+                case 2:
+                    return Json(std::string(rng() % 4, "ab\"\\\n"[rng() % 5]));
+                case 3:
+                    return rng() % 2 ? Json(rng() % 2 == 0) : Json();
                 case 4: {
                     Json a = Json::array();
                     for (int i = static_cast<int>(rng() % 4); i > 0; --i) a.push(value(depth + 1));
@@ -320,7 +363,8 @@ private slots:
                 }
                 default: {
                     Json o = Json::object();
-                    for (int i = static_cast<int>(rng() % 4); i > 0; --i) o.set(std::string(1, 'a' + rng() % 3), value(depth + 1));
+                    for (int i = static_cast<int>(rng() % 4); i > 0; --i)
+                        o.set(std::string(1, 'a' + rng() % 3), value(depth + 1));
                     return o;
                 }
             }
@@ -328,7 +372,8 @@ private slots:
         int whole = 0;
         for (int n = 0; n < 20000; ++n) {
             Json o = Json::object();
-            for (int i = static_cast<int>(rng() % 4); i > 0; --i) o.set(std::string(1, 'k' + rng() % 3), value(1));
+            for (int i = static_cast<int>(rng() % 4); i > 0; --i)
+                o.set(std::string(1, 'k' + rng() % 3), value(1));
             std::string t = o.dump();
             if (n % 2) t[rng() % t.size()] = alphabet[rng() % alphabet.size()];
             JsonPrefix p;
@@ -348,8 +393,10 @@ private slots:
 
     void errors_have_openais_shape() {
         const Json e = error_body(ApiError(400, "stop must be a string", "stop"));
-        QCOMPARE(e.dump(),
-                 std::string(R"({"error":{"message":"stop must be a string","type":"invalid_request_error","param":"stop","code":null}})"));
+        QCOMPARE(
+            e.dump(),
+            std::string(
+                R"({"error":{"message":"stop must be a string","type":"invalid_request_error","param":"stop","code":null}})"));
         QCOMPARE(std::string(finish_reason(lantern::StopReason::EndOfText)), std::string("stop"));
         QCOMPARE(std::string(finish_reason(lantern::StopReason::MaxTokens)), std::string("length"));
         QCOMPARE(std::string(finish_reason(lantern::StopReason::ContextFull)), std::string("length"));

@@ -38,7 +38,8 @@ private slots:
         QVERIFY(s.reached);
         QCOMPARE(s.transient_tokens, size_t{0});
         QVERIFY2(std::fabs(s.slope_ms_per_100 - 1.0) < 1e-9, qPrintable(QString::number(s.slope_ms_per_100)));
-        QVERIFY2(std::fabs(s.slowdown - (13.495 / 10.495 - 1)) < 1e-9, qPrintable(QString::number(s.slowdown)));
+        QVERIFY2(std::fabs(s.slowdown - (13.495 / 10.495 - 1)) < 1e-9,
+                 qPrintable(QString::number(s.slowdown)));
         QVERIFY(std::fabs(s.steady_tok_s - 1e3 / 11.995) < 1e-9);  // the median of 10.00 ... 13.99
     }
 

@@ -327,7 +327,8 @@ private slots:
 
     void streamingNeverEmitsPartialUtf8() {
         const std::string text =
-            "你好，世界！🦙 Lantern 在本地运行 😶‍🌫️ emoji 🚀✨ 中文和 English 混合 "
+            "你好，世界！🦙 Lantern 在本地运行 😶‍🌫️ emoji 🚀✨ 中文和 English "
+            "混合 "
             "🇨🇳 "
             "测试。";
         for (const Tokenizer* t : {from_gguf_.get(), stories_.get()}) {
@@ -438,8 +439,9 @@ private slots:
         QTest::addColumn<QString>("type");
         QTest::addColumn<QString>("message");
         // BPE vocabularies run (test_bpe_tokenizer) once they name their pre-tokenizer.
-        QTest::newRow("gpt2 without a pre-tokenizer") << "gpt2"
-                                                      << "does not name its pre-tokenizer (tokenizer.ggml.pre)";
+        QTest::newRow("gpt2 without a pre-tokenizer")
+            << "gpt2"
+            << "does not name its pre-tokenizer (tokenizer.ggml.pre)";
         QTest::newRow("bert") << "bert"
                               << "this model uses a WordPiece (bert) tokenizer, which is not supported yet";
         QTest::newRow("t5") << "t5"

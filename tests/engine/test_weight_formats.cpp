@@ -28,20 +28,22 @@ private slots:
     void initTestCase() {
         auto& ctx = test::context();
         qInfo("device: %s, subgroup %u, minStorageBufferOffsetAlignment %llu", ctx.info().name.c_str(),
-              ctx.subgroup_size(), static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
+              ctx.subgroup_size(),
+              static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
     }
 
     void half_conversion_round_trips_and_rounds_to_nearest_even() {
         // Every finite half survives half -> float -> half.
         for (uint32_t h = 0; h < 0x10000; ++h) {
             if ((h & 0x7c00) == 0x7c00) continue;  // Inf / NaN
-            QCOMPARE(ops::float_to_half(ops::half_to_float(static_cast<uint16_t>(h))), static_cast<uint16_t>(h));
+            QCOMPARE(ops::float_to_half(ops::half_to_float(static_cast<uint16_t>(h))),
+                     static_cast<uint16_t>(h));
         }
         QCOMPARE(ops::half_to_float(0x3c00), 1.0f);
-        QCOMPARE(ops::half_to_float(0x0001), std::ldexp(1.0f, -24));   // smallest subnormal
+        QCOMPARE(ops::half_to_float(0x0001), std::ldexp(1.0f, -24));                   // smallest subnormal
         QCOMPARE(ops::float_to_half(1.0f + std::ldexp(1.0f, -11)), uint16_t(0x3c00));  // tie -> even
         QCOMPARE(ops::float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), uint16_t(0x3c02));
-        QCOMPARE(ops::float_to_half(65520.0f), uint16_t(0x7c00));      // rounds up to Inf
+        QCOMPARE(ops::float_to_half(65520.0f), uint16_t(0x7c00));  // rounds up to Inf
         QCOMPARE(ops::float_to_half(-0.0f), uint16_t(0x8000));
         QVERIFY(std::isnan(ops::half_to_float(ops::float_to_half(std::nanf("")))));
         LANTERN_VERIFY_NO_VALIDATION();
@@ -53,9 +55,9 @@ private slots:
         const uint32_t bf16 = static_cast<uint32_t>(GgmlType::BF16);
         Rng rng(5);
         auto x = rng.floats(256, -0.1f, 0.1f);
-        x[3] = 3e-6f;      // below 2^-17: an F16 subnormal, rounded
-        x[4] = -1e-30f;    // far below: zero
-        x[5] = 65000.0f;   // in range
+        x[3] = 3e-6f;     // below 2^-17: an F16 subnormal, rounded
+        x[4] = -1e-30f;   // far below: zero
+        x[5] = 65000.0f;  // in range
         auto enc = ops::quantize(bf16, x, 256);
         const auto want = ops::dequantize(bf16, enc, 256);
         const auto& in_range = ops::weight_format_for_data(bf16, enc, "t");
@@ -140,7 +142,8 @@ private slots:
         for (size_t b = 0; b < x.size() / 32; ++b) {
             double amax = 0;
             for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(double(x[b * 32 + i])));
-            for (size_t i = 0; i < 32; ++i) worst = std::max(worst, std::fabs(double(x[b * 32 + i]) - dq[b * 32 + i]) / amax);
+            for (size_t i = 0; i < 32; ++i)
+                worst = std::max(worst, std::fabs(double(x[b * 32 + i]) - dq[b * 32 + i]) / amax);
         }
         qInfo("%s: worst per-block relative error %.3g (bound %.3g)", ggml_type_name(type), worst, max_rel);
         QVERIFY2(worst <= max_rel, qPrintable(QString("error %1 > %2").arg(worst).arg(max_rel)));
@@ -171,7 +174,8 @@ private slots:
             const std::vector<uint8_t> blocks(raw.begin(), raw.end());
             QCOMPARE(blocks.size(), size_t(ggml_row_bytes(type, elements)));
             std::vector<float> ggml;
-            for (const QByteArray& v : lines[r + 1].split(' ')) ggml.push_back(std::strtof(v.constData(), nullptr));
+            for (const QByteArray& v : lines[r + 1].split(' '))
+                ggml.push_back(std::strtof(v.constData(), nullptr));
             QCOMPARE(ggml.size(), size_t(elements));
             seen.push_back(type);
             const char* name = ggml_type_name(type);
@@ -184,9 +188,12 @@ private slots:
             // relative slack allows for an FMA the compiler may form on either side).
             const auto ours = ops::dequantize(type, blocks, elements);
             double worst = 0;
-            for (uint32_t i = 0; i < elements; ++i) worst = std::max(worst, std::fabs(double(ours[i]) - ggml[i]));
-            qInfo("%s: %u elements, CPU max |diff| vs llama.cpp %.3g (max |value| %.3g)", name, elements, worst, amax);
-            QVERIFY2(worst <= 1e-6 * amax, qPrintable(QString("%1: CPU dequantization differs by %2").arg(name).arg(worst)));
+            for (uint32_t i = 0; i < elements; ++i)
+                worst = std::max(worst, std::fabs(double(ours[i]) - ggml[i]));
+            qInfo("%s: %u elements, CPU max |diff| vs llama.cpp %.3g (max |value| %.3g)", name, elements,
+                  worst, amax);
+            QVERIFY2(worst <= 1e-6 * amax,
+                     qPrintable(QString("%1: CPU dequantization differs by %2").arg(name).arg(worst)));
 
             // Device: rows of one block-row each, in the device's layout and the other one.
             const uint32_t block = ops::find_weight_format(type)->block_elements;
@@ -206,20 +213,23 @@ private slots:
                     auto got = out.read_floats();
                     QVERIFY(out.guards_ok());
                     double dev = 0;
-                    for (uint32_t i = 0; i < elements; ++i) dev = std::max(dev, std::fabs(double(got[i]) - ggml[i]));
+                    for (uint32_t i = 0; i < elements; ++i)
+                        dev = std::max(dev, std::fabs(double(got[i]) - ggml[i]));
                     qInfo("%s: embedding lookup max |diff| vs llama.cpp %.3g", name, dev);
-                    QVERIFY2(dev <= 1e-6 * amax, qPrintable(QString("%1: embedding differs by %2").arg(name).arg(dev)));
+                    QVERIFY2(dev <= 1e-6 * amax,
+                             qPrintable(QString("%1: embedding differs by %2").arg(name).arg(dev)));
                 }
                 for (uint32_t T : {1u, 9u}) {
                     auto x = rng.floats(static_cast<size_t>(T) * cols, -2.0f, 2.0f);
                     auto got = run_plain_matmul(ctx, *w, x, T, split);
                     QVERIFY2(!got.empty(), "wrote outside the output buffer");
-                    const auto want =
-                        reference_plain_matmul(ggml, rows, cols, x, T, ops::fixed_point_input(ctx, split, type, T));
+                    const auto want = reference_plain_matmul(ggml, rows, cols, x, T,
+                                                             ops::fixed_point_input(ctx, split, type, T));
                     std::vector<float> got_f(got.size());
                     std::memcpy(got_f.data(), got.data(), got.size() * 4);
                     auto err = check("y", compare(got_f, want), kMatmulNmse);
-                    QVERIFY2(err.empty(), qPrintable(QString("%1 T=%2: %3").arg(name).arg(T).arg(err.c_str())));
+                    QVERIFY2(err.empty(),
+                             qPrintable(QString("%1 T=%2: %3").arg(name).arg(T).arg(err.c_str())));
                 }
             }
         }

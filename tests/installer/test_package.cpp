@@ -41,11 +41,12 @@ Run run(const QString& program, const QStringList& args, const QString& cwd = {}
 }
 
 QString describe(const QString& what, const Run& r) {
-    return what + ": " + (r.failure.isEmpty() ? QStringLiteral("exit %1").arg(r.exit_code) : r.failure) + "\n" +
-           QString::fromUtf8(r.out) + QString::fromUtf8(r.err);
+    return what + ": " + (r.failure.isEmpty() ? QStringLiteral("exit %1").arg(r.exit_code) : r.failure) +
+           "\n" + QString::fromUtf8(r.out) + QString::fromUtf8(r.err);
 }
 
-#define VERIFY_RAN(what, r) QVERIFY2((r).failure.isEmpty() && (r).exit_code == 0, qPrintable(describe(what, r)))
+#define VERIFY_RAN(what, r) \
+    QVERIFY2((r).failure.isEmpty() && (r).exit_code == 0, qPrintable(describe(what, r)))
 
 }  // namespace
 
@@ -66,8 +67,9 @@ private:
 
 void TestPackage::initTestCase() {
     QVERIFY(work_.isValid());
-    const Run cpack = run(QStringLiteral(LANTERN_CPACK_COMMAND),
-                          {"--config", QStringLiteral(LANTERN_CPACK_CONFIG), "-G", "DEB", "-B", work_.path()});
+    const Run cpack =
+        run(QStringLiteral(LANTERN_CPACK_COMMAND),
+            {"--config", QStringLiteral(LANTERN_CPACK_CONFIG), "-G", "DEB", "-B", work_.path()});
     VERIFY_RAN("cpack", cpack);
     deb_ = work_.filePath(QStringLiteral("lantern_" LANTERN_PACKAGE_VERSION "_amd64.deb"));
     QVERIFY2(QFile::exists(deb_), qPrintable("no " + deb_ + " after cpack; it wrote: " +
@@ -81,17 +83,20 @@ void TestPackage::initTestCase() {
 void TestPackage::theDebIsNamedAndDescribedForApt() {
     const auto field = [this](const char* name) {
         const Run r = run("dpkg-deb", {"--field", deb_, QString::fromLatin1(name)});
-        return r.exit_code == 0 ? QString::fromUtf8(r.out).trimmed() : "(dpkg-deb failed: " + describe(name, r) + ")";
+        return r.exit_code == 0 ? QString::fromUtf8(r.out).trimmed()
+                                : "(dpkg-deb failed: " + describe(name, r) + ")";
     };
     QCOMPARE(field("Package"), QStringLiteral("lantern"));
     QCOMPARE(field("Version"), QStringLiteral(LANTERN_PACKAGE_VERSION));
     QCOMPARE(field("Architecture"), QStringLiteral("amd64"));
     const QString depends = field("Depends");
-    for (const char* need : {"mesa-vulkan-drivers | vulkan-icd", "libqt6sql6-sqlite", "libvulkan1", "libsentencepiece0",
-                             "libqt6widgets6", "libqt6charts6"})
-        QVERIFY2(depends.contains(QLatin1String(need)), qPrintable(QStringLiteral("Depends lacks %1: %2").arg(need, depends)));
+    for (const char* need : {"mesa-vulkan-drivers | vulkan-icd", "libqt6sql6-sqlite", "libvulkan1",
+                             "libsentencepiece0", "libqt6widgets6", "libqt6charts6"})
+        QVERIFY2(depends.contains(QLatin1String(need)),
+                 qPrintable(QStringLiteral("Depends lacks %1: %2").arg(need, depends)));
     QCOMPARE(field("Recommends"), QStringLiteral("qt6-translations-l10n"));  // Qt's own words in Chinese
-    QVERIFY2(field("Description").contains(QLatin1String("lantern-server")), qPrintable(field("Description")));
+    QVERIFY2(field("Description").contains(QLatin1String("lantern-server")),
+             qPrintable(field("Description")));
 }
 
 // The programs, each stripped of the debug info the RelWithDebInfo build keeps for profiling.
@@ -112,7 +117,8 @@ void TestPackage::itsDesktopIntegrationValidates() {
     const QString desktop = share + "/applications/lantern.desktop";
     const Run d = run("desktop-file-validate", {desktop});
     VERIFY_RAN("desktop-file-validate", d);
-    QVERIFY2(d.out.isEmpty() && d.err.isEmpty(), qPrintable(describe("desktop-file-validate has remarks", d)));
+    QVERIFY2(d.out.isEmpty() && d.err.isEmpty(),
+             qPrintable(describe("desktop-file-validate has remarks", d)));
     QFile entry(desktop);
     QVERIFY(entry.open(QIODevice::ReadOnly));
     const QByteArray text = entry.readAll();
@@ -121,7 +127,8 @@ void TestPackage::itsDesktopIntegrationValidates() {
     QVERIFY(QFile::exists(share + "/icons/hicolor/scalable/apps/lantern.svg"));
 
     VERIFY_RAN("appstreamcli validate",
-               run("appstreamcli", {"validate", "--no-net", share + "/metainfo/io.github.lantern.Lantern.metainfo.xml"}));
+               run("appstreamcli",
+                   {"validate", "--no-net", share + "/metainfo/io.github.lantern.Lantern.metainfo.xml"}));
 
     // The MIME package compiles, and the compiled database maps *.gguf and the "GGUF" magic to the
     // type the launcher entry opens.
@@ -131,7 +138,8 @@ void TestPackage::itsDesktopIntegrationValidates() {
     VERIFY_RAN("update-mime-database", run("update-mime-database", {mime}));
     QFile globs(mime + "/globs2");
     QVERIFY(globs.open(QIODevice::ReadOnly));
-    QVERIFY2(globs.readAll().contains("application/x-gguf:*.gguf"), "globs2 maps *.gguf to application/x-gguf");
+    QVERIFY2(globs.readAll().contains("application/x-gguf:*.gguf"),
+             "globs2 maps *.gguf to application/x-gguf");
     QFile magic(mime + "/magic");
     QVERIFY(magic.open(QIODevice::ReadOnly));
     const QByteArray m = magic.readAll();
@@ -148,13 +156,16 @@ void TestPackage::theInstalledCliWritesTheReferenceText() {
     const QString empty = work_.filePath(QStringLiteral("cwd"));
     QVERIFY(QDir().mkpath(empty));
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("XDG_CACHE_HOME", work_.filePath(QStringLiteral("cache")));  // a cold pipeline cache of its own
-    const Run cli = run(root_ + "/usr/bin/lantern-cli",
-                        {"--model", model, "--prompt", "Once upon a time", "-n", "24", "--temp", "0"}, empty, env);
+    env.insert("XDG_CACHE_HOME",
+               work_.filePath(QStringLiteral("cache")));  // a cold pipeline cache of its own
+    const Run cli =
+        run(root_ + "/usr/bin/lantern-cli",
+            {"--model", model, "--prompt", "Once upon a time", "-n", "24", "--temp", "0"}, empty, env);
     VERIFY_RAN("installed lantern-cli", cli);
     const QString text = QString::fromUtf8(cli.out).chopped(cli.out.endsWith('\n') ? 1 : 0);
     QVERIFY2(text.size() > 40, qPrintable(text));
-    QVERIFY2(reference.startsWith("Once upon a time" + text), qPrintable("wrote: " + text + "\nreference: " + reference));
+    QVERIFY2(reference.startsWith("Once upon a time" + text),
+             qPrintable("wrote: " + text + "\nreference: " + reference));
     QVERIFY2(!cli.err.contains("vulkan:"), qPrintable(describe("validation messages", cli)));
 }
 

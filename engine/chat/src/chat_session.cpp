@@ -21,9 +21,12 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }
 const char* role_name(ChatRole r) {
     switch (r) {
-        case ChatRole::System: return "system";
-        case ChatRole::User: return "user";
-        case ChatRole::Assistant: return "assistant";
+        case ChatRole::System:
+            return "system";
+        case ChatRole::User:
+            return "user";
+        case ChatRole::Assistant:
+            return "assistant";
     }
     return "user";
 }
@@ -69,7 +72,8 @@ struct ChatSession::Impl {
         Fit f;
         while (true) {
             const auto kept = conversation(messages, f.dropped);
-            f.prompt = continuing ? chat_template.render_open_reply(tok, kept) : chat_template.render(tok, kept, true);
+            f.prompt = continuing ? chat_template.render_open_reply(tok, kept)
+                                  : chat_template.render(tok, kept, true);
             const size_t n = f.prompt.tokens.size();
             if (n + reply_room(ctx) <= ctx) break;
             // The turn being answered (and a reply being continued) always stays.
@@ -99,7 +103,8 @@ struct ChatSession::Impl {
     // Makes the sequence hold exactly the start of `prompt` it can keep, feeds the rest, and
     // returns the logits of the prompt's last token — none when `stop` was set while it ran (the
     // sequence then holds the part computed, a prefix of the prompt).
-    std::vector<float> feed_prompt(const std::vector<int32_t>& prompt, TurnStats& stats, const std::atomic<bool>* stop) {
+    std::vector<float> feed_prompt(const std::vector<int32_t>& prompt, TurnStats& stats,
+                                   const std::atomic<bool>* stop) {
         const Engine::PrefillProgress progress = [&](uint32_t done, uint32_t total) {
             if (on_prompt_progress) on_prompt_progress(done, total);
             return !(stop && stop->load());
@@ -167,7 +172,8 @@ struct ChatSession::Impl {
         std::vector<float> logits = feed_prompt(prompt.tokens, stats, stop);
         const auto t_prefill_end = Clock::now();
         stats.prefill_ms = ms_between(t_prefill, t_prefill_end);
-        stats.prefill_tokens_per_s = stats.computed_tokens ? stats.computed_tokens / (stats.prefill_ms / 1e3) : 0;
+        stats.prefill_tokens_per_s =
+            stats.computed_tokens ? stats.computed_tokens / (stats.prefill_ms / 1e3) : 0;
         if (logits.empty()) {  // stopped during the prompt: no reply, nothing changed
             stats.stop_reason = StopReason::User;
             stats.changed_nothing = true;
@@ -183,7 +189,8 @@ struct ChatSession::Impl {
 
         std::vector<int32_t> reply;
         std::string reply_text;
-        auto t_step = t_prefill;  // the first token's step is the prompt's (it was timed as sampling only, ~2 ms)
+        auto t_step =
+            t_prefill;  // the first token's step is the prompt's (it was timed as sampling only, ~2 ms)
         double decode_ms = 0;
         while (true) {
             settings = slot.load();  // live settings: a change applies from this token on
@@ -205,7 +212,8 @@ struct ChatSession::Impl {
             ev.text = shown.text;
             ev.step_ms = ms_between(t_step, t_sampled);
             ev.position = engine.sequence_length(seq);
-            for (const auto& c : s.candidates) ev.candidates.push_back({c.id, tok.display_piece(c.id), c.probability});
+            for (const auto& c : s.candidates)
+                ev.candidates.push_back({c.id, tok.display_piece(c.id), c.probability});
             bool go_on = on_token(ev);
             if (shown.stopped) {
                 stats.stop_reason = StopReason::StopString;
@@ -215,7 +223,8 @@ struct ChatSession::Impl {
                 stats.stop_reason = StopReason::User;
                 break;
             }
-            if (settings->max_new_tokens > 0 && stats.generated_tokens >= static_cast<uint32_t>(settings->max_new_tokens)) {
+            if (settings->max_new_tokens > 0 &&
+                stats.generated_tokens >= static_cast<uint32_t>(settings->max_new_tokens)) {
                 stats.stop_reason = StopReason::MaxTokens;
                 break;
             }
@@ -225,7 +234,8 @@ struct ChatSession::Impl {
             }
             t_step = Clock::now();
             StepItem item{seq, {s.token}, true, false};
-            logits = decode_step ? decode_step(item) : std::move(engine.step(std::span<const StepItem>(&item, 1))[0]);
+            logits = decode_step ? decode_step(item)
+                                 : std::move(engine.step(std::span<const StepItem>(&item, 1))[0]);
             decode_ms += ms_between(t_step, Clock::now());
         }
         if (!matcher.stopped()) {
@@ -240,13 +250,15 @@ struct ChatSession::Impl {
             }
         }
         stats.decode_ms = decode_ms;
-        uint32_t decoded = stats.generated_tokens > 0 ? stats.generated_tokens - 1 : 0;  // steps after the first token
+        uint32_t decoded =
+            stats.generated_tokens > 0 ? stats.generated_tokens - 1 : 0;  // steps after the first token
         stats.decode_tokens_per_s = decode_ms > 0 ? decoded / (decode_ms / 1e3) : 0;
         if (continuing) {
             // The reply's ids as the sequence holds them (those of its text when it had none),
             // then the new ones: the next prompt goes on from exactly these.
             ChatMessage& open = messages.back();
-            open.tokens.assign(prompt.tokens.begin() + static_cast<long>(prompt.open_reply_start), prompt.tokens.end());
+            open.tokens.assign(prompt.tokens.begin() + static_cast<long>(prompt.open_reply_start),
+                               prompt.tokens.end());
             open.tokens.insert(open.tokens.end(), reply.begin(), reply.end());
             open.content += reply_text;
         } else {
@@ -262,7 +274,8 @@ struct ChatSession::Impl {
             stats.can_continue = stats.can_continue_dropping = true;
         } else {
             stats.can_continue = fit_prompt(true, ContextPolicy::Stop).fits;
-            stats.can_continue_dropping = stats.can_continue || fit_prompt(true, ContextPolicy::DropOldestTurns).fits;
+            stats.can_continue_dropping =
+                stats.can_continue || fit_prompt(true, ContextPolicy::DropOldestTurns).fits;
         }
         return stats;
     }
@@ -277,19 +290,34 @@ ChatSession::~ChatSession() {
     }
 }
 
-void ChatSession::set_system_prompt(const std::string& text) { impl_->system_prompt = text; }
-void ChatSession::set_thinking(bool on) { impl_->chat_template.set_thinking(on); }
-bool ChatSession::has_thinking_switch() const { return impl_->chat_template.has_thinking_switch(); }
-void ChatSession::set_context_policy(ContextPolicy policy) { impl_->policy = policy; }
-void ChatSession::set_decode_step(DecodeStep step) { impl_->decode_step = std::move(step); }
+void ChatSession::set_system_prompt(const std::string& text) {
+    impl_->system_prompt = text;
+}
+void ChatSession::set_thinking(bool on) {
+    impl_->chat_template.set_thinking(on);
+}
+bool ChatSession::has_thinking_switch() const {
+    return impl_->chat_template.has_thinking_switch();
+}
+void ChatSession::set_context_policy(ContextPolicy policy) {
+    impl_->policy = policy;
+}
+void ChatSession::set_decode_step(DecodeStep step) {
+    impl_->decode_step = std::move(step);
+}
 void ChatSession::set_prompt_progress(std::function<void(uint32_t, uint32_t)> on_progress) {
     impl_->on_prompt_progress = std::move(on_progress);
 }
-bool ChatSession::has_chat_template() const { return impl_->chat_template.format() != ChatFormat::Completion; }
-std::string ChatSession::template_name() const { return chat_format_name(impl_->chat_template.format()); }
+bool ChatSession::has_chat_template() const {
+    return impl_->chat_template.format() != ChatFormat::Completion;
+}
+std::string ChatSession::template_name() const {
+    return chat_format_name(impl_->chat_template.format());
+}
 
 TurnStats ChatSession::respond(const std::string& user_text, const SettingsSlot& settings,
-                               const std::function<bool(const TokenEvent&)>& on_token, const std::atomic<bool>* stop) {
+                               const std::function<bool(const TokenEvent&)>& on_token,
+                               const std::atomic<bool>* stop) {
     impl_->messages.push_back({ChatRole::User, user_text, {}});
     impl_->rebuild_turns();
     TurnStats stats = impl_->run_turn(settings, on_token, stop);
@@ -300,7 +328,8 @@ TurnStats ChatSession::respond(const std::string& user_text, const SettingsSlot&
     return stats;
 }
 
-TurnStats ChatSession::regenerate(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
+TurnStats ChatSession::regenerate(const SettingsSlot& settings,
+                                  const std::function<bool(const TokenEvent&)>& on_token,
                                   const std::atomic<bool>* stop) {
     auto& m = impl_->messages;
     if (m.empty()) throw Error(ErrorCode::InvalidArgument, "there is no assistant reply to regenerate");
@@ -311,7 +340,8 @@ TurnStats ChatSession::regenerate(const SettingsSlot& settings, const std::funct
     return impl_->run_turn(settings, on_token, stop);
 }
 
-TurnStats ChatSession::continue_reply(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
+TurnStats ChatSession::continue_reply(const SettingsSlot& settings,
+                                      const std::function<bool(const TokenEvent&)>& on_token,
                                       const std::atomic<bool>* stop) {
     const auto& m = impl_->messages;
     if (m.empty() || m.back().role != ChatRole::Assistant)
@@ -321,7 +351,8 @@ TurnStats ChatSession::continue_reply(const SettingsSlot& settings, const std::f
 
 MessageFit ChatSession::measure(const std::string& user_text, size_t keep_messages) const {
     const auto& m = impl_->messages;
-    std::vector<ChatMessage> with(m.begin(), m.begin() + static_cast<long>(std::min(keep_messages, m.size())));
+    std::vector<ChatMessage> with(m.begin(),
+                                  m.begin() + static_cast<long>(std::min(keep_messages, m.size())));
     with.push_back({ChatRole::User, user_text, {}});
     MessageFit out;
     out.message_tokens = static_cast<uint32_t>(impl_->engine.tokenizer().encode(user_text, false).size());
@@ -343,7 +374,9 @@ ChatSession::ContinueRoom ChatSession::continue_room() const {
     return room;
 }
 
-const std::vector<ChatTurn>& ChatSession::history() const { return impl_->turns; }
+const std::vector<ChatTurn>& ChatSession::history() const {
+    return impl_->turns;
+}
 
 void ChatSession::reset() {
     impl_->messages.clear();
@@ -354,13 +387,17 @@ void ChatSession::reset() {
 void ChatSession::restore(const std::vector<ChatTurn>& turns) {
     impl_->messages.clear();
     for (const auto& t : turns) {
-        if (t.role == "user") impl_->messages.push_back({ChatRole::User, t.content, {}});
-        else if (t.role == "assistant") impl_->messages.push_back({ChatRole::Assistant, t.content, {}});
+        if (t.role == "user")
+            impl_->messages.push_back({ChatRole::User, t.content, {}});
+        else if (t.role == "assistant")
+            impl_->messages.push_back({ChatRole::Assistant, t.content, {}});
     }
     impl_->rebuild_turns();
     impl_->drop_sequence();
 }
 
-SequenceId ChatSession::sequence() const { return impl_->seq; }
+SequenceId ChatSession::sequence() const {
+    return impl_->seq;
+}
 
 }  // namespace lantern

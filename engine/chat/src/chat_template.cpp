@@ -75,7 +75,8 @@ public:
         RenderedPrompt out;
         size_t n_parts = parts_.size();
         if (open_last_reply) {
-            if (last_reply_ == SIZE_MAX) throw Error(ErrorCode::InvalidArgument, "there is no reply to continue");
+            if (last_reply_ == SIZE_MAX)
+                throw Error(ErrorCode::InvalidArgument, "there is no reply to continue");
             n_parts = last_reply_ + 1;
         }
         for (size_t i = 0; i < n_parts; ++i) {
@@ -198,7 +199,9 @@ void render_deepseek_r1(PromptBuilder& b, const Tokenizer& t, std::span<const Ch
         const ChatMessage& m = messages[i];
         if (open_last_reply && i + 1 == messages.size() && m.role == ChatRole::Assistant) {
             // A reply being continued goes on from the generation prompt, reasoning and all.
-            b.marker("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>");
+            b.marker(
+                "<\xEF\xBD\x9C"
+                "Assistant\xEF\xBD\x9C>");
             b.marker("<think>");
             b.text("\n");
             b.reply(m, m.content);
@@ -208,7 +211,9 @@ void render_deepseek_r1(PromptBuilder& b, const Tokenizer& t, std::span<const Ch
             b.marker("<\xEF\xBD\x9CUser\xEF\xBD\x9C>");
             b.text(m.content);
         } else if (m.role == ChatRole::Assistant) {
-            b.marker("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>");
+            b.marker(
+                "<\xEF\xBD\x9C"
+                "Assistant\xEF\xBD\x9C>");
             const size_t end_of_thought = m.content.rfind("</think>");
             if (end_of_thought == std::string::npos) {
                 b.reply(m, m.content);
@@ -220,7 +225,9 @@ void render_deepseek_r1(PromptBuilder& b, const Tokenizer& t, std::span<const Ch
         }
     }
     if (add_generation_prompt) {
-        b.marker("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>");
+        b.marker(
+            "<\xEF\xBD\x9C"
+            "Assistant\xEF\xBD\x9C>");
         b.marker("<think>");
         b.text("\n");
     }
@@ -259,8 +266,10 @@ void render_qwen3(PromptBuilder& b, std::span<const ChatMessage> messages, bool 
                 const size_t end_of_thought = m.content.rfind("</think>");
                 if (last_user != SIZE_MAX && i < last_user && end_of_thought != std::string::npos) {
                     const size_t answer = m.content.find_first_not_of('\n', end_of_thought + 8);
-                    ChatMessage stripped{ChatRole::Assistant,
-                                         answer == std::string::npos ? std::string() : m.content.substr(answer), {}};
+                    ChatMessage stripped{
+                        ChatRole::Assistant,
+                        answer == std::string::npos ? std::string() : m.content.substr(answer),
+                        {}};
                     b.reply(stripped, stripped.content);
                 } else {
                     b.reply(m, m.content);
@@ -303,13 +312,18 @@ void render_deepseek_llm(PromptBuilder& b, const Tokenizer& t, std::span<const C
 // DeepSeek Coder instruct: "{system}### Instruction:\n{user}\n### Response:\n{reply}\n<|EOT|>\n", with the
 // model's own system prompt when the conversation has none (as its template does); "### Response:\n"
 // opens a reply (as llama.cpp renders it, so that a reply's turn is a prefix of the next prompt).
-void render_deepseek_coder(PromptBuilder& b, std::span<const ChatMessage> messages, bool add_generation_prompt) {
+void render_deepseek_coder(PromptBuilder& b, std::span<const ChatMessage> messages,
+                           bool add_generation_prompt) {
     b.bos();
-    const bool has_system = std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) { return m.role == ChatRole::System; });
+    const bool has_system = std::any_of(messages.begin(), messages.end(),
+                                        [](const ChatMessage& m) { return m.role == ChatRole::System; });
     if (!has_system)
-        b.text("You are an AI programming assistant, utilizing the Deepseek Coder model, developed by Deepseek Company, "
-               "and you only answer questions related to computer science. For politically sensitive questions, "
-               "security and privacy issues, and other non-computer science questions, you will refuse to answer\n");
+        b.text(
+            "You are an AI programming assistant, utilizing the Deepseek Coder model, developed by Deepseek "
+            "Company, "
+            "and you only answer questions related to computer science. For politically sensitive questions, "
+            "security and privacy issues, and other non-computer science questions, you will refuse to "
+            "answer\n");
     for (const auto& m : messages) {
         switch (m.role) {
             case ChatRole::System:
@@ -358,16 +372,16 @@ void render_mistral_v7(PromptBuilder& b, const Tokenizer& t, std::span<const Cha
 // Formats whose every turn is "<header for role>\n{content}<end marker>\n" (Llama 3: the role
 // between two markers, a blank line after the header, nothing after the end marker).
 struct TurnStyle {
-    std::string_view start;     // marker before the role name ("<|im_start|>") or empty
-    bool role_in_marker;        // Zephyr/Phi-3: the role is the marker itself ("<|user|>")
-    std::string_view role_end;  // marker after the role name ("<|end_header_id|>") or empty
+    std::string_view start;         // marker before the role name ("<|im_start|>") or empty
+    bool role_in_marker;            // Zephyr/Phi-3: the role is the marker itself ("<|user|>")
+    std::string_view role_end;      // marker after the role name ("<|end_header_id|>") or empty
     std::string_view header_break;  // text after the header
-    std::string_view end;       // end-of-turn marker; empty = the vocabulary's EOS
+    std::string_view end;           // end-of-turn marker; empty = the vocabulary's EOS
     std::string_view end_break;     // text after the end-of-turn marker
     std::string_view assistant_name;
     bool system_role;
     bool trim_content;
-    bool end_replies_only;      // Falcon 3: only replies close with `end`; other turns end with end_break
+    bool end_replies_only;  // Falcon 3: only replies close with `end`; other turns end with end_break
 };
 
 void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMessage> messages,
@@ -424,15 +438,25 @@ void render_turns(PromptBuilder& b, const Tokenizer& t, std::span<const ChatMess
     if (add_generation_prompt) header(style.assistant_name);
 }
 
-constexpr TurnStyle kChatML{"<|im_start|>", false, "", "\n", "<|im_end|>", "\n", "assistant", true, false, false};
+constexpr TurnStyle kChatML{"<|im_start|>", false,       "",   "\n",  "<|im_end|>",
+                            "\n",           "assistant", true, false, false};
 constexpr TurnStyle kZephyr{"", true, "", "\n", "", "\n", "assistant", true, false, false};
 // Zephyr's markers, but only replies end with EOS (Falcon 3 Instruct, as Tulu's template).
 constexpr TurnStyle kFalcon3{"", true, "", "\n", "", "\n", "assistant", true, false, true};
 constexpr TurnStyle kPhi3{"", true, "", "\n", "<|end|>", "\n", "assistant", true, false, false};
-constexpr TurnStyle kGemma{"<start_of_turn>", false, "", "\n", "<end_of_turn>", "\n", "model", false, true, false};
+constexpr TurnStyle kGemma{"<start_of_turn>", false, "",   "\n", "<end_of_turn>", "\n",
+                           "model",           false, true, false};
 // Meta's Llama 3 template trims every message.
-constexpr TurnStyle kLlama3{"<|start_header_id|>", false, "<|end_header_id|>", "\n\n", "<|eot_id|>", "", "assistant",
-                            true, true, false};
+constexpr TurnStyle kLlama3{"<|start_header_id|>",
+                            false,
+                            "<|end_header_id|>",
+                            "\n\n",
+                            "<|eot_id|>",
+                            "",
+                            "assistant",
+                            true,
+                            true,
+                            false};
 
 }  // namespace
 
@@ -473,7 +497,9 @@ const char* chat_format_name(ChatFormat format) {
 std::optional<ChatFormat> ChatTemplate::detect(std::string_view jinja) {
     const auto has = [&](std::string_view marker) { return jinja.find(marker) != std::string_view::npos; };
     if (has("<|start_header_id|>")) return ChatFormat::Llama3;
-    if (has("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>")) return ChatFormat::DeepSeekR1;
+    if (has("<\xEF\xBD\x9C"
+            "Assistant\xEF\xBD\x9C>"))
+        return ChatFormat::DeepSeekR1;
     if (has("### Instruction:") && has("<|EOT|>")) return ChatFormat::DeepSeekCoder;
     if (has("'Assistant: ' + message['content'] + eos_token")) return ChatFormat::DeepSeekLlm;
     // Qwen3's template takes enable_thinking and drops earlier replies' reasoning; other ChatML
@@ -487,7 +513,8 @@ std::optional<ChatFormat> ChatTemplate::detect(std::string_view jinja) {
         if (has("<|end|>")) return ChatFormat::Phi3;
         const size_t user = jinja.find("<|user|>");
         const size_t user_end = jinja.find("}}", user);
-        const std::string_view user_turn = jinja.substr(user, user_end == std::string_view::npos ? user_end : user_end - user);
+        const std::string_view user_turn =
+            jinja.substr(user, user_end == std::string_view::npos ? user_end : user_end - user);
         const bool user_closes_with_eos = user_turn.find("eos_token") != std::string_view::npos ||
                                           user_turn.find("</s>") != std::string_view::npos;
         return user_closes_with_eos ? ChatFormat::Zephyr : ChatFormat::Falcon3;
@@ -534,9 +561,11 @@ RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const 
     return render(tokenizer, messages, add_generation_prompt, false);
 }
 
-RenderedPrompt ChatTemplate::render_open_reply(const Tokenizer& tokenizer, std::span<const ChatMessage> messages) const {
+RenderedPrompt ChatTemplate::render_open_reply(const Tokenizer& tokenizer,
+                                               std::span<const ChatMessage> messages) const {
     if (messages.empty() || messages.back().role != ChatRole::Assistant)
-        throw Error(ErrorCode::InvalidArgument, "there is no reply to continue: the conversation does not end with one");
+        throw Error(ErrorCode::InvalidArgument,
+                    "there is no reply to continue: the conversation does not end with one");
     return render(tokenizer, messages, false, true);
 }
 

@@ -44,10 +44,14 @@ struct Scheduler::Impl {
           block_tokens(std::max<uint32_t>(1, e.kv_stats().block_tokens)),
           total_blocks(e.kv_stats().total_blocks) {}
 
-    uint32_t blocks_for(size_t tokens) const { return static_cast<uint32_t>((tokens + block_tokens - 1) / block_tokens); }
+    uint32_t blocks_for(size_t tokens) const {
+        return static_cast<uint32_t>((tokens + block_tokens - 1) / block_tokens);
+    }
     size_t length(const Generation& g) const { return g.started ? engine.sequence_length(g.seq) : 0; }
     // Blocks that appending n tokens to g's sequence takes (its table holds blocks_for(length)).
-    uint32_t growth(const Generation& g, size_t n) const { return blocks_for(length(g) + n) - blocks_for(length(g)); }
+    uint32_t growth(const Generation& g, size_t n) const {
+        return blocks_for(length(g) + n) - blocks_for(length(g));
+    }
 
     // Blocks the generations may hold at most: the cache, or their share of it.
     uint32_t capacity() const { return max_blocks ? std::min(max_blocks, total_blocks) : total_blocks; }
@@ -115,7 +119,8 @@ struct Scheduler::Impl {
             use = &constrained;
         }
         Sample s = g.sampler->sample(*use, g.req.settings, g.history);
-        if (std::find(g.req.stop_tokens.begin(), g.req.stop_tokens.end(), s.token) != g.req.stop_tokens.end()) {
+        if (std::find(g.req.stop_tokens.begin(), g.req.stop_tokens.end(), s.token) !=
+            g.req.stop_tokens.end()) {
             finish(g, StopReason::EndOfText);
             return false;
         }
@@ -123,7 +128,8 @@ struct Scheduler::Impl {
         ++g.generated;
         if (g.req.on_sample) g.req.on_sample(g.id, s);
         if (g.req.on_token) g.req.on_token(g.id, s.token);
-        if (g.req.settings.max_new_tokens > 0 && g.generated >= static_cast<uint32_t>(g.req.settings.max_new_tokens)) {
+        if (g.req.settings.max_new_tokens > 0 &&
+            g.generated >= static_cast<uint32_t>(g.req.settings.max_new_tokens)) {
             finish(g, StopReason::MaxTokens);
             return false;
         }
@@ -148,7 +154,8 @@ Scheduler::~Scheduler() {
 }
 
 RequestId Scheduler::submit(GenerationRequest request) {
-    if (request.prompt.empty()) throw Error(ErrorCode::InvalidArgument, "a generation request needs a prompt");
+    if (request.prompt.empty())
+        throw Error(ErrorCode::InvalidArgument, "a generation request needs a prompt");
     if (request.prompt.size() >= impl_->engine.context_length())
         throw Error(ErrorCode::ContextFull, "the prompt (" + std::to_string(request.prompt.size()) +
                                                 " tokens) does not fit the context");
@@ -156,7 +163,8 @@ RequestId Scheduler::submit(GenerationRequest request) {
     if (impl_->blocks_for(request.prompt.size()) > capacity)
         throw Error(ErrorCode::ContextFull, "the prompt (" + std::to_string(request.prompt.size()) +
                                                 " tokens) does not fit the KV cache the replies share (" +
-                                                std::to_string(uint64_t{capacity} * impl_->block_tokens) + " tokens)");
+                                                std::to_string(uint64_t{capacity} * impl_->block_tokens) +
+                                                " tokens)");
     validate(request.settings);
     RequestId id = impl_->next_id++;
     Impl::Generation g;
@@ -177,9 +185,15 @@ void Scheduler::cancel(RequestId id) {
     if (it != impl_->gens.end()) it->second.cancelled = true;
 }
 
-size_t Scheduler::pending() const { return impl_->gens.size(); }
-size_t Scheduler::waiting() const { return impl_->gens.size() - impl_->started_count(); }
-uint64_t Scheduler::preemptions() const { return impl_->preemptions; }
+size_t Scheduler::pending() const {
+    return impl_->gens.size();
+}
+size_t Scheduler::waiting() const {
+    return impl_->gens.size() - impl_->started_count();
+}
+uint64_t Scheduler::preemptions() const {
+    return impl_->preemptions;
+}
 std::vector<SequenceId> Scheduler::sequences() const {
     std::vector<SequenceId> held;
     for (const RequestId id : impl_->order) {
@@ -189,18 +203,21 @@ std::vector<SequenceId> Scheduler::sequences() const {
     return held;
 }
 
-bool Scheduler::step(SchedulerStepStats* stats) { return impl_->run_step(nullptr, nullptr, 0, stats); }
+bool Scheduler::step(SchedulerStepStats* stats) {
+    return impl_->run_step(nullptr, nullptr, 0, stats);
+}
 
 bool Scheduler::step_with(const StepItem& outside, std::vector<float>& outside_logits, uint32_t max_tokens,
                           SchedulerStepStats* stats) {
     if (outside.tokens.empty() || !outside.want_logits || outside.want_all_logits)
-        throw Error(ErrorCode::InvalidArgument, "a step's outside item needs tokens and wants its last token's logits");
+        throw Error(ErrorCode::InvalidArgument,
+                    "a step's outside item needs tokens and wants its last token's logits");
     outside_logits.clear();
     return impl_->run_step(&outside, &outside_logits, max_tokens, stats);
 }
 
-bool Scheduler::Impl::run_step(const StepItem* outside, std::vector<float>* outside_logits, uint32_t max_tokens,
-                               SchedulerStepStats* stats) {
+bool Scheduler::Impl::run_step(const StepItem* outside, std::vector<float>* outside_logits,
+                               uint32_t max_tokens, SchedulerStepStats* stats) {
     auto& I = *this;
     // Cancellations take effect between steps.
     for (auto id : std::vector<RequestId>(I.order.begin(), I.order.end()))
@@ -254,7 +271,8 @@ bool Scheduler::Impl::run_step(const StepItem* outside, std::vector<float>* outs
     const auto add_chunk = [&](Impl::Generation& g) {
         size_t n = std::min<size_t>(budget - used, g.feed.size() - g.prefilled);
         const size_t len = I.length(g);
-        n = std::min<size_t>(n, size_t{I.blocks_for(len)} * I.block_tokens - len + size_t{available()} * I.block_tokens);
+        n = std::min<size_t>(
+            n, size_t{I.blocks_for(len)} * I.block_tokens - len + size_t{available()} * I.block_tokens);
         if (n == 0) return;
         promised += I.growth(g, n);
         g.chunk = n;
@@ -268,7 +286,8 @@ bool Scheduler::Impl::run_step(const StepItem* outside, std::vector<float>* outs
     };
     const auto still_needs = [&](const Impl::Generation& g) {
         if (g.next_token >= 0) return 1u;
-        return I.blocks_for(g.feed.size()) - std::min(I.blocks_for(g.feed.size()), I.blocks_for(I.length(g) + g.chunk)) + 1;
+        return I.blocks_for(g.feed.size()) -
+               std::min(I.blocks_for(g.feed.size()), I.blocks_for(I.length(g) + g.chunk)) + 1;
     };
     uint32_t reserve = 0;
     for (RequestId id : std::vector<RequestId>(I.order.begin(), I.order.end())) {

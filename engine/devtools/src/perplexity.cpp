@@ -31,7 +31,8 @@ Chunks plan_chunks(const Engine& engine, std::span<const int32_t> tokens, const 
     Chunks c;
     c.n_ctx = options.context;
     if (c.n_ctx < 4)
-        throw Error(ErrorCode::InvalidArgument, "a perplexity chunk needs at least 4 tokens, got " + std::to_string(c.n_ctx));
+        throw Error(ErrorCode::InvalidArgument,
+                    "a perplexity chunk needs at least 4 tokens, got " + std::to_string(c.n_ctx));
     if (c.n_ctx > engine.context_length())
         throw Error(ErrorCode::InvalidArgument, "perplexity chunks of " + std::to_string(c.n_ctx) +
                                                     " tokens do not fit the engine's context of " +
@@ -39,24 +40,28 @@ Chunks plan_chunks(const Engine& engine, std::span<const int32_t> tokens, const 
     c.count = static_cast<uint32_t>(tokens.size() / c.n_ctx);
     if (c.count == 0)
         throw Error(ErrorCode::InvalidArgument, "the text has " + std::to_string(tokens.size()) +
-                                                    " tokens, fewer than one chunk of " + std::to_string(c.n_ctx));
+                                                    " tokens, fewer than one chunk of " +
+                                                    std::to_string(c.n_ctx));
     if (options.max_chunks) c.count = std::min(c.count, options.max_chunks);
     c.first = c.n_ctx / 2;  // scored: predictions made from positions first .. n_ctx - 2
     const uint32_t vocab = engine.model().vocab;
     for (int32_t t : tokens)
         if (t < 0 || static_cast<uint32_t>(t) >= vocab)
-            throw Error(ErrorCode::InvalidArgument, "token id " + std::to_string(t) + " is outside the vocabulary");
+            throw Error(ErrorCode::InvalidArgument,
+                        "token id " + std::to_string(t) + " is outside the vocabulary");
     return c;
 }
 
 // Runs chunk `c` through the engine as a fresh sequence (first token BOS); returns the logits of
 // the scored positions first .. n_ctx - 2 (row i: position first + i) and the chunk's tokens.
-std::vector<std::vector<float>> scored_rows(Engine& engine, std::span<const int32_t> tokens, const Chunks& plan,
-                                            uint32_t c, uint32_t step_tokens, std::vector<int32_t>& chunk) {
+std::vector<std::vector<float>> scored_rows(Engine& engine, std::span<const int32_t> tokens,
+                                            const Chunks& plan, uint32_t c, uint32_t step_tokens,
+                                            std::vector<int32_t>& chunk) {
     chunk.assign(tokens.begin() + static_cast<ptrdiff_t>(c) * plan.n_ctx,
                  tokens.begin() + static_cast<ptrdiff_t>(c + 1) * plan.n_ctx);
     // Every chunk starts as a text does (llama-perplexity: only where the vocabulary adds BOS).
-    if (const int32_t bos = engine.tokenizer().bos_id(); bos >= 0 && engine.tokenizer().add_bos()) chunk[0] = bos;
+    if (const int32_t bos = engine.tokenizer().bos_id(); bos >= 0 && engine.tokenizer().add_bos())
+        chunk[0] = bos;
     const uint32_t step = std::max<uint32_t>(1, step_tokens);
     std::vector<std::vector<float>> scored;
     const SequenceId seq = engine.create_sequence();
@@ -64,7 +69,8 @@ std::vector<std::vector<float>> scored_rows(Engine& engine, std::span<const int3
         for (uint32_t at = 0; at < plan.n_ctx; at += step) {
             const uint32_t n = std::min(step, plan.n_ctx - at);
             const bool wanted = at + n > plan.first;  // logits only where they are scored
-            StepItem item{seq, std::vector<int32_t>(chunk.begin() + at, chunk.begin() + at + n), wanted, wanted};
+            StepItem item{seq, std::vector<int32_t>(chunk.begin() + at, chunk.begin() + at + n), wanted,
+                          wanted};
             auto rows = engine.step(std::span<const StepItem>(&item, 1));
             if (!wanted) continue;
             for (uint32_t j = 0; j < n; ++j)
@@ -113,7 +119,8 @@ std::vector<double> log_softmax(const std::vector<float>& logits) {
 
 }  // namespace
 
-PerplexityResult measure_perplexity(Engine& engine, std::span<const int32_t> tokens, const PerplexityOptions& options,
+PerplexityResult measure_perplexity(Engine& engine, std::span<const int32_t> tokens,
+                                    const PerplexityOptions& options,
                                     const std::function<void(uint32_t, double)>& on_chunk) {
     const Chunks plan = plan_chunks(engine, tokens, options);
     NllSums sums;
@@ -126,11 +133,13 @@ PerplexityResult measure_perplexity(Engine& engine, std::span<const int32_t> tok
         ++sums.chunks;
         if (on_chunk) on_chunk(c, sums.perplexity());
     }
-    return sums.result(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), plan.n_ctx);
+    return sums.result(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                       plan.n_ctx);
 }
 
 ModelAgreement compare_models(Engine& base, Engine& test, std::span<const int32_t> tokens,
-                              const PerplexityOptions& options, const std::function<void(uint32_t, double)>& on_chunk) {
+                              const PerplexityOptions& options,
+                              const std::function<void(uint32_t, double)>& on_chunk) {
     if (base.model().vocab != test.model().vocab)
         throw Error(ErrorCode::InvalidArgument, "the models have different vocabularies (" +
                                                     std::to_string(base.model().vocab) + " and " +
@@ -158,7 +167,8 @@ ModelAgreement compare_models(Engine& base, Engine& test, std::span<const int32_
             double kld = 0;
             for (size_t v = 0; v < p.size(); ++v) kld += std::exp(p[v]) * (p[v] - q[v]);
             klds.push_back(std::max(0.0, kld));  // (rounding can leave -1e-17 for equal rows)
-            agree += std::max_element(p.begin(), p.end()) - p.begin() == std::max_element(q.begin(), q.end()) - q.begin();
+            agree += std::max_element(p.begin(), p.end()) - p.begin() ==
+                     std::max_element(q.begin(), q.end()) - q.begin();
         }
         ++base_sums.chunks;
         ++test_sums.chunks;
@@ -177,7 +187,8 @@ ModelAgreement compare_models(Engine& base, Engine& test, std::span<const int32_
     std::vector<double> sorted = klds;
     std::sort(sorted.begin(), sorted.end());
     a.max_kld = sorted.back();
-    a.kld_p99 = sorted[std::min(sorted.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(sorted.size())))];
+    a.kld_p99 =
+        sorted[std::min(sorted.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(sorted.size())))];
     a.top1_agreement = static_cast<double>(agree) / static_cast<double>(klds.size());
     return a;
 }

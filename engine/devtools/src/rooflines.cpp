@@ -13,7 +13,9 @@ namespace lantern {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+double seconds(Clock::time_point a) {
+    return std::chrono::duration<double>(Clock::now() - a).count();
+}
 }  // namespace
 
 namespace {
@@ -106,7 +108,8 @@ Rooflines measure_rooflines(const std::string& selector, double budget,
     // as a submit + fence wait, which a host clock would count as read time.
     const bool gpu_clock = ctx.timestamps_supported() && !cpu;
     // The best time of one dispatch, run again and again for `seconds`.
-    auto best_time = [&](const vk::Kernel& k, VkDescriptorSet set, const void* push, uint32_t groups, double seconds_) {
+    auto best_time = [&](const vk::Kernel& k, VkDescriptorSet set, const void* push, uint32_t groups,
+                         double seconds_) {
         auto run = [&]() {
             VkCommandBuffer cmd = ctx.begin();
             if (gpu_clock) ctx.begin_timing(cmd);
@@ -153,12 +156,13 @@ Rooflines measure_rooflines(const std::string& selector, double budget,
         const uint32_t mode = image || pattern == 5 ? 3 : texel ? pattern - 3 : pattern;
         const uint32_t lanes = (mode == 1 || mode == 3) && cpu ? ctx.subgroup_size() : 64;
         const auto& read =
-            image   ? ctx.kernel(shaders::ShaderId::bench_read_image, {vk::BindingKind::ImageFloat4, vk::BindingKind::Storage},
-                                 4, {lanes, mode})
-            : texel ? ctx.kernel(shaders::ShaderId::bench_read_texel, {vk::BindingKind::TexelFloat4, vk::BindingKind::Storage},
-                                 4, {lanes, mode})
+            image   ? ctx.kernel(shaders::ShaderId::bench_read_image,
+                                 {vk::BindingKind::ImageFloat4, vk::BindingKind::Storage}, 4, {lanes, mode})
+            : texel ? ctx.kernel(shaders::ShaderId::bench_read_texel,
+                                 {vk::BindingKind::TexelFloat4, vk::BindingKind::Storage}, 4, {lanes, mode})
                     : ctx.kernel(shaders::ShaderId::bench_read, 2, 4, {lanes, mode});
-        reads.push_back({&read, ctx.make_set(read, rr), {n_vec4, 0}, mode == 2 ? uniform_groups : spread_groups});
+        reads.push_back(
+            {&read, ctx.make_set(read, rr), {n_vec4, 0}, mode == 2 ? uniform_groups : spread_groups});
     }
     measure_all(reads, budget);
     for (int pattern = 0; pattern < Rooflines::kReadPatterns; ++pattern) {
@@ -174,9 +178,10 @@ Rooflines measure_rooflines(const std::string& selector, double budget,
     std::vector<Probe> dots;
     vk::BufferRange dr[] = {{&src}, {&src}, {&dst}};
     for (int t = 0; t < Rooflines::kDotTypes; ++t) {
-        const auto& dot = ctx.kernel(shaders::ShaderId::bench_dot,
-                                     {vk::BindingKind::TexelUint4, vk::BindingKind::TexelFloat, vk::BindingKind::Storage}, 8,
-                                     {dot_lanes, uint32_t(Rooflines::kDotTypeNumbers[t]), cpu ? 0u : 1u});
+        const auto& dot =
+            ctx.kernel(shaders::ShaderId::bench_dot,
+                       {vk::BindingKind::TexelUint4, vk::BindingKind::TexelFloat, vk::BindingKind::Storage},
+                       8, {dot_lanes, uint32_t(Rooflines::kDotTypeNumbers[t]), cpu ? 0u : 1u});
         dots.push_back({&dot, ctx.make_set(dot, dr), {n_vec4, 0}, dot_groups});
     }
     measure_all(dots, budget);
@@ -184,7 +189,8 @@ Rooflines measure_rooflines(const std::string& selector, double budget,
         // Each lane reads whole blocks (bench_dot.comp): the scale texel (and the mins' texel)
         // and 4 rows' units of one group.
         const ops::WeightFormat* f = ops::find_weight_format(uint32_t(Rooflines::kDotTypeNumbers[t]));
-        const uint64_t all_lanes = uint64_t(dot_lanes) * dot_groups, block = f->scales_per_group + 4ull * f->group_units;
+        const uint64_t all_lanes = uint64_t(dot_lanes) * dot_groups,
+                       block = f->scales_per_group + 4ull * f->group_units;
         const uint64_t read = n_vec4 / block / all_lanes * block * all_lanes * 16;
         r.dot_gb_per_s[t] = read / dots[t].best / 1e9;
     }

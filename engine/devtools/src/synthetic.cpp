@@ -26,33 +26,43 @@ SyntheticShape with_modifiers(const std::string& full) {
     s.name = full;
     for (size_t at = comma; at != std::string::npos;) {
         const size_t next = full.find(',', at + 1);
-        const std::string item = full.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+        const std::string item =
+            full.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
         at = next;
         const size_t eq = item.find('=');
-        const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+        const std::string key = item.substr(0, eq),
+                          value = eq == std::string::npos ? "" : item.substr(eq + 1);
         char* end = nullptr;
         const double v = std::strtod(value.c_str(), &end);
         const bool number = !value.empty() && end && *end == 0 && v > 0 && v < 1e7;
-        if (number && key == "layers" && v == std::floor(v)) s.n_layers = static_cast<uint32_t>(v);
-        else if (number && key == "vocab" && v == std::floor(v) && v >= 286) s.vocab = static_cast<uint32_t>(v);
-        else if (number && key == "output_std") s.output_std = static_cast<float>(v);
-        else if (number && key == "embed_std") s.embed_std = static_cast<float>(v);
-        else if (key == "untied" && value == "1") s.tied_output = false;
+        if (number && key == "layers" && v == std::floor(v))
+            s.n_layers = static_cast<uint32_t>(v);
+        else if (number && key == "vocab" && v == std::floor(v) && v >= 286)
+            s.vocab = static_cast<uint32_t>(v);
+        else if (number && key == "output_std")
+            s.output_std = static_cast<float>(v);
+        else if (number && key == "embed_std")
+            s.embed_std = static_cast<float>(v);
+        else if (key == "untied" && value == "1")
+            s.tied_output = false;
         else
-            throw Error(ErrorCode::InvalidArgument, "synthetic shape \"" + full + "\": unknown modifier \"" + item +
-                                                        "\" (layers=N, vocab=N of at least 286, untied=1, output_std=F, embed_std=F)");
+            throw Error(ErrorCode::InvalidArgument,
+                        "synthetic shape \"" + full + "\": unknown modifier \"" + item +
+                            "\" (layers=N, vocab=N of at least 286, untied=1, output_std=F, embed_std=F)");
     }
     if (s.output_std > 0 && s.tied_output)
-        throw Error(ErrorCode::InvalidArgument, "synthetic shape \"" + full + "\": output_std needs untied=1");
+        throw Error(ErrorCode::InvalidArgument,
+                    "synthetic shape \"" + full + "\": output_std needs untied=1");
     return s;
 }
 
-SyntheticShape qwen_shape(const std::string& name, const char* arch, uint32_t dim, uint32_t layers, uint32_t heads, uint32_t kv,
-                          uint32_t head_dim, uint32_t ffn) {
+SyntheticShape qwen_shape(const std::string& name, const char* arch, uint32_t dim, uint32_t layers,
+                          uint32_t heads, uint32_t kv, uint32_t head_dim, uint32_t ffn) {
     SyntheticShape s;
     s.name = name;
     s.architecture = arch;
-    s.dim = dim, s.n_layers = layers, s.n_heads = heads, s.n_kv_heads = kv, s.head_dim = head_dim, s.ffn_dim = ffn;
+    s.dim = dim, s.n_layers = layers, s.n_heads = heads, s.n_kv_heads = kv, s.head_dim = head_dim,
+    s.ffn_dim = ffn;
     s.vocab = 151936;
     s.rope_base = 1000000.0f;
     s.qkv_bias = s.architecture == "qwen2";
@@ -92,30 +102,35 @@ SyntheticShape named_shape(const std::string& name) {
         s.tied_output = false;
         return s;
     }
-    // Any other shape, written as the issue tracker and papers write them: DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB
-    // (an untied LM head; e.g. 768/12/12/12/2048/32000 is the 110M shape), so the effect of one
-    // dimension on speed can be measured without a model of that shape.
+    // Any other shape, written as the issue tracker and papers write them:
+    // DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB (an untied LM head; e.g. 768/12/12/12/2048/32000 is the 110M
+    // shape), so the effect of one dimension on speed can be measured without a model of that shape.
     uint32_t v[6];
     char end = 0;
-    if (std::sscanf(name.c_str(), "%u/%u/%u/%u/%u/%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) == 6) {
-        s.dim = v[0], s.n_layers = v[1], s.n_heads = v[2], s.n_kv_heads = v[3], s.ffn_dim = v[4], s.vocab = v[5];
+    if (std::sscanf(name.c_str(), "%u/%u/%u/%u/%u/%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) ==
+        6) {
+        s.dim = v[0], s.n_layers = v[1], s.n_heads = v[2], s.n_kv_heads = v[3], s.ffn_dim = v[4],
+        s.vocab = v[5];
         s.tied_output = false;
         if (s.n_layers == 0 || s.n_heads == 0 || s.n_kv_heads == 0 || s.n_heads % s.n_kv_heads != 0 ||
             s.dim % s.n_heads != 0 || (s.dim / s.n_heads) % 2 != 0 || s.ffn_dim == 0)
-            throw Error(ErrorCode::InvalidArgument,
-                        "synthetic shape \"" + name +
-                            "\": the heads must divide the width into even head dimensions, the KV heads the heads, "
-                            "and layers and FFN width be positive");
+            throw Error(
+                ErrorCode::InvalidArgument,
+                "synthetic shape \"" + name +
+                    "\": the heads must divide the width into even head dimensions, the KV heads the heads, "
+                    "and layers and FFN width be positive");
         return s;
     }
-    throw Error(ErrorCode::InvalidArgument, "unknown synthetic shape \"" + name +
-                                                "\" (tiny, 110m, tinyllama, llama3-1b, 7b, qwen2.5-0.5b, qwen2.5-1.5b, "
-                                                "qwen3-0.6b, qwen3-1.7b, or DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB)");
+    throw Error(ErrorCode::InvalidArgument,
+                "unknown synthetic shape \"" + name +
+                    "\" (tiny, 110m, tinyllama, llama3-1b, 7b, qwen2.5-0.5b, qwen2.5-1.5b, "
+                    "qwen3-0.6b, qwen3-1.7b, or DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB)");
 }
 }  // namespace
 
 void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab) {
-    if (vocab < 286) throw Error(ErrorCode::InvalidArgument, "a synthetic vocabulary needs at least 286 pieces");
+    if (vocab < 286)
+        throw Error(ErrorCode::InvalidArgument, "a synthetic vocabulary needs at least 286 pieces");
     const std::string space = "\xe2\x96\x81";  // "▁", sentencepiece's word-start marker
     std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
     std::vector<int32_t> types{2, 3, 3};
@@ -206,7 +221,8 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
         norm(p + "attn_norm.weight", s.dim);
         norm(p + "ffn_norm.weight", s.dim);
         if (s.qkv_bias)
-            for (const auto& [piece, n] : {std::pair{"attn_q.bias", q}, std::pair{"attn_k.bias", kv}, std::pair{"attn_v.bias", kv}})
+            for (const auto& [piece, n] :
+                 {std::pair{"attn_q.bias", q}, std::pair{"attn_k.bias", kv}, std::pair{"attn_v.bias", kv}})
                 vector(p + piece, n, Fill::Bias);
         if (s.qk_norm) {
             vector(p + "attn_q_norm.weight", hd, Fill::NearOne);

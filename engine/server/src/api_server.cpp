@@ -15,23 +15,23 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
-#include <cstdio>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <limits>
 #include <map>
 #include <optional>
 
+#include "http.h"
+#include "json.h"
+#include "json_mode.h"
 #include "lantern/chat_template.h"
 #include "lantern/engine.h"
 #include "lantern/error.h"
 #include "lantern/scheduler.h"
 #include "lantern/tokenizer.h"
-#include "http.h"
-#include "json.h"
-#include "json_mode.h"
 #include "openai.h"
 
 namespace lantern {
@@ -46,7 +46,9 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK); }
+void set_nonblocking(int fd) {
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK);
+}
 
 // The model's name as clients see it in "model": general.name, else the file name.
 std::string model_id(const Engine& engine) {
@@ -77,9 +79,9 @@ struct ApiServer::Impl {
         std::optional<StreamingDetokenizer> detokenizer;
         std::optional<StopStringMatcher> stops;
         std::optional<server::ReasoningSplitter> splitter;  // chat: reasoning apart from the answer
-        std::optional<server::JsonMode> json_mode;         // response_format json_object
-        std::string text;       // whole responses: the reply (the answer) so far
-        std::string reasoning;  // whole responses: the reasoning so far
+        std::optional<server::JsonMode> json_mode;          // response_format json_object
+        std::string text;                                   // whole responses: the reply (the answer) so far
+        std::string reasoning;                              // whole responses: the reasoning so far
         std::vector<Sample> samples;  // logprobs requested: every token's sample (whole responses)
         std::vector<Sample> pending;  // streamed: the samples since the last chunk
         size_t text_offset = 0;       // completions' logprobs: where the next token's text starts
@@ -118,9 +120,11 @@ struct ApiServer::Impl {
         limits.max_body_bytes = options.max_body_bytes;
         in_addr addr{};
         if (inet_pton(AF_INET, options.host.c_str(), &addr) != 1)
-            throw Error(ErrorCode::Io, "cannot serve on host \"" + options.host + "\": give an IPv4 address such as 127.0.0.1");
+            throw Error(ErrorCode::Io, "cannot serve on host \"" + options.host +
+                                           "\": give an IPv4 address such as 127.0.0.1");
         listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (listen_fd < 0) throw Error(ErrorCode::Io, std::string("cannot create a socket: ") + std::strerror(errno));
+        if (listen_fd < 0)
+            throw Error(ErrorCode::Io, std::string("cannot create a socket: ") + std::strerror(errno));
         const int one = 1;
         setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         sockaddr_in sa{};
@@ -130,7 +134,8 @@ struct ApiServer::Impl {
         if (bind(listen_fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || listen(listen_fd, 64) != 0) {
             const std::string why = std::strerror(errno);
             close(listen_fd);
-            throw Error(ErrorCode::Io, "cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " + why);
+            throw Error(ErrorCode::Io,
+                        "cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " + why);
         }
         socklen_t len = sizeof sa;
         getsockname(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len);
@@ -193,15 +198,19 @@ struct ApiServer::Impl {
             return;
         }
         ++counters.requests;
-        const bool known = path == "/health" || path == "/metrics" || path == "/v1/models" || path.rfind("/v1/models/", 0) == 0 ||
-                           path == "/v1/chat/completions" || path == "/v1/completions" || path == "/tokenize" ||
-                           path == "/detokenize";
-        if (!known) return send_error(c, ApiError(404, "no such endpoint: " + path, {}, "not_found"), keep_alive);
-        if (path != "/health" && !options.api_key.empty() && !server::bearer_token_matches(req.header("Authorization"), options.api_key))
-            return send_error(c, ApiError(401, "a valid API key is needed (Authorization: Bearer <key>)", {}, "invalid_api_key"),
+        const bool known = path == "/health" || path == "/metrics" || path == "/v1/models" ||
+                           path.rfind("/v1/models/", 0) == 0 || path == "/v1/chat/completions" ||
+                           path == "/v1/completions" || path == "/tokenize" || path == "/detokenize";
+        if (!known)
+            return send_error(c, ApiError(404, "no such endpoint: " + path, {}, "not_found"), keep_alive);
+        if (path != "/health" && !options.api_key.empty() &&
+            !server::bearer_token_matches(req.header("Authorization"), options.api_key))
+            return send_error(c,
+                              ApiError(401, "a valid API key is needed (Authorization: Bearer <key>)", {},
+                                       "invalid_api_key"),
                               keep_alive);
-        const bool post = path == "/v1/chat/completions" || path == "/v1/completions" || path == "/tokenize" ||
-                          path == "/detokenize";
+        const bool post = path == "/v1/chat/completions" || path == "/v1/completions" ||
+                          path == "/tokenize" || path == "/detokenize";
         if (req.method != (post ? "POST" : "GET")) {
             c.out += server::http_response(
                 405, "application/json",
@@ -218,20 +227,24 @@ struct ApiServer::Impl {
             return;
         }
         if (path == "/health")
-            return send_json(c, 200, Json::object().set("status", "ok").set("model", model_id(engine)), keep_alive);
+            return send_json(c, 200, Json::object().set("status", "ok").set("model", model_id(engine)),
+                             keep_alive);
         if (path == "/metrics") {
-            c.out += server::http_response(200, "text/plain; version=0.0.4", metrics(), common_headers(), keep_alive);
+            c.out += server::http_response(200, "text/plain; version=0.0.4", metrics(), common_headers(),
+                                           keep_alive);
             if (!keep_alive) c.close_after = true;
             return;
         }
         if (path == "/v1/models")
-            return send_json(c, 200, Json::object().set("object", "list").set("data", Json::array().push(model_object())),
-                             keep_alive);
+            return send_json(
+                c, 200, Json::object().set("object", "list").set("data", Json::array().push(model_object())),
+                keep_alive);
         if (path.rfind("/v1/models/", 0) == 0) {
             const std::string name = server::percent_decode(path.substr(11));  // "Llama%203.2%201B"
             if (name != model_id(engine))
-                return send_error(c, ApiError(404, "no model named \"" + name + "\" is loaded", "model", "model_not_found"),
-                                  keep_alive);
+                return send_error(
+                    c, ApiError(404, "no model named \"" + name + "\" is loaded", "model", "model_not_found"),
+                    keep_alive);
             return send_json(c, 200, model_object(), keep_alive);
         }
         try {
@@ -242,18 +255,23 @@ struct ApiServer::Impl {
                 throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
             }
             if (path == "/tokenize" || path == "/detokenize") {
-                return send_json(c, 200, path == "/tokenize" ? server::tokenize(body, engine) : server::detokenize(body, engine),
-                                 keep_alive);
+                return send_json(
+                    c, 200,
+                    path == "/tokenize" ? server::tokenize(body, engine) : server::detokenize(body, engine),
+                    keep_alive);
             }
             server::CompletionJob job = path == "/v1/chat/completions" ? server::chat_job(body, engine)
-                                                                      : server::completion_job(body, engine);
+                                                                       : server::completion_job(body, engine);
             start_reply(conn_id, c, std::move(job), keep_alive);
         } catch (const ApiError& e) {
             send_error(c, e, keep_alive);
         } catch (const Error& e) {
             send_error(c, ApiError(e.code() == ErrorCode::Internal ? 500 : 400, e.what()), keep_alive);
-        } catch (const std::exception& e) {  // out of memory and the like: this request fails, the server goes on
-            send_error(c, ApiError(500, std::string("the request failed: ") + e.what(), {}, {}, "server_error"), keep_alive);
+        } catch (
+            const std::exception& e) {  // out of memory and the like: this request fails, the server goes on
+            send_error(c,
+                       ApiError(500, std::string("the request failed: ") + e.what(), {}, {}, "server_error"),
+                       keep_alive);
         }
     }
 
@@ -287,8 +305,9 @@ struct ApiServer::Impl {
                 auto it = replies.find(id);
                 if (it == replies.end()) return;
                 for (const auto& [token, bias] : it->second.job.logit_bias)
-                    logits[static_cast<size_t>(token)] =
-                        bias <= -100 ? -std::numeric_limits<float>::infinity() : logits[static_cast<size_t>(token)] + bias;
+                    logits[static_cast<size_t>(token)] = bias <= -100
+                                                             ? -std::numeric_limits<float>::infinity()
+                                                             : logits[static_cast<size_t>(token)] + bias;
                 if (it->second.json_mode) it->second.json_mode->constrain(logits);
             };
         g.on_preempted = [this](RequestId id) {
@@ -319,15 +338,18 @@ struct ApiServer::Impl {
             // (printf's %g writes "0,5" under de_DE, which Prometheus cannot read).
             char num[32];
             const auto [end, ec] = std::to_chars(num, num + sizeof num, value);
-            out += std::string("# HELP lantern_") + name + " " + help + "\n# TYPE lantern_" + name + " " + type +
-                   "\nlantern_" + name + " " + std::string(num, ec == std::errc() ? end : num) + "\n";
+            out += std::string("# HELP lantern_") + name + " " + help + "\n# TYPE lantern_" + name + " " +
+                   type + "\nlantern_" + name + " " + std::string(num, ec == std::errc() ? end : num) + "\n";
         };
         const Counters& c = counters;
         metric("http_requests_total", "counter", "HTTP requests answered.", double(c.requests));
         metric("http_errors_total", "counter", "Requests answered with an error status.", double(c.errors));
-        metric("replies_total", "counter", "Completions finished (a stop, the token limit or the context).", double(c.replies));
-        metric("replies_abandoned_total", "counter", "Replies stopped because their client left.", double(c.client_left));
-        metric("prompt_tokens_total", "counter", "Prompt tokens of finished replies.", double(c.prompt_tokens));
+        metric("replies_total", "counter", "Completions finished (a stop, the token limit or the context).",
+               double(c.replies));
+        metric("replies_abandoned_total", "counter", "Replies stopped because their client left.",
+               double(c.client_left));
+        metric("prompt_tokens_total", "counter", "Prompt tokens of finished replies.",
+               double(c.prompt_tokens));
         metric("prompt_tokens_cached_total", "counter", "Of those, tokens taken from the KV prefix cache.",
                double(c.cached_tokens));
         metric("generated_tokens_total", "counter", "Tokens generated.", double(c.generated_tokens));
@@ -339,16 +361,19 @@ struct ApiServer::Impl {
         metric("engine_step_seconds_total", "counter", "Wall time spent in engine steps.", c.step_seconds);
         size_t running = 0;
         for (const auto& [id, r] : replies) running += r.finished ? 0 : 1;
-        metric("replies_in_progress", "gauge", "Replies being generated or waiting for a slot.", double(running));
+        metric("replies_in_progress", "gauge", "Replies being generated or waiting for a slot.",
+               double(running));
         const KvStats kv = engine.kv_stats();
-        metric("replies_waiting", "gauge", "Of those, replies waiting for a slot or for room in the KV cache.",
+        metric("replies_waiting", "gauge",
+               "Of those, replies waiting for a slot or for room in the KV cache.",
                double(scheduler.waiting()));
         metric("replies_preempted_total", "counter",
                "Times a reply gave its KV blocks back for want of room and waited to resume.",
                double(scheduler.preemptions()));
         metric("kv_blocks_total", "gauge", "KV cache blocks.", kv.total_blocks);
         metric("kv_blocks_used", "gauge", "KV cache blocks held by replies in progress.", kv.used_blocks);
-        metric("kv_blocks_cached", "gauge", "KV cache blocks kept for reuse by later prompts.", kv.cached_blocks);
+        metric("kv_blocks_cached", "gauge", "KV cache blocks kept for reuse by later prompts.",
+               kv.cached_blocks);
         return out;
     }
 
@@ -361,8 +386,10 @@ struct ApiServer::Impl {
     // A stream chunk: a chat delta, or a completion's text piece.
     Json chunk(const Reply& r, Json delta_or_text, Json finish, Json logprobs = Json()) const {
         Json choice = Json::object().set("index", 0);
-        if (r.job.chat) choice.set("delta", std::move(delta_or_text));
-        else choice.set("text", std::move(delta_or_text));
+        if (r.job.chat)
+            choice.set("delta", std::move(delta_or_text));
+        else
+            choice.set("text", std::move(delta_or_text));
         choice.set("logprobs", std::move(logprobs));
         choice.set("finish_reason", std::move(finish));
         return Json::object()
@@ -400,7 +427,8 @@ struct ApiServer::Impl {
             tokens.push(text);
             lps.push(log_of(s.probability));
             Json top = Json::object();
-            for (const auto& c : s.candidates) top.set(engine.tokenizer().token_text(c.id), log_of(c.probability));
+            for (const auto& c : s.candidates)
+                top.set(engine.tokenizer().token_text(c.id), log_of(c.probability));
             tops.push(std::move(top));
             offsets.push(static_cast<int64_t>(r.text_offset));
             r.text_offset += text.size();
@@ -424,12 +452,16 @@ struct ApiServer::Impl {
     // Lantern's speed figures for this reply (llama-server reports similar "timings").
     Json timings(const Reply& r) const {
         Json t = Json::object();
-        if (r.completion_tokens == 0) return t.set("prompt_tokens_computed", static_cast<int64_t>(r.job.prompt.size() - r.cached_tokens));
-        const double ttft = ms_between(r.submitted, r.first_token), decode = ms_between(r.first_token, r.last_token);
+        if (r.completion_tokens == 0)
+            return t.set("prompt_tokens_computed",
+                         static_cast<int64_t>(r.job.prompt.size() - r.cached_tokens));
+        const double ttft = ms_between(r.submitted, r.first_token),
+                     decode = ms_between(r.first_token, r.last_token);
         t.set("prompt_tokens_computed", static_cast<int64_t>(r.job.prompt.size() - r.cached_tokens));
         t.set("time_to_first_token_ms", ttft);
         t.set("decode_ms", decode);
-        if (r.completion_tokens > 1 && decode > 0) t.set("decode_tokens_per_s", (r.completion_tokens - 1) * 1000.0 / decode);
+        if (r.completion_tokens > 1 && decode > 0)
+            t.set("decode_tokens_per_s", (r.completion_tokens - 1) * 1000.0 / decode);
         if (r.preemptions) t.set("kv_preemptions", static_cast<int64_t>(r.preemptions));  // why it was slower
         return t;
     }
@@ -509,7 +541,8 @@ struct ApiServer::Impl {
         if (it == connections.end()) return;
         Connection& c = it->second;
         if (r.job.stream) {
-            Json logprobs = r.pending.empty() ? Json() : logprobs_of(r, r.pending);  // tokens whose text never showed
+            Json logprobs =
+                r.pending.empty() ? Json() : logprobs_of(r, r.pending);  // tokens whose text never showed
             r.pending.clear();
             send_event(c, chunk(r, r.job.chat ? Json::object() : Json(""), finish, std::move(logprobs)));
             if (r.job.include_usage) {
@@ -548,7 +581,8 @@ struct ApiServer::Impl {
         counters.cached_tokens += r.cached_tokens;
         counters.generated_tokens += r.completion_tokens;
         log("  " + r.id + ": " + std::to_string(r.job.prompt.size()) + " prompt tokens (" +
-            std::to_string(r.cached_tokens) + " cached), " + std::to_string(r.completion_tokens) + " generated, " + finish +
+            std::to_string(r.cached_tokens) + " cached), " + std::to_string(r.completion_tokens) +
+            " generated, " + finish +
             (r.preemptions ? ", waited " + std::to_string(r.preemptions) + "x for KV room" : std::string()));
         if (c.request == id) {
             c.busy = false;
@@ -590,8 +624,8 @@ struct ApiServer::Impl {
                 r->second.finished = true;
                 ++counters.client_left;
                 counters.generated_tokens += r->second.completion_tokens;
-                log("  " + r->second.id + ": the client left after " + std::to_string(r->second.completion_tokens) +
-                    " tokens; generation stopped");
+                log("  " + r->second.id + ": the client left after " +
+                    std::to_string(r->second.completion_tokens) + " tokens; generation stopped");
             }
         }
         close(it->second.fd);
@@ -642,8 +676,8 @@ struct ApiServer::Impl {
     // accept, read and answer requests, run one engine step, write what it produced. With
     // `beside` (serve_once_beside), the step carries the host's item too, and its logits go to
     // *beside_logits.
-    bool serve_once(int timeout_ms, const StepItem* beside = nullptr, std::vector<float>* beside_logits = nullptr,
-                    uint32_t step_tokens = 0) {
+    bool serve_once(int timeout_ms, const StepItem* beside = nullptr,
+                    std::vector<float>* beside_logits = nullptr, uint32_t step_tokens = 0) {
         std::vector<pollfd> fds{{wake[0], POLLIN, 0}, {listen_fd, POLLIN, 0}};
         std::vector<uint64_t> ids;
         for (auto& [id, c] : connections) {
@@ -705,8 +739,9 @@ struct ApiServer::Impl {
                 // than run out of file descriptors.
                 const std::string busy = server::http_response(
                     503, "application/json",
-                    server::error_body(ApiError(503, "the server has " + std::to_string(options.max_connections) +
-                                                         " open connections; try again later",
+                    server::error_body(ApiError(503,
+                                                "the server has " + std::to_string(options.max_connections) +
+                                                    " open connections; try again later",
                                                 {}, "too_many_connections", "server_error"))
                         .dump(),
                     {}, false);
@@ -745,9 +780,15 @@ struct ApiServer::Impl {
 ApiServer::ApiServer(Engine& engine, ServerOptions options)
     : impl_(std::make_unique<Impl>(engine, std::move(options))) {}
 ApiServer::~ApiServer() = default;
-uint16_t ApiServer::port() const { return impl_->bound_port; }
-void ApiServer::run() { impl_->run(); }
-bool ApiServer::serve_once(int timeout_ms) { return impl_->serve_once(timeout_ms); }
+uint16_t ApiServer::port() const {
+    return impl_->bound_port;
+}
+void ApiServer::run() {
+    impl_->run();
+}
+bool ApiServer::serve_once(int timeout_ms) {
+    return impl_->serve_once(timeout_ms);
+}
 std::vector<float> ApiServer::serve_once_beside(const StepItem& item, uint32_t step_tokens) {
     std::vector<float> logits;
     impl_->serve_once(0, &item, &logits, step_tokens);
@@ -756,12 +797,15 @@ std::vector<float> ApiServer::serve_once_beside(const StepItem& item, uint32_t s
 ApiServer::Activity ApiServer::activity() const {
     Activity a;
     for (const auto& [id, r] : impl_->replies) a.replies_in_progress += r.finished ? 0 : 1;
-    a.replies_waiting = static_cast<uint32_t>(std::min<size_t>(impl_->scheduler.waiting(), a.replies_in_progress));
+    a.replies_waiting =
+        static_cast<uint32_t>(std::min<size_t>(impl_->scheduler.waiting(), a.replies_in_progress));
     a.replies_served = impl_->counters.replies;
     a.generated_tokens = impl_->counters.generated_tokens;
     return a;
 }
-std::vector<SequenceId> ApiServer::sequences() const { return impl_->scheduler.sequences(); }
+std::vector<SequenceId> ApiServer::sequences() const {
+    return impl_->scheduler.sequences();
+}
 void ApiServer::stop() {
     impl_->stopping.store(true);
     const char b = 1;

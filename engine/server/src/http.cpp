@@ -66,7 +66,9 @@ bool HttpRequest::keep_alive() const {
     return !iequal(c, "close");
 }
 
-std::string HttpRequest::path() const { return target.substr(0, target.find('?')); }
+std::string HttpRequest::path() const {
+    return target.substr(0, target.find('?'));
+}
 
 HttpParse parse_http_request(std::string_view buffer, const HttpLimits& limits) {
     // RFC 9112: a server should ignore empty lines before the request line.
@@ -77,8 +79,9 @@ HttpParse parse_http_request(std::string_view buffer, const HttpLimits& limits) 
     const size_t lf_end = data.find("\n\n");
     if (lf_end != std::string_view::npos && lf_end < head_end) head_end = lf_end, sep = 2;
     if (head_end == std::string_view::npos) {
-        if (data.size() > limits.max_header_bytes) return bad(431, "the request headers exceed " +
-                                                                        std::to_string(limits.max_header_bytes) + " bytes");
+        if (data.size() > limits.max_header_bytes)
+            return bad(431,
+                       "the request headers exceed " + std::to_string(limits.max_header_bytes) + " bytes");
         return {};
     }
     if (head_end > limits.max_header_bytes)
@@ -102,7 +105,8 @@ HttpParse parse_http_request(std::string_view buffer, const HttpLimits& limits) 
     while (!head.empty()) {
         std::string_view line = next_line(head);
         if (line.empty()) break;
-        if (line.front() == ' ' || line.front() == '\t') return bad(400, "folded header lines are not accepted");
+        if (line.front() == ' ' || line.front() == '\t')
+            return bad(400, "folded header lines are not accepted");
         const size_t colon = line.find(':');
         if (colon == std::string_view::npos || !is_token(line.substr(0, colon)))
             return bad(400, "malformed header line");
@@ -156,21 +160,36 @@ std::string percent_decode(std::string_view text) {
 
 const char* http_reason(int status) {
     switch (status) {
-        case 200: return "OK";
-        case 204: return "No Content";
-        case 400: return "Bad Request";
-        case 401: return "Unauthorized";
-        case 404: return "Not Found";
-        case 405: return "Method Not Allowed";
-        case 411: return "Length Required";
-        case 413: return "Content Too Large";
-        case 415: return "Unsupported Media Type";
-        case 431: return "Request Header Fields Too Large";
-        case 500: return "Internal Server Error";
-        case 501: return "Not Implemented";
-        case 503: return "Service Unavailable";
-        case 505: return "HTTP Version Not Supported";
-        default: return "Unknown";
+        case 200:
+            return "OK";
+        case 204:
+            return "No Content";
+        case 400:
+            return "Bad Request";
+        case 401:
+            return "Unauthorized";
+        case 404:
+            return "Not Found";
+        case 405:
+            return "Method Not Allowed";
+        case 411:
+            return "Length Required";
+        case 413:
+            return "Content Too Large";
+        case 415:
+            return "Unsupported Media Type";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 500:
+            return "Internal Server Error";
+        case 501:
+            return "Not Implemented";
+        case 503:
+            return "Service Unavailable";
+        case 505:
+            return "HTTP Version Not Supported";
+        default:
+            return "Unknown";
     }
 }
 
@@ -185,15 +204,16 @@ std::string head(int status, std::string_view content_type, const HttpHeaders& e
 }
 }  // namespace
 
-std::string http_response(int status, std::string_view content_type, std::string_view body, const HttpHeaders& extra,
-                          bool keep_alive) {
+std::string http_response(int status, std::string_view content_type, std::string_view body,
+                          const HttpHeaders& extra, bool keep_alive) {
     std::string out = head(status, content_type, extra, keep_alive);
     out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
     out += body;
     return out;
 }
 
-std::string http_stream_head(int status, std::string_view content_type, const HttpHeaders& extra, bool keep_alive) {
+std::string http_stream_head(int status, std::string_view content_type, const HttpHeaders& extra,
+                             bool keep_alive) {
     return head(status, content_type, extra, keep_alive) + "Transfer-Encoding: chunked\r\n\r\n";
 }
 
@@ -204,7 +224,9 @@ std::string http_chunk(std::string_view data) {
     return size + std::string(data) + "\r\n";
 }
 
-std::string http_last_chunk() { return "0\r\n\r\n"; }
+std::string http_last_chunk() {
+    return "0\r\n\r\n";
+}
 
 bool bearer_token_matches(std::string_view authorization, std::string_view key) {
     constexpr std::string_view scheme = "bearer";

@@ -35,10 +35,10 @@ struct HttpLimits {
 
 struct HttpParse {
     enum class State { Incomplete, Complete, Bad } state = State::Incomplete;
-    HttpRequest request;   // Complete
-    size_t consumed = 0;   // Complete: bytes of `buffer` the request used (pipelined requests follow)
-    int status = 0;        // Bad: the status to answer with
-    std::string message;   // Bad: why
+    HttpRequest request;  // Complete
+    size_t consumed = 0;  // Complete: bytes of `buffer` the request used (pipelined requests follow)
+    int status = 0;       // Bad: the status to answer with
+    std::string message;  // Bad: why
 };
 
 // Parses the first request in `buffer` (the bytes received so far on a connection).

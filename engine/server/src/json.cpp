@@ -64,7 +64,8 @@ private:
         throw JsonError("invalid JSON: " + what + " at byte " + std::to_string(pos_));
     }
     void skip_space() {
-        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+        while (pos_ < s_.size() &&
+               (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
             ++pos_;
     }
     bool take(char c) {
@@ -84,7 +85,8 @@ private:
     }
 
     Json value(int depth) {
-        if (depth >= Json::kMaxDepth) fail("nesting deeper than " + std::to_string(Json::kMaxDepth) + " levels");
+        if (depth >= Json::kMaxDepth)
+            fail("nesting deeper than " + std::to_string(Json::kMaxDepth) + " levels");
         skip_space();
         if (pos_ >= s_.size()) fail("unexpected end of input");
         const char c = s_[pos_];
@@ -130,10 +132,14 @@ private:
         for (int k = 0; k < 4; ++k) {
             const char h = s_[pos_++];
             v <<= 4;
-            if (h >= '0' && h <= '9') v |= static_cast<uint32_t>(h - '0');
-            else if (h >= 'a' && h <= 'f') v |= static_cast<uint32_t>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') v |= static_cast<uint32_t>(h - 'A' + 10);
-            else fail("bad hex digit in a \\u escape");
+            if (h >= '0' && h <= '9')
+                v |= static_cast<uint32_t>(h - '0');
+            else if (h >= 'a' && h <= 'f')
+                v |= static_cast<uint32_t>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F')
+                v |= static_cast<uint32_t>(h - 'A' + 10);
+            else
+                fail("bad hex digit in a \\u escape");
         }
         return v;
     }
@@ -153,14 +159,30 @@ private:
                 if (++pos_ >= s_.size()) fail("unterminated escape");
                 const char e = s_[pos_++];
                 switch (e) {
-                    case '"': out += '"'; break;
-                    case '\\': out += '\\'; break;
-                    case '/': out += '/'; break;
-                    case 'b': out += '\b'; break;
-                    case 'f': out += '\f'; break;
-                    case 'n': out += '\n'; break;
-                    case 'r': out += '\r'; break;
-                    case 't': out += '\t'; break;
+                    case '"':
+                        out += '"';
+                        break;
+                    case '\\':
+                        out += '\\';
+                        break;
+                    case '/':
+                        out += '/';
+                        break;
+                    case 'b':
+                        out += '\b';
+                        break;
+                    case 'f':
+                        out += '\f';
+                        break;
+                    case 'n':
+                        out += '\n';
+                        break;
+                    case 'r':
+                        out += '\r';
+                        break;
+                    case 't':
+                        out += '\t';
+                        break;
                     case 'u': {
                         uint32_t cp = hex4();
                         if (cp >= 0xDC00 && cp <= 0xDFFF) fail("lone low surrogate in a \\u escape");
@@ -174,7 +196,9 @@ private:
                         append_utf8(out, cp);
                         break;
                     }
-                    default: --pos_; fail("unknown escape");
+                    default:
+                        --pos_;
+                        fail("unknown escape");
                 }
                 continue;
             }
@@ -216,14 +240,17 @@ private:
         // from_chars, not strtod: strtod reads the process's locale, and the app runs under the
         // user's (in de_DE "0.7" would stop at the '.' and read 0). Out of range: a negative
         // exponent underflows to 0 (as strtod rounds it), anything else is too large.
-        const auto [number_end, number_ec] = std::from_chars(text.data(), text.data() + text.size(), out.number_);
+        const auto [number_end, number_ec] =
+            std::from_chars(text.data(), text.data() + text.size(), out.number_);
         if (number_ec == std::errc::result_out_of_range && text.find("e-") == std::string_view::npos &&
             text.find("E-") == std::string_view::npos) {
             pos_ = start;
             fail("number out of range");
         }
-        if (number_ec == std::errc::result_out_of_range) out.number_ = 0.0;
-        else if (number_ec != std::errc() || number_end != text.data() + text.size() || !std::isfinite(out.number_)) {
+        if (number_ec == std::errc::result_out_of_range)
+            out.number_ = 0.0;
+        else if (number_ec != std::errc() || number_end != text.data() + text.size() ||
+                 !std::isfinite(out.number_)) {
             pos_ = start;
             fail("number out of range");
         }
@@ -236,7 +263,9 @@ private:
     }
 };
 
-Json Json::parse(std::string_view text) { return JsonParser(text).document(); }
+Json Json::parse(std::string_view text) {
+    return JsonParser(text).document();
+}
 
 const Json* Json::find(std::string_view key) const {
     for (auto it = members_.rbegin(); it != members_.rend(); ++it)
@@ -279,11 +308,21 @@ std::string json_quote(std::string_view s) {
             continue;
         }
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
             default:
                 if (c < 0x20) {
                     char buf[8];
@@ -307,8 +346,12 @@ std::string Json::dump() const {
 
 void Json::dump_to(std::string& out) const {
     switch (type_) {
-        case Type::Null: out += "null"; break;
-        case Type::Bool: out += bool_ ? "true" : "false"; break;
+        case Type::Null:
+            out += "null";
+            break;
+        case Type::Bool:
+            out += bool_ ? "true" : "false";
+            break;
         case Type::Number: {
             if (integer_) {
                 out += std::to_string(*integer_);
@@ -322,7 +365,9 @@ void Json::dump_to(std::string& out) const {
             }
             break;
         }
-        case Type::String: out += json_quote(string_); break;
+        case Type::String:
+            out += json_quote(string_);
+            break;
         case Type::Array:
             out += '[';
             for (size_t i = 0; i < items_.size(); ++i) {

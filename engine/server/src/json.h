@@ -35,8 +35,16 @@ public:
     Json(const char* s) : type_(Type::String), string_(s) {}
     Json(std::string s) : type_(Type::String), string_(std::move(s)) {}
     Json(std::string_view s) : type_(Type::String), string_(s) {}
-    static Json array() { Json j; j.type_ = Type::Array; return j; }
-    static Json object() { Json j; j.type_ = Type::Object; return j; }
+    static Json array() {
+        Json j;
+        j.type_ = Type::Array;
+        return j;
+    }
+    static Json object() {
+        Json j;
+        j.type_ = Type::Object;
+        return j;
+    }
 
     // Throws JsonError("... at byte N") for anything that is not exactly one JSON value (surrounding
     // whitespace allowed).

@@ -7,9 +7,15 @@
 namespace lantern::server {
 
 namespace {
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_space(char c) {
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+bool is_hex(char c) {
+    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 }  // namespace
 
 bool JsonPrefix::feed(std::string_view text) {
@@ -26,8 +32,10 @@ bool JsonPrefix::open(char bracket) {
 }
 
 void JsonPrefix::value_done() {
-    if (stack_.empty()) mode_ = Mode::Done;
-    else mode_ = stack_.back() == '{' ? Mode::ObjectNext : Mode::ArrayNext;
+    if (stack_.empty())
+        mode_ = Mode::Done;
+    else
+        mode_ = stack_.back() == '{' ? Mode::ObjectNext : Mode::ArrayNext;
 }
 
 bool JsonPrefix::step(char c) {
@@ -44,13 +52,27 @@ bool JsonPrefix::step(char c) {
     };
     const auto begin_value = [&]() -> bool {
         switch (c) {
-            case '{': case '[': return open(c);
-            case '"': mode_ = Mode::String; key_ = false; return true;
-            case '-': mode_ = Mode::Number; number_ = Num::Minus; return true;
-            case '0': mode_ = Mode::Number; number_ = Num::Zero; return true;
-            case 't': return literal("true");
-            case 'f': return literal("false");
-            case 'n': return literal("null");
+            case '{':
+            case '[':
+                return open(c);
+            case '"':
+                mode_ = Mode::String;
+                key_ = false;
+                return true;
+            case '-':
+                mode_ = Mode::Number;
+                number_ = Num::Minus;
+                return true;
+            case '0':
+                mode_ = Mode::Number;
+                number_ = Num::Zero;
+                return true;
+            case 't':
+                return literal("true");
+            case 'f':
+                return literal("false");
+            case 'n':
+                return literal("null");
             default:
                 if (c >= '1' && c <= '9') {
                     mode_ = Mode::Number;
@@ -78,10 +100,14 @@ bool JsonPrefix::step(char c) {
     space_run_ = 0;
     line_break_ = false;
     switch (mode_) {
-        case Mode::Start: return is_space(c) || (c == '{' && open('{'));
-        case Mode::Done: return is_space(c);
-        case Mode::Value: return is_space(c) || begin_value();
-        case Mode::FirstValueOrEnd: return is_space(c) || (c == ']' ? close() : begin_value());
+        case Mode::Start:
+            return is_space(c) || (c == '{' && open('{'));
+        case Mode::Done:
+            return is_space(c);
+        case Mode::Value:
+            return is_space(c) || begin_value();
+        case Mode::FirstValueOrEnd:
+            return is_space(c) || (c == ']' ? close() : begin_value());
         case Mode::FirstKeyOrEnd:
             if (c == '}') return close();
             [[fallthrough]];

@@ -57,13 +57,13 @@ private:
 
     Mode mode_ = Mode::Start;
     Num number_ = Num::Int;
-    bool key_ = false;        // the string being read is an object key
+    bool key_ = false;  // the string being read is an object key
     uint8_t hex_left_ = 0;
     std::string_view literal_;  // the literal being read ("true", ...), and how far
     size_t literal_at_ = 0;
-    std::string stack_;       // the open containers, '{' or '['
-    uint8_t space_run_ = 0;   // whitespace characters in a row (outside strings)
-    bool line_break_ = false; // ... starting with a line break
+    std::string stack_;        // the open containers, '{' or '['
+    uint8_t space_run_ = 0;    // whitespace characters in a row (outside strings)
+    bool line_break_ = false;  // ... starting with a line break
 };
 
 // The per-step mask of JSON mode for one reply: which tokens may come next.

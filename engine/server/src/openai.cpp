@@ -38,18 +38,21 @@ std::optional<double> number(const Json& body, const char* key, double lo, doubl
     if (!v->is_number()) throw ApiError(400, std::string(key) + " must be a number", key);
     const double d = v->as_number();
     if (d < lo || d > hi)
-        throw ApiError(400, std::string(key) + " must be between " + Json(lo).dump() + " and " + Json(hi).dump(), key);
+        throw ApiError(
+            400, std::string(key) + " must be between " + Json(lo).dump() + " and " + Json(hi).dump(), key);
     return d;
 }
 
 std::optional<int64_t> integer(const Json& body, const char* key, int64_t lo, int64_t hi) {
     const Json* v = member(body, key);
     if (!v) return std::nullopt;
-    if (!v->is_number() || !v->as_integer()) throw ApiError(400, std::string(key) + " must be an integer", key);
+    if (!v->is_number() || !v->as_integer())
+        throw ApiError(400, std::string(key) + " must be an integer", key);
     const int64_t i = *v->as_integer();
     if (i < lo || i > hi)
-        throw ApiError(400, std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi),
-                       key);
+        throw ApiError(
+            400, std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi),
+            key);
     return i;
 }
 
@@ -64,8 +67,8 @@ void refuse_unsupported(const Json& body) {
     if (const Json* n = member(body, "n"); n && !(n->is_number() && n->as_integer() == 1))
         throw ApiError(400, "n must be 1: this server writes one choice per request", "n");
     for (const char* key : {"tools", "functions", "tool_choice", "function_call"})
-        if (const Json* v = member(body, key); v && !(v->is_array() && v->items().empty()) &&
-                                               !(v->is_string() && v->as_string() == "none"))
+        if (const Json* v = member(body, key);
+            v && !(v->is_array() && v->items().empty()) && !(v->is_string() && v->as_string() == "none"))
             throw ApiError(400, std::string(key) + ": tool calling is not supported by this server", key);
 }
 
@@ -76,10 +79,11 @@ bool json_mode_of(const Json& body) {
     const Json* type = rf->is_object() ? rf->find("type") : nullptr;
     if (type && type->is_string() && type->as_string() == "text") return false;
     if (type && type->is_string() && type->as_string() == "json_object") return true;
-    throw ApiError(400,
-                   "response_format: {\"type\": \"text\"} or {\"type\": \"json_object\"} (JSON schemas are not "
-                   "supported)",
-                   "response_format");
+    throw ApiError(
+        400,
+        "response_format: {\"type\": \"text\"} or {\"type\": \"json_object\"} (JSON schemas are not "
+        "supported)",
+        "response_format");
 }
 
 // The sampling fields shared by both endpoints. Fields a client leaves out keep Lantern's
@@ -91,25 +95,29 @@ void read_common(const Json& body, CompletionJob& job, int32_t vocab_size) {
     if (auto v = number(body, "temperature", 0, 100)) s.temperature = static_cast<float>(*v);
     if (auto v = number(body, "top_p", 0, 1)) s.top_p = static_cast<float>(*v);
     if (auto v = number(body, "min_p", 0, 1)) s.min_p = static_cast<float>(*v);
-    if (auto v = integer(body, "top_k", 0, std::numeric_limits<int32_t>::max())) s.top_k = static_cast<int32_t>(*v);
+    if (auto v = integer(body, "top_k", 0, std::numeric_limits<int32_t>::max()))
+        s.top_k = static_cast<int32_t>(*v);
     if (auto v = number(body, "presence_penalty", -2, 2)) s.presence_penalty = static_cast<float>(*v);
     if (auto v = number(body, "frequency_penalty", -2, 2)) s.frequency_penalty = static_cast<float>(*v);
     if (auto v = number(body, "repeat_penalty", 1e-6, 100)) s.repeat_penalty = static_cast<float>(*v);
     if (auto v = integer(body, "repeat_last_n", -1, std::numeric_limits<int32_t>::max()))
         s.penalty_last_n = static_cast<int32_t>(*v);
-    if (auto v = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
+    if (auto v =
+            integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
         s.seed = static_cast<uint64_t>(*v);
     s.ignore_eos = flag(body, "ignore_eos");
     s.max_new_tokens = 0;  // no limit but the context, as OpenAI's default
     for (const char* key : {"max_tokens", "max_completion_tokens"})
-        if (auto v = integer(body, key, 1, std::numeric_limits<int32_t>::max())) s.max_new_tokens = static_cast<int32_t>(*v);
+        if (auto v = integer(body, key, 1, std::numeric_limits<int32_t>::max()))
+            s.max_new_tokens = static_cast<int32_t>(*v);
     if (const Json* stop = member(body, "stop")) {
         std::vector<std::string> list;
         if (stop->is_string()) {
             list.push_back(stop->as_string());
         } else if (stop->is_array()) {
             for (const Json& item : stop->items()) {
-                if (!item.is_string()) throw ApiError(400, "stop must be a string or an array of strings", "stop");
+                if (!item.is_string())
+                    throw ApiError(400, "stop must be a string or an array of strings", "stop");
                 list.push_back(item.as_string());
             }
         } else {
@@ -142,15 +150,17 @@ void read_common(const Json& body, CompletionJob& job, int32_t vocab_size) {
             int64_t id = -1;
             const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
             if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id >= vocab_size)
-                throw ApiError(400, "logit_bias: \"" + key + "\" is not a token id of this model (0 to " +
-                                        std::to_string(vocab_size - 1) + ")",
+                throw ApiError(400,
+                               "logit_bias: \"" + key + "\" is not a token id of this model (0 to " +
+                                   std::to_string(vocab_size - 1) + ")",
                                "logit_bias");
             if (!value.is_number() || value.as_number() < -100 || value.as_number() > 100)
                 throw ApiError(400, "logit_bias values must be numbers from -100 to 100", "logit_bias");
             // Spelled twice ("5" and "05", or a repeated key) the biases would add up past +-100.
             for (const auto& [other, ignored] : job.logit_bias)
                 if (other == id)
-                    throw ApiError(400, "logit_bias names token " + std::to_string(id) + " more than once", "logit_bias");
+                    throw ApiError(400, "logit_bias names token " + std::to_string(id) + " more than once",
+                                   "logit_bias");
             job.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(value.as_number()));
         }
     }
@@ -187,7 +197,8 @@ std::string message_text(const Json& content, size_t index) {
         const Json* t = part.is_object() ? part.find("text") : nullptr;
         if (!type || !type->is_string()) throw ApiError(400, where + ": each part needs a type", where);
         if (type->as_string() != "text")
-            throw ApiError(400, where + ": only text parts are supported (got \"" + type->as_string() + "\")", where);
+            throw ApiError(400, where + ": only text parts are supported (got \"" + type->as_string() + "\")",
+                           where);
         if (!t || !t->is_string()) throw ApiError(400, where + ": a text part needs its text", where);
         if (!text.empty()) text += '\n';
         text += t->as_string();
@@ -212,14 +223,20 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
         if (!role || !role->is_string()) throw ApiError(400, where + " needs a role", where + ".role");
         ChatMessage cm;
         const std::string& r = role->as_string();
-        if (r == "system" || r == "developer") cm.role = ChatRole::System;
-        else if (r == "user") cm.role = ChatRole::User;
-        else if (r == "assistant") cm.role = ChatRole::Assistant;
+        if (r == "system" || r == "developer")
+            cm.role = ChatRole::System;
+        else if (r == "user")
+            cm.role = ChatRole::User;
+        else if (r == "assistant")
+            cm.role = ChatRole::Assistant;
         else
-            throw ApiError(400, where + ".role \"" + r + "\" is not supported (system, developer, user, assistant)",
-                           where + ".role");
-        if (const Json* calls = member(m, "tool_calls"); calls && !(calls->is_array() && calls->items().empty()))
-            throw ApiError(400, where + ": tool calls are not supported by this server", where + ".tool_calls");
+            throw ApiError(
+                400, where + ".role \"" + r + "\" is not supported (system, developer, user, assistant)",
+                where + ".role");
+        if (const Json* calls = member(m, "tool_calls");
+            calls && !(calls->is_array() && calls->items().empty()))
+            throw ApiError(400, where + ": tool calls are not supported by this server",
+                           where + ".tool_calls");
         const Json* content = m.find("content");
         if (!content) throw ApiError(400, where + " needs content", where + ".content");
         cm.content = message_text(*content, i);
@@ -229,7 +246,8 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
     // chat_template_kwargs, as llama-server takes them: enable_thinking (Qwen3) is the one this
     // renderer has; other keys are refused by name rather than ignored.
     if (const Json* kwargs = member(body, "chat_template_kwargs")) {
-        if (!kwargs->is_object()) throw ApiError(400, "chat_template_kwargs must be an object", "chat_template_kwargs");
+        if (!kwargs->is_object())
+            throw ApiError(400, "chat_template_kwargs must be an object", "chat_template_kwargs");
         for (const auto& [key, value] : kwargs->members()) {
             if (key != "enable_thinking")
                 throw ApiError(400, "chat_template_kwargs." + key + " is not supported (enable_thinking is)",
@@ -270,13 +288,16 @@ CompletionJob completion_job(const Json& body, const Engine& engine) {
         job.prompt = tok.encode(prompt->as_string(), tok.add_bos());
     } else if (prompt->is_array() && !prompt->items().empty() && prompt->items()[0].is_number()) {
         for (const Json& id : prompt->items()) {
-            if (!id.is_number() || !id.as_integer() || *id.as_integer() < 0 || *id.as_integer() >= tok.vocab_size())
-                throw ApiError(400, "prompt token ids must be integers in [0, " + std::to_string(tok.vocab_size()) + ")",
-                               "prompt");
+            if (!id.is_number() || !id.as_integer() || *id.as_integer() < 0 ||
+                *id.as_integer() >= tok.vocab_size())
+                throw ApiError(
+                    400, "prompt token ids must be integers in [0, " + std::to_string(tok.vocab_size()) + ")",
+                    "prompt");
             job.prompt.push_back(static_cast<int32_t>(*id.as_integer()));
         }
     } else {
-        throw ApiError(400, "prompt must be a string, an array of one string, or an array of token ids", "prompt");
+        throw ApiError(400, "prompt must be a string, an array of one string, or an array of token ids",
+                       "prompt");
     }
     if (job.prompt.empty()) job.prompt.push_back(tok.bos_id() >= 0 ? tok.bos_id() : 0);
     job.stop_tokens = ChatTemplate::for_engine(engine).stop_tokens(tok);
@@ -290,12 +311,15 @@ Json tokenize(const Json& body, const Engine& engine) {
     const Json* content = body.find("content");
     if (!content || !content->is_string()) throw ApiError(400, "content must be a string", "content");
     const Tokenizer& tok = engine.tokenizer();
-    const std::vector<int32_t> ids = tok.encode(content->as_string(), flag(body, "add_special") && tok.add_bos());
+    const std::vector<int32_t> ids =
+        tok.encode(content->as_string(), flag(body, "add_special") && tok.add_bos());
     Json out = Json::array();
     const bool pieces = flag(body, "with_pieces");
     for (const int32_t id : ids) {
-        if (pieces) out.push(Json::object().set("id", id).set("piece", tok.display_piece(id)));
-        else out.push(id);
+        if (pieces)
+            out.push(Json::object().set("id", id).set("piece", tok.display_piece(id)));
+        else
+            out.push(id);
     }
     return Json::object().set("tokens", std::move(out));
 }
@@ -307,8 +331,10 @@ Json detokenize(const Json& body, const Engine& engine) {
     const Tokenizer& tok = engine.tokenizer();
     std::vector<int32_t> ids;
     for (const Json& id : tokens->items()) {
-        if (!id.is_number() || !id.as_integer() || *id.as_integer() < 0 || *id.as_integer() >= tok.vocab_size())
-            throw ApiError(400, "tokens must be integers in [0, " + std::to_string(tok.vocab_size()) + ")", "tokens");
+        if (!id.is_number() || !id.as_integer() || *id.as_integer() < 0 ||
+            *id.as_integer() >= tok.vocab_size())
+            throw ApiError(400, "tokens must be integers in [0, " + std::to_string(tok.vocab_size()) + ")",
+                           "tokens");
         ids.push_back(static_cast<int32_t>(*id.as_integer()));
     }
     return Json::object().set("content", tok.decode(ids));
@@ -316,7 +342,9 @@ Json detokenize(const Json& body, const Engine& engine) {
 
 namespace {
 constexpr std::string_view kOpen = "<think>", kClose = "</think>";
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_space(char c) {
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 // Length of the longest end of `text` that is a proper start of `tag`.
 size_t partial_tag(std::string_view text, std::string_view tag) {
     for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
@@ -374,8 +402,10 @@ ReasoningSplitter::Parts ReasoningSplitter::feed(std::string_view text) {
 
 ReasoningSplitter::Parts ReasoningSplitter::flush() {
     Parts out;
-    if (state_ == State::Reasoning) out.reasoning = std::move(held_);  // cut off while reasoning
-    else if (state_ != State::AnswerStart) out.answer = std::move(held_);
+    if (state_ == State::Reasoning)
+        out.reasoning = std::move(held_);  // cut off while reasoning
+    else if (state_ != State::AnswerStart)
+        out.answer = std::move(held_);
     held_.clear();
     return out;
 }

@@ -26,9 +26,9 @@
 #include <utility>
 #include <vector>
 
+#include "json.h"
 #include "lantern/sampling.h"
 #include "lantern/stop_reason.h"
-#include "json.h"
 
 namespace lantern {
 class Engine;
@@ -42,8 +42,11 @@ struct ApiError : std::runtime_error {
     std::string type, param, code;
     ApiError(int status_, std::string message, std::string param_ = {}, std::string code_ = {},
              std::string type_ = "invalid_request_error")
-        : std::runtime_error(std::move(message)), status(status_), type(std::move(type_)),
-          param(std::move(param_)), code(std::move(code_)) {}
+        : std::runtime_error(std::move(message)),
+          status(status_),
+          type(std::move(type_)),
+          param(std::move(param_)),
+          code(std::move(code_)) {}
 };
 Json error_body(const ApiError& e);
 
@@ -53,7 +56,7 @@ struct CompletionJob {
     SamplingSettings settings;         // stop strings in settings.stop
     std::vector<int32_t> stop_tokens;  // end of reply: EOS, the format's end-of-turn
     bool stream = false, include_usage = false;
-    bool logprobs = false;       // report each token's logprob (and settings.n_probs alternatives)
+    bool logprobs = false;  // report each token's logprob (and settings.n_probs alternatives)
     // Chat: split "<think>" reasoning from the answer (ReasoningSplitter; the request's
     // "reasoning_format": "none" keeps the raw text), and whether the prompt already opened it.
     bool split_reasoning = false, opens_in_reasoning = false;

@@ -45,16 +45,16 @@ struct TokenEvent {
 };
 
 struct TurnStats {
-    uint32_t prompt_tokens = 0;     // tokens of the whole rendered conversation
-    uint32_t reused_tokens = 0;     // from the KV prefix cache / previous turn
-    uint32_t computed_tokens = 0;   // prompt tokens actually run through the model
+    uint32_t prompt_tokens = 0;    // tokens of the whole rendered conversation
+    uint32_t reused_tokens = 0;    // from the KV prefix cache / previous turn
+    uint32_t computed_tokens = 0;  // prompt tokens actually run through the model
     uint32_t generated_tokens = 0;
-    double ttft_ms = 0;             // from respond() call to the first token
+    double ttft_ms = 0;  // from respond() call to the first token
     double prefill_ms = 0, decode_ms = 0;
     double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
     StopReason stop_reason = StopReason::None;
-    uint64_t seed = 0;              // the seed actually used
-    uint32_t dropped_turns = 0;     // turns removed by DropOldestTurns
+    uint64_t seed = 0;           // the seed actually used
+    uint32_t dropped_turns = 0;  // turns removed by DropOldestTurns
     // After a turn that wrote its reply: whether continue_reply() has room for more of it as the
     // conversation stands, and whether it would have once the oldest turns are dropped
     // (DropOldestTurns), so that a front end offers Continue only when it can write something.
@@ -111,7 +111,8 @@ public:
     // Runs one assistant turn. Reads `settings` at every step (changes apply from the next token).
     // on_token returns false to stop. `stop` is also polled between steps.
     TurnStats respond(const std::string& user_text, const SettingsSlot& settings,
-                      const std::function<bool(const TokenEvent&)>& on_token, const std::atomic<bool>* stop = nullptr);
+                      const std::function<bool(const TokenEvent&)>& on_token,
+                      const std::atomic<bool>* stop = nullptr);
     // Generates a different assistant reply to the last user turn (forks the prefix); when the
     // conversation ends with the user's turn (a regenerate that was stopped during its prompt, or
     // had no room), the reply it lacks.
@@ -120,7 +121,8 @@ public:
     // Writes more of the last assistant reply, from where it stopped (a token limit, Stop, or a
     // reply reopened from disk): the events carry only the new text, the reply in history() grows,
     // and the next turn's prompt is what it would be had the reply been written in one go.
-    TurnStats continue_reply(const SettingsSlot& settings, const std::function<bool(const TokenEvent&)>& on_token,
+    TurnStats continue_reply(const SettingsSlot& settings,
+                             const std::function<bool(const TokenEvent&)>& on_token,
                              const std::atomic<bool>* stop = nullptr);
 
     // The turn respond(user_text) would run, worked out and not run (the same dry run respond()

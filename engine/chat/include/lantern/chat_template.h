@@ -69,14 +69,26 @@ struct ChatMessage {
 };
 
 enum class ChatFormat {
-    Completion, Llama2, Mistral, ChatML, Zephyr, Phi3, Gemma, Llama3, MistralV7, DeepSeekR1, Falcon3, DeepSeekLlm,
-    DeepSeekCoder, Qwen3
+    Completion,
+    Llama2,
+    Mistral,
+    ChatML,
+    Zephyr,
+    Phi3,
+    Gemma,
+    Llama3,
+    MistralV7,
+    DeepSeekR1,
+    Falcon3,
+    DeepSeekLlm,
+    DeepSeekCoder,
+    Qwen3
 };
 const char* chat_format_name(ChatFormat format);  // "llama2", "chatml", ...
 
 struct RenderedPrompt {
     std::vector<int32_t> tokens;
-    std::string text;  // the same prompt for display and debugging, special tokens spelled out
+    std::string text;             // the same prompt for display and debugging, special tokens spelled out
     size_t open_reply_start = 0;  // render_open_reply: where the open reply's ids begin in tokens
 };
 
@@ -123,8 +135,8 @@ public:
     std::vector<int32_t> stop_tokens(const Tokenizer& tokenizer) const;
 
 private:
-    RenderedPrompt render(const Tokenizer& tokenizer, std::span<const ChatMessage> messages, bool add_generation_prompt,
-                          bool open_last_reply) const;
+    RenderedPrompt render(const Tokenizer& tokenizer, std::span<const ChatMessage> messages,
+                          bool add_generation_prompt, bool open_last_reply) const;
     ChatFormat format_;
     bool thinking_ = true;
 };

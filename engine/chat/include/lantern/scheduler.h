@@ -31,9 +31,9 @@ namespace lantern {
 using RequestId = uint32_t;
 
 struct GenerationRequest {
-    std::vector<int32_t> prompt;          // token ids, BOS included if wanted
-    SamplingSettings settings;            // max_new_tokens bounds the reply
-    std::vector<int32_t> stop_tokens;     // e.g. EOS; generation ends when one is sampled
+    std::vector<int32_t> prompt;       // token ids, BOS included if wanted
+    SamplingSettings settings;         // max_new_tokens bounds the reply
+    std::vector<int32_t> stop_tokens;  // e.g. EOS; generation ends when one is sampled
     // Called for each generated token (not for a stop token), on the thread that calls step().
     std::function<void(RequestId, int32_t token)> on_token;
     // Called for each generated token (not for a stop token) with what the sampler knew: the
@@ -92,7 +92,7 @@ public:
     // Steps until every request has finished.
     void run();
     size_t pending() const;
-    size_t waiting() const;        // of pending(), those without a sequence (not admitted yet, or preempted)
+    size_t waiting() const;  // of pending(), those without a sequence (not admitted yet, or preempted)
     // The engine sequences the generations hold now, in admission order (so a caller that shares
     // the engine, such as the app's KV cache panel, can tell them from its own).
     std::vector<SequenceId> sequences() const;

@@ -17,7 +17,7 @@ struct DeviceInfo {
     uint32_t index = 0;
     std::string name;
     DeviceType type = DeviceType::Other;
-    std::string driver;           // driver name + info, e.g. "llvmpipe / Mesa 22.3.6 (LLVM 15.0.6)"
+    std::string driver;  // driver name + info, e.g. "llvmpipe / Mesa 22.3.6 (LLVM 15.0.6)"
     uint32_t vendor_id = 0, device_id = 0, driver_version = 0, api_version = 0;
     uint64_t device_local_bytes = 0;  // largest device-local heap
     uint64_t max_storage_buffer_range = 0;

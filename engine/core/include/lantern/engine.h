@@ -36,13 +36,13 @@ struct ModelInfo {
     uint32_t n_rot = 0;
     float rope_freq_base = 10000.0f, rms_eps = 1e-5f;
     RopeScaling rope_scaling;  // context-extended models (lantern/rope.h)
-    bool tied_output = false;               // LM head = token_embd
-    bool qkv_bias = false;                  // Q, K and V add a bias (attn_{q,k,v}.bias; Qwen2)
-    bool qk_norm = false;                   // RMSNorm per Q and K head before RoPE (attn_{q,k}_norm; Qwen3)
+    bool tied_output = false;  // LM head = token_embd
+    bool qkv_bias = false;     // Q, K and V add a bias (attn_{q,k,v}.bias; Qwen2)
+    bool qk_norm = false;      // RMSNorm per Q and K head before RoPE (attn_{q,k}_norm; Qwen3)
     // RoPE rotates dimension pairs (i, i + n_rot / 2) of a head (llama.cpp's NEOX style: qwen2),
     // not (2i, 2i + 1); the loader reorders Q's and K's rows so the kernels rotate neighbours.
     bool rope_neox = false;
-    std::string weight_types;               // e.g. "Q8_0 x 36, F32 x 11"
+    std::string weight_types;                                   // e.g. "Q8_0 x 36, F32 x 11"
     uint64_t parameters = 0, file_bytes = 0, weight_bytes = 0;  // weight_bytes: on the device
     uint64_t decode_read_bytes = 0;  // weight bytes one decode step must read (all matmuls + LM head)
     // The same bytes by the device layout they are stored in (the ggml type number of the layout:
@@ -58,25 +58,25 @@ struct ModelInfo {
 bool supported_architecture(std::string_view architecture);
 
 struct EngineOptions {
-    std::string device_selector;       // see lantern/device.h; empty = env LANTERN_DEVICE / preference
-    bool validation = false;           // Khronos validation layer (also env LANTERN_VALIDATION=1)
+    std::string device_selector;  // see lantern/device.h; empty = env LANTERN_DEVICE / preference
+    bool validation = false;      // Khronos validation layer (also env LANTERN_VALIDATION=1)
     std::function<void(const std::string&)> on_validation_message;
-    std::string pipeline_cache_dir;    // empty = user cache dir; "-" = none
-    uint32_t context_length = 0;       // per sequence; 0 = min(model's, 4096)
+    std::string pipeline_cache_dir;  // empty = user cache dir; "-" = none
+    uint32_t context_length = 0;     // per sequence; 0 = min(model's, 4096)
     // The KV cache's size, the first of these that is set: kv_tokens (rounded up to whole
     // blocks), kv_budget_bytes, kv_sequences x context_length, max_sequences x context_length.
     // Sequences share it, so a server can run more replies than fit at full length at once (the
     // Scheduler admits and preempts them by free blocks).
     uint32_t kv_tokens = 0;
     uint64_t kv_budget_bytes = 0;
-    uint32_t kv_sequences = 0;         // conversations at full length the cache has room for
+    uint32_t kv_sequences = 0;  // conversations at full length the cache has room for
     uint32_t kv_block_tokens = 16;
-    bool kv_f16 = true;                // K/V element type: f16 (default) or f32 (exact references)
+    bool kv_f16 = true;  // K/V element type: f16 (default) or f32 (exact references)
     uint32_t max_sequences = 4;
-    uint32_t max_step_tokens = 256;    // prefill chunk / per-step token budget
-    uint32_t max_logit_rows = 0;       // logit rows per step; 0 = max_sequences
-    bool profile = false;              // per-op GPU timestamps (see last_step_profile)
-    uint64_t weight_slab_bytes = 0;    // weight sub-allocation block; 0 = 256 MiB (tests use tiny ones)
+    uint32_t max_step_tokens = 256;  // prefill chunk / per-step token budget
+    uint32_t max_logit_rows = 0;     // logit rows per step; 0 = max_sequences
+    bool profile = false;            // per-op GPU timestamps (see last_step_profile)
+    uint64_t weight_slab_bytes = 0;  // weight sub-allocation block; 0 = 256 MiB (tests use tiny ones)
     // Fused decode layers: on CPU drivers such as lavapipe (the only driver that runs them today),
     // a step of 1-4 tokens without an attention capture runs each run of consecutive layers as one
     // dispatch; logits are bit-identical either way. false = the separate kernels (comparisons).
@@ -87,15 +87,15 @@ struct EngineOptions {
 // One sequence's slice of a batched step.
 struct StepItem {
     SequenceId sequence = 0;
-    std::vector<int32_t> tokens;  // appended to the sequence
-    bool want_logits = true;      // logits of the last token of this item
-    bool want_all_logits = false; // logits of every token of this item (tests, perplexity)
+    std::vector<int32_t> tokens;   // appended to the sequence
+    bool want_logits = true;       // logits of the last token of this item
+    bool want_all_logits = false;  // logits of every token of this item (tests, perplexity)
 };
 
 struct OpTime {
-    std::string op;     // "embed", "qkv+rope+kv" (Q/K/V matmul, RoPE, KV store), "attention", "attn_output",
-                        // "ffn_gate_up" (gate/up matmul with SwiGLU), "ffn_down", "lm_head", or
-                        // "fused_layer" (a whole layer in one dispatch, see StepProfile::fused_layers)
+    std::string op;  // "embed", "qkv+rope+kv" (Q/K/V matmul, RoPE, KV store), "attention", "attn_output",
+                     // "ffn_gate_up" (gate/up matmul with SwiGLU), "ffn_down", "lm_head", or
+                     // "fused_layer" (a whole layer in one dispatch, see StepProfile::fused_layers)
     double ms = 0;
     uint32_t dispatches = 0;
     uint64_t bytes = 0;  // what the op reads from memory in the step: weights, or (attention) K/V rows
@@ -105,12 +105,12 @@ struct OpTime {
 };
 
 struct StepProfile {
-    double total_ms = 0;       // wall time of the step (record + submit + wait + readback)
-    double gpu_ms = 0;         // sum of op times (timestamps), 0 when not profiled
+    double total_ms = 0;  // wall time of the step (record + submit + wait + readback)
+    double gpu_ms = 0;    // sum of op times (timestamps), 0 when not profiled
     uint32_t dispatches = 0;
-    bool fused_layers = false;  // layers ran fused, a run per dispatch (EngineOptions::fused_decode)
+    bool fused_layers = false;     // layers ran fused, a run per dispatch (EngineOptions::fused_decode)
     uint32_t fused_fallbacks = 0;  // fused steps so far that gave up and ran on the separate kernels
-    std::vector<OpTime> ops;   // empty when not profiled
+    std::vector<OpTime> ops;       // empty when not profiled
     // Where the "fused_layer" entry's time goes, per op family, from clocks inside the kernel
     // (devices with VK_KHR_shader_clock; empty otherwise), "qkv+rope+kv" ... "ffn_down" as in
     // `ops`, then "fused_start" (the dispatches' time before their first workgroup starts and
@@ -152,14 +152,17 @@ public:
     // Feeds `tokens` after the sequence's current content (reusing cached prefix blocks when the
     // sequence is empty), in chunks of max_step_tokens, and returns the last token's logits.
     // Throws Error(ContextFull) before touching anything when the tokens do not fit.
-    std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens) { return prefill(seq, tokens, {}); }
+    std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens) {
+        return prefill(seq, tokens, {});
+    }
     // The same, told after every chunk but the last how far it is: `done` of the `total` tokens
     // it computes (those from the prefix cache not counted). Returning false stops it there, so
     // that a long prompt can be abandoned (on a CPU driver one takes minutes): the chunks done stay
     // in the sequence, so a later prefill of the same prompt goes on from them, and it returns no
     // logits.
     using PrefillProgress = std::function<bool(uint32_t done, uint32_t total)>;
-    virtual std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens, const PrefillProgress& progress) = 0;
+    virtual std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens,
+                                       const PrefillProgress& progress) = 0;
     // For an empty sequence: takes the cached KV blocks that hold the start of `prompt` (the
     // prefix cache, as prefill() does by itself) and returns how many tokens they hold — always
     // fewer than prompt.size(), so the last token is still computed and gives logits. For callers

@@ -22,15 +22,41 @@ namespace lantern {
 
 // ggml tensor types we know by name (values are the on-disk ids).
 enum class GgmlType : uint32_t {
-    F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-    Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, IQ4_NL = 20, IQ4_XS = 23, BF16 = 30,
+    F32 = 0,
+    F16 = 1,
+    Q4_0 = 2,
+    Q4_1 = 3,
+    Q5_0 = 6,
+    Q5_1 = 7,
+    Q8_0 = 8,
+    Q8_1 = 9,
+    Q2_K = 10,
+    Q3_K = 11,
+    Q4_K = 12,
+    Q5_K = 13,
+    Q6_K = 14,
+    Q8_K = 15,
+    IQ4_NL = 20,
+    IQ4_XS = 23,
+    BF16 = 30,
 };
 const char* ggml_type_name(uint32_t type);
 
 // GGUF metadata value types (on-disk ids).
 enum class GgufType : uint32_t {
-    UInt8 = 0, Int8 = 1, UInt16 = 2, Int16 = 3, UInt32 = 4, Int32 = 5, Float32 = 6, Bool = 7,
-    String = 8, Array = 9, UInt64 = 10, Int64 = 11, Float64 = 12,
+    UInt8 = 0,
+    Int8 = 1,
+    UInt16 = 2,
+    Int16 = 3,
+    UInt32 = 4,
+    Int32 = 5,
+    Float32 = 6,
+    Bool = 7,
+    String = 8,
+    Array = 9,
+    UInt64 = 10,
+    Int64 = 11,
+    Float64 = 12,
 };
 
 struct GgufValue;
@@ -43,10 +69,10 @@ struct GgufValue {
     GgufType type = GgufType::UInt8;
     std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<GgufArray>> v;
 
-    std::optional<int64_t> as_int() const;     // any integer type (and bool)
-    std::optional<double> as_float() const;    // any numeric type
-    const std::string* as_string() const;      // String only
-    const GgufArray* as_array() const;         // Array only
+    std::optional<int64_t> as_int() const;   // any integer type (and bool)
+    std::optional<double> as_float() const;  // any numeric type
+    const std::string* as_string() const;    // String only
+    const GgufArray* as_array() const;       // Array only
 };
 
 struct GgufTensorInfo {
@@ -68,7 +94,8 @@ public:
     // first file's, as the format puts it there).
     static std::unique_ptr<GgufFile> open(const std::string& path);
     // Parses an in-memory image (fuzzing, tests). The bytes must outlive the object.
-    static std::unique_ptr<GgufFile> from_memory(std::span<const uint8_t> bytes, std::string name = "<memory>");
+    static std::unique_ptr<GgufFile> from_memory(std::span<const uint8_t> bytes,
+                                                 std::string name = "<memory>");
     ~GgufFile();
 
     const std::string& path() const { return path_; }
@@ -142,7 +169,8 @@ public:
     // Writes the model split into `parts` files as llama.cpp's gguf-split does (metadata and
     // split.no/count/tensors.count in the first, split.no/count in the others, the tensors in
     // order, about equally many per part); returns their paths (gguf_split_path).
-    std::vector<std::string> write_split(const std::string& prefix, uint32_t parts, uint32_t version = 3) const;
+    std::vector<std::string> write_split(const std::string& prefix, uint32_t parts,
+                                         uint32_t version = 3) const;
 
 private:
     struct Kv {

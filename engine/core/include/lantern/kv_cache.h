@@ -19,16 +19,16 @@ struct KvSequenceStats {
 };
 
 struct KvStats {
-    uint32_t block_tokens = 0;                 // tokens per block
+    uint32_t block_tokens = 0;  // tokens per block
     uint32_t total_blocks = 0;
-    uint32_t used_blocks = 0;                  // refcount > 0
-    uint32_t cached_blocks = 0;                // refcount 0 but holding a reusable full block
-    uint32_t empty_blocks = 0;                 // never used or evicted
+    uint32_t used_blocks = 0;    // refcount > 0
+    uint32_t cached_blocks = 0;  // refcount 0 but holding a reusable full block
+    uint32_t empty_blocks = 0;   // never used or evicted
     uint64_t capacity_tokens = 0, capacity_bytes = 0;
-    uint64_t bytes_per_token = 0;              // 2 x layers x kv_heads x head_dim x element bytes
+    uint64_t bytes_per_token = 0;  // 2 x layers x kv_heads x head_dim x element bytes
     uint32_t layers = 0, kv_heads = 0, head_dim = 0, element_bytes = 0;
-    uint64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;           // cumulative
-    uint32_t last_query_tokens = 0, last_hit_tokens = 0;               // last prefill
+    uint64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;  // cumulative
+    uint32_t last_query_tokens = 0, last_hit_tokens = 0;      // last prefill
     uint64_t evictions = 0;
     uint32_t peak_used_blocks = 0;
     std::vector<KvSequenceStats> sequences;

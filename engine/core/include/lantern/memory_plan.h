@@ -29,8 +29,8 @@ struct MemoryPlan {
     uint64_t kv_layer_bytes = 0;  // one layer's K (or V) cache, which one storage-buffer view must reach
     uint64_t work_bytes = 0;      // activations and logits of the largest step
     MemoryLimit limit = MemoryLimit::None;  // the first limit the plan is past
-    uint64_t limit_bytes = 0;     // that limit on this device
-    std::string refusal;          // why the device cannot hold it, in words; empty when it can
+    uint64_t limit_bytes = 0;               // that limit on this device
+    std::string refusal;                    // why the device cannot hold it, in words; empty when it can
 
     uint64_t total_bytes() const { return weight_bytes + kv_bytes + work_bytes; }
     bool fits() const { return refusal.empty(); }

@@ -8,15 +8,15 @@
 namespace lantern {
 
 struct SteadyState {
-    size_t tokens = 0;            // latencies analysed
+    size_t tokens = 0;  // latencies analysed
     // The transient ends at the first window of `window` tokens whose latencies vary by less than
     // the threshold (coefficient of variation: standard deviation / mean) or whose standard
     // deviation is under `quiet_ms` whatever its mean; reached = false when no window does (or the
     // run is shorter than one window), and transient_tokens is then `tokens`.
     bool reached = false;
     size_t transient_tokens = 0;
-    double burst_tok_s = 0;       // over the first 16 tokens (or fewer, in a shorter run)
-    double steady_tok_s = 0;      // 1000 / median latency after the transient; 0 when not reached
+    double burst_tok_s = 0;   // over the first 16 tokens (or fewer, in a shorter run)
+    double steady_tok_s = 0;  // 1000 / median latency after the transient; 0 when not reached
     // Over the steady part (at least 8 tokens, else 0): the least-squares slope of the latency in
     // ms per 100 tokens, and how much slower its last quarter is than its first (median latency
     // ratio - 1: +0.10 = 10 % slower). Attention reads more keys at every position, so a long
@@ -30,7 +30,7 @@ struct SteadyState {
 // whose sub-millisecond steps jitter by more than 5 % from thread wake-ups alone, from never
 // settling (figures: docs/decisions/0018-measure-by-interleaved-pairs-and-rooflines.md).
 // Any thread; no errors.
-SteadyState steady_state(std::span<const double> latencies_ms, size_t window = 32, double max_variation = 0.05,
-                         double quiet_ms = 0.05);
+SteadyState steady_state(std::span<const double> latencies_ms, size_t window = 32,
+                         double max_variation = 0.05, double quiet_ms = 0.05);
 
 }  // namespace lantern

@@ -18,8 +18,8 @@
 namespace lantern {
 namespace {
 
-constexpr uint64_t kMaxDims = 4;           // ggml tensors have at most 4 dimensions
-constexpr int kMaxArrayNesting = 3;        // arrays of arrays are legal; bound the recursion
+constexpr uint64_t kMaxDims = 4;     // ggml tensors have at most 4 dimensions
+constexpr int kMaxArrayNesting = 3;  // arrays of arrays are legal; bound the recursion
 constexpr uint64_t kMaxStringBytes = 1ull << 30;
 
 struct TypeTraits {
@@ -31,13 +31,13 @@ struct TypeTraits {
 
 // Block layouts per the GGUF / ggml spec (elements per block, bytes per block).
 constexpr TypeTraits kTypes[] = {
-    {0, "F32", 1, 4},        {1, "F16", 1, 2},        {2, "Q4_0", 32, 18},     {3, "Q4_1", 32, 20},
-    {6, "Q5_0", 32, 22},     {7, "Q5_1", 32, 24},     {8, "Q8_0", 32, 34},     {9, "Q8_1", 32, 36},
-    {10, "Q2_K", 256, 84},   {11, "Q3_K", 256, 110},  {12, "Q4_K", 256, 144},  {13, "Q5_K", 256, 176},
-    {14, "Q6_K", 256, 210},  {15, "Q8_K", 256, 292},  {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
-    {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50}, {20, "IQ4_NL", 32, 18},  {21, "IQ3_S", 256, 110},
-    {22, "IQ2_S", 256, 82},  {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},      {25, "I16", 1, 2},
-    {26, "I32", 1, 4},       {27, "I64", 1, 8},       {28, "F64", 1, 8},       {29, "IQ1_M", 256, 56},
+    {0, "F32", 1, 4},         {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},      {3, "Q4_1", 32, 20},
+    {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},      {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},
+    {10, "Q2_K", 256, 84},    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
+    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
+    {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},   {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},
+    {22, "IQ2_S", 256, 82},   {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},         {25, "I16", 1, 2},
+    {26, "I32", 1, 4},        {27, "I64", 1, 8},        {28, "F64", 1, 8},        {29, "IQ1_M", 256, 56},
     {30, "BF16", 1, 2},
 };
 
@@ -47,8 +47,12 @@ const TypeTraits* traits(uint32_t type) {
     return nullptr;
 }
 
-bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
-bool add_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_add_overflow(a, b, out); }
+bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) {
+    return __builtin_mul_overflow(a, b, out);
+}
+bool add_overflows(uint64_t a, uint64_t b, uint64_t* out) {
+    return __builtin_add_overflow(a, b, out);
+}
 
 class Cursor {
 public:
@@ -77,7 +81,8 @@ public:
     }
     std::string read_string(const char* what) {
         uint64_t len = read<uint64_t>(what);
-        if (len > kMaxStringBytes) fail(std::string(what) + ": string length " + std::to_string(len) + " is absurd");
+        if (len > kMaxStringBytes)
+            fail(std::string(what) + ": string length " + std::to_string(len) + " is absurd");
         need(len, what);
         std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
         pos_ += len;
@@ -92,43 +97,82 @@ private:
 
 uint64_t min_encoded_size(GgufType t) {
     switch (t) {
-        case GgufType::UInt8: case GgufType::Int8: case GgufType::Bool: return 1;
-        case GgufType::UInt16: case GgufType::Int16: return 2;
-        case GgufType::UInt32: case GgufType::Int32: case GgufType::Float32: return 4;
-        case GgufType::UInt64: case GgufType::Int64: case GgufType::Float64: return 8;
-        case GgufType::String: return 8;           // the length prefix
-        case GgufType::Array: return 4 + 8;        // element type + count
+        case GgufType::UInt8:
+        case GgufType::Int8:
+        case GgufType::Bool:
+            return 1;
+        case GgufType::UInt16:
+        case GgufType::Int16:
+            return 2;
+        case GgufType::UInt32:
+        case GgufType::Int32:
+        case GgufType::Float32:
+            return 4;
+        case GgufType::UInt64:
+        case GgufType::Int64:
+        case GgufType::Float64:
+            return 8;
+        case GgufType::String:
+            return 8;  // the length prefix
+        case GgufType::Array:
+            return 4 + 8;  // element type + count
     }
     return 1;
 }
 
-bool valid_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufType::Float64); }
+bool valid_type(uint32_t t) {
+    return t <= static_cast<uint32_t>(GgufType::Float64);
+}
 
 GgufValue read_value(Cursor& c, GgufType type, const std::string& key, int depth) {
     GgufValue v;
     v.type = type;
     switch (type) {
-        case GgufType::UInt8: v.v = uint64_t{c.read<uint8_t>(key.c_str())}; break;
-        case GgufType::Int8: v.v = int64_t{c.read<int8_t>(key.c_str())}; break;
-        case GgufType::UInt16: v.v = uint64_t{c.read<uint16_t>(key.c_str())}; break;
-        case GgufType::Int16: v.v = int64_t{c.read<int16_t>(key.c_str())}; break;
-        case GgufType::UInt32: v.v = uint64_t{c.read<uint32_t>(key.c_str())}; break;
-        case GgufType::Int32: v.v = int64_t{c.read<int32_t>(key.c_str())}; break;
-        case GgufType::UInt64: v.v = c.read<uint64_t>(key.c_str()); break;
-        case GgufType::Int64: v.v = c.read<int64_t>(key.c_str()); break;
-        case GgufType::Float32: v.v = double{c.read<float>(key.c_str())}; break;
-        case GgufType::Float64: v.v = c.read<double>(key.c_str()); break;
+        case GgufType::UInt8:
+            v.v = uint64_t{c.read<uint8_t>(key.c_str())};
+            break;
+        case GgufType::Int8:
+            v.v = int64_t{c.read<int8_t>(key.c_str())};
+            break;
+        case GgufType::UInt16:
+            v.v = uint64_t{c.read<uint16_t>(key.c_str())};
+            break;
+        case GgufType::Int16:
+            v.v = int64_t{c.read<int16_t>(key.c_str())};
+            break;
+        case GgufType::UInt32:
+            v.v = uint64_t{c.read<uint32_t>(key.c_str())};
+            break;
+        case GgufType::Int32:
+            v.v = int64_t{c.read<int32_t>(key.c_str())};
+            break;
+        case GgufType::UInt64:
+            v.v = c.read<uint64_t>(key.c_str());
+            break;
+        case GgufType::Int64:
+            v.v = c.read<int64_t>(key.c_str());
+            break;
+        case GgufType::Float32:
+            v.v = double{c.read<float>(key.c_str())};
+            break;
+        case GgufType::Float64:
+            v.v = c.read<double>(key.c_str());
+            break;
         case GgufType::Bool: {
             uint8_t b = c.read<uint8_t>(key.c_str());
-            if (b > 1) c.fail("metadata \"" + key + "\": bool value " + std::to_string(b) + " is neither 0 nor 1");
+            if (b > 1)
+                c.fail("metadata \"" + key + "\": bool value " + std::to_string(b) + " is neither 0 nor 1");
             v.v = b != 0;
             break;
         }
-        case GgufType::String: v.v = c.read_string(key.c_str()); break;
+        case GgufType::String:
+            v.v = c.read_string(key.c_str());
+            break;
         case GgufType::Array: {
             if (depth >= kMaxArrayNesting) c.fail("metadata \"" + key + "\": arrays nested too deeply");
             uint32_t et = c.read<uint32_t>("array element type");
-            if (!valid_type(et)) c.fail("metadata \"" + key + "\": unknown array element type " + std::to_string(et));
+            if (!valid_type(et))
+                c.fail("metadata \"" + key + "\": unknown array element type " + std::to_string(et));
             uint64_t count = c.read<uint64_t>("array length");
             uint64_t min_bytes = 0;
             // The count must be payable from the bytes left: no huge allocation for a tiny file.
@@ -149,8 +193,8 @@ GgufValue read_value(Cursor& c, GgufType type, const std::string& key, int depth
 }
 
 const char* value_type_name(GgufType t) {
-    static const char* names[] = {"uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-                                  "bool",  "string", "array", "uint64", "int64", "float64"};
+    static const char* names[] = {"uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
+                                  "bool",  "string", "array",  "uint64", "int64",  "float64"};
     auto i = static_cast<uint32_t>(t);
     return i < 13 ? names[i] : "?";
 }
@@ -166,8 +210,8 @@ uint64_t ggml_row_bytes(uint32_t type, uint64_t elements) {
     const auto* t = traits(type);
     if (!t) throw Error(ErrorCode::UnsupportedTensorType, "unknown ggml type id " + std::to_string(type));
     if (elements % t->block_elements != 0)
-        throw Error(ErrorCode::InvalidModelFile, std::string("a row of ") + std::to_string(elements) + " " + t->name +
-                                                     " values is not a whole number of " +
+        throw Error(ErrorCode::InvalidModelFile, std::string("a row of ") + std::to_string(elements) + " " +
+                                                     t->name + " values is not a whole number of " +
                                                      std::to_string(t->block_elements) + "-element blocks");
     return elements / t->block_elements * t->block_bytes;
 }
@@ -192,7 +236,9 @@ std::optional<double> GgufValue::as_float() const {
     if (auto i = as_int()) return static_cast<double>(*i);
     return std::nullopt;
 }
-const std::string* GgufValue::as_string() const { return std::get_if<std::string>(&v); }
+const std::string* GgufValue::as_string() const {
+    return std::get_if<std::string>(&v);
+}
 const GgufArray* GgufValue::as_array() const {
     auto* p = std::get_if<std::shared_ptr<GgufArray>>(&v);
     return p ? p->get() : nullptr;
@@ -239,20 +285,27 @@ std::string gguf_split_path(const std::string& prefix, uint32_t no, uint32_t cou
 void GgufFile::open_split_parts() {
     const int64_t count = *get_int("split.count");
     const int64_t no = get_int("split.no").value_or(0);
-    if (count > 65535) throw Error(ErrorCode::InvalidModelFile, path_ + ": split.count " + std::to_string(count) + " is absurd");
+    if (count > 65535)
+        throw Error(ErrorCode::InvalidModelFile,
+                    path_ + ": split.count " + std::to_string(count) + " is absurd");
     if (no != 0) {
         std::string first = "its first part";
-        const std::string own = gguf_split_path("", static_cast<uint32_t>(no + 1), static_cast<uint32_t>(count));
-        if (no > 0 && path_.size() > own.size() && path_.compare(path_.size() - own.size(), own.size(), own) == 0)
-            first = gguf_split_path(path_.substr(0, path_.size() - own.size()), 1, static_cast<uint32_t>(count));
+        const std::string own =
+            gguf_split_path("", static_cast<uint32_t>(no + 1), static_cast<uint32_t>(count));
+        if (no > 0 && path_.size() > own.size() &&
+            path_.compare(path_.size() - own.size(), own.size(), own) == 0)
+            first =
+                gguf_split_path(path_.substr(0, path_.size() - own.size()), 1, static_cast<uint32_t>(count));
         throw Error(ErrorCode::InvalidModelFile, path_ + " is part " + std::to_string(no + 1) + " of " +
-                                                     std::to_string(count) + " of a split model; open " + first);
+                                                     std::to_string(count) + " of a split model; open " +
+                                                     first);
     }
     const std::string tail = gguf_split_path("", 1, static_cast<uint32_t>(count));
     if (path_.size() <= tail.size() || path_.compare(path_.size() - tail.size(), tail.size(), tail) != 0)
-        throw Error(ErrorCode::InvalidModelFile, path_ + " is the first of " + std::to_string(count) +
-                                                     " parts of a split model, but its name does not end in " + tail +
-                                                     ", so the other parts cannot be found");
+        throw Error(ErrorCode::InvalidModelFile,
+                    path_ + " is the first of " + std::to_string(count) +
+                        " parts of a split model, but its name does not end in " + tail +
+                        ", so the other parts cannot be found");
     const std::string prefix = path_.substr(0, path_.size() - tail.size());
     for (uint32_t i = 1; i < count; ++i) {
         const std::string p = gguf_split_path(prefix, i + 1, static_cast<uint32_t>(count));
@@ -260,23 +313,26 @@ void GgufFile::open_split_parts() {
         try {
             part = open_one(p);
         } catch (const Error& e) {
-            throw Error(e.code(), "part " + std::to_string(i + 1) + " of " + std::to_string(count) + " of " + path_ +
-                                      " is missing or unreadable: " + e.what());
+            throw Error(e.code(), "part " + std::to_string(i + 1) + " of " + std::to_string(count) + " of " +
+                                      path_ + " is missing or unreadable: " + e.what());
         }
         if (part->get_int("split.no").value_or(-1) != i || part->get_int("split.count").value_or(-1) != count)
-            throw Error(ErrorCode::InvalidModelFile, p + " does not say it is part " + std::to_string(i + 1) + " of " +
-                                                         std::to_string(count) + " (split.no / split.count)");
+            throw Error(ErrorCode::InvalidModelFile, p + " does not say it is part " + std::to_string(i + 1) +
+                                                         " of " + std::to_string(count) +
+                                                         " (split.no / split.count)");
         for (auto t : part->tensors_) {
             t.part = i;
             if (!tensor_index_.emplace(t.name, tensors_.size()).second)
-                throw Error(ErrorCode::InvalidModelFile, p + ": tensor " + t.name + " is also in an earlier part");
+                throw Error(ErrorCode::InvalidModelFile,
+                            p + ": tensor " + t.name + " is also in an earlier part");
             tensors_.push_back(std::move(t));
         }
         parts_.push_back(std::move(part));
     }
     if (auto n = get_int("split.tensors.count"); n && *n != static_cast<int64_t>(tensors_.size()))
         throw Error(ErrorCode::InvalidModelFile, path_ + ": split.tensors.count says " + std::to_string(*n) +
-                                                     " tensors, the parts hold " + std::to_string(tensors_.size()));
+                                                     " tensors, the parts hold " +
+                                                     std::to_string(tensors_.size()));
 }
 
 std::optional<std::string> gguf_architecture(const std::string& path) {
@@ -333,23 +389,28 @@ void GgufFile::parse() {
     uint64_t n_tensors = c.read<uint64_t>("tensor count");
     uint64_t n_kv = c.read<uint64_t>("metadata count");
     // Each entry needs at least a key length, a type and a value: bound counts by the file size.
-    if (n_kv > c.remaining() / (8 + 4 + 1)) c.fail("metadata count " + std::to_string(n_kv) + " cannot fit in the file");
+    if (n_kv > c.remaining() / (8 + 4 + 1))
+        c.fail("metadata count " + std::to_string(n_kv) + " cannot fit in the file");
     if (n_tensors > c.remaining() / (8 + 4 + 8 + 4 + 8))
         c.fail("tensor count " + std::to_string(n_tensors) + " cannot fit in the file");
 
     for (uint64_t i = 0; i < n_kv; ++i) {
         std::string key = c.read_string("metadata key");
         uint32_t type = c.read<uint32_t>("metadata value type");
-        if (!valid_type(type)) c.fail("metadata \"" + key + "\" has unknown value type " + std::to_string(type));
+        if (!valid_type(type))
+            c.fail("metadata \"" + key + "\" has unknown value type " + std::to_string(type));
         GgufValue v = read_value(c, static_cast<GgufType>(type), key, 0);
-        if (!metadata_.emplace(key, std::move(v)).second) c.fail("metadata key \"" + key + "\" appears twice");
+        if (!metadata_.emplace(key, std::move(v)).second)
+            c.fail("metadata key \"" + key + "\" appears twice");
     }
     if (const auto* a = find("general.alignment")) {
         auto al = a->as_int();
         if (!al || *al <= 0 || (*al & (*al - 1)) != 0)
-            c.fail("general.alignment must be a power of two (got " + (al ? std::to_string(*al) : "non-integer") + ")");
+            c.fail("general.alignment must be a power of two (got " +
+                   (al ? std::to_string(*al) : "non-integer") + ")");
         if (*al > (1 << 20))  // padding of up to the alignment per tensor: refuse absurd values
-            c.fail("general.alignment of " + std::to_string(*al) + " bytes is above the 1 MiB this reader accepts");
+            c.fail("general.alignment of " + std::to_string(*al) +
+                   " bytes is above the 1 MiB this reader accepts");
         alignment_ = static_cast<uint64_t>(*al);
     }
 
@@ -359,11 +420,13 @@ void GgufFile::parse() {
         t.name = c.read_string("tensor name");
         uint32_t n_dims = c.read<uint32_t>("tensor dimension count");
         if (n_dims == 0 || n_dims > kMaxDims)
-            c.fail("tensor \"" + t.name + "\" has " + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
+            c.fail("tensor \"" + t.name + "\" has " + std::to_string(n_dims) +
+                   " dimensions (1 to 4 allowed)");
         uint64_t elements = 1;
         for (uint32_t d = 0; d < n_dims; ++d) {
             uint64_t dim = c.read<uint64_t>("tensor dimension");
-            if (dim == 0 || dim > (1ull << 40)) c.fail("tensor \"" + t.name + "\" has dimension " + std::to_string(dim));
+            if (dim == 0 || dim > (1ull << 40))
+                c.fail("tensor \"" + t.name + "\" has dimension " + std::to_string(dim));
             if (mul_overflows(elements, dim, &elements))
                 c.fail("tensor \"" + t.name + "\": element count overflows 64 bits");
             t.shape.push_back(dim);
@@ -373,14 +436,15 @@ void GgufFile::parse() {
         const auto* tr = traits(t.type);
         if (!tr) c.fail("tensor \"" + t.name + "\" has unknown ggml type " + std::to_string(t.type));
         if (t.shape[0] % tr->block_elements != 0)
-            c.fail("tensor \"" + t.name + "\": row length " + std::to_string(t.shape[0]) + " is not a multiple of the " +
-                   tr->name + " block size " + std::to_string(tr->block_elements));
+            c.fail("tensor \"" + t.name + "\": row length " + std::to_string(t.shape[0]) +
+                   " is not a multiple of the " + tr->name + " block size " +
+                   std::to_string(tr->block_elements));
         uint64_t blocks = elements / tr->block_elements;
         if (mul_overflows(blocks, tr->block_bytes, &t.size_bytes))
             c.fail("tensor \"" + t.name + "\": byte size overflows 64 bits");
         if (t.offset % alignment_ != 0)
-            c.fail("tensor \"" + t.name + "\": data offset " + std::to_string(t.offset) + " is not aligned to " +
-                   std::to_string(alignment_));
+            c.fail("tensor \"" + t.name + "\": data offset " + std::to_string(t.offset) +
+                   " is not aligned to " + std::to_string(alignment_));
         if (!tensor_index_.emplace(t.name, tensors_.size()).second)
             c.fail("tensor name \"" + t.name + "\" appears twice");
         tensors_.push_back(std::move(t));
@@ -388,7 +452,8 @@ void GgufFile::parse() {
     uint64_t end_of_header = c.pos();
     data_offset_ = (end_of_header + alignment_ - 1) / alignment_ * alignment_;
     if (n_tensors > 0 && data_offset_ > bytes_.size())
-        c.fail("file is truncated before the tensor data section (which starts at " + std::to_string(data_offset_) + ")");
+        c.fail("file is truncated before the tensor data section (which starts at " +
+               std::to_string(data_offset_) + ")");
 
     // Tensor extents: inside the file, and no two overlapping.
     std::vector<const GgufTensorInfo*> by_offset;
@@ -397,18 +462,19 @@ void GgufFile::parse() {
         if (add_overflows(data_offset_, t.offset, &start) || add_overflows(start, t.size_bytes, &end) ||
             end > bytes_.size())
             throw Error(ErrorCode::InvalidModelFile,
-                        "GGUF file " + path_ + ": tensor \"" + t.name + "\" (" + std::to_string(t.size_bytes) +
-                            " bytes at data offset " + std::to_string(t.offset) +
-                            ") extends past the end of the file (" + std::to_string(bytes_.size()) +
-                            " bytes): the file is truncated or corrupt");
+                        "GGUF file " + path_ + ": tensor \"" + t.name + "\" (" +
+                            std::to_string(t.size_bytes) + " bytes at data offset " +
+                            std::to_string(t.offset) + ") extends past the end of the file (" +
+                            std::to_string(bytes_.size()) + " bytes): the file is truncated or corrupt");
         by_offset.push_back(&t);
     }
     std::sort(by_offset.begin(), by_offset.end(),
               [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
     for (size_t i = 1; i < by_offset.size(); ++i)
         if (by_offset[i - 1]->offset + by_offset[i - 1]->size_bytes > by_offset[i]->offset)
-            throw Error(ErrorCode::InvalidModelFile, "GGUF file " + path_ + ": tensors \"" + by_offset[i - 1]->name +
-                                                         "\" and \"" + by_offset[i]->name + "\" overlap");
+            throw Error(ErrorCode::InvalidModelFile, "GGUF file " + path_ + ": tensors \"" +
+                                                         by_offset[i - 1]->name + "\" and \"" +
+                                                         by_offset[i]->name + "\" overlap");
 }
 
 const GgufValue* GgufFile::find(std::string_view key) const {
@@ -418,8 +484,8 @@ const GgufValue* GgufFile::find(std::string_view key) const {
 
 namespace {
 [[noreturn]] void wrong_type(const std::string& path, std::string_view key, GgufType got, const char* want) {
-    throw Error(ErrorCode::InvalidModelFile, "GGUF file " + path + ": metadata \"" + std::string(key) + "\" is " +
-                                                 value_type_name(got) + ", expected " + want);
+    throw Error(ErrorCode::InvalidModelFile, "GGUF file " + path + ": metadata \"" + std::string(key) +
+                                                 "\" is " + value_type_name(got) + ", expected " + want);
 }
 }  // namespace
 
@@ -427,7 +493,8 @@ std::optional<int64_t> GgufFile::get_int(std::string_view key) const {
     const auto* v = find(key);
     if (!v) return std::nullopt;
     auto i = v->as_int();
-    if (!i || v->type == GgufType::Float32 || v->type == GgufType::Float64) wrong_type(path_, key, v->type, "an integer");
+    if (!i || v->type == GgufType::Float32 || v->type == GgufType::Float64)
+        wrong_type(path_, key, v->type, "an integer");
     return i;
 }
 std::optional<double> GgufFile::get_float(std::string_view key) const {

@@ -93,8 +93,9 @@ void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> shape
     for (auto d : shape) n *= d;
     uint64_t want = ggml_row_bytes(type, shape.empty() ? 0 : shape[0]) * (shape.empty() ? 0 : n / shape[0]);
     if (data.size() != want)
-        throw Error(ErrorCode::InvalidArgument, "GgufWriter: tensor " + name + " has " + std::to_string(data.size()) +
-                                                    " bytes, its shape and type need " + std::to_string(want));
+        throw Error(ErrorCode::InvalidArgument,
+                    "GgufWriter: tensor " + name + " has " + std::to_string(data.size()) +
+                        " bytes, its shape and type need " + std::to_string(want));
     tensors_.push_back({name, std::move(shape), type, std::move(data)});
 }
 
@@ -140,10 +141,11 @@ void GgufWriter::write(const std::string& path, uint32_t version) const {
     if (!f) throw Error(ErrorCode::Io, "write failed: " + path);
 }
 
-std::vector<std::string> GgufWriter::write_split(const std::string& prefix, uint32_t parts, uint32_t version) const {
+std::vector<std::string> GgufWriter::write_split(const std::string& prefix, uint32_t parts,
+                                                 uint32_t version) const {
     if (parts < 1 || parts > tensors_.size() || parts > 65535)
-        throw Error(ErrorCode::InvalidArgument, "cannot split " + std::to_string(tensors_.size()) + " tensors into " +
-                                                    std::to_string(parts) + " parts");
+        throw Error(ErrorCode::InvalidArgument, "cannot split " + std::to_string(tensors_.size()) +
+                                                    " tensors into " + std::to_string(parts) + " parts");
     std::vector<std::string> paths;
     for (uint32_t i = 0; i < parts; ++i) {
         GgufWriter part;
@@ -152,7 +154,8 @@ std::vector<std::string> GgufWriter::write_split(const std::string& prefix, uint
         part.set_u16("split.count", static_cast<uint16_t>(parts));
         if (i == 0) part.set_i32("split.tensors.count", static_cast<int32_t>(tensors_.size()));
         const size_t begin = tensors_.size() * i / parts, end = tensors_.size() * (i + 1) / parts;
-        part.tensors_.assign(tensors_.begin() + static_cast<ptrdiff_t>(begin), tensors_.begin() + static_cast<ptrdiff_t>(end));
+        part.tensors_.assign(tensors_.begin() + static_cast<ptrdiff_t>(begin),
+                             tensors_.begin() + static_cast<ptrdiff_t>(end));
         paths.push_back(gguf_split_path(prefix, i + 1, parts));
         part.write(paths.back(), version);
     }

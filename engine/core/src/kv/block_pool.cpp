@@ -63,13 +63,15 @@ void BlockPool::release(uint32_t b) {
     if (blk.refcount == 0) throw Error(ErrorCode::Internal, "KV block released twice");
     if (--blk.refcount > 0) return;
     // Cached blocks join the back (most recently used); empty ones the front (handed out first).
-    blk.queue_pos = blk.hashed ? free_queue_.insert(free_queue_.end(), b) : free_queue_.insert(free_queue_.begin(), b);
+    blk.queue_pos =
+        blk.hashed ? free_queue_.insert(free_queue_.end(), b) : free_queue_.insert(free_queue_.begin(), b);
     blk.in_queue = true;
 }
 
 uint32_t BlockPool::take_block() {
     if (free_queue_.empty())
-        throw Error(ErrorCode::ContextFull, "the KV cache is full: every block is in use by a running sequence");
+        throw Error(ErrorCode::ContextFull,
+                    "the KV cache is full: every block is in use by a running sequence");
     uint32_t b = free_queue_.front();
     Block& blk = blocks_[b];
     if (blk.hashed) {  // evict: it no longer stands for its tokens
@@ -172,8 +174,9 @@ std::vector<uint32_t> BlockPool::append(SequenceId id, std::span<const int32_t> 
     Sequence& s = seq(id);
     uint32_t need = blocks_needed(id, static_cast<uint32_t>(toks.size()));
     if (need > free_blocks())
-        throw Error(ErrorCode::ContextFull, "the KV cache is full: " + std::to_string(need) + " more blocks needed, " +
-                                                std::to_string(free_blocks()) + " free");
+        throw Error(ErrorCode::ContextFull, "the KV cache is full: " + std::to_string(need) +
+                                                " more blocks needed, " + std::to_string(free_blocks()) +
+                                                " free");
     for (uint32_t i = 0; i < need; ++i) s.table.push_back(take_block());
     std::vector<uint32_t> slots;
     slots.reserve(toks.size());
@@ -240,8 +243,12 @@ void BlockPool::truncate(SequenceId id, uint32_t n) {
     s.hashed_blocks = std::min(s.hashed_blocks, full);
 }
 
-const std::vector<uint32_t>& BlockPool::block_table(SequenceId id) const { return seq(id).table; }
-const std::vector<int32_t>& BlockPool::tokens(SequenceId id) const { return seq(id).tokens; }
+const std::vector<uint32_t>& BlockPool::block_table(SequenceId id) const {
+    return seq(id).table;
+}
+const std::vector<int32_t>& BlockPool::tokens(SequenceId id) const {
+    return seq(id).tokens;
+}
 
 std::optional<uint64_t> BlockPool::block_hash(uint32_t b) const {
     if (!blocks_[b].hashed) return std::nullopt;
@@ -253,9 +260,12 @@ void BlockPool::fill_stats(KvStats& st) const {
     st.total_blocks = num_blocks();
     st.used_blocks = st.cached_blocks = st.empty_blocks = 0;
     for (const auto& b : blocks_) {
-        if (b.refcount > 0) ++st.used_blocks;
-        else if (b.hashed) ++st.cached_blocks;
-        else ++st.empty_blocks;
+        if (b.refcount > 0)
+            ++st.used_blocks;
+        else if (b.hashed)
+            ++st.cached_blocks;
+        else
+            ++st.empty_blocks;
     }
     st.capacity_tokens = static_cast<uint64_t>(num_blocks()) * block_tokens_;
     st.prefix_query_tokens = query_tokens_;
@@ -266,7 +276,8 @@ void BlockPool::fill_stats(KvStats& st) const {
     st.peak_used_blocks = peak_used_;
     st.sequences.clear();
     for (const auto& [id, s] : seqs_)
-        st.sequences.push_back({id, static_cast<uint32_t>(s.tokens.size()), static_cast<uint32_t>(s.table.size())});
+        st.sequences.push_back(
+            {id, static_cast<uint32_t>(s.tokens.size()), static_cast<uint32_t>(s.table.size())});
 }
 
 std::vector<KvBlockInfo> BlockPool::block_map() const {
@@ -281,7 +292,8 @@ std::vector<KvBlockInfo> BlockPool::block_map() const {
         for (uint32_t i = 0; i < s.table.size(); ++i) {
             auto& info = map[s.table[i]];
             info.owners.push_back(id);
-            uint32_t filled = static_cast<uint32_t>(std::min<size_t>(block_tokens_, s.tokens.size() - i * block_tokens_));
+            uint32_t filled =
+                static_cast<uint32_t>(std::min<size_t>(block_tokens_, s.tokens.size() - i * block_tokens_));
             info.filled = std::max(info.filled, filled);
             if (info.first_position < 0) info.first_position = static_cast<int32_t>(i * block_tokens_);
         }

@@ -17,10 +17,11 @@ namespace lantern::model {
 namespace {
 uint32_t required(const GgufFile& g, const std::string& key) {
     auto v = g.get_int(key);
-    if (!v) throw Error(ErrorCode::InvalidModelFile, g.path() + ": required metadata \"" + key + "\" is missing");
+    if (!v)
+        throw Error(ErrorCode::InvalidModelFile, g.path() + ": required metadata \"" + key + "\" is missing");
     if (*v <= 0 || *v > (1 << 24))
-        throw Error(ErrorCode::InvalidModelFile, g.path() + ": metadata \"" + key + "\" = " + std::to_string(*v) +
-                                                     " is out of range");
+        throw Error(ErrorCode::InvalidModelFile,
+                    g.path() + ": metadata \"" + key + "\" = " + std::to_string(*v) + " is out of range");
     return static_cast<uint32_t>(*v);
 }
 }  // namespace
@@ -32,28 +33,31 @@ ModelInfo read_llama_config(const GgufFile& g) {
     if (m.architecture.empty())
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": general.architecture is missing");
     if (!supported_architecture(m.architecture))
-        throw Error(ErrorCode::UnsupportedArchitecture,
-                    "unsupported architecture \"" + m.architecture + "\": Lantern runs llama, qwen2 and qwen3 models");
+        throw Error(ErrorCode::UnsupportedArchitecture, "unsupported architecture \"" + m.architecture +
+                                                            "\": Lantern runs llama, qwen2 and qwen3 models");
     m.name = g.get_string("general.name").value_or("");
     const std::string a = m.architecture + ".";
     m.dim = required(g, a + "embedding_length");
     m.n_layers = required(g, a + "block_count");
     m.ffn_dim = required(g, a + "feed_forward_length");
     m.n_heads = required(g, a + "attention.head_count");
-    m.n_kv_heads = g.get_int(a + "attention.head_count_kv") ? required(g, a + "attention.head_count_kv") : m.n_heads;
+    m.n_kv_heads =
+        g.get_int(a + "attention.head_count_kv") ? required(g, a + "attention.head_count_kv") : m.n_heads;
     m.context_length = g.get_int(a + "context_length") ? required(g, a + "context_length") : 2048;
     // Head size: attention.key_length where the file has it (Qwen3: wider than dim / heads), the
     // same for values; else the width split among the heads.
     if (g.get_int(a + "attention.key_length")) {
         m.head_dim = required(g, a + "attention.key_length");
-        const uint32_t v = g.get_int(a + "attention.value_length") ? required(g, a + "attention.value_length") : m.head_dim;
+        const uint32_t v =
+            g.get_int(a + "attention.value_length") ? required(g, a + "attention.value_length") : m.head_dim;
         if (v != m.head_dim)
             throw Error(ErrorCode::UnsupportedArchitecture, "key length " + std::to_string(m.head_dim) +
                                                                 " and value length " + std::to_string(v) +
                                                                 " differ: not supported");
     } else if (m.dim % m.n_heads != 0) {
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": embedding length " + std::to_string(m.dim) +
-                                                     " is not a multiple of the head count " + std::to_string(m.n_heads));
+                                                     " is not a multiple of the head count " +
+                                                     std::to_string(m.n_heads));
     } else {
         m.head_dim = m.dim / m.n_heads;
     }
@@ -63,7 +67,8 @@ ModelInfo read_llama_config(const GgufFile& g) {
                                                      std::to_string(m.n_kv_heads));
     m.n_rot = g.get_int(a + "rope.dimension_count") ? required(g, a + "rope.dimension_count") : m.head_dim;
     if (m.n_rot > m.head_dim || m.n_rot % 2 != 0)
-        throw Error(ErrorCode::InvalidModelFile, g.path() + ": rope dimension " + std::to_string(m.n_rot) + " is invalid");
+        throw Error(ErrorCode::InvalidModelFile,
+                    g.path() + ": rope dimension " + std::to_string(m.n_rot) + " is invalid");
     m.rope_freq_base = static_cast<float>(g.get_float(a + "rope.freq_base").value_or(10000.0));
     m.rms_eps = static_cast<float>(g.get_float(a + "attention.layer_norm_rms_epsilon").value_or(1e-5));
     // RoPE scaling, read as llama.cpp reads it: the factor (rope.scaling.factor, or the older
@@ -73,8 +78,8 @@ ModelInfo read_llama_config(const GgufFile& g) {
     auto factor = g.get_float(a + "rope.scaling.factor");
     if (!factor) factor = g.get_float(a + "rope.scale_linear");
     if (factor && (!std::isfinite(*factor) || *factor < 0.0))
-        throw Error(ErrorCode::InvalidModelFile,
-                    g.path() + ": RoPE scaling factor " + std::to_string(*factor) + " is not a positive number");
+        throw Error(ErrorCode::InvalidModelFile, g.path() + ": RoPE scaling factor " +
+                                                     std::to_string(*factor) + " is not a positive number");
     RopeScaling& rs = m.rope_scaling;
     if (scaling == "linear" || scaling == "yarn") {
         if (factor && *factor != 0.0) {
@@ -90,23 +95,26 @@ ModelInfo read_llama_config(const GgufFile& g) {
                               : m.context_length;
     rs.attn_factor = static_cast<float>(g.get_float(a + "rope.scaling.attn_factor").value_or(1.0));
     if (!(rs.attn_factor > 0.0f) || !std::isfinite(rs.attn_factor) || rs.original_context == 0)
-        throw Error(ErrorCode::InvalidModelFile, g.path() + ": RoPE scaling attn_factor or original context is invalid");
+        throw Error(ErrorCode::InvalidModelFile,
+                    g.path() + ": RoPE scaling attn_factor or original context is invalid");
 
     // Llama 3.1+ carry their frequency scaling as a tensor rather than metadata; ignoring it would
     // run such a model with the wrong angles at every position.
     if (const auto* ff = g.find_tensor("rope_freqs.weight")) {
         const uint32_t pairs = m.n_rot / 2;
-        if (ff->type != static_cast<uint32_t>(GgmlType::F32) || ff->shape.size() != 1 || ff->shape[0] != pairs)
-            throw Error(ErrorCode::InvalidModelFile, g.path() + ": rope_freqs.weight must be " + std::to_string(pairs) +
-                                                         " F32 values (one per rotated pair), not " +
-                                                         std::to_string(ff->elements()) + " " + ggml_type_name(ff->type));
+        if (ff->type != static_cast<uint32_t>(GgmlType::F32) || ff->shape.size() != 1 ||
+            ff->shape[0] != pairs)
+            throw Error(ErrorCode::InvalidModelFile,
+                        g.path() + ": rope_freqs.weight must be " + std::to_string(pairs) +
+                            " F32 values (one per rotated pair), not " + std::to_string(ff->elements()) +
+                            " " + ggml_type_name(ff->type));
         const auto bytes = g.tensor_data(*ff);
         rs.frequency_factors.resize(pairs);
         std::memcpy(rs.frequency_factors.data(), bytes.data(), 4ull * pairs);
         for (float f : rs.frequency_factors)
             if (!(f > 0.0f) || !std::isfinite(f))
-                throw Error(ErrorCode::InvalidModelFile,
-                            g.path() + ": rope_freqs.weight holds " + std::to_string(f) + ", not a positive factor");
+                throw Error(ErrorCode::InvalidModelFile, g.path() + ": rope_freqs.weight holds " +
+                                                             std::to_string(f) + ", not a positive factor");
     }
 
     const auto* emb = g.find_tensor("token_embd.weight");
@@ -126,9 +134,9 @@ ModelInfo read_llama_config(const GgufFile& g) {
             const auto* t = g.find_tensor(name);
             if (!t) throw Error(ErrorCode::InvalidModelFile, g.path() + ": tensor " + name + " is missing");
             if (t->elements() != m.head_dim)
-                throw Error(ErrorCode::InvalidModelFile, g.path() + ": tensor " + name + " has " +
-                                                             std::to_string(t->elements()) + " values, not the head size " +
-                                                             std::to_string(m.head_dim));
+                throw Error(ErrorCode::InvalidModelFile,
+                            g.path() + ": tensor " + name + " has " + std::to_string(t->elements()) +
+                                " values, not the head size " + std::to_string(m.head_dim));
         }
     // Biases: on Q, K and V in every layer (qwen2 always; a llama file may carry them too, as
     // llama.cpp reads them), on nothing else. A bias Lantern would not add is refused by name
@@ -139,16 +147,18 @@ ModelInfo read_llama_config(const GgufFile& g) {
         for (const char* piece : {"attn_q", "attn_k", "attn_v"})
             if (m.qkv_bias != (g.find_tensor(p + piece + ".bias") != nullptr))
                 throw Error(ErrorCode::InvalidModelFile,
-                            g.path() + ": tensor " + p + piece + ".bias is " + (m.qkv_bias ? "missing" : "there") +
-                                " while " + (m.qkv_bias ? "Q, K and V have biases" : "the other layers' Q has none"));
+                            g.path() + ": tensor " + p + piece + ".bias is " +
+                                (m.qkv_bias ? "missing" : "there") + " while " +
+                                (m.qkv_bias ? "Q, K and V have biases" : "the other layers' Q has none"));
         for (const char* piece : {"attn_output", "ffn_gate", "ffn_up", "ffn_down"})
             if (g.find_tensor(p + piece + ".bias"))
-                throw Error(ErrorCode::UnsupportedArchitecture, "tensor " + p + piece +
-                                                                    ".bias: a bias on " + piece +
+                throw Error(ErrorCode::UnsupportedArchitecture, "tensor " + p + piece + ".bias: a bias on " +
+                                                                    piece +
                                                                     " is not supported (only on Q, K and V)");
     }
     if (m.qkv_bias && m.qk_norm)
-        throw Error(ErrorCode::UnsupportedArchitecture, "Q/K/V biases beside per-head Q/K norms are not supported");
+        throw Error(ErrorCode::UnsupportedArchitecture,
+                    "Q/K/V biases beside per-head Q/K norms are not supported");
 
     std::map<std::string, uint32_t> types;
     for (const auto& t : g.tensors()) {

@@ -27,9 +27,19 @@ std::vector<uint8_t> interleave_rope_rows(std::span<const uint8_t> data, uint64_
 }
 
 namespace {
-enum OpLabel : uint32_t { kEmbed, kQkv, kAttention, kAttnOut, kFfnGateUp, kFfnDown, kFusedLayer, kLmHead, kLabelCount };
-const char* kLabelNames[] = {"embed",    "qkv+rope+kv", "attention",   "attn_output",
-                             "ffn_gate_up", "ffn_down", "fused_layer", "lm_head"};
+enum OpLabel : uint32_t {
+    kEmbed,
+    kQkv,
+    kAttention,
+    kAttnOut,
+    kFfnGateUp,
+    kFfnDown,
+    kFusedLayer,
+    kLmHead,
+    kLabelCount
+};
+const char* kLabelNames[] = {"embed",       "qkv+rope+kv", "attention",   "attn_output",
+                             "ffn_gate_up", "ffn_down",    "fused_layer", "lm_head"};
 static_assert(kLabelCount <= LlamaModel::kProfileLabels);
 }  // namespace
 
@@ -68,15 +78,16 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     {
         // x | q/k/v | attention out | gate/up (or silu(gate) * up), each at an offset every binding
         // kind accepts (and a multiple of 16 bytes, so vec4 views line up).
-        const uint64_t align = std::max<uint64_t>({lim.minStorageBufferOffsetAlignment, lim.minTexelBufferOffsetAlignment, 16});
+        const uint64_t align =
+            std::max<uint64_t>({lim.minStorageBufferOffsetAlignment, lim.minTexelBufferOffsetAlignment, 16});
         uint64_t used = 0;
         auto region = [&](uint64_t bytes) {
             const uint64_t off = used;
             used += (bytes + align - 1) / align * align;
             return std::pair{off, bytes};
         };
-        const auto rx = region(4ull * T * m.dim), rq = region(4ull * T * qkv_width_), ra = region(4ull * T * m.q_dim()),
-                   rf = region(8ull * T * m.ffn_dim);
+        const auto rx = region(4ull * T * m.dim), rq = region(4ull * T * qkv_width_),
+                   ra = region(4ull * T * m.q_dim()), rf = region(8ull * T * m.ffn_dim);
         act_ = ctx.create_buffer(used, MemoryUse::DeviceLocal);
         x_ = {&act_, rx.first, rx.second};
         qkv_ = {&act_, rq.first, rq.second};
@@ -86,7 +97,8 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     // The fused layers' counters, then (devices with a shader clock) their clock events in profiled steps.
     fused_groups_ = ops::DecodeLayerOp::workgroups_for(ctx);
     const uint32_t counters = 1 + 10 * m.n_layers;
-    const uint32_t clock_words = ctx.shader_device_clock() ? ops::DecodeLayerOp::clock_words(m.n_layers, fused_groups_) : 0;
+    const uint32_t clock_words =
+        ctx.shader_device_clock() ? ops::DecodeLayerOp::clock_words(m.n_layers, fused_groups_) : 0;
     clock_base_ = clock_words ? counters : 0;
     sync_ = ctx.create_buffer(4ull * (counters + clock_words), MemoryUse::Upload);
     sync_counter_bytes_ = 4ull * counters;
@@ -118,10 +130,13 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     layers_.resize(m.n_layers);
     // Layers per KV buffer: as many as one view reaches (a run of fused layers binds its caches as
     // one) and one allocation holds.
-    uint64_t kv_buffer_max = std::min<uint64_t>(lim.maxStorageBufferRange, 16ull * lim.maxTexelBufferElements);
-    if (ctx.info().max_allocation_bytes) kv_buffer_max = std::min<uint64_t>(kv_buffer_max, ctx.info().max_allocation_bytes);
+    uint64_t kv_buffer_max =
+        std::min<uint64_t>(lim.maxStorageBufferRange, 16ull * lim.maxTexelBufferElements);
+    if (ctx.info().max_allocation_bytes)
+        kv_buffer_max = std::min<uint64_t>(kv_buffer_max, ctx.info().max_allocation_bytes);
     uint32_t kv_per_buffer = static_cast<uint32_t>(std::max<uint64_t>(1, kv_buffer_max / kv_layer_bytes));
-    if (limits.kv_layers_per_buffer_for_test) kv_per_buffer = std::min(kv_per_buffer, limits.kv_layers_per_buffer_for_test);
+    if (limits.kv_layers_per_buffer_for_test)
+        kv_per_buffer = std::min(kv_per_buffer, limits.kv_layers_per_buffer_for_test);
     kv_buffers_.reserve(2 * ((m.n_layers + kv_per_buffer - 1) / kv_per_buffer));  // the layers point into it
     std::vector<ops::DecodeLayerInput> fused_inputs;
     ops::DecodeLayerShape fused_shape;
@@ -138,8 +153,8 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         const auto* wo = &upload(gguf, p + "attn_output.weight", m.dim, m.q_dim());
         // Gate and up rows interleaved, SwiGLU in the gate/up matmul's epilogue; when their types
         // differ, two matmuls and SwiGLU in the down matmul's prologue.
-        const ops::DeviceWeight* wgu_pairs = upload_interleaved(gguf, p + "ffn_gate.weight", p + "ffn_up.weight",
-                                                                m.ffn_dim, m.dim);
+        const ops::DeviceWeight* wgu_pairs =
+            upload_interleaved(gguf, p + "ffn_gate.weight", p + "ffn_up.weight", m.ffn_dim, m.dim);
         L.swiglu_fused = wgu_pairs != nullptr;
         auto wgu = L.swiglu_fused ? std::vector<const ops::DeviceWeight*>{wgu_pairs}
                                   : upload_stacked(gguf, {p + "ffn_gate.weight", p + "ffn_up.weight"},
@@ -178,16 +193,18 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
                          L.qk_norm ? nullptr : &rope_kv);
         });
         if (L.qk_norm)
-            L.qk_norm_op = ops::QkNormRopeOp(ctx, ashape, m.rms_eps, qkv_, {&tok_info_}, {&rope_}, L.qk_norm->parts[0].values,
-                                             L.k_cache, L.v_cache);
-        counted(kAttnOut, [&] { build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, attn_, x_, {&dummy_}); });
+            L.qk_norm_op = ops::QkNormRopeOp(ctx, ashape, m.rms_eps, qkv_, {&tok_info_}, {&rope_},
+                                             L.qk_norm->parts[0].values, L.k_cache, L.v_cache);
+        counted(kAttnOut,
+                [&] { build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, attn_, x_, {&dummy_}); });
         counted(kFfnGateUp, [&] {
             build_linear(L.gate_up, L.gate_up_offsets, wgu, ops::MatmulInput::Norm, x_, gate_up_, ffn_norm_w,
                          nullptr, L.swiglu_fused);
         });
         counted(kFfnDown, [&] {
-            build_linear(L.down, unused, {wd}, L.swiglu_fused ? ops::MatmulInput::Plain : ops::MatmulInput::Silu,
-                         gate_up_, x_, {&dummy_});
+            build_linear(L.down, unused, {wd},
+                         L.swiglu_fused ? ops::MatmulInput::Plain : ops::MatmulInput::Silu, gate_up_, x_,
+                         {&dummy_});
         });
         // The whole layer as one dispatch for steps of a few tokens, where the device and the weights allow.
         const ops::DecodeLayerWeights fw{wqkv.size() <= 2 ? wqkv[0] : nullptr,
@@ -205,13 +222,13 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         fs.q_dim = m.q_dim();
         fs.ffn_dim = m.ffn_dim;
         fs.eps = m.rms_eps;
-        const std::string why = limits.fused_decode ? ops::DecodeLayerOp::unsupported(ctx, fw, fs) : "turned off";
+        const std::string why =
+            limits.fused_decode ? ops::DecodeLayerOp::unsupported(ctx, fw, fs) : "turned off";
         if (!why.empty() && fused_why_.empty()) fused_why_ = "layer " + std::to_string(l) + ": " + why;
         L.has_fused = why.empty();
-        L.attention = ops::AttentionOp(ctx, ashape, qkv_, L.k_cache, L.v_cache, {&tok_info_}, {&tables_},
-                                       attn_, {&capture_}, 0,
-                                       limits.gpu_layouts ? ops::AttentionSplit::LanesSplitKeys
-                                                          : ops::AttentionSplit::ForDevice);
+        L.attention = ops::AttentionOp(
+            ctx, ashape, qkv_, L.k_cache, L.v_cache, {&tok_info_}, {&tables_}, attn_, {&capture_}, 0,
+            limits.gpu_layouts ? ops::AttentionSplit::LanesSplitKeys : ops::AttentionSplit::ForDevice);
         // The fused layer's attention splits the work as the separate kernel does for one token
         // (forward() runs it only for steps where the separate kernel would do the same), so a step
         // on the separate kernels (an attention capture, a fallback) computes exactly what it does.
@@ -236,18 +253,20 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     }
     // The fused layers as runs of consecutive layers, one dispatch each.
     if (!fused_inputs.empty()) {
-        const ops::DecodeLayerActivations arena{{&act_}, static_cast<uint32_t>(x_.offset / 4),
-                                              static_cast<uint32_t>(qkv_.offset / 4),
-                                              static_cast<uint32_t>(attn_.offset / 4),
-                                              static_cast<uint32_t>(gate_up_.offset / 4)};
+        const ops::DecodeLayerActivations arena{{&act_},
+                                                static_cast<uint32_t>(x_.offset / 4),
+                                                static_cast<uint32_t>(qkv_.offset / 4),
+                                                static_cast<uint32_t>(attn_.offset / 4),
+                                                static_cast<uint32_t>(gate_up_.offset / 4)};
         const std::span<const ops::DecodeLayerInput> all(fused_inputs);
         for (size_t i = 0; i < all.size();) {
             size_t n = 1;
             while (i + n < all.size() && ops::DecodeLayerOp::joins(ctx, all.subspan(i, n), all[i + n])) ++n;
-            for (size_t k = i; k < i + n; ++k) layers_[all[k].slot].fused_run = static_cast<int32_t>(fused_runs_.size());
+            for (size_t k = i; k < i + n; ++k)
+                layers_[all[k].slot].fused_run = static_cast<int32_t>(fused_runs_.size());
             fused_runs_.emplace_back(ctx, all.subspan(i, n), fused_shape, arena, vk::BufferRange{&tok_info_},
-                                     vk::BufferRange{&rope_}, vk::BufferRange{&tables_}, vk::BufferRange{&sync_},
-                                     clock_base_);
+                                     vk::BufferRange{&rope_}, vk::BufferRange{&tables_},
+                                     vk::BufferRange{&sync_}, clock_base_);
             i += n;
         }
         fused_dispatches_ += static_cast<uint32_t>(fused_runs_.size());
@@ -263,14 +282,18 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     scratch_ = {};  // every weight is on the device now
     formats_.clear();
     if (next_piece_ != placement_.pieces())
-        throw Error(ErrorCode::Internal, "the weights' upload placed " + std::to_string(next_piece_) + " of the " +
-                                             std::to_string(placement_.pieces()) + " pieces it planned");
+        throw Error(ErrorCode::Internal, "the weights' upload placed " + std::to_string(next_piece_) +
+                                             " of the " + std::to_string(placement_.pieces()) +
+                                             " pieces it planned");
 }
 
-LlamaModel::~LlamaModel() { release(); }
+LlamaModel::~LlamaModel() {
+    release();
+}
 
 void LlamaModel::release() {
-    for (auto* b : {&act_, &logits_, &tokens_, &tok_info_, &tables_, &rowmap_, &capture_, &rope_, &dummy_, &sync_})
+    for (auto* b :
+         {&act_, &logits_, &tokens_, &tok_info_, &tables_, &rowmap_, &capture_, &rope_, &dummy_, &sync_})
         ctx_.destroy(*b);
     for (auto& b : kv_buffers_) ctx_.destroy(b);
     for (auto& s : slabs_) ctx_.destroy(s);
@@ -291,11 +314,13 @@ std::pair<vk::BufferRange, uint8_t*> LlamaModel::reserve(uint64_t bytes) {
     // Where the plan put this piece (model/weight_placement.h); an upload that asks for other
     // pieces than the plan counted is a bug, caught here rather than as memory the plan missed.
     if (next_piece_ >= placement_.pieces() || placement_.piece(next_piece_).bytes != bytes)
-        throw Error(ErrorCode::Internal,
-                    "the weights' upload left its plan at piece " + std::to_string(next_piece_) + " (" +
-                        std::to_string(bytes) + " bytes, planned " +
-                        (next_piece_ < placement_.pieces() ? std::to_string(placement_.piece(next_piece_).bytes) : "none") +
-                        ")");
+        throw Error(
+            ErrorCode::Internal,
+            "the weights' upload left its plan at piece " + std::to_string(next_piece_) + " (" +
+                std::to_string(bytes) + " bytes, planned " +
+                (next_piece_ < placement_.pieces() ? std::to_string(placement_.piece(next_piece_).bytes)
+                                                   : "none") +
+                ")");
     const WeightPlacement::Spot spot = placement_.spot(next_piece_++);
     if (spot.slab == slabs_.size()) {
         slabs_.push_back(ctx_.create_buffer(placement_.slab_sizes()[spot.slab], vk::MemoryUse::DeviceLocal));
@@ -313,14 +338,15 @@ vk::BufferRange LlamaModel::place(const void* data, uint64_t bytes) {
 }
 
 const GgufTensorInfo& LlamaModel::checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows,
-                                                uint64_t cols) {
+                                                 uint64_t cols) {
     const auto* t = gguf.find_tensor(name);
     if (!t) throw Error(ErrorCode::InvalidModelFile, gguf.path() + ": tensor " + name + " is missing");
     uint64_t t_cols = t->shape[0], t_rows = t->elements() / t->shape[0];
     if (t_cols != cols || t_rows != rows)
         throw Error(ErrorCode::InvalidModelFile, gguf.path() + ": tensor " + name + " has shape " +
                                                      std::to_string(t_cols) + " x " + std::to_string(t_rows) +
-                                                     ", expected " + std::to_string(cols) + " x " + std::to_string(rows));
+                                                     ", expected " + std::to_string(cols) + " x " +
+                                                     std::to_string(rows));
     return *t;
 }
 
@@ -386,7 +412,8 @@ const ops::DeviceWeight& LlamaModel::upload_vectors(const GgufFile& gguf, const 
 
 std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile& gguf,
                                                                  const std::vector<std::string>& names,
-                                                                 const std::vector<uint64_t>& rows, uint64_t cols,
+                                                                 const std::vector<uint64_t>& rows,
+                                                                 uint64_t cols,
                                                                  const std::vector<uint32_t>& rope_heads) {
     std::vector<const GgufTensorInfo*> ts;
     std::vector<const ops::WeightFormat*> fmts;
@@ -408,7 +435,8 @@ std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile&
             std::span<const uint8_t> data = gguf.tensor_data(*ts[i]);
             std::vector<uint8_t> reordered;
             if (i < rope_heads.size() && rope_heads[i]) {
-                reordered = interleave_rope_rows(data, data.size() / rows[i], rope_heads[i], info_.head_dim, info_.n_rot);
+                reordered = interleave_rope_rows(data, data.size() / rows[i], rope_heads[i], info_.head_dim,
+                                                 info_.n_rot);
                 data = reordered;
             }
             ops::repack_rows(fmt, data, rows[i], cols, all.values.data() + first * words, words,
@@ -423,7 +451,8 @@ std::vector<const ops::DeviceWeight*> LlamaModel::upload_stacked(const GgufFile&
 }
 
 const ops::DeviceWeight* LlamaModel::upload_interleaved(const GgufFile& gguf, const std::string& first,
-                                                        const std::string& second, uint64_t rows, uint64_t cols) {
+                                                        const std::string& second, uint64_t rows,
+                                                        uint64_t cols) {
     const auto& ta = checked_tensor(gguf, first, rows, cols);
     const auto& tb = checked_tensor(gguf, second, rows, cols);
     const auto& fmt = format_of(gguf, ta, first);
@@ -464,7 +493,8 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
             // Tiled straight into the slab where it is mapped (CPU devices, unified memory):
             // building the tiles in a vector first and copying them cost a 1.1 GB model's load
             // ~2.5 s on lavapipe, mostly page faults of the vector's fresh memory.
-            const uint64_t words = ops::tiled_words(r.row_units, r.scales_per_group, n, w.tile_rows, fmt.group_units);
+            const uint64_t words =
+                ops::tiled_words(r.row_units, r.scales_per_group, n, w.tile_rows, fmt.group_units);
             auto [range, at] = reserve(words * 4);
             if (at) {
                 ops::tile_rows_into(r, r0, n, w.tile_rows, fmt.group_units, reinterpret_cast<uint32_t*>(at));
@@ -482,7 +512,7 @@ const ops::DeviceWeight& LlamaModel::upload_repacked(const std::string& name, co
 }
 
 const ops::WeightFormat& LlamaModel::format_of(const GgufFile& gguf, const GgufTensorInfo& t,
-                                              const std::string& name) {
+                                               const std::string& name) {
     // Decided once per tensor: for BF16 the decision reads every value (are they in F16's range?),
     // and plan_weights and the upload both ask.
     if (auto it = formats_.find(name); it != formats_.end()) return *it->second;
@@ -491,8 +521,8 @@ const ops::WeightFormat& LlamaModel::format_of(const GgufFile& gguf, const GgufT
     return f;
 }
 
-LlamaModel::Layout LlamaModel::layout_for(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows,
-                                          uint64_t cols) const {
+LlamaModel::Layout LlamaModel::layout_for(const std::string& name, const ops::WeightFormat& fmt,
+                                          uint64_t rows, uint64_t cols) const {
     Layout layout;
     layout.tile_rows = ops::matmul_tile_rows(ctx_, rows, matmul_split());
     // Split by rows so that no texel view exceeds maxTexelBufferElements (16-byte value texels,
@@ -516,21 +546,25 @@ LlamaModel::Layout LlamaModel::layout_for(const std::string& name, const ops::We
         rows_per_part -= rows_per_part % 2;
     }
     if (rows_per_part == 0)
-        throw Error(ErrorCode::ModelTooLarge, "tensor " + name + " cannot be split for the device's binding range");
+        throw Error(ErrorCode::ModelTooLarge,
+                    "tensor " + name + " cannot be split for the device's binding range");
     layout.rows_per_part = rows_per_part;
     return layout;
 }
 
-void LlamaModel::add_pieces(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols,
-                            int32_t layer, std::vector<WeightPiece>& out) const {
+void LlamaModel::add_pieces(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows,
+                            uint64_t cols, int32_t layer, std::vector<WeightPiece>& out) const {
     // upload_repacked's reserve() calls, in its order: per part, the tiles (with their scales
     // inline), or a row-major part's values and then, for scaled formats, its scales.
     const Layout layout = layout_for(name, fmt, rows, cols);
-    const uint64_t row_units = ops::repacked_row_units(fmt, cols), scales_per_row = ops::repacked_row_scales(fmt, cols);
+    const uint64_t row_units = ops::repacked_row_units(fmt, cols),
+                   scales_per_row = ops::repacked_row_scales(fmt, cols);
     for (uint64_t r0 = 0; r0 < rows; r0 += layout.rows_per_part) {
         const uint64_t n = std::min(layout.rows_per_part, rows - r0);
         if (layout.tile_rows > 1) {
-            out.push_back({4 * ops::tiled_words(row_units, fmt.scales_per_group, n, layout.tile_rows, fmt.group_units), layer});
+            out.push_back(
+                {4 * ops::tiled_words(row_units, fmt.scales_per_group, n, layout.tile_rows, fmt.group_units),
+                 layer});
             continue;
         }
         out.push_back({n * row_units * 16, layer});
@@ -543,7 +577,8 @@ uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
     const uint64_t kv_dim = static_cast<uint64_t>(m.n_kv_heads) * m.head_dim;
     std::vector<WeightPiece> pieces;
     int32_t layer = -1;
-    auto checked_format = [&](const std::string& name, uint64_t rows, uint64_t cols) -> const ops::WeightFormat& {
+    auto checked_format = [&](const std::string& name, uint64_t rows,
+                              uint64_t cols) -> const ops::WeightFormat& {
         return format_of(gguf, checked_tensor(gguf, name, rows, cols), name);
     };
     auto matrix = [&](const std::string& name, uint64_t rows, uint64_t cols) {
@@ -555,12 +590,14 @@ uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
     };
     // upload_stacked (and upload_interleaved, the same rows when the types agree): each run of
     // neighbours of one format is one matrix.
-    auto stacked = [&](const std::vector<std::string>& names, const std::vector<uint64_t>& rows, uint64_t cols) {
+    auto stacked = [&](const std::vector<std::string>& names, const std::vector<uint64_t>& rows,
+                       uint64_t cols) {
         std::vector<const ops::WeightFormat*> fmts;
         for (size_t i = 0; i < names.size(); ++i) fmts.push_back(&checked_format(names[i], rows[i], cols));
         for (size_t begin = 0, end; begin < names.size(); begin = end) {
             uint64_t run_rows = rows[begin];
-            for (end = begin + 1; end < names.size() && fmts[end] == fmts[begin]; ++end) run_rows += rows[end];
+            for (end = begin + 1; end < names.size() && fmts[end] == fmts[begin]; ++end)
+                run_rows += rows[end];
             add_pieces(names[begin], *fmts[begin], run_rows, cols, layer, pieces);
         }
     };
@@ -574,7 +611,8 @@ uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
         norm(p + "attn_norm.weight", m.dim);
         norm(p + "ffn_norm.weight", m.dim);
         // upload_vectors: each list as one F32 vector
-        for (const auto& [on, list] : {std::pair{m.qkv_bias, qkv_bias_pieces(p)}, std::pair{m.qk_norm, qk_norm_pieces(p)}}) {
+        for (const auto& [on, list] :
+             {std::pair{m.qkv_bias, qkv_bias_pieces(p)}, std::pair{m.qk_norm, qk_norm_pieces(p)}}) {
             if (!on) continue;
             uint64_t total = 0;
             for (const auto& piece : list) {
@@ -583,18 +621,20 @@ uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
             }
             add_pieces(list[0].name, f32, 1, total, layer, pieces);
         }
-        stacked({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {m.q_dim(), kv_dim, kv_dim}, m.dim);
+        stacked({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {m.q_dim(), kv_dim, kv_dim},
+                m.dim);
         matrix(p + "attn_output.weight", m.dim, m.q_dim());
         stacked({p + "ffn_gate.weight", p + "ffn_up.weight"}, {m.ffn_dim, m.ffn_dim}, m.dim);
         matrix(p + "ffn_down.weight", m.dim, m.ffn_dim);
     }
     const auto& lim = ctx_.limits();
-    const uint64_t align = std::max<uint64_t>({lim.minStorageBufferOffsetAlignment, lim.minTexelBufferOffsetAlignment, 16});
+    const uint64_t align =
+        std::max<uint64_t>({lim.minStorageBufferOffsetAlignment, lim.minTexelBufferOffsetAlignment, 16});
     // For the fused decode layer, which reads a layer's weights through one view, each layer in
     // one slab; only where fused layers run.
     const bool keep_layers = limits_.fused_decode && ops::DecodeLayerOp::device_supported(ctx_);
-    placement_ = WeightPlacement(std::move(pieces), limits_.weight_slab_bytes, ctx_.info().max_allocation_bytes, align,
-                                 keep_layers);
+    placement_ = WeightPlacement(std::move(pieces), limits_.weight_slab_bytes,
+                                 ctx_.info().max_allocation_bytes, align, keep_layers);
     next_piece_ = 0;
     return placement_.slab_bytes();
 }
@@ -606,7 +646,8 @@ void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint3
     uint32_t off = 0;
     for (const auto* w : weights) {
         for (const auto& part : w->parts) {
-            const uint64_t bytes = part.values.size - part.slack_bytes + (part.scales.buffer ? part.scales.size : 0);
+            const uint64_t bytes =
+                part.values.size - part.slack_bytes + (part.scales.buffer ? part.scales.size : 0);
             matmul_bytes_ += bytes;
             matmul_bytes_by_layout_[w->format->device_type] += bytes;
         }
@@ -641,8 +682,8 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
     auto mark = [&](uint32_t label) {
         if (timing) ctx_.mark(cmd, label);
     };
-    auto linear = [&](const std::vector<ops::MatmulOp>& ops, const std::vector<uint32_t>& offsets, uint32_t x_stride,
-                      uint32_t y_stride, bool accumulate) {
+    auto linear = [&](const std::vector<ops::MatmulOp>& ops, const std::vector<uint32_t>& offsets,
+                      uint32_t x_stride, uint32_t y_stride, bool accumulate) {
         for (size_t i = 0; i < ops.size(); ++i) {
             ops::MatmulShape s;
             s.tokens = T;
@@ -717,8 +758,8 @@ void LlamaModel::fused_op_times(StepProfile& prof, uint64_t kv_read) const {
     // which op_times skips.
     const auto* words = static_cast<const uint32_t*>(sync_.mapped) + clock_base_;
     const uint32_t n = info_.n_layers;
-    const ops::FusedOpTimes t =
-        ops::DecodeLayerOp::op_times({words, ops::DecodeLayerOp::clock_words(n, fused_groups_)}, n, fused_groups_);
+    const ops::FusedOpTimes t = ops::DecodeLayerOp::op_times(
+        {words, ops::DecodeLayerOp::clock_words(n, fused_groups_)}, n, fused_groups_);
     if (t.layers != fused_layers || fused_ms <= 0 || t.span_ns <= 0) return;
     const double span_ms = t.span_ns / 1e6;
     const double scale = span_ms > fused_ms ? fused_ms / span_ms : 1.0;
@@ -748,12 +789,15 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     const uint32_t T = static_cast<uint32_t>(in.tokens.size());
     const uint32_t S = static_cast<uint32_t>(in.logit_rows.size());
     if (T == 0 || T > limits_.max_step_tokens || S > limits_.max_logit_rows || in.info.size() != T)
-        throw Error(ErrorCode::InvalidArgument, "step of " + std::to_string(T) + " tokens / " + std::to_string(S) +
+        throw Error(ErrorCode::InvalidArgument, "step of " + std::to_string(T) + " tokens / " +
+                                                    std::to_string(S) +
                                                     " logit rows is outside the engine's limits");
-    if (in.tables.size() * 4 > tables_.size) throw Error(ErrorCode::InvalidArgument, "block tables too large");
+    if (in.tables.size() * 4 > tables_.size)
+        throw Error(ErrorCode::InvalidArgument, "block tables too large");
     for (int32_t tok : in.tokens)
         if (tok < 0 || static_cast<uint32_t>(tok) >= m.vocab)
-            throw Error(ErrorCode::InvalidArgument, "token id " + std::to_string(tok) + " is outside the vocabulary");
+            throw Error(ErrorCode::InvalidArgument,
+                        "token id " + std::to_string(tok) + " is outside the vocabulary");
 
     ctx_.upload(tokens_, 0, in.tokens.data(), 4ull * T);
     ctx_.upload(tok_info_, 0, in.info.data(), 16ull * T);
@@ -767,8 +811,8 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     // (push constants, grid sizes) and the capture and timing commands: a step like the last one
     // resubmits its recording.
     const bool reusable = !timing && capture_token < 0;
-    // Steps of 1-4 tokens run fused layers (a run of layers per dispatch) where possible (2-4 tokens read each weight
-    // once for all of them, ops::DecodeLayerOp's tokens-per-lane variants): not while capturing
+    // Steps of 1-4 tokens run fused layers (a run of layers per dispatch) where possible (2-4 tokens read
+    // each weight once for all of them, ops::DecodeLayerOp's tokens-per-lane variants): not while capturing
     // attention (the capture is the separate attention kernel's), and only when the separate
     // attention kernel would split the work as the fused layer was built to (it decides by the
     // step's token count), so that both compute the same bits. From 5 tokens on the separate
@@ -776,16 +820,20 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     // 4 sequences: 67-71 -> 117-124 tok/s in all.
     bool fused = fused_ok_ && T <= ops::kRowLayoutTokensPerLane && capture_token < 0;
     for (const auto& L : layers_)
-        if (fused && L.has_fused && L.attention.lanes_own_heads(T) != fused_runs_[L.fused_run].lanes_own_heads())
+        if (fused && L.has_fused &&
+            L.attention.lanes_own_heads(T) != fused_runs_[L.fused_run].lanes_own_heads())
             fused = false;
     auto run = [&](bool fused_step) {
         if (fused_step) {
             // The op counters start at 0, and so do the clocks of a profiled step.
             std::memset(sync_.mapped, 0, timing ? sync_.size : sync_counter_bytes_);
-            if (const int32_t l = limits_.fused_stall_layer_for_test; l >= 0 && l < static_cast<int32_t>(m.n_layers))
-                static_cast<uint32_t*>(sync_.mapped)[1 + 10 * l + 2] = 1u << 30;  // op_counter(1): attention items all claimed
+            if (const int32_t l = limits_.fused_stall_layer_for_test;
+                l >= 0 && l < static_cast<int32_t>(m.n_layers))
+                static_cast<uint32_t*>(sync_.mapped)[1 + 10 * l + 2] =
+                    1u << 30;  // op_counter(1): attention items all claimed
         }
-        if (reusable && step_recorded_ && step_tokens_ == T && step_logit_rows_ == S && step_fused_ == fused_step) {
+        if (reusable && step_recorded_ && step_tokens_ == T && step_logit_rows_ == S &&
+            step_fused_ == fused_step) {
             ctx_.submit_recorded_and_wait(step_cmd_);
             return;
         }
@@ -845,7 +893,8 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
             float mx = raw[static_cast<size_t>(m.n_heads) * stride + 2 * h];
             float sum = raw[static_cast<size_t>(m.n_heads) * stride + 2 * h + 1];
             for (uint32_t j = 0; j < n; ++j)
-                capture->probs[static_cast<size_t>(h) * n + j] = std::exp(raw[static_cast<size_t>(h) * stride + j] - mx) / sum;
+                capture->probs[static_cast<size_t>(h) * n + j] =
+                    std::exp(raw[static_cast<size_t>(h) * stride + j] - mx) / sum;
         }
     }
 
@@ -866,7 +915,9 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
                 auto& o = by[label];
                 o.op = kLabelNames[label];
                 const auto& bytes = fused ? fused_label_bytes_ : label_bytes_;
-                o.bytes = label == kAttention ? kv_read : label == kLmHead ? (S ? bytes[label] : 0) : bytes[label];
+                o.bytes = label == kAttention ? kv_read
+                          : label == kLmHead  ? (S ? bytes[label] : 0)
+                                              : bytes[label];
                 o.ms += ns / 1e6;
                 o.dispatches++;
                 prof->gpu_ms += ns / 1e6;
@@ -874,7 +925,8 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
             for (auto& [label, o] : by) prof->ops.push_back(o);
             if (fused && clock_base_) fused_op_times(*prof, kv_read);
         }
-        prof->total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
+        prof->total_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
     }
 }
 

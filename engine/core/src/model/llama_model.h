@@ -3,10 +3,10 @@
 // sequences and token counts) into one command buffer with one submit and one wait.
 #pragma once
 #include <array>
-#include <span>
 #include <deque>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "lantern/engine.h"
@@ -30,10 +30,10 @@ std::vector<uint8_t> interleave_rope_rows(std::span<const uint8_t> data, uint64_
                                           uint32_t head_dim, uint32_t n_rot);
 
 struct ModelLimits {
-    uint32_t max_step_tokens = 256;   // tokens per forward
-    uint32_t max_logit_rows = 8;      // sequences per step that want logits
-    uint32_t context_length = 2048;   // per sequence
-    uint32_t kv_blocks = 0;           // pool size
+    uint32_t max_step_tokens = 256;  // tokens per forward
+    uint32_t max_logit_rows = 8;     // sequences per step that want logits
+    uint32_t context_length = 2048;  // per sequence
+    uint32_t kv_blocks = 0;          // pool size
     uint32_t block_tokens = 16;
     bool kv_f16 = true;
     uint64_t weight_slab_bytes = 256ull << 20;  // weights are sub-allocated from slabs of this size
@@ -47,10 +47,10 @@ struct ModelLimits {
 // Host-side description of one step.
 struct StepInput {
     std::vector<int32_t> tokens;
-    std::vector<ops::TokenInfo> info;    // per token
-    std::vector<uint32_t> tables;        // block tables of the step's sequences, concatenated
-    std::vector<uint32_t> logit_rows;    // token indices whose logits are returned
-    int32_t capture_layer = -1;          // attention capture for the last logit row's token
+    std::vector<ops::TokenInfo> info;  // per token
+    std::vector<uint32_t> tables;      // block tables of the step's sequences, concatenated
+    std::vector<uint32_t> logit_rows;  // token indices whose logits are returned
+    int32_t capture_layer = -1;        // attention capture for the last logit row's token
 };
 
 class LlamaModel {
@@ -71,7 +71,9 @@ public:
     const WeightPlacement& weight_placement() const { return placement_; }
     uint64_t matmul_weight_bytes() const { return matmul_bytes_; }
     // The same bytes by device layout (ggml type number of ops::WeightFormat::device_type).
-    const std::map<uint32_t, uint64_t>& matmul_weight_bytes_by_layout() const { return matmul_bytes_by_layout_; }
+    const std::map<uint32_t, uint64_t>& matmul_weight_bytes_by_layout() const {
+        return matmul_bytes_by_layout_;
+    }
     uint64_t kv_bytes() const { return kv_bytes_; }
     static uint64_t kv_bytes_per_token(const ModelInfo& m, bool f16) {
         return 2ull * m.n_layers * m.n_kv_heads * m.head_dim * (f16 ? 2 : 4);
@@ -93,10 +95,10 @@ private:
         const ops::DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
         const ops::DeviceWeight* qkv_bias = nullptr;  // [Q | K | V] biases as F32 (ModelInfo::qkv_bias)
         const ops::DeviceWeight* qk_norm = nullptr;   // [Q norm | K norm] as F32 (ModelInfo::qk_norm)
-        ops::QkNormRopeOp qk_norm_op;  // after a plain Q/K/V matmul, where qk_norm is set
+        ops::QkNormRopeOp qk_norm_op;                 // after a plain Q/K/V matmul, where qk_norm is set
         std::vector<ops::MatmulOp> qkv, o, gate_up, down;
         std::vector<uint32_t> qkv_offsets, gate_up_offsets;
-        bool swiglu_fused = false;  // gate/up rows interleaved, SwiGLU in their matmul's epilogue
+        bool swiglu_fused = false;         // gate/up rows interleaved, SwiGLU in their matmul's epilogue
         vk::BufferRange k_cache, v_cache;  // in kv_buffers_
         ops::AttentionOp attention;
         bool has_fused = false;
@@ -126,7 +128,8 @@ private:
     // weights in order.
     // `rope_heads[i]` > 0: matrix i holds that many heads of head_dim rows whose RoPE pairs are
     // reordered for the kernels (ModelInfo::rope_neox, interleave_rope_rows).
-    std::vector<const ops::DeviceWeight*> upload_stacked(const GgufFile& gguf, const std::vector<std::string>& names,
+    std::vector<const ops::DeviceWeight*> upload_stacked(const GgufFile& gguf,
+                                                         const std::vector<std::string>& names,
                                                          const std::vector<uint64_t>& rows, uint64_t cols,
                                                          const std::vector<uint32_t>& rope_heads = {});
     const ops::DeviceWeight& upload_repacked(const std::string& name, const ops::WeightFormat& fmt,
@@ -138,18 +141,21 @@ private:
         uint32_t tile_rows = 1;
         uint64_t rows_per_part = 0;
     };
-    Layout layout_for(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols) const;
+    Layout layout_for(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows,
+                      uint64_t cols) const;
     // The pieces upload_repacked reserves for it, in its order (`layer`: whose weights, -1 none).
-    void add_pieces(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols, int32_t layer,
-                    std::vector<WeightPiece>& out) const;
+    void add_pieces(const std::string& name, const ops::WeightFormat& fmt, uint64_t rows, uint64_t cols,
+                    int32_t layer, std::vector<WeightPiece>& out) const;
     // Every weight's pieces, the matrices stacked and interleaved as the constructor uploads
     // them, placed in slabs (placement_) before anything is uploaded; returns the slabs' bytes,
     // what the memory plan counts. Refuses a missing or misshapen tensor, an unsupported type or a
     // piece past the device's largest allocation as the upload would.
     uint64_t plan_weights(const GgufFile& gguf, const ModelInfo& m);
     // The format a tensor is uploaded in (ops::weight_format_for_data), decided once per load.
-    const ops::WeightFormat& format_of(const GgufFile& gguf, const GgufTensorInfo& t, const std::string& name);
-    const GgufTensorInfo& checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows, uint64_t cols);
+    const ops::WeightFormat& format_of(const GgufFile& gguf, const GgufTensorInfo& t,
+                                       const std::string& name);
+    const GgufTensorInfo& checked_tensor(const GgufFile& gguf, const std::string& name, uint64_t rows,
+                                         uint64_t cols);
     // The next piece's room in its weight slab (where placement_ put it), and where to write it
     // directly when the slab is mapped and coherent (nullptr: write through place() /
     // Context::upload).
@@ -176,8 +182,8 @@ private:
     ops::Repacked scratch_;  // reused by every matrix of the load, released at its end
     std::map<std::string, const ops::WeightFormat*> formats_;  // format_of's decisions, during the load
     std::deque<vk::Buffer> slabs_;  // deque: BufferRanges point at slabs, so they must never move
-    WeightPlacement placement_;  // plan_weights' placement of every piece
-    size_t next_piece_ = 0;      // the piece reserve() places next
+    WeightPlacement placement_;     // plan_weights' placement of every piece
+    size_t next_piece_ = 0;         // the piece reserve() places next
     std::deque<ops::DeviceWeight> weights_;
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0, matmul_bytes_ = 0, planned_weight_bytes_ = 0;
     std::map<uint32_t, uint64_t> matmul_bytes_by_layout_;

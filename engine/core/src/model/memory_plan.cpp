@@ -24,21 +24,25 @@ ModelLimits limits_for(const ModelInfo& m, const EngineOptions& o, const EngineT
 
     const uint64_t per_token = LlamaModel::kv_bytes_per_token(m, o.kv_f16);
     const uint64_t blocks_per_context = (lim.context_length + lim.block_tokens - 1) / lim.block_tokens;
-    const uint64_t blocks = o.kv_tokens         ? (uint64_t{o.kv_tokens} + lim.block_tokens - 1) / lim.block_tokens
-                            : o.kv_budget_bytes ? o.kv_budget_bytes / (per_token * lim.block_tokens)
-                                                : blocks_per_context * std::max<uint32_t>(1, o.kv_sequences ? o.kv_sequences : o.max_sequences);
+    const uint64_t blocks =
+        o.kv_tokens ? (uint64_t{o.kv_tokens} + lim.block_tokens - 1) / lim.block_tokens
+        : o.kv_budget_bytes
+            ? o.kv_budget_bytes / (per_token * lim.block_tokens)
+            : blocks_per_context * std::max<uint32_t>(1, o.kv_sequences ? o.kv_sequences : o.max_sequences);
     if (blocks < 1) throw Error(ErrorCode::InvalidArgument, "the KV budget holds not even one block");
     lim.kv_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, 1u << 24));
     return lim;
 }
 
-static std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 19)) >> 20) + " MiB"; }
+static std::string mib(uint64_t bytes) {
+    return std::to_string((bytes + (1u << 19)) >> 20) + " MiB";
+}
 
 MemoryPlan plan_memory(const ModelInfo& m, const DeviceInfo& device, const ModelLimits& limits) {
     MemoryPlan p;
     p.context_length = limits.context_length;
-    const uint64_t per_context = (static_cast<uint64_t>(limits.context_length) + limits.block_tokens - 1) /
-                                 limits.block_tokens;
+    const uint64_t per_context =
+        (static_cast<uint64_t>(limits.context_length) + limits.block_tokens - 1) / limits.block_tokens;
     p.sequences = static_cast<uint32_t>(limits.kv_blocks / std::max<uint64_t>(1, per_context));
     p.kv_blocks = limits.kv_blocks;
     // What the weights take on the device once loaded (a loaded model's ModelInfo says; K-quants are
@@ -47,8 +51,10 @@ MemoryPlan plan_memory(const ModelInfo& m, const DeviceInfo& device, const Model
     // Rounded up to 256 bytes: the layers' caches lie side by side in buffers, and each must start
     // where any device lets a view start.
     const uint64_t kv_dim = static_cast<uint64_t>(m.n_kv_heads) * m.head_dim;
-    p.kv_layer_bytes = (static_cast<uint64_t>(limits.kv_blocks) * limits.block_tokens * kv_dim *
-                            (limits.kv_f16 ? 2 : 4) + 255) / 256 * 256;
+    p.kv_layer_bytes =
+        (static_cast<uint64_t>(limits.kv_blocks) * limits.block_tokens * kv_dim * (limits.kv_f16 ? 2 : 4) +
+         255) /
+        256 * 256;
     p.kv_bytes = p.kv_layer_bytes * 2 * m.n_layers;
     const uint64_t qkv_width = m.q_dim() + 2 * kv_dim;
     // x | q/k/v | attention out (Q's width) | gate/up, as LlamaModel lays them out
@@ -56,7 +62,8 @@ MemoryPlan plan_memory(const ModelInfo& m, const DeviceInfo& device, const Model
                    4ull * limits.max_logit_rows * m.vocab;
 
     const bool range = device.max_storage_buffer_range && p.kv_layer_bytes > device.max_storage_buffer_range;
-    const bool texels = device.max_texel_buffer_elements && p.kv_layer_bytes / 16 > device.max_texel_buffer_elements;
+    const bool texels =
+        device.max_texel_buffer_elements && p.kv_layer_bytes / 16 > device.max_texel_buffer_elements;
     if (range || texels) {
         p.limit = MemoryLimit::BufferRange;
         p.limit_bytes = range ? device.max_storage_buffer_range : device.max_texel_buffer_elements * 16;
@@ -64,8 +71,9 @@ MemoryPlan plan_memory(const ModelInfo& m, const DeviceInfo& device, const Model
                                                    std::to_string(p.sequences) + " sequences"
                                              : std::to_string(p.kv_blocks) + " blocks of " +
                                                    std::to_string(limits.block_tokens) + " tokens";
-        p.refusal = "the KV cache of one layer (" + mib(p.kv_layer_bytes) + " for " + room + ") exceeds what " + device.name + " lets one buffer view reach (" +
-                    mib(p.limit_bytes) + "); lower the context";
+        p.refusal = "the KV cache of one layer (" + mib(p.kv_layer_bytes) + " for " + room +
+                    ") exceeds what " + device.name + " lets one buffer view reach (" + mib(p.limit_bytes) +
+                    "); lower the context";
     } else if (device.device_local_bytes && p.total_bytes() > device.device_local_bytes) {
         p.limit = MemoryLimit::DeviceMemory;
         p.limit_bytes = device.device_local_bytes;

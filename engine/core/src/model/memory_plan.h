@@ -10,7 +10,8 @@ namespace lantern::model {
 // The context (the option, else min(trained, 4096), never past the trained context) and the KV
 // pool (room for every sequence at full context, unless a byte budget is given), as Engine::load
 // builds the model.
-ModelLimits limits_for(const ModelInfo& model, const EngineOptions& options, const EngineTestHooks& hooks = {});
+ModelLimits limits_for(const ModelInfo& model, const EngineOptions& options,
+                       const EngineTestHooks& hooks = {});
 
 MemoryPlan plan_memory(const ModelInfo& model, const DeviceInfo& device, const ModelLimits& limits);
 

@@ -10,11 +10,13 @@
 namespace lantern::model {
 
 namespace {
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+uint64_t align_up(uint64_t v, uint64_t a) {
+    return (v + a - 1) / a * a;
+}
 }  // namespace
 
-WeightPlacement::WeightPlacement(std::vector<WeightPiece> pieces, uint64_t slab_bytes, uint64_t max_allocation,
-                                 uint64_t align, bool keep_layers)
+WeightPlacement::WeightPlacement(std::vector<WeightPiece> pieces, uint64_t slab_bytes,
+                                 uint64_t max_allocation, uint64_t align, bool keep_layers)
     : pieces_(std::move(pieces)) {
     align = std::max<uint64_t>(1, align);
     uint64_t cap = std::max<uint64_t>(1, slab_bytes);
@@ -36,7 +38,8 @@ WeightPlacement::WeightPlacement(std::vector<WeightPiece> pieces, uint64_t slab_
         size_t end = i + 1;
         if (keep_layers && pieces_[i].layer >= 0)
             while (end < pieces_.size() && pieces_[end].layer == pieces_[i].layer) ++end;
-        if (end - i > 1 && end_of(i, end, 0) > cap) end = i + 1;  // a layer larger than a slab: piece by piece
+        if (end - i > 1 && end_of(i, end, 0) > cap)
+            end = i + 1;  // a layer larger than a slab: piece by piece
         const uint64_t bytes = pieces_[i].bytes;
         if (max_allocation && bytes > max_allocation)
             throw Error(ErrorCode::ModelTooLarge, "a weight part of " + std::to_string(bytes >> 20) +

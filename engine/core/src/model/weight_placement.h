@@ -30,8 +30,8 @@ public:
 
     WeightPlacement() = default;
     // Throws Error(ModelTooLarge) for a piece past `max_allocation` (0 = no limit).
-    WeightPlacement(std::vector<WeightPiece> pieces, uint64_t slab_bytes, uint64_t max_allocation, uint64_t align,
-                    bool keep_layers);
+    WeightPlacement(std::vector<WeightPiece> pieces, uint64_t slab_bytes, uint64_t max_allocation,
+                    uint64_t align, bool keep_layers);
 
     size_t pieces() const { return pieces_.size(); }
     const WeightPiece& piece(size_t i) const { return pieces_[i]; }

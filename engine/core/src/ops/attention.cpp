@@ -19,8 +19,9 @@ std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_ba
     std::vector<float> t(static_cast<size_t>(positions) * n_rot);
     const uint32_t pairs = n_rot / 2;
     if (!s.frequency_factors.empty() && s.frequency_factors.size() != pairs)
-        throw Error(ErrorCode::Internal, "RoPE frequency factors: " + std::to_string(s.frequency_factors.size()) +
-                                             " for " + std::to_string(pairs) + " pairs");
+        throw Error(ErrorCode::Internal,
+                    "RoPE frequency factors: " + std::to_string(s.frequency_factors.size()) + " for " +
+                        std::to_string(pairs) + " pairs");
     // Per pair: how much of the interpolated angle (p / factor) it takes, the rest being the
     // plain one. Linear: all of it. YaRN (as llama.cpp's rope_yarn): the pairs between the
     // correction dims `low` and `high` ramp from plain to interpolated; a pair's dim is where it
@@ -29,7 +30,8 @@ std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_ba
     double magnitude = s.attn_factor;
     if (s.type == RopeScaling::Type::Yarn) {
         const auto corr_dim = [&](double beta) {
-            return n_rot * std::log(s.original_context / (beta * 2 * 3.14159265358979323846)) / (2 * std::log(freq_base));
+            return n_rot * std::log(s.original_context / (beta * 2 * 3.14159265358979323846)) /
+                   (2 * std::log(freq_base));
         };
         const double low = std::max(0.0, std::floor(corr_dim(s.beta_fast)));
         const double high = std::min(double(n_rot - 1), std::ceil(corr_dim(s.beta_slow)));
@@ -42,7 +44,8 @@ std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_ba
     // 2p or 4p has exactly the angles of p, and no scaling gives exactly the unscaled table.
     const double position_scale = s.type == RopeScaling::Type::None ? 1.0 : 1.0 / s.factor;
     std::vector<double> multiplier(pairs);
-    for (uint32_t i = 0; i < pairs; ++i) multiplier[i] = interpolated[i] * position_scale + (1.0 - interpolated[i]);
+    for (uint32_t i = 0; i < pairs; ++i)
+        multiplier[i] = interpolated[i] * position_scale + (1.0 - interpolated[i]);
     for (uint32_t p = 0; p < positions; ++p)
         for (uint32_t i = 0; i < pairs; ++i) {
             const double factor = s.frequency_factors.empty() ? 1.0 : double(s.frequency_factors[i]);
@@ -53,14 +56,14 @@ std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_ba
     return t;
 }
 
-AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
-                         vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange tables,
-                         vk::BufferRange out, vk::BufferRange capture, uint32_t lanes, AttentionSplit split,
-                         uint32_t heads_per_lane)
+AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv,
+                         vk::BufferRange k_cache, vk::BufferRange v_cache, vk::BufferRange tok_info,
+                         vk::BufferRange tables, vk::BufferRange out, vk::BufferRange capture, uint32_t lanes,
+                         AttentionSplit split, uint32_t heads_per_lane)
     : ctx_(&ctx), shape_(shape) {
     if (shape.head_dim > 256 || shape.head_dim % 2 != 0)
-        throw Error(ErrorCode::UnsupportedArchitecture,
-                    "head dimension " + std::to_string(shape.head_dim) + " is not supported (even, at most 256)");
+        throw Error(ErrorCode::UnsupportedArchitecture, "head dimension " + std::to_string(shape.head_dim) +
+                                                            " is not supported (even, at most 256)");
     if (shape.n_kv == 0 || shape.n_head % shape.n_kv != 0)
         throw Error(ErrorCode::InvalidModelFile, "attention heads (" + std::to_string(shape.n_head) +
                                                      ") are not a multiple of KV heads (" +
@@ -73,17 +76,18 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
     // narrower than the size it reports: at most 64 lanes.
     if (group_ > 64) throw Error(ErrorCode::Internal, "attention workgroups have at most 64 lanes");
     using vk::BindingKind;
-    const std::vector<BindingKind> kinds = {BindingKind::TexelFloat, BindingKind::Storage,    BindingKind::Storage,
-                                            BindingKind::TexelUint4, BindingKind::TexelUint,  BindingKind::Storage,
-                                            BindingKind::Storage,    BindingKind::TexelUint4, BindingKind::TexelUint4,
-                                            BindingKind::TexelFloat4};
-    const vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, tables, out, capture, k_cache, v_cache, qkv};
+    const std::vector<BindingKind> kinds = {
+        BindingKind::TexelFloat, BindingKind::Storage,    BindingKind::Storage, BindingKind::TexelUint4,
+        BindingKind::TexelUint,  BindingKind::Storage,    BindingKind::Storage, BindingKind::TexelUint4,
+        BindingKind::TexelUint4, BindingKind::TexelFloat4};
+    const vk::BufferRange r[] = {qkv, k_cache, v_cache, tok_info, tables,
+                                 out, capture, k_cache, v_cache,  qkv};
     auto make = [&](bool own_heads, Layout& layout) {
-        layout.kernel = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::attention_f16 : shaders::ShaderId::attention_f32,
-                                    kinds, sizeof(AttnPush),
-                                    {group_, shape.head_dim,
-                                     shape.qkv_stride % 4 == 0 && shape.head_dim % 4 == 0 ? 1u : 0u, own_heads ? 1u : 0u,
-                                     own_heads ? heads_per_lane_ : 1u});
+        layout.kernel = &ctx.kernel(
+            shape.kv_f16 ? shaders::ShaderId::attention_f16 : shaders::ShaderId::attention_f32, kinds,
+            sizeof(AttnPush),
+            {group_, shape.head_dim, shape.qkv_stride % 4 == 0 && shape.head_dim % 4 == 0 ? 1u : 0u,
+             own_heads ? 1u : 0u, own_heads ? heads_per_lane_ : 1u});
         layout.set = ctx.make_set(*layout.kernel, r);
     };
     // ForDevice on a CPU driver: lanes own heads wherever a step has a workgroup for each of the
@@ -97,17 +101,19 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
         (shape.n_head / shape.n_kv) % heads_per_lane_ != 0)
         throw Error(ErrorCode::Internal, std::to_string(heads_per_lane_) + " query heads per lane with " +
                                              std::to_string(shape.n_head / shape.n_kv) + " per KV head");
-    if (split == AttentionSplit::ForDevice ? cpu : split == AttentionSplit::LanesOwnHeads) make(true, own_heads_);
-    if (split == AttentionSplit::ForDevice || split == AttentionSplit::LanesSplitKeys) make(false, split_keys_);
+    if (split == AttentionSplit::ForDevice ? cpu : split == AttentionSplit::LanesOwnHeads)
+        make(true, own_heads_);
+    if (split == AttentionSplit::ForDevice || split == AttentionSplit::LanesSplitKeys)
+        make(false, split_keys_);
 }
 
 uint32_t heads_per_lane_for(const AttentionShape& s, uint32_t lanes, uint32_t threads) {
     // Each K and V chunk a lane fetches then serves both heads: on lavapipe a texel fetch is a
     // call that gathers lane by lane, much of attention's time (measured in
-    // docs/decisions/0016-attention-layouts-per-device.md). Four per lane were slower (their q and output rows spill), and heads that leave part of a
-    // workgroup empty cost as much as full ones.
-    const bool two = (s.n_head / s.n_kv) % 2 == 0 && s.n_head % (2 * lanes) == 0 &&
-                     s.n_head / (2 * lanes) >= threads;
+    // docs/decisions/0016-attention-layouts-per-device.md). Four per lane were slower (their q and output
+    // rows spill), and heads that leave part of a workgroup empty cost as much as full ones.
+    const bool two =
+        (s.n_head / s.n_kv) % 2 == 0 && s.n_head % (2 * lanes) == 0 && s.n_head / (2 * lanes) >= threads;
     return two ? 2 : 1;
 }
 
@@ -118,7 +124,8 @@ bool AttentionOp::lanes_own_heads(uint32_t tokens) const {
     return uint64_t{(shape_.n_head + heads - 1) / heads} * tokens >= threads_;
 }
 
-void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token, uint32_t capture_stride) const {
+void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token,
+                         uint32_t capture_stride) const {
     const auto& s = shape_;
     AttnPush p{s.n_head,
                s.n_kv,
@@ -133,8 +140,8 @@ void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_t
     const bool own_heads = lanes_own_heads(tokens);
     const Layout& l = own_heads ? own_heads_ : split_keys_;
     const uint32_t heads_per_group = group_ * heads_per_lane_;
-    ctx_->dispatch(cmd, *l.kernel, l.set, &p, own_heads ? (s.n_head + heads_per_group - 1) / heads_per_group : s.n_head,
-                   tokens);
+    ctx_->dispatch(cmd, *l.kernel, l.set, &p,
+                   own_heads ? (s.n_head + heads_per_group - 1) / heads_per_group : s.n_head, tokens);
 }
 
 void reference_rope_store(const AttentionShape& s, std::span<float> qkv, std::span<const TokenInfo> tok,
@@ -175,7 +182,8 @@ void reference_attention(const AttentionShape& s, std::span<const float> qkv, st
             for (uint32_t j = 0; j < n_ctx; ++j) {
                 uint32_t slot = tables[tok[t].table_offset + j / s.block] * s.block + j % s.block;
                 double d = 0;
-                for (uint32_t i = 0; i < hd; ++i) d += static_cast<double>(q[i]) * kv.k[kv.index(slot, kvh, i)];
+                for (uint32_t i = 0; i < hd; ++i)
+                    d += static_cast<double>(q[i]) * kv.k[kv.index(slot, kvh, i)];
                 scores[j] = d * scale;
                 mx = std::max(mx, scores[j]);
             }
@@ -197,9 +205,12 @@ namespace lantern {
 
 const char* rope_scaling_name(RopeScaling::Type type) {
     switch (type) {
-        case RopeScaling::Type::None: return "none";
-        case RopeScaling::Type::Linear: return "linear";
-        case RopeScaling::Type::Yarn: return "yarn";
+        case RopeScaling::Type::None:
+            return "none";
+        case RopeScaling::Type::Linear:
+            return "linear";
+        case RopeScaling::Type::Yarn:
+            return "yarn";
     }
     return "?";
 }

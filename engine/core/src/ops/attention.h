@@ -26,7 +26,8 @@ struct TokenInfo {
 
 // cos/sin table [position][i] for i < n_rot/2, computed in double precision: angle
 // p * freq_base^(-2i / n_rot), scaled as `scaling` says (lantern/rope.h).
-std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base, const RopeScaling& scaling = {});
+std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base,
+                              const RopeScaling& scaling = {});
 
 // How a workgroup's lanes share the work (see shaders/attention.comp): ForDevice picks LanesOwnHeads
 // on CPU drivers (subgroup operations are lane loops there) for steps with a workgroup per driver
@@ -37,9 +38,9 @@ class AttentionOp {
 public:
     AttentionOp() = default;
     AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::BufferRange qkv, vk::BufferRange k_cache,
-                vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange tables, vk::BufferRange out,
-                vk::BufferRange capture, uint32_t lanes = 0, AttentionSplit split = AttentionSplit::ForDevice,
-                uint32_t heads_per_lane = 0);
+                vk::BufferRange v_cache, vk::BufferRange tok_info, vk::BufferRange tables,
+                vk::BufferRange out, vk::BufferRange capture, uint32_t lanes = 0,
+                AttentionSplit split = AttentionSplit::ForDevice, uint32_t heads_per_lane = 0);
     // lanes: workgroup size, at most 64; 0 = one subgroup (split keys: the lanes then merge with
     // subgroup operations alone; tests ask for more to run the merge across subgroups).
     // heads_per_lane (lanes owning heads): 1, 2 or 4 query heads of one KV head per lane; 0 = as
@@ -61,7 +62,7 @@ private:
         VkDescriptorSet set = VK_NULL_HANDLE;
     };
     Layout own_heads_, split_keys_;
-    uint32_t group_ = 64;   // lanes per workgroup
+    uint32_t group_ = 64;  // lanes per workgroup
     uint32_t heads_per_lane_ = 1;
     uint32_t threads_ = 1;  // a CPU driver's threads (vk::cpu_driver_threads)
 };

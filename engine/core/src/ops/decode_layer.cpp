@@ -13,7 +13,8 @@ namespace {
 // The layer's weights that are present (qkv_b and qkv_bias are optional).
 std::vector<const DeviceWeight*> present(const DecodeLayerWeights& w) {
     std::vector<const DeviceWeight*> all;
-    for (const DeviceWeight* d : {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm, w.qkv_bias, w.qk_norm})
+    for (const DeviceWeight* d :
+         {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm, w.qkv_bias, w.qk_norm})
         if (d) all.push_back(d);
     return all;
 }
@@ -29,15 +30,26 @@ std::pair<VkDeviceSize, VkDeviceSize> span_of(const DecodeLayerWeights& w) {
     return {first, end};
 }
 
-uint32_t lane_rows(const DeviceWeight* d) { return d->tile_rows / kCpuLanes; }
-uint32_t type_of(const DeviceWeight* d) { return d ? d->format->device_type : 0u; }
+uint32_t lane_rows(const DeviceWeight* d) {
+    return d->tile_rows / kCpuLanes;
+}
+uint32_t type_of(const DeviceWeight* d) {
+    return d ? d->format->device_type : 0u;
+}
 
 // What a layer's weights make of the kernel: each matmul's rows per lane and type (the
 // specialization constants that differ between layers of one model).
 std::vector<uint32_t> matmul_spec(const DecodeLayerWeights& w) {
-    return {lane_rows(w.qkv), lane_rows(w.o), lane_rows(w.gate_up), lane_rows(w.down),
-            w.qkv_b ? lane_rows(w.qkv_b) : 0u, type_of(w.qkv), type_of(w.qkv_b ? w.qkv_b : w.qkv),
-            type_of(w.o), type_of(w.gate_up), type_of(w.down)};
+    return {lane_rows(w.qkv),
+            lane_rows(w.o),
+            lane_rows(w.gate_up),
+            lane_rows(w.down),
+            w.qkv_b ? lane_rows(w.qkv_b) : 0u,
+            type_of(w.qkv),
+            type_of(w.qkv_b ? w.qkv_b : w.qkv),
+            type_of(w.o),
+            type_of(w.gate_up),
+            type_of(w.down)};
 }
 
 // The bytes a run's view of its caches covers: from the first layer's cache to the last's end.
@@ -52,7 +64,8 @@ bool DecodeLayerOp::device_supported(const vk::Context& ctx) {
     return ctx.info().type == DeviceType::Cpu && ctx.info().name.find("llvmpipe") != std::string::npos;
 }
 
-std::string DecodeLayerOp::unsupported(const vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s) {
+std::string DecodeLayerOp::unsupported(const vk::Context& ctx, const DecodeLayerWeights& w,
+                                       const DecodeLayerShape& s) {
     // Measured and tested on lavapipe only; the kernel is correct however a driver schedules its
     // workgroups, but it reads data written earlier in the same dispatch through texel views,
     // which only a CPU driver's plain memory makes safe. GPUs keep their separate kernels (their
@@ -76,21 +89,25 @@ std::string DecodeLayerOp::unsupported(const vk::Context& ctx, const DecodeLayer
             return "a Q/K/V band would split a head that the Q/K norm needs whole";
     }
     for (const DeviceWeight* d : all)
-        if (d->parts[0].values.buffer != w.qkv->parts[0].values.buffer) return "the layer's weights span two slabs";
+        if (d->parts[0].values.buffer != w.qkv->parts[0].values.buffer)
+            return "the layer's weights span two slabs";
     // The kernel finds a matrix's tiles from its rows per lane (tile rows = lanes x rows) and its
     // row units from its type and width (whole groups, repacked_row_units).
     for (const DeviceWeight* d : {w.qkv, w.qkv_b, w.o, w.gate_up, w.down})
-        if (d && (d->tile_rows % kCpuLanes != 0 || d->tile_rows / kCpuLanes == 0 || d->tile_rows / kCpuLanes > kCpuRows ||
-                  d->row_units != repacked_row_units(*d->format, d->cols)))
+        if (d &&
+            (d->tile_rows % kCpuLanes != 0 || d->tile_rows / kCpuLanes == 0 ||
+             d->tile_rows / kCpuLanes > kCpuRows || d->row_units != repacked_row_units(*d->format, d->cols)))
             return "a matrix is not in the CPU tile layout";
     if (w.qkv_b && w.qkv->rows % 2 != 0) return "the first Q/K/V stack ends inside a RoPE pair";
     const auto [first, end] = span_of(w);
-    if ((end - first) / 4 > ctx.limits().maxTexelBufferElements) return "the layer's weights exceed one texel view";
+    if ((end - first) / 4 > ctx.limits().maxTexelBufferElements)
+        return "the layer's weights exceed one texel view";
     if (s.attention.head_dim > 256 || s.attention.head_dim % 2 != 0) return "unsupported head dimension";
     return {};
 }
 
-bool DecodeLayerOp::joins(const vk::Context& ctx, std::span<const DecodeLayerInput> run, const DecodeLayerInput& next) {
+bool DecodeLayerOp::joins(const vk::Context& ctx, std::span<const DecodeLayerInput> run,
+                          const DecodeLayerInput& next) {
     if (run.empty()) return false;
     const DecodeLayerInput& first = run.front();
     const DecodeLayerInput& last = run.back();
@@ -107,13 +124,16 @@ bool DecodeLayerOp::joins(const vk::Context& ctx, std::span<const DecodeLayerInp
         return b.buffer == a.buffer && b.offset == a.offset + a.size && b.size == a.size;
     };
     if (!follows(last.k_cache, next.k_cache) || !follows(last.v_cache, next.v_cache)) return false;
-    if (next.k_cache.offset - first.k_cache.offset != next.v_cache.offset - first.v_cache.offset) return false;
+    if (next.k_cache.offset - first.k_cache.offset != next.v_cache.offset - first.v_cache.offset)
+        return false;
     // Every weight one stride after the last layer's (the kernel finds layer r's at the first's
     // plus r strides; the layers already in the run lie so, having joined).
     const auto offsets = [](const DecodeLayerWeights& w) {
         std::array<VkDeviceSize, 9> o{};
-        const DeviceWeight* all[] = {w.qkv, w.qkv_b, w.o, w.gate_up, w.down, w.attn_norm, w.ffn_norm, w.qkv_bias, w.qk_norm};
-        for (size_t i = 0; i < o.size(); ++i) o[i] = all[i] ? all[i]->parts[0].values.offset + 1 : 0;  // 0: absent
+        const DeviceWeight* all[] = {w.qkv,       w.qkv_b,    w.o,        w.gate_up, w.down,
+                                     w.attn_norm, w.ffn_norm, w.qkv_bias, w.qk_norm};
+        for (size_t i = 0; i < o.size(); ++i)
+            o[i] = all[i] ? all[i]->parts[0].values.offset + 1 : 0;  // 0: absent
         return o;
     };
     const auto a = offsets(run.size() >= 2 ? run[run.size() - 2].weights : last.weights);
@@ -132,9 +152,10 @@ bool DecodeLayerOp::joins(const vk::Context& ctx, std::span<const DecodeLayerInp
     return w_end > w_first && (w_end - w_first) / 4 <= lim.maxTexelBufferElements;
 }
 
-DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, std::span<const DecodeLayerInput> layers, const DecodeLayerShape& s,
-                             const DecodeLayerActivations& act, vk::BufferRange tok_info, vk::BufferRange rope,
-                             vk::BufferRange tables, vk::BufferRange sync, uint32_t clock_base)
+DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, std::span<const DecodeLayerInput> layers,
+                             const DecodeLayerShape& s, const DecodeLayerActivations& act,
+                             vk::BufferRange tok_info, vk::BufferRange rope, vk::BufferRange tables,
+                             vk::BufferRange sync, uint32_t clock_base)
     : ctx_(&ctx) {
     if (layers.empty()) throw Error(ErrorCode::Internal, "fused decode layers: an empty run");
     for (size_t i = 0; i < layers.size(); ++i) {
@@ -148,30 +169,48 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, std::span<const DecodeLayerInput>
     const DecodeLayerWeights& w = layers.front().weights;
     const VkDeviceSize first = span_of(w).first, end = span_of(layers.back().weights).second;
     const vk::BufferRange weights{w.qkv->parts[0].values.buffer, first, end - first};
-    const vk::BufferRange k_cache{layers.front().k_cache.buffer, layers.front().k_cache.offset, cache_span(layers, true)};
-    const vk::BufferRange v_cache{layers.front().v_cache.buffer, layers.front().v_cache.offset, cache_span(layers, false)};
-    auto unit = [&](const DeviceWeight* d) { return static_cast<uint32_t>((d->parts[0].values.offset - first) / 16); };
+    const vk::BufferRange k_cache{layers.front().k_cache.buffer, layers.front().k_cache.offset,
+                                  cache_span(layers, true)};
+    const vk::BufferRange v_cache{layers.front().v_cache.buffer, layers.front().v_cache.offset,
+                                  cache_span(layers, false)};
+    auto unit = [&](const DeviceWeight* d) {
+        return static_cast<uint32_t>((d->parts[0].values.offset - first) / 16);
+    };
 
     // One workgroup per driver thread, so every thread can take part (a late one finds less work).
     groups_ = workgroups_for(ctx);
-    const bool vec4 = s.dim % 4 == 0 && s.ffn_dim % 4 == 0 && s.q_dim % 4 == 0 && act.x % 4 == 0 && act.attn % 4 == 0 &&
-                      act.ffn % 4 == 0;
+    const bool vec4 = s.dim % 4 == 0 && s.ffn_dim % 4 == 0 && s.q_dim % 4 == 0 && act.x % 4 == 0 &&
+                      act.attn % 4 == 0 && act.ffn % 4 == 0;
     const bool q_vec4 = a.qkv_stride % 4 == 0 && a.head_dim % 4 == 0 && act.qkv % 4 == 0;
     using vk::BindingKind;
     const std::vector<BindingKind> kinds = {
-        BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,  BindingKind::Storage,
+        BindingKind::TexelUint4,  BindingKind::TexelFloat, BindingKind::TexelFloat, BindingKind::Storage,
         BindingKind::TexelFloat4, BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::Storage,
-        BindingKind::Storage,    BindingKind::TexelUint4, BindingKind::TexelUint4, BindingKind::TexelUint,
+        BindingKind::Storage,     BindingKind::TexelUint4, BindingKind::TexelUint4, BindingKind::TexelUint,
         BindingKind::Storage};
     shader_ = a.kv_f16 ? shaders::ShaderId::decode_layer_kvf16 : shaders::ShaderId::decode_layer_kvf32;
-    clock_shader_ = a.kv_f16 ? shaders::ShaderId::decode_layer_kvf16_clock : shaders::ShaderId::decode_layer_kvf32_clock;
+    clock_shader_ =
+        a.kv_f16 ? shaders::ShaderId::decode_layer_kvf16_clock : shaders::ShaderId::decode_layer_kvf32_clock;
     clocks_ = clock_base != 0 && ctx.shader_device_clock();
     kinds_ = kinds;
     const std::vector<uint32_t> m = matmul_spec(w);
-    spec_ = {kCpuLanes, m[0], m[1], m[2], m[3], vec4 ? 1u : 0u, a.head_dim, q_vec4 ? 1u : 0u,
-             s.lanes_own_heads ? 1u : 0u, m[4], m[5], m[6], m[7], m[8], m[9]};
+    spec_ = {kCpuLanes,
+             m[0],
+             m[1],
+             m[2],
+             m[3],
+             vec4 ? 1u : 0u,
+             a.head_dim,
+             q_vec4 ? 1u : 0u,
+             s.lanes_own_heads ? 1u : 0u,
+             m[4],
+             m[5],
+             m[6],
+             m[7],
+             m[8],
+             m[9]};
     ranges_ = {weights, weights, act.arena, act.arena, act.arena, tok_info, rope,
-               k_cache, v_cache, k_cache, v_cache, tables, sync};
+               k_cache, v_cache, k_cache,   v_cache,   tables,    sync};
     own_heads_ = s.lanes_own_heads;
     heads_per_lane_ = s.lanes_own_heads ? s.heads_per_lane : 1u;
     variant(1, false);  // the one-token kernel, which every decode step uses, at load
@@ -195,7 +234,8 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, std::span<const DecodeLayerInput>
     push_.norm_qk = w.qk_norm ? unit(w.qk_norm) * 4 : ~0u;
     // Strides between the layers (joins checked that they are equal); one layer: none.
     push_.layer_units = layers.size() > 1 ? unit(layers[1].weights.qkv) - unit(w.qkv) : 0u;
-    push_.layer_kv = layers.size() > 1 ? static_cast<uint32_t>((layers[1].k_cache.offset - k_cache.offset) / 16) : 0u;
+    push_.layer_kv =
+        layers.size() > 1 ? static_cast<uint32_t>((layers[1].k_cache.offset - k_cache.offset) / 16) : 0u;
     push_.act_x = act.x;
     push_.act_qkv = act.qkv;
     push_.act_attn = act.attn;
@@ -209,20 +249,25 @@ DecodeLayerOp::DecodeLayerOp(vk::Context& ctx, std::span<const DecodeLayerInput>
     push_.clock_base = clock_base;
 }
 
-uint32_t DecodeLayerOp::workgroups_for(const vk::Context&) { return vk::cpu_driver_threads(); }
+uint32_t DecodeLayerOp::workgroups_for(const vk::Context&) {
+    return vk::cpu_driver_threads();
+}
 
 void DecodeLayerOp::record(VkCommandBuffer cmd, uint32_t tokens, bool clocked) const {
     if (tokens == 0 || tokens > kRowLayoutMaxTokens)
-        throw Error(ErrorCode::Internal, "a fused decode layer takes 1-" + std::to_string(kRowLayoutMaxTokens) +
+        throw Error(ErrorCode::Internal, "a fused decode layer takes 1-" +
+                                             std::to_string(kRowLayoutMaxTokens) +
                                              " tokens (one workgroup row per token)");
-    if (clocked && !clocks_) throw Error(ErrorCode::Internal, "this fused decode layer has no clocked variant");
+    if (clocked && !clocks_)
+        throw Error(ErrorCode::Internal, "this fused decode layer has no clocked variant");
     Push p = push_;
     p.T = tokens;
     const auto [kernel, set] = variant(std::min(tokens, kMaxTokensPerLane), clocked);
     ctx_->dispatch(cmd, *kernel, set, &p, groups_);
 }
 
-std::pair<const vk::Kernel*, VkDescriptorSet> DecodeLayerOp::variant(uint32_t tokens_per_lane, bool clocked) const {
+std::pair<const vk::Kernel*, VkDescriptorSet> DecodeLayerOp::variant(uint32_t tokens_per_lane,
+                                                                     bool clocked) const {
     // The clocked variant is made at the first profiled step (lantern-bench --profile), never otherwise.
     const uint32_t i = (clocked ? kMaxTokensPerLane : 0u) + tokens_per_lane - 1;
     if (!kernels_[i]) {
@@ -269,10 +314,12 @@ FusedOpTimes DecodeLayerOp::op_times(std::span<const uint32_t> clock, uint32_t l
         for (uint32_t k = 0; k < kOps; ++k) {
             // The op ends when its last item is finished: the first workgroup to see that is the
             // closest clock to it. Down has no wait: it ends with the last workgroup.
-            const uint64_t end = std::max(begin, k + 1 < kOps ? earliest(2 + 2 * k) : latest(kClockEvents - 1));
+            const uint64_t end =
+                std::max(begin, k + 1 < kOps ? earliest(2 + 2 * k) : latest(kClockEvents - 1));
             double busy = 0;
             for (const auto& w : t) {
-                const uint64_t from = std::max(begin, k == 0 ? w[0] : w[2 * k]), to = std::min(end, w[1 + 2 * k]);
+                const uint64_t from = std::max(begin, k == 0 ? w[0] : w[2 * k]),
+                               to = std::min(end, w[1 + 2 * k]);
                 if (to > from) busy += static_cast<double>(to - from);
             }
             const double span = static_cast<double>(end - begin);

@@ -72,7 +72,9 @@ class DecodeLayerOp {
 public:
     // The profiled variant's clock events (mark() in the shader): 10 per workgroup and layer, 2 uints each.
     static constexpr uint32_t kClockEvents = 10;
-    static uint32_t clock_words(uint32_t layers, uint32_t workgroups) { return layers * workgroups * kClockEvents * 2; }
+    static uint32_t clock_words(uint32_t layers, uint32_t workgroups) {
+        return layers * workgroups * kClockEvents * 2;
+    }
     // Reads the clock words of a step of `layers` fused layers run by `workgroups` workgroups each.
     // The clock counts nanoseconds on lavapipe (the only driver that runs fused layers).
     static FusedOpTimes op_times(std::span<const uint32_t> clock, uint32_t layers, uint32_t workgroups);
@@ -81,14 +83,16 @@ public:
     // Empty when a layer with these weights can run fused on this device, else why not (a GPU,
     // weights split in parts or spread over several slabs, gate and up of different types, ...):
     // the model then runs the separate kernels.
-    static std::string unsupported(const vk::Context& ctx, const DecodeLayerWeights& w, const DecodeLayerShape& s);
+    static std::string unsupported(const vk::Context& ctx, const DecodeLayerWeights& w,
+                                   const DecodeLayerShape& s);
     // Whether the device runs fused layers at all (lavapipe).
     static bool device_supported(const vk::Context& ctx);
     // Whether `next` (supported on its own) can join the run `run` (consecutive layers, `next`
     // following the last): the same kernel, its weights in the run's slab as far after the last
     // layer's as those are after the one before (every matrix and norm), and its caches right
     // after the last layer's in the same buffers, all within one view of each.
-    static bool joins(const vk::Context& ctx, std::span<const DecodeLayerInput> run, const DecodeLayerInput& next);
+    static bool joins(const vk::Context& ctx, std::span<const DecodeLayerInput> run,
+                      const DecodeLayerInput& next);
 
     DecodeLayerOp() = default;
     // `layers`: a run (each joins the ones before it). `sync`: every layer's counters (1 + 10 x

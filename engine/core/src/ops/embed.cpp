@@ -18,7 +18,8 @@ EmbedOp::EmbedOp(vk::Context& ctx, const DeviceWeight& table, vk::BufferRange to
     // The lookup reads single rows anywhere in the table, so it must be one binding; a table too
     // large for one binding is rejected at load with a clear message (see LlamaModel).
     if (table.parts.size() != 1)
-        throw Error(ErrorCode::ModelTooLarge, "the token embedding table does not fit one texel-buffer binding");
+        throw Error(ErrorCode::ModelTooLarge,
+                    "the token embedding table does not fit one texel-buffer binding");
     kernel_ = &ctx.kernel(table.format->embed,
                           {vk::BindingKind::TexelUint4, vk::BindingKind::TexelFloat, vk::BindingKind::Storage,
                            vk::BindingKind::Storage},
@@ -32,10 +33,12 @@ EmbedOp::EmbedOp(vk::Context& ctx, const DeviceWeight& table, vk::BufferRange to
 void EmbedOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
     Push p{static_cast<uint32_t>(w_->cols), tokens, static_cast<uint32_t>(w_->rows),
            static_cast<uint32_t>(w_->row_units), w_->tile_rows};
-    ctx_->dispatch(cmd, *kernel_, set_, &p, static_cast<uint32_t>((w_->row_units + kGroup - 1) / kGroup), tokens);
+    ctx_->dispatch(cmd, *kernel_, set_, &p, static_cast<uint32_t>((w_->row_units + kGroup - 1) / kGroup),
+                   tokens);
 }
 
-void reference_embed(std::span<const float> table, uint32_t dim, std::span<const int32_t> tokens, float* out) {
+void reference_embed(std::span<const float> table, uint32_t dim, std::span<const int32_t> tokens,
+                     float* out) {
     for (size_t t = 0; t < tokens.size(); ++t)
         std::copy_n(table.data() + static_cast<size_t>(tokens[t]) * dim, dim, out + t * dim);
 }

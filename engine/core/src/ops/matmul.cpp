@@ -31,7 +31,8 @@ constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
 uint32_t decode_rows_for(uint64_t rows, uint32_t threads) {
     uint32_t best = kCpuRows;
     double best_score = 0;
-    for (auto [r, speed] : {std::pair{kCpuRows, 1.0}, std::pair{kCpuRows / 2, 0.9}, std::pair{kCpuRows / 4, 0.8}}) {
+    for (auto [r, speed] :
+         {std::pair{kCpuRows, 1.0}, std::pair{kCpuRows / 2, 0.9}, std::pair{kCpuRows / 4, 0.8}}) {
         const uint64_t band = uint64_t{kCpuLanes} * r;
         const uint64_t bands = (rows + band - 1) / band, rounds = (bands + threads - 1) / threads;
         const double score = speed * static_cast<double>(rows) / static_cast<double>(rounds * threads * band);
@@ -55,13 +56,15 @@ std::pair<uint32_t, uint32_t> splitk_decode_shape() {
         std::pair<uint32_t, uint32_t> s{128, 4};
         if (const char* env = std::getenv("LANTERN_SPLITK_DECODE")) {
             unsigned wg = 0, rows = 0;
-            if (std::sscanf(env, "%u,%u", &wg, &rows) == 2 && wg >= 32 && wg <= 1024 && wg % 32 == 0 && rows >= 1 &&
-                rows <= 16)
+            if (std::sscanf(env, "%u,%u", &wg, &rows) == 2 && wg >= 32 && wg <= 1024 && wg % 32 == 0 &&
+                rows >= 1 && rows <= 16)
                 s = {wg, rows};
             else
-                throw Error(ErrorCode::InvalidArgument,
-                            std::string("LANTERN_SPLITK_DECODE must be \"WG,ROWS\" (WG a multiple of 32 up to 1024, "
-                                        "ROWS 1-16), not \"") + env + "\"");
+                throw Error(
+                    ErrorCode::InvalidArgument,
+                    std::string("LANTERN_SPLITK_DECODE must be \"WG,ROWS\" (WG a multiple of 32 up to 1024, "
+                                "ROWS 1-16), not \"") +
+                        env + "\"");
         }
         return s;
     }();
@@ -69,7 +72,8 @@ std::pair<uint32_t, uint32_t> splitk_decode_shape() {
 }
 
 bool lanes_own_rows(const vk::Context& ctx, MatmulSplit split) {
-    return split == MatmulSplit::ForDevice ? ctx.info().type == DeviceType::Cpu : split == MatmulSplit::LanesOwnRows;
+    return split == MatmulSplit::ForDevice ? ctx.info().type == DeviceType::Cpu
+                                           : split == MatmulSplit::LanesOwnRows;
 }
 
 uint32_t matmul_tile_rows(const vk::Context& ctx, uint64_t rows, MatmulSplit split) {
@@ -81,7 +85,8 @@ uint32_t matmul_tile_rows(const vk::Context& ctx, uint64_t rows, MatmulSplit spl
 }
 
 MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, vk::BufferRange x,
-                   vk::BufferRange y, vk::BufferRange norm_weight, vk::BufferRange rowmap, const MatmulOptions& options)
+                   vk::BufferRange y, vk::BufferRange norm_weight, vk::BufferRange rowmap,
+                   const MatmulOptions& options)
     : ctx_(&ctx), w_(&w) {
     const MatmulSplit split = options.split;
     // The kernel's main loop takes whole groups of units (one scale fetch each, see GPS in
@@ -96,30 +101,34 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         rope_kv_ = *options.rope_kv;
         const auto& e = rope_kv_.shape;
         if (input != MatmulInput::Norm)
-            throw Error(ErrorCode::Internal, "the RoPE + KV-store epilogue comes with the RMSNorm input only");
+            throw Error(ErrorCode::Internal,
+                        "the RoPE + KV-store epilogue comes with the RMSNorm input only");
         if (e.n_head == 0 || e.n_kv == 0 || e.head_dim % 2 != 0 || e.n_rot > e.head_dim || e.n_rot % 2 != 0 ||
             e.block == 0 || w.rows % 2 != 0 || w.rows > uint64_t{e.n_head + 2 * e.n_kv} * e.head_dim)
-            throw Error(ErrorCode::Internal, "RoPE + KV-store epilogue: the weight is not (part of) the Q/K/V heads");
+            throw Error(ErrorCode::Internal,
+                        "RoPE + KV-store epilogue: the weight is not (part of) the Q/K/V heads");
         id = e.kv_f16 ? w.format->matmul_rope_kvf16 : w.format->matmul_rope_kvf32;
     }
     if (options.swiglu) {
         if (options.rope_kv || input != MatmulInput::Norm || w.rows % 2 != 0)
-            throw Error(ErrorCode::Internal, "the SwiGLU epilogue needs the RMSNorm input and gate/up row pairs");
+            throw Error(ErrorCode::Internal,
+                        "the SwiGLU epilogue needs the RMSNorm input and gate/up row pairs");
         id = w.format->matmul_swiglu;
     }
     pairs_ = options.rope_kv || options.swiglu;
     for (const auto& part : w.parts)
         if (pairs_ && part.first_row % 2 != 0)
-            throw Error(ErrorCode::Internal, "a matmul epilogue over row pairs got a weight part at an odd row");
+            throw Error(ErrorCode::Internal,
+                        "a matmul epilogue over row pairs got a weight part at an odd row");
     // CPU drivers (lavapipe) run a workgroup's lanes as SIMD lanes of one thread: there each lane
     // owns whole rows (decode) or a token (prefill), so that one fetch of the input (decode) or of
     // a weight unit (prefill) serves many rows or tokens. GPUs want coalesced weight reads: lanes
     // split the row (split-K).
     lane_per_row_ = lanes_own_rows(ctx, split);
     using vk::BindingKind;
-    std::vector<BindingKind> kinds = {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,
-                                      BindingKind::Storage,    BindingKind::TexelFloat, BindingKind::Storage,
-                                      BindingKind::TexelFloat4, BindingKind::TexelFloat4};
+    std::vector<BindingKind> kinds = {
+        BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,  BindingKind::Storage,
+        BindingKind::TexelFloat, BindingKind::Storage,    BindingKind::TexelFloat4, BindingKind::TexelFloat4};
     if (rope_kv_.shape.n_head)  // token info, RoPE table, K cache, V cache, Q/K/V biases
         kinds.insert(kinds.end(), {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::Storage,
                                    BindingKind::Storage, BindingKind::TexelFloat});
@@ -138,8 +147,8 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         // A workgroup's band of rows must lie in one weight tile, and a decode lane's rows must
         // fill whole scale texels of its lane stream (4 rows each; dot_rows in
         // shaders/matmul_rows.glsl, weights.glsl).
-        if (w.tile_rows == 1 || w.tile_rows % group_ != 0 || decode_rows_ > kCpuRows || decode_rows_ % 4 != 0 ||
-            w.tile_rows % prefill_rows_ != 0)
+        if (w.tile_rows == 1 || w.tile_rows % group_ != 0 || decode_rows_ > kCpuRows ||
+            decode_rows_ % 4 != 0 || w.tile_rows % prefill_rows_ != 0)
             throw Error(ErrorCode::Internal, "weight tiles of " + std::to_string(w.tile_rows) +
                                                  " rows do not fit the matmul's row bands");
         decode_spec = {decode_group_, decode_rows_, 1, 1, 0, 0, 1};
@@ -175,7 +184,8 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     for (size_t i = 0; i < made.size(); ++i) kernels_[vec4][i] = made[i];
     for (const auto& part : w.parts) {
         vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;  // float types: unused
-        std::vector<vk::BufferRange> ranges = {part.values, scales, x, y, norm_weight, rowmap, x, norm_weight};
+        std::vector<vk::BufferRange> ranges = {part.values, scales, x, y,
+                                               norm_weight, rowmap, x, norm_weight};
         if (rope_kv_.shape.n_head)
             ranges.insert(ranges.end(), {rope_kv_.tok_info, rope_kv_.rope, rope_kv_.k_cache, rope_kv_.v_cache,
                                          rope_kv_.qkv_bias.buffer ? rope_kv_.qkv_bias : rope_kv_.rope});
@@ -219,8 +229,11 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
         // Q6_K and TinyLlama Q8_0, interleaved A/B), but lanes past the last token compute copies:
         // at pp64 half the slots are empty (0.68x). So four when their slots, at 1.3x the speed,
         // cost less than two's.
-        const auto slots = [&](uint32_t per_group) { return (s.tokens + per_group - 1) / per_group * per_group; };
-        const bool four = lane_per_row_ && two && slots(prefill_group_ * 4) * 10 < slots(prefill_group_ * 2) * 13;
+        const auto slots = [&](uint32_t per_group) {
+            return (s.tokens + per_group - 1) / per_group * per_group;
+        };
+        const bool four =
+            lane_per_row_ && two && slots(prefill_group_ * 4) * 10 < slots(prefill_group_ * 2) * 13;
         uint32_t gx, gy;
         if (one) {
             uint64_t rows_per_group = decode_rows_ * (lane_per_row_ ? decode_group_ : 1);
@@ -231,13 +244,17 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
             // CPU layouts: a workgroup's 32 rows come from several lane streams of a tile
             // (matmul_rows in shaders/matmul_rows.glsl), so the grid covers whole tiles.
             if (lane_per_row_)
-                gx = static_cast<uint32_t>((part.rows + w_->tile_rows - 1) / w_->tile_rows * (w_->tile_rows / prefill_rows_));
-            uint32_t tokens_per_group =
-                lane_per_row_ ? prefill_group_ * (four ? 4 : two ? prefill_tokens_per_lane_ : 1) : kTokensPerGroup;
+                gx = static_cast<uint32_t>((part.rows + w_->tile_rows - 1) / w_->tile_rows *
+                                           (w_->tile_rows / prefill_rows_));
+            uint32_t tokens_per_group = lane_per_row_ ? prefill_group_ * (four  ? 4
+                                                                          : two ? prefill_tokens_per_lane_
+                                                                                : 1)
+                                                      : kTokensPerGroup;
             gy = (s.tokens + tokens_per_group - 1) / tokens_per_group;
         }
         Variant v = one ? Decode : four ? PrefillFourPerLane : two ? PrefillTwoPerLane : PrefillOnePerLane;
-        if (one && s.tokens >= kRowLayoutTokensPerLane) {  // CPU drivers: the lanes' rows for several tokens each
+        if (one &&
+            s.tokens >= kRowLayoutTokensPerLane) {  // CPU drivers: the lanes' rows for several tokens each
             v = DecodeFew;
             gy = (s.tokens + kRowLayoutTokensPerLane - 1) / kRowLayoutTokensPerLane;
         }
@@ -279,7 +296,8 @@ void to_fixed_point(std::span<float> v, uint32_t group) {
         const int e = static_cast<int>(std::min(bits >> 23, 254u));  // biased exponent of amax
         for (size_t i = g0; i < end; ++i)
             v[i] = e < 16 ? 0.0f
-                          : std::ldexp(std::clamp(std::nearbyint(v[i] * std::ldexp(1.0f, 141 - e)), -32767.0f, 32767.0f),
+                          : std::ldexp(std::clamp(std::nearbyint(v[i] * std::ldexp(1.0f, 141 - e)), -32767.0f,
+                                                  32767.0f),
                                        e - 141);
     }
 }

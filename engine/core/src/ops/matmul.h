@@ -92,7 +92,14 @@ private:
     // time, cold or warm, and the others are almost never used (decision 0012).
     // PrefillFourPerLane (CPU drivers): four tokens per lane for long steps, where a workgroup's 128
     // token slots fill (PrefillFourPerLane's choice: see record).
-    enum Variant : uint32_t { Decode, PrefillOnePerLane, PrefillTwoPerLane, DecodeFew, PrefillFourPerLane, Variants };
+    enum Variant : uint32_t {
+        Decode,
+        PrefillOnePerLane,
+        PrefillTwoPerLane,
+        DecodeFew,
+        PrefillFourPerLane,
+        Variants
+    };
     const vk::Kernel& variant(uint32_t vec4, Variant v) const;
     mutable const vk::Kernel* kernels_[2][Variants] = {};
     std::vector<uint32_t> specs_[2][Variants];

@@ -23,12 +23,14 @@ QkNormRopeOp::QkNormRopeOp(vk::Context& ctx, const AttentionShape& shape, float 
         shape.n_rot > shape.head_dim || shape.block == 0 ||
         shape.qkv_stride < (shape.n_head + 2 * shape.n_kv) * shape.head_dim)
         throw Error(ErrorCode::Internal, "Q/K norm + RoPE: heads of " + std::to_string(shape.head_dim) +
-                                             " with " + std::to_string(shape.n_rot) + " rotated do not fit the op");
+                                             " with " + std::to_string(shape.n_rot) +
+                                             " rotated do not fit the op");
     using vk::BindingKind;
-    kernel_ = &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::qk_norm_rope_f16 : shaders::ShaderId::qk_norm_rope_f32,
-                          {BindingKind::Storage, BindingKind::TexelUint4, BindingKind::TexelFloat,
-                           BindingKind::TexelFloat, BindingKind::Storage, BindingKind::Storage},
-                          sizeof(Push), {});
+    kernel_ =
+        &ctx.kernel(shape.kv_f16 ? shaders::ShaderId::qk_norm_rope_f16 : shaders::ShaderId::qk_norm_rope_f32,
+                    {BindingKind::Storage, BindingKind::TexelUint4, BindingKind::TexelFloat,
+                     BindingKind::TexelFloat, BindingKind::Storage, BindingKind::Storage},
+                    sizeof(Push), {});
     vk::BufferRange ranges[] = {qkv, tok_info, rope, norm, k_cache, v_cache};
     set_ = ctx.make_set(*kernel_, ranges);
 }
@@ -40,8 +42,8 @@ void QkNormRopeOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
     ctx_->dispatch(cmd, *kernel_, set_, &p, (items + kGroup - 1) / kGroup);
 }
 
-void reference_qk_norm(const AttentionShape& shape, std::span<float> qkv, size_t tokens, std::span<const float> q_norm,
-                       std::span<const float> k_norm, float eps) {
+void reference_qk_norm(const AttentionShape& shape, std::span<float> qkv, size_t tokens,
+                       std::span<const float> q_norm, std::span<const float> k_norm, float eps) {
     const uint32_t hd = shape.head_dim;
     for (size_t t = 0; t < tokens; ++t)
         for (uint32_t h = 0; h < shape.n_head + shape.n_kv; ++h) {

@@ -19,8 +19,8 @@ public:
     // layer's Q norm then K norm weights, head_dim F32 each; `tok_info`, `rope`: as the attention
     // op reads them; `k_cache`, `v_cache`: the layer's paged caches.
     QkNormRopeOp(vk::Context& ctx, const AttentionShape& shape, float eps, vk::BufferRange qkv,
-                 vk::BufferRange tok_info, vk::BufferRange rope, vk::BufferRange norm, vk::BufferRange k_cache,
-                 vk::BufferRange v_cache);
+                 vk::BufferRange tok_info, vk::BufferRange rope, vk::BufferRange norm,
+                 vk::BufferRange k_cache, vk::BufferRange v_cache);
     void record(VkCommandBuffer cmd, uint32_t tokens) const;
 
 private:
@@ -34,7 +34,7 @@ private:
 // CPU reference, in place on `qkv` (tokens rows of shape.qkv_stride): each Q and K head becomes
 // x * rsqrt(mean(x^2) + eps) * w, w = q_norm or k_norm (head_dim values each). Run before
 // reference_rope_store, which then rotates and stores as for any model.
-void reference_qk_norm(const AttentionShape& shape, std::span<float> qkv, size_t tokens, std::span<const float> q_norm,
-                       std::span<const float> k_norm, float eps);
+void reference_qk_norm(const AttentionShape& shape, std::span<float> qkv, size_t tokens,
+                       std::span<const float> q_norm, std::span<const float> k_norm, float eps);
 
 }  // namespace lantern::ops

@@ -27,7 +27,7 @@ struct Repacked {
     // binding 1 (ws): per group its scale, or (types with mins) its scale and min; empty for
     // float types
     std::vector<float> scales;
-    uint64_t row_units = 0;        // a whole number of groups (float rows are zero-padded)
+    uint64_t row_units = 0;         // a whole number of groups (float rows are zero-padded)
     uint32_t scales_per_group = 0;  // WeightFormat::scales_per_group
 };
 
@@ -67,8 +67,8 @@ uint64_t repacked_row_scales(const WeightFormat& f, uint64_t cols);
 // `rows` GGUF rows into caller buffers: row i's units at values + i * value_stride (32-bit words)
 // and its scales at scales + i * scale_stride — so rows can be stacked or interleaved with other
 // matrices' where they belong (the model loader), with no intermediate copy.
-void repack_rows(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols, uint32_t* values,
-                 uint64_t value_stride, float* scales, uint64_t scale_stride);
+void repack_rows(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols,
+                 uint32_t* values, uint64_t value_stride, float* scales, uint64_t scale_stride);
 // GGUF bytes of `rows` x `cols` -> a fresh row-major Repacked.
 Repacked repack(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols);
 
@@ -91,8 +91,8 @@ constexpr uint64_t kTiledSlackWords = 32 * 4 * 4;
 // (By a row's units and its scales per group alone, so a load can be planned before any repack.)
 uint64_t tiled_words(uint64_t row_units, uint32_t scales_per_group, uint64_t rows, uint64_t tile_rows,
                      uint32_t group_units);
-void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows, uint32_t group_units,
-                    uint32_t* dst);
+void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows,
+                    uint32_t group_units, uint32_t* dst);
 
 // nullptr when the type has no kernels. (The type's first row: a type may have more than one, see
 // weight_format_for_data.)

@@ -108,11 +108,14 @@ inline void k_min_block(const uint8_t* blk, bool five, uint8_t q[256], float sca
         for (int l = 0; l < 32; ++l) {
             const uint8_t b = qs[32 * c + l];
             q[64 * c + l] = static_cast<uint8_t>((b & 15) | (five ? ((qh[l] >> (2 * c)) & 1) << 4 : 0));
-            q[64 * c + 32 + l] = static_cast<uint8_t>((b >> 4) | (five ? ((qh[l] >> (2 * c + 1)) & 1) << 4 : 0));
+            q[64 * c + 32 + l] =
+                static_cast<uint8_t>((b >> 4) | (five ? ((qh[l] >> (2 * c + 1)) & 1) << 4 : 0));
         }
 }
 
-inline uint64_t k_block_bytes(bool five) { return five ? 176 : 144; }
+inline uint64_t k_block_bytes(bool five) {
+    return five ? 176 : 144;
+}
 
 // Q6_K: ql[128] (low 4 bits), qh[64] (top 2 bits), int8 scales[16] (one per 16 elements), f16 d.
 // In each half h (128 elements; ql, qh and scales advance by 64, 32 and 8), for l < 32: elements
@@ -203,7 +206,8 @@ inline void legacy_block(const uint8_t* blk, const LegacyLayout& l, uint8_t q[32
 // repacked into Q8_0's device layout: the level + 128 as a byte, a float scale per 32 (d, or
 // d * (ls - 32)), so every kernel runs them as Q8_0. (1.13 bytes per weight on the device against
 // 0.56 / 0.53 in the file: a table lookup per weight in every kernel layout is the alternative.) ----
-inline constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+inline constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
 constexpr uint64_t kIq4XsBytes = 136;
 
 // Levels of 32 elements from 16 bytes of nibbles (element j: low nibble of qs[j], j + 16: high).

@@ -20,8 +20,12 @@ void put_f16(uint8_t* p, float v) {
 }  // namespace
 
 // ---- F32 ----
-void dequant_f32(const uint8_t* src, float* dst, uint64_t n) { std::memcpy(dst, src, n * 4); }
-void quant_f32(const float* src, uint8_t* dst, uint64_t n) { std::memcpy(dst, src, n * 4); }
+void dequant_f32(const uint8_t* src, float* dst, uint64_t n) {
+    std::memcpy(dst, src, n * 4);
+}
+void quant_f32(const float* src, uint8_t* dst, uint64_t n) {
+    std::memcpy(dst, src, n * 4);
+}
 
 // ---- F16 ----
 void dequant_f16(const uint8_t* src, float* dst, uint64_t n) {
@@ -43,7 +47,8 @@ void dequant_q8_0(const uint8_t* src, float* dst, uint64_t n) {
     for (uint64_t b = 0; b < n / 32; ++b) {
         const uint8_t* blk = src + b * 34;
         float d = block_scale(blk);
-        for (int i = 0; i < 32; ++i) dst[b * 32 + i] = static_cast<float>(static_cast<int8_t>(blk[2 + i])) * d;
+        for (int i = 0; i < 32; ++i)
+            dst[b * 32 + i] = static_cast<float>(static_cast<int8_t>(blk[2 + i])) * d;
     }
 }
 void quant_q8_0(const float* src, uint8_t* dst, uint64_t n) {
@@ -141,7 +146,8 @@ void k_min_quantize_block(const float* x, bool five, uint8_t* blk) {
     for (int j = 0; j < 8; ++j) {
         const float s = d * static_cast<float>(sc[j]), m = dmin * static_cast<float>(mn[j]);
         for (int i = 0; i < 32; ++i) {
-            const int v = s > 0 ? std::clamp(static_cast<int>(std::lround((x[32 * j + i] + m) / s)), 0, nmax) : 0;
+            const int v =
+                s > 0 ? std::clamp(static_cast<int>(std::lround((x[32 * j + i] + m) / s)), 0, nmax) : 0;
             const int c = j / 2, l = i;
             uint8_t& b = qs[32 * c + l];
             if (j % 2 == 0)
@@ -162,14 +168,23 @@ void dequant_k_min(const uint8_t* src, float* dst, uint64_t n, bool five) {
     }
 }
 void quant_k_min(const float* src, uint8_t* dst, uint64_t n, bool five) {
-    for (uint64_t b = 0; b < n / kSuper; ++b) k_min_quantize_block(src + b * 256, five, dst + b * k_block_bytes(five));
+    for (uint64_t b = 0; b < n / kSuper; ++b)
+        k_min_quantize_block(src + b * 256, five, dst + b * k_block_bytes(five));
 }
 }  // namespace
 // The table's function pointers: Q4_K (five = false) and Q5_K.
-void dequant_q4_k(const uint8_t* src, float* dst, uint64_t n) { dequant_k_min(src, dst, n, false); }
-void dequant_q5_k(const uint8_t* src, float* dst, uint64_t n) { dequant_k_min(src, dst, n, true); }
-void quant_q4_k(const float* src, uint8_t* dst, uint64_t n) { quant_k_min(src, dst, n, false); }
-void quant_q5_k(const float* src, uint8_t* dst, uint64_t n) { quant_k_min(src, dst, n, true); }
+void dequant_q4_k(const uint8_t* src, float* dst, uint64_t n) {
+    dequant_k_min(src, dst, n, false);
+}
+void dequant_q5_k(const uint8_t* src, float* dst, uint64_t n) {
+    dequant_k_min(src, dst, n, true);
+}
+void quant_q4_k(const float* src, uint8_t* dst, uint64_t n) {
+    quant_k_min(src, dst, n, false);
+}
+void quant_q5_k(const float* src, uint8_t* dst, uint64_t n) {
+    quant_k_min(src, dst, n, true);
+}
 
 // ---- Q6_K and Q3_K (decoded by q6_k_block and q3_k_block, weight_format_blocks.h): raw bytes
 // q + 32 and a float scale per 16 elements. ----
@@ -201,8 +216,12 @@ float sixteen_steps(const float* x, float levels, float step[16]) {
     return max_abs;
 }
 }  // namespace
-void dequant_q6_k(const uint8_t* src, float* dst, uint64_t n) { dequant_sixteen<q6_k_block, kQ6Bytes>(src, dst, n); }
-void dequant_q3_k(const uint8_t* src, float* dst, uint64_t n) { dequant_sixteen<q3_k_block, kQ3Bytes>(src, dst, n); }
+void dequant_q6_k(const uint8_t* src, float* dst, uint64_t n) {
+    dequant_sixteen<q6_k_block, kQ6Bytes>(src, dst, n);
+}
+void dequant_q3_k(const uint8_t* src, float* dst, uint64_t n) {
+    dequant_sixteen<q3_k_block, kQ3Bytes>(src, dst, n);
+}
 
 // Per 16 elements the value of largest magnitude maps to -32 (as Q4_0's maps to -8), the sub-block
 // scales are quantized to int8 against the largest, and q recomputed with the scales as stored.
@@ -225,7 +244,8 @@ void quant_q6_k(const float* src, uint8_t* dst, uint64_t n) {
                 const int h = e / 128, r = e % 128, quarter = r / 32, l = r % 32;
                 uint8_t* ql = blk + 64 * h;
                 uint8_t* qh = blk + 128 + 32 * h;
-                // quarter 0: low nibble of ql[l]; 1: low of ql[l + 32]; 2: high of ql[l]; 3: high of ql[l + 32]
+                // quarter 0: low nibble of ql[l]; 1: low of ql[l + 32]; 2: high of ql[l]; 3: high of ql[l +
+                // 32]
                 uint8_t& lo = ql[l + (quarter % 2) * 32];
                 lo = static_cast<uint8_t>(lo | (v & 15) << (quarter >= 2 ? 4 : 0));
                 qh[l] = static_cast<uint8_t>(qh[l] | (v >> 4) << (2 * quarter));
@@ -261,9 +281,11 @@ void quant_q3_k(const float* src, uint8_t* dst, uint64_t n) {
             const float s = d * static_cast<float>(sc);
             for (int i = 0; i < 16; ++i) {
                 const int e = 16 * k + i;
-                const int v = (s != 0 ? std::clamp(static_cast<int>(std::lround(x[e] / s)), -4, 3) : 0) + 4;  // 0..7
+                const int v =
+                    (s != 0 ? std::clamp(static_cast<int>(std::lround(x[e] / s)), -4, 3) : 0) + 4;  // 0..7
                 const int h = e / 128, r = e % 128, j = r / 32, sh = (r % 32) / 16, l = r % 16;
-                qs[32 * h + 16 * sh + l] = static_cast<uint8_t>(qs[32 * h + 16 * sh + l] | (v & 3) << (2 * j));
+                qs[32 * h + 16 * sh + l] =
+                    static_cast<uint8_t>(qs[32 * h + 16 * sh + l] | (v & 3) << (2 * j));
                 hmask[16 * sh + l] = static_cast<uint8_t>(hmask[16 * sh + l] | (v >> 2) << (4 * h + j));
             }
         }
@@ -279,7 +301,8 @@ void dequant_legacy(const uint8_t* src, float* dst, uint64_t n, const LegacyLayo
     for (uint64_t b = 0; b < n / 32; ++b) {
         legacy_block(src + b * l.bytes, l, q, d, m);
         for (int e = 0; e < 32; ++e)
-            dst[b * 32 + e] = l.m_at >= 0 ? static_cast<float>(q[e]) * d + m : static_cast<float>(q[e] - 16) * d;
+            dst[b * 32 + e] =
+                l.m_at >= 0 ? static_cast<float>(q[e]) * d + m : static_cast<float>(q[e] - 16) * d;
     }
 }
 // Q4_1/Q5_1: the block's range [lo, hi] in 15 or 31 steps, m = lo; Q5_0: like Q4_0, the value of
@@ -326,12 +349,24 @@ void quant_legacy(const float* src, uint8_t* dst, uint64_t n, const LegacyLayout
 }
 }  // namespace
 // The table's function pointers, one per layout.
-void dequant_q4_1(const uint8_t* src, float* dst, uint64_t n) { dequant_legacy(src, dst, n, kQ4_1); }
-void dequant_q5_0(const uint8_t* src, float* dst, uint64_t n) { dequant_legacy(src, dst, n, kQ5_0); }
-void dequant_q5_1(const uint8_t* src, float* dst, uint64_t n) { dequant_legacy(src, dst, n, kQ5_1); }
-void quant_q4_1(const float* src, uint8_t* dst, uint64_t n) { quant_legacy(src, dst, n, kQ4_1); }
-void quant_q5_0(const float* src, uint8_t* dst, uint64_t n) { quant_legacy(src, dst, n, kQ5_0); }
-void quant_q5_1(const float* src, uint8_t* dst, uint64_t n) { quant_legacy(src, dst, n, kQ5_1); }
+void dequant_q4_1(const uint8_t* src, float* dst, uint64_t n) {
+    dequant_legacy(src, dst, n, kQ4_1);
+}
+void dequant_q5_0(const uint8_t* src, float* dst, uint64_t n) {
+    dequant_legacy(src, dst, n, kQ5_0);
+}
+void dequant_q5_1(const uint8_t* src, float* dst, uint64_t n) {
+    dequant_legacy(src, dst, n, kQ5_1);
+}
+void quant_q4_1(const float* src, uint8_t* dst, uint64_t n) {
+    quant_legacy(src, dst, n, kQ4_1);
+}
+void quant_q5_0(const float* src, uint8_t* dst, uint64_t n) {
+    quant_legacy(src, dst, n, kQ5_0);
+}
+void quant_q5_1(const float* src, uint8_t* dst, uint64_t n) {
+    quant_legacy(src, dst, n, kQ5_1);
+}
 
 // ---- IQ4_NL, IQ4_XS (kIq4Levels, iq4_levels and iq4_xs_scale, weight_format_blocks.h). ----
 namespace {
@@ -418,8 +453,9 @@ void quant_bf16(const float* src, uint8_t* dst, uint64_t n) {
         uint32_t u;
         std::memcpy(&u, src + i, 4);
         // Round to nearest even (NaNs stay NaNs: their top mantissa bit is kept set).
-        const uint16_t h = (u & 0x7fffffffu) > 0x7f800000u ? static_cast<uint16_t>(u >> 16 | 0x40u)
-                                                          : static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+        const uint16_t h = (u & 0x7fffffffu) > 0x7f800000u
+                               ? static_cast<uint16_t>(u >> 16 | 0x40u)
+                               : static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
         std::memcpy(dst + 2 * i, &h, 2);
     }
 }
@@ -438,7 +474,8 @@ std::vector<uint8_t> quantize(uint32_t ggml_type, std::span<const float> src, ui
     uint64_t rows = src.size() / row_length;
     uint64_t row_bytes = ggml_row_bytes(ggml_type, row_length);
     std::vector<uint8_t> out(rows * row_bytes);
-    for (uint64_t r = 0; r < rows; ++r) f.quantize_row(src.data() + r * row_length, out.data() + r * row_bytes, row_length);
+    for (uint64_t r = 0; r < rows; ++r)
+        f.quantize_row(src.data() + r * row_length, out.data() + r * row_bytes, row_length);
     return out;
 }
 

@@ -79,7 +79,7 @@ void repack_row_k_min(const uint8_t* src, uint64_t cols, uint32_t* values, float
         }
         if (five) {  // a byte per element (Q8_0's unit)
             std::memcpy(reinterpret_cast<uint8_t*>(values) + b * 256, q, 256);
-        } else {     // nibble i of word w = element 8w + i (Q4_0's unit)
+        } else {  // nibble i of word w = element 8w + i (Q4_0's unit)
             for (int w = 0; w < 32; ++w) {
                 uint32_t u = 0;
                 for (int k = 0; k < 8; ++k) u |= static_cast<uint32_t>(q[w * 8 + k]) << (4 * k);
@@ -116,7 +116,8 @@ void repack_row_q3_k(const uint8_t* src, uint64_t cols, uint32_t* values, float*
 // ---- Q4_1, Q5_0, Q5_1 (LegacyLayout, weight_format_blocks.h): into Q4_K's, Q8_0's and Q5_K's
 // device layouts. ----
 namespace {
-void repack_row_legacy(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales, const LegacyLayout& l) {
+void repack_row_legacy(const uint8_t* src, uint64_t cols, uint32_t* values, float* scales,
+                       const LegacyLayout& l) {
     uint8_t q[32];
     float d, m;
     for (uint64_t b = 0; b < cols / 32; ++b) {
@@ -209,13 +210,15 @@ uint64_t repacked_row_scales(const WeightFormat& f, uint64_t cols) {
     return repacked_row_units(f, cols) / f.group_units * f.scales_per_group;
 }
 
-void repack_rows(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols, uint32_t* values,
-                 uint64_t value_stride, float* scales, uint64_t scale_stride) {
+void repack_rows(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols,
+                 uint32_t* values, uint64_t value_stride, float* scales, uint64_t scale_stride) {
     const uint64_t row_bytes = cols / f.block_elements * f.block_bytes;
-    if (src.size() < rows * row_bytes) throw Error(ErrorCode::Internal, "repack: the source is shorter than its rows");
+    if (src.size() < rows * row_bytes)
+        throw Error(ErrorCode::Internal, "repack: the source is shorter than its rows");
     const bool scaled = f.block_elements > 1;
     for (uint64_t i = 0; i < rows; ++i)
-        f.repack_row(src.data() + i * row_bytes, cols, values + i * value_stride, scaled ? scales + i * scale_stride : nullptr);
+        f.repack_row(src.data() + i * row_bytes, cols, values + i * value_stride,
+                     scaled ? scales + i * scale_stride : nullptr);
 }
 
 Repacked repack(const WeightFormat& f, std::span<const uint8_t> src, uint64_t rows, uint64_t cols) {
@@ -235,8 +238,12 @@ Repacked repack(const WeightFormat& f, std::span<const uint8_t> src, uint64_t ro
 // texel), then as many of mins (types with mins), then its rows' units.
 namespace {
 constexpr uint64_t kStreams = 8;
-uint64_t lane_rows(uint64_t n) { return (n + kStreams - 1) / kStreams; }
-uint64_t scale_texels_per_group(uint64_t n) { return (lane_rows(n) + 3) / 4; }
+uint64_t lane_rows(uint64_t n) {
+    return (n + kStreams - 1) / kStreams;
+}
+uint64_t scale_texels_per_group(uint64_t n) {
+    return (lane_rows(n) + 3) / 4;
+}
 }  // namespace
 
 uint64_t tiled_words(uint64_t row_units, uint32_t scales_per_group, uint64_t rows, uint64_t tile_rows,
@@ -245,15 +252,17 @@ uint64_t tiled_words(uint64_t row_units, uint32_t scales_per_group, uint64_t row
     uint64_t words = 0;
     for (uint64_t t0 = 0; t0 < rows; t0 += tile_rows) {
         const uint64_t n = std::min(tile_rows, rows - t0);
-        const uint64_t stream_group_words = scales_per_group * scale_texels_per_group(n) * 4 + lane_rows(n) * group_words;
+        const uint64_t stream_group_words =
+            scales_per_group * scale_texels_per_group(n) * 4 + lane_rows(n) * group_words;
         words += kStreams * groups * stream_group_words;
     }
     return words + kTiledSlackWords;
 }
 
-void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows, uint32_t group_units,
-                    uint32_t* dst) {
-    if (tile_rows % kStreams != 0) throw Error(ErrorCode::Internal, "weight tiles must be whole octets of rows");
+void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64_t tile_rows,
+                    uint32_t group_units, uint32_t* dst) {
+    if (tile_rows % kStreams != 0)
+        throw Error(ErrorCode::Internal, "weight tiles must be whole octets of rows");
     const uint64_t groups = r.row_units / group_units;
     const uint64_t group_words = group_units * 4;  // uint32 words per group
     const uint64_t spg = r.scales_per_group;
@@ -268,13 +277,16 @@ void tile_rows_into(const Repacked& r, uint64_t first_row, uint64_t rows, uint64
                 for (uint64_t s = 0; s < spg; ++s)
                     for (uint64_t k = 0; k < st * 4; ++k) {
                         const uint64_t row = lane + kStreams * k;  // row of the tile
-                        const float v = k < lr && row < n ? r.scales[((first_row + t0 + row) * groups + g) * spg + s] : 0.0f;
+                        const float v = k < lr && row < n
+                                            ? r.scales[((first_row + t0 + row) * groups + g) * spg + s]
+                                            : 0.0f;
                         std::memcpy(dst++, &v, 4);
                     }
                 for (uint64_t k = 0; k < lr; ++k) {
                     const uint64_t row = lane + kStreams * k;
                     if (row < n)
-                        std::memcpy(dst, r.values.data() + ((first_row + t0 + row) * groups + g) * group_words,
+                        std::memcpy(dst,
+                                    r.values.data() + ((first_row + t0 + row) * groups + g) * group_words,
                                     group_words * 4);
                     else
                         std::memset(dst, 0, group_words * 4);
@@ -293,11 +305,15 @@ Repacked tile_rows_of(const Repacked& r, uint64_t first_row, uint64_t rows, uint
     out.row_units = r.row_units;
     out.scales_per_group = r.scales_per_group;
     if (tile_rows == 1) {  // row-major, scales in their own array
-        auto at = [&](uint64_t row) { return r.values.begin() + static_cast<std::ptrdiff_t>(row * groups * group_words); };
+        auto at = [&](uint64_t row) {
+            return r.values.begin() + static_cast<std::ptrdiff_t>(row * groups * group_words);
+        };
         out.values.assign(at(first_row), at(first_row + rows));
         if (!r.scales.empty())
-            out.scales.assign(r.scales.begin() + static_cast<std::ptrdiff_t>(first_row * groups * r.scales_per_group),
-                              r.scales.begin() + static_cast<std::ptrdiff_t>((first_row + rows) * groups * r.scales_per_group));
+            out.scales.assign(
+                r.scales.begin() + static_cast<std::ptrdiff_t>(first_row * groups * r.scales_per_group),
+                r.scales.begin() +
+                    static_cast<std::ptrdiff_t>((first_row + rows) * groups * r.scales_per_group));
         return out;
     }
     out.values.resize(tiled_words(r.row_units, r.scales_per_group, rows, tile_rows, group_units));

@@ -84,8 +84,8 @@ bool bf16_in_f16_range(std::span<const uint8_t> data) {
 
 // The shader variants of type t (shaders/manifest.txt names them <kernel>_<t>[_kv<kv>]). The fused
 // decode layer takes its types as specialization constants (the ggml numbers), so it has no row here.
-#define LANTERN_TYPE_SHADERS(t)                                                                     \
-    ShaderId::embed_##t, ShaderId::matmul_##t, ShaderId::matmul_norm_##t, ShaderId::matmul_silu_##t,   \
+#define LANTERN_TYPE_SHADERS(t)                                                                      \
+    ShaderId::embed_##t, ShaderId::matmul_##t, ShaderId::matmul_norm_##t, ShaderId::matmul_silu_##t, \
         ShaderId::matmul_rope_##t##_kvf16, ShaderId::matmul_rope_##t##_kvf32, ShaderId::matmul_swiglu_##t
 
 // ggml type, name, block elements and bytes, device layout (a ggml type the shaders run), units
@@ -100,16 +100,23 @@ const WeightFormat kWeightFormats[] = {
     {3, "Q4_1", 32, 20, 12, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_q4_1, dequant_q4_1, quant_q4_1},
     {6, "Q5_0", 32, 22, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_q5_0, dequant_q5_0, quant_q5_0},
     {7, "Q5_1", 32, 24, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_q5_1, dequant_q5_1, quant_q5_1},
-    {12, "Q4_K", 256, 144, 12, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_q4_k, dequant_q4_k, quant_q4_k},
-    {13, "Q5_K", 256, 176, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_q5_k, dequant_q5_k, quant_q5_k},
-    {14, "Q6_K", 256, 210, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q6_k, dequant_q6_k, quant_q6_k},
-    {11, "Q3_K", 256, 110, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q3_k, dequant_q3_k, quant_q3_k},
-    {20, "IQ4_NL", 32, 18, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_nl, dequant_iq4_nl, quant_iq4_nl},
-    {23, "IQ4_XS", 256, 136, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_xs, dequant_iq4_xs, quant_iq4_xs},
+    {12, "Q4_K", 256, 144, 12, 1, LANTERN_TYPE_SHADERS(q4_k), 32, 2, repack_row_q4_k, dequant_q4_k,
+     quant_q4_k},
+    {13, "Q5_K", 256, 176, 13, 2, LANTERN_TYPE_SHADERS(q5_k), 16, 2, repack_row_q5_k, dequant_q5_k,
+     quant_q5_k},
+    {14, "Q6_K", 256, 210, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q6_k, dequant_q6_k,
+     quant_q6_k},
+    {11, "Q3_K", 256, 110, 14, 1, LANTERN_TYPE_SHADERS(q6_k), 16, 1, repack_row_q3_k, dequant_q3_k,
+     quant_q3_k},
+    {20, "IQ4_NL", 32, 18, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_nl, dequant_iq4_nl,
+     quant_iq4_nl},
+    {23, "IQ4_XS", 256, 136, 8, 2, LANTERN_TYPE_SHADERS(q8_0), 16, 1, repack_row_iq4_xs, dequant_iq4_xs,
+     quant_iq4_xs},
     {30, "BF16", 1, 2, 0, 4, LANTERN_TYPE_SHADERS(f32), 4, 0, repack_row_bf16, dequant_bf16, quant_bf16},
     // A BF16 tensor whose values are in F16's range (weight_format_for_data); find_weight_format(30)
     // finds the row above.
-    {30, "BF16", 1, 2, 1, 2, LANTERN_TYPE_SHADERS(f16), 8, 0, repack_row_bf16_as_f16, dequant_bf16, quant_bf16},
+    {30, "BF16", 1, 2, 1, 2, LANTERN_TYPE_SHADERS(f16), 8, 0, repack_row_bf16_as_f16, dequant_bf16,
+     quant_bf16},
 };
 #undef LANTERN_TYPE_SHADERS
 
@@ -121,7 +128,9 @@ const WeightFormat* find_weight_format(uint32_t ggml_type) {
     return nullptr;
 }
 
-std::span<const WeightFormat> weight_formats() { return kWeightFormats; }
+std::span<const WeightFormat> weight_formats() {
+    return kWeightFormats;
+}
 
 const WeightFormat& weight_format_for_data(uint32_t ggml_type, std::span<const uint8_t> data,
                                            const std::string& tensor_name) {
@@ -136,10 +145,12 @@ const WeightFormat& weight_format_for(uint32_t ggml_type, const std::string& ten
     if (const auto* f = find_weight_format(ggml_type)) return *f;
     std::string supported;  // from the table, so the message cannot fall behind it
     for (const auto& f : kWeightFormats)
-        if (find_weight_format(f.ggml_type) == &f) supported += (supported.empty() ? "" : ", ") + std::string(f.name);
+        if (find_weight_format(f.ggml_type) == &f)
+            supported += (supported.empty() ? "" : ", ") + std::string(f.name);
     throw Error(ErrorCode::UnsupportedTensorType,
                 "tensor \"" + tensor_name + "\" is stored as " + ggml_type_name(ggml_type) + " (ggml type " +
-                    std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: " + supported + ")");
+                    std::to_string(ggml_type) + "), which Lantern cannot run yet (supported: " + supported +
+                    ")");
 }
 
 }  // namespace lantern::ops

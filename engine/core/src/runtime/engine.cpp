@@ -22,7 +22,9 @@ namespace lantern {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 uint64_t model_identity(const GgufFile& g, const ModelInfo& m) {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -38,16 +40,17 @@ uint64_t model_identity(const GgufFile& g, const ModelInfo& m) {
 
 class EngineImpl final : public Engine {
 public:
-    EngineImpl(const std::string& path, const EngineOptions& o, const EngineTestHooks& hooks = {}) : options_(o) {
+    EngineImpl(const std::string& path, const EngineOptions& o, const EngineTestHooks& hooks = {})
+        : options_(o) {
         auto t0 = Clock::now();
         gguf_ = GgufFile::open(path);
         info_ = model::read_llama_config(*gguf_);
         tokenizer_ = Tokenizer::from_gguf(*gguf_);
         template_source_ = gguf_->get_string("tokenizer.chat_template").value_or("");
         if (static_cast<uint32_t>(tokenizer_->vocab_size()) != info_.vocab)
-            throw Error(ErrorCode::InvalidModelFile, path + ": the tokenizer has " +
-                                                         std::to_string(tokenizer_->vocab_size()) +
-                                                         " tokens but the embedding has " + std::to_string(info_.vocab));
+            throw Error(ErrorCode::InvalidModelFile,
+                        path + ": the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
+                            " tokens but the embedding has " + std::to_string(info_.vocab));
         vk::ContextOptions co;
         co.device_selector = o.device_selector;
         co.validation = o.validation;
@@ -64,7 +67,8 @@ public:
         info_.decode_read_bytes = model_->matmul_weight_bytes();
         info_.decode_read_bytes_by_layout.assign(model_->matmul_weight_bytes_by_layout().begin(),
                                                  model_->matmul_weight_bytes_by_layout().end());
-        pool_ = std::make_unique<kv::BlockPool>(lim.kv_blocks, lim.block_tokens, model_identity(*gguf_, info_));
+        pool_ =
+            std::make_unique<kv::BlockPool>(lim.kv_blocks, lim.block_tokens, model_identity(*gguf_, info_));
         limits_ = lim;
         ctx_->save_pipeline_cache();
         load_ms_ = ms_since(t0);
@@ -98,21 +102,23 @@ public:
     std::vector<int32_t> sequence_tokens(SequenceId seq) const override { return pool_->tokens(seq); }
 
     using Engine::prefill;
-    std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens, const PrefillProgress& progress) override {
+    std::vector<float> prefill(SequenceId seq, std::span<const int32_t> tokens,
+                               const PrefillProgress& progress) override {
         if (tokens.empty()) throw Error(ErrorCode::InvalidArgument, "prefill needs at least one token");
         uint32_t len = sequence_length(seq);
         if (len + tokens.size() > context_)
-            throw Error(ErrorCode::ContextFull, "the conversation needs " + std::to_string(len + tokens.size()) +
-                                                    " tokens but the context holds " + std::to_string(context_));
+            throw Error(ErrorCode::ContextFull,
+                        "the conversation needs " + std::to_string(len + tokens.size()) +
+                            " tokens but the context holds " + std::to_string(context_));
         // Room in the pool, checked before anything is touched: the cached blocks a prefix hit takes
         // off the free queue, plus new blocks for the rest.
         uint32_t reusable = 0, idle = 0;
         if (len == 0) reusable = pool_->peek_prefix(tokens, &idle);
         uint32_t need = pool_->blocks_needed(seq, static_cast<uint32_t>(tokens.size()) - reusable) + idle;
         if (need > pool_->free_blocks())
-            throw Error(ErrorCode::ContextFull, "the KV cache is full: the prompt needs " + std::to_string(need) +
-                                                    " more blocks, " + std::to_string(pool_->free_blocks()) +
-                                                    " free");
+            throw Error(ErrorCode::ContextFull, "the KV cache is full: the prompt needs " +
+                                                    std::to_string(need) + " more blocks, " +
+                                                    std::to_string(pool_->free_blocks()) + " free");
         uint32_t reused = 0;
         if (len == 0) reused = pool_->reuse_prefix(seq, tokens);
         last_reused_ = reused;
@@ -143,15 +149,15 @@ public:
             n += static_cast<uint32_t>(it.tokens.size());
             if (sequence_length(it.sequence) + n > context_)
                 throw Error(ErrorCode::ContextFull, "sequence " + std::to_string(it.sequence) +
-                                                        " reached the context length (" + std::to_string(context_) +
-                                                        " tokens)");
+                                                        " reached the context length (" +
+                                                        std::to_string(context_) + " tokens)");
         }
         uint32_t need = 0;
         for (const auto& [seq, n] : adding) need += pool_->blocks_needed(seq, n);
         if (need > pool_->free_blocks())
-            throw Error(ErrorCode::ContextFull, "the KV cache is full: this step needs " + std::to_string(need) +
-                                                    " more blocks, " + std::to_string(pool_->free_blocks()) +
-                                                    " free");
+            throw Error(ErrorCode::ContextFull, "the KV cache is full: this step needs " +
+                                                    std::to_string(need) + " more blocks, " +
+                                                    std::to_string(pool_->free_blocks()) + " free");
         model::StepInput in;
         std::vector<std::pair<SequenceId, uint32_t>> appended;
         try {
@@ -165,11 +171,13 @@ public:
                 in.tables.insert(in.tables.end(), table.begin(), table.end());
                 for (size_t k = 0; k < it.tokens.size(); ++k) {
                     in.tokens.push_back(it.tokens[k]);
-                    in.info.push_back({len + static_cast<uint32_t>(k), table_off, slots[k], static_cast<uint32_t>(i)});
+                    in.info.push_back(
+                        {len + static_cast<uint32_t>(k), table_off, slots[k], static_cast<uint32_t>(i)});
                 }
                 if (it.want_all_logits) {
                     for (size_t k = 0; k < it.tokens.size(); ++k)
-                        in.logit_rows.push_back(static_cast<uint32_t>(in.tokens.size() - it.tokens.size() + k));
+                        in.logit_rows.push_back(
+                            static_cast<uint32_t>(in.tokens.size() - it.tokens.size() + k));
                 } else if (it.want_logits) {
                     in.logit_rows.push_back(static_cast<uint32_t>(in.tokens.size() - 1));
                 }
@@ -201,9 +209,11 @@ public:
             uint32_t tokens;
             int32_t capture;
         };
-        static constexpr Shape kShapes[kWarmUpShapes] = {{40, -1}, {1, -1}, {8, -1}, {28, -1}, {1, 0}, {128, -1}};
+        static constexpr Shape kShapes[kWarmUpShapes] = {{40, -1}, {1, -1}, {8, -1},
+                                                         {28, -1}, {1, 0},  {128, -1}};
         if (shape >= kWarmUpShapes)
-            throw Error(ErrorCode::InvalidArgument, "warm-up shape " + std::to_string(shape) + " does not exist");
+            throw Error(ErrorCode::InvalidArgument,
+                        "warm-up shape " + std::to_string(shape) + " does not exist");
         const auto t = Clock::now();
         const uint32_t n = std::min({kShapes[shape].tokens, limits_.max_step_tokens, context_});
         const SequenceId seq = pool_->create_sequence();
@@ -246,12 +256,13 @@ public:
     double warm_up_batched_decode(uint32_t sequences) override {
         const auto t = Clock::now();
         if (sequences < 2 || sequences > limits_.max_logit_rows)
-            throw Error(ErrorCode::InvalidArgument, "a batched decode warm-up needs 2 to " +
-                                                        std::to_string(limits_.max_logit_rows) + " sequences (the logit rows of a step), not " +
-                                                        std::to_string(sequences));
+            throw Error(ErrorCode::InvalidArgument,
+                        "a batched decode warm-up needs 2 to " + std::to_string(limits_.max_logit_rows) +
+                            " sequences (the logit rows of a step), not " + std::to_string(sequences));
         KvStats kv;
         pool_->fill_stats(kv);
-        if (sequences > kv.empty_blocks || sequences > limits_.max_step_tokens) return ms_since(t);  // no room now
+        if (sequences > kv.empty_blocks || sequences > limits_.max_step_tokens)
+            return ms_since(t);  // no room now
         const uint32_t peak = pool_->peak_used_blocks();
         const StepProfile profile = profile_;
         const uint32_t timed_steps = profile_steps_;

@@ -23,7 +23,8 @@ SteadyState steady_state(std::span<const double> lat, size_t window, double max_
     s.transient_tokens = lat.size();
     if (lat.empty()) return s;
     const size_t burst_n = std::min<size_t>(16, lat.size());
-    const double burst_ms = std::accumulate(lat.begin(), lat.begin() + static_cast<std::ptrdiff_t>(burst_n), 0.0);
+    const double burst_ms =
+        std::accumulate(lat.begin(), lat.begin() + static_cast<std::ptrdiff_t>(burst_n), 0.0);
     s.burst_tok_s = burst_ms > 0 ? 1e3 * static_cast<double>(burst_n) / burst_ms : 0;
     // The first window whose variation is below the threshold (or whose spread is within the
     // host's timing noise), by running sums (a long reply is scanned once, not once per window).
@@ -46,7 +47,8 @@ SteadyState steady_state(std::span<const double> lat, size_t window, double max_
         }
     }
     if (!s.reached) return s;
-    const std::vector<double> steady(lat.begin() + static_cast<std::ptrdiff_t>(s.transient_tokens), lat.end());
+    const std::vector<double> steady(lat.begin() + static_cast<std::ptrdiff_t>(s.transient_tokens),
+                                     lat.end());
     const double med = median_of(steady);
     s.steady_tok_s = med > 0 ? 1e3 / med : 0;
     if (steady.size() >= 8) {

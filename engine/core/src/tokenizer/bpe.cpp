@@ -32,10 +32,18 @@ bool is_space(uint32_t cp) {
            (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
            cp == 0x3000;
 }
-bool is_letter(uint32_t cp) { return cp != kInvalid && in_ranges(kLetterRanges, cp); }
-bool is_number(uint32_t cp) { return cp != kInvalid && in_ranges(kNumberRanges, cp); }
-bool is_newline(uint32_t cp) { return cp == '\r' || cp == '\n'; }
-bool is_punctuation(uint32_t cp) { return cp != kInvalid && in_ranges(kPunctuationRanges, cp); }
+bool is_letter(uint32_t cp) {
+    return cp != kInvalid && in_ranges(kLetterRanges, cp);
+}
+bool is_number(uint32_t cp) {
+    return cp != kInvalid && in_ranges(kNumberRanges, cp);
+}
+bool is_newline(uint32_t cp) {
+    return cp == '\r' || cp == '\n';
+}
+bool is_punctuation(uint32_t cp) {
+    return cp != kInvalid && in_ranges(kPunctuationRanges, cp);
+}
 
 // Code points of `text` with the byte offset where each starts (one extra offset: the end).
 struct CodePoints {
@@ -49,7 +57,11 @@ CodePoints decode_utf8(std::string_view text) {
     out.at.reserve(text.size() + 1);
     for (size_t i = 0; i < text.size();) {
         const auto b0 = static_cast<uint8_t>(text[i]);
-        const size_t len = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3 : (b0 >> 3) == 0x1E ? 4 : 0;
+        const size_t len = b0 < 0x80           ? 1
+                           : (b0 >> 5) == 0x6  ? 2
+                           : (b0 >> 4) == 0xE  ? 3
+                           : (b0 >> 3) == 0x1E ? 4
+                                               : 0;
         uint32_t cp = kInvalid;
         if (len == 1) {
             cp = b0;
@@ -74,7 +86,9 @@ CodePoints decode_utf8(std::string_view text) {
     return out;
 }
 
-uint32_t lower_ascii(uint32_t cp) { return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp; }
+uint32_t lower_ascii(uint32_t cp) {
+    return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+}
 
 // The whitespace alternatives Llama 3's and tekken's expressions share, `\s*[\r\n]+ | \s+(?!\S) |
 // \s+`, at a whitespace character i: up to the run's last line break if it has one; else all but
@@ -127,7 +141,9 @@ size_t llama3_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n, size
     // Punctuation and symbols, with an optional leading space, then any line breaks.
     {
         size_t k = i + (c == ' ' ? 1 : 0);
-        const auto symbol = [&](size_t j) { return has(j) && !is_space(at(j)) && !is_letter(at(j)) && !is_number(at(j)); };
+        const auto symbol = [&](size_t j) {
+            return has(j) && !is_space(at(j)) && !is_letter(at(j)) && !is_number(at(j));
+        };
         if (symbol(k)) {
             while (symbol(k)) ++k;
             while (has(k) && is_newline(at(k))) ++k;
@@ -155,8 +171,11 @@ size_t gpt2_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
     }
     // An optional space, then a run of one class: letters, digits, or symbols.
     const size_t k0 = i + (c == ' ' && has(i + 1) ? 1 : 0);
-    const auto symbol = [&](size_t j) { return has(j) && !is_space(at(j)) && !is_letter(at(j)) && !is_number(at(j)); };
-    for (const auto in_class : {+[](uint32_t x) { return is_letter(x); }, +[](uint32_t x) { return is_number(x); }}) {
+    const auto symbol = [&](size_t j) {
+        return has(j) && !is_space(at(j)) && !is_letter(at(j)) && !is_number(at(j));
+    };
+    for (const auto in_class :
+         {+[](uint32_t x) { return is_letter(x); }, +[](uint32_t x) { return is_number(x); }}) {
         if (has(k0) && in_class(at(k0))) {
             size_t k = k0;
             while (has(k) && in_class(at(k))) ++k;
@@ -184,8 +203,12 @@ size_t gpt2_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
 size_t tekken_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
     const auto at = [&](size_t k) { return k < n ? cp[k] : kInvalid; };
     const auto has = [&](size_t k) { return k < n; };
-    const auto upper = [&](size_t k) { return has(k) && is_letter(at(k)) && !(at(k) >= 'a' && at(k) <= 'z'); };
-    const auto lower = [&](size_t k) { return has(k) && is_letter(at(k)) && !(at(k) >= 'A' && at(k) <= 'Z'); };
+    const auto upper = [&](size_t k) {
+        return has(k) && is_letter(at(k)) && !(at(k) >= 'a' && at(k) <= 'z');
+    };
+    const auto lower = [&](size_t k) {
+        return has(k) && is_letter(at(k)) && !(at(k) >= 'A' && at(k) <= 'Z');
+    };
     const auto run = [&](size_t k, auto in_class) {
         while (in_class(k)) ++k;
         return k;
@@ -205,7 +228,9 @@ size_t tekken_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
         return run(u, lower);
     }
     if (is_number(c)) return i + 1;
-    const auto symbol = [&](size_t j) { return has(j) && !is_space(at(j)) && !is_letter(at(j)) && !is_number(at(j)); };
+    const auto symbol = [&](size_t j) {
+        return has(j) && !is_space(at(j)) && !is_letter(at(j)) && !is_number(at(j));
+    };
     if (const size_t s0 = i + (c == ' ' ? 1 : 0); symbol(s0)) {
         size_t e = run(s0, symbol);
         while (has(e) && (is_newline(at(e)) || at(e) == '/')) ++e;
@@ -295,12 +320,20 @@ size_t space_then_run(const std::vector<uint32_t>& cp, size_t i, size_t end, Cla
     return run_of(cp, i, end, in);
 }
 
-bool deepseek_letter(uint32_t c) { return !is_space(c) && is_letter(c); }
-bool deepseek_punctuation(uint32_t c) { return !is_space(c) && is_punctuation(c); }
-bool deepseek_number(uint32_t c) { return !is_space(c) && is_number(c); }
+bool deepseek_letter(uint32_t c) {
+    return !is_space(c) && is_letter(c);
+}
+bool deepseek_punctuation(uint32_t c) {
+    return !is_space(c) && is_punctuation(c);
+}
+bool deepseek_number(uint32_t c) {
+    return !is_space(c) && is_number(c);
+}
 // "[一-龥ࠀ-一가-퟿]": CJK ideographs up to U+9FA5, everything from U+0800 to U+4E00, and Hangul
 // syllables and jamo to U+D7FF (whitespace such as U+3000 excepted, as above).
-bool deepseek_cjk(uint32_t c) { return !is_space(c) && ((c >= 0x800 && c <= 0x9FA5) || (c >= 0xAC00 && c <= 0xD7FF)); }
+bool deepseek_cjk(uint32_t c) {
+    return !is_space(c) && ((c >= 0x800 && c <= 0x9FA5) || (c >= 0xAC00 && c <= 0xD7FF));
+}
 
 // DeepSeek LLM's letters: its tokenizer's own list of Latin, Greek, Cyrillic, Armenian,
 // Georgian, Cherokee, Glagolitic, Coptic, ... ranges (not Unicode's whole \p{L}).
@@ -323,7 +356,9 @@ constexpr CodePointRange kDeepSeekLlmLetters[] = {
     {0xFF21, 0xFF3A},   {0xFF41, 0xFF5A},   {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB},
     {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
 };
-bool deepseek_llm_letter(uint32_t c) { return c != kInvalid && in_ranges(kDeepSeekLlmLetters, c); }
+bool deepseek_llm_letter(uint32_t c) {
+    return c != kInvalid && in_ranges(kDeepSeekLlmLetters, c);
+}
 // "[!-/:-~！-／：-～‘-‟　-。]": ASCII punctuation, symbols and letters past '9', their fullwidth
 // forms, curly quotes, and U+3001/U+3002 (U+3000, a space, is whitespace).
 bool deepseek_llm_punctuation(uint32_t c) {
@@ -339,16 +374,24 @@ Spans deepseek_pieces(const std::vector<uint32_t>& cp, BpePreTokenizer pre) {
     const auto cjk = [](const CP& c, size_t i, size_t end) { return run_of(c, i, end, deepseek_cjk); };
     pieces = split_each(cp, pieces, newline);
     if (pre == BpePreTokenizer::DeepSeekCoder) {
-        pieces = split_each(cp, pieces, [](const CP& c, size_t i, size_t end) { return space_then_run(c, i, end, deepseek_letter); });
-        pieces = split_each(cp, pieces,
-                            [](const CP& c, size_t i, size_t end) { return space_then_run(c, i, end, deepseek_punctuation); });
+        pieces = split_each(cp, pieces, [](const CP& c, size_t i, size_t end) {
+            return space_then_run(c, i, end, deepseek_letter);
+        });
+        pieces = split_each(cp, pieces, [](const CP& c, size_t i, size_t end) {
+            return space_then_run(c, i, end, deepseek_punctuation);
+        });
         pieces = split_each(cp, pieces, cjk);
         // "\p{N}": one digit at a time.
-        return split_each(cp, pieces, [](const CP& c, size_t i, size_t) -> size_t { return deepseek_number(c[i]) ? 1 : 0; });
+        return split_each(cp, pieces, [](const CP& c, size_t i, size_t) -> size_t {
+            return deepseek_number(c[i]) ? 1 : 0;
+        });
     }
-    pieces = split_each(cp, pieces, [](const CP& c, size_t i, size_t end) { return space_then_run(c, i, end, deepseek_llm_letter); });
-    pieces = split_each(cp, pieces,
-                        [](const CP& c, size_t i, size_t end) { return space_then_run(c, i, end, deepseek_llm_punctuation); });
+    pieces = split_each(cp, pieces, [](const CP& c, size_t i, size_t end) {
+        return space_then_run(c, i, end, deepseek_llm_letter);
+    });
+    pieces = split_each(cp, pieces, [](const CP& c, size_t i, size_t end) {
+        return space_then_run(c, i, end, deepseek_llm_punctuation);
+    });
     // "\s+$": the whitespace that ends a piece, split off once per piece (trying it at every code
     // point rescanned a long whitespace run before a digit for each of its code points: quadratic).
     {
@@ -362,7 +405,8 @@ Spans deepseek_pieces(const std::vector<uint32_t>& cp, BpePreTokenizer pre) {
         pieces = std::move(out);
     }
     pieces = split_each(cp, pieces, cjk);
-    return split_each(cp, pieces, [](const CP& c, size_t i, size_t end) { return run_of(c, i, end, deepseek_number); });
+    return split_each(cp, pieces,
+                      [](const CP& c, size_t i, size_t end) { return run_of(c, i, end, deepseek_number); });
 }
 
 }  // namespace
@@ -372,7 +416,8 @@ std::vector<std::string_view> bpe_split_words(std::string_view text, BpePreToken
     const CodePoints cps = decode_utf8(text);
     const size_t n = cps.cp.size();
     if (pre == BpePreTokenizer::DeepSeekLlm || pre == BpePreTokenizer::DeepSeekCoder) {
-        for (auto [begin, end] : deepseek_pieces(cps.cp, pre)) words.push_back(text.substr(cps.at[begin], cps.at[end] - cps.at[begin]));
+        for (auto [begin, end] : deepseek_pieces(cps.cp, pre))
+            words.push_back(text.substr(cps.at[begin], cps.at[end] - cps.at[begin]));
         return words;
     }
     size_t segment_end = 0;  // SmolLM: where the digit-free stretch at i ends (found once per stretch)
@@ -414,7 +459,9 @@ std::vector<std::string_view> bpe_split_words(std::string_view text, BpePreToken
     return words;
 }
 
-const std::string& bpe_byte_symbol(uint8_t b) { return alphabet().symbol[b]; }
+const std::string& bpe_byte_symbol(uint8_t b) {
+    return alphabet().symbol[b];
+}
 
 std::string bpe_piece_bytes(std::string_view piece) {
     const auto& byte_of = alphabet().byte_of;
@@ -444,8 +491,8 @@ BpeEncoder::BpeEncoder(const std::vector<std::string>& pieces, const std::vector
         const size_t space = m.find(' ');
         if (space == std::string::npos || space == 0 || space + 1 == m.size() ||
             m.find(' ', space + 1) != std::string::npos)
-            throw Error(ErrorCode::InvalidModelFile, source + ": BPE merge " + std::to_string(rank) + " (\"" + m +
-                                                         "\") is not two symbols separated by one space");
+            throw Error(ErrorCode::InvalidModelFile, source + ": BPE merge " + std::to_string(rank) + " (\"" +
+                                                         m + "\") is not two symbols separated by one space");
         merge_rank_.emplace(m, static_cast<int32_t>(rank));  // a repeated merge keeps its first rank
     }
 }

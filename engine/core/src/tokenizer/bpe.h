@@ -62,8 +62,8 @@ private:
     // merging (what llama.cpp and Hugging Face's `ignore_merges` do); merging could reach a
     // different split.
     bool whole_words_first_;
-    std::unordered_map<std::string, int32_t> ids_;          // matchable pieces
-    std::unordered_map<std::string, int32_t> merge_rank_;   // "left right" -> rank
+    std::unordered_map<std::string, int32_t> ids_;         // matchable pieces
+    std::unordered_map<std::string, int32_t> merge_rank_;  // "left right" -> rank
 };
 
 }  // namespace lantern::tokenizer

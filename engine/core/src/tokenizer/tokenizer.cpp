@@ -145,7 +145,8 @@ struct Tokenizer::Impl {
         return ids;
     }
 
-    std::vector<int32_t> run_sp(const sentencepiece::SentencePieceProcessor& sp, std::string_view text) const {
+    std::vector<int32_t> run_sp(const sentencepiece::SentencePieceProcessor& sp,
+                                std::string_view text) const {
         std::vector<int> ids;
         if (text.empty()) return {};
         const auto status = sp.Encode(text, &ids);
@@ -265,9 +266,18 @@ void Tokenizer::Impl::index_specials() {
     // the end markers families use (Qwen's instruct files end replies with <|im_end|> but declare
     // <|endoftext|> as EOS in their base models; a model may write either).
     static const std::set<std::string_view> end_markers = {
-        "<|eot_id|>",    "<|im_end|>",      "<|end|>",    "<end_of_turn>", "<|endoftext|>",
-        "<|eom_id|>",    "<EOT>",           "_<EOT>",     "<|end_of_text|>", "<end_of_utterance>",
-        "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};
+        "<|eot_id|>",
+        "<|im_end|>",
+        "<|end|>",
+        "<end_of_turn>",
+        "<|endoftext|>",
+        "<|eom_id|>",
+        "<EOT>",
+        "_<EOT>",
+        "<|end_of_text|>",
+        "<end_of_utterance>",
+        "<\xEF\xBD\x9C"
+        "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};
     end_of_generation.clear();
     for (int32_t id : {eos, eot})
         if (id >= 0) end_of_generation.push_back(id);
@@ -276,7 +286,8 @@ void Tokenizer::Impl::index_specials() {
             std::find(end_of_generation.begin(), end_of_generation.end(), id) == end_of_generation.end())
             end_of_generation.push_back(id);
     const auto longest_first = [&](std::vector<int32_t>& ids) {
-        std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return pieces[a].size() > pieces[b].size(); });
+        std::stable_sort(ids.begin(), ids.end(),
+                         [&](int32_t a, int32_t b) { return pieces[a].size() > pieces[b].size(); });
     };
     for (int32_t id = 0; id < static_cast<int32_t>(pieces.size()); ++id) {
         if (!special[id] && id != unk) continue;
@@ -318,19 +329,22 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
     } else {
         // Each family splits text by its own expression; guessing one would tokenize differently
         // from how the model was trained, quietly.
-        throw Error(ErrorCode::UnsupportedTokenizer,
-                    pre_name ? "this model's BPE pre-tokenizer \"" + *pre_name +
-                                   "\" is not supported yet (\"llama-bpe\", \"qwen2\", \"tekken\", \"smollm\", \"deepseek-llm\", "
-                                   "\"deepseek-coder\" and \"gpt-2\" are)"
-                             : "this BPE vocabulary does not name its pre-tokenizer (tokenizer.ggml.pre), so how it "
-                               "splits text is unknown; files converted before May 2024 lack it — a newer conversion "
-                               "of the model will load");
+        throw Error(
+            ErrorCode::UnsupportedTokenizer,
+            pre_name ? "this model's BPE pre-tokenizer \"" + *pre_name +
+                           "\" is not supported yet (\"llama-bpe\", \"qwen2\", \"tekken\", \"smollm\", "
+                           "\"deepseek-llm\", "
+                           "\"deepseek-coder\" and \"gpt-2\" are)"
+                     : "this BPE vocabulary does not name its pre-tokenizer (tokenizer.ggml.pre), so how it "
+                       "splits text is unknown; files converted before May 2024 lack it — a newer conversion "
+                       "of the model will load");
     }
     auto tokens = gguf.get_string_array("tokenizer.ggml.tokens");
     const auto types = gguf.get_int_array("tokenizer.ggml.token_type");
     const auto merges = gguf.get_string_array("tokenizer.ggml.merges");
     if (tokens.empty()) throw invalid_file("tokenizer.ggml.tokens is missing or empty");
-    if (merges.empty()) throw invalid_file("tokenizer.ggml.merges is missing or empty (a BPE vocabulary needs them)");
+    if (merges.empty())
+        throw invalid_file("tokenizer.ggml.merges is missing or empty (a BPE vocabulary needs them)");
     if (!types.empty() && types.size() != tokens.size())
         throw invalid_file("tokenizer.ggml.token_type has " + std::to_string(types.size()) + " entries for " +
                            std::to_string(tokens.size()) + " tokens");
@@ -346,7 +360,8 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
     impl->eot = id_or("tokenizer.ggml.eot_token_id");
     // Without the key, BOS as llama.cpp decides it: Llama 3's and tekken vocabularies start with
     // one, others not.
-    const bool bos_by_default = pre == tokenizer::BpePreTokenizer::Llama3 || pre == tokenizer::BpePreTokenizer::Tekken;
+    const bool bos_by_default =
+        pre == tokenizer::BpePreTokenizer::Llama3 || pre == tokenizer::BpePreTokenizer::Tekken;
     impl->add_bos = gguf.get_bool("tokenizer.ggml.add_bos_token").value_or(bos_by_default) && impl->bos >= 0;
     impl->add_space_prefix = false;
 
@@ -361,14 +376,16 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
         if (!types.empty()) {
             const int64_t t = types[id];
             if (t < 0 || t > 6)
-                throw invalid_file("token " + std::to_string(id) + " has unknown token_type " + std::to_string(t));
+                throw invalid_file("token " + std::to_string(id) + " has unknown token_type " +
+                                   std::to_string(t));
             type = t == 0 ? TokenType::Normal : static_cast<TokenType>(t);
         }
         impl->types[id] = type;
         const bool declared = id == impl->bos || id == impl->eos || id == impl->pad || id == impl->eot;
         const std::string& piece = impl->pieces[id];
-        impl->special[id] = type == TokenType::Control || type == TokenType::Unknown || type == TokenType::Unused ||
-                            declared || (type == TokenType::UserDefined && is_chat_marker(piece));
+        impl->special[id] = type == TokenType::Control || type == TokenType::Unknown ||
+                            type == TokenType::Unused || declared ||
+                            (type == TokenType::UserDefined && is_chat_marker(piece));
         if (impl->special[id]) continue;  // decodes to nothing, never produced by text
         if (type == TokenType::UserDefined) {
             // Added by hand in plain spelling; text containing it becomes this token.
@@ -580,7 +597,11 @@ std::string Tokenizer::display_piece(int32_t id) const {
     std::string out;
     for (size_t i = 0; i < bytes.size();) {
         const auto b0 = static_cast<uint8_t>(bytes[i]);
-        const size_t len = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3 : (b0 >> 3) == 0x1E ? 4 : 0;
+        const size_t len = b0 < 0x80           ? 1
+                           : (b0 >> 5) == 0x6  ? 2
+                           : (b0 >> 4) == 0xE  ? 3
+                           : (b0 >> 3) == 0x1E ? 4
+                                               : 0;
         bool whole = len > 0 && i + len <= bytes.size();
         for (size_t k = 1; whole && k < len; ++k) whole = (static_cast<uint8_t>(bytes[i + k]) & 0xC0) == 0x80;
         if (whole) {

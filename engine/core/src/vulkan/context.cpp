@@ -1,10 +1,10 @@
 #include "vulkan/context.h"
 
+#include <sys/mman.h>
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <sys/mman.h>
 #include <thread>
 
 #include "lantern/error.h"
@@ -24,12 +24,14 @@ void check(VkResult r, const char* what) {
     std::string msg = std::string(what) + " failed (VkResult " + std::to_string(static_cast<int>(r)) + ")";
     switch (r) {
         case VK_ERROR_DEVICE_LOST:
-            throw Error(ErrorCode::DeviceLost,
-                        std::string(what) + ": the Vulkan device was lost (driver reset or crash); reload the model");
+            throw Error(
+                ErrorCode::DeviceLost,
+                std::string(what) + ": the Vulkan device was lost (driver reset or crash); reload the model");
         case VK_ERROR_OUT_OF_DEVICE_MEMORY:
         case VK_ERROR_OUT_OF_HOST_MEMORY:
         case VK_ERROR_OUT_OF_POOL_MEMORY:
-            throw Error(ErrorCode::OutOfDeviceMemory, std::string(what) + ": out of memory on the Vulkan device");
+            throw Error(ErrorCode::OutOfDeviceMemory,
+                        std::string(what) + ": out of memory on the Vulkan device");
         case VK_ERROR_INITIALIZATION_FAILED:
         case VK_ERROR_INCOMPATIBLE_DRIVER:
             throw Error(ErrorCode::NoVulkanDevice, msg);
@@ -58,11 +60,16 @@ bool env_flag(const char* name) {
 
 DeviceType to_device_type(VkPhysicalDeviceType t) {
     switch (t) {
-        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return DeviceType::DiscreteGpu;
-        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return DeviceType::IntegratedGpu;
-        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return DeviceType::VirtualGpu;
-        case VK_PHYSICAL_DEVICE_TYPE_CPU: return DeviceType::Cpu;
-        default: return DeviceType::Other;
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+            return DeviceType::DiscreteGpu;
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+            return DeviceType::IntegratedGpu;
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+            return DeviceType::VirtualGpu;
+        case VK_PHYSICAL_DEVICE_TYPE_CPU:
+            return DeviceType::Cpu;
+        default:
+            return DeviceType::Other;
     }
 }
 
@@ -102,11 +109,16 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
 
 int preference(DeviceType t) {
     switch (t) {
-        case DeviceType::DiscreteGpu: return 4;
-        case DeviceType::IntegratedGpu: return 3;
-        case DeviceType::VirtualGpu: return 2;
-        case DeviceType::Cpu: return 1;
-        default: return 0;
+        case DeviceType::DiscreteGpu:
+            return 4;
+        case DeviceType::IntegratedGpu:
+            return 3;
+        case DeviceType::VirtualGpu:
+            return 2;
+        case DeviceType::Cpu:
+            return 1;
+        default:
+            return 0;
     }
 }
 
@@ -165,11 +177,16 @@ using namespace vk;
 
 const char* device_type_name(DeviceType type) {
     switch (type) {
-        case DeviceType::DiscreteGpu: return "discrete GPU";
-        case DeviceType::IntegratedGpu: return "integrated GPU";
-        case DeviceType::VirtualGpu: return "virtual GPU";
-        case DeviceType::Cpu: return "CPU (software Vulkan)";
-        default: return "other";
+        case DeviceType::DiscreteGpu:
+            return "discrete GPU";
+        case DeviceType::IntegratedGpu:
+            return "integrated GPU";
+        case DeviceType::VirtualGpu:
+            return "virtual GPU";
+        case DeviceType::Cpu:
+            return "CPU (software Vulkan)";
+        default:
+            return "other";
     }
 }
 
@@ -184,14 +201,17 @@ std::vector<DeviceInfo> list_devices() {
 }
 
 uint32_t choose_device(const std::vector<DeviceInfo>& devices, const std::string& selector) {
-    if (devices.empty()) throw Error(ErrorCode::NoVulkanDevice, "no Vulkan device with a compute queue was found");
+    if (devices.empty())
+        throw Error(ErrorCode::NoVulkanDevice, "no Vulkan device with a compute queue was found");
     if (!selector.empty()) {
-        bool numeric = std::all_of(selector.begin(), selector.end(), [](char c) { return c >= '0' && c <= '9'; });
+        bool numeric =
+            std::all_of(selector.begin(), selector.end(), [](char c) { return c >= '0' && c <= '9'; });
         if (numeric) {
             uint32_t idx = static_cast<uint32_t>(std::stoul(selector));
             for (const auto& d : devices)
                 if (d.index == idx) return d.index;
-            throw Error(ErrorCode::NoVulkanDevice, "device index " + selector + " does not exist (see --list-devices)");
+            throw Error(ErrorCode::NoVulkanDevice,
+                        "device index " + selector + " does not exist (see --list-devices)");
         }
         auto lower = [](std::string s) {
             std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -199,7 +219,8 @@ uint32_t choose_device(const std::vector<DeviceInfo>& devices, const std::string
         };
         for (const auto& d : devices)
             if (lower(d.name).find(lower(selector)) != std::string::npos) return d.index;
-        throw Error(ErrorCode::NoVulkanDevice, "no Vulkan device name contains \"" + selector + "\" (see --list-devices)");
+        throw Error(ErrorCode::NoVulkanDevice,
+                    "no Vulkan device name contains \"" + selector + "\" (see --list-devices)");
     }
     const DeviceInfo* best = &devices[0];
     for (const auto& d : devices)
@@ -217,8 +238,10 @@ Context::Context(const ContextOptions& options) {
     create_device();
     std::string dir = options.pipeline_cache_dir;
     if (dir.empty()) {
-        if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/lantern";
-        else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/lantern";
+        if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+            dir = std::string(x) + "/lantern";
+        else if (const char* h = std::getenv("HOME"); h && *h)
+            dir = std::string(h) + "/.cache/lantern";
     }
     load_pipeline_cache(dir == "-" ? std::string() : dir);
 }
@@ -247,7 +270,8 @@ Context::~Context() {
 void Context::create_instance(const ContextOptions& o) {
     bool validation = o.validation || env_flag("LANTERN_VALIDATION");
     on_validation_ = o.on_validation_message;
-    if (!on_validation_) on_validation_ = [](const std::string& m) { std::fprintf(stderr, "vulkan: %s\n", m.c_str()); };
+    if (!on_validation_)
+        on_validation_ = [](const std::string& m) { std::fprintf(stderr, "vulkan: %s\n", m.c_str()); };
 
     std::vector<const char*> layers, exts;
     if (validation) {
@@ -281,8 +305,10 @@ void Context::create_instance(const ContextOptions& o) {
     features.enabledValidationFeatureCount = 1;
     features.pEnabledValidationFeatures = enables;
     VkDebugUtilsMessengerCreateInfoEXT mci{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-    mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-    mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+    mci.messageSeverity =
+        VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                      VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
     mci.pfnUserCallback = debug_callback;
     mci.pUserData = &on_validation_;
@@ -342,7 +368,8 @@ void Context::create_device() {
     // where the device has it, and nothing else needs an extension.
     std::vector<const char*> exts;
     VkPhysicalDeviceShaderClockFeaturesKHR clock{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR};
-    if (props_.apiVersion >= VK_API_VERSION_1_1 && device_has_extension(phys_, VK_KHR_SHADER_CLOCK_EXTENSION_NAME)) {
+    if (props_.apiVersion >= VK_API_VERSION_1_1 &&
+        device_has_extension(phys_, VK_KHR_SHADER_CLOCK_EXTENSION_NAME)) {
         VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
         f2.pNext = &clock;
         vkGetPhysicalDeviceFeatures2(phys_, &f2);
@@ -420,7 +447,8 @@ Buffer Context::create_buffer(VkDeviceSize size, MemoryUse use) {
     VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bi.size = size;
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
-               VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+               VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     check(vkCreateBuffer(device_, &bi, nullptr, &b.buffer), "vkCreateBuffer");
     VkMemoryRequirements req;
@@ -519,8 +547,8 @@ void Context::download(const Buffer& src, VkDeviceSize off, void* dst, VkDeviceS
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
-                         nullptr);
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
+                         nullptr, 0, nullptr);
     submit_and_wait(cmd);
     download(staging, 0, dst, size);
     destroy(staging);
@@ -528,21 +556,29 @@ void Context::download(const Buffer& src, VkDeviceSize off, void* dst, VkDeviceS
 
 const Kernel& Context::kernel(shaders::ShaderId shader, uint32_t bindings, uint32_t push_bytes,
                               std::vector<uint32_t> spec) {
-    return kernel(shader, std::vector<BindingKind>(bindings, BindingKind::Storage), push_bytes, std::move(spec));
+    return kernel(shader, std::vector<BindingKind>(bindings, BindingKind::Storage), push_bytes,
+                  std::move(spec));
 }
 
 namespace {
 VkDescriptorType descriptor_type(BindingKind k) {
     if (k == BindingKind::ImageFloat4) return VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
-    return k == BindingKind::Storage ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+    return k == BindingKind::Storage ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                                     : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
 }
 VkFormat texel_format(BindingKind k) {
     switch (k) {
-        case BindingKind::TexelFloat: return VK_FORMAT_R32_SFLOAT;
-        case BindingKind::TexelFloat4: case BindingKind::ImageFloat4: return VK_FORMAT_R32G32B32A32_SFLOAT;
-        case BindingKind::TexelUint4: return VK_FORMAT_R32G32B32A32_UINT;
-        case BindingKind::TexelUint: return VK_FORMAT_R32_UINT;
-        case BindingKind::Storage: break;
+        case BindingKind::TexelFloat:
+            return VK_FORMAT_R32_SFLOAT;
+        case BindingKind::TexelFloat4:
+        case BindingKind::ImageFloat4:
+            return VK_FORMAT_R32G32B32A32_SFLOAT;
+        case BindingKind::TexelUint4:
+            return VK_FORMAT_R32G32B32A32_UINT;
+        case BindingKind::TexelUint:
+            return VK_FORMAT_R32_UINT;
+        case BindingKind::Storage:
+            break;
     }
     return VK_FORMAT_UNDEFINED;
 }
@@ -593,7 +629,8 @@ std::unique_ptr<Kernel> Context::build_kernel(const KernelSpec& ks) {
     check(vkCreateShaderModule(device_, &smi, nullptr, &module), "vkCreateShaderModule");
     std::vector<VkSpecializationMapEntry> entries(spec.size());
     for (uint32_t i = 0; i < spec.size(); ++i) entries[i] = {i, i * 4, 4};
-    VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), spec.size() * 4, spec.data()};
+    VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), spec.size() * 4,
+                            spec.data()};
     VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -631,7 +668,8 @@ std::vector<const Kernel*> Context::kernels(std::span<const KernelSpec> specs) {
         for (size_t i = 0; i < specs.size(); ++i) {
             const auto key = key_of(specs[i]);
             if (kernels_.count(key)) continue;
-            if (std::none_of(missing.begin(), missing.end(), [&](size_t m) { return key_of(specs[m]) == key; }))
+            if (std::none_of(missing.begin(), missing.end(),
+                             [&](size_t m) { return key_of(specs[m]) == key; }))
                 missing.push_back(i);
         }
     }
@@ -646,7 +684,8 @@ std::vector<const Kernel*> Context::kernels(std::span<const KernelSpec> specs) {
             failed[j] = std::current_exception();
         }
     };
-    const size_t threads = std::min<size_t>(missing.size(), std::max(1u, std::thread::hardware_concurrency()));
+    const size_t threads =
+        std::min<size_t>(missing.size(), std::max(1u, std::thread::hardware_concurrency()));
     for (size_t first = 0; first < missing.size(); first += threads) {
         std::vector<std::thread> helpers;
         const size_t end = std::min(missing.size(), first + threads);
@@ -659,8 +698,10 @@ std::vector<const Kernel*> Context::kernels(std::span<const KernelSpec> specs) {
     for (size_t j = 0; j < missing.size(); ++j) {
         if (!made[j]) continue;
         auto key = key_of(specs[missing[j]]);
-        if (kernels_.count(key)) destroy_kernel(*made[j]);  // another thread made the same kernel meanwhile
-        else kernels_.emplace(std::move(key), std::move(made[j]));
+        if (kernels_.count(key))
+            destroy_kernel(*made[j]);  // another thread made the same kernel meanwhile
+        else
+            kernels_.emplace(std::move(key), std::move(made[j]));
     }
     for (auto& e : failed)
         if (e) std::rethrow_exception(e);
@@ -669,7 +710,8 @@ std::vector<const Kernel*> Context::kernels(std::span<const KernelSpec> specs) {
 }
 
 VkDescriptorSet Context::make_set(const Kernel& k, std::span<const BufferRange> buffers) {
-    if (buffers.size() != k.kinds.size()) throw Error(ErrorCode::Internal, "descriptor set: wrong number of buffers");
+    if (buffers.size() != k.kinds.size())
+        throw Error(ErrorCode::Internal, "descriptor set: wrong number of buffers");
     VkDescriptorSet set = VK_NULL_HANDLE;
     auto try_alloc = [&]() -> VkResult {
         if (desc_pools_.empty()) return VK_ERROR_OUT_OF_POOL_MEMORY;
@@ -706,8 +748,9 @@ VkDescriptorSet Context::make_set(const Kernel& k, std::span<const BufferRange> 
         writes[i].descriptorType = descriptor_type(kind);
         if (kind == BindingKind::Storage) {
             if (range > props_.limits.maxStorageBufferRange)
-                throw Error(ErrorCode::Internal, "binding of " + std::to_string(range) +
-                                                     " bytes exceeds maxStorageBufferRange (split the tensor)");
+                throw Error(ErrorCode::Internal,
+                            "binding of " + std::to_string(range) +
+                                " bytes exceeds maxStorageBufferRange (split the tensor)");
             infos[i] = {br.buffer->buffer, br.offset, range};
             writes[i].pBufferInfo = &infos[i];
         } else {
@@ -717,8 +760,9 @@ VkDescriptorSet Context::make_set(const Kernel& k, std::span<const BufferRange> 
             range -= range % texel;
             if (range == 0) range = texel;  // an empty binding still needs a valid view
             if (range / texel > props_.limits.maxTexelBufferElements)
-                throw Error(ErrorCode::Internal, "binding of " + std::to_string(range) +
-                                                     " bytes exceeds maxTexelBufferElements (split the tensor)");
+                throw Error(ErrorCode::Internal,
+                            "binding of " + std::to_string(range) +
+                                " bytes exceeds maxTexelBufferElements (split the tensor)");
             if (br.offset % props_.limits.minTexelBufferOffsetAlignment != 0)
                 throw Error(ErrorCode::Internal, "texel binding offset " + std::to_string(br.offset) +
                                                      " is not a multiple of minTexelBufferOffsetAlignment");
@@ -774,7 +818,9 @@ void Context::begin_reusable(VkCommandBuffer cmd) {
     check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
 }
 
-void Context::end(VkCommandBuffer cmd) { check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer"); }
+void Context::end(VkCommandBuffer cmd) {
+    check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+}
 
 void Context::submit_recorded_and_wait(VkCommandBuffer cmd) {
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -785,8 +831,8 @@ void Context::submit_recorded_and_wait(VkCommandBuffer cmd) {
     check(vkResetFences(device_, 1, &fence_), "vkResetFences");
 }
 
-void Context::dispatch(VkCommandBuffer cmd, const Kernel& k, VkDescriptorSet set, const void* push, uint32_t gx,
-                       uint32_t gy, uint32_t gz) {
+void Context::dispatch(VkCommandBuffer cmd, const Kernel& k, VkDescriptorSet set, const void* push,
+                       uint32_t gx, uint32_t gy, uint32_t gz) {
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
     vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &set, 0, nullptr);
     if (k.push_bytes) vkCmdPushConstants(cmd, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes, push);
@@ -798,10 +844,10 @@ void Context::barrier(VkCommandBuffer cmd) {
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT |
                        VK_ACCESS_TRANSFER_READ_BIT;
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT |
-                             VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         0, 1, &mb, 0, nullptr, 0, nullptr);
+    vkCmdPipelineBarrier(
+        cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+        1, &mb, 0, nullptr, 0, nullptr);
 }
 
 void Context::begin_timing(VkCommandBuffer cmd) {
@@ -831,8 +877,8 @@ std::vector<std::pair<uint32_t, double>> Context::read_timing() {
     std::vector<std::pair<uint32_t, double>> out;
     if (!query_pool_ || query_labels_.size() < 2) return out;
     std::vector<uint64_t> ts(query_labels_.size());
-    check(vkGetQueryPoolResults(device_, query_pool_, 0, static_cast<uint32_t>(ts.size()), ts.size() * 8, ts.data(), 8,
-                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+    check(vkGetQueryPoolResults(device_, query_pool_, 0, static_cast<uint32_t>(ts.size()), ts.size() * 8,
+                                ts.data(), 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
           "vkGetQueryPoolResults");
     for (size_t i = 1; i < ts.size(); ++i) {
         uint64_t d = (ts[i] - ts[i - 1]) & timestamp_mask_;

@@ -50,7 +50,7 @@ struct Buffer {
     VkDeviceMemory memory = VK_NULL_HANDLE;  // owned only when `owns_memory`
     VkDeviceSize offset = 0;                 // offset inside `memory`
     VkDeviceSize size = 0;
-    void* mapped = nullptr;                  // non-null when host-visible
+    void* mapped = nullptr;  // non-null when host-visible
     bool owns_memory = false;
     bool coherent = true;
 };
@@ -93,7 +93,7 @@ struct KernelSpec {
     shaders::ShaderId shader{};
     std::vector<BindingKind> kinds;  // one binding per entry
     uint32_t push_bytes = 0;
-    std::vector<uint32_t> spec;      // specialization constants
+    std::vector<uint32_t> spec;  // specialization constants
 };
 
 class Context {
@@ -130,7 +130,9 @@ public:
     std::vector<const Kernel*> kernels(std::span<const KernelSpec> specs);
     // Tests: called on the thread that makes each new kernel, before it starts (so a test can hold
     // two threads there and make them race for the same kernel). Empty = none.
-    void set_kernel_build_hook_for_test(std::function<void()> hook) { build_hook_for_test_ = std::move(hook); }
+    void set_kernel_build_hook_for_test(std::function<void()> hook) {
+        build_hook_for_test_ = std::move(hook);
+    }
     // Descriptor sets live as long as the context (the engine builds them once per model).
     VkDescriptorSet make_set(const Kernel& k, std::span<const BufferRange> buffers);
 
@@ -145,8 +147,8 @@ public:
     void begin_reusable(VkCommandBuffer cmd);  // resets it and starts recording
     void end(VkCommandBuffer cmd);
     void submit_recorded_and_wait(VkCommandBuffer cmd);  // an ended buffer, as often as wanted
-    void dispatch(VkCommandBuffer cmd, const Kernel& k, VkDescriptorSet set, const void* push,
-                  uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+    void dispatch(VkCommandBuffer cmd, const Kernel& k, VkDescriptorSet set, const void* push, uint32_t gx,
+                  uint32_t gy = 1, uint32_t gz = 1);
     // Full compute->compute (and compute->host) memory barrier: later dispatches see earlier writes.
     void barrier(VkCommandBuffer cmd);
 

@@ -1,10 +1,10 @@
 #include "vulkan/pipeline_cache.h"
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 namespace lantern::vk {
 namespace {
@@ -55,7 +55,8 @@ std::vector<uint8_t> read_pipeline_cache(const std::string& path, const VkPhysic
     if (!in.read(reinterpret_cast<char*>(&h), sizeof h)) return {};
     FileHeader want = expected_header(props);
     if (std::memcmp(h.magic, want.magic, sizeof h.magic) != 0 || h.header_bytes != want.header_bytes ||
-        h.vendor_id != want.vendor_id || h.device_id != want.device_id || h.driver_version != want.driver_version ||
+        h.vendor_id != want.vendor_id || h.device_id != want.device_id ||
+        h.driver_version != want.driver_version ||
         std::memcmp(h.cache_uuid, want.cache_uuid, VK_UUID_SIZE) != 0)
         return {};
     // Size sanity before allocating: the blob must be exactly the rest of the file.

@@ -16,15 +16,15 @@ namespace lantern {
 class Engine;
 
 struct PerplexityOptions {
-    uint32_t context = 512;    // tokens per chunk (at most the engine's context length)
-    uint32_t max_chunks = 0;   // 0 = every whole chunk of the text
-    uint32_t step_tokens = 64; // tokens per engine step; the engine's max_step_tokens and
-                               // max_logit_rows must allow that many
+    uint32_t context = 512;     // tokens per chunk (at most the engine's context length)
+    uint32_t max_chunks = 0;    // 0 = every whole chunk of the text
+    uint32_t step_tokens = 64;  // tokens per engine step; the engine's max_step_tokens and
+                                // max_logit_rows must allow that many
 };
 
 struct PerplexityResult {
     double perplexity = 0;
-    double std_error = 0;        // of the perplexity, from the NLLs' spread (as llama.cpp reports it)
+    double std_error = 0;  // of the perplexity, from the NLLs' spread (as llama.cpp reports it)
     double mean_nll = 0;
     uint32_t chunks = 0, scored_tokens = 0;
     double seconds = 0, tokens_per_second = 0;  // all tokens run through the model
@@ -41,12 +41,14 @@ struct ModelAgreement {
     uint32_t scored_tokens = 0;
 };
 ModelAgreement compare_models(Engine& base, Engine& test, std::span<const int32_t> tokens,
-                              const PerplexityOptions& options, const std::function<void(uint32_t, double)>& on_chunk = {});
+                              const PerplexityOptions& options,
+                              const std::function<void(uint32_t, double)>& on_chunk = {});
 
 // Runs the measurement. `on_chunk(chunk, running_perplexity)` is called after each chunk (may be
 // empty). Throws Error(InvalidArgument) when the text is shorter than one chunk or the chunk is
 // longer than the engine's context.
-PerplexityResult measure_perplexity(Engine& engine, std::span<const int32_t> tokens, const PerplexityOptions& options,
+PerplexityResult measure_perplexity(Engine& engine, std::span<const int32_t> tokens,
+                                    const PerplexityOptions& options,
                                     const std::function<void(uint32_t, double)>& on_chunk = {});
 
 }  // namespace lantern

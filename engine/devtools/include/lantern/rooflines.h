@@ -16,8 +16,9 @@ struct Rooflines {
     double read_gb_per_s = 0;
     static constexpr int kReadPatterns = 7;
     static constexpr const char* kReadPatternNames[kReadPatterns] = {
-        "storage grid-stride", "storage lane-contiguous", "storage uniform", "texel grid-stride",
-        "texel lane-contiguous", "texel workgroup-contiguous", "image workgroup-contiguous"};
+        "storage grid-stride",       "storage lane-contiguous", "storage uniform",
+        "texel grid-stride",         "texel lane-contiguous",   "texel workgroup-contiguous",
+        "image workgroup-contiguous"};
     double read_gb_per_s_by_pattern[kReadPatterns] = {};
     // Arithmetic roofline per weight layout (bench_dot.comp): bytes per second of weights that a
     // kernel doing only the layout's decode arithmetic (unpack, multiply, add, scale) streams at
@@ -25,7 +26,8 @@ struct Rooflines {
     // on a CPU driver far below the read roofline for 8- and 4-bit types (their unpack is work per
     // weight), on a GPU close to it. 0 = not measured.
     static constexpr int kDotTypes = 7;
-    static constexpr const char* kDotTypeNames[kDotTypes] = {"f32", "f16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k"};
+    static constexpr const char* kDotTypeNames[kDotTypes] = {"f32",  "f16",  "q8_0", "q4_0",
+                                                             "q4_k", "q5_k", "q6_k"};
     static constexpr int kDotTypeNumbers[kDotTypes] = {0, 1, 8, 2, 12, 13, 14};  // the layouts' ggml types
     double dot_gb_per_s[kDotTypes] = {};
     // The arithmetic roofline of a layout by its ggml type number (0 if not measured).
@@ -34,9 +36,9 @@ struct Rooflines {
             if (uint32_t(kDotTypeNumbers[i]) == layout) return dot_gb_per_s[i];
         return 0;
     }
-    double dispatch_us = 0;          // per dispatch in a chain with a barrier after each
+    double dispatch_us = 0;             // per dispatch in a chain with a barrier after each
     double dispatch_no_barrier_us = 0;  // per dispatch in a chain without barriers
-    double submit_wait_us = 0;       // one empty submit + fence wait
+    double submit_wait_us = 0;          // one empty submit + fence wait
     // CPU devices (x86-64 hosts): the host core's effective clock in GHz, lowest and highest of
     // the samples taken before, between and after the probes (host_clock_ghz). Tells a throttled
     // or contended core from noise in memory. 0 = not measured (GPUs, other hosts).

@@ -44,7 +44,7 @@ struct ServerOptions {
     // wait, or are preempted and resume (lantern/scheduler.h); /metrics counts both.
     uint32_t kv_blocks = 0;
     size_t max_body_bytes = 8u << 20;
-    size_t max_connections = 256;  // open at once; more are answered 503 and closed
+    size_t max_connections = 256;                 // open at once; more are answered 503 and closed
     std::function<void(const std::string&)> log;  // one line per request served; empty = quiet
 };
 
