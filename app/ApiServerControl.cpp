@@ -3,6 +3,7 @@
 #include <QAction>
 #include <QInputDialog>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSignalBlocker>
 #include <algorithm>
 
@@ -20,6 +21,12 @@ ApiServerControl::ApiServerControl(InferenceWorker* worker, QWidget* window)
 
     portAction_ = new QAction(tr("API Server &Port…"), this);
     connect(portAction_, &QAction::triggered, this, &ApiServerControl::choosePort);
+    keyAction_ = new QAction(tr("API Server &Key…"), this);
+    keyAction_->setObjectName(QStringLiteral("apiKeyAction"));
+    keyAction_->setToolTip(
+        tr("A key the API's clients must send (Authorization: Bearer <key>), so that other "
+           "programs on this computer cannot use the model without it"));
+    connect(keyAction_, &QAction::triggered, this, &ApiServerControl::chooseKey);
 
     // Acts at once, mid-reply too (the worker reads it at every step).
     chatFirstAction_ = new QAction(tr("API Replies &Wait for the Chat"), this);
@@ -72,7 +79,8 @@ QString ApiServerControl::tooltipFor(quint16 port) const {
 }
 
 void ApiServerControl::startIfEnabled() {
-    if (preferences::apiServerEnabled()) emit startRequested(preferences::apiServerPort());
+    if (preferences::apiServerEnabled())
+        emit startRequested(preferences::apiServerPort(), preferences::apiServerKey());
 }
 
 void ApiServerControl::setBusy(bool generating, bool loading) {
@@ -88,7 +96,7 @@ void ApiServerControl::setEnabled(bool on) {
         emit stopRequested();
         return;
     }
-    emit startRequested(preferences::apiServerPort());
+    emit startRequested(preferences::apiServerPort(), preferences::apiServerKey());
     if (!modelLoaded_) emit statusMessage(tr("The API server starts when a model is loaded."), 6000);
 }
 
@@ -100,7 +108,22 @@ void ApiServerControl::choosePort() {
     if (!ok) return;
     preferences::setApiServerPort(static_cast<quint16>(port));
     serverAction_->setToolTip(tooltipFor(static_cast<quint16>(port)));
-    if (serverAction_->isChecked()) emit startRequested(static_cast<quint16>(port));  // moves it
+    if (serverAction_->isChecked())
+        emit startRequested(static_cast<quint16>(port), preferences::apiServerKey());  // moves it
+}
+
+void ApiServerControl::chooseKey() {
+    bool ok = false;
+    const QString key =
+        QInputDialog::getText(
+            window_, tr("API Server Key"),
+            tr("Clients must send \"Authorization: Bearer <key>\". Leave it empty for no key:"),
+            QLineEdit::Normal, preferences::apiServerKey(), &ok)
+            .trimmed();
+    if (!ok) return;
+    preferences::setApiServerKey(key);
+    if (serverAction_->isChecked())
+        emit startRequested(preferences::apiServerPort(), key);  // with the new key
 }
 
 void ApiServerControl::show(bool listening, quint32 inProgress, quint32 waiting, quint64 served) {

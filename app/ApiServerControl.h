@@ -21,6 +21,7 @@ public:
 
     QAction* serverAction() const { return serverAction_; }
     QAction* portAction() const { return portAction_; }
+    QAction* keyAction() const { return keyAction_; }
     QAction* chatFirstAction() const { return chatFirstAction_; }
     QLabel* label() const { return label_; }
     bool enabled() const;
@@ -33,13 +34,14 @@ public:
     void setBusy(bool generating, bool loading);
 
 signals:
-    void startRequested(quint16 port);
+    void startRequested(quint16 port, const QString& apiKey);
     void stopRequested();
     void statusMessage(const QString& text, int timeoutMs);
 
 private:
     void setEnabled(bool on);
     void choosePort();
+    void chooseKey();
     void show(bool listening, quint32 inProgress = 0, quint32 waiting = 0, quint64 served = 0);
     QString tooltipFor(quint16 port) const;
 
@@ -47,6 +49,7 @@ private:
     QWidget* window_;
     QAction* serverAction_ = nullptr;
     QAction* portAction_ = nullptr;
+    QAction* keyAction_ = nullptr;
     QAction* chatFirstAction_ = nullptr;
     QLabel* label_ = nullptr;
     bool modelLoaded_ = false;

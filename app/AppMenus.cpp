@@ -71,6 +71,7 @@ void AppMenus::buildFile() {
     file->addMenu(deviceMenu_);
     file->addAction(p_.api->serverAction());
     file->addAction(p_.api->portAction());
+    file->addAction(p_.api->keyAction());
     file->addAction(p_.api->chatFirstAction());
     file->addSeparator();
     newChat_ = file->addAction(tr("&New Chat"), p_.turns, &TurnController::newConversation);

@@ -1,5 +1,6 @@
 #include "Preferences.h"
 
+#include <QFile>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QStringList>
@@ -77,6 +78,17 @@ quint16 apiServerPort() {
 }
 void setApiServerPort(quint16 port) {
     QSettings().setValue(QStringLiteral("apiServer/port"), port);
+}
+QString apiServerKey() {
+    const QByteArray env = qgetenv("LANTERN_API_KEY");
+    if (!env.isEmpty()) return QString::fromUtf8(env);
+    return QSettings().value(QStringLiteral("apiServer/key")).toString();
+}
+void setApiServerKey(const QString& key) {
+    QSettings settings;
+    settings.setValue(QStringLiteral("apiServer/key"), key);
+    settings.sync();
+    QFile::setPermissions(settings.fileName(), QFileDevice::ReadOwner | QFileDevice::WriteOwner);
 }
 bool apiChatFirst() {
     return QSettings().value(QStringLiteral("apiServer/chatFirst"), false).toBool();

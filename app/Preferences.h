@@ -39,6 +39,10 @@ bool apiServerEnabled();
 void setApiServerEnabled(bool on);
 quint16 apiServerPort();
 void setApiServerPort(quint16 port);
+// The key API clients must send (Authorization: Bearer <key>); empty = none. LANTERN_API_KEY, when
+// set, is used instead. Stored in the settings file, which is then readable by the user alone.
+QString apiServerKey();
+void setApiServerKey(const QString& key);
 // Whether API replies pause while the chat writes a reply (false, the default: they share its
 // steps; see InferenceWorker::setChatFirst).
 bool apiChatFirst();

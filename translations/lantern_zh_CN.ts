@@ -73,6 +73,22 @@
             <numerusform>兼容 OpenAI 的 API 位于 %1 — 已回复 %n 次。API 的回复与聊天的回复在同一步中生成，并共用 KV 缓存中一个对话的空间：超出时最后开始的回复先等待，之后从原处继续。</numerusform>
         </translation>
     </message>
+    <message>
+        <source>API Server &amp;Key…</source>
+        <translation>API 服务器密钥(&amp;K)…</translation>
+    </message>
+    <message>
+        <source>A key the API&apos;s clients must send (Authorization: Bearer &lt;key&gt;), so that other programs on this computer cannot use the model without it</source>
+        <translation>API 客户端必须发送的密钥（Authorization: Bearer &lt;密钥&gt;），使本机上的其他程序没有它就无法使用模型</translation>
+    </message>
+    <message>
+        <source>API Server Key</source>
+        <translation>API 服务器密钥</translation>
+    </message>
+    <message>
+        <source>Clients must send &quot;Authorization: Bearer &lt;key&gt;&quot;. Leave it empty for no key:</source>
+        <translation>客户端必须发送“Authorization: Bearer &lt;密钥&gt;”。留空表示不需要密钥：</translation>
+    </message>
 </context>
 <context>
     <name>AppMenus</name>

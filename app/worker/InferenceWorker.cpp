@@ -234,9 +234,10 @@ void InferenceWorker::listDevices() {
     }
 }
 
-void InferenceWorker::startApiServer(quint16 port) {
+void InferenceWorker::startApiServer(quint16 port, const QString& apiKey) {
     apiWanted_ = true;
     apiPort_ = port;
+    apiKey_ = apiKey;
     closeApiServer();
     if (engine_ && !loadedForApi_) {
         // Loaded for the chat alone: again, with KV room for the API's replies (it opens then).
@@ -256,6 +257,7 @@ void InferenceWorker::openApiServer() {
     try {
         lantern::ServerOptions o;
         o.port = apiPort_;
+        o.api_key = apiKey_.toStdString();
         // The chat keeps a sequence of its own and one conversation's KV room: the API's replies
         // get the engine's other sequences and share the rest of the cache.
         o.parallel = kApiReplies;

@@ -122,7 +122,8 @@ public slots:
     // (kSharedStepTokens), and the API gets a step of its own between the chunks of a long chat
     // prompt — unless the chat goes first (setChatFirst), when the API's replies wait for the
     // chat's reply to end.
-    void startApiServer(quint16 port);
+    // `apiKey` non-empty: requests need "Authorization: Bearer <apiKey>" (ServerOptions::api_key).
+    void startApiServer(quint16 port, const QString& apiKey = {});
     void stopApiServer();
 
 signals:
@@ -207,6 +208,7 @@ private:
     QString loadedPath_, loadedSelector_;
     quint32 loadedContext_ = 0;
     quint16 apiPort_ = 0;
+    QString apiKey_;
     lantern::ApiServer::Activity apiActivity_;
     quint32 sharedSteps_ = 0;  // of this turn's decode steps, those shared with API replies
     lantern::SettingsSlot settings_;

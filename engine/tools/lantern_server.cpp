@@ -29,6 +29,14 @@ const char* kUsage = R"(usage: lantern-server --model FILE [options]
   --port N             TCP port (default 8080; 0 = any free port, printed at start)
   --api-key KEY        require "Authorization: Bearer KEY" (also env LANTERN_API_KEY)
   --cors               allow web pages of any origin to call the API
+  --cors-origin ORIGIN allow web pages of this origin (e.g. http://localhost:3000; repeatable);
+                       requests of other pages are refused
+  --allow-host NAME    a host name other machines reach this one by (repeatable); requests whose
+                       Host header names another host are refused (localhost and IP addresses
+                       always pass)
+  --timeout-ms N       a request must arrive within N ms, and a client not reading its reply is
+                       closed after N ms (default 10000 and 30000); idle connections close after
+                       60 s
   --parallel N         replies generated at once, batched into each step (default 4)
   --ctx N              context length per reply (default: model's, at most 4096)
   --kv-tokens N        KV cache size in tokens, shared by the replies (default: --ctx x
@@ -84,6 +92,12 @@ int main(int argc, char** argv) {
             so.api_key = value();
         else if (f == "--cors")
             so.cors = true;
+        else if (f == "--cors-origin")
+            so.allowed_origins.push_back(value());
+        else if (f == "--allow-host")
+            so.allowed_hosts.push_back(value());
+        else if (f == "--timeout-ms")
+            so.request_timeout_ms = so.write_timeout_ms = integer<uint32_t>(f, value());
         else if (f == "--parallel")
             so.parallel = integer<uint32_t>(f, value());
         else if (f == "--ctx")

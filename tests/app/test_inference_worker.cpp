@@ -84,6 +84,7 @@ private slots:
     void warmUpFollowsTheLoadAndLetsATurnGoFirst();
     void apiServerServesTheModelBesideTheChat();
     void apiServerOnATakenPortFailsClearly();
+    void theAppsApiServerTakesAKey();
 
 private:
     Reply run(const QString& prompt, bool regenerate = false);
@@ -569,6 +570,27 @@ void TestInferenceWorker::apiServerOnATakenPortFailsClearly() {
              qPrintable(message));
     QVERIFY(worker_->setSamplingSettings(greedy(4)));
     QCOMPARE(run(QStringLiteral("Tom")).stats.stop_reason, lantern::StopReason::MaxTokens);
+}
+
+void TestInferenceWorker::theAppsApiServerTakesAKey() {
+    // The key the user chose (File > API Server Key…): without it, or with another, nothing is
+    // served; with it, the model is.
+    QSignalSpy started(worker_, &InferenceWorker::apiServerStarted);
+    QSignalSpy stopped(worker_, &InferenceWorker::apiServerStopped);
+    QMetaObject::invokeMethod(worker_, "startApiServer", Qt::QueuedConnection, Q_ARG(quint16, 0),
+                              Q_ARG(QString, QStringLiteral("sesame")));
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 1, 10'000);
+    const auto port = started.first().at(0).value<quint16>();
+    using lantern::test::http_call;
+    using lantern::test::http_request;
+    QCOMPARE(http_call(port, http_request("GET", "/v1/models")).status, 401);
+    QCOMPARE(http_call(port, http_request("GET", "/v1/models", {}, "Authorization: Bearer other\r\n")).status,
+             401);
+    QCOMPARE(
+        http_call(port, http_request("GET", "/v1/models", {}, "Authorization: Bearer sesame\r\n")).status,
+        200);
+    QMetaObject::invokeMethod(worker_, "stopApiServer", Qt::QueuedConnection);
+    QTRY_COMPARE_WITH_TIMEOUT(stopped.count(), 1, 10'000);
 }
 
 QTEST_MAIN(TestInferenceWorker)

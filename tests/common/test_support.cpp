@@ -10,6 +10,7 @@
 #include <QJsonDocument>
 #include <QTemporaryDir>
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -198,6 +199,21 @@ void http_send(int fd, const std::string& data) {
     }
 }
 
+std::string HttpReply::header(const std::string& name) const {
+    const auto lower = [](std::string s) {
+        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return s;
+    };
+    const std::string want = lower(name) + ":";
+    for (const std::string& line : split(head, "\r\n")) {
+        if (lower(line.substr(0, want.size())) != want) continue;
+        std::string value = line.substr(want.size());
+        while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+        return value;
+    }
+    return {};
+}
+
 std::string http_read_to_end(int fd) {
     std::string out;
     char buf[8192];
@@ -208,7 +224,8 @@ std::string http_read_to_end(int fd) {
 
 std::string http_request(const std::string& method, const std::string& path, const std::string& body,
                          const std::string& extra_headers) {
-    std::string r = method + " " + path + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n" + extra_headers;
+    std::string r =
+        method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + extra_headers;
     if (method == "POST")
         r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
     return r + "\r\n" + body;

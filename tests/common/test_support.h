@@ -62,7 +62,8 @@ std::vector<int32_t> token_ids(const QJsonArray& array);
 // A minimal HTTP client for tests of the API server (blocking POSIX sockets on 127.0.0.1).
 struct HttpReply {
     int status = 0;
-    std::string head, body;  // body with chunked framing removed
+    std::string head, body;                             // body with chunked framing removed
+    std::string header(const std::string& name) const;  // by case-insensitive name; "" when absent
 };
 int http_connect(uint16_t port);  // throws std::runtime_error when nothing listens
 void http_send(int fd, const std::string& data);

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 #include <thread>
 
 #include "json.h"
@@ -803,6 +804,164 @@ private slots:
         ::close(b);
         // Once they leave, requests are served again.
         QTRY_COMPARE_WITH_TIMEOUT(call(s.port(), request("GET", "/health")).status, 200, 5000);
+    }
+
+    // DNS rebinding and web pages: a Host that names another machine is refused, as is a page of
+    // another origin, unless the options let it in; a POST that is not JSON (a page's text/plain
+    // form needs no CORS preflight) is refused too.
+    void foreign_hosts_origins_and_content_types_are_refused() {
+        ServerOptions o;
+        o.allowed_hosts = {"lantern.lan"};
+        o.allowed_origins = {"http://localhost:3000"};
+        RunningServer s(*engine_, o);
+        const auto get = [&](const std::string& headers) {
+            const std::string raw = "GET /v1/models HTTP/1.1\r\n" + headers + "Connection: close\r\n\r\n";
+            return call(s.port(), raw);
+        };
+        QCOMPARE(get("Host: evil.example\r\n").status, 403);
+        QCOMPARE(get("Host: evil.example:" + std::to_string(s.port()) + "\r\n").status, 403);
+        QCOMPARE(get("").status, 403);  // HTTP/1.1 without a Host
+        const Response refused = get("Host: evil.example\r\n");
+        QCOMPARE(refused.json().find("error")->find("code")->as_string(), std::string("host_not_allowed"));
+        const std::vector<std::string> hosts{"localhost", "127.0.0.1:" + std::to_string(s.port()),
+                                             "[::1]:8080", "10.0.0.7", "LANTERN.lan:80"};
+        for (const std::string& host : hosts)
+            QVERIFY2(get("Host: " + host + "\r\n").status == 200, host.c_str());
+
+        const Response page = get("Host: localhost\r\nOrigin: http://evil.example\r\n");
+        QCOMPARE(page.status, 403);
+        QCOMPARE(page.json().find("error")->find("code")->as_string(), std::string("origin_not_allowed"));
+        const Response allowed = get("Host: localhost\r\nOrigin: http://localhost:3000\r\n");
+        QCOMPARE(allowed.status, 200);
+        QCOMPARE(allowed.header("Access-Control-Allow-Origin"), std::string("http://localhost:3000"));
+        const Response own =
+            get("Host: localhost\r\nOrigin: http://127.0.0.1:" + std::to_string(s.port()) + "\r\n");
+        QCOMPARE(own.status, 200);
+
+        const std::string body = R"({"prompt": [1], "max_tokens": 1})";
+        const std::string form =
+            "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+            "Content-Type: text/plain\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body;
+        QCOMPARE(call(s.port(), form).status, 415);
+        QCOMPARE(post(s.port(), "/v1/completions", body).status, 200);
+
+        ServerOptions open;
+        open.cors = true;  // --cors: every origin
+        RunningServer any(*engine_, open);
+        const Response cors = call(any.port(),
+                                   "GET /v1/models HTTP/1.1\r\nHost: localhost\r\n"
+                                   "Origin: http://evil.example\r\nConnection: close\r\n\r\n");
+        QCOMPARE(cors.status, 200);
+        QCOMPARE(cors.header("Access-Control-Allow-Origin"), std::string("*"));
+    }
+
+    // Without the key a client learns nothing, not even which paths exist.
+    void the_key_is_asked_before_anything_else() {
+        ServerOptions o;
+        o.api_key = "sesame";
+        RunningServer s(*engine_, o);
+        QCOMPARE(call(s.port(), request("GET", "/no/such/path")).status, 401);
+        QCOMPARE(call(s.port(), request("DELETE", "/v1/models")).status, 401);
+        QCOMPARE(
+            call(s.port(), request("GET", "/no/such/path", {}, "Authorization: Bearer sesame\r\n")).status,
+            404);
+    }
+
+    // A request that never finishes arriving is answered 408 and closed; a connection with nothing
+    // to do is closed: idle sockets cannot take every slot for good.
+    void slow_and_idle_clients_time_out() {
+        ServerOptions o;
+        o.request_timeout_ms = 300;
+        o.idle_timeout_ms = 300;
+        o.max_connections = 4;
+        RunningServer s(*engine_, o);
+        const int slow = connect_to(s.port());
+        send_all(slow, "GET /health HTTP/1.1\r\nHost: localhost\r\n");  // the blank line never comes
+        const Response timed_out = parse_response(read_to_end(slow));
+        ::close(slow);
+        QCOMPARE(timed_out.status, 408);
+        std::vector<int> idle;
+        for (int i = 0; i < 4; ++i) idle.push_back(connect_to(s.port()));
+        QCOMPARE(call(s.port(), request("GET", "/health")).status, 503);     // every slot taken...
+        for (const int fd : idle) QCOMPARE(read_to_end(fd), std::string());  // ...until they are closed
+        for (const int fd : idle) ::close(fd);
+        QTRY_COMPARE_WITH_TIMEOUT(call(s.port(), request("GET", "/health")).status, 200, 5000);
+        const std::string metrics = call(s.port(), request("GET", "/metrics")).body;
+        QVERIFY2(metrics.find("lantern_connections_timed_out_total 5") != std::string::npos, metrics.c_str());
+    }
+
+    // A client that pipelines requests and never reads the answers: the server answers the next
+    // only once the last is read, so what waits for it stays small, and it is closed once it has
+    // read nothing for the write timeout.
+    void a_client_that_never_reads_is_cut_off_with_memory_bounded() {
+        ServerOptions o;
+        o.write_timeout_ms = 1500;
+        RunningServer s(*engine_, o);
+        const int fd = connect_to(s.port());
+        const int small = 4096;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        std::string burst;
+        const std::string one = "GET /v1/models HTTP/1.1\r\nHost: localhost\r\n\r\n";
+        while (burst.size() < (2u << 20)) burst += one;  // ~45 000 requests, ~10 MiB of answers
+        send_all(fd, burst);
+        size_t most = 0;
+        const auto field = [](const std::string& text, const std::string& name) {
+            const size_t at = text.find("\nlantern_" + name + " ");
+            return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 10));
+        };
+        bool closed = false;
+        for (int i = 0; i < 100 && !closed; ++i) {
+            const std::string m = call(s.port(), request("GET", "/metrics")).body;
+            most = std::max(most, static_cast<size_t>(field(m, "connection_output_bytes")));
+            closed = field(m, "connections_timed_out_total") >= 1;
+            if (!closed) QTest::qWait(100);
+        }
+        ::close(fd);
+        QVERIFY2(closed, "the client that reads nothing was not closed");
+        QVERIFY2(most <= 64 * 1024 + 4096, qPrintable(QString("%1 bytes waited for it").arg(most)));
+    }
+
+    // Empty lines before a request line count against the header limit, and control characters in
+    // a request target reach the log escaped.
+    void crlf_floods_and_control_characters_are_bounded() {
+        std::vector<std::string> lines;
+        std::mutex lock;
+        ServerOptions o;
+        o.log = [&](const std::string& line) {
+            std::lock_guard<std::mutex> guard(lock);
+            lines.push_back(line);
+        };
+        RunningServer s(*engine_, o);
+        QCOMPARE(call(s.port(), std::string(40 * 1024, '\n')).status, 431);
+        QCOMPARE(
+            call(s.port(), "GET /a\x1b[2Jb HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").status,
+            404);
+        std::lock_guard<std::mutex> guard(lock);
+        const bool escaped = std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+            return l.find("/a\\x1b[2Jb") != std::string::npos;
+        });
+        for (const std::string& l : lines)
+            QVERIFY2(std::none_of(l.begin(), l.end(), [](char c) { return c == '\x1b'; }), l.c_str());
+        QVERIFY(escaped);
+    }
+
+    // A prompt longer than the context could hold even at the longest token is refused unread,
+    // and /tokenize takes at most 1 MiB.
+    void huge_texts_are_refused_before_they_are_tokenized() {
+        RunningServer s(*engine_);
+        const std::string word(1u << 20, 'a');
+        const Response r =
+            post(s.port(), "/v1/completions", R"({"prompt": ")" + word + R"(", "max_tokens": 1})");
+        QCOMPARE(r.status, 400);
+        QCOMPARE(r.json().find("error")->find("code")->as_string(), std::string("context_length_exceeded"));
+        const Response chat = post(s.port(), "/v1/chat/completions", chat_body(word, 1));
+        QCOMPARE(chat.status, 400);
+        QCOMPARE(post(s.port(), "/tokenize", R"({"content": ")" + word + R"(a"})").status, 413);
+        const Response counted =
+            post(s.port(), "/tokenize", R"({"content": ")" + word.substr(0, 64 * 1024) + R"("})");
+        QCOMPARE(counted.status, 200);
+        QVERIFY(!counted.json().find("tokens")->items().empty());
     }
 
     void the_lantern_server_tool_serves_until_told_to_stop() {

@@ -80,6 +80,10 @@ private slots:
         QCOMPARE(j.find("b")->find("c")->as_string(), std::string("d"));
         QVERIFY(j.find("missing") == nullptr);
         QCOMPARE(j.dump(), std::string(R"({"a":[1,-2500,true,false,null,"x"],"b":{"c":"d"},"n":0})"));
+        // Negative zero keeps its sign through a round trip (fuzz_server_request found "-0.0" -> "-0" ->
+        // "0").
+        QCOMPARE(Json::parse("-0.0").dump(), std::string("-0.0"));
+        QCOMPARE(Json::parse(Json::parse("-0.0").dump()).dump(), std::string("-0.0"));
         // 64-bit integers survive (seeds), and the last of repeated keys wins, as in JavaScript.
         QCOMPARE(*Json::parse("9007199254740993").as_integer(), int64_t(9007199254740993));
         QCOMPARE(*Json::parse(R"({"k": 1, "k": 2})").find("k")->as_integer(), int64_t(2));
@@ -148,6 +152,18 @@ private slots:
         QCOMPARE(parse_error(deep), QString("invalid JSON: nesting deeper than 64 levels at byte 64"));
         const std::string ok = std::string(63, '[') + std::string(63, ']');
         QVERIFY(Json::parse(ok).is_array());
+    }
+
+    void json_values_are_bounded() {
+        // Parsed values cost ~112 bytes each: a body of millions of tiny values is refused.
+        const auto zeros = [](size_t n) {
+            std::string text = "[";
+            for (size_t i = 0; i < n; ++i) text += i ? ",0" : "0";
+            return text + "]";
+        };
+        QCOMPARE(Json::parse(zeros(Json::kMaxValues - 1)).items().size(),
+                 Json::kMaxValues - 1);  // + the array
+        QVERIFY(parse_error(zeros(Json::kMaxValues)).contains("more than 262144 values"));
     }
 
     void http_request_is_read_once_complete() {

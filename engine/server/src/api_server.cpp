@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -67,6 +68,11 @@ struct ApiServer::Impl {
         bool busy = false;         // a reply is being generated for it
         bool close_after = false;  // close once `out` is written
         RequestId request = 0;
+        size_t need = 0;     // `in` parses again once it holds this many bytes (HttpParse::needed)
+        std::string origin;  // the request's Origin when it is let in (CORS headers echo it)
+        Clock::time_point request_start;  // the first byte of the request under way in `in`
+        Clock::time_point active;         // last time it had anything to do (idle timeout)
+        Clock::time_point out_since;      // `out` waiting since then without a byte sent (write timeout)
     };
 
     // One reply being generated.
@@ -99,6 +105,7 @@ struct ApiServer::Impl {
     int wake[2] = {-1, -1};  // stop() writes to wake[1]
     std::atomic<bool> stopping{false};
     uint16_t bound_port = 0;
+    int deadline_check_ms = 1000;  // poll() waits at most this long while connections are open
     uint64_t next_connection = 1;
     uint64_t next_reply_number = 1;
     std::map<uint64_t, Connection> connections;
@@ -106,7 +113,7 @@ struct ApiServer::Impl {
 
     // Totals since start, for GET /metrics.
     struct Counters {
-        uint64_t requests = 0, errors = 0, replies = 0, client_left = 0;
+        uint64_t requests = 0, errors = 0, replies = 0, client_left = 0, timed_out = 0, refused = 0;
         uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
         uint64_t steps = 0, step_decode_tokens = 0, step_prefill_tokens = 0;
         double step_seconds = 0;
@@ -118,6 +125,9 @@ struct ApiServer::Impl {
           scheduler(e, std::max<uint32_t>(1, options.step_tokens), std::max<uint32_t>(1, options.parallel),
                     options.kv_blocks) {
         limits.max_body_bytes = options.max_body_bytes;
+        for (const uint32_t t :
+             {options.request_timeout_ms, options.idle_timeout_ms, options.write_timeout_ms})
+            if (t > 0) deadline_check_ms = std::clamp(static_cast<int>(t / 4), 10, deadline_check_ms);
         in_addr addr{};
         if (inet_pton(AF_INET, options.host.c_str(), &addr) != 1)
             throw Error(ErrorCode::Io, "cannot serve on host \"" + options.host +
@@ -158,18 +168,37 @@ struct ApiServer::Impl {
         if (options.log) options.log(line);
     }
 
-    server::HttpHeaders common_headers() const {
+    // CORS: every origin with --cors, else the request's own origin when it was let in.
+    server::HttpHeaders common_headers(const Connection& c) const {
         server::HttpHeaders h;
-        if (options.cors) {
-            h.emplace_back("Access-Control-Allow-Origin", "*");
+        if (options.cors || !c.origin.empty()) {
+            h.emplace_back("Access-Control-Allow-Origin", options.cors ? std::string("*") : c.origin);
             h.emplace_back("Access-Control-Allow-Headers", "Authorization, Content-Type");
             h.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            if (!options.cors) h.emplace_back("Vary", "Origin");
         }
         return h;
     }
 
+    // A web page's origin that may call the API: this server's own, one the options name, or any
+    // with --cors.
+    bool origin_allowed(std::string_view origin) const {
+        if (options.cors) return true;
+        while (!origin.empty() && origin.back() == '/') origin.remove_suffix(1);
+        const std::string port = ":" + std::to_string(bound_port);
+        for (const char* self : {"http://127.0.0.1", "http://localhost", "http://[::1]"})
+            if (origin == self + port) return true;
+        for (const std::string& o : options.allowed_origins) {
+            std::string_view allowed = o;
+            while (!allowed.empty() && allowed.back() == '/') allowed.remove_suffix(1);
+            if (allowed == origin) return true;
+        }
+        return false;
+    }
+
     void send_json(Connection& c, int status, const Json& body, bool keep_alive) {
-        c.out += server::http_response(status, "application/json", body.dump(), common_headers(), keep_alive);
+        c.out +=
+            server::http_response(status, "application/json", body.dump(), common_headers(c), keep_alive);
         if (!keep_alive) c.close_after = true;
     }
     void send_error(Connection& c, const ApiError& e, bool keep_alive) {
@@ -191,34 +220,63 @@ struct ApiServer::Impl {
     void handle(uint64_t conn_id, Connection& c, const server::HttpRequest& req) {
         const bool keep_alive = req.keep_alive();
         const std::string path = req.path();
-        log(req.method + " " + req.target);
+        log(server::printable(req.method, 16) + " " + server::printable(req.target));
+        c.origin.clear();
+        // Who may ask at all: a Host that names this machine (DNS rebinding: a page's name that
+        // now resolves here does not), and no web page of another origin.
+        if (!server::host_allowed(req.header("Host"), options.allowed_hosts)) {
+            ++counters.refused;
+            return send_error(c,
+                              ApiError(403,
+                                       "the Host header \"" + server::printable(req.header("Host"), 64) +
+                                           "\" does not name this machine; a name other machines reach it "
+                                           "by must be allowed (lantern-server --allow-host NAME)",
+                                       {}, "host_not_allowed"),
+                              false);
+        }
+        if (const std::string origin = req.header("Origin"); !origin.empty()) {
+            if (!origin_allowed(origin)) {
+                ++counters.refused;
+                return send_error(c,
+                                  ApiError(403,
+                                           "requests from web pages of " + server::printable(origin, 64) +
+                                               " are refused (lantern-server --cors-origin ORIGIN, or --cors "
+                                               "for every origin)",
+                                           {}, "origin_not_allowed"),
+                                  keep_alive);
+            }
+            c.origin = origin;
+        }
         if (req.method == "OPTIONS") {
-            c.out += server::http_response(204, "", "", common_headers(), keep_alive);
+            c.out += server::http_response(204, "", "", common_headers(c), keep_alive);
             if (!keep_alive) c.close_after = true;
             return;
         }
         ++counters.requests;
-        const bool known = path == "/health" || path == "/metrics" || path == "/v1/models" ||
-                           path.rfind("/v1/models/", 0) == 0 || path == "/v1/chat/completions" ||
-                           path == "/v1/completions" || path == "/tokenize" || path == "/detokenize";
-        if (!known)
-            return send_error(c, ApiError(404, "no such endpoint: " + path, {}, "not_found"), keep_alive);
+        // The key first: without it a client learns nothing, not even which paths exist.
         if (path != "/health" && !options.api_key.empty() &&
             !server::bearer_token_matches(req.header("Authorization"), options.api_key))
             return send_error(c,
                               ApiError(401, "a valid API key is needed (Authorization: Bearer <key>)", {},
                                        "invalid_api_key"),
                               keep_alive);
+        const bool known = path == "/health" || path == "/metrics" || path == "/v1/models" ||
+                           path.rfind("/v1/models/", 0) == 0 || path == "/v1/chat/completions" ||
+                           path == "/v1/completions" || path == "/tokenize" || path == "/detokenize";
+        if (!known)
+            return send_error(c,
+                              ApiError(404, "no such endpoint: " + server::printable(path), {}, "not_found"),
+                              keep_alive);
         const bool post = path == "/v1/chat/completions" || path == "/v1/completions" ||
                           path == "/tokenize" || path == "/detokenize";
         if (req.method != (post ? "POST" : "GET")) {
             c.out += server::http_response(
                 405, "application/json",
-                server::error_body(ApiError(405, req.method + " is not allowed on " + path + " (use " +
-                                                     (post ? "POST" : "GET") + ")"))
+                server::error_body(ApiError(405, server::printable(req.method, 16) + " is not allowed on " +
+                                                     path + " (use " + (post ? "POST" : "GET") + ")"))
                     .dump(),
                 [&] {
-                    auto h = common_headers();
+                    auto h = common_headers(c);
                     h.emplace_back("Allow", post ? "POST" : "GET");
                     return h;
                 }(),
@@ -226,11 +284,17 @@ struct ApiServer::Impl {
             if (!keep_alive) c.close_after = true;
             return;
         }
+        // A page can send text/plain across origins without the browser asking first; JSON it cannot.
+        if (post && !server::is_json_content_type(req.header("Content-Type")))
+            return send_error(c,
+                              ApiError(415, "the request body must be sent as Content-Type: application/json",
+                                       {}, "unsupported_media_type"),
+                              keep_alive);
         if (path == "/health")
             return send_json(c, 200, Json::object().set("status", "ok").set("model", model_id(engine)),
                              keep_alive);
         if (path == "/metrics") {
-            c.out += server::http_response(200, "text/plain; version=0.0.4", metrics(), common_headers(),
+            c.out += server::http_response(200, "text/plain; version=0.0.4", metrics(), common_headers(c),
                                            keep_alive);
             if (!keep_alive) c.close_after = true;
             return;
@@ -321,7 +385,7 @@ struct ApiServer::Impl {
         c.busy = true;
         c.request = id;
         if (r.job.stream) {
-            auto h = common_headers();
+            auto h = common_headers(c);
             h.emplace_back("Cache-Control", "no-cache");
             c.out += server::http_stream_head(200, "text/event-stream", h, keep_alive);
             // OpenAI's first chat chunk carries the role alone.
@@ -359,6 +423,18 @@ struct ApiServer::Impl {
         metric("engine_step_prefill_tokens_total", "counter", "Prompt tokens run in engine steps.",
                double(c.step_prefill_tokens));
         metric("engine_step_seconds_total", "counter", "Wall time spent in engine steps.", c.step_seconds);
+        metric("http_refused_total", "counter", "Requests refused for their Host or Origin.",
+               double(c.refused));
+        metric("connections_timed_out_total", "counter",
+               "Connections closed or answered 408 for a limit: request time, idle time, not reading.",
+               double(c.timed_out));
+        size_t received = 0, unsent = 0;
+        for (const auto& [id, conn] : connections) received += conn.in.size(), unsent += conn.out.size();
+        metric("connections_open", "gauge", "Open client connections.", double(connections.size()));
+        metric("connection_input_bytes", "gauge", "Bytes received from clients and not yet answered.",
+               double(received));
+        metric("connection_output_bytes", "gauge", "Bytes of answers waiting for clients to read them.",
+               double(unsent));
         size_t running = 0;
         for (const auto& [id, r] : replies) running += r.finished ? 0 : 1;
         metric("replies_in_progress", "gauge", "Replies being generated or waiting for a slot.",
@@ -586,6 +662,7 @@ struct ApiServer::Impl {
             (r.preemptions ? ", waited " + std::to_string(r.preemptions) + "x for KV room" : std::string()));
         if (c.request == id) {
             c.busy = false;
+            c.request_start = Clock::now();  // bytes that came meanwhile count from now
             c.request = 0;
         }
     }
@@ -609,6 +686,7 @@ struct ApiServer::Impl {
                 send_error(c, e, false);
             }
             c.busy = false;
+            c.request_start = Clock::now();  // bytes that came meanwhile count from now
         }
     }
 
@@ -633,20 +711,66 @@ struct ApiServer::Impl {
     }
 
     // Requests waiting in connections that are free to take one (pipelined or just arrived).
+    // A pipelined request is answered only once the client has read all but this much of the
+    // answers before it, so one that never reads holds at most one answer more.
+    static constexpr size_t kPipelinedOutBytes = 64 * 1024;
+
+    // Requests waiting in connections that are free to take one (pipelined or just arrived).
     void serve_input() {
         for (auto& [id, c] : connections) {
-            while (!c.busy && !c.close_after && !c.in.empty()) {
+            while (!c.busy && !c.close_after && !c.in.empty() && c.out.size() < kPipelinedOutBytes &&
+                   c.in.size() >= c.need) {
                 server::HttpParse p = server::parse_http_request(c.in, limits);
-                if (p.state == server::HttpParse::State::Incomplete) break;
+                if (p.state == server::HttpParse::State::Incomplete) {
+                    c.need = p.needed;  // a body still arriving is not scanned again until it is whole
+                    break;
+                }
+                c.need = 0;
                 if (p.state == server::HttpParse::State::Bad) {
                     send_error(c, ApiError(p.status, p.message), false);
                     c.in.clear();
                     break;
                 }
                 c.in.erase(0, p.consumed);
+                c.request_start = Clock::now();  // a pipelined request's bytes count from here
                 handle(id, c, p.request);
             }
         }
+    }
+
+    // Closes the connections past a limit (ServerOptions): a request that takes too long to arrive
+    // (408), a connection idle too long, a client that reads nothing while its answer waits or
+    // lets too many bytes pile up for it (its reply, if any, stops).
+    void expire(Clock::time_point now) {
+        const auto past = [&](Clock::time_point since, uint32_t limit_ms) {
+            return limit_ms > 0 && ms_between(since, now) > limit_ms;
+        };
+        std::vector<uint64_t> gone;
+        for (auto& [id, c] : connections) {
+            if (c.busy || !c.in.empty() || !c.out.empty()) c.active = now;
+            if (c.out.empty()) c.out_since = now;
+            if (c.out.size() > options.max_output_bytes || past(c.out_since, options.write_timeout_ms)) {
+                log("  a client that reads nothing closed (" + std::to_string(c.out.size()) +
+                    " bytes waiting)");
+                gone.push_back(id);
+            } else if (!c.busy && !c.close_after && !c.in.empty() &&
+                       past(c.request_start, options.request_timeout_ms)) {
+                send_error(c,
+                           ApiError(408,
+                                    "the request did not arrive within " +
+                                        std::to_string(options.request_timeout_ms) + " ms",
+                                    {}, "request_timeout"),
+                           false);
+                c.in.clear();
+                c.need = 0;
+            } else if (!c.busy && c.in.empty() && c.out.empty() && past(c.active, options.idle_timeout_ms)) {
+                gone.push_back(id);
+            } else {
+                continue;
+            }
+            ++counters.timed_out;
+        }
+        for (uint64_t id : gone) drop_connection(id);
     }
 
     void write_out() {
@@ -656,6 +780,7 @@ struct ApiServer::Impl {
                 const ssize_t n = send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
                 if (n > 0) {
                     c.out.erase(0, static_cast<size_t>(n));
+                    c.out_since = Clock::now();
                 } else {
                     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
                     if (n < 0 && errno == EINTR) continue;
@@ -684,7 +809,9 @@ struct ApiServer::Impl {
             fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
             ids.push_back(id);
         }
-        const int timeout = scheduler.pending() || beside ? 0 : timeout_ms;
+        int timeout = scheduler.pending() || beside ? 0 : timeout_ms;
+        // Connections' deadlines are checked at least this often.
+        if (!connections.empty() && (timeout < 0 || timeout > deadline_check_ms)) timeout = deadline_check_ms;
         if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR)
             throw Error(ErrorCode::Io, std::string("poll failed: ") + std::strerror(errno));
         if (stopping.load() && !beside) return false;
@@ -695,6 +822,7 @@ struct ApiServer::Impl {
         }
         serve_input();
         write_out();
+        expire(Clock::now());
         if (scheduler.pending() || beside) {
             try {
                 SchedulerStepStats st;
@@ -754,6 +882,7 @@ struct ApiServer::Impl {
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // stream tokens as they come
             Connection c;
             c.fd = fd;
+            c.active = c.out_since = c.request_start = Clock::now();
             connections.emplace(next_connection++, std::move(c));
         }
     }
@@ -765,6 +894,7 @@ struct ApiServer::Impl {
         while (true) {
             const ssize_t n = recv(c.fd, buf, sizeof buf, 0);
             if (n > 0) {
+                if (c.in.empty()) c.request_start = Clock::now();
                 c.in.append(buf, static_cast<size_t>(n));
                 // Bytes beyond one largest request while busy: a client that floods; drop it.
                 if (c.in.size() > limits.max_header_bytes + limits.max_body_bytes + 4) return false;

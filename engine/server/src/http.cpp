@@ -79,12 +79,14 @@ HttpParse parse_http_request(std::string_view buffer, const HttpLimits& limits) 
     const size_t lf_end = data.find("\n\n");
     if (lf_end != std::string_view::npos && lf_end < head_end) head_end = lf_end, sep = 2;
     if (head_end == std::string_view::npos) {
-        if (data.size() > limits.max_header_bytes)
+        if (buffer.size() > limits.max_header_bytes)
             return bad(431,
                        "the request headers exceed " + std::to_string(limits.max_header_bytes) + " bytes");
-        return {};
+        HttpParse more;
+        more.needed = buffer.size() + 1;
+        return more;
     }
-    if (head_end > limits.max_header_bytes)
+    if (lead + head_end > limits.max_header_bytes)
         return bad(431, "the request headers exceed " + std::to_string(limits.max_header_bytes) + " bytes");
 
     std::string_view head = data.substr(0, head_end + sep / 2);  // through the last header's line end
@@ -132,7 +134,11 @@ HttpParse parse_http_request(std::string_view buffer, const HttpLimits& limits) 
         return bad(413, "the request body (" + std::to_string(length) + " bytes) exceeds " +
                             std::to_string(limits.max_body_bytes) + " bytes");
     const size_t body_start = lead + head_end + sep;
-    if (buffer.size() - body_start < length) return {};
+    if (buffer.size() - body_start < length) {
+        HttpParse more;
+        more.needed = body_start + length;
+        return more;
+    }
     r.body = std::string(buffer.substr(body_start, length));
     p.consumed = body_start + length;
     p.state = HttpParse::State::Complete;
@@ -158,6 +164,66 @@ std::string percent_decode(std::string_view text) {
     return out;
 }
 
+std::string printable(std::string_view text, size_t max) {
+    std::string out;
+    for (const char ch : text.substr(0, max)) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x20 || c >= 0x7f) {
+            char hex[5];
+            std::snprintf(hex, sizeof hex, "\\x%02x", c);
+            out += hex;
+        } else {
+            out += ch;
+        }
+    }
+    if (text.size() > max) out += "...";
+    return out;
+}
+
+bool host_allowed(std::string_view host, const std::vector<std::string>& names) {
+    host = trim(host);
+    if (host.empty()) return false;
+    std::string_view name = host;
+    if (name.front() == '[') {  // [IPv6]:port
+        const size_t close = name.find(']');
+        if (close == std::string_view::npos) return false;
+        const std::string_view rest = name.substr(close + 1);
+        if (!rest.empty() &&
+            (rest.front() != ':' || rest.find_first_not_of("0123456789", 1) != std::string_view::npos))
+            return false;
+        return name.substr(1, close - 1).find_first_not_of("0123456789abcdefABCDEF:.") ==
+               std::string_view::npos;
+    }
+    if (const size_t colon = name.rfind(':'); colon != std::string_view::npos) {
+        if (name.substr(colon + 1).find_first_not_of("0123456789") != std::string_view::npos) return false;
+        name = name.substr(0, colon);
+    }
+    if (name.empty()) return false;
+    if (iequal(name, "localhost")) return true;
+    // An IPv4 literal: four decimal parts.
+    int parts = 0;
+    bool literal = true;
+    for (std::string_view rest = name;;) {
+        const size_t dot = rest.find('.');
+        const std::string_view part = rest.substr(0, dot);
+        if (part.empty() || part.size() > 3 ||
+            part.find_first_not_of("0123456789") != std::string_view::npos) {
+            literal = false;
+            break;
+        }
+        ++parts;
+        if (dot == std::string_view::npos) break;
+        rest.remove_prefix(dot + 1);
+    }
+    if (literal && parts == 4) return true;
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return iequal(n, name); });
+}
+
+bool is_json_content_type(std::string_view content_type) {
+    const std::string_view type = trim(content_type.substr(0, content_type.find(';')));
+    return iequal(type, "application/json");
+}
+
 const char* http_reason(int status) {
     switch (status) {
         case 200:
@@ -168,10 +234,14 @@ const char* http_reason(int status) {
             return "Bad Request";
         case 401:
             return "Unauthorized";
+        case 403:
+            return "Forbidden";
         case 404:
             return "Not Found";
         case 405:
             return "Method Not Allowed";
+        case 408:
+            return "Request Timeout";
         case 411:
             return "Length Required";
         case 413:

@@ -39,9 +39,14 @@ struct HttpParse {
     size_t consumed = 0;  // Complete: bytes of `buffer` the request used (pipelined requests follow)
     int status = 0;       // Bad: the status to answer with
     std::string message;  // Bad: why
+    // Incomplete: the buffer's size at which parsing again can give another answer (the whole
+    // request once its head announced the body's length; else one byte more), so a caller need
+    // not rescan a large body as it arrives.
+    size_t needed = 0;
 };
 
-// Parses the first request in `buffer` (the bytes received so far on a connection).
+// Parses the first request in `buffer` (the bytes received so far on a connection). Empty lines
+// before the request line (RFC 9112 lets a server ignore them) count against max_header_bytes.
 HttpParse parse_http_request(std::string_view buffer, const HttpLimits& limits = {});
 
 const char* http_reason(int status);  // "OK", "Bad Request", ...
@@ -54,6 +59,18 @@ bool bearer_token_matches(std::string_view authorization, std::string_view key);
 // A URL path segment with its %XX escapes decoded ("Llama%203.2" -> "Llama 3.2"); a malformed
 // escape stays as written.
 std::string percent_decode(std::string_view text);
+
+// `text` as it may be written to a log line: control characters and bytes >= 0x7f as \xNN, at
+// most `max` bytes of it ("..." when cut). A client cannot forge log lines or the terminal's state.
+std::string printable(std::string_view text, size_t max = 200);
+
+// Whether a Host header value names this machine: localhost, an IP literal (IPv4 or [IPv6];
+// DNS rebinding needs a name), or one of `names` (case-insensitive); a port after the host is
+// ignored. An empty value is refused.
+bool host_allowed(std::string_view host_header, const std::vector<std::string>& names);
+
+// Whether a Content-Type header value is JSON: application/json with any parameters.
+bool is_json_content_type(std::string_view content_type);
 
 // A whole response. Content-Length is added; so is "Connection: close" when !keep_alive.
 std::string http_response(int status, std::string_view content_type, std::string_view body,

@@ -59,6 +59,7 @@ public:
 private:
     std::string_view s_;
     size_t pos_ = 0;
+    size_t values_ = 0;
 
     [[noreturn]] void fail(const std::string& what) const {
         throw JsonError("invalid JSON: " + what + " at byte " + std::to_string(pos_));
@@ -87,6 +88,9 @@ private:
     Json value(int depth) {
         if (depth >= Json::kMaxDepth)
             fail("nesting deeper than " + std::to_string(Json::kMaxDepth) + " levels");
+        // A value costs ~112 bytes parsed: without a bound, 8 MiB of "[0,0,..." would hold ~450 MB.
+        if (++values_ > Json::kMaxValues)
+            fail("more than " + std::to_string(Json::kMaxValues) + " values in one document");
         skip_space();
         if (pos_ >= s_.size()) fail("unexpected end of input");
         const char c = s_[pos_];
@@ -357,6 +361,8 @@ void Json::dump_to(std::string& out) const {
                 out += std::to_string(*integer_);
             } else if (!std::isfinite(number_)) {
                 out += "null";
+            } else if (number_ == 0 && std::signbit(number_)) {
+                out += "-0.0";  // "-0" would read back as the integer 0
             } else {
                 char buf[32];
                 // Shortest text that reads back as the same double.

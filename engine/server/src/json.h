@@ -25,6 +25,9 @@ class Json {
 public:
     enum class Type { Null, Bool, Number, String, Array, Object };
     static constexpr int kMaxDepth = 64;
+    // Values one document may hold (parse throws past it): a request's token ids and logit_bias
+    // entries fit many times over, and the parsed document stays under ~30 MB.
+    static constexpr size_t kMaxValues = 256 * 1024;
 
     Json() = default;  // null
     Json(bool b) : type_(Type::Bool), bool_(b) {}

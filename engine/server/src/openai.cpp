@@ -186,6 +186,20 @@ void check_fits(const CompletionJob& job, const Engine& engine) {
                        job.chat ? "messages" : "prompt", "context_length_exceeded");
 }
 
+// Before encoding: a text longer than the context could hold even at the longest piece per token
+// is refused unread, so a huge body costs no tokenizer time on the engine's thread.
+void check_text_fits(size_t text_bytes, const Engine& engine, bool chat) {
+    const size_t per_token = engine.tokenizer().longest_piece_bytes();
+    if (text_bytes / per_token < engine.context_length()) return;
+    throw ApiError(400,
+                   "this model's context holds " + std::to_string(engine.context_length()) +
+                       " tokens, and a text of " + std::to_string(text_bytes) +
+                       " bytes is more than that (no token "
+                       "of this model stands for more than " +
+                       std::to_string(per_token) + " bytes); shorten the " + (chat ? "messages" : "prompt"),
+                   chat ? "messages" : "prompt", "context_length_exceeded");
+}
+
 std::string message_text(const Json& content, size_t index) {
     const std::string where = "messages[" + std::to_string(index) + "].content";
     if (content.is_string()) return content.as_string();
@@ -242,6 +256,9 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
         cm.content = message_text(*content, i);
         messages.push_back(std::move(cm));
     }
+    size_t text_bytes = 0;
+    for (const ChatMessage& m : messages) text_bytes += m.content.size();
+    check_text_fits(text_bytes, engine, true);
     ChatTemplate tmpl = ChatTemplate::for_engine(engine);
     // chat_template_kwargs, as llama-server takes them: enable_thinking (Qwen3) is the one this
     // renderer has; other keys are refused by name rather than ignored.
@@ -285,6 +302,7 @@ CompletionJob completion_job(const Json& body, const Engine& engine) {
         prompt = &prompt->items()[0];
     if (!prompt || prompt->is_null()) throw ApiError(400, "prompt is required", "prompt");
     if (prompt->is_string()) {
+        check_text_fits(prompt->as_string().size(), engine, false);
         job.prompt = tok.encode(prompt->as_string(), tok.add_bos());
     } else if (prompt->is_array() && !prompt->items().empty() && prompt->items()[0].is_number()) {
         for (const Json& id : prompt->items()) {
@@ -310,6 +328,8 @@ Json tokenize(const Json& body, const Engine& engine) {
     if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
     const Json* content = body.find("content");
     if (!content || !content->is_string()) throw ApiError(400, "content must be a string", "content");
+    if (content->as_string().size() > kMaxTokenizeBytes)
+        throw ApiError(413, "content is at most " + std::to_string(kMaxTokenizeBytes) + " bytes", "content");
     const Tokenizer& tok = engine.tokenizer();
     const std::vector<int32_t> ids =
         tok.encode(content->as_string(), flag(body, "add_special") && tok.add_bos());

@@ -79,6 +79,8 @@ CompletionJob completion_job(const Json& body, const Engine& engine);
 //   POST /tokenize {"content": TEXT, "add_special": false, "with_pieces": false}
 //        -> {"tokens": [ids]} (with_pieces: [{"id", "piece"}]; add_special: BOS as prompts get it)
 //   POST /detokenize {"tokens": [ids]} -> {"content": TEXT}
+// llama-server's /tokenize: content of at most kMaxTokenizeBytes (413 past it).
+constexpr size_t kMaxTokenizeBytes = 1u << 20;
 Json tokenize(const Json& body, const Engine& engine);
 Json detokenize(const Json& body, const Engine& engine);
 

@@ -90,6 +90,10 @@ public:
     // Whether a text gets sentencepiece's dummy-prefix space (tokenizer.ggml.add_space_prefix).
     bool add_space_prefix() const;
 
+    // The most bytes of text one token of encode() stands for, bounded by the longest spelling of
+    // a piece that is not special: a text of n bytes encodes to at least n / this many tokens, so a
+    // caller can refuse a text too long for a context without encoding it.
+    size_t longest_piece_bytes() const;
     // The piece as stored in the vocabulary ("▁the", "<0x0A>", "<s>"). Throws for a bad id.
     const std::string& piece(int32_t id) const;
     TokenType type(int32_t id) const;

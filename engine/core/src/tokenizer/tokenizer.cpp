@@ -93,6 +93,7 @@ struct Tokenizer::Impl {
     std::vector<int32_t> end_of_generation;  // end_of_generation(), filled by index_specials
     bool add_bos = true;
     bool add_space_prefix = true;
+    size_t longest_piece = 1;  // longest_piece_bytes(), filled by index_specials
 
     // Two loadings of the same vocabulary: `starting` is the vocabulary as written (dummy prefix,
     // whitespace cleanup) for a text that begins; `continuing` keeps every byte as given, for a
@@ -262,6 +263,8 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(SentencePieceVocab vocab
 }
 
 void Tokenizer::Impl::index_specials() {
+    for (size_t id = 0; id < pieces.size(); ++id)
+        if (!special[id]) longest_piece = std::max(longest_piece, pieces[id].size());
     // Where generation ends, as llama.cpp decides it: EOS, EOT, and every token spelled as one of
     // the end markers families use (Qwen's instruct files end replies with <|im_end|> but declare
     // <|endoftext|> as EOS in their base models; a model may write either).
@@ -556,6 +559,10 @@ const std::string& Tokenizer::source() const {
 }
 std::string Tokenizer::kind() const {
     return impl_->bpe ? "byte-level BPE (" + impl_->bpe_pre_name + ")" : "sentencepiece";
+}
+
+size_t Tokenizer::longest_piece_bytes() const {
+    return impl_->longest_piece;
 }
 
 const std::string& Tokenizer::piece(int32_t id) const {

@@ -20,7 +20,10 @@
 // reply the cache has no room for waits (or, admitted last, is preempted and resumes unchanged).
 //
 // One thread does everything (network and engine steps), the one that calls run() or serve_once().
-// stop() may be called from any thread or a signal handler.
+// stop() may be called from any thread or a signal handler. A client cannot hold more than its
+// limits (ServerOptions): time to send a request, idle time, time not reading, bytes waiting to be
+// sent to it; pipelined requests are answered only as it reads the answers before them. Why one
+// thread and not a library's thread per connection: docs/decisions/0044-server-loop-keeps-its-limits.md.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -46,6 +49,20 @@ struct ServerOptions {
     size_t max_body_bytes = 8u << 20;
     size_t max_connections = 256;                 // open at once; more are answered 503 and closed
     std::function<void(const std::string&)> log;  // one line per request served; empty = quiet
+
+    // Web pages. The browser sends every page's requests with an Origin header: one that is not
+    // this server's own origin nor in `allowed_origins` (e.g. "http://localhost:3000") is refused
+    // with 403 unless `cors` lets every origin in. A POST must say Content-Type: application/json
+    // (415 otherwise), which no page can send across origins without the browser asking first.
+    std::vector<std::string> allowed_origins;
+    // DNS rebinding: the Host header must name this machine — localhost or an IP literal — or one
+    // of `allowed_hosts` (names other machines reach this one by); 403 otherwise.
+    std::vector<std::string> allowed_hosts;
+    // What a client may hold (each past it is closed; 408 when a request was under way):
+    uint32_t request_timeout_ms = 10'000;  // from a request's first byte to its last (slowloris)
+    uint32_t idle_timeout_ms = 60'000;     // a keep-alive connection with nothing to do
+    uint32_t write_timeout_ms = 30'000;    // a reply waiting for a client that reads nothing
+    size_t max_output_bytes = 4u << 20;    // bytes waiting to be sent to one client
 };
 
 class ApiServer {
