@@ -1,10 +1,6 @@
-// libFuzzer target for the GGUF reader (build with -DLANTERN_FUZZ=ON and clang).
-//
-//   cmake -S . -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DLANTERN_FUZZ=ON
-//         -DLANTERN_BUILD_APP=OFF -DLANTERN_BUILD_TESTS=OFF      (one command)
-//   ninja -C build/fuzz fuzz_gguf
-//   mkdir corpus && cp ../shared/models/*.gguf corpus/    # seeds: real files (plus any small ones)
-//   build/fuzz/engine/tools/fuzz_gguf -max_total_time=60 -max_len=16384 -rss_limit_mb=2048 corpus/
+// libFuzzer target for the GGUF reader. scripts/fuzz builds every target (clang-15,
+// -DLANTERN_FUZZ=ON, build/fuzz) and runs each for a bounded time from seeds (here: the shared
+// models); one alone: build/fuzz/engine/tools/fuzz_gguf -max_total_time=60 build/fuzz/seeds/gguf
 //
 // Any input must either parse or raise lantern::Error(InvalidModelFile); everything else (a crash,
 // a sanitizer report, an out-of-memory, a timeout, another exception type) is a finding.

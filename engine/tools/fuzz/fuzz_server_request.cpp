@@ -1,8 +1,5 @@
-// libFuzzer target for what the API server reads from the network (build with -DLANTERN_FUZZ=ON
-// and clang, as fuzz_gguf.cpp says):
-//
-//   ninja -C build/fuzz fuzz_server_request
-//   build/fuzz/engine/tools/fuzz_server_request -max_total_time=60 -max_len=4096
+// libFuzzer target for what the API server reads from the network (scripts/fuzz builds and runs
+// it, as fuzz_gguf.cpp says).
 //
 // Each input is split at its first byte: the HTTP request parser gets it all, the JSON parser its
 // body (what parse_http_request found, else the bytes after the first). Any input must parse, be
