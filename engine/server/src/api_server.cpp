@@ -106,6 +106,7 @@ struct ApiServer::Impl {
     std::atomic<bool> stopping{false};
     uint16_t bound_port = 0;
     int deadline_check_ms = 1000;  // poll() waits at most this long while connections are open
+    bool input_pending = false;    // serve_input left requests for the next pass
     uint64_t next_connection = 1;
     uint64_t next_reply_number = 1;
     std::map<uint64_t, Connection> connections;
@@ -714,12 +715,20 @@ struct ApiServer::Impl {
     // A pipelined request is answered only once the client has read all but this much of the
     // answers before it, so one that never reads holds at most one answer more.
     static constexpr size_t kPipelinedOutBytes = 64 * 1024;
+    static constexpr int kRequestsPerPass = 4;
+    static constexpr size_t kReadBytesPerPass = 256 * 1024;
+    // The kernel's send buffer per client (Linux grows it to megabytes otherwise): a client that
+    // reads nothing stops taking answers after this much, and its write timeout starts.
+    static constexpr int kSendBufferBytes = 256 * 1024;
 
     // Requests waiting in connections that are free to take one (pipelined or just arrived).
     void serve_input() {
+        input_pending = false;
         for (auto& [id, c] : connections) {
-            while (!c.busy && !c.close_after && !c.in.empty() && c.out.size() < kPipelinedOutBytes &&
-                   c.in.size() >= c.need) {
+            // A few requests per connection per pass: one client's pipeline cannot fill a pass.
+            for (int served = 0; served < kRequestsPerPass && !c.busy && !c.close_after && !c.in.empty() &&
+                                 c.out.size() < kPipelinedOutBytes && c.in.size() >= c.need;
+                 ++served) {
                 server::HttpParse p = server::parse_http_request(c.in, limits);
                 if (p.state == server::HttpParse::State::Incomplete) {
                     c.need = p.needed;  // a body still arriving is not scanned again until it is whole
@@ -734,6 +743,8 @@ struct ApiServer::Impl {
                 c.in.erase(0, p.consumed);
                 c.request_start = Clock::now();  // a pipelined request's bytes count from here
                 handle(id, c, p.request);
+                // More may wait: the next pass comes at once rather than at the next socket event.
+                if (served + 1 == kRequestsPerPass && !c.in.empty()) input_pending = true;
             }
         }
     }
@@ -809,7 +820,7 @@ struct ApiServer::Impl {
             fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
             ids.push_back(id);
         }
-        int timeout = scheduler.pending() || beside ? 0 : timeout_ms;
+        int timeout = scheduler.pending() || beside || input_pending ? 0 : timeout_ms;
         // Connections' deadlines are checked at least this often.
         if (!connections.empty() && (timeout < 0 || timeout > deadline_check_ms)) timeout = deadline_check_ms;
         if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR)
@@ -880,6 +891,7 @@ struct ApiServer::Impl {
             }
             const int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // stream tokens as they come
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kSendBufferBytes, sizeof kSendBufferBytes);
             Connection c;
             c.fd = fd;
             c.active = c.out_since = c.request_start = Clock::now();
@@ -891,11 +903,14 @@ struct ApiServer::Impl {
     bool read_from(uint64_t conn_id) {
         Connection& c = connections.at(conn_id);
         char buf[16384];
-        while (true) {
+        // At most kReadBytesPerPass a pass: one client's upload cannot hold the engine's steps back
+        // (what is left is read in the next pass; poll() reports it at once).
+        for (size_t read = 0; read < kReadBytesPerPass;) {
             const ssize_t n = recv(c.fd, buf, sizeof buf, 0);
             if (n > 0) {
                 if (c.in.empty()) c.request_start = Clock::now();
                 c.in.append(buf, static_cast<size_t>(n));
+                read += static_cast<size_t>(n);
                 // Bytes beyond one largest request while busy: a client that floods; drop it.
                 if (c.in.size() > limits.max_header_bytes + limits.max_body_bytes + 4) return false;
                 continue;
@@ -904,6 +919,7 @@ struct ApiServer::Impl {
             if (errno == EINTR) continue;
             return errno == EAGAIN || errno == EWOULDBLOCK;
         }
+        return true;
     }
 };
 
