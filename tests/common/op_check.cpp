@@ -7,6 +7,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include <QtGlobal>
+
+#include "test_support.h"
+
 namespace lantern::test {
 
 uint32_t whole_blocks(uint32_t type, uint32_t blocks) {
@@ -169,6 +173,12 @@ std::vector<float> reference_plain_matmul(std::span<const float> W, uint32_t row
 
 ops::MatmulSplit other_split_of(const vk::Context& ctx) {
     return ctx.info().type == DeviceType::Cpu ? ops::MatmulSplit::SplitK : ops::MatmulSplit::LanesOwnRows;
+}
+
+void log_op_device() {
+    auto& ctx = context();
+    qInfo("device: %s, subgroup %u, minStorageBufferOffsetAlignment %llu", ctx.info().name.c_str(),
+          ctx.subgroup_size(), static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
 }
 
 }  // namespace lantern::test

@@ -163,4 +163,8 @@ std::vector<float> reference_plain_matmul(std::span<const float> W, uint32_t row
 // owning rows (CPU drivers) on GPUs, so every machine checks both.
 ops::MatmulSplit other_split_of(const vk::Context& ctx);
 
+// Opens the shared context (test::context()) and logs what the op tests run on: the device, its
+// subgroup size and storage-buffer offset alignment (an op test's initTestCase).
+void log_op_device();
+
 }  // namespace lantern::test

@@ -49,12 +49,7 @@ uint16_t half_bits(uint32_t word, uint32_t which) {
 class OpAttentionTest : public QObject {
     Q_OBJECT
 private slots:
-    void initTestCase() {
-        auto& ctx = test::context();
-        qInfo("device: %s, subgroup %u, minStorageBufferOffsetAlignment %llu", ctx.info().name.c_str(),
-              ctx.subgroup_size(),
-              static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
-    }
+    void initTestCase() { log_op_device(); }
 
     // The RoPE table against the definitions, written out here in long double: entry (p, i) is
     // m cos/sin of theta(p, i), for llama's base 10000 and a long-context base —

@@ -18,12 +18,7 @@ using namespace lantern::test;
 class OpEmbedTest : public QObject {
     Q_OBJECT
 private slots:
-    void initTestCase() {
-        auto& ctx = test::context();
-        qInfo("device: %s, subgroup %u, minStorageBufferOffsetAlignment %llu", ctx.info().name.c_str(),
-              ctx.subgroup_size(),
-              static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
-    }
+    void initTestCase() { log_op_device(); }
 
     void embed_matches_reference_data() {
         QTest::addColumn<uint32_t>("type");

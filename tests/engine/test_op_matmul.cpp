@@ -114,12 +114,7 @@ std::string describe(const MatmulCase& c) {
 class OpMatmulTest : public QObject {
     Q_OBJECT
 private slots:
-    void initTestCase() {
-        auto& ctx = test::context();
-        qInfo("device: %s, subgroup %u, minStorageBufferOffsetAlignment %llu", ctx.info().name.c_str(),
-              ctx.subgroup_size(),
-              static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
-    }
+    void initTestCase() { log_op_device(); }
 
     void matmul_matches_reference_data() {
         QTest::addColumn<uint32_t>("type");

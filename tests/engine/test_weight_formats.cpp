@@ -25,12 +25,7 @@ using namespace lantern::test;
 class WeightFormatsTest : public QObject {
     Q_OBJECT
 private slots:
-    void initTestCase() {
-        auto& ctx = test::context();
-        qInfo("device: %s, subgroup %u, minStorageBufferOffsetAlignment %llu", ctx.info().name.c_str(),
-              ctx.subgroup_size(),
-              static_cast<unsigned long long>(ctx.limits().minStorageBufferOffsetAlignment));
-    }
+    void initTestCase() { log_op_device(); }
 
     void half_conversion_round_trips_and_rounds_to_nearest_even() {
         // Every finite half survives half -> float -> half.
