@@ -198,8 +198,8 @@ struct ApiServer::Impl {
     }
 
     void send_json(Connection& c, int status, const Json& body, bool keep_alive) {
-        c.out +=
-            server::http_response(status, "application/json", body.dump(), common_headers(c), keep_alive);
+        c.out += server::http_response(status, "application/json", server::dump_json(body), common_headers(c),
+                                       keep_alive);
         if (!keep_alive) c.close_after = true;
     }
     void send_error(Connection& c, const ApiError& e, bool keep_alive) {
@@ -208,12 +208,11 @@ struct ApiServer::Impl {
     }
 
     Json model_object() const {
-        return Json::object()
-            .set("id", model_id(engine))
-            .set("object", "model")
-            .set("created", static_cast<int64_t>(0))
-            .set("owned_by", "lantern")
-            .set("context_length", engine.context_length());
+        return Json{{"id", model_id(engine)},
+                    {"object", "model"},
+                    {"created", 0},
+                    {"owned_by", "lantern"},
+                    {"context_length", engine.context_length()}};
     }
 
     // --- requests ---------------------------------------------------------------------------
@@ -273,9 +272,9 @@ struct ApiServer::Impl {
         if (req.method != (post ? "POST" : "GET")) {
             c.out += server::http_response(
                 405, "application/json",
-                server::error_body(ApiError(405, server::printable(req.method, 16) + " is not allowed on " +
-                                                     path + " (use " + (post ? "POST" : "GET") + ")"))
-                    .dump(),
+                server::dump_json(server::error_body(
+                    ApiError(405, server::printable(req.method, 16) + " is not allowed on " + path +
+                                      " (use " + (post ? "POST" : "GET") + ")"))),
                 [&] {
                     auto h = common_headers(c);
                     h.emplace_back("Allow", post ? "POST" : "GET");
@@ -292,8 +291,7 @@ struct ApiServer::Impl {
                                        {}, "unsupported_media_type"),
                               keep_alive);
         if (path == "/health")
-            return send_json(c, 200, Json::object().set("status", "ok").set("model", model_id(engine)),
-                             keep_alive);
+            return send_json(c, 200, Json{{"status", "ok"}, {"model", model_id(engine)}}, keep_alive);
         if (path == "/metrics") {
             c.out += server::http_response(200, "text/plain; version=0.0.4", metrics(), common_headers(c),
                                            keep_alive);
@@ -301,9 +299,8 @@ struct ApiServer::Impl {
             return;
         }
         if (path == "/v1/models")
-            return send_json(
-                c, 200, Json::object().set("object", "list").set("data", Json::array().push(model_object())),
-                keep_alive);
+            return send_json(c, 200, Json{{"object", "list"}, {"data", Json::array({model_object()})}},
+                             keep_alive);
         if (path.rfind("/v1/models/", 0) == 0) {
             const std::string name = server::percent_decode(path.substr(11));  // "Llama%203.2%201B"
             if (name != model_id(engine))
@@ -315,9 +312,9 @@ struct ApiServer::Impl {
         try {
             Json body;
             try {
-                body = Json::parse(req.body);
+                body = server::parse_json(req.body);
             } catch (const server::JsonError& e) {
-                throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+                throw ApiError(400, std::string("the request body is ") + e.what());  // "invalid JSON: ..."
             }
             if (path == "/tokenize" || path == "/detokenize") {
                 return send_json(
@@ -390,7 +387,7 @@ struct ApiServer::Impl {
             h.emplace_back("Cache-Control", "no-cache");
             c.out += server::http_stream_head(200, "text/event-stream", h, keep_alive);
             // OpenAI's first chat chunk carries the role alone.
-            if (r.job.chat) send_event(c, chunk(r, Json::object().set("role", "assistant"), Json()));
+            if (r.job.chat) send_event(c, chunk(r, Json{{"role", "assistant"}}, Json()));
         }
         replies.emplace(id, std::move(r));
     }
@@ -457,24 +454,20 @@ struct ApiServer::Impl {
     // --- replies ----------------------------------------------------------------------------
 
     void send_event(Connection& c, const Json& data) {
-        c.out += server::http_chunk("data: " + data.dump() + "\n\n");
+        c.out += server::http_chunk("data: " + server::dump_json(data) + "\n\n");
     }
 
     // A stream chunk: a chat delta, or a completion's text piece.
     Json chunk(const Reply& r, Json delta_or_text, Json finish, Json logprobs = Json()) const {
-        Json choice = Json::object().set("index", 0);
-        if (r.job.chat)
-            choice.set("delta", std::move(delta_or_text));
-        else
-            choice.set("text", std::move(delta_or_text));
-        choice.set("logprobs", std::move(logprobs));
-        choice.set("finish_reason", std::move(finish));
-        return Json::object()
-            .set("id", r.id)
-            .set("object", r.job.chat ? "chat.completion.chunk" : "text_completion")
-            .set("created", r.created)
-            .set("model", model_id(engine))
-            .set("choices", Json::array().push(std::move(choice)));
+        Json choice = {{"index", 0},
+                       {r.job.chat ? "delta" : "text", std::move(delta_or_text)},
+                       {"logprobs", std::move(logprobs)},
+                       {"finish_reason", std::move(finish)}};
+        return Json{{"id", r.id},
+                    {"object", r.job.chat ? "chat.completion.chunk" : "text_completion"},
+                    {"created", r.created},
+                    {"model", model_id(engine)},
+                    {"choices", Json::array({std::move(choice)})}};
     }
 
     // Log-probabilities in OpenAI's shapes: chat {"content": [{token, logprob, bytes,
@@ -484,8 +477,8 @@ struct ApiServer::Impl {
     Json token_entry(int32_t id, float p) const {
         const std::string& text = engine.tokenizer().token_text(id);
         Json bytes = Json::array();
-        for (const unsigned char b : text) bytes.push(static_cast<int>(b));
-        return Json::object().set("token", text).set("logprob", log_of(p)).set("bytes", std::move(bytes));
+        for (const unsigned char b : text) bytes.push_back(static_cast<int>(b));
+        return Json{{"token", text}, {"logprob", log_of(p)}, {"bytes", std::move(bytes)}};
     }
     Json logprobs_of(Reply& r, const std::vector<Sample>& samples) const {
         if (!r.job.logprobs) return Json();
@@ -493,53 +486,50 @@ struct ApiServer::Impl {
             Json content = Json::array();
             for (const Sample& s : samples) {
                 Json top = Json::array();
-                for (const auto& c : s.candidates) top.push(token_entry(c.id, c.probability));
-                content.push(token_entry(s.token, s.probability).set("top_logprobs", std::move(top)));
+                for (const auto& c : s.candidates) top.push_back(token_entry(c.id, c.probability));
+                Json entry = token_entry(s.token, s.probability);
+                entry["top_logprobs"] = std::move(top);
+                content.push_back(std::move(entry));
             }
-            return Json::object().set("content", std::move(content));
+            return Json{{"content", std::move(content)}};
         }
         Json tokens = Json::array(), lps = Json::array(), tops = Json::array(), offsets = Json::array();
         for (const Sample& s : samples) {
             const std::string& text = engine.tokenizer().token_text(s.token);
-            tokens.push(text);
-            lps.push(log_of(s.probability));
+            tokens.push_back(text);
+            lps.push_back(log_of(s.probability));
             Json top = Json::object();
             for (const auto& c : s.candidates)
-                top.set(engine.tokenizer().token_text(c.id), log_of(c.probability));
-            tops.push(std::move(top));
-            offsets.push(static_cast<int64_t>(r.text_offset));
+                top[engine.tokenizer().token_text(c.id)] = log_of(c.probability);
+            tops.push_back(std::move(top));
+            offsets.push_back(static_cast<int64_t>(r.text_offset));
             r.text_offset += text.size();
         }
-        return Json::object()
-            .set("tokens", std::move(tokens))
-            .set("token_logprobs", std::move(lps))
-            .set("top_logprobs", std::move(tops))
-            .set("text_offset", std::move(offsets));
+        return Json{{"tokens", std::move(tokens)},
+                    {"token_logprobs", std::move(lps)},
+                    {"top_logprobs", std::move(tops)},
+                    {"text_offset", std::move(offsets)}};
     }
 
     Json usage(const Reply& r) const {
         const auto prompt = static_cast<int64_t>(r.job.prompt.size());
-        return Json::object()
-            .set("prompt_tokens", prompt)
-            .set("completion_tokens", r.completion_tokens)
-            .set("total_tokens", prompt + r.completion_tokens)
-            .set("prompt_tokens_details", Json::object().set("cached_tokens", r.cached_tokens));
+        return Json{{"prompt_tokens", prompt},
+                    {"completion_tokens", r.completion_tokens},
+                    {"total_tokens", prompt + r.completion_tokens},
+                    {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}}};
     }
 
     // Lantern's speed figures for this reply (llama-server reports similar "timings").
     Json timings(const Reply& r) const {
-        Json t = Json::object();
-        if (r.completion_tokens == 0)
-            return t.set("prompt_tokens_computed",
-                         static_cast<int64_t>(r.job.prompt.size() - r.cached_tokens));
+        Json t = {{"prompt_tokens_computed", static_cast<int64_t>(r.job.prompt.size() - r.cached_tokens)}};
+        if (r.completion_tokens == 0) return t;
         const double ttft = ms_between(r.submitted, r.first_token),
                      decode = ms_between(r.first_token, r.last_token);
-        t.set("prompt_tokens_computed", static_cast<int64_t>(r.job.prompt.size() - r.cached_tokens));
-        t.set("time_to_first_token_ms", ttft);
-        t.set("decode_ms", decode);
+        t["time_to_first_token_ms"] = ttft;
+        t["decode_ms"] = decode;
         if (r.completion_tokens > 1 && decode > 0)
-            t.set("decode_tokens_per_s", (r.completion_tokens - 1) * 1000.0 / decode);
-        if (r.preemptions) t.set("kv_preemptions", static_cast<int64_t>(r.preemptions));  // why it was slower
+            t["decode_tokens_per_s"] = (r.completion_tokens - 1) * 1000.0 / decode;
+        if (r.preemptions) t["kv_preemptions"] = static_cast<int64_t>(r.preemptions);  // why it was slower
         return t;
     }
 
@@ -570,8 +560,8 @@ struct ApiServer::Impl {
         Json piece;
         if (r.job.chat) {
             piece = Json::object();
-            if (!parts.reasoning.empty()) piece.set("reasoning_content", parts.reasoning);
-            if (!parts.answer.empty()) piece.set("content", parts.answer);
+            if (!parts.reasoning.empty()) piece["reasoning_content"] = parts.reasoning;
+            if (!parts.answer.empty()) piece["content"] = parts.answer;
         } else {
             piece = Json(parts.answer);
         }
@@ -624,33 +614,32 @@ struct ApiServer::Impl {
             send_event(c, chunk(r, r.job.chat ? Json::object() : Json(""), finish, std::move(logprobs)));
             if (r.job.include_usage) {
                 Json u = chunk(r, Json(), Json());
-                u.set("choices", Json::array());
-                u.set("usage", usage(r));
-                u.set("timings", timings(r));
+                u["choices"] = Json::array();
+                u["usage"] = usage(r);
+                u["timings"] = timings(r);
                 send_event(c, u);
             }
             c.out += server::http_chunk("data: [DONE]\n\n");
             c.out += server::http_last_chunk();
             if (!r.keep_alive) c.close_after = true;
         } else {
-            Json choice = Json::object().set("index", 0);
+            Json choice = {{"index", 0}};
             if (r.job.chat) {
-                Json message = Json::object().set("role", "assistant").set("content", r.text);
-                if (!r.reasoning.empty()) message.set("reasoning_content", r.reasoning);
-                choice.set("message", std::move(message));
+                Json message = {{"role", "assistant"}, {"content", r.text}};
+                if (!r.reasoning.empty()) message["reasoning_content"] = r.reasoning;
+                choice["message"] = std::move(message);
             } else {
-                choice.set("text", r.text);
+                choice["text"] = r.text;
             }
-            choice.set("logprobs", logprobs_of(r, r.samples));
-            choice.set("finish_reason", finish);
-            Json body = Json::object()
-                            .set("id", r.id)
-                            .set("object", r.job.chat ? "chat.completion" : "text_completion")
-                            .set("created", r.created)
-                            .set("model", model_id(engine))
-                            .set("choices", Json::array().push(std::move(choice)))
-                            .set("usage", usage(r))
-                            .set("timings", timings(r));
+            choice["logprobs"] = logprobs_of(r, r.samples);
+            choice["finish_reason"] = finish;
+            const Json body = {{"id", r.id},
+                               {"object", r.job.chat ? "chat.completion" : "text_completion"},
+                               {"created", r.created},
+                               {"model", model_id(engine)},
+                               {"choices", Json::array({std::move(choice)})},
+                               {"usage", usage(r)},
+                               {"timings", timings(r)}};
             send_json(c, 200, body, r.keep_alive);
         }
         ++counters.replies;
@@ -876,14 +865,14 @@ struct ApiServer::Impl {
             if (connections.size() >= options.max_connections) {
                 // Every slot taken (idle keep-alive clients, or a flood): say so and hang up, rather
                 // than run out of file descriptors.
-                const std::string busy = server::http_response(
-                    503, "application/json",
-                    server::error_body(ApiError(503,
-                                                "the server has " + std::to_string(options.max_connections) +
-                                                    " open connections; try again later",
-                                                {}, "too_many_connections", "server_error"))
-                        .dump(),
-                    {}, false);
+                const std::string busy =
+                    server::http_response(503, "application/json",
+                                          server::dump_json(server::error_body(ApiError(
+                                              503,
+                                              "the server has " + std::to_string(options.max_connections) +
+                                                  " open connections; try again later",
+                                              {}, "too_many_connections", "server_error"))),
+                                          {}, false);
                 [[maybe_unused]] const ssize_t n = send(fd, busy.data(), busy.size(), MSG_NOSIGNAL);
                 close(fd);
                 ++counters.errors;

@@ -1,97 +1,51 @@
-// JSON for the API server (RFC 8259): a value tree, a strict parser for request bodies and a
-// writer for responses. The engine has no other use for JSON, and Qt (QJsonDocument) stays out of
-// the engine, so this is the whole of it.
+// JSON for the API server, on nlohmann/json (Debian's nlohmann-json3-dev, header only; what
+// llama-server uses). The value type is nlohmann::ordered_json, so members are written in the order
+// they were set. What a server that reads bodies from the network needs on top of the library:
 //
-// The parser is written for bodies from the network: it never recurses deeper than kMaxDepth, it
-// accepts only valid UTF-8 and well-formed escapes (a lone surrogate is an error), and every error
-// names what was wrong and at which byte.
+// - parse_json: strict RFC 8259 (no comments, valid UTF-8, no lone surrogates), at most
+//   kJsonMaxDepth levels of nesting and kJsonMaxValues values, one error type (JsonError) whose
+//   message says what was wrong and at which byte. Numbers are read and written with a '.' whatever
+//   the process's locale (the library's own reader and writer).
+// - dump_json: compact text that is always valid JSON: bytes that are not UTF-8 (a model can emit
+//   anything) are written as U+FFFD, numbers that are not finite as null.
+// Thread: all functions are reentrant.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 namespace lantern::server {
+
+using Json = nlohmann::ordered_json;
 
 class JsonError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
 
-class Json {
-public:
-    enum class Type { Null, Bool, Number, String, Array, Object };
-    static constexpr int kMaxDepth = 64;
-    // Values one document may hold (parse throws past it): a request's token ids and logit_bias
-    // entries fit many times over, and the parsed document stays under ~30 MB.
-    static constexpr size_t kMaxValues = 256 * 1024;
+inline constexpr int kJsonMaxDepth = 64;
+// Values one document may hold (parse throws past it): a request's token ids and logit_bias entries
+// fit many times over, and the parsed document stays under ~10 MB.
+inline constexpr size_t kJsonMaxValues = 256 * 1024;
 
-    Json() = default;  // null
-    Json(bool b) : type_(Type::Bool), bool_(b) {}
-    Json(double d) : type_(Type::Number), number_(d) {}
-    Json(int v) : Json(static_cast<int64_t>(v)) {}
-    Json(int64_t v) : type_(Type::Number), number_(static_cast<double>(v)), integer_(v) {}
-    Json(uint32_t v) : Json(static_cast<int64_t>(v)) {}
-    Json(const char* s) : type_(Type::String), string_(s) {}
-    Json(std::string s) : type_(Type::String), string_(std::move(s)) {}
-    Json(std::string_view s) : type_(Type::String), string_(s) {}
-    static Json array() {
-        Json j;
-        j.type_ = Type::Array;
-        return j;
-    }
-    static Json object() {
-        Json j;
-        j.type_ = Type::Object;
-        return j;
-    }
-
-    // Throws JsonError("... at byte N") for anything that is not exactly one JSON value (surrounding
-    // whitespace allowed).
-    static Json parse(std::string_view text);
-    // Compact text. Strings are written as UTF-8 (bytes that are not valid UTF-8 as U+FFFD), numbers
-    // that are not finite as null (JSON has no spelling for them).
-    std::string dump() const;
-
-    Type type() const { return type_; }
-    bool is_null() const { return type_ == Type::Null; }
-    bool is_bool() const { return type_ == Type::Bool; }
-    bool is_number() const { return type_ == Type::Number; }
-    bool is_string() const { return type_ == Type::String; }
-    bool is_array() const { return type_ == Type::Array; }
-    bool is_object() const { return type_ == Type::Object; }
-
-    bool as_bool() const { return bool_; }
-    double as_number() const { return number_; }
-    // The number as an integer when it was written as one (no fraction or exponent) and fits.
-    std::optional<int64_t> as_integer() const { return integer_; }
-    const std::string& as_string() const { return string_; }
-    const std::vector<Json>& items() const { return items_; }
-    const std::vector<std::pair<std::string, Json>>& members() const { return members_; }
-
-    // Object member by key (the last one when a key repeats, as JavaScript reads it); nullptr if absent.
-    const Json* find(std::string_view key) const;
-    // Builders: append to an array, set (or add) an object member. Return *this for chaining.
-    Json& push(Json value);
-    Json& set(std::string key, Json value);
-
-private:
-    Type type_ = Type::Null;
-    bool bool_ = false;
-    double number_ = 0;
-    std::optional<int64_t> integer_;
-    std::string string_;
-    std::vector<Json> items_;
-    std::vector<std::pair<std::string, Json>> members_;
-
-    void dump_to(std::string& out) const;
-    friend class JsonParser;
-};
-
-// `text` as a JSON string literal, quotes included (what Json::dump writes for a string).
+// Exactly one JSON value (whitespace around it allowed). Throws JsonError("invalid JSON: ...").
+Json parse_json(std::string_view text);
+std::string dump_json(const Json& value);
+// `text` as a JSON string literal, quotes included (what dump_json writes for a string).
 std::string json_quote(std::string_view text);
+
+// The member `key` of an object; nullptr when absent or when `value` is not an object.
+const Json* json_find(const Json& value, std::string_view key);
+// The number as an int64 when it was written as an integer (no fraction or exponent) and fits;
+// nullopt for anything else, non-numbers included.
+std::optional<int64_t> json_integer(const Json& value);
+// The string of a string value (check is_string() first; throws nlohmann's type_error otherwise).
+inline const std::string& json_string(const Json& value) {
+    return value.get_ref<const std::string&>();
+}
 
 }  // namespace lantern::server

@@ -12,12 +12,11 @@
 namespace lantern::server {
 
 Json error_body(const ApiError& e) {
-    Json err = Json::object();
-    err.set("message", e.what());
-    err.set("type", e.type);
-    err.set("param", e.param.empty() ? Json() : Json(e.param));
-    err.set("code", e.code.empty() ? Json() : Json(e.code));
-    return Json::object().set("error", std::move(err));
+    return Json{{"error",
+                 {{"message", e.what()},
+                  {"type", e.type},
+                  {"param", e.param.empty() ? Json() : Json(e.param)},
+                  {"code", e.code.empty() ? Json() : Json(e.code)}}}};
 }
 
 const char* finish_reason(StopReason reason) {
@@ -28,27 +27,32 @@ namespace {
 
 // A present, non-null member (null counts as absent, as OpenAI's API treats it).
 const Json* member(const Json& body, const char* key) {
-    const Json* v = body.find(key);
+    const Json* v = json_find(body, key);
     return v && !v->is_null() ? v : nullptr;
+}
+
+// A bound as a person writes it: "0" and "100" rather than JSON's "0.0" and "100.0".
+std::string number_text(double d) {
+    return d == std::trunc(d) && std::fabs(d) < 1e15 ? std::to_string(static_cast<int64_t>(d)) : dump_json(d);
 }
 
 std::optional<double> number(const Json& body, const char* key, double lo, double hi) {
     const Json* v = member(body, key);
     if (!v) return std::nullopt;
     if (!v->is_number()) throw ApiError(400, std::string(key) + " must be a number", key);
-    const double d = v->as_number();
+    const double d = v->get<double>();
     if (d < lo || d > hi)
         throw ApiError(
-            400, std::string(key) + " must be between " + Json(lo).dump() + " and " + Json(hi).dump(), key);
+            400, std::string(key) + " must be between " + number_text(lo) + " and " + number_text(hi), key);
     return d;
 }
 
 std::optional<int64_t> integer(const Json& body, const char* key, int64_t lo, int64_t hi) {
     const Json* v = member(body, key);
     if (!v) return std::nullopt;
-    if (!v->is_number() || !v->as_integer())
+    if (!v->is_number() || !json_integer(*v))
         throw ApiError(400, std::string(key) + " must be an integer", key);
-    const int64_t i = *v->as_integer();
+    const int64_t i = *json_integer(*v);
     if (i < lo || i > hi)
         throw ApiError(
             400, std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi),
@@ -59,16 +63,16 @@ std::optional<int64_t> integer(const Json& body, const char* key, int64_t lo, in
 bool flag(const Json& body, const char* key) {
     const Json* v = member(body, key);
     if (!v) return false;
-    if (!v->is_bool()) throw ApiError(400, std::string(key) + " must be true or false", key);
-    return v->as_bool();
+    if (!v->is_boolean()) throw ApiError(400, std::string(key) + " must be true or false", key);
+    return v->get<bool>();
 }
 
 void refuse_unsupported(const Json& body) {
-    if (const Json* n = member(body, "n"); n && !(n->is_number() && n->as_integer() == 1))
+    if (const Json* n = member(body, "n"); n && !(n->is_number() && json_integer(*n) == 1))
         throw ApiError(400, "n must be 1: this server writes one choice per request", "n");
     for (const char* key : {"tools", "functions", "tool_choice", "function_call"})
         if (const Json* v = member(body, key);
-            v && !(v->is_array() && v->items().empty()) && !(v->is_string() && v->as_string() == "none"))
+            v && !(v->is_array() && v->empty()) && !(v->is_string() && json_string(*v) == "none"))
             throw ApiError(400, std::string(key) + ": tool calling is not supported by this server", key);
 }
 
@@ -76,9 +80,9 @@ void refuse_unsupported(const Json& body) {
 bool json_mode_of(const Json& body) {
     const Json* rf = member(body, "response_format");
     if (!rf) return false;
-    const Json* type = rf->is_object() ? rf->find("type") : nullptr;
-    if (type && type->is_string() && type->as_string() == "text") return false;
-    if (type && type->is_string() && type->as_string() == "json_object") return true;
+    const Json* type = rf->is_object() ? json_find(*rf, "type") : nullptr;
+    if (type && type->is_string() && json_string(*type) == "text") return false;
+    if (type && type->is_string() && json_string(*type) == "json_object") return true;
     throw ApiError(
         400,
         "response_format: {\"type\": \"text\"} or {\"type\": \"json_object\"} (JSON schemas are not "
@@ -113,12 +117,12 @@ void read_common(const Json& body, CompletionJob& job, int32_t vocab_size) {
     if (const Json* stop = member(body, "stop")) {
         std::vector<std::string> list;
         if (stop->is_string()) {
-            list.push_back(stop->as_string());
+            list.push_back(json_string(*stop));
         } else if (stop->is_array()) {
-            for (const Json& item : stop->items()) {
+            for (const Json& item : *stop) {
                 if (!item.is_string())
                     throw ApiError(400, "stop must be a string or an array of strings", "stop");
-                list.push_back(item.as_string());
+                list.push_back(json_string(item));
             }
         } else {
             throw ApiError(400, "stop must be a string or an array of strings", "stop");
@@ -146,7 +150,7 @@ void read_common(const Json& body, CompletionJob& job, int32_t vocab_size) {
     job.json_mode = json_mode_of(body);
     if (const Json* bias = member(body, "logit_bias")) {
         if (!bias->is_object()) throw ApiError(400, "logit_bias must map token ids to numbers", "logit_bias");
-        for (const auto& [key, value] : bias->members()) {
+        for (const auto& [key, value] : bias->items()) {
             int64_t id = -1;
             const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
             if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id >= vocab_size)
@@ -154,14 +158,14 @@ void read_common(const Json& body, CompletionJob& job, int32_t vocab_size) {
                                "logit_bias: \"" + key + "\" is not a token id of this model (0 to " +
                                    std::to_string(vocab_size - 1) + ")",
                                "logit_bias");
-            if (!value.is_number() || value.as_number() < -100 || value.as_number() > 100)
+            if (!value.is_number() || value.get<double>() < -100 || value.get<double>() > 100)
                 throw ApiError(400, "logit_bias values must be numbers from -100 to 100", "logit_bias");
             // Spelled twice ("5" and "05", or a repeated key) the biases would add up past +-100.
             for (const auto& [other, ignored] : job.logit_bias)
                 if (other == id)
                     throw ApiError(400, "logit_bias names token " + std::to_string(id) + " more than once",
                                    "logit_bias");
-            job.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(value.as_number()));
+            job.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(value.get<double>()));
         }
     }
     job.stream = flag(body, "stream");
@@ -202,20 +206,20 @@ void check_text_fits(size_t text_bytes, const Engine& engine, bool chat) {
 
 std::string message_text(const Json& content, size_t index) {
     const std::string where = "messages[" + std::to_string(index) + "].content";
-    if (content.is_string()) return content.as_string();
+    if (content.is_string()) return json_string(content);
     if (content.is_null()) return {};
     if (!content.is_array()) throw ApiError(400, where + " must be a string or an array of parts", where);
     std::string text;
-    for (const Json& part : content.items()) {
-        const Json* type = part.is_object() ? part.find("type") : nullptr;
-        const Json* t = part.is_object() ? part.find("text") : nullptr;
+    for (const Json& part : content) {
+        const Json* type = part.is_object() ? json_find(part, "type") : nullptr;
+        const Json* t = part.is_object() ? json_find(part, "text") : nullptr;
         if (!type || !type->is_string()) throw ApiError(400, where + ": each part needs a type", where);
-        if (type->as_string() != "text")
-            throw ApiError(400, where + ": only text parts are supported (got \"" + type->as_string() + "\")",
-                           where);
+        if (json_string(*type) != "text")
+            throw ApiError(
+                400, where + ": only text parts are supported (got \"" + json_string(*type) + "\")", where);
         if (!t || !t->is_string()) throw ApiError(400, where + ": a text part needs its text", where);
         if (!text.empty()) text += '\n';
-        text += t->as_string();
+        text += json_string(*t);
     }
     return text;
 }
@@ -226,17 +230,17 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
     CompletionJob job;
     job.chat = true;
     read_common(body, job, engine.tokenizer().vocab_size());
-    const Json* msgs = body.find("messages");
-    if (!msgs || !msgs->is_array() || msgs->items().empty())
+    const Json* msgs = json_find(body, "messages");
+    if (!msgs || !msgs->is_array() || msgs->empty())
         throw ApiError(400, "messages must be a non-empty array", "messages");
     std::vector<ChatMessage> messages;
-    for (size_t i = 0; i < msgs->items().size(); ++i) {
-        const Json& m = msgs->items()[i];
+    for (size_t i = 0; i < msgs->size(); ++i) {
+        const Json& m = (*msgs)[i];
         const std::string where = "messages[" + std::to_string(i) + "]";
-        const Json* role = m.is_object() ? m.find("role") : nullptr;
+        const Json* role = m.is_object() ? json_find(m, "role") : nullptr;
         if (!role || !role->is_string()) throw ApiError(400, where + " needs a role", where + ".role");
         ChatMessage cm;
-        const std::string& r = role->as_string();
+        const std::string& r = json_string(*role);
         if (r == "system" || r == "developer")
             cm.role = ChatRole::System;
         else if (r == "user")
@@ -247,11 +251,10 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
             throw ApiError(
                 400, where + ".role \"" + r + "\" is not supported (system, developer, user, assistant)",
                 where + ".role");
-        if (const Json* calls = member(m, "tool_calls");
-            calls && !(calls->is_array() && calls->items().empty()))
+        if (const Json* calls = member(m, "tool_calls"); calls && !(calls->is_array() && calls->empty()))
             throw ApiError(400, where + ": tool calls are not supported by this server",
                            where + ".tool_calls");
-        const Json* content = m.find("content");
+        const Json* content = json_find(m, "content");
         if (!content) throw ApiError(400, where + " needs content", where + ".content");
         cm.content = message_text(*content, i);
         messages.push_back(std::move(cm));
@@ -265,23 +268,23 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
     if (const Json* kwargs = member(body, "chat_template_kwargs")) {
         if (!kwargs->is_object())
             throw ApiError(400, "chat_template_kwargs must be an object", "chat_template_kwargs");
-        for (const auto& [key, value] : kwargs->members()) {
+        for (const auto& [key, value] : kwargs->items()) {
             if (key != "enable_thinking")
                 throw ApiError(400, "chat_template_kwargs." + key + " is not supported (enable_thinking is)",
                                "chat_template_kwargs." + key);
-            if (!value.is_bool())
+            if (!value.is_boolean())
                 throw ApiError(400, "chat_template_kwargs.enable_thinking must be true or false",
                                "chat_template_kwargs.enable_thinking");
-            tmpl.set_thinking(value.as_bool());
+            tmpl.set_thinking(value.get<bool>());
         }
     }
     job.prompt = tmpl.render(engine.tokenizer(), messages, true).tokens;
     job.split_reasoning = true;
     if (const Json* rf = member(body, "reasoning_format")) {
-        if (!rf->is_string() || (rf->as_string() != "none" && rf->as_string() != "deepseek"))
+        if (!rf->is_string() || (json_string(*rf) != "none" && json_string(*rf) != "deepseek"))
             throw ApiError(400, "reasoning_format must be \"deepseek\" (reasoning_content apart) or \"none\"",
                            "reasoning_format");
-        job.split_reasoning = rf->as_string() != "none";
+        job.split_reasoning = json_string(*rf) != "none";
     }
     job.opens_in_reasoning = tmpl.format() == ChatFormat::DeepSeekR1;
     job.stop_tokens = tmpl.stop_tokens(engine.tokenizer());
@@ -297,21 +300,21 @@ CompletionJob completion_job(const Json& body, const Engine& engine) {
     job.chat = false;
     read_common(body, job, engine.tokenizer().vocab_size());
     const Tokenizer& tok = engine.tokenizer();
-    const Json* prompt = body.find("prompt");
-    if (prompt && prompt->is_array() && prompt->items().size() == 1 && prompt->items()[0].is_string())
-        prompt = &prompt->items()[0];
+    const Json* prompt = json_find(body, "prompt");
+    if (prompt && prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string())
+        prompt = &(*prompt)[0];
     if (!prompt || prompt->is_null()) throw ApiError(400, "prompt is required", "prompt");
     if (prompt->is_string()) {
-        check_text_fits(prompt->as_string().size(), engine, false);
-        job.prompt = tok.encode(prompt->as_string(), tok.add_bos());
-    } else if (prompt->is_array() && !prompt->items().empty() && prompt->items()[0].is_number()) {
-        for (const Json& id : prompt->items()) {
-            if (!id.is_number() || !id.as_integer() || *id.as_integer() < 0 ||
-                *id.as_integer() >= tok.vocab_size())
+        check_text_fits(json_string(*prompt).size(), engine, false);
+        job.prompt = tok.encode(json_string(*prompt), tok.add_bos());
+    } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number()) {
+        for (const Json& id : *prompt) {
+            if (!id.is_number() || !json_integer(id) || *json_integer(id) < 0 ||
+                *json_integer(id) >= tok.vocab_size())
                 throw ApiError(
                     400, "prompt token ids must be integers in [0, " + std::to_string(tok.vocab_size()) + ")",
                     "prompt");
-            job.prompt.push_back(static_cast<int32_t>(*id.as_integer()));
+            job.prompt.push_back(static_cast<int32_t>(*json_integer(id)));
         }
     } else {
         throw ApiError(400, "prompt must be a string, an array of one string, or an array of token ids",
@@ -326,38 +329,38 @@ CompletionJob completion_job(const Json& body, const Engine& engine) {
 
 Json tokenize(const Json& body, const Engine& engine) {
     if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
-    const Json* content = body.find("content");
+    const Json* content = json_find(body, "content");
     if (!content || !content->is_string()) throw ApiError(400, "content must be a string", "content");
-    if (content->as_string().size() > kMaxTokenizeBytes)
+    if (json_string(*content).size() > kMaxTokenizeBytes)
         throw ApiError(413, "content is at most " + std::to_string(kMaxTokenizeBytes) + " bytes", "content");
     const Tokenizer& tok = engine.tokenizer();
     const std::vector<int32_t> ids =
-        tok.encode(content->as_string(), flag(body, "add_special") && tok.add_bos());
+        tok.encode(json_string(*content), flag(body, "add_special") && tok.add_bos());
     Json out = Json::array();
     const bool pieces = flag(body, "with_pieces");
     for (const int32_t id : ids) {
         if (pieces)
-            out.push(Json::object().set("id", id).set("piece", tok.display_piece(id)));
+            out.push_back({{"id", id}, {"piece", tok.display_piece(id)}});
         else
-            out.push(id);
+            out.push_back(id);
     }
-    return Json::object().set("tokens", std::move(out));
+    return Json{{"tokens", std::move(out)}};
 }
 
 Json detokenize(const Json& body, const Engine& engine) {
     if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
-    const Json* tokens = body.find("tokens");
+    const Json* tokens = json_find(body, "tokens");
     if (!tokens || !tokens->is_array()) throw ApiError(400, "tokens must be an array of token ids", "tokens");
     const Tokenizer& tok = engine.tokenizer();
     std::vector<int32_t> ids;
-    for (const Json& id : tokens->items()) {
-        if (!id.is_number() || !id.as_integer() || *id.as_integer() < 0 ||
-            *id.as_integer() >= tok.vocab_size())
+    for (const Json& id : *tokens) {
+        if (!id.is_number() || !json_integer(id) || *json_integer(id) < 0 ||
+            *json_integer(id) >= tok.vocab_size())
             throw ApiError(400, "tokens must be integers in [0, " + std::to_string(tok.vocab_size()) + ")",
                            "tokens");
-        ids.push_back(static_cast<int32_t>(*id.as_integer()));
+        ids.push_back(static_cast<int32_t>(*json_integer(id)));
     }
-    return Json::object().set("content", tok.decode(ids));
+    return Json{{"content", tok.decode(ids)}};
 }
 
 namespace {

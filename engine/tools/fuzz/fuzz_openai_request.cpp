@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);
     lantern::server::Json body;
     try {
-        body = lantern::server::Json::parse(bytes);
+        body = lantern::server::parse_json(bytes);
     } catch (const lantern::server::JsonError&) {
         return 0;
     }

@@ -28,9 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                       ? std::string_view(request.request.body)
                                       : bytes.substr(size > 0 ? 1 : 0);
     try {
-        const auto json = lantern::server::Json::parse(body);
-        const std::string text = json.dump();
-        if (lantern::server::Json::parse(text).dump() != text) std::abort();
+        const auto json = lantern::server::parse_json(body);
+        const std::string text = lantern::server::dump_json(json);
+        if (lantern::server::dump_json(lantern::server::parse_json(text)) != text) std::abort();
     } catch (const lantern::server::JsonError&) {
     }
     return 0;
