@@ -25,6 +25,7 @@
 #include "lantern/kv_cache.h"
 #include "lantern/server.h"
 #include "lantern/tokenizer.h"
+#include "openai.h"
 #include "test_support.h"
 
 using namespace lantern;
@@ -872,6 +873,12 @@ private slots:
         const Response timed_out = parse_response(read_to_end(slow));
         ::close(slow);
         QCOMPARE(timed_out.status, 408);
+        // The refused connection lingers until the server reads the client's close: then its slot
+        // is free (the /metrics call itself is the one open connection).
+        QTRY_VERIFY_WITH_TIMEOUT(
+            call(s.port(), request("GET", "/metrics")).body.find("lantern_connections_open 1\n") !=
+                std::string::npos,
+            5000);
         std::vector<int> idle;
         for (int i = 0; i < 4; ++i) idle.push_back(connect_to(s.port()));
         QCOMPARE(call(s.port(), request("GET", "/health")).status, 503);     // every slot taken...
@@ -896,7 +903,7 @@ private slots:
         const std::string one = "GET /v1/models HTTP/1.1\r\nHost: localhost\r\n\r\n";
         while (burst.size() < (2u << 20)) burst += one;  // ~45 000 requests, ~10 MiB of answers
         send_all(fd, burst);
-        size_t most = 0;
+        size_t most = 0, most_in = 0;
         const auto field = [](const std::string& text, const std::string& name) {
             const size_t at = text.find("\nlantern_" + name + " ");
             return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 10));
@@ -905,12 +912,16 @@ private slots:
         for (int i = 0; i < 100 && !closed; ++i) {
             const std::string m = call(s.port(), request("GET", "/metrics")).body;
             most = std::max(most, static_cast<size_t>(field(m, "connection_output_bytes")));
+            most_in = std::max(most_in, static_cast<size_t>(field(m, "connection_input_bytes")));
             closed = field(m, "connections_timed_out_total") >= 1;
             if (!closed) QTest::qWait(100);
         }
         ::close(fd);
         QVERIFY2(closed, "the client that reads nothing was not closed");
         QVERIFY2(most <= 64 * 1024 + 4096, qPrintable(QString("%1 bytes waited for it").arg(most)));
+        // Nor does the server read the 2 MiB pipeline it cannot answer: it holds at most its 64 KiB
+        // read-ahead plus one recv() (16 KiB); the rest waits in the kernel.
+        QVERIFY2(most_in <= 80 * 1024, qPrintable(QString("%1 bytes read ahead").arg(most_in)));
     }
 
     // Empty lines before a request line count against the header limit, and control characters in
@@ -941,18 +952,50 @@ private slots:
     // and /tokenize takes at most 1 MiB.
     void huge_texts_are_refused_before_they_are_tokenized() {
         RunningServer s(*engine_);
-        const std::string word(1u << 20, 'a');
+        const size_t holds = engine_->context_length() * engine_->tokenizer().longest_piece_bytes();
+        const std::string word(2 * holds, 'a');
+        QVERIFY(word.size() + 1024 < server::useful_body_bytes("/v1/completions", *engine_));
         const Response r =
             post(s.port(), "/v1/completions", R"({"prompt": ")" + word + R"(", "max_tokens": 1})");
         QCOMPARE(r.status, 400);
         QCOMPARE(json_string(r.json().at("error").at("code")), std::string("context_length_exceeded"));
         const Response chat = post(s.port(), "/v1/chat/completions", chat_body(word, 1));
         QCOMPARE(chat.status, 400);
-        QCOMPARE(post(s.port(), "/tokenize", R"({"content": ")" + word + R"(a"})").status, 413);
+        QCOMPARE(json_string(chat.json().at("error").at("code")), std::string("context_length_exceeded"));
+        const std::string mib(1u << 20, 'a');
+        QCOMPARE(post(s.port(), "/tokenize", R"({"content": ")" + mib + R"(a"})").status, 413);
         const Response counted =
             post(s.port(), "/tokenize", R"({"content": ")" + word.substr(0, 64 * 1024) + R"("})");
         QCOMPARE(counted.status, 200);
         QVERIFY(!counted.json().at("tokens").empty());
+    }
+
+    // A body longer than the request could use is answered 413 from its head: the server reads
+    // none of it (a client that waits for the answer gets it at once) or, from a client that
+    // sends it all anyway, reads it only to throw it away, so the answer is not lost to a reset.
+    void bodies_larger_than_a_request_can_use_are_refused_unread() {
+        RunningServer s(*engine_);
+        const size_t useful = server::useful_body_bytes("/v1/completions", *engine_);
+        QVERIFY(useful < (1u << 20));  // a 512-token context with 512 tokens of at most a few bytes
+        const std::string head =
+            "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
+            "application/json\r\nContent-Length: " +
+            std::to_string(7u << 20) + "\r\n\r\n";
+        const int fd = test::http_connect(s.port());
+        test::http_send(fd, head);
+        const Response early = parse_response(test::http_read_to_end(fd));  // no body sent
+        ::close(fd);
+        QCOMPARE(early.status, 413);
+        QVERIFY2(error_message(early).find("can use here") != std::string::npos,
+                 error_message(early).c_str());
+        const std::string text((7u << 20) - 32, 'a');
+        const std::string body = R"({"prompt": )" + server::json_quote(text) + R"(, "max_tokens": 1})";
+        const Response sent = post(s.port(), "/v1/completions", body);  // throws on a reset
+        QCOMPARE(sent.status, 413);
+        // The limit follows the path: /tokenize takes its 1 MiB text escaped, any other path 64 KiB.
+        QVERIFY(server::useful_body_bytes("/tokenize", *engine_) > 6 * server::kMaxTokenizeBytes);
+        QCOMPARE(post(s.port(), "/health", std::string(65 * 1024, ' ')).status, 413);
+        QCOMPARE(call(s.port(), request("GET", "/health")).status, 200);
     }
 
     void the_lantern_server_tool_serves_until_told_to_stop() {

@@ -249,6 +249,24 @@ private slots:
         QVERIFY(!p.message.empty());
     }
 
+    // The per-request limit is asked once the head is whole: a longer Content-Length is refused
+    // before the body arrives, naming the path; within it the request waits for its body.
+    void http_body_limit_follows_the_head() {
+        HttpLimits limits;
+        limits.body_limit = [](const HttpRequest& head) { return head.path() == "/small" ? 10 : 1000; };
+        const HttpParse refused =
+            parse_http_request("POST /small?x=1 HTTP/1.1\r\nContent-Length: 11\r\n\r\n", limits);
+        QCOMPARE(int(refused.state), int(HttpParse::State::Bad));
+        QCOMPARE(refused.status, 413);
+        QCOMPARE(
+            refused.message,
+            std::string("the request body (11 bytes) exceeds the 10 bytes a POST to /small can use here"));
+        const HttpParse waits =
+            parse_http_request("POST /large HTTP/1.1\r\nContent-Length: 11\r\n\r\n", limits);
+        QCOMPARE(int(waits.state), int(HttpParse::State::Incomplete));
+        QCOMPARE(waits.needed, size_t(44 + 11));  // head + body
+    }
+
     void url_escapes_are_decoded() {
         QCOMPARE(percent_decode("Llama%203.2%201B"), std::string("Llama 3.2 1B"));
         QCOMPARE(percent_decode("%e4%B8%ad"), std::string("\xE4\xB8\xAD"));

@@ -67,6 +67,12 @@ struct ApiServer::Impl {
         std::string in, out;
         bool busy = false;         // a reply is being generated for it
         bool close_after = false;  // close once `out` is written
+        // Refused before its request was read whole (413 from the head, 400, 408): once the answer
+        // is written the server stops sending and reads what still comes, throwing it away, until
+        // the client closes or kLingerMs pass. Closing at once with unread bytes would reset the
+        // connection, and the client would lose the answer that says why.
+        bool linger = false, draining = false;
+        Clock::time_point draining_since;
         RequestId request = 0;
         size_t need = 0;     // `in` parses again once it holds this many bytes (HttpParse::needed)
         std::string origin;  // the request's Origin when it is let in (CORS headers echo it)
@@ -126,6 +132,11 @@ struct ApiServer::Impl {
           scheduler(e, std::max<uint32_t>(1, options.step_tokens), std::max<uint32_t>(1, options.parallel),
                     options.kv_blocks) {
         limits.max_body_bytes = options.max_body_bytes;
+        // A body longer than the request could use is refused from its head, unread: reading and
+        // parsing 7 MiB takes the engine's thread ~150 ms (decision 0044).
+        limits.body_limit = [this](const server::HttpRequest& head) {
+            return server::useful_body_bytes(head.path(), engine);
+        };
         for (const uint32_t t :
              {options.request_timeout_ms, options.idle_timeout_ms, options.write_timeout_ms})
             if (t > 0) deadline_check_ms = std::clamp(static_cast<int>(t / 4), 10, deadline_check_ms);
@@ -700,12 +711,15 @@ struct ApiServer::Impl {
         connections.erase(it);
     }
 
-    // Requests waiting in connections that are free to take one (pipelined or just arrived).
     // A pipelined request is answered only once the client has read all but this much of the
     // answers before it, so one that never reads holds at most one answer more.
     static constexpr size_t kPipelinedOutBytes = 64 * 1024;
     static constexpr int kRequestsPerPass = 4;
     static constexpr size_t kReadBytesPerPass = 256 * 1024;
+    // Requests read ahead of a connection that cannot take them yet (wants_input).
+    static constexpr size_t kReadAheadBytes = 64 * 1024;
+    // How long a refused connection is read and let go before it closes (Connection::linger).
+    static constexpr uint32_t kLingerMs = 2000;
     // The kernel's send buffer per client (Linux grows it to megabytes otherwise): a client that
     // reads nothing stops taking answers after this much, and its write timeout starts.
     static constexpr int kSendBufferBytes = 256 * 1024;
@@ -714,11 +728,13 @@ struct ApiServer::Impl {
     void serve_input() {
         input_pending = false;
         for (auto& [id, c] : connections) {
+            size_t used = 0;  // bytes of c.in served in this pass: erased once, after the loop
             // A few requests per connection per pass: one client's pipeline cannot fill a pass.
-            for (int served = 0; served < kRequestsPerPass && !c.busy && !c.close_after && !c.in.empty() &&
-                                 c.out.size() < kPipelinedOutBytes && c.in.size() >= c.need;
+            for (int served = 0;
+                 served < kRequestsPerPass && !c.busy && !c.close_after && c.in.size() > used &&
+                 c.out.size() < kPipelinedOutBytes && c.in.size() - used >= c.need;
                  ++served) {
-                server::HttpParse p = server::parse_http_request(c.in, limits);
+                server::HttpParse p = server::parse_http_request(std::string_view(c.in).substr(used), limits);
                 if (p.state == server::HttpParse::State::Incomplete) {
                     c.need = p.needed;  // a body still arriving is not scanned again until it is whole
                     break;
@@ -727,15 +743,26 @@ struct ApiServer::Impl {
                 if (p.state == server::HttpParse::State::Bad) {
                     send_error(c, ApiError(p.status, p.message), false);
                     c.in.clear();
+                    used = 0;
+                    c.linger = true;
                     break;
                 }
-                c.in.erase(0, p.consumed);
+                used += p.consumed;
                 c.request_start = Clock::now();  // a pipelined request's bytes count from here
                 handle(id, c, p.request);
                 // More may wait: the next pass comes at once rather than at the next socket event.
-                if (served + 1 == kRequestsPerPass && !c.in.empty()) input_pending = true;
+                if (served + 1 == kRequestsPerPass && c.in.size() > used) input_pending = true;
             }
+            c.in.erase(0, used);
         }
+    }
+
+    // Whether to read from c now: while it holds less than kReadAheadBytes, or the request at its
+    // head announced more bytes than have come (a body is always read whole). A client that sends
+    // requests faster than they are answered finds the rest left in the kernel: TCP makes it wait,
+    // and the server neither holds nor moves a pipeline it cannot serve yet.
+    bool wants_input(const Connection& c) const {
+        return c.draining || c.in.size() < kReadAheadBytes || c.need > c.in.size();
     }
 
     // Closes the connections past a limit (ServerOptions): a request that takes too long to arrive
@@ -747,6 +774,10 @@ struct ApiServer::Impl {
         };
         std::vector<uint64_t> gone;
         for (auto& [id, c] : connections) {
+            if (c.draining) {
+                if (past(c.draining_since, kLingerMs)) gone.push_back(id);
+                continue;
+            }
             if (c.busy || !c.in.empty() || !c.out.empty()) c.active = now;
             if (c.out.empty()) c.out_since = now;
             if (c.out.size() > options.max_output_bytes || past(c.out_since, options.write_timeout_ms)) {
@@ -763,6 +794,7 @@ struct ApiServer::Impl {
                            false);
                 c.in.clear();
                 c.need = 0;
+                c.linger = true;
             } else if (!c.busy && c.in.empty() && c.out.empty() && past(c.active, options.idle_timeout_ms)) {
                 gone.push_back(id);
             } else {
@@ -788,7 +820,14 @@ struct ApiServer::Impl {
                     break;
                 }
             }
-            if (c.out.empty() && c.close_after) done.push_back(id);
+            if (!c.out.empty() || !c.close_after || c.draining) continue;
+            if (!c.linger) {
+                done.push_back(id);
+            } else {
+                shutdown(c.fd, SHUT_WR);  // the answer is whole; the client sees the end of it
+                c.draining = true;
+                c.draining_since = Clock::now();
+            }
         }
         for (uint64_t id : done) drop_connection(id);
     }
@@ -806,7 +845,8 @@ struct ApiServer::Impl {
         std::vector<pollfd> fds{{wake[0], POLLIN, 0}, {listen_fd, POLLIN, 0}};
         std::vector<uint64_t> ids;
         for (auto& [id, c] : connections) {
-            fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+            fds.push_back(
+                {c.fd, static_cast<short>((wants_input(c) ? POLLIN : 0) | (c.out.empty() ? 0 : POLLOUT)), 0});
             ids.push_back(id);
         }
         int timeout = scheduler.pending() || beside || input_pending ? 0 : timeout_ms;
@@ -894,8 +934,12 @@ struct ApiServer::Impl {
         char buf[16384];
         // At most kReadBytesPerPass a pass: one client's upload cannot hold the engine's steps back
         // (what is left is read in the next pass; poll() reports it at once).
-        for (size_t read = 0; read < kReadBytesPerPass;) {
+        for (size_t read = 0; read < kReadBytesPerPass && wants_input(c);) {
             const ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+            if (n > 0 && c.draining) {
+                read += static_cast<size_t>(n);  // after a refusal: read and let go
+                continue;
+            }
             if (n > 0) {
                 if (c.in.empty()) c.request_start = Clock::now();
                 c.in.append(buf, static_cast<size_t>(n));

@@ -133,6 +133,11 @@ HttpParse parse_http_request(std::string_view buffer, const HttpLimits& limits) 
     if (length > limits.max_body_bytes)
         return bad(413, "the request body (" + std::to_string(length) + " bytes) exceeds " +
                             std::to_string(limits.max_body_bytes) + " bytes");
+    if (limits.body_limit)
+        if (const size_t useful = limits.body_limit(r); length > useful)
+            return bad(413, "the request body (" + std::to_string(length) + " bytes) exceeds the " +
+                                std::to_string(useful) + " bytes a " + r.method + " to " +
+                                printable(r.path(), 64) + " can use here");
     const size_t body_start = lead + head_end + sep;
     if (buffer.size() - body_start < length) {
         HttpParse more;

@@ -6,6 +6,7 @@
 // 413 too large, 431 headers too large, 501 chunked request bodies, 505 not HTTP/1.x).
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,6 +32,10 @@ struct HttpRequest {
 struct HttpLimits {
     size_t max_header_bytes = 32 * 1024;
     size_t max_body_bytes = 8 * 1024 * 1024;
+    // Optional: the most body bytes a request with this head can use (at most max_body_bytes
+    // applies either way). Asked once the head is whole, so a larger Content-Length is answered
+    // 413 before a byte of the body is read.
+    std::function<size_t(const HttpRequest& head)> body_limit;
 };
 
 struct HttpParse {

@@ -327,6 +327,19 @@ CompletionJob completion_job(const Json& body, const Engine& engine) {
     return job;
 }
 
+size_t useful_body_bytes(std::string_view path, const Engine& engine) {
+    constexpr size_t kRest = 64 * 1024, kEscaped = 6, kIdBytes = 12, kBiasEntryBytes = 24, kMessageBytes = 64;
+    if (path == "/v1/completions" || path == "/v1/chat/completions") {
+        const size_t context = engine.context_length();
+        const size_t text = context * engine.tokenizer().longest_piece_bytes();
+        return kRest + kEscaped * text + (kIdBytes + kMessageBytes) * context +
+               kBiasEntryBytes * static_cast<size_t>(engine.tokenizer().vocab_size());
+    }
+    if (path == "/tokenize") return kRest + kEscaped * kMaxTokenizeBytes;
+    if (path == "/detokenize") return kRest + kIdBytes * kJsonMaxValues;
+    return kRest;
+}
+
 Json tokenize(const Json& body, const Engine& engine) {
     if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
     const Json* content = json_find(body, "content");

@@ -84,6 +84,14 @@ constexpr size_t kMaxTokenizeBytes = 1u << 20;
 Json tokenize(const Json& body, const Engine& engine);
 Json detokenize(const Json& body, const Engine& engine);
 
+// The most body bytes a request to `path` can use with this engine; the server refuses a longer
+// Content-Length (413) before reading the body. Completions: the longest text the context could
+// hold (context x the tokenizer's longest piece, each byte written as a 6-byte escape), a token id
+// per context position, a logit_bias entry per vocabulary token, message overhead per context
+// position, and 64 KiB for the rest. /tokenize: kMaxTokenizeBytes escaped; /detokenize: an id per
+// JSON value the parser takes; anything else (bodies it ignores): 64 KiB.
+size_t useful_body_bytes(std::string_view path, const Engine& engine);
+
 // "stop" (end of turn or a stop string) or "length" (max_tokens, or the context is full), from
 // the scheduler's reason.
 const char* finish_reason(StopReason scheduler_reason);
