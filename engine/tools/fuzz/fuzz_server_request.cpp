@@ -19,6 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     lantern::server::HttpLimits limits;
     limits.max_header_bytes = 1024;
     limits.max_body_bytes = 4096;
+    // A per-path limit, as the server's (useful_body_bytes): asked with the head only.
+    limits.body_limit = [](const lantern::server::HttpRequest& head) { return head.path().size() * 256; };
     const auto request = lantern::server::parse_http_request(bytes, limits);
     if (request.state == lantern::server::HttpParse::State::Bad &&
         (request.status < 400 || request.message.empty()))
