@@ -190,7 +190,10 @@ void print_info(const Engine& e) {
         std::printf(", positions / %g", m.rope_scaling.factor);
     if (m.rope_scaling.type == RopeScaling::Type::Yarn)
         std::printf(", YaRN x%g over %u", m.rope_scaling.factor, m.rope_scaling.original_context);
-    if (!m.rope_scaling.frequency_factors.empty())
+    if (!m.rope_scaling.frequency_factors_long.empty())
+        std::printf(", LongRoPE from %u (long factors past it), magnitude %g",
+                    m.rope_scaling.original_context, m.rope_scaling.attn_factor);
+    else if (!m.rope_scaling.frequency_factors.empty())
         std::printf(", frequency factors per pair (rope_freqs.weight)");
     std::printf("), RMS eps %g, %s output\n", m.rms_eps, m.tied_output ? "tied" : "separate");
     std::printf("tokenizer    %s, chat format %s\n", e.tokenizer().kind().c_str(),

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "lantern/engine.h"
@@ -883,6 +884,84 @@ private slots:
               "rope_freqs.weight must be 4 F32 values (one per rotated pair), not 2 F32");
         fails(write("negative", {1.0f, -2.0f, 1.0f, 1.0f}), "rope_freqs.weight holds -2");
         LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // Phi-3's LongRoPE: short and long factors are read (the long ones for a run longer than the
+    // original context, as llama.cpp chooses), and one without the other, or beside rope_freqs, is
+    // refused.
+    void long_rope_factors_are_read() {
+        const uint32_t dim = 16;  // two heads of 8: 4 rotated pairs
+        const std::vector<float> short_f = {1.0f, 1.1f, 1.2f, 1.3f}, long_f = {1.0f, 2.0f, 8.0f, 30.0f};
+        const auto write = [&](const std::string& name, bool with_short, bool with_long, bool with_freqs) {
+            const std::string path = test::temp_dir() + "/tiny-longrope-" + name + ".gguf";
+            write_tiny_model(path, "phi3", dim, "", 0, [&](GgufWriter& w) {
+                w.set_u32("phi3.rope.scaling.original_context_length", 32);
+                w.set_f32("phi3.rope.scaling.attn_factor", 1.2f);
+                const auto add = [&](const char* tensor, const std::vector<float>& f) {
+                    w.add_tensor(tensor, {f.size()}, static_cast<uint32_t>(GgmlType::F32), f32_bytes(f));
+                };
+                if (with_short) add("rope_factors_short.weight", short_f);
+                if (with_long) add("rope_factors_long.weight", long_f);
+                if (with_freqs) add("rope_freqs.weight", short_f);
+            });
+            return path;
+        };
+        auto e = Engine::load(write("good", true, true, false), engine_options());
+        const RopeScaling& rs = e->model().rope_scaling;
+        QCOMPARE(e->model().architecture, std::string("phi3"));
+        QCOMPARE(rs.frequency_factors, short_f);
+        QCOMPARE(rs.frequency_factors_long, long_f);
+        QCOMPARE(rs.attn_factor, 1.2f);
+        QCOMPARE(rs.factors_for(32), short_f);
+        QCOMPARE(rs.factors_for(33), long_f);
+        e.reset();
+        for (const auto& [name, s, l, f] :
+             {std::tuple{"short-only", true, false, false}, std::tuple{"long-only", false, true, false},
+              std::tuple{"with-freqs", true, true, true}}) {
+            try {
+                Engine::load(write(name, s, l, f), engine_options());
+                QFAIL(name);
+            } catch (const Error& err) {
+                QCOMPARE(err.code(), ErrorCode::InvalidModelFile);
+            }
+        }
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // A row view reads rows of a file tensor under another name without a copy (Phi-3's fused
+    // attn_qkv and gate+up), takes the place of a file tensor of its name, and asking for rows the
+    // tensor does not have is a clear error.
+    void row_views_read_rows_of_a_tensor() {
+        GgufWriter w;
+        std::vector<float> m(6 * 4);
+        for (size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i);
+        w.add_tensor("m", {4, 6}, static_cast<uint32_t>(GgmlType::F32), f32_bytes(m));
+        w.add_tensor("v", {4}, static_cast<uint32_t>(GgmlType::F32), f32_bytes({1, 2, 3, 4}));
+        const std::vector<uint8_t> bytes = w.serialize();
+        auto g = GgufFile::from_memory(bytes);
+        g->add_row_view("middle", "m", 2, 3);
+        g->add_row_view("m", "m", 4, 2);  // the view now answers for "m"
+        const GgufTensorInfo* middle = g->find_tensor("middle");
+        QVERIFY(middle);
+        QCOMPARE(middle->shape, (std::vector<uint64_t>{4, 3}));
+        const auto data = g->tensor_data(*middle);
+        QCOMPARE(data.size(), size_t(3 * 4 * 4));
+        float first = 0, last = 0;
+        std::memcpy(&first, data.data(), 4);
+        std::memcpy(&last, data.data() + data.size() - 4, 4);
+        QCOMPARE(first, 8.0f);  // row 2, column 0
+        QCOMPARE(last, 19.0f);  // row 4, column 3
+        QCOMPARE(g->find_tensor("m")->shape, (std::vector<uint64_t>{4, 2}));
+        QCOMPARE(g->tensors().size(), size_t(2));  // views are not file tensors
+        for (const auto& [of, first_row, rows] : {std::tuple{"m", 5, 2}, std::tuple{"m", 0, 0},
+                                                  std::tuple{"v", 0, 1}, std::tuple{"none", 0, 1}}) {
+            try {
+                g->add_row_view("bad", of, first_row, rows);
+                QFAIL(of);
+            } catch (const Error& err) {
+                QCOMPARE(err.code(), ErrorCode::InvalidModelFile);
+            }
+        }
     }
 
     // A model split by llama.cpp's gguf-split convention opens by its first file and reads as one:

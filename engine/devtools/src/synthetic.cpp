@@ -43,12 +43,16 @@ SyntheticShape with_modifiers(const std::string& full) {
             s.output_std = static_cast<float>(v);
         else if (number && key == "embed_std")
             s.embed_std = static_cast<float>(v);
+        else if (number && key == "orig" && v == std::floor(v) && s.original_context > 0)
+            s.original_context = static_cast<uint32_t>(v);
         else if (key == "untied" && value == "1")
             s.tied_output = false;
         else
-            throw Error(ErrorCode::InvalidArgument,
-                        "synthetic shape \"" + full + "\": unknown modifier \"" + item +
-                            "\" (layers=N, vocab=N of at least 286, untied=1, output_std=F, embed_std=F)");
+            throw Error(
+                ErrorCode::InvalidArgument,
+                "synthetic shape \"" + full + "\": unknown modifier \"" + item +
+                    "\" (layers=N, vocab=N of at least 286, untied=1, output_std=F, embed_std=F, orig=N for "
+                    "a LongRoPE shape)");
     }
     if (s.output_std > 0 && s.tied_output)
         throw Error(ErrorCode::InvalidArgument,
@@ -69,6 +73,19 @@ SyntheticShape qwen_shape(const std::string& name, const char* arch, uint32_t di
     s.qk_norm = s.architecture == "qwen3";
     return s;
 }
+
+SyntheticShape phi_shape(const std::string& name, uint32_t heads, uint32_t kv, uint32_t head_dim,
+                         uint32_t vocab) {
+    SyntheticShape s;
+    s.name = name;
+    s.architecture = "phi3";
+    s.dim = 3072, s.n_layers = 32, s.n_heads = heads, s.n_kv_heads = kv, s.head_dim = head_dim,
+    s.ffn_dim = 8192;
+    s.vocab = vocab;
+    s.fused_matrices = true;
+    s.special_tokens = {"<|endoftext|>", "<|assistant|>", "<|system|>", "<|end|>", "<|user|>"};
+    return s;
+}
 }  // namespace
 
 SyntheticShape synthetic_shape(const std::string& name) {
@@ -84,6 +101,27 @@ SyntheticShape named_shape(const std::string& name) {
     if (name == "qwen2.5-1.5b") return qwen_shape(name, "qwen2", 1536, 28, 12, 2, 0, 8960);
     if (name == "qwen3-0.6b") return qwen_shape(name, "qwen3", 1024, 28, 16, 8, 128, 3072);
     if (name == "qwen3-1.7b") return qwen_shape(name, "qwen3", 2048, 28, 16, 8, 128, 6144);
+    if (name == "phi3-mini") {  // Phi-3-mini-4k-instruct
+        SyntheticShape p = phi_shape(name, 32, 32, 0, 32064);
+        p.tied_output = false;
+        p.context_length = 4096;
+        p.sliding_window = 2047;
+        return p;
+    }
+    if (name == "phi3.5-mini") {  // Phi-3.5-mini-instruct: Phi-3-mini with LongRoPE to 128k
+        SyntheticShape p = phi_shape(name, 32, 32, 0, 32064);
+        p.tied_output = false;
+        p.context_length = 131072, p.original_context = 4096;
+        p.sliding_window = 262144;
+        return p;
+    }
+    if (name == "phi4-mini") {  // Phi-4-mini-instruct: GQA, a tied 200k vocabulary, partial RoPE
+        SyntheticShape p = phi_shape(name, 24, 8, 128, 200064);
+        p.rope_dims = 96;
+        p.context_length = 131072, p.original_context = 4096;
+        p.sliding_window = 262144;
+        return p;
+    }
     if (name == "110m") {
         s.dim = 768, s.n_layers = 12, s.n_heads = 12, s.n_kv_heads = 12, s.ffn_dim = 2048, s.vocab = 32000;
         return s;
@@ -124,12 +162,13 @@ SyntheticShape named_shape(const std::string& name) {
     throw Error(ErrorCode::InvalidArgument,
                 "unknown synthetic shape \"" + name +
                     "\" (tiny, 110m, tinyllama, llama3-1b, 7b, qwen2.5-0.5b, qwen2.5-1.5b, "
-                    "qwen3-0.6b, qwen3-1.7b, or DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB)");
+                    "qwen3-0.6b, qwen3-1.7b, phi3-mini, phi3.5-mini, phi4-mini, or "
+                    "DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB)");
 }
 }  // namespace
 
-void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab) {
-    if (vocab < 286)
+void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab, const std::vector<std::string>& specials) {
+    if (vocab < 286 + specials.size())
         throw Error(ErrorCode::InvalidArgument, "a synthetic vocabulary needs at least 286 pieces");
     const std::string space = "\xe2\x96\x81";  // "▁", sentencepiece's word-start marker
     std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
@@ -146,13 +185,17 @@ void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab) {
         tokens.push_back(std::string(1, c));
         types.push_back(1);
     }
-    for (uint32_t i = static_cast<uint32_t>(tokens.size()); i < vocab; ++i) {
+    for (uint32_t i = static_cast<uint32_t>(tokens.size()); i < vocab - specials.size(); ++i) {
         tokens.push_back(space + "w" + std::to_string(i));  // unique whole-word pieces
         types.push_back(1);
     }
+    for (const std::string& special : specials) {
+        tokens.push_back(special);
+        types.push_back(3);
+    }
     // Byte and control pieces score 0; ordinary pieces prefer earlier ones.
     std::vector<float> scores(vocab, 0.0f);
-    for (uint32_t i = 259; i < vocab; ++i) scores[i] = -static_cast<float>(i - 259);
+    for (uint32_t i = 259; i < vocab - specials.size(); ++i) scores[i] = -static_cast<float>(i - 259);
     w.set_string("tokenizer.ggml.model", "llama");
     w.set_string_array("tokenizer.ggml.tokens", tokens);
     w.set_f32_array("tokenizer.ggml.scores", scores);
@@ -178,11 +221,21 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
         w.set_u32(key + "attention.value_length", hd);
     }
     w.set_u32(key + "context_length", s.context_length);
-    w.set_u32(key + "rope.dimension_count", hd);
+    w.set_u32(key + "rope.dimension_count", s.rope_dims ? s.rope_dims : hd);
+    if (s.sliding_window) w.set_u32(key + "attention.sliding_window", s.sliding_window);
+    if (s.original_context) {  // LongRoPE, as llama.cpp's converter writes it
+        w.set_u32(key + "rope.scaling.original_context_length", s.original_context);
+        const double scale = double(s.context_length) / s.original_context;
+        w.set_f32(key + "rope.scaling.attn_factor",
+                  scale > 1 ? static_cast<float>(
+                                  std::sqrt(1 + std::log(scale) / std::log(double(s.original_context))))
+                            : 1.0f);
+    }
     w.set_f32(key + "rope.freq_base", s.rope_base);
-    w.set_f32(key + "attention.layer_norm_rms_epsilon", s.architecture == "llama" ? 1e-5f : 1e-6f);
+    w.set_f32(key + "attention.layer_norm_rms_epsilon",
+              s.architecture == "llama" || s.architecture == "phi3" ? 1e-5f : 1e-6f);
 
-    add_synthetic_vocabulary(w, s.vocab);
+    add_synthetic_vocabulary(w, s.vocab, s.special_tokens);
     if (!s.chat_template.empty()) w.set_string("tokenizer.chat_template", s.chat_template);
 
     enum class Fill { Matrix, Ones, Bias, NearOne };
@@ -228,13 +281,32 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
             vector(p + "attn_q_norm.weight", hd, Fill::NearOne);
             vector(p + "attn_k_norm.weight", hd, Fill::NearOne);
         }
-        matrix(p + "attn_q.weight", q, s.dim);
-        matrix(p + "attn_k.weight", kv, s.dim);
-        matrix(p + "attn_v.weight", kv, s.dim, more_bits(l));
+        if (s.fused_matrices) {
+            matrix(p + "attn_qkv.weight", q + 2 * kv, s.dim, more_bits(l));
+        } else {
+            matrix(p + "attn_q.weight", q, s.dim);
+            matrix(p + "attn_k.weight", kv, s.dim);
+            matrix(p + "attn_v.weight", kv, s.dim, more_bits(l));
+        }
         matrix(p + "attn_output.weight", s.dim, q);
-        matrix(p + "ffn_gate.weight", s.ffn_dim, s.dim);
-        matrix(p + "ffn_up.weight", s.ffn_dim, s.dim);
+        if (s.fused_matrices) {
+            matrix(p + "ffn_up.weight", 2 * s.ffn_dim, s.dim);
+        } else {
+            matrix(p + "ffn_gate.weight", s.ffn_dim, s.dim);
+            matrix(p + "ffn_up.weight", s.ffn_dim, s.dim);
+        }
         matrix(p + "ffn_down.weight", s.dim, s.ffn_dim, more_bits(l));
+    }
+    if (s.original_context) {  // per rotated pair: short near 1, long growing to ~30 for slow pairs
+        const uint32_t pairs = (s.rope_dims ? s.rope_dims : hd) / 2;
+        std::vector<float> short_f(pairs), long_f(pairs);
+        for (uint32_t i = 0; i < pairs; ++i) {
+            const double x = double(i) / pairs;
+            short_f[i] = static_cast<float>(1.0 + 0.05 * x);
+            long_f[i] = static_cast<float>(1.0 + 29.0 * x * x);
+        }
+        w.add_tensor("rope_factors_short.weight", {pairs}, 0, ops::quantize(0, short_f, pairs));
+        w.add_tensor("rope_factors_long.weight", {pairs}, 0, ops::quantize(0, long_f, pairs));
     }
 
     // Each tensor draws from its own stream (seed, index), so tensors are made in parallel and the

@@ -116,8 +116,16 @@ public:
     std::vector<int64_t> get_int_array(std::string_view key) const;
 
     const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+    // A tensor by name: a row view (add_row_view) first, then the file's own tensors.
     const GgufTensorInfo* find_tensor(std::string_view name) const;
     std::span<const uint8_t> tensor_data(const GgufTensorInfo& t) const;
+
+    // Makes rows [first_row, first_row + rows) of the file's 2-D tensor `of` findable as `name`
+    // (no copy: its data is a sub-span of the file's). How a model whose file fuses matrices
+    // (Phi-3's attn_qkv, its gate+up in ffn_up) is read as the separate ones the loader stacks; a
+    // view named like a file tensor takes its place. Not listed in tensors(). Throws
+    // Error(InvalidModelFile) when `of` is missing, not 2-D, or shorter than the rows asked for.
+    void add_row_view(const std::string& name, const std::string& of, uint64_t first_row, uint64_t rows);
 
 private:
     GgufFile() = default;
@@ -133,7 +141,8 @@ private:
     std::map<std::string, GgufValue> metadata_;
     std::vector<GgufTensorInfo> tensors_;
     std::map<std::string, size_t, std::less<>> tensor_index_;
-    std::vector<std::unique_ptr<GgufFile>> parts_;  // a split model's files after the first
+    std::map<std::string, GgufTensorInfo, std::less<>> views_;  // add_row_view
+    std::vector<std::unique_ptr<GgufFile>> parts_;              // a split model's files after the first
     static std::unique_ptr<GgufFile> open_one(const std::string& path);  // without following splits
     void open_split_parts();
 };

@@ -27,6 +27,16 @@ struct RopeScaling {
     // how Llama 3.1, 3.2 and 3.3 files carry Meta's "llama3" frequency scaling. Empty = all 1.
     // Applies together with any of the types above, as in llama.cpp.
     std::vector<float> frequency_factors;
+    // LongRoPE (Phi-3 128k, Phi-3.5, Phi-4-mini: tensors rope_factors_short/long.weight): the short
+    // factors are frequency_factors, these the long ones, which replace them when the context run
+    // is longer than original_context (as llama.cpp chooses). Empty otherwise. attn_factor carries
+    // LongRoPE's magnitude (rope.scaling.attn_factor, sqrt(1 + ln(scale) / ln(original))).
+    std::vector<float> frequency_factors_long;
+    // The factors for a run of `context` positions (long or short, see above).
+    const std::vector<float>& factors_for(uint32_t context) const {
+        return !frequency_factors_long.empty() && context > original_context ? frequency_factors_long
+                                                                             : frequency_factors;
+    }
 };
 
 const char* rope_scaling_name(RopeScaling::Type type);  // "none", "linear", "yarn"

@@ -552,8 +552,29 @@ std::vector<int64_t> GgufFile::get_int_array(std::string_view key) const {
 }
 
 const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
+    if (auto v = views_.find(name); v != views_.end()) return &v->second;
     auto it = tensor_index_.find(name);
     return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+void GgufFile::add_row_view(const std::string& name, const std::string& of, uint64_t first_row,
+                            uint64_t rows) {
+    const auto it = tensor_index_.find(of);
+    if (it == tensor_index_.end())
+        throw Error(ErrorCode::InvalidModelFile, path_ + ": tensor " + of + " is missing");
+    const GgufTensorInfo& t = tensors_[it->second];
+    if (t.shape.size() != 2 || t.shape[1] == 0 || t.size_bytes % t.shape[1] != 0 || rows == 0 ||
+        rows > t.shape[1] || first_row > t.shape[1] - rows)
+        throw Error(ErrorCode::InvalidModelFile, path_ + ": tensor " + of + " is not a matrix of at least " +
+                                                     std::to_string(first_row + rows) + " rows (to read " +
+                                                     name + " from it)");
+    const uint64_t row_bytes = t.size_bytes / t.shape[1];
+    GgufTensorInfo v = t;
+    v.name = name;
+    v.shape = {t.shape[0], rows};
+    v.offset = t.offset + first_row * row_bytes;
+    v.size_bytes = rows * row_bytes;
+    views_[name] = std::move(v);
 }
 
 std::span<const uint8_t> GgufFile::tensor_data(const GgufTensorInfo& t) const {

@@ -8,7 +8,8 @@
 
 namespace lantern {
 bool supported_architecture(std::string_view architecture) {
-    return architecture == "llama" || architecture == "qwen2" || architecture == "qwen3";
+    return architecture == "llama" || architecture == "qwen2" || architecture == "qwen3" ||
+           architecture == "phi3";
 }
 }  // namespace lantern
 
@@ -33,8 +34,9 @@ ModelInfo read_llama_config(const GgufFile& g) {
     if (m.architecture.empty())
         throw Error(ErrorCode::InvalidModelFile, g.path() + ": general.architecture is missing");
     if (!supported_architecture(m.architecture))
-        throw Error(ErrorCode::UnsupportedArchitecture, "unsupported architecture \"" + m.architecture +
-                                                            "\": Lantern runs llama, qwen2 and qwen3 models");
+        throw Error(ErrorCode::UnsupportedArchitecture,
+                    "unsupported architecture \"" + m.architecture +
+                        "\": Lantern runs llama, qwen2, qwen3 and phi3 models");
     m.name = g.get_string("general.name").value_or("");
     const std::string a = m.architecture + ".";
     m.dim = required(g, a + "embedding_length");
@@ -98,24 +100,40 @@ ModelInfo read_llama_config(const GgufFile& g) {
         throw Error(ErrorCode::InvalidModelFile,
                     g.path() + ": RoPE scaling attn_factor or original context is invalid");
 
-    // Llama 3.1+ carry their frequency scaling as a tensor rather than metadata; ignoring it would
-    // run such a model with the wrong angles at every position.
-    if (const auto* ff = g.find_tensor("rope_freqs.weight")) {
+    // Llama 3.1+ carry their frequency scaling as a tensor rather than metadata, Phi-3's LongRoPE
+    // as two (short and long); ignoring them would run such a model with the wrong angles at every
+    // position.
+    const auto factors = [&](const char* name, std::vector<float>& out) {
+        const auto* ff = g.find_tensor(name);
+        if (!ff) return false;
         const uint32_t pairs = m.n_rot / 2;
         if (ff->type != static_cast<uint32_t>(GgmlType::F32) || ff->shape.size() != 1 ||
             ff->shape[0] != pairs)
             throw Error(ErrorCode::InvalidModelFile,
-                        g.path() + ": rope_freqs.weight must be " + std::to_string(pairs) +
+                        g.path() + ": " + name + " must be " + std::to_string(pairs) +
                             " F32 values (one per rotated pair), not " + std::to_string(ff->elements()) +
                             " " + ggml_type_name(ff->type));
         const auto bytes = g.tensor_data(*ff);
-        rs.frequency_factors.resize(pairs);
-        std::memcpy(rs.frequency_factors.data(), bytes.data(), 4ull * pairs);
-        for (float f : rs.frequency_factors)
+        out.resize(pairs);
+        std::memcpy(out.data(), bytes.data(), 4ull * pairs);
+        for (float f : out)
             if (!(f > 0.0f) || !std::isfinite(f))
-                throw Error(ErrorCode::InvalidModelFile, g.path() + ": rope_freqs.weight holds " +
+                throw Error(ErrorCode::InvalidModelFile, g.path() + ": " + name + " holds " +
                                                              std::to_string(f) + ", not a positive factor");
-    }
+        return true;
+    };
+    const bool freqs = factors("rope_freqs.weight", rs.frequency_factors);
+    const bool short_factors = factors("rope_factors_short.weight", rs.frequency_factors);
+    const bool long_factors = factors("rope_factors_long.weight", rs.frequency_factors_long);
+    if (freqs && (short_factors || long_factors))
+        throw Error(ErrorCode::InvalidModelFile,
+                    g.path() + ": both rope_freqs.weight and LongRoPE factors: which one applies is unclear");
+    if (short_factors != long_factors)
+        throw Error(
+            ErrorCode::InvalidModelFile,
+            g.path() + ": LongRoPE needs both rope_factors_short.weight and rope_factors_long.weight");
+    // phi3.attention.sliding_window is not applied: llama.cpp runs Phi-3 without it (its converters
+    // do not say which layers it would be for), and Lantern gives llama.cpp's tokens.
 
     const auto* emb = g.find_tensor("token_embd.weight");
     if (!emb) throw Error(ErrorCode::InvalidModelFile, g.path() + ": tensor token_embd.weight is missing");
@@ -171,6 +189,39 @@ ModelInfo read_llama_config(const GgufFile& g) {
         m.weight_types += name + " x " + std::to_string(n);
     }
     return m;
+}
+
+void add_fused_tensor_views(GgufFile& g, const ModelInfo& m) {
+    if (m.architecture != "phi3") return;
+    const uint64_t q = m.q_dim(), kv = static_cast<uint64_t>(m.n_kv_heads) * m.head_dim;
+    for (uint32_t l = 0; l < m.n_layers; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        if (g.find_tensor(p + "attn_qkv.bias"))
+            throw Error(ErrorCode::UnsupportedArchitecture,
+                        "tensor " + p + "attn_qkv.bias: a bias on Q, K and V fused is not supported");
+        // Files that write Q, K and V apart (llama.cpp reads either) need no views.
+        if (!g.find_tensor(p + "attn_q.weight")) {
+            const auto* qkv = g.find_tensor(p + "attn_qkv.weight");
+            if (!qkv || qkv->shape.size() != 2 || qkv->shape[0] != m.dim || qkv->shape[1] != q + 2 * kv)
+                throw Error(ErrorCode::InvalidModelFile,
+                            g.path() + ": tensor " + p + "attn_qkv.weight must be " +
+                                std::to_string(q + 2 * kv) + " rows (Q, K and V) of " +
+                                std::to_string(m.dim));
+            g.add_row_view(p + "attn_q.weight", p + "attn_qkv.weight", 0, q);
+            g.add_row_view(p + "attn_k.weight", p + "attn_qkv.weight", q, kv);
+            g.add_row_view(p + "attn_v.weight", p + "attn_qkv.weight", q + kv, kv);
+        }
+        if (!g.find_tensor(p + "ffn_gate.weight")) {
+            const auto* up = g.find_tensor(p + "ffn_up.weight");
+            if (!up || up->shape.size() != 2 || up->shape[0] != m.dim || up->shape[1] != 2ull * m.ffn_dim)
+                throw Error(ErrorCode::InvalidModelFile,
+                            g.path() + ": tensor " + p + "ffn_up.weight must be " +
+                                std::to_string(2ull * m.ffn_dim) + " rows (gate, then up) of " +
+                                std::to_string(m.dim));
+            g.add_row_view(p + "ffn_gate.weight", p + "ffn_up.weight", 0, m.ffn_dim);
+            g.add_row_view(p + "ffn_up.weight", p + "ffn_up.weight", m.ffn_dim, m.ffn_dim);
+        }
+    }
 }
 
 }  // namespace lantern::model

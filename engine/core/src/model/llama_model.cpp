@@ -110,7 +110,9 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     rowmap_ = ctx.create_buffer(4ull * S, MemoryUse::Upload);
     capture_ = ctx.create_buffer(4ull * m.n_heads * (limits.context_length + 2), MemoryUse::Readback);
     dummy_ = ctx.create_buffer(16, MemoryUse::DeviceLocal);
-    auto rope = ops::rope_table(limits.context_length, m.n_rot, m.rope_freq_base, m.rope_scaling);
+    RopeScaling rope_scaling = m.rope_scaling;  // LongRoPE: the long factors for a long context
+    rope_scaling.frequency_factors = m.rope_scaling.factors_for(limits.context_length);
+    auto rope = ops::rope_table(limits.context_length, m.n_rot, m.rope_freq_base, rope_scaling);
     rope_ = ctx.create_buffer(rope.size() * 4, MemoryUse::DeviceLocal);
     ctx.upload(rope_, 0, rope.data(), rope.size() * 4);
 

@@ -45,6 +45,7 @@ public:
         auto t0 = Clock::now();
         gguf_ = GgufFile::open(path);
         info_ = model::read_llama_config(*gguf_);
+        model::add_fused_tensor_views(*gguf_, info_);
         tokenizer_ = Tokenizer::from_gguf(*gguf_);
         template_source_ = gguf_->get_string("tokenizer.chat_template").value_or("");
         if (static_cast<uint32_t>(tokenizer_->vocab_size()) != info_.vocab)

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lantern {
 
@@ -26,6 +27,16 @@ struct SyntheticShape {
     // residual stream next to the layers' outputs, so a random model's next token depends on its
     // input (with 0.02 the Q/K/V biases and layer outputs drown it and greedy text repeats).
     float embed_std = 0;
+    // phi3: Q, K and V as one attn_qkv matrix and the gate and up rows as one ffn_up (gate first).
+    bool fused_matrices = false;
+    uint32_t rope_dims = 0;       // rope.dimension_count; 0 = the head size (Phi-4-mini: 96 of 128)
+    uint32_t sliding_window = 0;  // written as attention.sliding_window when > 0 (phi3)
+    // LongRoPE when > 0 (Phi-3.5, Phi-4-mini): rope.scaling.original_context_length, its
+    // attn_factor, and rope_factors_short/long.weight (short near 1, long up to ~30).
+    uint32_t original_context = 0;
+    // Control tokens that end the vocabulary (the phi shapes: Phi-3's <|endoftext|>, <|user|>, ...;
+    // llama.cpp looks some of them up by text in a model it takes for Phi-3).
+    std::vector<std::string> special_tokens;
     std::string chat_template;  // written as tokenizer.chat_template when set (tests of chat formats)
     uint32_t head_size() const { return head_dim ? head_dim : dim / n_heads; }
 };
@@ -36,10 +47,14 @@ struct SyntheticShape {
 // "7b" (Llama 2 7B: 4096/32 layers/32 heads/FFN 11008/vocab 32000; for GPUs), the Qwen family's
 // shapes (vocab 151936, tied, RoPE base 1e6): "qwen2.5-0.5b" (896/24/14 heads/2 KV/FFN 4864, Q/K/V
 // biases), "qwen2.5-1.5b" (1536/28/12/2/8960, biases), "qwen3-0.6b" (1024/28/16 heads of 128/8 KV/
-// FFN 3072, Q/K norms), "qwen3-1.7b" (2048/28/16 of 128/8/6144, Q/K norms), or any shape as
-// "DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB" (llama, untied LM head). A name may end in modifiers, each
-// ",key=value": layers=N, vocab=N, untied=1, output_std=F, embed_std=F
-// (e.g. "qwen3-0.6b,layers=2,vocab=1024").
+// FFN 3072, Q/K norms), "qwen3-1.7b" (2048/28/16 of 128/8/6144, Q/K norms), the Phi family's
+// (phi3, fused Q/K/V and gate/up, RoPE base 1e4): "phi3-mini" (Phi-3-mini-4k: 3072/32/32 heads/32
+// KV/FFN 8192/vocab 32064, untied, window 2047), "phi3.5-mini" (the same with LongRoPE to 128k
+// from 4k), "phi4-mini" (3072/32/24 heads of 128/8 KV/8192/vocab 200064, tied, RoPE on 96 of each
+// head's 128 dims, LongRoPE), or any shape as "DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB" (llama, untied
+// LM head). A name may end in modifiers, each ",key=value": layers=N, vocab=N, untied=1,
+// output_std=F, embed_std=F, orig=N (LongRoPE's original context; the long factors apply to longer
+// runs) (e.g. "qwen3-0.6b,layers=2,vocab=1024").
 // Throws Error(InvalidArgument) for other names and modifiers and for shapes the engine cannot run
 // (heads not dividing the width into even head dimensions, KV heads not dividing the heads).
 SyntheticShape synthetic_shape(const std::string& name);
@@ -48,8 +63,10 @@ class GgufWriter;
 
 // Writes a sentencepiece-style ("llama") vocabulary of `vocab` pieces: <unk>, <s>, </s>, the 256
 // byte-fallback pieces <0x00>..<0xFF>, "▁", the letters a-z, then numbered whole-word pieces.
-// Any text encodes (letters as pieces, everything else as bytes). Needs vocab >= 286.
-void add_synthetic_vocabulary(GgufWriter& writer, uint32_t vocab);
+// Any text encodes (letters as pieces, everything else as bytes). Needs vocab >= 286. `specials`
+// take the last ids, as control tokens.
+void add_synthetic_vocabulary(GgufWriter& writer, uint32_t vocab,
+                              const std::vector<std::string>& specials = {});
 
 // A mix of types like llama.cpp's Q4_K_M files (what most users download): Q4_K, with Q6_K for
 // output.weight and for attn_v and ffn_down in the first and last eighth of the layers and every
