@@ -149,8 +149,8 @@ class BpeTokenizerTest : public QObject {
         std::unique_ptr<Tokenizer> tokenizer;
         std::vector<Case> cases;
     };
-    // One vocabulary under every pre-tokenizer: llama3 ("llama-bpe"), tekken, smollm, qwen2, gpt2
-    // ("gpt-2"), deepseek_llm, deepseek_coder.
+    // One vocabulary under every pre-tokenizer: llama3 ("llama-bpe"), tekken, gpt4o ("gpt-4o"),
+    // smollm, qwen2, gpt2 ("gpt-2"), deepseek_llm, deepseek_coder.
     std::map<std::string, Suite> suites_;
     Tokenizer* trained_ = nullptr;  // the llama3 one
 
@@ -164,11 +164,11 @@ private slots:
                 bool add_bos;
             };
             // As scripts/bpe-tokenizer-vectors wrote them for llama.cpp (VARIANTS there).
-            for (const Variant v :
-                 {Variant{"llama3", "llama-bpe", true}, Variant{"tekken", "tekken", true},
-                  Variant{"smollm", "smollm", false}, Variant{"qwen2", "qwen2", false},
-                  Variant{"gpt2", "gpt-2", false}, Variant{"deepseek_llm", "deepseek-llm", false},
-                  Variant{"deepseek_coder", "deepseek-coder", false}}) {
+            for (const Variant v : {Variant{"llama3", "llama-bpe", true}, Variant{"tekken", "tekken", true},
+                                    Variant{"gpt4o", "gpt-4o", false}, Variant{"smollm", "smollm", false},
+                                    Variant{"qwen2", "qwen2", false}, Variant{"gpt2", "gpt-2", false},
+                                    Variant{"deepseek_llm", "deepseek-llm", false},
+                                    Variant{"deepseek_coder", "deepseek-coder", false}}) {
                 Suite& suite = suites_[v.name];
                 const auto bytes = test::bpe_test_vocab(v.pre, v.add_bos);
                 suite.tokenizer = Tokenizer::from_gguf(*GgufFile::from_memory(bytes));
@@ -400,6 +400,28 @@ private slots:
         QFETCH(QString, text);
         QFETCH(QStringList, expected);
         QCOMPARE(words(text.toStdString(), BpePreTokenizer::Tekken), strings_of(expected));
+    }
+
+    // GPT-4o's expression (Phi-4-mini, Llama 4) as llama.cpp runs it: tekken's case splits, an
+    // English contraction in any case stays on its word, digits in runs of up to three.
+    void gpt4oPreTokenizerSplits_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QStringList>("expected");
+        const auto row = [](const char* name, const char* text, QStringList expected) {
+            QTest::newRow(name) << QString::fromUtf8(text) << expected;
+        };
+        row("camel case", "helloWorld HTTPServer", {"hello", "World", " HTTPServer"});
+        row("contractions kept", "it's you'LL don't WE'RE", {"it's", " you'LL", " don't", " WE'RE"});
+        row("not a contraction", "O'Neil it'x", {"O", "'Neil", " it", "'x"});
+        row("upper word and contraction", "HELLO's", {"HELLO's"});
+        row("digits by three", "x 1234567", {"x", " ", "123", "456", "7"});
+        row("outside ASCII both cases", "ÉCOLE élève", {"É", "COLE", " élève"});
+        row("slashes after punctuation", "a!!/\nb", {"a", "!!/\n", "b"});
+    }
+    void gpt4oPreTokenizerSplits() {
+        QFETCH(QString, text);
+        QFETCH(QStringList, expected);
+        QCOMPARE(words(text.toStdString(), BpePreTokenizer::Gpt4o), strings_of(expected));
     }
 
     // Bytes that are not UTF-8 are words of their own, encode through the byte alphabet and come
@@ -664,11 +686,11 @@ private slots:
         other.merges = {"a b"};
         other.pre = "chatglm-bpe";
         QCOMPARE(error_of([&] { small_tokenizer(other); }, &what), ErrorCode::UnsupportedTokenizer);
-        QVERIFY2(
-            what.find("pre-tokenizer \"chatglm-bpe\" is not supported yet (\"llama-bpe\", \"qwen2\", "
-                      "\"tekken\", \"smollm\", \"deepseek-llm\", \"deepseek-coder\" and \"gpt-2\" are)") !=
-                std::string::npos,
-            what.c_str());
+        QVERIFY2(what.find(
+                     "pre-tokenizer \"chatglm-bpe\" is not supported yet (\"llama-bpe\", \"qwen2\", "
+                     "\"tekken\", \"gpt-4o\", \"smollm\", \"deepseek-llm\", \"deepseek-coder\" and \"gpt-2\" "
+                     "are)") != std::string::npos,
+                 what.c_str());
         SmallVocab unnamed;
         unnamed.merges = {"a b"};
         unnamed.pre.clear();

@@ -200,7 +200,10 @@ size_t gpt2_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
 //   [^\r\n\p{L}\p{N}]?U*W+ | [^\r\n\p{L}\p{N}]?U+W* | \p{N} | ?[^\s\p{L}\p{N}]+[\r\n/]*
 //   | \s*[\r\n]+ | \s+(?!\S) | \s+
 // So "HelloWorld" is two words, "HELLOworld" one, and digits come one by one.
-size_t tekken_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
+// With `gpt4o` (GPT-4o's expression, as llama.cpp runs it): each letter alternative may end in an
+// English contraction, any case ((?i:'s|'t|'re|'ve|'m|'ll|'d)?), and digits come in runs of up to
+// three (\p{N}{1,3}).
+size_t tekken_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n, bool gpt4o = false) {
     const auto at = [&](size_t k) { return k < n ? cp[k] : kInvalid; };
     const auto has = [&](size_t k) { return k < n; };
     const auto upper = [&](size_t k) {
@@ -217,17 +220,30 @@ size_t tekken_word_end(const std::vector<uint32_t>& cp, size_t i, size_t n) {
     // The optional leading character, taken when what follows matches (the regex tries it first).
     const bool lead = !is_newline(c) && !is_letter(c) && !is_number(c) && has(i + 1);
     const size_t k = lead && is_letter(at(i + 1)) ? i + 1 : i;
+    // GPT-4o: the contraction after a word's letters, if one follows (lower-cased ASCII compared).
+    const auto contraction = [&](size_t e) {
+        if (!gpt4o || at(e) != '\'') return e;
+        const uint32_t a = lower_ascii(at(e + 1));
+        if (a == 's' || a == 't' || a == 'm' || a == 'd') return e + 2;
+        const uint32_t b = lower_ascii(at(e + 2));
+        if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return e + 3;
+        return e;
+    };
     if (is_letter(at(k))) {
         // U*W+: the upper run, then the lower run; if that is empty, give back upper letters until
         // one that is also lower (a letter outside ASCII) starts the lower run.
         const size_t u = run(k, upper);
-        if (const size_t w = run(u, lower); w > u) return w;
+        if (const size_t w = run(u, lower); w > u) return contraction(w);
         for (size_t m = u; m-- > k;)
-            if (lower(m)) return run(m, lower);
+            if (lower(m)) return contraction(run(m, lower));
         // U+W*: an upper run (never empty here: the letter at k is upper or lower, and not lower).
-        return run(u, lower);
+        return contraction(run(u, lower));
     }
-    if (is_number(c)) return i + 1;
+    if (is_number(c)) {
+        size_t e = i + 1;
+        while (gpt4o && e < n && e < i + 3 && is_number(cp[e])) ++e;
+        return e;
+    }
     const auto symbol = [&](size_t j) {
         return has(j) && !is_space(at(j)) && !is_letter(at(j)) && !is_number(at(j));
     };
@@ -435,6 +451,9 @@ std::vector<std::string_view> bpe_split_words(std::string_view text, BpePreToken
                 break;
             case BpePreTokenizer::Tekken:
                 end = tekken_word_end(cps.cp, i, n);
+                break;
+            case BpePreTokenizer::Gpt4o:
+                end = tekken_word_end(cps.cp, i, n, true);
                 break;
             case BpePreTokenizer::SmolLm: {
                 // Every digit is a word of its own; GPT-2's expression splits the text between

@@ -25,6 +25,8 @@ enum class BpePreTokenizer {
     Qwen2,   // "qwen2", "deepseek-r1-qwen": Qwen2, Qwen2.5, Qwen3 and the R1 distills: Llama 3's
              // expression with every digit on its own
     Tekken,  // "tekken": Mistral NeMo, Mistral Small 3 (llama architecture): words split at case changes
+    Gpt4o,   // "gpt-4o", "llama4", "kanana2", "talkie": Phi-4-mini, Llama 4: tekken's expression with
+             // English contractions kept on the word ("don't") and digits in runs of up to three
     // DeepSeek's first models (llama architecture): a sequence of expressions, each splitting the
     // pieces of the ones before it (line breaks, letter runs, punctuation runs, CJK runs, digits)
     DeepSeekLlm,    // "deepseek-llm": DeepSeek LLM 7B/67B

@@ -325,6 +325,9 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
         pre = tokenizer::BpePreTokenizer::Gpt2;
     } else if (pre_name && *pre_name == "tekken") {
         pre = tokenizer::BpePreTokenizer::Tekken;
+    } else if (pre_name && (*pre_name == "gpt-4o" || *pre_name == "llama4" || *pre_name == "kanana2" ||
+                            *pre_name == "talkie")) {
+        pre = tokenizer::BpePreTokenizer::Gpt4o;
     } else if (pre_name && *pre_name == "deepseek-llm") {
         pre = tokenizer::BpePreTokenizer::DeepSeekLlm;
     } else if (pre_name && *pre_name == "deepseek-coder") {
@@ -335,7 +338,8 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build_bpe(const GgufFile& gguf
         throw Error(
             ErrorCode::UnsupportedTokenizer,
             pre_name ? "this model's BPE pre-tokenizer \"" + *pre_name +
-                           "\" is not supported yet (\"llama-bpe\", \"qwen2\", \"tekken\", \"smollm\", "
+                           "\" is not supported yet (\"llama-bpe\", \"qwen2\", \"tekken\", \"gpt-4o\", "
+                           "\"smollm\", "
                            "\"deepseek-llm\", "
                            "\"deepseek-coder\" and \"gpt-2\" are)"
                      : "this BPE vocabulary does not name its pre-tokenizer (tokenizer.ggml.pre), so how it "
