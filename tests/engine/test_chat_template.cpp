@@ -126,6 +126,14 @@ const char* const kPhi3Template =
     "{% for message in messages %}{% if message['role'] == 'user' %}{{'<|user|>\\n' + message['content'] + "
     "'<|end|>\\n'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>\\n' + message['content'] + "
     "'<|end|>\\n'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}";
+// Phi-4-mini-instruct's: markers built from the role, no line breaks.
+const char* const kPhi4Template =
+    "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and "
+    "message['tools'] is not none %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + "
+    "message['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + message['role'] + '|>' + "
+    "message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ "
+    "'<|assistant|>' "
+    "}}{% else %}{{ eos_token }}{% endif %}";
 const char* const kGemmaTemplate =
     "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'assistant') %}{% set role = "
     "'model' "
@@ -143,7 +151,7 @@ const char* const kUnknownTemplate =
 const ChatFormat kChatFormats[] = {ChatFormat::Llama2,        ChatFormat::Mistral,   ChatFormat::ChatML,
                                    ChatFormat::Zephyr,        ChatFormat::Falcon3,   ChatFormat::Phi3,
                                    ChatFormat::Gemma,         ChatFormat::MistralV7, ChatFormat::DeepSeekLlm,
-                                   ChatFormat::DeepSeekCoder, ChatFormat::Qwen3};
+                                   ChatFormat::DeepSeekCoder, ChatFormat::Qwen3,     ChatFormat::Phi4};
 
 // The conversation without its last message (a reply), so that it ends with a user turn.
 std::vector<ChatMessage> prompt_messages_of(std::vector<ChatMessage> messages) {
@@ -256,6 +264,7 @@ private slots:
                "'Assistant:' }}{% endif %}"
             << int(ChatFormat::DeepSeekLlm);
         QTest::newRow("phi3") << kPhi3Template << int(ChatFormat::Phi3);
+        QTest::newRow("phi4") << kPhi4Template << int(ChatFormat::Phi4);
         QTest::newRow("gemma") << kGemmaTemplate << int(ChatFormat::Gemma);
         QTest::newRow("llama3") << kLlama3Template << int(ChatFormat::Llama3);
         QTest::newRow("mistral v7 (Mistral Small 3)")
@@ -286,6 +295,7 @@ private slots:
         const auto llama3_bytes = marker_vocab_gguf(kLlama3Template);
         QVERIFY(ChatTemplate::from_gguf(*GgufFile::from_memory(llama3_bytes)).format() == ChatFormat::Llama3);
         QCOMPARE(std::string(chat_format_name(ChatFormat::Phi3)), std::string("phi3"));
+        QCOMPARE(std::string(chat_format_name(ChatFormat::Phi4)), std::string("phi4"));
     }
 
     void completionModeMatchesStoriesReference() {
@@ -338,6 +348,9 @@ private slots:
             << int(ChatFormat::Phi3)
             << "<s><|system|>\nBe brief.<|end|>\n<|user|>\nHi!<|end|>\n<|assistant|>\nHello."
                "<|end|>\n<|user|>\nName a colour.<|end|>\n<|assistant|>\n";
+        QTest::newRow("phi4") << int(ChatFormat::Phi4)
+                              << "<s><|system|>Be brief.<|end|><|user|>Hi!<|end|><|assistant|>Hello.<|end|>"
+                                 "<|user|>Name a colour.<|end|><|assistant|>";
         QTest::newRow("gemma")
             << int(ChatFormat::Gemma)
             << "<s><start_of_turn>user\nBe brief.\n\nHi!<end_of_turn>\n<start_of_turn>model\n"
@@ -386,6 +399,13 @@ private slots:
                 e.special(kImStart).text("assistant\n").reply("Hello.").special(kImEnd).text("\n");
                 e.special(kImStart).text("user\nBye").special(kImEnd).text("\n");
                 e.special(kImStart).text("assistant\n");
+                break;
+            case ChatFormat::Phi4:
+                e.special(kBos).special(kSystem).text("Be brief.").special(kEnd);
+                e.special(kUser).text("Hi!").special(kEnd);
+                e.special(kAssistant).reply("Hello.").special(kEnd);
+                e.special(kUser).text("Bye").special(kEnd);
+                e.special(kAssistant);
                 break;
             case ChatFormat::Zephyr:
             case ChatFormat::Phi3: {
@@ -482,10 +502,10 @@ private slots:
         QTest::addColumn<int>("format");
         QTest::addColumn<QString>("vocabulary");
         for (const char* vocab : {"llama2-vocab", "marker-vocab"})
-            for (ChatFormat f :
-                 {ChatFormat::Completion, ChatFormat::Llama2, ChatFormat::Mistral, ChatFormat::ChatML,
-                  ChatFormat::Zephyr, ChatFormat::Falcon3, ChatFormat::Phi3, ChatFormat::Gemma,
-                  ChatFormat::MistralV7, ChatFormat::DeepSeekLlm, ChatFormat::DeepSeekCoder})
+            for (ChatFormat f : {ChatFormat::Completion, ChatFormat::Llama2, ChatFormat::Mistral,
+                                 ChatFormat::ChatML, ChatFormat::Zephyr, ChatFormat::Falcon3,
+                                 ChatFormat::Phi3, ChatFormat::Phi4, ChatFormat::Gemma, ChatFormat::MistralV7,
+                                 ChatFormat::DeepSeekLlm, ChatFormat::DeepSeekCoder})
                 QTest::newRow(qPrintable(QString("%1/%2").arg(chat_format_name(f), vocab)))
                     << int(f) << vocab;
     }

@@ -444,6 +444,7 @@ constexpr TurnStyle kZephyr{"", true, "", "\n", "", "\n", "assistant", true, fal
 // Zephyr's markers, but only replies end with EOS (Falcon 3 Instruct, as Tulu's template).
 constexpr TurnStyle kFalcon3{"", true, "", "\n", "", "\n", "assistant", true, false, true};
 constexpr TurnStyle kPhi3{"", true, "", "\n", "<|end|>", "\n", "assistant", true, false, false};
+constexpr TurnStyle kPhi4{"", true, "", "", "<|end|>", "", "assistant", true, false, false};
 constexpr TurnStyle kGemma{"<start_of_turn>", false, "",   "\n", "<end_of_turn>", "\n",
                            "model",           false, true, false};
 // Meta's Llama 3 template trims every message.
@@ -476,6 +477,8 @@ const char* chat_format_name(ChatFormat format) {
             return "falcon3";
         case ChatFormat::Phi3:
             return "phi3";
+        case ChatFormat::Phi4:
+            return "phi4";
         case ChatFormat::Gemma:
             return "gemma";
         case ChatFormat::Llama3:
@@ -507,6 +510,9 @@ std::optional<ChatFormat> ChatTemplate::detect(std::string_view jinja) {
     if (has("<|im_start|>") && has("enable_thinking")) return ChatFormat::Qwen3;
     if (has("<|im_start|>")) return ChatFormat::ChatML;
     if (has("<start_of_turn>")) return ChatFormat::Gemma;
+    // Phi-4-mini builds every marker from the role ('<|' + message['role'] + '|>') and writes no
+    // line breaks; it closes turns with <|end|> as Phi-3 does.
+    if (has("'<|' + message['role'] + '|>'") && has("<|end|>")) return ChatFormat::Phi4;
     // Phi-3, Zephyr and Falcon 3 share <|user|>. Phi-3 closes turns with <|end|>; Zephyr closes
     // every turn with EOS, Falcon 3 only replies: its user turn is "'<|user|>\n' + content + '\n'".
     if (has("<|user|>")) {
@@ -541,6 +547,7 @@ bool ChatTemplate::has_system_role() const {
         case ChatFormat::Zephyr:
         case ChatFormat::Falcon3:
         case ChatFormat::Phi3:
+        case ChatFormat::Phi4:
         case ChatFormat::Llama3:
         case ChatFormat::MistralV7:
         case ChatFormat::DeepSeekR1:
@@ -594,6 +601,9 @@ RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const 
         case ChatFormat::Phi3:
             render_turns(b, tokenizer, messages, add_generation_prompt, kPhi3);
             break;
+        case ChatFormat::Phi4:
+            render_turns(b, tokenizer, messages, add_generation_prompt, kPhi4);
+            break;
         case ChatFormat::Gemma:
             render_turns(b, tokenizer, messages, add_generation_prompt, kGemma);
             break;
@@ -636,6 +646,7 @@ std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer
         case ChatFormat::Qwen3:
             return marker_tokens(tokenizer, "<|im_end|>");
         case ChatFormat::Phi3:
+        case ChatFormat::Phi4:
             return marker_tokens(tokenizer, "<|end|>");
         case ChatFormat::Gemma:
             return marker_tokens(tokenizer, "<end_of_turn>");

@@ -82,7 +82,8 @@ enum class ChatFormat {
     Falcon3,
     DeepSeekLlm,
     DeepSeekCoder,
-    Qwen3
+    Qwen3,
+    Phi4  // Phi-4-mini: Phi-3's markers with no line breaks ("<|user|>Hi<|end|><|assistant|>")
 };
 const char* chat_format_name(ChatFormat format);  // "llama2", "chatml", ...
 
