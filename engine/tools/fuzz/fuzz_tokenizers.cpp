@@ -21,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         {BpePreTokenizer::Gpt2, "gpt-2"},
         {BpePreTokenizer::Qwen2, "qwen2"},
         {BpePreTokenizer::Tekken, "tekken"},
+        {BpePreTokenizer::Gpt4o, "gpt-4o"},
         {BpePreTokenizer::DeepSeekLlm, "deepseek-llm"},
         {BpePreTokenizer::DeepSeekCoder, "deepseek-coder"},
     };
