@@ -7,13 +7,18 @@ layout(local_size_x_id = 0) in;
 #include "weights.glsl"
 layout(std430, binding = 2) readonly buffer Tokens { uint tokens[]; };
 layout(std430, binding = 3) writeonly buffer Out { float x[]; };
-layout(push_constant) uniform Push { uint K; uint T; uint vocab; uint row_units; uint tile_rows; } pc;
+// One dispatch per row part of the table (its rows first_row .. first_row + rows - 1): a token
+// whose row another part holds is left to that part's dispatch.
+layout(push_constant) uniform Push {
+    uint K; uint T; uint rows; uint row_units; uint tile_rows; uint first_row; uint vocab;
+} pc;
 void main() {
     uint u = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;
     if (u >= pc.row_units || t >= pc.T) return;
     uint tok = min(tokens[t], pc.vocab - 1u);  // the host validates ids; never read out of bounds
+    if (tok < pc.first_row || tok - pc.first_row >= pc.rows) return;
     vec4 w[VPU_MAX];
-    dequant_unit(WT, row_walk(WT, tok, pc.vocab, pc.row_units, pc.tile_rows), u, w);
+    dequant_unit(WT, row_walk(WT, tok - pc.first_row, pc.rows, pc.row_units, pc.tile_rows), u, w);
     for (uint v = 0; v < VPU; ++v)
         for (uint c = 0; c < 4u; ++c) {
             uint k = u * EPU + 4u * v + c;

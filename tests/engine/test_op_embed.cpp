@@ -1,5 +1,6 @@
 // The embedding lookup (ops/embed) against its CPU reference for every weight type: row lengths
-// around the workgroup width, every token count, guard words around the output.
+// around the workgroup width, every token count, tables in one part and in three, guard words
+// around the output.
 #include <QTest>
 
 #include <algorithm>
@@ -38,7 +39,10 @@ private slots:
         for (uint32_t dim : dims)
             for (uint32_t T : kTokenCounts) {
                 const uint32_t vocab = 37;
-                auto w = make_weight(ctx, type, vocab, dim, rng);
+                // Every other case in three row parts (a table larger than one texel view).
+                const std::vector<uint64_t> parts =
+                    T % 2 ? std::vector<uint64_t>{} : std::vector<uint64_t>{12, 16, 9};
+                auto w = make_weight(ctx, type, vocab, dim, rng, parts);
                 std::vector<int32_t> tokens(T);
                 for (auto& tk : tokens) tk = static_cast<int32_t>(rng.below(vocab));
                 tokens[0] = vocab - 1;  // the last row too

@@ -8,33 +8,34 @@ namespace lantern::ops {
 
 namespace {
 struct Push {
-    uint32_t K, T, vocab, row_units, tile_rows;
+    uint32_t K, T, rows, row_units, tile_rows, first_row, vocab;
 };
 constexpr uint32_t kGroup = 64;
 }  // namespace
 
 EmbedOp::EmbedOp(vk::Context& ctx, const DeviceWeight& table, vk::BufferRange tokens, vk::BufferRange out)
     : ctx_(&ctx), w_(&table) {
-    // The lookup reads single rows anywhere in the table, so it must be one binding; a table too
-    // large for one binding is rejected at load with a clear message (see LlamaModel).
-    if (table.parts.size() != 1)
-        throw Error(ErrorCode::ModelTooLarge,
-                    "the token embedding table does not fit one texel-buffer binding");
+    if (table.parts.empty()) throw Error(ErrorCode::Internal, "an embedding table without rows");
     kernel_ = &ctx.kernel(table.format->embed,
                           {vk::BindingKind::TexelUint4, vk::BindingKind::TexelFloat, vk::BindingKind::Storage,
                            vk::BindingKind::Storage},
                           sizeof(Push), {kGroup});
-    const auto& part = table.parts[0];
-    vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;
-    vk::BufferRange ranges[] = {part.values, scales, tokens, out};
-    set_ = ctx.make_set(*kernel_, ranges);
+    for (const auto& part : table.parts) {
+        vk::BufferRange scales = part.scales.buffer ? part.scales : part.values;
+        vk::BufferRange ranges[] = {part.values, scales, tokens, out};
+        sets_.push_back(ctx.make_set(*kernel_, ranges));
+    }
 }
 
 void EmbedOp::record(VkCommandBuffer cmd, uint32_t tokens) const {
-    Push p{static_cast<uint32_t>(w_->cols), tokens, static_cast<uint32_t>(w_->rows),
-           static_cast<uint32_t>(w_->row_units), w_->tile_rows};
-    ctx_->dispatch(cmd, *kernel_, set_, &p, static_cast<uint32_t>((w_->row_units + kGroup - 1) / kGroup),
-                   tokens);
+    for (size_t i = 0; i < sets_.size(); ++i) {
+        const auto& part = w_->parts[i];
+        Push p{static_cast<uint32_t>(w_->cols),      tokens,        static_cast<uint32_t>(part.rows),
+               static_cast<uint32_t>(w_->row_units), w_->tile_rows, static_cast<uint32_t>(part.first_row),
+               static_cast<uint32_t>(w_->rows)};
+        ctx_->dispatch(cmd, *kernel_, sets_[i], &p,
+                       static_cast<uint32_t>((w_->row_units + kGroup - 1) / kGroup), tokens);
+    }
 }
 
 void reference_embed(std::span<const float> table, uint32_t dim, std::span<const int32_t> tokens,

@@ -1,7 +1,11 @@
-// Embedding lookup: x[t] = dequant(token_embd[token[t]]). Kernel: shaders/embed.comp.
+// Embedding lookup: x[t] = dequant(token_embd[token[t]]). Kernel: shaders/embed.comp. A table
+// split in row parts (larger than one texel view: Phi-4-mini's 200k x 3072, tied with the LM head)
+// takes one dispatch per part, each writing the tokens whose rows it holds. Token ids are
+// validated by the caller; an id past the table reads its last row.
 #pragma once
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "ops/device_weight.h"
 
@@ -17,7 +21,7 @@ private:
     vk::Context* ctx_ = nullptr;
     const DeviceWeight* w_ = nullptr;
     const vk::Kernel* kernel_ = nullptr;
-    VkDescriptorSet set_ = VK_NULL_HANDLE;
+    std::vector<VkDescriptorSet> sets_;  // one per part of the table
 };
 
 // CPU reference: `table` is vocab x dim floats.
