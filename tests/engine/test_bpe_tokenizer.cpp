@@ -377,51 +377,42 @@ private slots:
         QCOMPARE(words(text.toStdString(), BpePreTokenizer::DeepSeekLlm), strings_of(llm));
     }
 
-    // Mistral's tekken as llama.cpp runs it: words split where lower case turns upper, an upper
-    // run keeps the lower run after it, letters outside ASCII count as both cases, one digit at a
-    // time, slashes and line breaks stay with punctuation.
-    void tekkenPreTokenizerSplits_data() {
+    // The case-splitting expressions as llama.cpp runs them (its std::regex has no \p{Lu}).
+    // Mistral's tekken: words split where lower case turns upper, an upper run keeps the lower run
+    // after it, letters outside ASCII count as both cases, one digit at a time, slashes and line
+    // breaks stay with punctuation. GPT-4o's (Phi-4-mini, Llama 4): the same splits, an English
+    // contraction in any case stays on its word, digits in runs of up to three.
+    void caseSplittingPreTokenizers_data() {
+        QTest::addColumn<int>("pre");
         QTest::addColumn<QString>("text");
         QTest::addColumn<QStringList>("expected");
-        const auto row = [](const char* name, const char* text, QStringList expected) {
-            QTest::newRow(name) << QString::fromUtf8(text) << expected;
+        const auto row = [](const char* name, BpePreTokenizer pre, const char* text, QStringList expected) {
+            QTest::newRow(name) << int(pre) << QString::fromUtf8(text) << expected;
         };
-        row("camel case", "helloWorld HTTPServer", {"hello", "World", " HTTPServer"});
-        row("upper run then lower", "HELLOworld", {"HELLOworld"});
-        row("all upper", "HELLO", {"HELLO"});
-        row("digits one by one", "x 123", {"x", " ", "1", "2", "3"});
-        row("no contractions", "it's you'LL", {"it", "'s", " you", "'LL"});
+        const auto tekken = BpePreTokenizer::Tekken, gpt4o = BpePreTokenizer::Gpt4o;
+        row("tekken: camel case", tekken, "helloWorld HTTPServer", {"hello", "World", " HTTPServer"});
+        row("tekken: upper run then lower", tekken, "HELLOworld", {"HELLOworld"});
+        row("tekken: all upper", tekken, "HELLO", {"HELLO"});
+        row("tekken: digits one by one", tekken, "x 123", {"x", " ", "1", "2", "3"});
+        row("tekken: no contractions", tekken, "it's you'LL", {"it", "'s", " you", "'LL"});
         // "É" is upper and lower at once: U*W+ gives back the upper run down to it (llama.cpp agrees).
-        row("outside ASCII both cases", "ÉCOLE élève", {"É", "COLE", " élève"});
-        row("slashes after punctuation", "a!!/\nb", {"a", "!!/\n", "b"});
-        row("whitespace", "a \n \n  b", {"a", " \n \n", " ", " b"});
+        row("tekken: outside ASCII both cases", tekken, "ÉCOLE élève", {"É", "COLE", " élève"});
+        row("tekken: slashes after punctuation", tekken, "a!!/\nb", {"a", "!!/\n", "b"});
+        row("tekken: whitespace", tekken, "a \n \n  b", {"a", " \n \n", " ", " b"});
+        row("gpt-4o: camel case", gpt4o, "helloWorld HTTPServer", {"hello", "World", " HTTPServer"});
+        row("gpt-4o: contractions kept", gpt4o, "it's you'LL don't WE'RE",
+            {"it's", " you'LL", " don't", " WE'RE"});
+        row("gpt-4o: not a contraction", gpt4o, "O'Neil it'x", {"O", "'Neil", " it", "'x"});
+        row("gpt-4o: upper word and contraction", gpt4o, "HELLO's", {"HELLO's"});
+        row("gpt-4o: digits by three", gpt4o, "x 1234567", {"x", " ", "123", "456", "7"});
+        row("gpt-4o: outside ASCII both cases", gpt4o, "ÉCOLE élève", {"É", "COLE", " élève"});
+        row("gpt-4o: slashes after punctuation", gpt4o, "a!!/\nb", {"a", "!!/\n", "b"});
     }
-    void tekkenPreTokenizerSplits() {
+    void caseSplittingPreTokenizers() {
+        QFETCH(int, pre);
         QFETCH(QString, text);
         QFETCH(QStringList, expected);
-        QCOMPARE(words(text.toStdString(), BpePreTokenizer::Tekken), strings_of(expected));
-    }
-
-    // GPT-4o's expression (Phi-4-mini, Llama 4) as llama.cpp runs it: tekken's case splits, an
-    // English contraction in any case stays on its word, digits in runs of up to three.
-    void gpt4oPreTokenizerSplits_data() {
-        QTest::addColumn<QString>("text");
-        QTest::addColumn<QStringList>("expected");
-        const auto row = [](const char* name, const char* text, QStringList expected) {
-            QTest::newRow(name) << QString::fromUtf8(text) << expected;
-        };
-        row("camel case", "helloWorld HTTPServer", {"hello", "World", " HTTPServer"});
-        row("contractions kept", "it's you'LL don't WE'RE", {"it's", " you'LL", " don't", " WE'RE"});
-        row("not a contraction", "O'Neil it'x", {"O", "'Neil", " it", "'x"});
-        row("upper word and contraction", "HELLO's", {"HELLO's"});
-        row("digits by three", "x 1234567", {"x", " ", "123", "456", "7"});
-        row("outside ASCII both cases", "ÉCOLE élève", {"É", "COLE", " élève"});
-        row("slashes after punctuation", "a!!/\nb", {"a", "!!/\n", "b"});
-    }
-    void gpt4oPreTokenizerSplits() {
-        QFETCH(QString, text);
-        QFETCH(QStringList, expected);
-        QCOMPARE(words(text.toStdString(), BpePreTokenizer::Gpt4o), strings_of(expected));
+        QCOMPARE(words(text.toStdString(), static_cast<BpePreTokenizer>(pre)), strings_of(expected));
     }
 
     // Bytes that are not UTF-8 are words of their own, encode through the byte alphabet and come
