@@ -1,7 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Causal self-attention over the paged KV cache. Token t (position pos, in a sequence whose block
-// table starts at tok[t].y) attends to positions 0..pos, read through the block table. GQA: query
+// table starts at tok[t].y) attends to positions 0..pos (pos - window + 1..pos in a sliding-window
+// layer), read through the block table. GQA: query
 // head h reads KV head h / (n_head / n_kv). Two ways to spread the work, chosen per device by the
 // specialization constant LANES_OWN_HEADS:
 //  * Lanes split the keys (GPUs; on CPU drivers, steps that would have fewer own-heads workgroups
@@ -58,6 +59,8 @@ layout(std430, binding = 6) writeonly buffer Capture { float capture[]; };
 layout(push_constant) uniform Push {
     uint n_head; uint n_kv; uint hd; uint qkv_stride; uint out_stride; uint block;
     float scale; uint flags; uint capture_token; uint capture_stride;
+    float softcap;  // > 0: each score s becomes softcap * tanh(s / softcap) (Gemma 2)
+    uint window;    // > 0: a token at position p attends to positions p - window + 1 .. p (sliding window)
 } pc;
 
 // What attention_heads.glsl needs (see there): accessors over this kernel's bindings.

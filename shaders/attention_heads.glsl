@@ -77,7 +77,13 @@ void attention_workgroup(uvec2 wg_id, uint rows) {
     const uint kvh = h0 / (pc.n_head / pc.n_kv);
     const uvec4 info = tok_at(t);
     const uint n_ctx = info.x + 1u, table = info.y;
+    // Keys first .. n_ctx - 1: all of them, or the last pc.window in a sliding-window layer.
+    const uint first = (pc.window > 0u && n_ctx > pc.window) ? n_ctx - pc.window : 0u;
     const bool capturing = (pc.flags & 1u) != 0u && t == pc.capture_token;
+    // Keys a sliding window left out weigh nothing in the capture (-inf scores).
+    if (capturing && live)
+        for (uint g = 0; g < HPL; ++g)
+            for (uint j = j_first; j < first; j += j_step) capture_set((h0 + g) * pc.capture_stride + j, -1.0 / 0.0);
 
     // q (pre-scaled) in registers, in the same chunk layout as the cache rows: head g's chunk c
     // at g * CHUNKS + c.
@@ -124,6 +130,7 @@ void attention_workgroup(uvec2 wg_id, uint rows) {
                 s[g] += dot(qa[g * CHUNKS + c], ka) + dot(qb[g * CHUNKS + c], kb);                 \
         }                                                                                          \
         [[unroll]] for (uint g = 0; g < HPL; ++g) {                                                \
+            if (pc.softcap > 0.0) s[g] = pc.softcap * tanh(s[g] / pc.softcap);                     \
             if (capturing && live) capture_set((h0 + g) * pc.capture_stride + (key_j), s[g]);      \
             float m_new = max(m[g], s[g]);                                                         \
             correction[g] = exp(m[g] - m_new); /* 0 on this lane's first key (m = -inf) */         \
@@ -144,13 +151,14 @@ void attention_workgroup(uvec2 wg_id, uint rows) {
         // Every lane walks the same keys: block by block of the sequence's table, so the table
         // lookup and kv_index's divisions come once per block, not once per key (on lavapipe a
         // division is eight scalar ones, one per lane, even when all lanes divide the same values).
-        for (uint j0 = 0u, b = 0u; j0 < n_ctx; j0 += pc.block, ++b) {
+        const uint b_first = first / pc.block;
+        for (uint j0 = b_first * pc.block, b = b_first; j0 < n_ctx; j0 += pc.block, ++b) {
             const uint row0 = kv_index(table_at(table + b) * pc.block, kvh, 0u, pc.n_kv, hd, pc.block);
             const uint in_block = min(pc.block, n_ctx - j0);
-            for (uint o = 0u; o < in_block; ++o) ATTEND_KEY(row0 + o * hd, j0 + o)
+            for (uint o = first > j0 ? first - j0 : 0u; o < in_block; ++o) ATTEND_KEY(row0 + o * hd, j0 + o)
         }
     } else {
-        for (uint j = j_first; j < n_ctx; j += j_step) {
+        for (uint j = first + j_first; j < n_ctx; j += j_step) {
             const uint slot = table_at(table + j / pc.block) * pc.block + j % pc.block;
             ATTEND_KEY(kv_index(slot, kvh, 0u, pc.n_kv, hd, pc.block), j)
         }

@@ -131,6 +131,8 @@ struct Op {
     uint qkv_stride, out_stride;
     float scale;
     uint capture_token, capture_stride;
+    float softcap;  // attention.comp's: 0 here (no fused layer soft-caps or slides a window)
+    uint window;
     uint w_base, x_base, y_base, norm_base;
 };
 Op pc;
@@ -330,6 +332,8 @@ bool run_layer(bool last) {
     pc.scale = lp.scale;
     pc.capture_token = 0u;
     pc.capture_stride = 0u;
+    pc.softcap = 0.0;
+    pc.window = 0u;
     mark(0u);
 
     // Q/K/V: RMSNorm of x in, RoPE'd Q to the q/k/v rows, K and V into the cache. In two parts,

@@ -24,12 +24,24 @@ const uint OUT_PLAIN = 0u, OUT_ROPE_KV = 1u, OUT_SWIGLU = 2u;    // output epilo
 
 uint x_row(uint t) { return ((pc.flags & 2u) != 0u) ? rowmap_at(t) : t; }
 
+// The gated FFN's activation of its gate: SiLU (SwiGLU), or where flags bit 3 is set GELU in its
+// tanh form (GeGLU: Gemma), tanh's argument clamped where it is +-1 in float (a driver's tanh may
+// divide infinities beyond).
+float gelu_tanh(float g) {
+    return 0.5 * g * (1.0 + tanh(clamp(0.7978845608028654 * g * (1.0 + 0.044715 * g * g), -15.0, 15.0)));
+}
+float glu_gate(float g) { return ((pc.flags & 8u) != 0u) ? gelu_tanh(g) : g / (1.0 + exp(-g)); }
+vec4 glu_gate4(vec4 g) {
+    if ((pc.flags & 8u) != 0u)
+        return 0.5 * g * (1.0 + tanh(clamp(0.7978845608028654 * g * (1.0 + 0.044715 * g * g), -15.0, 15.0)));
+    return g / (1.0 + exp(-g));
+}
+
 // Input element k of token t, prologue applied (s = that token's RMS scale, IN_NORM only).
 float input_at(uint base, uint k, float s, uint in_kind) {
     if (in_kind == IN_NORM) return x(base + k) * s * norm_w(k);
     if (in_kind == IN_SILU) {
-        float g = x(base + k);
-        return g / (1.0 + exp(-g)) * x(base + pc.K + k);
+        return glu_gate(x(base + k)) * x(base + pc.K + k);
     }
     return x(base + k);
 }
@@ -38,8 +50,7 @@ vec4 input4(uint base, uint k, float s, uint in_kind) {
     if (VEC4_INPUT) {
         if (in_kind == IN_NORM) return x4((base + k) / 4u) * s * norm_w4(k / 4u);
         if (in_kind == IN_SILU) {
-            vec4 g = x4((base + k) / 4u);
-            return g / (1.0 + exp(-g)) * x4((base + pc.K + k) / 4u);
+            return glu_gate4(x4((base + k) / 4u)) * x4((base + pc.K + k) / 4u);
         }
         return x4((base + k) / 4u);
     }
@@ -104,7 +115,7 @@ uvec4 token_info(uint t, uint out_kind) {
 // Q goes to y, K and V into the paged KV cache. `info` is the token's texel of `tok`.
 void store_pair(uint row, uint t, uvec4 info, float a, float b, uint out_kind) {
     if (out_kind == OUT_SWIGLU) {
-        y_set(t * pc.y_stride + (pc.y_offset + row) / 2u, a / (1.0 + exp(-a)) * b);
+        y_set(t * pc.y_stride + (pc.y_offset + row) / 2u, glu_gate(a) * b);
         return;
     }
 #if defined(HAS_ROPE_KV)

@@ -1,5 +1,5 @@
-// Each architecture Lantern runs besides llama (qwen2, qwen3, phi3) gives llama.cpp's greedy text on a
-// random-weight model of a real shape (tests/data/peer_greedy.tsv: the shape, weight type, prompt
+// Each architecture Lantern runs besides llama (qwen2, qwen3, phi3, gemma2, gemma3) gives llama.cpp's greedy
+// text on a random-weight model of a real shape (tests/data/peer_greedy.tsv: the shape, weight type, prompt
 // and llama.cpp's output, recorded by scripts/peer-greedy-vectors through ../shared/peer/run-peer
 // on the file Lantern's writer makes). The test writes the same file, runs the path a user's
 // completion takes (BOS + prompt, prefill, greedy decode with the f16 KV cache, stop at the end
@@ -106,7 +106,7 @@ private slots:
         for (const auto& c : cases())
             if (std::find(seen.begin(), seen.end(), std::pair{c.shape, c.type}) == seen.end())
                 seen.emplace_back(c.shape, c.type);
-        QVERIFY2(seen.size() >= 14, "tests/data/peer_greedy.tsv is incomplete");
+        QVERIFY2(seen.size() >= 21, "tests/data/peer_greedy.tsv is incomplete");
         for (const auto& [shape, type] : seen)
             QTest::addRow("%s:%s", shape.c_str(), type.c_str())
                 << QString::fromStdString(shape) << QString::fromStdString(type);
@@ -145,7 +145,9 @@ private slots:
                 }
                 rms = std::sqrt(rms / static_cast<double>(logits.size()));
                 margins.emplace_back(text.size(), (logits[static_cast<size_t>(next)] - second) / rms);
-                if (next == tok.eos_id() || next == tok.eot_id()) {
+                // Where llama.cpp's generation ends: EOS, EOT, or an end marker (Gemma's <end_of_turn>).
+                const auto& ends = tok.end_of_generation();
+                if (std::find(ends.begin(), ends.end(), next) != ends.end()) {
                     ended = true;
                     break;
                 }

@@ -7,6 +7,7 @@
 #include <QTest>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "lantern/engine.h"
 #include "lantern/error.h"
 #include "lantern/gguf.h"
+#include "model/llama_config.h"
 #include "ops/weight_format.h"
 #include "test_support.h"
 
@@ -926,6 +928,87 @@ private slots:
             }
         }
         LANTERN_VERIFY_NO_VALIDATION();
+    }
+
+    // Gemma 2 and 3 are read as llama.cpp reads them: gemma2's window on every second layer (4096
+    // unless the file says), its soft-capping defaults and tied head; gemma3's five local layers to
+    // one global (or the file's period), local RoPE at 10000 unscaled, no window without the key;
+    // the 27B models' query scale; a missing post-norm named.
+    void gemma_metadata_is_read_as_llama_cpp_reads_it() {
+        const uint32_t dim = 64, heads = 4, vocab = 300;
+        const auto config = [&](const std::string& arch, uint32_t layers,
+                                const std::function<void(GgufWriter&)>& more, bool drop_post_norm = false) {
+            GgufWriter w;
+            const std::string a = arch + ".";
+            w.set_string("general.architecture", arch);
+            w.set_u32(a + "embedding_length", dim);
+            w.set_u32(a + "block_count", layers);
+            w.set_u32(a + "feed_forward_length", 128);
+            w.set_u32(a + "attention.head_count", heads);
+            w.set_u32(a + "attention.head_count_kv", 2);
+            w.set_u32(a + "attention.key_length", 32);
+            w.set_u32(a + "attention.value_length", 32);
+            w.set_f32(a + "rope.freq_base", 1000000.0f);
+            more(w);
+            w.add_tensor("token_embd.weight", {dim, vocab}, 0,
+                         f32_bytes(std::vector<float>(size_t(dim) * vocab)));
+            w.add_tensor("output.weight", {dim, vocab}, 0,
+                         f32_bytes(std::vector<float>(size_t(dim) * vocab)));
+            for (uint32_t l = 0; l < layers; ++l) {
+                const std::string p = "blk." + std::to_string(l) + ".";
+                if (!(drop_post_norm && l == layers - 1))
+                    w.add_tensor(p + "post_attention_norm.weight", {dim}, 0,
+                                 f32_bytes(std::vector<float>(dim)));
+                w.add_tensor(p + "post_ffw_norm.weight", {dim}, 0, f32_bytes(std::vector<float>(dim)));
+                if (arch == "gemma3")
+                    for (const char* n : {"attn_q_norm.weight", "attn_k_norm.weight"})
+                        w.add_tensor(p + n, {32}, 0, f32_bytes(std::vector<float>(32)));
+            }
+            const std::vector<uint8_t> bytes = w.serialize();
+            return model::read_llama_config(*GgufFile::from_memory(bytes, arch + ".gguf"));
+        };
+        const auto none = [](GgufWriter&) {};
+        const ModelInfo g2 = config("gemma2", 4, none);
+        QVERIFY(g2.post_norms && g2.gelu && g2.tied_output && g2.rope_neox && !g2.qk_norm);
+        QCOMPARE(g2.embed_scale, 8.0f);
+        QCOMPARE(g2.attn_softcap, 50.0f);
+        QCOMPARE(g2.final_softcap, 30.0f);
+        QCOMPARE(g2.sliding_window, 4096u);
+        QCOMPARE(g2.local_layers, (std::vector<bool>{true, false, true, false}));
+        QCOMPARE(g2.rope_freq_base_local, 1000000.0f);
+        QVERIFY(g2.rope_local_scaled);
+        QCOMPARE(g2.attn_scale, 0.0f);  // 1 / sqrt(head size)
+        const ModelInfo g2_27b = config("gemma2", 46, [](GgufWriter& w) {
+            w.set_f32("gemma2.attn_logit_softcapping", 40.0f);
+            w.set_u32("gemma2.attention.sliding_window", 2048);
+        });
+        QCOMPARE(g2_27b.attn_scale, 1.0f / std::sqrt(16.0f));  // width / heads, not the head size 32
+        QCOMPARE(g2_27b.attn_softcap, 40.0f);
+        QCOMPARE(g2_27b.sliding_window, 2048u);
+
+        const ModelInfo g3 =
+            config("gemma3", 7, [](GgufWriter& w) { w.set_u32("gemma3.attention.sliding_window", 512); });
+        QVERIFY(g3.qk_norm && !g3.tied_output && g3.final_softcap == 0.0f && g3.attn_softcap == 0.0f);
+        QCOMPARE(g3.local_layers, (std::vector<bool>{true, true, true, true, true, false, true}));
+        QCOMPARE(g3.rope_freq_base_local, 10000.0f);
+        QVERIFY(!g3.rope_local_scaled);
+        const ModelInfo g3_period = config("gemma3", 4, [](GgufWriter& w) {
+            w.set_u32("gemma3.attention.sliding_window", 512);
+            w.set_u32("gemma3.attention.sliding_window_pattern", 2);
+            w.set_f32("gemma3.rope.freq_base_swa", 20000.0f);
+        });
+        QCOMPARE(g3_period.local_layers, (std::vector<bool>{true, false, true, false}));
+        QCOMPARE(g3_period.rope_freq_base_local, 20000.0f);
+        QVERIFY(config("gemma3", 4, none).local_layers.empty());  // no window key: every layer global
+        try {
+            config("gemma3", 3, none, true);
+            QFAIL("a gemma3 file without blk.2.post_attention_norm.weight was read");
+        } catch (const Error& e) {
+            QCOMPARE(e.code(), ErrorCode::InvalidModelFile);
+            QVERIFY2(std::string(e.what()).find("blk.2.post_attention_norm.weight is missing") !=
+                         std::string::npos,
+                     e.what());
+        }
     }
 
     // A row view reads rows of a file tensor under another name without a copy (Phi-3's fused

@@ -198,6 +198,18 @@ private slots:
             << 4u << 64u << 64u << 16u << true << true << false << false << 16u << true << 2u;
         QTest::newRow("kv f16, 8 heads, n_kv 2, head_dim 128, four heads per lane")
             << 2u << 128u << 128u << 16u << true << false << false << false << 8u << false << 4u;
+        // Gemma's attention (rows tagged "gemma"): a sliding window that starts inside a block,
+        // soft-capped scores and a query scale of its own, in every layout.
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, gemma")
+            << 2u << 64u << 64u << 16u << true << false << false << false << 8u << false << 0u;
+        QTest::newRow("kv f32, n_kv 4, head_dim 48, block 5, other split, gemma")
+            << 4u << 48u << 48u << 5u << false << true << false << false << 8u << false << 0u;
+        QTest::newRow("kv f16, n_kv 2, head_dim 64, two subgroups, gemma")
+            << 2u << 64u << 64u << 16u << true << false << false << true << 8u << false << 0u;
+        QTest::newRow("kv f16, 16 heads, n_kv 4, head_dim 128, one decode, two heads per lane, gemma")
+            << 4u << 128u << 128u << 16u << true << false << false << false << 16u << true << 2u;
+        QTest::newRow("kv f16, n_kv 2, head_dim 48, one decode, other split, gemma")
+            << 2u << 48u << 48u << 16u << true << true << false << false << 8u << true << 0u;
     }
 
     // Several sequences in one step (a decode at position 299, prefill chunks, a first token), with
@@ -234,6 +246,11 @@ private slots:
         shape.qkv_stride = qkv_used + (block % 4 == 0 ? 4 : 6);
         shape.out_stride = shape.n_head * head_dim + 5;
         shape.kv_f16 = kv_f16;
+        if (QByteArray(QTest::currentDataTag()).endsWith("gemma")) {
+            shape.window = 37;  // positions 263..299 for the token at 299: from inside a block
+            shape.softcap = 1.0f;
+            shape.scale = 0.11f;
+        }
 
         // Block tables from a shuffled pool with spare blocks that must stay untouched.
         uint32_t needed = 0;
@@ -501,14 +518,16 @@ private slots:
         for (uint32_t h = 0; h < shape.n_head; ++h) {
             const float* q =
                 ref_qkv2.data() + static_cast<size_t>(capture_token) * shape.qkv_stride + h * head_dim;
-            std::vector<double> sc(n_ctx);
+            std::vector<double> sc(n_ctx, -INFINITY);  // outside a sliding window: weight 0
+            const uint32_t first = shape.window && n_ctx > shape.window ? n_ctx - shape.window : 0;
             double mx = -INFINITY, sum = 0;
-            for (uint32_t j = 0; j < n_ctx; ++j) {
+            for (uint32_t j = first; j < n_ctx; ++j) {
                 uint32_t slot = tables[ct.table_offset + j / block] * block + j % block;
                 double d = 0;
                 for (uint32_t i = 0; i < head_dim; ++i)
                     d += double(q[i]) * stored.k[stored.index(slot, h / group, i)];
-                sc[j] = d / std::sqrt(double(head_dim));
+                sc[j] = d * static_cast<float>(shape.score_scale());
+                if (shape.softcap > 0) sc[j] = shape.softcap * std::tanh(sc[j] / shape.softcap);
                 mx = std::max(mx, sc[j]);
             }
             for (auto& v : sc) sum += (v = std::exp(v - mx));

@@ -4,6 +4,7 @@
 #include <QTest>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -48,13 +49,15 @@ private slots:
                 tokens[0] = vocab - 1;  // the last row too
                 DeviceBuffer tb(ctx, tokens.data(), tokens.size() * 4);
                 Guarded out(ctx, static_cast<size_t>(T) * dim);
-                ops::EmbedOp op(ctx, w->device, tb.range(), out.range());
+                // Every other case scaled as Gemma scales its embeddings (sqrt of the width).
+                const float scale = (dim + T) % 2 ? std::sqrt(static_cast<float>(dim)) : 1.0f;
+                ops::EmbedOp op(ctx, w->device, tb.range(), out.range(), scale);
                 VkCommandBuffer cmd = ctx.begin();
                 op.record(cmd, T);
                 ctx.barrier(cmd);
                 ctx.submit_and_wait(cmd);
                 std::vector<float> want(static_cast<size_t>(T) * dim);
-                ops::reference_embed(w->dequantized, dim, tokens, want.data());
+                ops::reference_embed(w->dequantized, dim, tokens, want.data(), scale);
                 auto got = out.read_floats();
                 QVERIFY2(out.guards_ok(),
                          qPrintable(QString("dim %1 T %2: write outside the output").arg(dim).arg(T)));

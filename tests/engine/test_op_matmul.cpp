@@ -33,6 +33,7 @@ struct MatmulCase {
     std::vector<uint64_t> parts;  // empty = one part
     uint32_t tile_rows = 0;       // weight layout; 0 = the one `split` wants (ops::matmul_tile_rows)
     ops::MatmulSplit split = ops::MatmulSplit::ForDevice;
+    bool gelu = false;  // the Silu input's gate takes GELU (GeGLU) instead
 };
 
 // Runs one matmul on the device and on the CPU; returns "" or what went wrong. `worst` collects
@@ -60,7 +61,10 @@ std::string run_matmul(const MatmulCase& c, Rng& rng, double* worst, double* wor
     Guarded yb(ctx, y0.size());
     yb.write(y0.data(), y0.size() * 4);
 
-    ops::MatmulOp op(ctx, w->device, c.input, xb.range(), yb.range(), nb.range(), rb.range(), {c.split});
+    ops::MatmulOptions options;
+    options.split = c.split;
+    options.gelu = c.gelu;
+    ops::MatmulOp op(ctx, w->device, c.input, xb.range(), yb.range(), nb.range(), rb.range(), options);
     if (op.dispatches() != w->device.parts.size()) return "one dispatch per weight part expected";
     ops::MatmulShape s;
     s.tokens = c.T;
@@ -77,7 +81,7 @@ std::string run_matmul(const MatmulCase& c, Rng& rng, double* worst, double* wor
 
     std::vector<float> want = y0;
     ops::reference_matmul(w->dequantized, c.N, c.K, c.input, x, want, norm, rowmap, s,
-                          ops::fixed_point_input(ctx, c.split, c.type, c.T));
+                          ops::fixed_point_input(ctx, c.split, c.type, c.T), c.gelu);
     auto got_words = yb.read_words();
     std::vector<float> got_v, want_v;
     for (size_t i = 0; i < got_words.size(); ++i) {
@@ -100,9 +104,9 @@ std::string run_matmul(const MatmulCase& c, Rng& rng, double* worst, double* wor
 std::string describe(const MatmulCase& c) {
     std::string parts;
     for (auto p : c.parts) parts += (parts.empty() ? " parts " : "+") + std::to_string(p);
-    return std::string(ggml_type_name(c.type)) + " " + input_name(c.input) + (c.accumulate ? " +acc" : "") +
-           (c.rowmap ? " +rowmap" : "") + " K=" + std::to_string(c.K) + " N=" + std::to_string(c.N) +
-           " T=" + std::to_string(c.T) + parts +
+    return std::string(ggml_type_name(c.type)) + " " + input_name(c.input) + (c.gelu ? " (GeGLU)" : "") +
+           (c.accumulate ? " +acc" : "") + (c.rowmap ? " +rowmap" : "") + " K=" + std::to_string(c.K) +
+           " N=" + std::to_string(c.N) + " T=" + std::to_string(c.T) + parts +
            (c.tile_rows ? " tiles of " + std::to_string(c.tile_rows) : "") +
            (c.split == ops::MatmulSplit::SplitK         ? " split-K"
             : c.split == ops::MatmulSplit::LanesOwnRows ? " lanes own rows"
@@ -149,6 +153,7 @@ private slots:
                                      Ns[(i + 2 * mode) % std::size(Ns)],
                                      kTokenCounts[i],
                                      {}};
+                        c.gelu = input == ops::MatmulInput::Silu && rowmap;  // Gemma's GeGLU on half of them
                         auto err = run_matmul(c, rng, &worst, &worst_abs);
                         QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(c) + ": " + err)));
                         ++cases;
@@ -204,7 +209,8 @@ private slots:
     }
     // The gate/up matmul with its SwiGLU epilogue: rows of gate and up interleaved, y[t][i] =
     // silu(gate i) * up i at y_offset + i; every other word of y keeps its guard. Odd FFN widths,
-    // every token count of a decode / short / long step, both kernel layouts, one or two row parts.
+    // every token count of a decode / short / long step, both kernel layouts, one or two row parts;
+    // every second case GeGLU (gelu_tanh(gate) * up, Gemma) instead.
     void gate_up_swiglu_matches_reference() {
         QFETCH(uint32_t, type);
         auto& ctx = test::context();
@@ -230,6 +236,8 @@ private slots:
                     ops::MatmulOptions opts;
                     opts.split = split;
                     opts.swiglu = true;
+                    const bool gelu = cases % 2 == 1;
+                    opts.gelu = gelu;
                     ops::MatmulOp op(ctx, w->device, ops::MatmulInput::Norm, xb.range(), yb.range(),
                                      nb.range(), rb.range(), opts);
                     ops::MatmulShape ms;
@@ -272,12 +280,13 @@ private slots:
                             const double g = gu[static_cast<size_t>(t) * 2 * F + 2 * i];
                             const double u = gu[static_cast<size_t>(t) * 2 * F + 2 * i + 1];
                             gv.push_back(bits_to_float(word));
-                            wv.push_back(static_cast<float>(g / (1.0 + std::exp(-g)) * u));
+                            wv.push_back(static_cast<float>(
+                                (gelu ? ops::reference_gelu_tanh(g) : g / (1.0 + std::exp(-g))) * u));
                         }
                     Stats st = compare(gv, wv);
                     worst = std::max(worst, st.nmse);
                     worst_abs = std::max(worst_abs, st.max_abs);
-                    auto err = check("silu(gate) * up", st, kMatmulNmse);
+                    auto err = check(gelu ? "gelu(gate) * up" : "silu(gate) * up", st, kMatmulNmse);
                     QVERIFY2(err.empty(),
                              qPrintable(QString("F=%1 K=%2 T=%3 %4: %5")
                                             .arg(F)

@@ -45,14 +45,19 @@ SyntheticShape with_modifiers(const std::string& full) {
             s.embed_std = static_cast<float>(v);
         else if (number && key == "orig" && v == std::floor(v) && s.original_context > 0)
             s.original_context = static_cast<uint32_t>(v);
-        else if (key == "untied" && value == "1")
+        else if (key == "untied" && value == "1" && s.architecture != "gemma2")
             s.tied_output = false;
+        else if (number && key == "window" && v == std::floor(v) && s.gemma())
+            s.sliding_window = static_cast<uint32_t>(v);
+        else if (number && key == "swa_pattern" && v == std::floor(v) && s.gemma())
+            s.swa_pattern = static_cast<uint32_t>(v);
         else
             throw Error(
                 ErrorCode::InvalidArgument,
                 "synthetic shape \"" + full + "\": unknown modifier \"" + item +
-                    "\" (layers=N, vocab=N of at least 286, untied=1, output_std=F, embed_std=F, orig=N for "
-                    "a LongRoPE shape)");
+                    "\" (layers=N, vocab=N of at least 286, untied=1 (not gemma2: its head is tied), "
+                    "output_std=F, embed_std=F, orig=N for a LongRoPE shape, window=N and swa_pattern=N "
+                    "for a Gemma shape)");
     }
     if (s.output_std > 0 && s.tied_output)
         throw Error(ErrorCode::InvalidArgument,
@@ -71,6 +76,19 @@ SyntheticShape qwen_shape(const std::string& name, const char* arch, uint32_t di
     s.rope_base = 1000000.0f;
     s.qkv_bias = s.architecture == "qwen2";
     s.qk_norm = s.architecture == "qwen3";
+    return s;
+}
+
+SyntheticShape gemma_shape(const std::string& name, const char* arch, uint32_t dim, uint32_t layers,
+                           uint32_t heads, uint32_t kv, uint32_t ffn, uint32_t vocab, uint32_t window) {
+    SyntheticShape s;
+    s.name = name;
+    s.architecture = arch;
+    s.dim = dim, s.n_layers = layers, s.n_heads = heads, s.n_kv_heads = kv, s.head_dim = 256, s.ffn_dim = ffn;
+    s.vocab = vocab;
+    s.sliding_window = window;
+    s.qk_norm = s.architecture == "gemma3";
+    s.special_tokens = {};
     return s;
 }
 
@@ -122,6 +140,26 @@ SyntheticShape named_shape(const std::string& name) {
         p.sliding_window = 262144;
         return p;
     }
+    if (name ==
+        "gemma2-2b") {  // Gemma 2 2B: soft-capped attention and logits, a window on every second layer
+        SyntheticShape g = gemma_shape(name, "gemma2", 2304, 26, 8, 4, 9216, 256000, 4096);
+        g.context_length = 8192;
+        g.attn_softcap = 50.0f, g.final_softcap = 30.0f;
+        return g;
+    }
+    if (name == "gemma3-1b") {  // Gemma 3 1B: 5 local layers (window 512, RoPE 1e4) to 1 global (RoPE 1e6)
+        SyntheticShape g = gemma_shape(name, "gemma3", 1152, 26, 4, 1, 6912, 262144, 512);
+        g.context_length = 32768;
+        g.rope_base = 1000000.0f;
+        return g;
+    }
+    if (name == "gemma3-4b") {  // Gemma 3 4B (text): window 1024, linear RoPE scaling 8 on global layers
+        SyntheticShape g = gemma_shape(name, "gemma3", 2560, 34, 8, 4, 10240, 262208, 1024);
+        g.context_length = 131072;
+        g.rope_base = 1000000.0f;
+        g.rope_linear = 8.0f;
+        return g;
+    }
     if (name == "110m") {
         s.dim = 768, s.n_layers = 12, s.n_heads = 12, s.n_kv_heads = 12, s.ffn_dim = 2048, s.vocab = 32000;
         return s;
@@ -162,22 +200,35 @@ SyntheticShape named_shape(const std::string& name) {
     throw Error(ErrorCode::InvalidArgument,
                 "unknown synthetic shape \"" + name +
                     "\" (tiny, 110m, tinyllama, llama3-1b, 7b, qwen2.5-0.5b, qwen2.5-1.5b, "
-                    "qwen3-0.6b, qwen3-1.7b, phi3-mini, phi3.5-mini, phi4-mini, or "
+                    "qwen3-0.6b, qwen3-1.7b, phi3-mini, phi3.5-mini, phi4-mini, gemma2-2b, gemma3-1b, "
+                    "gemma3-4b, or "
                     "DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB)");
 }
 }  // namespace
 
-void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab, const std::vector<std::string>& specials) {
-    if (vocab < 286 + specials.size())
-        throw Error(ErrorCode::InvalidArgument, "a synthetic vocabulary needs at least 286 pieces");
+void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab, const std::vector<std::string>& specials,
+                              bool gemma) {
+    if (vocab < (gemma ? 300 : 286) + specials.size())
+        throw Error(ErrorCode::InvalidArgument,
+                    "a synthetic vocabulary needs at least 286 pieces (Gemma's 300)");
     const std::string space = "\xe2\x96\x81";  // "▁", sentencepiece's word-start marker
+    // Types: 1 normal, 2 unknown, 3 control, 4 user-defined, 6 byte.
     std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
     std::vector<int32_t> types{2, 3, 3};
+    if (gemma) {
+        tokens = {"<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>"};
+        types = {3, 3, 3, 2, 4, 3, 3};
+    }
     for (int b = 0; b < 256; ++b) {
         char buf[8];
         std::snprintf(buf, sizeof buf, "<0x%02X>", b);
         tokens.push_back(buf);
         types.push_back(6);
+    }
+    const size_t first_piece = tokens.size();
+    if (gemma) {  // user-defined pieces match as whole text (Gemma has runs of spaces, "<table>", ...)
+        tokens.push_back(space + space);
+        types.push_back(4);
     }
     tokens.push_back(space);
     types.push_back(1);
@@ -195,14 +246,20 @@ void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab, const std::vector<s
     }
     // Byte and control pieces score 0; ordinary pieces prefer earlier ones.
     std::vector<float> scores(vocab, 0.0f);
-    for (uint32_t i = 259; i < vocab - specials.size(); ++i) scores[i] = -static_cast<float>(i - 259);
+    for (uint32_t i = static_cast<uint32_t>(first_piece); i < vocab - specials.size(); ++i)
+        scores[i] = -static_cast<float>(i - first_piece);
     w.set_string("tokenizer.ggml.model", "llama");
     w.set_string_array("tokenizer.ggml.tokens", tokens);
     w.set_f32_array("tokenizer.ggml.scores", scores);
     w.set_i32_array("tokenizer.ggml.token_type", types);
-    w.set_u32("tokenizer.ggml.bos_token_id", 1);
-    w.set_u32("tokenizer.ggml.eos_token_id", 2);
-    w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+    w.set_u32("tokenizer.ggml.bos_token_id", gemma ? 2 : 1);
+    w.set_u32("tokenizer.ggml.eos_token_id", gemma ? 1 : 2);
+    w.set_u32("tokenizer.ggml.unknown_token_id", gemma ? 3 : 0);
+    if (gemma) {
+        w.set_u32("tokenizer.ggml.padding_token_id", 0);
+        w.set_bool("tokenizer.ggml.add_space_prefix", false);
+        w.set_bool("tokenizer.ggml.add_bos_token", true);
+    }
 }
 
 void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::string& path, uint64_t seed) {
@@ -234,8 +291,16 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
     w.set_f32(key + "rope.freq_base", s.rope_base);
     w.set_f32(key + "attention.layer_norm_rms_epsilon",
               s.architecture == "llama" || s.architecture == "phi3" ? 1e-5f : 1e-6f);
+    if (s.swa_pattern) w.set_u32(key + "attention.sliding_window_pattern", s.swa_pattern);
+    if (s.rope_linear > 0) {
+        w.set_string(key + "rope.scaling.type", "linear");
+        w.set_f32(key + "rope.scaling.factor", s.rope_linear);
+    }
+    if (s.rope_base_local > 0) w.set_f32(key + "rope.freq_base_swa", s.rope_base_local);
+    if (s.attn_softcap > 0) w.set_f32(key + "attn_logit_softcapping", s.attn_softcap);
+    if (s.final_softcap > 0) w.set_f32(key + "final_logit_softcapping", s.final_softcap);
 
-    add_synthetic_vocabulary(w, s.vocab, s.special_tokens);
+    add_synthetic_vocabulary(w, s.vocab, s.special_tokens, s.gemma());
     if (!s.chat_template.empty()) w.set_string("tokenizer.chat_template", s.chat_template);
 
     enum class Fill { Matrix, Ones, Bias, NearOne };
@@ -273,6 +338,10 @@ void write_synthetic_model(const SyntheticShape& s, uint32_t type, const std::st
         std::string p = "blk." + std::to_string(l) + ".";
         norm(p + "attn_norm.weight", s.dim);
         norm(p + "ffn_norm.weight", s.dim);
+        if (s.gemma()) {  // drawn around 1, so that a wrong norm weight shows in the text
+            vector(p + "post_attention_norm.weight", s.dim, Fill::NearOne);
+            vector(p + "post_ffw_norm.weight", s.dim, Fill::NearOne);
+        }
         if (s.qkv_bias)
             for (const auto& [piece, n] :
                  {std::pair{"attn_q.bias", q}, std::pair{"attn_k.bias", kv}, std::pair{"attn_v.bias", kv}})

@@ -42,6 +42,22 @@ struct ModelInfo {
     // RoPE rotates dimension pairs (i, i + n_rot / 2) of a head (llama.cpp's NEOX style: qwen2),
     // not (2i, 2i + 1); the loader reorders Q's and K's rows so the kernels rotate neighbours.
     bool rope_neox = false;
+    // Gemma 2 and 3 (gemma2, gemma3; llama.cpp's reading of the same keys):
+    float embed_scale = 0;    // > 0: token embeddings are multiplied by it (Gemma: sqrt(dim))
+    bool post_norms = false;  // RMSNorm of the attention and FFN outputs before each residual add
+    bool gelu = false;        // the FFN's gate takes GELU (tanh form: GeGLU), not SiLU (SwiGLU)
+    float attn_scale = 0;     // scores' scale; 0 = 1 / sqrt(head_dim)
+    float attn_softcap = 0;   // > 0: scores become c * tanh(s / c) (gemma2.attn_logit_softcapping)
+    float final_softcap = 0;  // > 0: the same on the logits (final_logit_softcapping)
+    // Sliding-window attention: local_layers[l] says layer l attends to the last sliding_window
+    // positions only (a token at p sees p - sliding_window + 1 .. p); empty = every layer global.
+    uint32_t sliding_window = 0;
+    std::vector<bool> local_layers;
+    // RoPE of the local layers: their base, and whether rope_scaling applies to them too
+    // (Gemma 2: the global layers' base and scaling; Gemma 3: base 10000, unscaled).
+    float rope_freq_base_local = 10000.0f;
+    bool rope_local_scaled = true;
+    bool local_layer(uint32_t l) const { return l < local_layers.size() && local_layers[l]; }
     std::string weight_types;                                   // e.g. "Q8_0 x 36, F32 x 11"
     uint64_t parameters = 0, file_bytes = 0, weight_bytes = 0;  // weight_bytes: on the device
     uint64_t decode_read_bytes = 0;  // weight bytes one decode step must read (all matmuls + LM head)
@@ -54,7 +70,8 @@ struct ModelInfo {
 // Whether Engine::load runs models of this general.architecture: "llama" (which Mistral's and many
 // fine-tunes' files also carry), "qwen2" (Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen: Llama's
 // layers with a bias on Q, K and V) and "qwen3" (dense Qwen3: per-head Q/K norms, heads that need
-// not divide the width). Others are refused by name.
+// not divide the width), "phi3" (Phi-3, Phi-3.5, Phi-4-mini), "gemma2" and "gemma3" (text; GeGLU,
+// post-norms, soft-capping, sliding-window layers). Others are refused by name.
 bool supported_architecture(std::string_view architecture);
 
 struct EngineOptions {

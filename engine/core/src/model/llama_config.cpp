@@ -9,7 +9,7 @@
 namespace lantern {
 bool supported_architecture(std::string_view architecture) {
     return architecture == "llama" || architecture == "qwen2" || architecture == "qwen3" ||
-           architecture == "phi3";
+           architecture == "phi3" || architecture == "gemma2" || architecture == "gemma3";
 }
 }  // namespace lantern
 
@@ -25,6 +25,54 @@ uint32_t required(const GgufFile& g, const std::string& key) {
                     g.path() + ": metadata \"" + key + "\" = " + std::to_string(*v) + " is out of range");
     return static_cast<uint32_t>(*v);
 }
+
+// Gemma 2 and 3: what differs from Llama, read as llama.cpp reads it (src/models/gemma2.cpp and
+// gemma3.cpp: the same defaults, the same layer pattern, the same query scale).
+void read_gemma(const GgufFile& g, ModelInfo& m) {
+    const bool gemma2 = m.architecture == "gemma2";
+    if (!gemma2 && m.architecture != "gemma3") return;
+    const std::string a = m.architecture + ".";
+    m.embed_scale = std::sqrt(static_cast<float>(m.dim));
+    m.post_norms = true;
+    m.gelu = true;
+    m.tied_output = gemma2 || m.tied_output;  // gemma2 always reads its LM head from token_embd
+    // The 27B models scale queries by 1 / sqrt(width / heads), the others by 1 / sqrt(head size);
+    // llama.cpp tells the 27B models by their layer count (46 for Gemma 2, 62 for Gemma 3).
+    if (m.n_layers == (gemma2 ? 46u : 62u)) m.attn_scale = 1.0f / std::sqrt(float(m.dim / m.n_heads));
+    const auto number = [&](const std::string& key, float fallback) {
+        const auto v = g.get_float(a + key);
+        if (v && (!std::isfinite(*v) || *v < 0.0))
+            throw Error(ErrorCode::InvalidModelFile,
+                        g.path() + ": metadata \"" + a + key + "\" = " + std::to_string(*v) + " is invalid");
+        return v ? static_cast<float>(*v) : fallback;
+    };
+    m.final_softcap = number("final_logit_softcapping", gemma2 ? 30.0f : 0.0f);
+    if (gemma2) m.attn_softcap = number("attn_logit_softcapping", 50.0f);
+    // Sliding window: gemma2 always (4096 unless the file says), every second layer local from
+    // layer 0; gemma3 where the file gives a window, five local layers to one global.
+    const bool has_window = g.get_int(a + "attention.sliding_window").has_value();
+    m.sliding_window = has_window ? required(g, a + "attention.sliding_window") : (gemma2 ? 4096u : 0u);
+    if (m.sliding_window) {
+        uint32_t period = gemma2 ? 2 : 6;
+        if (const auto v = g.get_int(a + "attention.sliding_window_pattern")) {
+            if (*v < 0 || *v > 1024)
+                throw Error(ErrorCode::InvalidModelFile,
+                            g.path() + ": " + a +
+                                "attention.sliding_window_pattern must be one number of layers (a period)");
+            period = static_cast<uint32_t>(*v);
+        }
+        m.local_layers.resize(m.n_layers);
+        for (uint32_t l = 0; l < m.n_layers; ++l) m.local_layers[l] = period == 0 || l % period < period - 1;
+    }
+    m.rope_freq_base_local = gemma2 ? m.rope_freq_base : number("rope.freq_base_swa", 10000.0f);
+    m.rope_local_scaled = gemma2;
+    for (uint32_t l = 0; l < m.n_layers; ++l)
+        for (const char* piece : {"post_attention_norm", "post_ffw_norm"}) {
+            const std::string name = "blk." + std::to_string(l) + "." + piece + ".weight";
+            const auto* t = g.find_tensor(name);
+            if (!t) throw Error(ErrorCode::InvalidModelFile, g.path() + ": tensor " + name + " is missing");
+        }
+}
 }  // namespace
 
 ModelInfo read_llama_config(const GgufFile& g) {
@@ -36,7 +84,7 @@ ModelInfo read_llama_config(const GgufFile& g) {
     if (!supported_architecture(m.architecture))
         throw Error(ErrorCode::UnsupportedArchitecture,
                     "unsupported architecture \"" + m.architecture +
-                        "\": Lantern runs llama, qwen2, qwen3 and phi3 models");
+                        "\": Lantern runs llama, qwen2, qwen3, phi3, gemma2 and gemma3 models");
     m.name = g.get_string("general.name").value_or("");
     const std::string a = m.architecture + ".";
     m.dim = required(g, a + "embedding_length");
@@ -144,8 +192,9 @@ ModelInfo read_llama_config(const GgufFile& g) {
 
     // Qwen rotates the NEOX way (pairs (i, i + n_rot / 2)); Llama's converted files do not.
     m.rope_neox = m.architecture != "llama";
-    // Per-head Q/K norms (qwen3 always; its weights a head wide).
-    m.qk_norm = m.architecture == "qwen3";
+    read_gemma(g, m);
+    // Per-head Q/K norms (qwen3 and gemma3 always; their weights a head wide).
+    m.qk_norm = m.architecture == "qwen3" || m.architecture == "gemma3";
     for (uint32_t l = 0; l < m.n_layers && m.qk_norm; ++l)
         for (const char* piece : {"attn_q_norm", "attn_k_norm"}) {
             const std::string name = "blk." + std::to_string(l) + "." + piece + ".weight";

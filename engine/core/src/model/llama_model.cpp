@@ -87,8 +87,10 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
             return std::pair{off, bytes};
         };
         const auto rx = region(4ull * T * m.dim), rq = region(4ull * T * qkv_width_),
-                   ra = region(4ull * T * m.q_dim()), rf = region(8ull * T * m.ffn_dim);
+                   ra = region(4ull * T * m.q_dim()), rf = region(8ull * T * m.ffn_dim),
+                   rp = region(m.post_norms ? 4ull * T * m.dim : 0);
         act_ = ctx.create_buffer(used, MemoryUse::DeviceLocal);
+        if (m.post_norms) post_ = {&act_, rp.first, rp.second};
         x_ = {&act_, rx.first, rx.second};
         qkv_ = {&act_, rq.first, rq.second};
         attn_ = {&act_, ra.first, ra.second};
@@ -115,8 +117,19 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     auto rope = ops::rope_table(limits.context_length, m.n_rot, m.rope_freq_base, rope_scaling);
     rope_ = ctx.create_buffer(rope.size() * 4, MemoryUse::DeviceLocal);
     ctx.upload(rope_, 0, rope.data(), rope.size() * 4);
+    // Local layers with a RoPE of their own (Gemma 3: base 10000, unscaled; its global layers 1e6,
+    // scaled where the file says).
+    const bool local_rope =
+        !m.local_layers.empty() && (m.rope_freq_base_local != m.rope_freq_base ||
+                                    (!m.rope_local_scaled && m.rope_scaling.type != RopeScaling::Type::None));
+    if (local_rope) {
+        auto local = ops::rope_table(limits.context_length, m.n_rot, m.rope_freq_base_local,
+                                     m.rope_local_scaled ? rope_scaling : RopeScaling{});
+        rope_local_ = ctx.create_buffer(local.size() * 4, MemoryUse::DeviceLocal);
+        ctx.upload(rope_local_, 0, local.data(), local.size() * 4);
+    }
 
-    embed_op_ = ops::EmbedOp(ctx, *embed_, {&tokens_}, x_);
+    embed_op_ = ops::EmbedOp(ctx, *embed_, {&tokens_}, x_, m.embed_scale > 0 ? m.embed_scale : 1.0f);
     dispatches_ = 1;
 
     ops::AttentionShape ashape;
@@ -128,6 +141,8 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     ashape.qkv_stride = qkv_width_;
     ashape.out_stride = m.q_dim();
     ashape.kv_f16 = limits.kv_f16;
+    ashape.scale = m.attn_scale;
+    ashape.softcap = m.attn_softcap;
 
     layers_.resize(m.n_layers);
     // Layers per KV buffer: as many as one view reaches (a run of fused layers binds its caches as
@@ -147,6 +162,10 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         std::string p = "blk." + std::to_string(l) + ".";
         L.attn_norm = &upload_norm(gguf, p + "attn_norm.weight", m.dim);
         L.ffn_norm = &upload_norm(gguf, p + "ffn_norm.weight", m.dim);
+        if (m.post_norms) {
+            L.post_attn_norm = &upload_norm(gguf, p + "post_attention_norm.weight", m.dim);
+            L.post_ffn_norm = &upload_norm(gguf, p + "post_ffw_norm.weight", m.dim);
+        }
         if (m.qkv_bias) L.qkv_bias = &upload_vectors(gguf, p + "attn_qkv.bias", qkv_bias_pieces(p));
         if (m.qk_norm) L.qk_norm = &upload_vectors(gguf, p + "attn_qk_norm.weight", qk_norm_pieces(p));
         auto wqkv = upload_stacked(gguf, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
@@ -172,11 +191,15 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         const VkDeviceSize kv_at = (l % kv_per_buffer) * kv_layer_bytes;
         L.k_cache = {&kv_buffers_[kv_buffers_.size() - 2], kv_at, kv_layer_bytes};
         L.v_cache = {&kv_buffers_[kv_buffers_.size() - 1], kv_at, kv_layer_bytes};
+        // This layer's attention: a sliding window in a local layer, with its own RoPE where it has one.
+        ops::AttentionShape layer_shape = ashape;
+        if (m.local_layer(l)) layer_shape.window = m.sliding_window;
+        vk::Buffer& layer_rope = m.local_layer(l) && local_rope ? rope_local_ : rope_;
         // Q/K/V with RoPE and the KV-cache store fused into the matmul's epilogue.
         ops::RopeKvEpilogue rope_kv;
-        rope_kv.shape = ashape;
+        rope_kv.shape = layer_shape;
         rope_kv.tok_info = {&tok_info_};
-        rope_kv.rope = {&rope_};
+        rope_kv.rope = {&layer_rope};
         rope_kv.k_cache = L.k_cache;
         rope_kv.v_cache = L.v_cache;
         if (L.qkv_bias) rope_kv.qkv_bias = L.qkv_bias->parts[0].values;
@@ -195,19 +218,27 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
                          L.qk_norm ? nullptr : &rope_kv);
         });
         if (L.qk_norm)
-            L.qk_norm_op = ops::QkNormRopeOp(ctx, ashape, m.rms_eps, qkv_, {&tok_info_}, {&rope_},
+            L.qk_norm_op = ops::QkNormRopeOp(ctx, layer_shape, m.rms_eps, qkv_, {&tok_info_}, {&layer_rope},
                                              L.qk_norm->parts[0].values, L.k_cache, L.v_cache);
-        counted(kAttnOut,
-                [&] { build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, attn_, x_, {&dummy_}); });
+        // With post-norms the O and down matmuls store into post_ and a NormAddOp adds it to x;
+        // otherwise they add into x themselves.
+        const vk::BufferRange sublayer_out = m.post_norms ? post_ : x_;
+        counted(kAttnOut, [&] {
+            build_linear(L.o, unused, {wo}, ops::MatmulInput::Plain, attn_, sublayer_out, {&dummy_});
+        });
         counted(kFfnGateUp, [&] {
             build_linear(L.gate_up, L.gate_up_offsets, wgu, ops::MatmulInput::Norm, x_, gate_up_, ffn_norm_w,
-                         nullptr, L.swiglu_fused);
+                         nullptr, L.swiglu_fused, m.gelu);
         });
         counted(kFfnDown, [&] {
             build_linear(L.down, unused, {wd},
-                         L.swiglu_fused ? ops::MatmulInput::Plain : ops::MatmulInput::Silu, gate_up_, x_,
-                         {&dummy_});
+                         L.swiglu_fused ? ops::MatmulInput::Plain : ops::MatmulInput::Silu, gate_up_,
+                         sublayer_out, {&dummy_}, nullptr, false, m.gelu);
         });
+        if (m.post_norms) {
+            L.post_attn = ops::NormAddOp(ctx, m.dim, m.rms_eps, x_, post_, L.post_attn_norm->parts[0].values);
+            L.post_ffn = ops::NormAddOp(ctx, m.dim, m.rms_eps, x_, post_, L.post_ffn_norm->parts[0].values);
+        }
         // The whole layer as one dispatch for steps of a few tokens, where the device and the weights allow.
         const ops::DecodeLayerWeights fw{wqkv.size() <= 2 ? wqkv[0] : nullptr,
                                          wqkv.size() == 2 ? wqkv[1] : nullptr,
@@ -224,12 +255,17 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         fs.q_dim = m.q_dim();
         fs.ffn_dim = m.ffn_dim;
         fs.eps = m.rms_eps;
+        const bool gemma_pieces = m.post_norms || m.gelu || layer_shape.softcap > 0 ||
+                                  layer_shape.window > 0 || layer_shape.scale > 0 || m.embed_scale > 0 ||
+                                  local_rope;
         const std::string why =
-            limits.fused_decode ? ops::DecodeLayerOp::unsupported(ctx, fw, fs) : "turned off";
+            !limits.fused_decode ? "turned off"
+            : gemma_pieces ? "post-norms, GeGLU, soft-capped or windowed attention are not in the fused layer"
+                           : ops::DecodeLayerOp::unsupported(ctx, fw, fs);
         if (!why.empty() && fused_why_.empty()) fused_why_ = "layer " + std::to_string(l) + ": " + why;
         L.has_fused = why.empty();
         L.attention = ops::AttentionOp(
-            ctx, ashape, qkv_, L.k_cache, L.v_cache, {&tok_info_}, {&tables_}, attn_, {&capture_}, 0,
+            ctx, layer_shape, qkv_, L.k_cache, L.v_cache, {&tok_info_}, {&tables_}, attn_, {&capture_}, 0,
             limits.gpu_layouts ? ops::AttentionSplit::LanesSplitKeys : ops::AttentionSplit::ForDevice);
         // The fused layer's attention splits the work as the separate kernel does for one token
         // (forward() runs it only for steps where the separate kernel would do the same), so a step
@@ -247,7 +283,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
             fused_inputs.push_back({fw, L.k_cache, L.v_cache, l});
             fused_shape = fs;
         }
-        uint32_t separate = L.qk_norm ? 2 : 1;  // attention (and the Q/K norm)
+        uint32_t separate = (L.qk_norm ? 2 : 1) + (m.post_norms ? 2 : 0);  // attention (Q/K norm, post-norms)
         for (auto* v : {&L.qkv, &L.o, &L.gate_up, &L.down})
             for (auto& op : *v) separate += op.dispatches();
         dispatches_ += separate;
@@ -294,8 +330,8 @@ LlamaModel::~LlamaModel() {
 }
 
 void LlamaModel::release() {
-    for (auto* b :
-         {&act_, &logits_, &tokens_, &tok_info_, &tables_, &rowmap_, &capture_, &rope_, &dummy_, &sync_})
+    for (auto* b : {&act_, &logits_, &tokens_, &tok_info_, &tables_, &rowmap_, &capture_, &rope_,
+                    &rope_local_, &dummy_, &sync_})
         ctx_.destroy(*b);
     for (auto& b : kv_buffers_) ctx_.destroy(b);
     for (auto& s : slabs_) ctx_.destroy(s);
@@ -612,6 +648,10 @@ uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
         layer = static_cast<int32_t>(l);
         norm(p + "attn_norm.weight", m.dim);
         norm(p + "ffn_norm.weight", m.dim);
+        if (m.post_norms) {
+            norm(p + "post_attention_norm.weight", m.dim);
+            norm(p + "post_ffw_norm.weight", m.dim);
+        }
         // upload_vectors: each list as one F32 vector
         for (const auto& [on, list] :
              {std::pair{m.qkv_bias, qkv_bias_pieces(p)}, std::pair{m.qk_norm, qk_norm_pieces(p)}}) {
@@ -644,7 +684,7 @@ uint64_t LlamaModel::plan_weights(const GgufFile& gguf, const ModelInfo& m) {
 void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint32_t>& offsets,
                               const std::vector<const ops::DeviceWeight*>& weights, ops::MatmulInput input,
                               vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm,
-                              const ops::RopeKvEpilogue* rope_kv, bool swiglu) {
+                              const ops::RopeKvEpilogue* rope_kv, bool swiglu, bool gelu) {
     uint32_t off = 0;
     for (const auto* w : weights) {
         for (const auto& part : w->parts) {
@@ -657,6 +697,7 @@ void LlamaModel::build_linear(std::vector<ops::MatmulOp>& out, std::vector<uint3
         options.split = matmul_split();
         options.rope_kv = rope_kv;
         options.swiglu = swiglu;
+        options.gelu = gelu;
         out.emplace_back(ctx_, *w, input, x, y, norm, vk::BufferRange{&rowmap_}, options);
         offsets.push_back(off);
         off += static_cast<uint32_t>(w->rows);
@@ -725,7 +766,11 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
                            limits_.context_length);
         mark(kAttention);
         ctx_.barrier(cmd);
-        linear(L.o, kNoOffsets, m.q_dim(), m.dim, true);
+        linear(L.o, kNoOffsets, m.q_dim(), m.dim, !m.post_norms);
+        if (m.post_norms) {
+            ctx_.barrier(cmd);
+            L.post_attn.record(cmd, T);
+        }
         mark(kAttnOut);
         ctx_.barrier(cmd);
         // gate_up_ holds silu(gate) * up (ffn_dim per token) when SwiGLU is the epilogue, else
@@ -734,7 +779,11 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
         linear(L.gate_up, L.gate_up_offsets, m.dim, ffn_width, false);
         mark(kFfnGateUp);
         ctx_.barrier(cmd);
-        linear(L.down, kNoOffsets, ffn_width, m.dim, true);
+        linear(L.down, kNoOffsets, ffn_width, m.dim, !m.post_norms);
+        if (m.post_norms) {
+            ctx_.barrier(cmd);
+            L.post_ffn.record(cmd, T);
+        }
         mark(kFfnDown);
         ctx_.barrier(cmd);
     }
@@ -880,6 +929,8 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     logits.resize(static_cast<size_t>(S) * m.vocab);
     logits.resize(static_cast<size_t>(S) * m.vocab);
     if (S) ctx_.download(logits_, 0, logits.data(), logits.size() * 4);
+    if (const float cap = m.final_softcap; cap > 0)  // Gemma 2: c * tanh(logit / c), as llama.cpp in float
+        for (float& v : logits) v = cap * std::tanh(v / cap);
 
     if (capture_token >= 0 && capture) {
         const uint32_t stride = limits_.context_length;

@@ -16,6 +16,7 @@
 #include "ops/decode_layer.h"
 #include "ops/embed.h"
 #include "ops/matmul.h"
+#include "ops/norm_add.h"
 #include "ops/qk_norm_rope.h"
 #include "vulkan/context.h"
 
@@ -93,6 +94,10 @@ private:
     void record_lm_head(VkCommandBuffer cmd, uint32_t S);
     struct Layer {
         const ops::DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
+        // Gemma: the attention and FFN outputs, RMS-normalised, are added to x (ModelInfo::post_norms):
+        // the O and down matmuls write post_, these add it.
+        const ops::DeviceWeight *post_attn_norm = nullptr, *post_ffn_norm = nullptr;
+        ops::NormAddOp post_attn, post_ffn;
         const ops::DeviceWeight* qkv_bias = nullptr;  // [Q | K | V] biases as F32 (ModelInfo::qkv_bias)
         const ops::DeviceWeight* qk_norm = nullptr;   // [Q norm | K norm] as F32 (ModelInfo::qk_norm)
         ops::QkNormRopeOp qk_norm_op;                 // after a plain Q/K/V matmul, where qk_norm is set
@@ -170,7 +175,7 @@ private:
     void build_linear(std::vector<ops::MatmulOp>& ops, std::vector<uint32_t>& offsets,
                       const std::vector<const ops::DeviceWeight*>& weights, ops::MatmulInput input,
                       vk::BufferRange x, vk::BufferRange y, vk::BufferRange norm,
-                      const ops::RopeKvEpilogue* rope_kv = nullptr, bool swiglu = false);
+                      const ops::RopeKvEpilogue* rope_kv = nullptr, bool swiglu = false, bool gelu = false);
     // Two tensors of the same type with rows interleaved (row 2i = first's row i, 2i + 1 = second's);
     // nullptr when their types differ.
     const ops::DeviceWeight* upload_interleaved(const GgufFile& gguf, const std::string& first,
@@ -194,8 +199,9 @@ private:
     // Activations: one arena (the fused decode layer reads them all through one view), each at
     // an aligned offset. Step inputs and outputs in buffers of their own.
     vk::Buffer act_;
-    vk::BufferRange x_, qkv_, attn_, gate_up_;
-    vk::Buffer logits_, tokens_, tok_info_, tables_, rowmap_, capture_, rope_, dummy_;
+    vk::BufferRange x_, qkv_, attn_, gate_up_, post_;  // post_: ModelInfo::post_norms only
+    // rope_local_: the local (sliding-window) layers' RoPE table where it differs (Gemma 3).
+    vk::Buffer logits_, tokens_, tok_info_, tables_, rowmap_, capture_, rope_, rope_local_, dummy_;
     // Fused decode: counters (sync_[0]: a wait gave up; then per layer and op, items claimed and
     // finished; see shaders/decode_layer.comp), zeroed by the host before each fused step.
     vk::Buffer sync_;

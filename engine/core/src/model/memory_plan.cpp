@@ -57,8 +57,9 @@ MemoryPlan plan_memory(const ModelInfo& m, const DeviceInfo& device, const Model
         256 * 256;
     p.kv_bytes = p.kv_layer_bytes * 2 * m.n_layers;
     const uint64_t qkv_width = m.q_dim() + 2 * kv_dim;
-    // x | q/k/v | attention out (Q's width) | gate/up, as LlamaModel lays them out
-    p.work_bytes = 4ull * limits.max_step_tokens * (m.dim + m.q_dim() + qkv_width + 2ull * m.ffn_dim) +
+    // x | q/k/v | attention out (Q's width) | gate/up | post-norm input (Gemma), as LlamaModel lays them out
+    p.work_bytes = 4ull * limits.max_step_tokens *
+                       (m.dim + m.q_dim() + qkv_width + 2ull * m.ffn_dim + (m.post_norms ? m.dim : 0)) +
                    4ull * limits.max_logit_rows * m.vocab;
 
     const bool range = device.max_storage_buffer_range && p.kv_layer_bytes > device.max_storage_buffer_range;

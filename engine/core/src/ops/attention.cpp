@@ -12,6 +12,8 @@ struct AttnPush {
     uint32_t n_head, n_kv, hd, qkv_stride, out_stride, block;
     float scale;
     uint32_t flags, capture_token, capture_stride;
+    float softcap;
+    uint32_t window;
 };
 }  // namespace
 
@@ -133,10 +135,12 @@ void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_t
                s.qkv_stride,
                s.out_stride,
                s.block,
-               static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim))),
+               static_cast<float>(s.score_scale()),
                capture_token >= 0 ? 1u : 0u,
                capture_token >= 0 ? static_cast<uint32_t>(capture_token) : 0u,
-               capture_stride};
+               capture_stride,
+               s.softcap,
+               s.window};
     const bool own_heads = lanes_own_heads(tokens);
     const Layout& l = own_heads ? own_heads_ : split_keys_;
     const uint32_t heads_per_group = group_ * heads_per_lane_;
@@ -170,27 +174,29 @@ void reference_rope_store(const AttentionShape& s, std::span<float> qkv, std::sp
 void reference_attention(const AttentionShape& s, std::span<const float> qkv, std::span<const TokenInfo> tok,
                          std::span<const uint32_t> tables, const ReferenceKv& kv, std::span<float> out) {
     const uint32_t hd = s.head_dim;
-    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    const double scale = static_cast<float>(s.score_scale());  // the kernel's float scale
     std::vector<double> scores, acc(hd);
     for (size_t t = 0; t < tok.size(); ++t) {
         uint32_t n_ctx = tok[t].pos + 1;
-        scores.assign(n_ctx, 0);
+        const uint32_t first = s.window > 0 && n_ctx > s.window ? n_ctx - s.window : 0;
         for (uint32_t h = 0; h < s.n_head; ++h) {
+            scores.assign(n_ctx, -INFINITY);  // keys before a sliding window weigh 0
             uint32_t kvh = h / (s.n_head / s.n_kv);
             const float* q = qkv.data() + t * s.qkv_stride + h * hd;
             double mx = -INFINITY;
-            for (uint32_t j = 0; j < n_ctx; ++j) {
+            for (uint32_t j = first; j < n_ctx; ++j) {
                 uint32_t slot = tables[tok[t].table_offset + j / s.block] * s.block + j % s.block;
                 double d = 0;
                 for (uint32_t i = 0; i < hd; ++i)
                     d += static_cast<double>(q[i]) * kv.k[kv.index(slot, kvh, i)];
                 scores[j] = d * scale;
+                if (s.softcap > 0) scores[j] = s.softcap * std::tanh(scores[j] / s.softcap);
                 mx = std::max(mx, scores[j]);
             }
             double sum = 0;
             for (auto& v : scores) sum += (v = std::exp(v - mx));
             std::fill(acc.begin(), acc.end(), 0.0);
-            for (uint32_t j = 0; j < n_ctx; ++j) {
+            for (uint32_t j = first; j < n_ctx; ++j) {
                 uint32_t slot = tables[tok[t].table_offset + j / s.block] * s.block + j % s.block;
                 for (uint32_t i = 0; i < hd; ++i) acc[i] += scores[j] / sum * kv.v[kv.index(slot, kvh, i)];
             }

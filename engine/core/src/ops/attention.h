@@ -5,6 +5,7 @@
 // Per-token step inputs (uvec4 per token): (position, offset of its sequence's block table in the
 // flat table array, physical KV slot to write, batch item index).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -18,6 +19,10 @@ struct AttentionShape {
     uint32_t n_head = 0, n_kv = 0, head_dim = 0, block = 16, n_rot = 0;
     uint32_t qkv_stride = 0, out_stride = 0;
     bool kv_f16 = true;
+    float scale = 0;      // the scores' scale; 0 = 1 / sqrt(head_dim)
+    float softcap = 0;    // > 0: each score s becomes softcap * tanh(s / softcap) (Gemma 2)
+    uint32_t window = 0;  // > 0: a token at position p sees positions p - window + 1 .. p only
+    double score_scale() const { return scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_dim)); }
 };
 
 struct TokenInfo {

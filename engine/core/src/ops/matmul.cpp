@@ -116,6 +116,7 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         id = w.format->matmul_swiglu;
     }
     pairs_ = options.rope_kv || options.swiglu;
+    gelu_ = options.gelu;
     for (const auto& part : w.parts)
         if (pairs_ && part.first_row % 2 != 0)
             throw Error(ErrorCode::Internal,
@@ -211,7 +212,8 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
                s.x_stride,
                s.y_stride,
                s.y_offset + static_cast<uint32_t>(part.first_row),
-               (s.accumulate ? 1u : 0u) | (s.use_rowmap ? 2u : 0u) | (rope_kv_.qkv_bias.buffer ? 4u : 0u),
+               (s.accumulate ? 1u : 0u) | (s.use_rowmap ? 2u : 0u) | (rope_kv_.qkv_bias.buffer ? 4u : 0u) |
+                   (gelu_ ? 8u : 0u),
                s.eps,
                static_cast<uint32_t>(w_->row_units),
                w_->tile_rows,
@@ -302,9 +304,14 @@ void to_fixed_point(std::span<float> v, uint32_t group) {
     }
 }
 
+double reference_gelu_tanh(double x) {
+    return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * x * (1.0 + 0.044715 * x * x)));
+}
+
 void reference_matmul(std::span<const float> W, uint32_t rows, uint32_t cols, MatmulInput input,
                       std::span<const float> x, std::span<float> y, std::span<const float> norm_weight,
-                      std::span<const uint32_t> rowmap, const MatmulShape& s, uint32_t fixed_point) {
+                      std::span<const uint32_t> rowmap, const MatmulShape& s, uint32_t fixed_point,
+                      bool gelu) {
     std::vector<float> in(cols);
     for (uint32_t t = 0; t < s.tokens; ++t) {
         uint32_t xr = s.use_rowmap ? rowmap[t] : t;
@@ -326,7 +333,8 @@ void reference_matmul(std::span<const float> W, uint32_t rows, uint32_t cols, Ma
             case MatmulInput::Silu:
                 for (uint32_t k = 0; k < cols; ++k) {
                     double g = xp[k];
-                    in[k] = static_cast<float>(g / (1.0 + std::exp(-g)) * xp[cols + k]);
+                    in[k] = static_cast<float>((gelu ? reference_gelu_tanh(g) : g / (1.0 + std::exp(-g))) *
+                                               xp[cols + k]);
                 }
                 break;
         }

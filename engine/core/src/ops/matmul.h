@@ -60,6 +60,9 @@ struct MatmulOptions {
     // half as many columns as the weight has rows (MatmulShape::y_offset still counts weight rows:
     // output column = (y_offset + row) / 2). Needs the Norm input and parts at even rows.
     bool swiglu = false;
+    // The gate's activation wherever the matmul applies one (the SwiGLU epilogue, the Silu
+    // input): GELU in its tanh form (GeGLU, Gemma) instead of SiLU.
+    bool gelu = false;
 };
 
 // Rows per weight tile (DeviceWeight::tile_rows, see shaders/weights.glsl) that the matmul kernel
@@ -108,6 +111,7 @@ private:
     bool lane_per_row_ = false;
     RopeKvEpilogue rope_kv_;  // shape.n_head 0 = none
     bool pairs_ = false;      // an epilogue that finishes rows in pairs (RoPE + KV store, SwiGLU)
+    bool gelu_ = false;       // MatmulOptions::gelu
     // Lanes per workgroup (prefill, decode, and the CPU layouts' long-step prefill), rows per
     // workgroup or lane, tokens per lane.
     uint32_t group_ = 64, decode_group_ = 64, prefill_group_ = 32;
@@ -134,7 +138,12 @@ void to_fixed_point(std::span<float> v, uint32_t group);
 // `fixed_point`: the input as fixed_point_input matmuls take it (its group size; 0 = floats).
 void reference_matmul(std::span<const float> W, uint32_t rows, uint32_t cols, MatmulInput input,
                       std::span<const float> x, std::span<float> y, std::span<const float> norm_weight,
-                      std::span<const uint32_t> rowmap, const MatmulShape& shape, uint32_t fixed_point = 0);
+                      std::span<const uint32_t> rowmap, const MatmulShape& shape, uint32_t fixed_point = 0,
+                      bool gelu = false);
+
+// GELU in its tanh form, as ggml_gelu computes it (in double): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
+// x^3))).
+double reference_gelu_tanh(double x);
 
 // CPU reference of RMSNorm: out = x * rsqrt(mean(x^2) + eps) * w.
 void reference_rms_norm(const float* x, const float* w, float* out, uint32_t n, float eps);

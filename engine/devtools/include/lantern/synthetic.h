@@ -30,7 +30,13 @@ struct SyntheticShape {
     // phi3: Q, K and V as one attn_qkv matrix and the gate and up rows as one ffn_up (gate first).
     bool fused_matrices = false;
     uint32_t rope_dims = 0;       // rope.dimension_count; 0 = the head size (Phi-4-mini: 96 of 128)
-    uint32_t sliding_window = 0;  // written as attention.sliding_window when > 0 (phi3)
+    uint32_t sliding_window = 0;  // written as attention.sliding_window when > 0 (phi3, gemma)
+    // Gemma (gemma2, gemma3: GeGLU, post-norms, a Gemma-layout vocabulary, RMS epsilon 1e-6):
+    uint32_t swa_pattern = 0;   // attention.sliding_window_pattern when > 0 (a period of layers)
+    float rope_linear = 0;      // rope.scaling.type linear with this factor when > 0 (Gemma 3 4B)
+    float rope_base_local = 0;  // rope.freq_base_swa when > 0
+    float attn_softcap = 0, final_softcap = 0;  // {attn,final}_logit_softcapping when > 0
+    bool gemma() const { return architecture == "gemma2" || architecture == "gemma3"; }
     // LongRoPE when > 0 (Phi-3.5, Phi-4-mini): rope.scaling.original_context_length, its
     // attn_factor, and rope_factors_short/long.weight (short near 1, long up to ~30).
     uint32_t original_context = 0;
@@ -54,7 +60,11 @@ struct SyntheticShape {
 // head's 128 dims, LongRoPE), or any shape as "DIM/LAYERS/HEADS/KV_HEADS/FFN/VOCAB" (llama, untied
 // LM head). A name may end in modifiers, each ",key=value": layers=N, vocab=N, untied=1,
 // output_std=F, embed_std=F, orig=N (LongRoPE's original context; the long factors apply to longer
-// runs) (e.g. "qwen3-0.6b,layers=2,vocab=1024").
+// runs) (e.g. "qwen3-0.6b,layers=2,vocab=1024"), and for the Gemma shapes ("gemma2-2b": 2304/26/8
+// heads of 256/4 KV/FFN 9216/vocab 256000, window 4096 on every second layer, soft-capping 50 and
+// 30; "gemma3-1b": 1152/26/4 heads of 256/1 KV/6912/262144, window 512, five local layers to one
+// global, RoPE 1e6 global and 1e4 local; "gemma3-4b": 2560/34/8 of 256/4/10240/262208, window
+// 1024, linear RoPE scaling 8 on the global layers) window=N and swa_pattern=N (a period).
 // Throws Error(InvalidArgument) for other names and modifiers and for shapes the engine cannot run
 // (heads not dividing the width into even head dimensions, KV heads not dividing the heads).
 SyntheticShape synthetic_shape(const std::string& name);
@@ -64,9 +74,11 @@ class GgufWriter;
 // Writes a sentencepiece-style ("llama") vocabulary of `vocab` pieces: <unk>, <s>, </s>, the 256
 // byte-fallback pieces <0x00>..<0xFF>, "▁", the letters a-z, then numbered whole-word pieces.
 // Any text encodes (letters as pieces, everything else as bytes). Needs vocab >= 286. `specials`
-// take the last ids, as control tokens.
+// take the last ids, as control tokens. `gemma`: Gemma's layout instead — <pad>, <eos>, <bos>,
+// <unk>, <mask>, <start_of_turn>, <end_of_turn> first, a user-defined "▁▁" after the bytes, no
+// space prefix (tokenizer.ggml.add_space_prefix false), BOS 2 and EOS 1.
 void add_synthetic_vocabulary(GgufWriter& writer, uint32_t vocab,
-                              const std::vector<std::string>& specials = {});
+                              const std::vector<std::string>& specials = {}, bool gemma = false);
 
 // A mix of types like llama.cpp's Q4_K_M files (what most users download): Q4_K, with Q6_K for
 // output.weight and for attn_v and ffn_down in the first and last eighth of the layers and every
