@@ -123,7 +123,7 @@ void ModelPicker::fill() {
             m.architecture.isEmpty() || lantern::supported_architecture(m.architecture.toStdString());
         if (!runs) {
             label = tr("%1 — %2, not supported").arg(label, m.architecture);
-            tip = tr("%1\nLantern runs llama, qwen2 and qwen3 models; this one is %2.")
+            tip = tr("%1\nLantern runs llama, qwen2, qwen3, phi3, gemma2 and gemma3 models; this one is %2.")
                       .arg(where, m.architecture);
         }
         addItem(label);

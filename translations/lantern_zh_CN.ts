@@ -1046,6 +1046,26 @@ Model: %2</source>
             <numerusform>KV 空间供聊天使用，另有 %n 个对话的空间由 API 服务器的回复共用</numerusform>
         </translation>
     </message>
+    <message>
+        <source>Attention</source>
+        <translation>注意力</translation>
+    </message>
+    <message>
+        <source>, local layers base %1</source>
+        <translation>，局部层基数 %1</translation>
+    </message>
+    <message>
+        <source>the whole context on every layer</source>
+        <translation>每一层都看完整上下文</translation>
+    </message>
+    <message>
+        <source>a window of %1 tokens on %2 of %3 layers (local), the whole context on the other %4</source>
+        <translation>%3 层中有 %2 层使用 %1 个词元的滑动窗口（局部），其余 %4 层看完整上下文</translation>
+    </message>
+    <message>
+        <source>, scores soft-capped at %1</source>
+        <translation>，注意力分数软上限 %1</translation>
+    </message>
 </context>
 <context>
     <name>ModelPicker</name>
@@ -1079,9 +1099,9 @@ Model: %2</source>
     </message>
     <message>
         <source>%1
-Lantern runs llama, qwen2 and qwen3 models; this one is %2.</source>
+Lantern runs llama, qwen2, qwen3, phi3, gemma2 and gemma3 models; this one is %2.</source>
         <translation>%1
-Lantern 运行 llama、qwen2 与 qwen3 架构的模型；这个模型是 %2。</translation>
+Lantern 运行 llama、qwen2、qwen3、phi3、gemma2 与 gemma3 架构的模型；这个模型是 %2。</translation>
     </message>
 </context>
 <context>

@@ -7,6 +7,8 @@
 #include <QScrollArea>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "Format.h"
 
 namespace {
@@ -35,6 +37,7 @@ ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
     addRow(form, tr("Embedding / FFN"), "dims");
     addRow(form, tr("Heads / KV heads"), "heads");
     addRow(form, tr("Head dim / RoPE"), "rope");
+    addRow(form, tr("Attention"), "attention");
     addRow(form, tr("Context"), "context");
     addRow(form, tr("Vocabulary"), "vocab");
     addRow(form, tr("Chat template"), "template");
@@ -94,7 +97,21 @@ void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::Device
                     .arg(display::count(m.rope_scaling.original_context));
     if (!m.rope_scaling.frequency_factors.empty())
         rope += tr(", frequency factors per pair (Llama 3.1 scaling)");
+    const auto local = static_cast<uint32_t>(std::count(m.local_layers.begin(), m.local_layers.end(), true));
+    if (local > 0 && m.rope_freq_base_local != m.rope_freq_base)
+        rope += tr(", local layers base %1").arg(static_cast<double>(m.rope_freq_base_local));
     set("rope", rope);
+    // Sliding-window layers (Gemma) apart from the global ones, and soft-capped scores.
+    QString attention =
+        local == 0 ? tr("the whole context on every layer")
+                   : tr("a window of %1 tokens on %2 of %3 layers (local), the whole context on the other %4")
+                         .arg(display::count(m.sliding_window))
+                         .arg(local)
+                         .arg(m.n_layers)
+                         .arg(m.n_layers - local);
+    if (m.attn_softcap > 0)
+        attention += tr(", scores soft-capped at %1").arg(static_cast<double>(m.attn_softcap));
+    set("attention", attention);
     // And how many conversations of that length the KV cache holds: the chat alone, or with the
     // local API server on, the room its parallel replies share too (File > Context Length…
     // changes the length).

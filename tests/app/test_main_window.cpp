@@ -157,6 +157,7 @@ private slots:
     void modelsOtherAppsDownloadedAreListedWithTheirApp();
     void anOllamaModelIsListedByItsOllamaNameAndOpens();
     void aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitch();
+    void aGemma3ModelIsChosenInThePickerAndChatsInItsFormat();
     void aModelDownloadedIntoAnotherAppsFolderAppearsWhileTheWindowIsOpen();
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
     void theContextLengthIsChosenPerModelAndRemembered();
@@ -721,7 +722,8 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     QVERIFY(!entries->item(q)->isEnabled());
     QVERIFY(picker->itemData(q, Qt::ToolTipRole)
                 .toString()
-                .contains(QStringLiteral("llama, qwen2 and qwen3 models; this one is mamba")));
+                .contains(QStringLiteral(
+                    "llama, qwen2, qwen3, phi3, gemma2 and gemma3 models; this one is mamba")));
 }
 
 // A model another app downloads while Lantern runs, into a folder below the top of its store (a
@@ -864,6 +866,63 @@ void TestMainWindow::aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitc
     QCOMPARE(chat->index(1, 0).data(ChatModel::ModelRole).toString(), QStringLiteral("synthetic-qwen3-tiny"));
     thinking->setChecked(true);
     QVERIFY(preferences::thinking());
+}
+
+// A Gemma 3 model (its layers, a window of 8 on layer 0, Gemma's vocabulary and chat template; a
+// small random one) downloaded by another app: the picker lists it as one that runs, choosing it
+// loads it, the model panel shows its local and global layers and its template, and it answers a
+// conversation longer than its window.
+void TestMainWindow::aGemma3ModelIsChosenInThePickerAndChatsInItsFormat() {
+    QTemporaryDir cache;
+    lantern::SyntheticShape shape =
+        lantern::synthetic_shape("gemma3-1b,layers=2,vocab=512,window=8,swa_pattern=2");
+    shape.name = "gemma3-tiny";
+    shape.dim = 64, shape.n_heads = 4, shape.n_kv_heads = 2, shape.head_dim = 32, shape.ffn_dim = 128;
+    shape.context_length = 4096;
+    shape.chat_template =
+        "{{ bos_token }}{%- for message in messages -%}{%- if message['role'] == 'assistant' -%}{%- set role "
+        "= "
+        "'model' -%}{%- else -%}{%- set role = message['role'] -%}{%- endif -%}{{ '<start_of_turn>' + role + "
+        "'\n' + message['content'] | trim + '<end_of_turn>\n' }}{%- endfor -%}{%- if add_generation_prompt "
+        "-%}{{'<start_of_turn>model\n'}}{%- endif -%}";
+    lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32),
+                                   cache.filePath(QStringLiteral("gemma3-tiny.gguf")).toStdString());
+    const QByteArray before = qgetenv("LLAMA_CACHE");
+    qputenv("LLAMA_CACHE", QFile::encodeName(cache.path()));
+    QTemporaryDir dir;
+    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    window.show();
+    QSignalSpy listed(&window, &MainWindow::modelListChanged);
+    QVERIFY(listed.wait(30000));
+    if (before.isEmpty())
+        qunsetenv("LLAMA_CACHE");
+    else
+        qputenv("LLAMA_CACHE", before);
+    auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
+    int i = -1;
+    for (int k = 0; k < picker->count(); ++k)
+        if (picker->itemText(k).startsWith(QStringLiteral("gemma3-tiny  ("))) i = k;
+    QVERIFY(i > 0);
+    QVERIFY(qobject_cast<QStandardItemModel*>(picker->model())->item(i)->isEnabled());
+    picker->setCurrentIndex(i);
+    emit picker->activated(i);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+    auto* info = window.findChild<ModelInfoPanel*>();
+    QVERIFY(info);
+    QCOMPARE(info->valueText(QStringLiteral("architecture")), QStringLiteral("gemma3"));
+    QCOMPARE(info->valueText(QStringLiteral("template")), QStringLiteral("gemma"));
+    QCOMPARE(
+        info->valueText(QStringLiteral("attention")),
+        QStringLiteral("a window of 8 tokens on 1 of 2 layers (local), the whole context on the other 1"));
+    QVERIFY2(info->valueText(QStringLiteral("rope")).contains(QStringLiteral("local layers base 10000")),
+             qPrintable(info->valueText(QStringLiteral("rope"))));
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(6);
+    QVERIFY(sendAndWait(window, QStringLiteral("Hello there, how are you today?")));
+    QVERIFY(sendAndWait(window, QStringLiteral("And what about tomorrow?")));
+    const QAbstractItemModel* chat = window.findChild<ChatView*>(QStringLiteral("chatView"))->model();
+    QCOMPARE(chat->rowCount(), 4);
+    QCOMPARE(chat->index(3, 0).data(ChatModel::ModelRole).toString(),
+             QStringLiteral("synthetic-gemma3-tiny"));
 }
 
 #include "test_main_window.moc"

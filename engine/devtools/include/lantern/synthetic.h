@@ -11,7 +11,7 @@ namespace lantern {
 
 struct SyntheticShape {
     std::string name;
-    std::string architecture = "llama";  // general.architecture: llama, qwen2, qwen3
+    std::string architecture = "llama";  // general.architecture: llama, qwen2, qwen3, phi3, gemma2, gemma3
     uint32_t dim = 64, n_layers = 5, n_heads = 8, n_kv_heads = 4, ffn_dim = 172, vocab = 512;
     uint32_t head_dim = 0;  // 0: dim / n_heads (Qwen3's heads are wider: key_length)
     uint32_t context_length = 2048;
