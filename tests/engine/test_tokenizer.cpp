@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <random>
@@ -22,6 +24,7 @@
 
 #include "lantern/error.h"
 #include "lantern/gguf.h"
+#include "lantern/synthetic.h"
 #include "lantern/tokenizer.h"
 #include "test_support.h"
 #include "tokenizer/protobuf.h"
@@ -261,6 +264,40 @@ private slots:
 
         QCOMPARE(from_gguf_->decode(c.expected), c.input);
         QCOMPARE(from_model_->decode(with_bos), c.input);
+    }
+
+    // Gemma's vocabulary layout (Lantern's writer: <pad> <eos> <bos> <unk> first, user-defined runs
+    // of "▁" and tags, merged pieces, no space prefix) gives llama.cpp's ids for every input of
+    // tests/data/spm_gemma_vectors.inp (scripts/spm-tokenizer-vectors), and decodes back to it.
+    void gemmaLayoutVectorsTokenizeExactly() {
+        GgufWriter w;
+        add_synthetic_vocabulary(w, 1024, {}, true);
+        const std::vector<uint8_t> bytes = w.serialize();
+        auto tok = Tokenizer::from_gguf(*GgufFile::from_memory(bytes, "gemma-layout"));
+        QVERIFY(!tok->add_space_prefix());
+        QCOMPARE(tok->bos_id(), 2);
+        QCOMPARE(tok->eos_id(), 1);
+        const auto read = [](const std::string& path) {
+            std::ifstream f(test::source_path(path), std::ios::binary);
+            if (!f) throw std::runtime_error(path + " is missing");
+            return std::string(std::istreambuf_iterator<char>(f), {});
+        };
+        auto inputs = split(read("tests/data/spm_gemma_vectors.inp"), "\n__ggml_vocab_test__\n");
+        auto outputs = split(read("tests/data/spm_gemma_vectors.out"), "\n");
+        if (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
+        if (!outputs.empty() && outputs.back().empty()) outputs.pop_back();
+        QCOMPARE(inputs.size(), outputs.size());
+        QVERIFY2(inputs.size() >= 120, "the llama.cpp vectors are incomplete");
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            std::vector<int32_t> expected;
+            for (const auto& item : split(outputs[i], " "))
+                if (!item.empty()) expected.push_back(std::stoi(item));
+            const auto got = tok->encode(inputs[i], false);
+            if (got != expected)
+                QFAIL(qPrintable(QString("input %1 \"%2\": got ").arg(i).arg(visible(inputs[i])) +
+                                 ids_text(got) + ", llama.cpp " + ids_text(expected)));
+            QCOMPARE(tok->decode(expected), inputs[i]);
+        }
     }
 
     // Our decoder against sentencepiece's own Decode on random id sequences that mix BOS/EOS,

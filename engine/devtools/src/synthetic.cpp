@@ -208,9 +208,9 @@ SyntheticShape named_shape(const std::string& name) {
 
 void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab, const std::vector<std::string>& specials,
                               bool gemma) {
-    if (vocab < (gemma ? 300 : 286) + specials.size())
+    if (vocab < (gemma ? 400 : 286) + specials.size())
         throw Error(ErrorCode::InvalidArgument,
-                    "a synthetic vocabulary needs at least 286 pieces (Gemma's 300)");
+                    "a synthetic vocabulary needs at least 286 pieces (Gemma's 400)");
     const std::string space = "\xe2\x96\x81";  // "▁", sentencepiece's word-start marker
     // Types: 1 normal, 2 unknown, 3 control, 4 user-defined, 6 byte.
     std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
@@ -226,15 +226,38 @@ void add_synthetic_vocabulary(GgufWriter& w, uint32_t vocab, const std::vector<s
         types.push_back(6);
     }
     const size_t first_piece = tokens.size();
-    if (gemma) {  // user-defined pieces match as whole text (Gemma has runs of spaces, "<table>", ...)
-        tokens.push_back(space + space);
-        types.push_back(4);
-    }
+    if (gemma)  // user-defined pieces match as whole text (Gemma has runs of spaces, HTML tags, ...)
+        for (const std::string& piece : {space + space, space + space + space, std::string("<table>"),
+                                         std::string("<tr>"), std::string("\t\t")}) {
+            tokens.push_back(piece);
+            types.push_back(4);
+        }
     tokens.push_back(space);
     types.push_back(1);
     for (char c = 'a'; c <= 'z'; ++c) {
         tokens.push_back(std::string(1, c));
         types.push_back(1);
+    }
+    if (gemma) {  // capitals, digits, punctuation and merged pieces: what SentencePiece's merges reach
+        std::vector<std::string> more;
+        for (char c = 'A'; c <= 'Z'; ++c) more.emplace_back(1, c);
+        for (char c = '0'; c <= '9'; ++c) more.emplace_back(1, c);
+        for (const char* p : {"\n", "\n\n", ".", ",", "!", "?", "'", "-", "\t"}) more.emplace_back(p);
+        for (const char* p :
+             {"th",           "he",           "the",
+              "in",           "ing",          "er",
+              "an",           "or",           "ll",
+              "lo",           "ld",           "Hel",
+              "Hello",        "wor",          "world",
+              "lan",          "tern",         "lantern",
+              "\xe4\xbd\xa0", "\xe5\xa5\xbd", "\xe4\xbd\xa0\xe5\xa5\xbd"})  // ... "你", "好", "你好"
+            more.emplace_back(p);
+        for (const char* p : {"the", "The", "a", "an", "in", "is", "lit", "Hello", "world", "lantern", "12"})
+            more.push_back(space + p);
+        for (auto& p : more) {
+            tokens.push_back(std::move(p));
+            types.push_back(1);
+        }
     }
     for (uint32_t i = static_cast<uint32_t>(tokens.size()); i < vocab - specials.size(); ++i) {
         tokens.push_back(space + "w" + std::to_string(i));  // unique whole-word pieces

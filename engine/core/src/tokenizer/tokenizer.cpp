@@ -103,9 +103,10 @@ struct Tokenizer::Impl {
     // Byte-level BPE vocabularies (tokenizer.ggml.model "gpt2") run here instead of sentencepiece.
     std::unique_ptr<tokenizer::BpeEncoder> bpe;
     std::string bpe_pre_name;  // tokenizer.ggml.pre, for kind()
-    // BPE: user-defined pieces that text matches as a whole wherever it contains them (as
-    // llama.cpp does), by first byte, longest first.
+    // User-defined pieces that text matches as a whole wherever it contains them (as llama.cpp
+    // does), by first byte, longest first: BPE vocabularies, and sentencepiece ones from GGUF.
     std::array<std::vector<int32_t>, 256> user_by_first_byte;
+    bool has_user_pieces = false;
 
     void check_id(int32_t id) const {
         if (id < 0 || static_cast<size_t>(id) >= pieces.size())
@@ -117,7 +118,38 @@ struct Tokenizer::Impl {
     // Text (never special tokens) -> ids; `starting`: the text begins (sentencepiece's dummy prefix).
     std::vector<int32_t> run(bool text_starts, std::string_view text) const {
         if (bpe) return run_bpe(text);
+        if (has_user_pieces) return run_sp_user(text_starts, text);
         return run_sp(text_starts ? starting : continuing, text);
+    }
+
+    // A GGUF sentencepiece vocabulary with user-defined pieces, as llama.cpp tokenizes it: the text
+    // is cut at every user-defined piece it contains (matched on the text as typed), and each piece
+    // of text between goes to sentencepiece, where the user-defined pieces are ordinary pieces
+    // that merges reach by their scores (so "▁▁" forms from two spaces). Text after a user-defined
+    // piece starts anew (the dummy prefix where the vocabulary has one).
+    std::vector<int32_t> run_sp_user(bool text_starts, std::string_view text) const {
+        std::vector<int32_t> ids;
+        size_t start = 0;
+        bool starts = text_starts;
+        const auto flush = [&](size_t end) {
+            if (end == start) return;
+            const auto part = run_sp(starts ? starting : continuing, text.substr(start, end - start));
+            ids.insert(ids.end(), part.begin(), part.end());
+        };
+        for (size_t pos = 0; pos < text.size();) {
+            const auto match = piece_at(user_by_first_byte, text, pos);
+            if (!match) {
+                ++pos;
+                continue;
+            }
+            flush(pos);
+            ids.push_back(*match);
+            pos += pieces[*match].size();
+            start = pos;
+            starts = true;
+        }
+        flush(text.size());
+        return ids;
     }
 
     // The longest piece of `table` (ids by first byte, longest first) that `text` has at `pos`.
@@ -230,6 +262,15 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(SentencePieceVocab vocab
         if (p.text.empty() || !seen.insert(impl->pieces[id]).second) {
             p.text = "<lantern-unreachable-" + std::to_string(id) + ">";
             p.type = TokenType::Unused;
+        }
+        // A GGUF vocabulary (no trainer spec: llama.cpp's reading, not sentencepiece's): a
+        // user-defined piece is cut out of the text as typed (run_sp_user) and is otherwise an
+        // ordinary piece with its score, where sentencepiece would match it longest-first in the
+        // normalised text ("▁▁▁" before two "▁▁" for four spaces, unlike llama.cpp).
+        if (vocab.trainer_spec.empty() && p.type == TokenType::UserDefined) {
+            p.type = TokenType::Normal;
+            impl->user_by_first_byte[static_cast<uint8_t>(p.text[0])].push_back(id);
+            impl->has_user_pieces = true;
         }
     }
     if (loaded.trainer_spec.empty()) loaded.byte_fallback = has_byte_pieces;

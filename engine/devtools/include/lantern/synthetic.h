@@ -75,8 +75,10 @@ class GgufWriter;
 // byte-fallback pieces <0x00>..<0xFF>, "▁", the letters a-z, then numbered whole-word pieces.
 // Any text encodes (letters as pieces, everything else as bytes). Needs vocab >= 286. `specials`
 // take the last ids, as control tokens. `gemma`: Gemma's layout instead — <pad>, <eos>, <bos>,
-// <unk>, <mask>, <start_of_turn>, <end_of_turn> first, a user-defined "▁▁" after the bytes, no
-// space prefix (tokenizer.ggml.add_space_prefix false), BOS 2 and EOS 1.
+// <unk>, <mask>, <start_of_turn>, <end_of_turn> first, user-defined pieces after the bytes ("▁▁",
+// "▁▁▁", "<table>", "<tr>", two tabs), then besides the letters capitals, digits, punctuation, line
+// breaks and merged pieces ("the", "▁Hello", "你好", ...), no space prefix
+// (tokenizer.ggml.add_space_prefix false), BOS 2 and EOS 1; needs vocab >= 400.
 void add_synthetic_vocabulary(GgufWriter& writer, uint32_t vocab,
                               const std::vector<std::string>& specials = {}, bool gemma = false);
 
