@@ -296,7 +296,13 @@ private slots:
             if (got != expected)
                 QFAIL(qPrintable(QString("input %1 \"%2\": got ").arg(i).arg(visible(inputs[i])) +
                                  ids_text(got) + ", llama.cpp " + ids_text(expected)));
-            QCOMPARE(tok->decode(expected), inputs[i]);
+            // llama.cpp prints a user-defined piece as written ("▁▁" stays "▁▁"), so text that
+            // became one decodes to its spelling, not back to the spaces typed.
+            const bool spelled = std::any_of(expected.begin(), expected.end(), [&](int32_t id) {
+                return tok->type(id) == TokenType::UserDefined &&
+                       tok->token_text(id).find("\xE2\x96\x81") != std::string::npos;
+            });
+            if (!spelled) QCOMPARE(tok->decode(expected), inputs[i]);
         }
     }
 

@@ -293,6 +293,9 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(SentencePieceVocab vocab
             text.push_back(static_cast<char>(parse_byte_piece(impl->pieces[id])));
         } else if (id == impl->unk) {
             text = kUnknownSurface;
+        } else if (impl->has_user_pieces && impl->types[id] == TokenType::UserDefined) {
+            text =
+                impl->pieces[id];  // as llama.cpp prints a GGUF vocabulary's user-defined piece: as written
         } else {
             text = replace_space_markers(impl->pieces[id]);
         }
