@@ -736,6 +736,18 @@ Model: %2</source>
         <source>API reply (sequence %1)</source>
         <translation>API 回复（序列 %1）</translation>
     </message>
+    <message>
+        <source>Local layers</source>
+        <translation>局部层</translation>
+    </message>
+    <message>
+        <source>none: every layer keeps every position</source>
+        <translation>无：每一层都保留全部位置</translation>
+    </message>
+    <message>
+        <source>%1 of %2 layers keep only their last %3 tokens: %4 of their %5 blocks in use (%6)</source>
+        <translation>%2 层中有 %1 层只保留最近 %3 个词元：其专用 %5 个块中已用 %4 个（%6）</translation>
+    </message>
 </context>
 <context>
     <name>MainWindow</name>

@@ -235,6 +235,7 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
     addValue(numbers, 4, 0, tr("Per token"), "bytesPerToken");
     addValue(numbers, 5, 0, tr("Prefix hit (last)"), "prefixHitLast");
     addValue(numbers, 6, 0, tr("Prefix hit (all)"), "prefixHitTotal");
+    addValue(numbers, 7, 0, tr("Local layers"), "localLayers");
     numbers->setColumnStretch(1, 1);
     numbers->setColumnStretch(3, 1);
     clear();
@@ -281,7 +282,7 @@ void KvCachePanel::setSnapshot(const KvSnapshot& snapshot) {
         tr("%1 tokens · %2").arg(display::count(s.capacity_tokens), display::bytes(s.capacity_bytes)));
     set("bytesPerToken", tr("%1 = 2 (K,V) × %2 layers × %3 KV heads × %4 dims × %5 B")
                              .arg(display::bytes(s.bytes_per_token))
-                             .arg(s.layers)
+                             .arg(s.layers - s.local_layers)
                              .arg(s.kv_heads)
                              .arg(s.head_dim)
                              .arg(s.element_bytes));
@@ -293,6 +294,18 @@ void KvCachePanel::setSnapshot(const KvSnapshot& snapshot) {
     set("prefixHitTotal", tr("%1 of %2 tokens (%3)")
                               .arg(display::count(s.prefix_hit_tokens), display::count(s.prefix_query_tokens),
                                    display::percent(ratio)));
+
+    // Sliding-window layers (Gemma's local layers) keep their window in blocks of their own, which
+    // the map above does not show: how many, and how full.
+    set("localLayers",
+        s.local_layers == 0
+            ? tr("none: every layer keeps every position")
+            : tr("%1 of %2 layers keep only their last %3 tokens: %4 of their %5 blocks in use (%6)")
+                  .arg(s.local_layers)
+                  .arg(s.layers)
+                  .arg(display::count(s.window))
+                  .arg(display::count(s.local_used_blocks), display::count(s.local_total_blocks),
+                       display::bytes(s.local_capacity_bytes)));
 
     QList<KvLegend::Entry> entries;
     for (const lantern::KvSequenceStats& seq : s.sequences) {

@@ -206,8 +206,13 @@ void print_info(const Engine& e) {
         "KV cache     %u blocks x %u tokens = %llu tokens, %.1f MiB (%llu bytes/token = 2 x %u layers x %u "
         "KV heads x %u dims x %u bytes)\n",
         kv.total_blocks, kv.block_tokens, static_cast<unsigned long long>(kv.capacity_tokens),
-        kv.capacity_bytes / 1048576.0, static_cast<unsigned long long>(kv.bytes_per_token), kv.layers,
-        kv.kv_heads, kv.head_dim, kv.element_bytes);
+        kv.capacity_bytes / 1048576.0, static_cast<unsigned long long>(kv.bytes_per_token),
+        kv.layers - kv.local_layers, kv.kv_heads, kv.head_dim, kv.element_bytes);
+    if (kv.local_layers > 0)
+        std::printf(
+            "local layers %u with a window of %u tokens: their own %u blocks, %.1f MiB (each "
+            "sequence's window and one step)\n",
+            kv.local_layers, kv.window, kv.local_total_blocks, kv.local_capacity_bytes / 1048576.0);
     std::printf("device       %s (%s), %s\n", d.name.c_str(), device_type_name(d.type), d.driver.c_str());
     std::printf("load         %.1f ms (pipelines + upload %.1f ms, pipeline cache %s)\n", e.load_ms(),
                 e.pipelines_ms(), e.pipeline_cache_was_warm() ? "warm" : "cold");

@@ -110,6 +110,22 @@ void TestKvCachePanel::labelsShowTheNumbersOfTheSnapshot() {
              QStringLiteral("640 B = 2 (K,V) × 5 layers × 4 KV heads × 8 dims × 2 B"));
     QCOMPARE(labelText(panel, "prefixHitLast"), QStringLiteral("16 of 20 tokens"));
     QCOMPARE(labelText(panel, "prefixHitTotal"), QStringLiteral("48 of 120 tokens (40%)"));
+    QCOMPARE(labelText(panel, "localLayers"), QStringLiteral("none: every layer keeps every position"));
+    // Sliding-window layers (Gemma) apart: their pool's blocks, and the layers the rest counts.
+    KvSnapshot windows = syntheticSnapshot();
+    windows.stats.window = 512;
+    windows.stats.local_layers = 4;
+    windows.stats.local_total_blocks = 98;
+    windows.stats.local_used_blocks = 33;
+    windows.stats.local_capacity_bytes = 98 * 16 * 256;
+    windows.stats.bytes_per_token = 128;
+    panel.setSnapshot(windows);
+    QCOMPARE(labelText(panel, "localLayers"),
+             QStringLiteral(
+                 "4 of 5 layers keep only their last 512 tokens: 33 of their 98 blocks in use (392.0 KiB)"));
+    QCOMPARE(labelText(panel, "bytesPerToken"),
+             QStringLiteral("128 B = 2 (K,V) × 1 layers × 4 KV heads × 8 dims × 2 B"));
+    panel.setSnapshot(syntheticSnapshot());
     const QString legend = panel.findChild<KvLegend*>(QStringLiteral("legend"))->text();
     QVERIFY2(legend.contains(QStringLiteral("this chat: 37 tokens in 3 blocks")), qPrintable(legend));
     QVERIFY2(legend.contains(QStringLiteral("cached")) && legend.contains(QStringLiteral("empty")),

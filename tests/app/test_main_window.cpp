@@ -2,6 +2,7 @@
 // streamed text, stored in the conversation database, and the panels fill in; closing the window
 // in the middle of a reply keeps the partial reply (marked interrupted). Missing data fails.
 #include <atomic>
+#include <memory>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -99,6 +100,30 @@ bool loadModel(MainWindow& window) {
 }
 
 // Types `text` into the message input, sends it, and waits until the reply has ended.
+// A main window (its store in `dir`) that lists the models in `cache` as another app's downloads
+// (LLAMA_CACHE, set while the window lists them), once it has listed them.
+std::unique_ptr<MainWindow> windowListingDownloads(const QTemporaryDir& cache, const QTemporaryDir& dir) {
+    const QByteArray before = qgetenv("LLAMA_CACHE");
+    qputenv("LLAMA_CACHE", QFile::encodeName(cache.path()));
+    auto window = std::make_unique<MainWindow>(dir.filePath(QStringLiteral("chat.sqlite")));
+    window->show();
+    QSignalSpy listed(window.get(), &MainWindow::modelListChanged);
+    const bool ok = listed.wait(30000);
+    if (before.isEmpty())
+        qunsetenv("LLAMA_CACHE");
+    else
+        qputenv("LLAMA_CACHE", before);
+    return ok ? std::move(window) : nullptr;
+}
+
+// The picker's entry for the model named `name` (its text starts "name  ("), -1 if none.
+int pickerEntry(MainWindow& window, const QString& name) {
+    auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
+    for (int k = 0; k < picker->count(); ++k)
+        if (picker->itemText(k).startsWith(name + QStringLiteral("  ("))) return k;
+    return -1;
+}
+
 bool sendAndWait(MainWindow& window, const QString& text) {
     auto* input = window.findChild<QPlainTextEdit*>(QStringLiteral("messageInput"));
     QTest::keyClicks(input, text);
@@ -696,17 +721,10 @@ void TestMainWindow::modelsOtherAppsDownloadedAreListedWithTheirApp() {
     lantern::GgufWriter mamba;  // a model of an architecture Lantern does not run
     mamba.set_string("general.architecture", "mamba");
     mamba.write(cache.filePath(QStringLiteral("mamba.gguf")).toStdString());
-    const QByteArray before = qgetenv("LLAMA_CACHE");
-    qputenv("LLAMA_CACHE", QFile::encodeName(cache.path()));
     QTemporaryDir dir;
-    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
-    QSignalSpy listed(&window, &MainWindow::modelListChanged);
-    QVERIFY(listed.wait(30000));
-    if (before.isEmpty())
-        qunsetenv("LLAMA_CACHE");
-    else
-        qputenv("LLAMA_CACHE", before);
-    auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
+    const auto owned = windowListingDownloads(cache, dir);
+    QVERIFY(owned);
+    auto* picker = owned->findChild<QComboBox*>(QStringLiteral("modelPicker"));
     QVERIFY(picker);
     const int i = picker->findText(QStringLiteral("someone_repo_model-Q8_0  (1000 B · llama.cpp)"));
     QStringList items;
@@ -824,25 +842,13 @@ void TestMainWindow::aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitc
         "\\n\\n' }}{%- endif %}{%- endif %}";
     lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32),
                                    cache.filePath(QStringLiteral("qwen3-tiny.gguf")).toStdString());
-    const QByteArray before = qgetenv("LLAMA_CACHE");
-    qputenv("LLAMA_CACHE", QFile::encodeName(cache.path()));
     QTemporaryDir dir;
-    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
-    window.show();
-    QSignalSpy listed(&window, &MainWindow::modelListChanged);
-    QVERIFY(listed.wait(30000));
-    if (before.isEmpty())
-        qunsetenv("LLAMA_CACHE");
-    else
-        qputenv("LLAMA_CACHE", before);
+    const auto owned = windowListingDownloads(cache, dir);
+    QVERIFY(owned);
+    MainWindow& window = *owned;
     auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
-    int i = -1;
-    QStringList items;
-    for (int k = 0; k < picker->count(); ++k) {
-        items << picker->itemText(k);
-        if (picker->itemText(k).startsWith(QStringLiteral("qwen3-tiny  ("))) i = k;
-    }
-    QVERIFY2(i > 0, qPrintable(items.join(QStringLiteral(" | "))));
+    const int i = pickerEntry(window, QStringLiteral("qwen3-tiny"));
+    QVERIFY(i > 0);
     QVERIFY(qobject_cast<QStandardItemModel*>(picker->model())->item(i)->isEnabled());
     auto* thinking = window.findChild<QAction*>(QStringLiteral("thinkingAction"));
     QVERIFY(thinking && !thinking->isEnabled());  // no model with the switch yet
@@ -887,21 +893,12 @@ void TestMainWindow::aGemma3ModelIsChosenInThePickerAndChatsInItsFormat() {
         "-%}{{'<start_of_turn>model\n'}}{%- endif -%}";
     lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32),
                                    cache.filePath(QStringLiteral("gemma3-tiny.gguf")).toStdString());
-    const QByteArray before = qgetenv("LLAMA_CACHE");
-    qputenv("LLAMA_CACHE", QFile::encodeName(cache.path()));
     QTemporaryDir dir;
-    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
-    window.show();
-    QSignalSpy listed(&window, &MainWindow::modelListChanged);
-    QVERIFY(listed.wait(30000));
-    if (before.isEmpty())
-        qunsetenv("LLAMA_CACHE");
-    else
-        qputenv("LLAMA_CACHE", before);
+    const auto owned = windowListingDownloads(cache, dir);
+    QVERIFY(owned);
+    MainWindow& window = *owned;
     auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
-    int i = -1;
-    for (int k = 0; k < picker->count(); ++k)
-        if (picker->itemText(k).startsWith(QStringLiteral("gemma3-tiny  ("))) i = k;
+    const int i = pickerEntry(window, QStringLiteral("gemma3-tiny"));
     QVERIFY(i > 0);
     QVERIFY(qobject_cast<QStandardItemModel*>(picker->model())->item(i)->isEnabled());
     picker->setCurrentIndex(i);

@@ -281,6 +281,63 @@ struct RandomModel {
 class BlockPoolTest : public QObject {
     Q_OBJECT
 private slots:
+    // A sliding window's pool: blocks wholly before a position go back (cached, as freed full
+    // blocks are), the table marks them, truncate and free skip them, and adopt_window finds a
+    // window's blocks by their hashes whether another sequence holds them or they are cached.
+    void windows_give_back_and_adopt_blocks() {
+        BlockPool pool(8, 4, 99);
+        Tokens toks(18);
+        for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int32_t>(i + 1);
+        const SequenceId a = pool.create_sequence();
+        pool.append(a, toks);  // blocks for positions 0-3, 4-7, 8-11, 12-15, 16-17
+        QCOMPARE(pool.free_blocks(), 3u);
+        pool.release_before(a, 9);  // 0-3 and 4-7 lie wholly before position 9
+        QCOMPARE(pool.first_held_position(a), 8u);
+        QCOMPARE(pool.block_table(a)[0], BlockPool::kReleased);
+        QCOMPARE(pool.block_table(a)[1], BlockPool::kReleased);
+        QCOMPARE(pool.free_blocks(), 5u);
+        KvStats st;
+        pool.fill_stats(st);
+        QCOMPARE(st.sequences[0].blocks, 3u);
+        QCOMPARE(st.cached_blocks, 2u);
+        pool.release_before(a, 100);  // never the partial block, nor past what is full
+        QCOMPARE(pool.first_held_position(a), 16u);
+        QCOMPARE(pool.free_blocks(), 7u);
+
+        // The window before position 16 from position 9: blocks 8-11 and 12-15, cached now.
+        const SequenceId b = pool.create_sequence();
+        QVERIFY(pool.window_cached(toks, 16, 9));
+        QVERIFY(pool.adopt_window(b, toks, 16, 9));
+        QCOMPARE(pool.tokens(b).size(), size_t(16));
+        QCOMPARE(pool.first_held_position(b), 8u);
+        QCOMPARE(pool.block_table(b)[0], BlockPool::kReleased);
+        QCOMPARE(pool.refcount(pool.block_table(b)[2]), 1u);
+        // From position 0: every block, each found in the cache.
+        const SequenceId c = pool.create_sequence();
+        QVERIFY(pool.adopt_window(c, toks, 16, 0));
+        QCOMPARE(pool.first_held_position(c), 0u);
+        QCOMPARE(pool.refcount(pool.block_table(c)[2]), 2u);  // shared with b
+        // Other tokens: no block of theirs is cached, nothing changes.
+        Tokens other = toks;
+        other[1] = 99;
+        const SequenceId d = pool.create_sequence();
+        QVERIFY(!pool.window_cached(other, 16, 8));  // 8-15's chain passes through the changed block
+        QVERIFY(!pool.adopt_window(d, other, 16, 0));
+        QVERIFY(pool.tokens(d).empty() && pool.block_table(d).empty());
+        QVERIFY(!pool.adopt_window(c, toks, 16, 0));  // only an empty sequence adopts
+
+        // Truncating and freeing skip the entries given back; every block returns.
+        pool.truncate(a, 18);
+        QVERIFY(pool.tokens(a).empty() && pool.block_table(a).empty());
+        pool.truncate(b, 8);  // its held blocks go (one still c's)
+        QCOMPARE(pool.block_table(b), (Ids{BlockPool::kReleased, BlockPool::kReleased}));
+        pool.truncate(b, 6);  // into a given-back block: the table shrinks past it
+        QCOMPARE(pool.tokens(b).size(), size_t(2));
+        QCOMPARE(pool.block_table(b), (Ids{BlockPool::kReleased}));
+        for (SequenceId id : {a, b, c, d}) pool.free_sequence(id);
+        QCOMPARE(pool.free_blocks(), 8u);
+    }
+
     void fresh_pool_is_all_empty() {
         BlockPool pool(5, 16, 1);
         QCOMPARE(pool.free_queue(), (Ids{0, 1, 2, 3, 4}));

@@ -99,6 +99,10 @@ struct EngineOptions {
     // dispatch; logits are bit-identical either way. false = the separate kernels (comparisons).
     // No effect on other devices. Why and what it costs: docs/decisions/0017-fused-decode-layer.md.
     bool fused_decode = true;
+    // Sliding-window layers (Gemma's local layers) keep only their window in a KV pool of their own,
+    // blocks that left every window going back to it; false = they keep every position as the
+    // other layers do (comparisons: the logits are the same bits either way).
+    bool kv_release_windows = true;
 };
 
 // One sequence's slice of a batched step.

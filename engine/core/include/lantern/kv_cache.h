@@ -32,6 +32,12 @@ struct KvStats {
     uint64_t evictions = 0;
     uint32_t peak_used_blocks = 0;
     std::vector<KvSequenceStats> sequences;
+    // Sliding-window layers with a pool of their own (Gemma's local layers; local_layers 0: none):
+    // each sequence there holds only the blocks of its last `window` positions. bytes_per_token and
+    // capacity_bytes above then count the other layers only.
+    uint32_t window = 0, local_layers = 0;
+    uint32_t local_total_blocks = 0, local_used_blocks = 0;
+    uint64_t local_capacity_bytes = 0;
 };
 
 struct KvBlockInfo {

@@ -27,7 +27,13 @@ struct MemoryPlan {
     uint64_t weight_bytes = 0;
     uint64_t kv_bytes = 0;        // the whole KV pool, every layer's K and V
     uint64_t kv_layer_bytes = 0;  // one layer's K (or V) cache, which one storage-buffer view must reach
-    uint64_t work_bytes = 0;      // activations and logits of the largest step
+    // Sliding-window layers (Gemma's local layers) with a pool of their own that holds each
+    // sequence's window only: its blocks and one such layer's K (or V) cache; 0 when every layer
+    // keeps every position (no local layers, or a window no shorter than the context).
+    uint32_t kv_local_blocks = 0;
+    uint64_t kv_local_layer_bytes = 0;
+    uint64_t kv_flat_bytes = 0;             // what kv_bytes would be with every layer keeping every position
+    uint64_t work_bytes = 0;                // activations and logits of the largest step
     MemoryLimit limit = MemoryLimit::None;  // the first limit the plan is past
     uint64_t limit_bytes = 0;               // that limit on this device
     std::string refusal;                    // why the device cannot hold it, in words; empty when it can

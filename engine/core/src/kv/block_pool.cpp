@@ -87,6 +87,8 @@ uint32_t BlockPool::take_block() {
 
 SequenceId BlockPool::fork(SequenceId from, uint32_t* shared_tokens) {
     const Sequence& src = seq(from);
+    if (src.released > 0)
+        throw Error(ErrorCode::Internal, "fork of a sequence that gave back blocks (use adopt_window)");
     uint32_t full = static_cast<uint32_t>(src.tokens.size()) / block_tokens_;
     SequenceId id = create_sequence();
     Sequence& dst = seqs_[id];
@@ -105,7 +107,8 @@ void BlockPool::free_sequence(SequenceId id) {
     Sequence& s = seq(id);
     // Release tail first so that, among this sequence's cached blocks, the deepest ones (least
     // likely to be shared by another prompt) are evicted first.
-    for (auto it = s.table.rbegin(); it != s.table.rend(); ++it) release(*it);
+    for (auto it = s.table.rbegin(); it != s.table.rend(); ++it)
+        if (*it != kReleased) release(*it);
     seqs_.erase(id);
 }
 
@@ -142,7 +145,7 @@ uint32_t BlockPool::peek_prefix(std::span<const int32_t> prompt, uint32_t* idle_
     return static_cast<uint32_t>(blocks.size()) * block_tokens_;
 }
 
-uint32_t BlockPool::reuse_prefix(SequenceId id, std::span<const int32_t> prompt) {
+uint32_t BlockPool::reuse_prefix(SequenceId id, std::span<const int32_t> prompt, uint32_t limit) {
     Sequence& s = seq(id);
     last_query_ = static_cast<uint32_t>(prompt.size());
     last_hit_ = 0;
@@ -151,6 +154,10 @@ uint32_t BlockPool::reuse_prefix(SequenceId id, std::span<const int32_t> prompt)
     std::vector<uint32_t> blocks;
     std::vector<uint64_t> hashes;
     match_prefix(prompt, blocks, hashes);
+    if (blocks.size() > limit / block_tokens_) {
+        blocks.resize(limit / block_tokens_);
+        hashes.resize(blocks.size());
+    }
     for (size_t i = 0; i < blocks.size(); ++i) {
         acquire(blocks[i]);
         s.table.push_back(blocks[i]);
@@ -218,13 +225,15 @@ void BlockPool::truncate(SequenceId id, uint32_t n) {
     uint32_t first_cut = new_len / block_tokens_;  // blocks from here on lose tokens
     // The sequence's next tokens would be written into a kept partial block: another sequence
     // sharing it would read them as its own.
-    if (new_len % block_tokens_ != 0 && blocks_[s.table[first_cut]].refcount > 1)
+    if (new_len % block_tokens_ != 0 && s.table[first_cut] != kReleased &&
+        blocks_[s.table[first_cut]].refcount > 1)
         throw Error(ErrorCode::InvalidArgument, "cannot truncate sequence " + std::to_string(id) +
                                                     " into a KV block it shares with another sequence");
     // The dropped tokens were never computed (a failed step) or will be overwritten: blocks of this
     // sequence alone that lose tokens leave the prefix cache, or a later prompt would reuse K/V
     // that does not belong to its tokens. Shared blocks were computed by whoever shares them.
     for (uint32_t i = first_cut; i < s.table.size(); ++i) {
+        if (s.table[i] == kReleased) continue;
         Block& blk = blocks_[s.table[i]];
         if (blk.refcount != 1 || !blk.hashed) continue;
         auto it = cache_.find(blk.hash);
@@ -235,12 +244,76 @@ void BlockPool::truncate(SequenceId id, uint32_t n) {
     s.tokens.resize(new_len);
     uint32_t keep_blocks = static_cast<uint32_t>((s.tokens.size() + block_tokens_ - 1) / block_tokens_);
     while (s.table.size() > keep_blocks) {
-        release(s.table.back());
+        if (s.table.back() != kReleased) release(s.table.back());
         s.table.pop_back();
     }
+    s.released = std::min<uint32_t>(s.released, static_cast<uint32_t>(s.table.size()));
     uint32_t full = static_cast<uint32_t>(s.tokens.size()) / block_tokens_;
     if (s.hashes.size() > full) s.hashes.resize(full);
     s.hashed_blocks = std::min(s.hashed_blocks, full);
+}
+
+void BlockPool::release_before(SequenceId id, uint32_t position) {
+    Sequence& s = seq(id);
+    const uint32_t before =
+        std::min<uint32_t>(position / block_tokens_, static_cast<uint32_t>(s.tokens.size()) / block_tokens_);
+    for (; s.released < before; ++s.released) {
+        if (s.table[s.released] != kReleased) release(s.table[s.released]);
+        s.table[s.released] = kReleased;
+    }
+}
+
+uint32_t BlockPool::first_held_position(SequenceId id) const {
+    return seq(id).released * block_tokens_;
+}
+
+bool BlockPool::find_window(std::span<const int32_t> prompt, uint32_t end, uint32_t from,
+                            std::vector<uint32_t>& blocks, std::vector<uint64_t>& hashes) const {
+    blocks.clear();
+    hashes.clear();
+    if (end % block_tokens_ != 0 || end > prompt.size()) return false;
+    const uint32_t first = std::min(from, end) / block_tokens_;
+    uint64_t parent = 0;
+    for (uint32_t i = 0; i < end / block_tokens_; ++i) {
+        const auto toks = prompt.subspan(static_cast<size_t>(i) * block_tokens_, block_tokens_);
+        const uint64_t h = chain_hash(parent, toks);
+        hashes.push_back(h);
+        if (i >= first) {
+            const auto it = cache_.find(h);
+            if (it == cache_.end()) return false;
+            const Block& blk = blocks_[it->second];
+            if (!blk.hashed || blk.parent != parent ||
+                !std::equal(toks.begin(), toks.end(), blk.tokens.begin()))
+                return false;  // a hash collision: not these tokens' K/V
+            blocks.push_back(it->second);
+        }
+        parent = h;
+    }
+    return true;
+}
+
+bool BlockPool::window_cached(std::span<const int32_t> prompt, uint32_t end, uint32_t from) const {
+    std::vector<uint32_t> blocks;
+    std::vector<uint64_t> hashes;
+    return find_window(prompt, end, from, blocks, hashes);
+}
+
+bool BlockPool::adopt_window(SequenceId id, std::span<const int32_t> prompt, uint32_t end, uint32_t from) {
+    Sequence& s = seq(id);
+    if (!s.tokens.empty()) return false;
+    std::vector<uint32_t> blocks;
+    std::vector<uint64_t> hashes;
+    if (!find_window(prompt, end, from, blocks, hashes)) return false;
+    s.released = end / block_tokens_ - static_cast<uint32_t>(blocks.size());
+    s.table.assign(s.released, kReleased);
+    for (uint32_t b : blocks) {
+        acquire(b);
+        s.table.push_back(b);
+    }
+    s.tokens.assign(prompt.begin(), prompt.begin() + end);
+    s.hashes = std::move(hashes);
+    s.hashed_blocks = end / block_tokens_;
+    return true;
 }
 
 const std::vector<uint32_t>& BlockPool::block_table(SequenceId id) const {
@@ -277,7 +350,7 @@ void BlockPool::fill_stats(KvStats& st) const {
     st.sequences.clear();
     for (const auto& [id, s] : seqs_)
         st.sequences.push_back(
-            {id, static_cast<uint32_t>(s.tokens.size()), static_cast<uint32_t>(s.table.size())});
+            {id, static_cast<uint32_t>(s.tokens.size()), static_cast<uint32_t>(s.table.size()) - s.released});
 }
 
 std::vector<KvBlockInfo> BlockPool::block_map() const {
@@ -289,7 +362,7 @@ std::vector<KvBlockInfo> BlockPool::block_map() const {
         map[b].filled = blocks_[b].hashed ? block_tokens_ : 0;
     }
     for (const auto& [id, s] : seqs_)
-        for (uint32_t i = 0; i < s.table.size(); ++i) {
+        for (uint32_t i = s.released; i < s.table.size(); ++i) {
             auto& info = map[s.table[i]];
             info.owners.push_back(id);
             uint32_t filled =

@@ -35,7 +35,8 @@ public:
 
     // Reuses cached full blocks matching the start of `prompt` for an empty sequence. Always leaves
     // at least the last prompt token to compute. Returns the number of tokens reused.
-    uint32_t reuse_prefix(SequenceId seq, std::span<const int32_t> prompt);
+    // `limit`: reuse at most that many tokens (the blocks a sliding window still has, see Engine).
+    uint32_t reuse_prefix(SequenceId seq, std::span<const int32_t> prompt, uint32_t limit = UINT32_MAX);
     // What reuse_prefix would reuse for `prompt`, changing nothing. `idle_blocks` gets how many of
     // those blocks are free now (cached: reusing them takes them off the free queue).
     uint32_t peek_prefix(std::span<const int32_t> prompt, uint32_t* idle_blocks = nullptr) const;
@@ -53,6 +54,22 @@ public:
     // Throws Error(InvalidArgument) (and changes nothing) when the cut would leave a partial block
     // that another sequence shares (the next token would overwrite its K/V).
     void truncate(SequenceId seq, uint32_t n_tokens);
+
+    // Sliding windows (the pool of a model's local layers, which attend to the last `window`
+    // positions only): a table entry whose block the sequence gave back.
+    static constexpr uint32_t kReleased = 0xFFFFFFFFu;
+    // Gives back the sequence's blocks that lie wholly before `position` (their table entries become
+    // kReleased; full blocks stay in the prefix cache as any freed block does). Nothing before
+    // `position` may be read again: truncating below it leaves the sequence unable to continue.
+    void release_before(SequenceId seq, uint32_t position);
+    // The first position of the first block the sequence still holds (0 unless release_before).
+    uint32_t first_held_position(SequenceId seq) const;
+    // For an empty sequence: the first `end` tokens of `prompt` (end a multiple of the block size)
+    // holding only the blocks of positions from `from` on, each found by its chained hash (held by
+    // another sequence or cached); the blocks before are kReleased. False, changing nothing, when one
+    // of them is not there. window_cached: whether it would succeed.
+    bool adopt_window(SequenceId seq, std::span<const int32_t> prompt, uint32_t end, uint32_t from);
+    bool window_cached(std::span<const int32_t> prompt, uint32_t end, uint32_t from) const;
 
     const std::vector<uint32_t>& block_table(SequenceId seq) const;
     const std::vector<int32_t>& tokens(SequenceId seq) const;
@@ -79,12 +96,17 @@ private:
         std::vector<int32_t> tokens;
         uint32_t hashed_blocks = 0;  // leading full blocks already registered
         std::vector<uint64_t> hashes;
+        uint32_t released = 0;  // leading table entries given back (kReleased)
     };
 
     uint64_t chain_hash(uint64_t parent, std::span<const int32_t> tokens) const;
     // Cached full blocks matching the start of prompt (never its last token), with their hashes.
     void match_prefix(std::span<const int32_t> prompt, std::vector<uint32_t>& blocks,
                       std::vector<uint64_t>& hashes) const;
+    // adopt_window's lookup: the hashes of every full block of prompt[0, end), the cached blocks
+    // of those from `from` on; false when one is missing.
+    bool find_window(std::span<const int32_t> prompt, uint32_t end, uint32_t from,
+                     std::vector<uint32_t>& blocks, std::vector<uint64_t>& hashes) const;
     uint32_t take_block();
     void acquire(uint32_t block);
     void release(uint32_t block);

@@ -1,6 +1,6 @@
 // The model's hyper-parameters, read from GGUF metadata (<architecture>.* keys: llama, qwen2, qwen3,
-// phi3, gemma2, gemma3) and checked for consistency, with the optional pieces its tensors carry (Q/K/V biases, Q/K
-// norms, RoPE frequency factors).
+// phi3, gemma2, gemma3) and checked for consistency, with the optional pieces its tensors carry (Q/K/V
+// biases, Q/K norms, RoPE frequency factors).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -66,8 +66,9 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     planned.weight_bytes = planned_weight_bytes_ = plan_weights(gguf, m);
     const MemoryPlan plan = plan_memory(planned, ctx.info(), limits);
     if (!plan.fits()) throw Error(ErrorCode::ModelTooLarge, plan.refusal);
-    const uint64_t kv_layer_bytes = plan.kv_layer_bytes;
+    const uint64_t kv_layer_bytes = plan.kv_layer_bytes, kv_local_layer_bytes = plan.kv_local_layer_bytes;
     kv_bytes_ = plan.kv_bytes;
+    const bool local_pool = limits.kv_blocks_local > 0;
 
     // Weights.
     embed_ = &upload(gguf, "token_embd.weight", m.vocab, m.dim);
@@ -109,6 +110,10 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     tok_info_ = ctx.create_buffer(16ull * T, MemoryUse::Upload);
     uint32_t max_table = T * ((limits.context_length + limits.block_tokens - 1) / limits.block_tokens + 1);
     tables_ = ctx.create_buffer(4ull * std::min<uint64_t>(max_table, 1u << 20), MemoryUse::Upload);
+    if (local_pool) {
+        tok_info_local_ = ctx.create_buffer(16ull * T, MemoryUse::Upload);
+        tables_local_ = ctx.create_buffer(4ull * std::min<uint64_t>(max_table, 1u << 20), MemoryUse::Upload);
+    }
     rowmap_ = ctx.create_buffer(4ull * S, MemoryUse::Upload);
     capture_ = ctx.create_buffer(4ull * m.n_heads * (limits.context_length + 2), MemoryUse::Readback);
     dummy_ = ctx.create_buffer(16, MemoryUse::DeviceLocal);
@@ -154,7 +159,19 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
     uint32_t kv_per_buffer = static_cast<uint32_t>(std::max<uint64_t>(1, kv_buffer_max / kv_layer_bytes));
     if (limits.kv_layers_per_buffer_for_test)
         kv_per_buffer = std::min(kv_per_buffer, limits.kv_layers_per_buffer_for_test);
-    kv_buffers_.reserve(2 * ((m.n_layers + kv_per_buffer - 1) / kv_per_buffer));  // the layers point into it
+    // With a local pool the sliding-window layers' caches are buffers of their own, as many such
+    // layers per buffer as a view reaches; layer counters per kind place each layer in its kind's.
+    const uint32_t n_local =
+        local_pool ? static_cast<uint32_t>(std::count(m.local_layers.begin(), m.local_layers.end(), true))
+                   : 0;
+    const uint32_t n_main = m.n_layers - n_local;
+    const uint32_t kv_local_per_buffer =
+        local_pool ? static_cast<uint32_t>(std::max<uint64_t>(1, kv_buffer_max / kv_local_layer_bytes)) : 1;
+    kv_buffers_.reserve(
+        2 * ((n_main + kv_per_buffer - 1) / kv_per_buffer +
+             (n_local + kv_local_per_buffer - 1) / kv_local_per_buffer));  // the layers point into it
+    uint32_t main_index = 0, local_index = 0;  // this layer's place among its kind
+    size_t main_pair = 0, local_pair = 0;      // its kind's current K buffer in kv_buffers_
     std::vector<ops::DecodeLayerInput> fused_inputs;
     ops::DecodeLayerShape fused_shape;
     for (uint32_t l = 0; l < m.n_layers; ++l) {
@@ -182,15 +199,25 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
                                                    {m.ffn_dim, m.ffn_dim}, m.dim);
         const auto* wd = &upload(gguf, p + "ffn_down.weight", m.dim, m.ffn_dim);
         vk::BufferRange attn_norm_w = L.attn_norm->parts[0].values, ffn_norm_w = L.ffn_norm->parts[0].values;
-        // K and V caches: the next slice of this chunk's buffers (a new pair every kv_per_buffer layers).
-        if (l % kv_per_buffer == 0) {
-            const uint64_t n = std::min<uint64_t>(kv_per_buffer, m.n_layers - l);
+        // K and V caches: the next slice of this kind's buffers (a new pair every per-buffer layers).
+        const bool windowed = local_pool && m.local_layer(l);
+        uint32_t& index = windowed ? local_index : main_index;
+        size_t& pair = windowed ? local_pair : main_pair;
+        const uint32_t per_buffer = windowed ? kv_local_per_buffer : kv_per_buffer;
+        const uint64_t cache_bytes = windowed ? kv_local_layer_bytes : kv_layer_bytes;
+        if (index % per_buffer == 0) {
+            const uint64_t n = std::min<uint64_t>(per_buffer, (windowed ? n_local : n_main) - index);
+            pair = kv_buffers_.size();
             for (int kv = 0; kv < 2; ++kv)
-                kv_buffers_.push_back(ctx.create_buffer(n * kv_layer_bytes, MemoryUse::DeviceLocal));
+                kv_buffers_.push_back(ctx.create_buffer(n * cache_bytes, MemoryUse::DeviceLocal));
         }
-        const VkDeviceSize kv_at = (l % kv_per_buffer) * kv_layer_bytes;
-        L.k_cache = {&kv_buffers_[kv_buffers_.size() - 2], kv_at, kv_layer_bytes};
-        L.v_cache = {&kv_buffers_[kv_buffers_.size() - 1], kv_at, kv_layer_bytes};
+        const VkDeviceSize kv_at = (index % per_buffer) * cache_bytes;
+        ++index;
+        L.k_cache = {&kv_buffers_[pair], kv_at, cache_bytes};
+        L.v_cache = {&kv_buffers_[pair + 1], kv_at, cache_bytes};
+        // The step inputs its cache is addressed by: the local pool's for a windowed layer.
+        vk::Buffer& layer_tok_info = windowed ? tok_info_local_ : tok_info_;
+        vk::Buffer& layer_tables = windowed ? tables_local_ : tables_;
         // This layer's attention: a sliding window in a local layer, with its own RoPE where it has one.
         ops::AttentionShape layer_shape = ashape;
         if (m.local_layer(l)) layer_shape.window = m.sliding_window;
@@ -198,7 +225,7 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         // Q/K/V with RoPE and the KV-cache store fused into the matmul's epilogue.
         ops::RopeKvEpilogue rope_kv;
         rope_kv.shape = layer_shape;
-        rope_kv.tok_info = {&tok_info_};
+        rope_kv.tok_info = {&layer_tok_info};
         rope_kv.rope = {&layer_rope};
         rope_kv.k_cache = L.k_cache;
         rope_kv.v_cache = L.v_cache;
@@ -218,8 +245,8 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
                          L.qk_norm ? nullptr : &rope_kv);
         });
         if (L.qk_norm)
-            L.qk_norm_op = ops::QkNormRopeOp(ctx, layer_shape, m.rms_eps, qkv_, {&tok_info_}, {&layer_rope},
-                                             L.qk_norm->parts[0].values, L.k_cache, L.v_cache);
+            L.qk_norm_op = ops::QkNormRopeOp(ctx, layer_shape, m.rms_eps, qkv_, {&layer_tok_info},
+                                             {&layer_rope}, L.qk_norm->parts[0].values, L.k_cache, L.v_cache);
         // With post-norms the O and down matmuls store into post_ and a NormAddOp adds it to x;
         // otherwise they add into x themselves.
         const vk::BufferRange sublayer_out = m.post_norms ? post_ : x_;
@@ -265,7 +292,8 @@ LlamaModel::LlamaModel(vk::Context& ctx, const GgufFile& gguf, const ModelInfo& 
         if (!why.empty() && fused_why_.empty()) fused_why_ = "layer " + std::to_string(l) + ": " + why;
         L.has_fused = why.empty();
         L.attention = ops::AttentionOp(
-            ctx, layer_shape, qkv_, L.k_cache, L.v_cache, {&tok_info_}, {&tables_}, attn_, {&capture_}, 0,
+            ctx, layer_shape, qkv_, L.k_cache, L.v_cache, {&layer_tok_info}, {&layer_tables}, attn_,
+            {&capture_}, 0,
             limits.gpu_layouts ? ops::AttentionSplit::LanesSplitKeys : ops::AttentionSplit::ForDevice);
         // The fused layer's attention splits the work as the separate kernel does for one token
         // (forward() runs it only for steps where the separate kernel would do the same), so a step
@@ -331,7 +359,7 @@ LlamaModel::~LlamaModel() {
 
 void LlamaModel::release() {
     for (auto* b : {&act_, &logits_, &tokens_, &tok_info_, &tables_, &rowmap_, &capture_, &rope_,
-                    &rope_local_, &dummy_, &sync_})
+                    &rope_local_, &dummy_, &sync_, &tok_info_local_, &tables_local_})
         ctx_.destroy(*b);
     for (auto& b : kv_buffers_) ctx_.destroy(b);
     for (auto& s : slabs_) ctx_.destroy(s);
@@ -843,8 +871,10 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
         throw Error(ErrorCode::InvalidArgument, "step of " + std::to_string(T) + " tokens / " +
                                                     std::to_string(S) +
                                                     " logit rows is outside the engine's limits");
-    if (in.tables.size() * 4 > tables_.size)
+    if (in.tables.size() * 4 > tables_.size || in.tables_local.size() * 4 > tables_local_.size)
         throw Error(ErrorCode::InvalidArgument, "block tables too large");
+    if (tok_info_local_.buffer && in.info_local.size() != T)
+        throw Error(ErrorCode::Internal, "a step without the sliding-window layers' token info");
     for (int32_t tok : in.tokens)
         if (tok < 0 || static_cast<uint32_t>(tok) >= m.vocab)
             throw Error(ErrorCode::InvalidArgument,
@@ -853,6 +883,11 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     ctx_.upload(tokens_, 0, in.tokens.data(), 4ull * T);
     ctx_.upload(tok_info_, 0, in.info.data(), 16ull * T);
     if (!in.tables.empty()) ctx_.upload(tables_, 0, in.tables.data(), 4 * in.tables.size());
+    if (tok_info_local_.buffer) {
+        ctx_.upload(tok_info_local_, 0, in.info_local.data(), 16ull * T);
+        if (!in.tables_local.empty())
+            ctx_.upload(tables_local_, 0, in.tables_local.data(), 4 * in.tables_local.size());
+    }
     if (S) ctx_.upload(rowmap_, 0, in.logit_rows.data(), 4ull * S);
 
     const bool timing = profile && ctx_.timestamps_supported();

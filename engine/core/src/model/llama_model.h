@@ -35,6 +35,9 @@ struct ModelLimits {
     uint32_t max_logit_rows = 8;     // sequences per step that want logits
     uint32_t context_length = 2048;  // per sequence
     uint32_t kv_blocks = 0;          // pool size
+    // The sliding-window layers' own pool (ModelInfo::local_layers): blocks; 0 = they use the main
+    // pool's blocks and tables like every layer.
+    uint32_t kv_blocks_local = 0;
     uint32_t block_tokens = 16;
     bool kv_f16 = true;
     uint64_t weight_slab_bytes = 256ull << 20;  // weights are sub-allocated from slabs of this size
@@ -50,6 +53,10 @@ struct StepInput {
     std::vector<int32_t> tokens;
     std::vector<ops::TokenInfo> info;  // per token
     std::vector<uint32_t> tables;      // block tables of the step's sequences, concatenated
+    // With a local pool (ModelLimits::kv_blocks_local): the same for the sliding-window layers
+    // (position and item as in `info`, slot and table offset in the local pool).
+    std::vector<ops::TokenInfo> info_local;
+    std::vector<uint32_t> tables_local;
     std::vector<uint32_t> logit_rows;  // token indices whose logits are returned
     int32_t capture_layer = -1;        // attention capture for the last logit row's token
 };
@@ -202,6 +209,8 @@ private:
     vk::BufferRange x_, qkv_, attn_, gate_up_, post_;  // post_: ModelInfo::post_norms only
     // rope_local_: the local (sliding-window) layers' RoPE table where it differs (Gemma 3).
     vk::Buffer logits_, tokens_, tok_info_, tables_, rowmap_, capture_, rope_, rope_local_, dummy_;
+    // The sliding-window layers' step inputs when they have a pool of their own (kv_blocks_local).
+    vk::Buffer tok_info_local_, tables_local_;
     // Fused decode: counters (sync_[0]: a wait gave up; then per layer and op, items claimed and
     // finished; see shaders/decode_layer.comp), zeroed by the host before each fused step.
     vk::Buffer sync_;

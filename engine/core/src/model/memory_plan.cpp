@@ -31,6 +31,18 @@ ModelLimits limits_for(const ModelInfo& m, const EngineOptions& o, const EngineT
             : blocks_per_context * std::max<uint32_t>(1, o.kv_sequences ? o.kv_sequences : o.max_sequences);
     if (blocks < 1) throw Error(ErrorCode::InvalidArgument, "the KV budget holds not even one block");
     lim.kv_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, 1u << 24));
+    // Sliding-window layers: each sequence holds at most its window plus one step (the blocks of
+    // positions pos - window + 1 .. pos + step, block-aligned), for as many sequences as the pool
+    // is sized for; a pool of their own only where that is smaller than the main one.
+    if (o.kv_release_windows && m.sliding_window > 0 &&
+        std::find(m.local_layers.begin(), m.local_layers.end(), true) != m.local_layers.end()) {
+        const uint64_t per_sequence =
+            (uint64_t{m.sliding_window} - 1 + lim.max_step_tokens + lim.block_tokens - 1) / lim.block_tokens +
+            1;
+        const uint64_t local =
+            per_sequence * std::max<uint32_t>(1, o.kv_sequences ? o.kv_sequences : o.max_sequences);
+        if (local < lim.kv_blocks) lim.kv_blocks_local = static_cast<uint32_t>(local);
+    }
     return lim;
 }
 
@@ -55,7 +67,17 @@ MemoryPlan plan_memory(const ModelInfo& m, const DeviceInfo& device, const Model
         (static_cast<uint64_t>(limits.kv_blocks) * limits.block_tokens * kv_dim * (limits.kv_f16 ? 2 : 4) +
          255) /
         256 * 256;
-    p.kv_bytes = p.kv_layer_bytes * 2 * m.n_layers;
+    p.kv_bytes = p.kv_flat_bytes = p.kv_layer_bytes * 2 * m.n_layers;
+    if (limits.kv_blocks_local) {
+        const auto local =
+            static_cast<uint32_t>(std::count(m.local_layers.begin(), m.local_layers.end(), true));
+        p.kv_local_blocks = limits.kv_blocks_local;
+        p.kv_local_layer_bytes = (static_cast<uint64_t>(limits.kv_blocks_local) * limits.block_tokens *
+                                      kv_dim * (limits.kv_f16 ? 2 : 4) +
+                                  255) /
+                                 256 * 256;
+        p.kv_bytes = p.kv_layer_bytes * 2 * (m.n_layers - local) + p.kv_local_layer_bytes * 2 * local;
+    }
     const uint64_t qkv_width = m.q_dim() + 2 * kv_dim;
     // x | q/k/v | attention out (Q's width) | gate/up | post-norm input (Gemma), as LlamaModel lays them out
     p.work_bytes = 4ull * limits.max_step_tokens *

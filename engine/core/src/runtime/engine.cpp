@@ -70,6 +70,13 @@ public:
                                                  model_->matmul_weight_bytes_by_layout().end());
         pool_ =
             std::make_unique<kv::BlockPool>(lim.kv_blocks, lim.block_tokens, model_identity(*gguf_, info_));
+        // Sliding-window layers with a pool of their own: each sequence has a twin there, created,
+        // cut and freed with it, holding only its window (blocks before it are given back at each step).
+        if (lim.kv_blocks_local) {
+            local_ = std::make_unique<kv::BlockPool>(lim.kv_blocks_local, lim.block_tokens,
+                                                     model_identity(*gguf_, info_));
+            window_ = info_.sliding_window;
+        }
         limits_ = lim;
         ctx_->save_pipeline_cache();
         load_ms_ = ms_since(t0);
@@ -81,22 +88,28 @@ public:
     const std::string& chat_template_source() const override { return template_source_; }
     uint32_t context_length() const override { return context_; }
 
-    SequenceId create_sequence() override { return pool_->create_sequence(); }
+    SequenceId create_sequence() override { return new_sequence(); }
     SequenceId fork_sequence(SequenceId from) override {
         uint32_t shared = 0;
         std::vector<int32_t> all = pool_->tokens(from);
-        SequenceId id = pool_->fork(from, &shared);
+        SequenceId id = 0;
+        if (local_) {  // the windows' blocks are found by their hashes (held by `from`, or cached)
+            id = new_sequence();
+            shared = reuse(id, all);
+        } else {
+            id = pool_->fork(from, &shared);
+        }
         if (shared < all.size()) {
             try {
                 run_prefill(id, std::span<const int32_t>(all).subspan(shared), false);
             } catch (...) {
-                pool_->free_sequence(id);
+                drop_sequence(id);
                 throw;
             }
         }
         return id;
     }
-    void free_sequence(SequenceId seq) override { pool_->free_sequence(seq); }
+    void free_sequence(SequenceId seq) override { drop_sequence(seq); }
     uint32_t sequence_length(SequenceId seq) const override {
         return static_cast<uint32_t>(pool_->tokens(seq).size());
     }
@@ -114,14 +127,14 @@ public:
         // Room in the pool, checked before anything is touched: the cached blocks a prefix hit takes
         // off the free queue, plus new blocks for the rest.
         uint32_t reusable = 0, idle = 0;
-        if (len == 0) reusable = pool_->peek_prefix(tokens, &idle);
+        if (len == 0) reusable = reusable_prefix(tokens, &idle);
         uint32_t need = pool_->blocks_needed(seq, static_cast<uint32_t>(tokens.size()) - reusable) + idle;
         if (need > pool_->free_blocks())
             throw Error(ErrorCode::ContextFull, "the KV cache is full: the prompt needs " +
                                                     std::to_string(need) + " more blocks, " +
                                                     std::to_string(pool_->free_blocks()) + " free");
         uint32_t reused = 0;
-        if (len == 0) reused = pool_->reuse_prefix(seq, tokens);
+        if (len == 0) reused = reuse(seq, tokens);
         last_reused_ = reused;
         last_computed_ = static_cast<uint32_t>(tokens.size()) - reused;
         try {
@@ -130,14 +143,15 @@ public:
             return logits;
         } catch (...) {
             // All or nothing: earlier chunks and the reused prefix are dropped too.
-            pool_->truncate(seq, sequence_length(seq) - len);
+            cut(seq, sequence_length(seq) - len);
+            if (!window_held(seq)) rebuild_window(seq);  // later chunks gave back len's window
             throw;
         }
     }
 
     uint32_t attach_cached_prefix(SequenceId seq, std::span<const int32_t> prompt) override {
         if (sequence_length(seq) != 0 || prompt.empty()) return 0;
-        return pool_->reuse_prefix(seq, prompt);
+        return reuse(seq, prompt);
     }
 
     std::vector<std::vector<float>> step(std::span<const StepItem> items) override {
@@ -159,6 +173,21 @@ public:
             throw Error(ErrorCode::ContextFull, "the KV cache is full: this step needs " +
                                                     std::to_string(need) + " more blocks, " +
                                                     std::to_string(pool_->free_blocks()) + " free");
+        if (local_) {
+            // What left every window of a sequence goes back first (no later token of it attends
+            // there; a failed step rolls back to its length now, whose window stays held).
+            uint32_t need_local = 0;
+            for (const auto& [seq, n] : adding) {
+                const SequenceId l = local_id(seq);
+                local_->release_before(l, window_start(sequence_length(seq)));
+                need_local += local_->blocks_needed(l, n);
+            }
+            if (need_local > local_->free_blocks())
+                throw Error(ErrorCode::ContextFull,
+                            "the KV cache of the sliding-window layers is full: this step needs " +
+                                std::to_string(need_local) + " more blocks, " +
+                                std::to_string(local_->free_blocks()) + " free");
+        }
         model::StepInput in;
         std::vector<std::pair<SequenceId, uint32_t>> appended;
         try {
@@ -166,14 +195,29 @@ public:
                 const auto& it = items[i];
                 uint32_t len = sequence_length(it.sequence);
                 auto slots = pool_->append(it.sequence, it.tokens);
+                std::vector<uint32_t> local_slots;
+                try {
+                    if (local_) local_slots = local_->append(local_id(it.sequence), it.tokens);
+                } catch (...) {
+                    pool_->truncate(it.sequence, static_cast<uint32_t>(it.tokens.size()));
+                    throw;
+                }
                 appended.emplace_back(it.sequence, static_cast<uint32_t>(it.tokens.size()));
                 uint32_t table_off = static_cast<uint32_t>(in.tables.size());
                 const auto& table = pool_->block_table(it.sequence);
                 in.tables.insert(in.tables.end(), table.begin(), table.end());
+                const uint32_t local_off = static_cast<uint32_t>(in.tables_local.size());
+                if (local_) {
+                    const auto& local_table = local_->block_table(local_id(it.sequence));
+                    in.tables_local.insert(in.tables_local.end(), local_table.begin(), local_table.end());
+                }
                 for (size_t k = 0; k < it.tokens.size(); ++k) {
                     in.tokens.push_back(it.tokens[k]);
                     in.info.push_back(
                         {len + static_cast<uint32_t>(k), table_off, slots[k], static_cast<uint32_t>(i)});
+                    if (local_)
+                        in.info_local.push_back({len + static_cast<uint32_t>(k), local_off, local_slots[k],
+                                                 static_cast<uint32_t>(i)});
                 }
                 if (it.want_all_logits) {
                     for (size_t k = 0; k < it.tokens.size(); ++k)
@@ -194,7 +238,7 @@ public:
             return out;
         } catch (...) {
             // Nothing is half-done: tokens of a failed step are removed from their sequences.
-            for (auto& [seq, n] : appended) pool_->truncate(seq, n);
+            for (auto& [seq, n] : appended) cut(seq, n);
             throw;
         }
     }
@@ -217,12 +261,12 @@ public:
                         "warm-up shape " + std::to_string(shape) + " does not exist");
         const auto t = Clock::now();
         const uint32_t n = std::min({kShapes[shape].tokens, limits_.max_step_tokens, context_});
-        const SequenceId seq = pool_->create_sequence();
+        const SequenceId seq = new_sequence();
         // Only empty blocks: taking a cached one would evict a prefix someone may reuse.
         KvStats kv;
         pool_->fill_stats(kv);
         if (pool_->blocks_needed(seq, n) > kv.empty_blocks) {  // the KV budget is in use: nothing to do
-            pool_->free_sequence(seq);
+            drop_sequence(seq);
             return ms_since(t);
         }
         const uint32_t peak = pool_->peak_used_blocks();
@@ -233,8 +277,8 @@ public:
         auto restore = [&] {
             profile_steps_ = timed_steps;
             // truncate() also takes the blocks out of the prefix cache (free_sequence would keep them).
-            pool_->truncate(seq, sequence_length(seq));
-            pool_->free_sequence(seq);
+            cut(seq, sequence_length(seq));
+            drop_sequence(seq);
             pool_->restore_peak_used_blocks(peak);
             capture_layer_ = capture;
             profile_ = profile;
@@ -269,13 +313,13 @@ public:
         const uint32_t timed_steps = profile_steps_;
         std::vector<StepItem> items(sequences);
         for (uint32_t i = 0; i < sequences; ++i) {
-            items[i].sequence = pool_->create_sequence();
+            items[i].sequence = new_sequence();
             items[i].tokens = {static_cast<int32_t>(i % info_.vocab)};
         }
         auto restore = [&] {
             for (const auto& it : items) {
-                pool_->truncate(it.sequence, sequence_length(it.sequence));
-                pool_->free_sequence(it.sequence);
+                cut(it.sequence, sequence_length(it.sequence));
+                drop_sequence(it.sequence);
             }
             pool_->restore_peak_used_blocks(peak);
             profile_ = profile;
@@ -304,6 +348,22 @@ public:
         s.element_bytes = limits_.kv_f16 ? 2 : 4;
         s.bytes_per_token = model::LlamaModel::kv_bytes_per_token(info_, limits_.kv_f16);
         s.capacity_bytes = s.capacity_tokens * s.bytes_per_token;
+        if (local_) {  // the sliding-window layers' pool, apart
+            KvStats l;
+            local_->fill_stats(l);
+            s.window = window_;
+            s.local_layers =
+                static_cast<uint32_t>(std::count(info_.local_layers.begin(), info_.local_layers.end(), true));
+            s.local_total_blocks = l.total_blocks;
+            s.local_used_blocks = l.used_blocks;
+            const uint64_t per_layer_token = 2ull * info_.n_kv_heads * info_.head_dim * s.element_bytes;
+            // Bytes per token and capacity count the layers that keep every position; the local
+            // layers' blocks are their own.
+            s.bytes_per_token = per_layer_token * (info_.n_layers - s.local_layers);
+            s.capacity_bytes = s.capacity_tokens * s.bytes_per_token;
+            s.local_capacity_bytes =
+                uint64_t{l.total_blocks} * l.block_tokens * per_layer_token * s.local_layers;
+        }
         return s;
     }
     std::vector<KvBlockInfo> kv_block_map() const override { return pool_->block_map(); }
@@ -318,6 +378,65 @@ public:
     bool pipeline_cache_was_warm() const override { return ctx_->pipeline_cache_loaded(); }
 
 private:
+    SequenceId new_sequence() {
+        const SequenceId id = pool_->create_sequence();
+        if (local_) local_of_[id] = local_->create_sequence();
+        return id;
+    }
+    SequenceId local_id(SequenceId seq) const {
+        const auto it = local_of_.find(seq);
+        if (it == local_of_.end())
+            throw Error(ErrorCode::InvalidArgument, "no sequence " + std::to_string(seq));
+        return it->second;
+    }
+    void drop_sequence(SequenceId seq) {
+        if (local_) {
+            local_->free_sequence(local_id(seq));
+            local_of_.erase(seq);
+        }
+        pool_->free_sequence(seq);
+    }
+    // Drops the last n tokens of the sequence in both pools.
+    void cut(SequenceId seq, uint32_t n) {
+        pool_->truncate(seq, n);
+        if (local_) local_->truncate(local_id(seq), n);
+    }
+    // The first position a token at `len` attends to in a sliding-window layer.
+    uint32_t window_start(uint32_t len) const { return len + 1 > window_ ? len + 1 - window_ : 0; }
+    // Whether the sliding-window layers still hold what the sequence's next token attends to.
+    bool window_held(SequenceId seq) const {
+        return !local_ || local_->first_held_position(local_id(seq)) <= window_start(sequence_length(seq));
+    }
+    // How many tokens of `prompt` the prefix cache gives an empty sequence: with sliding-window
+    // layers, the longest cached prefix (in blocks) whose window before it is cached too.
+    uint32_t reusable_prefix(std::span<const int32_t> prompt, uint32_t* idle = nullptr) const {
+        uint32_t r = pool_->peek_prefix(prompt, idle);
+        if (local_)
+            while (r > 0 && !local_->window_cached(prompt, r, window_start(r))) r -= limits_.block_tokens;
+        return r;
+    }
+    uint32_t reuse(SequenceId seq, std::span<const int32_t> prompt) {
+        const uint32_t r = pool_->reuse_prefix(seq, prompt, reusable_prefix(prompt));
+        if (local_ && r > 0 && !local_->adopt_window(local_id(seq), prompt, r, window_start(r))) {
+            cut(seq, r);  // cannot happen (reusable_prefix found them): compute it all instead
+            return 0;
+        }
+        return r;
+    }
+    // A prefill that failed after later chunks gave back the window before the sequence's length
+    // (the rollback's target): recompute the sequence from the longest prefix whose window is
+    // cached. If that fails too, the sequence is left empty.
+    void rebuild_window(SequenceId seq) {
+        const std::vector<int32_t> tokens = pool_->tokens(seq);
+        cut(seq, static_cast<uint32_t>(tokens.size()));
+        try {
+            const uint32_t r = reuse(seq, tokens);
+            if (r < tokens.size()) run_prefill(seq, std::span<const int32_t>(tokens).subspan(r), false);
+        } catch (...) {
+            cut(seq, sequence_length(seq));
+        }
+    }
+
     std::vector<float> run_prefill(SequenceId seq, std::span<const int32_t> tokens, bool want_logits,
                                    const PrefillProgress& progress = {}) {
         std::vector<float> logits;
@@ -344,6 +463,9 @@ private:
     std::unique_ptr<vk::Context> ctx_;
     std::unique_ptr<model::LlamaModel> model_;
     std::unique_ptr<kv::BlockPool> pool_;
+    std::unique_ptr<kv::BlockPool> local_;       // sliding-window layers' own pool, or none
+    std::map<SequenceId, SequenceId> local_of_;  // a sequence's twin in local_
+    uint32_t window_ = 0;                        // ModelInfo::sliding_window when local_
     model::ModelLimits limits_;
     uint32_t context_ = 0;
     uint32_t last_reused_ = 0, last_computed_ = 0;
