@@ -38,7 +38,10 @@ const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAP
                     | q4_0 | q4_1 | q5_0 | q5_1 | q3_k | q4_k | q5_k | q6_k | iq4_nl | iq4_xs | q4_k_m (llama.cpp's
                     Q4_K_M mix of Q4_K and Q6_K; block types need rows of whole blocks: tiny, whose FFN is
                     172 wide as stories260K's, takes f32, f16 and bf16; K-quants and iq4_xs need 256-element rows)
-  -p N              prefill tokens (default 128; 0 = skip)
+  -p LIST           prompt lengths, e.g. 512,2048 (default 128; 0 = skip): each prompt is prefilled as the app
+                    does it, in steps of at most 512 tokens, and its rate is also given as a fraction of the
+                    weights' arithmetic roofline (every token's products over every weight, at the rate the
+                    device's dot kernel of each layout streams them)
   -n N              decode tokens (default 128; 0 = skip)
   -r N              repetitions (default 3, after one warm-up)
   -b LIST           sequences decoding together, e.g. 1,4 (default 1)
@@ -72,7 +75,8 @@ constexpr int kBesideShareTokens = 16;
 struct Options {
     std::vector<std::string> models;
     std::vector<std::pair<std::string, std::string>> synthetic;
-    int pp = 128, tg = 128, reps = 3, steady = 0, beside = 0;
+    std::vector<int> pps{128};  // -p: prompt lengths of the prefill test (0 = none)
+    int tg = 128, reps = 3, steady = 0, beside = 0;
     double steady_seconds = 0;
     std::vector<int> batches{1};
     std::vector<int> depths{0};
@@ -123,7 +127,7 @@ struct Result {
     int depth = 0;  // decode: tokens of context before the test's first token (-d)
     double tok_s = 0, spread = 0, ms_per_token = 0;
     double read_fraction = -1;   // of the read roofline (decode only)
-    double arith_fraction = -1;  // of the weights' arithmetic roofline (decode only)
+    double arith_fraction = -1;  // of the weights' arithmetic roofline (decode and prefill)
 };
 
 void print_result(const Result& r, bool json) {
@@ -353,14 +357,18 @@ void bench_model(const std::string& path, const std::string& label, const Option
     EngineOptions eo;
     eo.device_selector = o.device;
     int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+    const int max_pp = *std::max_element(o.pps.begin(), o.pps.end());
+    // Prompts are prefilled in steps of at most this many tokens, as llama.cpp's default micro-batch.
+    constexpr int kPrefillStep = 512;
     const int max_depth = *std::max_element(o.depths.begin(), o.depths.end());
     // A deep decode test holds its prefix in one more sequence, which its forks share.
     eo.max_sequences =
         static_cast<uint32_t>(std::max({1, max_batch + (max_depth > 0 ? 1 : 0), o.beside + 1}));
-    eo.max_step_tokens = static_cast<uint32_t>(
-        std::max({o.pp, max_batch, std::min(max_depth, 256), o.beside > 0 ? kBesideShareTokens : 1, 1}));
+    eo.max_step_tokens =
+        static_cast<uint32_t>(std::max({std::min(max_pp, kPrefillStep), max_batch, std::min(max_depth, 256),
+                                        o.beside > 0 ? kBesideShareTokens : 1, 1}));
     eo.context_length = static_cast<uint32_t>(std::max(
-        {o.pp + 8, std::max(max_depth + o.tg, o.steady) + 8, o.beside > 0 ? kBesidePrompt + o.tg + 8 : 0}));
+        {max_pp + 8, std::max(max_depth + o.tg, o.steady) + 8, o.beside > 0 ? kBesidePrompt + o.tg + 8 : 0}));
     // A sustained run by time takes as much of the model's context as it can, up to 8192 tokens
     // (the KV cache of a long context would not fit lavapipe's heap for every model).
     if (o.steady_seconds > 0) eo.context_length = std::max(eo.context_length, 8192u);
@@ -377,20 +385,24 @@ void bench_model(const std::string& path, const std::string& label, const Option
     Rng rng(42);
     const double roof_bytes_per_s = roof.read_gb_per_s * 1e9;
 
-    if (o.pp > 0) {
+    // Prefill: each prompt length as the app prefills it (Engine::prefill: steps of at most
+    // kPrefillStep tokens, attention over everything before), fresh random tokens every repetition.
+    const double arith_s = o.rooflines ? arithmetic_bound_s(m, roof) : -1;
+    for (int pp : o.pps) {
+        if (pp <= 0) continue;
         std::vector<double> rates;
         for (int r = 0; r <= o.reps; ++r) {
-            auto toks = random_tokens(rng, m.vocab, o.pp);
+            auto toks = random_tokens(rng, m.vocab, pp);
             auto seq = engine->create_sequence();
             auto t = Clock::now();
-            StepItem item{seq, toks, true, false};
-            engine->step(std::span<const StepItem>(&item, 1));
+            engine->prefill(seq, toks);
             double ms = ms_since(t);
             engine->free_sequence(seq);
-            if (r > 0) rates.push_back(o.pp / (ms / 1e3));
+            if (r > 0) rates.push_back(pp / (ms / 1e3));
         }
-        Result res{label,        "pp" + std::to_string(o.pp), o.pp, 1, 0, median(rates),
+        Result res{label,        "pp" + std::to_string(pp), pp, 1, 0, median(rates),
                    stdev(rates), 1e3 / median(rates)};
+        if (arith_s > 0) res.arith_fraction = arith_s * median(rates);
         print_result(res, o.json);
     }
     for (int depth : o.depths) {
@@ -544,6 +556,11 @@ void bench_model(const std::string& path, const std::string& label, const Option
         label.c_str(), plan.weight_bytes / 1048576.0, plan.kv_bytes / 1048576.0, plan.context_length,
         plan.sequences, plan.sequences == 1 ? "" : "s", plan.work_bytes / 1048576.0,
         plan.total_bytes() / 1048576.0, heap ? 100.0 * plan.total_bytes() / heap : 0.0, heap / 1048576.0);
+    if (plan.kv_local_blocks)
+        std::printf(
+            "  KV cache with sliding windows given back: %.2f MiB, every layer keeping every position: %.2f "
+            "MiB\n",
+            plan.kv_bytes / 1048576.0, plan.kv_flat_bytes / 1048576.0);
     if (o.json)
         std::printf(
             "{\"model\":\"%s\",\"test\":\"memory\",\"weight_bytes\":%llu,\"kv_bytes\":%llu,\"work_bytes\":%"
@@ -593,14 +610,12 @@ int main(int argc, char** argv) {
             std::string v = value();
             auto c = v.find(':');
             o.synthetic.emplace_back(v.substr(0, c), c == std::string::npos ? "q8_0" : v.substr(c + 1));
-        } else if (f == "-p")
-            o.pp = whole(value());
-        else if (f == "-n")
+        } else if (f == "-n") {
             o.tg = whole(value());
-        else if (f == "-r")
+        } else if (f == "-r") {
             o.reps = std::max(1, whole(value()));
-        else if (f == "-b" || f == "-d") {
-            auto& list = f == "-b" ? o.batches : o.depths;
+        } else if (f == "-p" || f == "-b" || f == "-d") {
+            auto& list = f == "-p" ? o.pps : f == "-b" ? o.batches : o.depths;
             list.clear();
             std::string v = value();
             for (size_t s = 0; s < v.size();) {

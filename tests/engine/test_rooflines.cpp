@@ -51,9 +51,9 @@ private slots:
     // lantern-bench reads its numbers whole: "x" or "12x" ends the run with exit status 2 and the
     // flag named (std::stoi aborted on the first and took the second as 12), before any model.
     void benchRefusesANumberThatIsNone() {
-        for (const QStringList& args :
-             {QStringList{"-p", "x"}, QStringList{"-n", "12x"}, QStringList{"-b", "1,two"},
-              QStringList{"--steady-seconds", "soon"}, QStringList{"-r", "1.5"}}) {
+        for (const QStringList& args : {QStringList{"-p", "x"}, QStringList{"-p", "512,2k"},
+                                        QStringList{"-n", "12x"}, QStringList{"-b", "1,two"},
+                                        QStringList{"--steady-seconds", "soon"}, QStringList{"-r", "1.5"}}) {
             QProcess bench;
             bench.start(QStringLiteral(LANTERN_BENCH_PATH), args + QStringList{"--model", "none.gguf"});
             QVERIFY(bench.waitForFinished(30000));
