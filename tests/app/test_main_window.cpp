@@ -47,6 +47,7 @@
 #include "chat/ConversationStore.h"
 #include "lantern/gguf.h"
 #include "lantern/synthetic.h"
+#include "panels/KvCachePanel.h"
 #include "panels/ModelInfoPanel.h"
 #include "panels/PerformancePanel.h"
 #include "panels/SamplingPanel.h"
@@ -920,6 +921,19 @@ void TestMainWindow::aGemma3ModelIsChosenInThePickerAndChatsInItsFormat() {
     QCOMPARE(chat->rowCount(), 4);
     QCOMPARE(chat->index(3, 0).data(ChatModel::ModelRole).toString(),
              QStringLiteral("synthetic-gemma3-tiny"));
+    // The KV panel shows the local layer's own pool: the chat's window in use there.
+    auto* kv = window.findChild<KvCachePanel*>();
+    QVERIFY(kv);
+    const auto* local = kv->findChild<QLabel*>(QStringLiteral("localLayers"));
+    QVERIFY(local);
+    QVERIFY2(QTest::qWaitFor(
+                 [&] {
+                     return local->text().startsWith(
+                         QStringLiteral("1 of 2 layers keep only their last 8 tokens: "));
+                 },
+                 5000),
+             qPrintable(local->text()));
+    QVERIFY2(!local->text().contains(QStringLiteral(": 0 of")), qPrintable(local->text()));
 }
 
 #include "test_main_window.moc"
