@@ -183,7 +183,8 @@ private slots:
     void modelsOtherAppsDownloadedAreListedWithTheirApp();
     void anOllamaModelIsListedByItsOllamaNameAndOpens();
     void aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitch();
-    void aGemma3ModelIsChosenInThePickerAndChatsInItsFormat();
+    void newFamiliesAreChosenInThePickerAndChatInTheirFormat_data();
+    void newFamiliesAreChosenInThePickerAndChatInTheirFormat();
     void aModelDownloadedIntoAnotherAppsFolderAppearsWhileTheWindowIsOpen();
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
     void theContextLengthIsChosenPerModelAndRemembered();
@@ -875,31 +876,68 @@ void TestMainWindow::aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitc
     QVERIFY(preferences::thinking());
 }
 
-// A Gemma 3 model (its layers, a window of 8 on layer 0, Gemma's vocabulary and chat template; a
-// small random one) downloaded by another app: the picker lists it as one that runs, choosing it
-// loads it, the model panel shows its local and global layers and its template, and it answers a
-// conversation longer than its window.
-void TestMainWindow::aGemma3ModelIsChosenInThePickerAndChatsInItsFormat() {
-    QTemporaryDir cache;
-    lantern::SyntheticShape shape =
-        lantern::synthetic_shape("gemma3-1b,layers=2,vocab=512,window=8,swa_pattern=2");
-    shape.name = "gemma3-tiny";
-    shape.dim = 64, shape.n_heads = 4, shape.n_kv_heads = 2, shape.head_dim = 32, shape.ffn_dim = 128;
-    shape.context_length = 4096;
-    shape.chat_template =
+// Gemma 3, Gemma 2 and Phi-3 models (their layers, Gemma's window of 8 on layer 0, their vocabulary
+// and chat template; small random ones) downloaded by another app: the picker lists each as one
+// that runs, choosing it loads it, the model panel shows its attention (local and global layers)
+// and its template, it answers a conversation longer than its window, and where layers slide a
+// window the KV panel shows their own pool in use.
+void TestMainWindow::newFamiliesAreChosenInThePickerAndChatInTheirFormat_data() {
+    QTest::addColumn<QString>("shape");
+    QTest::addColumn<QString>("chatTemplate");
+    QTest::addColumn<QString>("architecture");
+    QTest::addColumn<QString>("templateName");
+    QTest::addColumn<QString>("attention");
+    QTest::addColumn<QString>("localLayers");  // the KV panel's row (its start)
+    const QString gemma = QStringLiteral(
         "{{ bos_token }}{%- for message in messages -%}{%- if message['role'] == 'assistant' -%}{%- set role "
         "= "
         "'model' -%}{%- else -%}{%- set role = message['role'] -%}{%- endif -%}{{ '<start_of_turn>' + role + "
         "'\n' + message['content'] | trim + '<end_of_turn>\n' }}{%- endfor -%}{%- if add_generation_prompt "
-        "-%}{{'<start_of_turn>model\n'}}{%- endif -%}";
-    lantern::write_synthetic_model(shape, static_cast<uint32_t>(lantern::GgmlType::F32),
-                                   cache.filePath(QStringLiteral("gemma3-tiny.gguf")).toStdString());
+        "-%}{{'<start_of_turn>model\n'}}{%- endif -%}");
+    const QString phi3 = QStringLiteral(
+        "{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\n' + "
+        "message['content'] "
+        "+ '<|end|>\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + "
+        "'<|end|>\n'}}"
+        "{% elif message['role'] == 'assistant' %}{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}"
+        "{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}");
+    const QString window =
+        QStringLiteral("a window of 8 tokens on 1 of 2 layers (local), the whole context on the other 1");
+    QTest::newRow("gemma3") << QStringLiteral("gemma3-1b,layers=2,vocab=512,window=8,swa_pattern=2") << gemma
+                            << QStringLiteral("gemma3") << QStringLiteral("gemma") << window
+                            << QStringLiteral("1 of 2 layers keep only their last 8 tokens: ");
+    QTest::newRow("gemma2") << QStringLiteral("gemma2-2b,layers=2,vocab=512,window=8") << gemma
+                            << QStringLiteral("gemma2") << QStringLiteral("gemma")
+                            << window + QStringLiteral(", scores soft-capped at 50")
+                            << QStringLiteral("1 of 2 layers keep only their last 8 tokens: ");
+    QTest::newRow("phi3") << QStringLiteral("phi3-mini,layers=2,vocab=512") << phi3 << QStringLiteral("phi3")
+                          << QStringLiteral("phi3") << QStringLiteral("the whole context on every layer")
+                          << QStringLiteral("none: every layer keeps every position");
+}
+
+void TestMainWindow::newFamiliesAreChosenInThePickerAndChatInTheirFormat() {
+    QFETCH(QString, shape);
+    QFETCH(QString, chatTemplate);
+    QFETCH(QString, architecture);
+    QFETCH(QString, templateName);
+    QFETCH(QString, attention);
+    QFETCH(QString, localLayers);
+    QTemporaryDir cache;
+    lantern::SyntheticShape s = lantern::synthetic_shape(shape.toStdString());
+    const QString name = architecture + QStringLiteral("-tiny");
+    s.name = name.toStdString();
+    s.dim = 64, s.n_heads = 4, s.n_kv_heads = architecture == QStringLiteral("phi3") ? 4 : 2, s.ffn_dim = 128;
+    s.head_dim = architecture == QStringLiteral("phi3") ? 0 : 32;
+    s.context_length = 4096;
+    s.chat_template = chatTemplate.toStdString();
+    lantern::write_synthetic_model(s, static_cast<uint32_t>(lantern::GgmlType::F32),
+                                   cache.filePath(name + QStringLiteral(".gguf")).toStdString());
     QTemporaryDir dir;
     const auto owned = windowListingDownloads(cache, dir);
     QVERIFY(owned);
     MainWindow& window = *owned;
     auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
-    const int i = pickerEntry(window, QStringLiteral("gemma3-tiny"));
+    const int i = pickerEntry(window, name);
     QVERIFY(i > 0);
     QVERIFY(qobject_cast<QStandardItemModel*>(picker->model())->item(i)->isEnabled());
     picker->setCurrentIndex(i);
@@ -907,31 +945,24 @@ void TestMainWindow::aGemma3ModelIsChosenInThePickerAndChatsInItsFormat() {
     QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
     auto* info = window.findChild<ModelInfoPanel*>();
     QVERIFY(info);
-    QCOMPARE(info->valueText(QStringLiteral("architecture")), QStringLiteral("gemma3"));
-    QCOMPARE(info->valueText(QStringLiteral("template")), QStringLiteral("gemma"));
-    QCOMPARE(
-        info->valueText(QStringLiteral("attention")),
-        QStringLiteral("a window of 8 tokens on 1 of 2 layers (local), the whole context on the other 1"));
-    QVERIFY2(info->valueText(QStringLiteral("rope")).contains(QStringLiteral("local layers base 10000")),
-             qPrintable(info->valueText(QStringLiteral("rope"))));
+    QCOMPARE(info->valueText(QStringLiteral("architecture")), architecture);
+    QCOMPARE(info->valueText(QStringLiteral("template")), templateName);
+    QCOMPARE(info->valueText(QStringLiteral("attention")), attention);
+    if (architecture == QStringLiteral("gemma3"))
+        QVERIFY2(info->valueText(QStringLiteral("rope")).contains(QStringLiteral("local layers base 10000")),
+                 qPrintable(info->valueText(QStringLiteral("rope"))));
     window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(6);
     QVERIFY(sendAndWait(window, QStringLiteral("Hello there, how are you today?")));
     QVERIFY(sendAndWait(window, QStringLiteral("And what about tomorrow?")));
     const QAbstractItemModel* chat = window.findChild<ChatView*>(QStringLiteral("chatView"))->model();
     QCOMPARE(chat->rowCount(), 4);
-    QCOMPARE(chat->index(3, 0).data(ChatModel::ModelRole).toString(),
-             QStringLiteral("synthetic-gemma3-tiny"));
-    // The KV panel shows the local layer's own pool: the chat's window in use there.
+    QCOMPARE(chat->index(3, 0).data(ChatModel::ModelRole).toString(), QStringLiteral("synthetic-") + name);
+    // The KV panel: the window's own pool in use where layers slide one.
     auto* kv = window.findChild<KvCachePanel*>();
     QVERIFY(kv);
     const auto* local = kv->findChild<QLabel*>(QStringLiteral("localLayers"));
     QVERIFY(local);
-    QVERIFY2(QTest::qWaitFor(
-                 [&] {
-                     return local->text().startsWith(
-                         QStringLiteral("1 of 2 layers keep only their last 8 tokens: "));
-                 },
-                 5000),
+    QVERIFY2(QTest::qWaitFor([&] { return local->text().startsWith(localLayers); }, 5000),
              qPrintable(local->text()));
     QVERIFY2(!local->text().contains(QStringLiteral(": 0 of")), qPrintable(local->text()));
 }
