@@ -176,6 +176,23 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // Warm-up takes only empty blocks of either pool and leaves no trace: the conversations' windows
+    // stay theirs.
+    void warm_up_leaves_the_windows_alone() {
+        const SequenceId a = windowed_->create_sequence(), b = windowed_->create_sequence();
+        windowed_->prefill(a, prompt(47, 3));
+        windowed_->prefill(b, prompt(47, 4));
+        const KvStats before = windowed_->kv_stats();
+        for (uint32_t shape = 0; shape < Engine::kWarmUpShapes; ++shape) windowed_->warm_up(shape);
+        windowed_->warm_up_batched_decode(2);
+        const KvStats after = windowed_->kv_stats();
+        QCOMPARE(after.local_used_blocks, before.local_used_blocks);
+        QCOMPARE(after.used_blocks, before.used_blocks);
+        QCOMPARE(windowed_->sequence_length(a), 47u);
+        for (SequenceId id : {a, b}) windowed_->free_sequence(id);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void cleanupTestCase() {
         windowed_.reset();
         flat_.reset();

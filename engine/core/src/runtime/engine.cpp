@@ -265,8 +265,9 @@ public:
         // Only empty blocks: taking a cached one would evict a prefix someone may reuse.
         KvStats kv;
         pool_->fill_stats(kv);
-        if (pool_->blocks_needed(seq, n) > kv.empty_blocks) {  // the KV budget is in use: nothing to do
-            drop_sequence(seq);
+        if (pool_->blocks_needed(seq, n) > kv.empty_blocks ||
+            (local_ && local_->blocks_needed(local_id(seq), n) > local_empty_blocks())) {
+            drop_sequence(seq);  // the KV budget is in use: nothing to do
             return ms_since(t);
         }
         const uint32_t peak = pool_->peak_used_blocks();
@@ -306,7 +307,8 @@ public:
                             " sequences (the logit rows of a step), not " + std::to_string(sequences));
         KvStats kv;
         pool_->fill_stats(kv);
-        if (sequences > kv.empty_blocks || sequences > limits_.max_step_tokens)
+        if (sequences > kv.empty_blocks || sequences > limits_.max_step_tokens ||
+            (local_ && sequences > local_empty_blocks()))
             return ms_since(t);  // no room now
         const uint32_t peak = pool_->peak_used_blocks();
         const StepProfile profile = profile_;
@@ -400,6 +402,11 @@ private:
     void cut(SequenceId seq, uint32_t n) {
         pool_->truncate(seq, n);
         if (local_) local_->truncate(local_id(seq), n);
+    }
+    uint32_t local_empty_blocks() const {
+        KvStats l;
+        local_->fill_stats(l);
+        return l.empty_blocks;
     }
     // The first position a token at `len` attends to in a sliding-window layer.
     uint32_t window_start(uint32_t len) const { return len + 1 > window_ ? len + 1 - window_ : 0; }
