@@ -484,7 +484,17 @@ Value Interpreter::filter(const std::string& name, const Value& v, std::vector<V
         return Value(python_round(v.as_float(), p.integer(0, "precision", 0),
                                   to_str(p.get(1, "method", Value("common", kTrusted)))));
     }
-    if (name == "attr") return get_attr(v, to_str(p.get(0, "name", Value::undefined())));
+    if (name == "attr") {
+        // Python attributes only (getattr): a dict's methods, a namespace's attributes, never a key.
+        const std::string attribute = to_str(p.get(0, "name", Value::undefined()));
+        if (v.is_dict() && !v.is_namespace()) {
+            const Value m = get_attr(Value::dict(), attribute);
+            return m.kind() == Value::Kind::Callable
+                       ? get_attr(v, attribute)
+                       : Value::undefined("'dict object' has no attribute '" + attribute + "'");
+        }
+        return get_attr(v, attribute);
+    }
     if (name == "format") {
         Value args = Value::list(pos, true);
         std::string s = to_str(binary("%", v, args));

@@ -491,15 +491,13 @@ Interpreter::Flow Interpreter::for_loop(const Template::Node& n, const ScopeP& s
         return Flow::Normal;
     }
     const int64_t length = static_cast<int64_t>(items.size());
-    const Value* outer_loop = scope->find("loop");
-    const int64_t depth = outer_loop && outer_loop->is_dict() && outer_loop->entries().find_string("depth") &&
-                                  outer_loop->entries().find_string("depth")->kind() == Value::Kind::Int
-                              ? outer_loop->entries().find_string("depth")->as_int() + 1
-                              : 1;
     auto last_changed = std::make_shared<Value>();
     for (int64_t i = 0; i < length; ++i) {
         step();
-        assign(loop_scope, n.names, items[static_cast<size_t>(i)]);
+        // Each iteration starts from a fresh scope: what one iteration sets, the next does not see.
+        auto iteration = std::make_shared<Scope>();
+        iteration->parent = scope;
+        assign(iteration, n.names, items[static_cast<size_t>(i)]);
         Value loop = Value::dict();
         loop.set("index", Value(i + 1));
         loop.set("index0", Value(i));
@@ -508,8 +506,8 @@ Interpreter::Flow Interpreter::for_loop(const Template::Node& n, const ScopeP& s
         loop.set("first", Value(i == 0));
         loop.set("last", Value(i == length - 1));
         loop.set("length", Value(length));
-        loop.set("depth", Value(depth));
-        loop.set("depth0", Value(depth - 1));
+        loop.set("depth", Value(int64_t{1}));  // recursive loops (the only deeper ones) are refused
+        loop.set("depth0", Value(int64_t{0}));
         loop.set("previtem",
                  i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item"));
         loop.set("nextitem", i + 1 < length ? items[static_cast<size_t>(i + 1)]
@@ -525,8 +523,8 @@ Interpreter::Flow Interpreter::for_loop(const Template::Node& n, const ScopeP& s
                      *last_changed = now;
                      return Value(true);
                  }));
-        loop_scope->vars["loop"] = loop;
-        const Flow f = exec(n.bodies[0], loop_scope, out);
+        iteration->vars["loop"] = loop;
+        const Flow f = exec(n.bodies[0], iteration, out);
         if (f == Flow::Break) break;
     }
     return Flow::Normal;
