@@ -309,7 +309,10 @@ void ChatSession::set_prompt_progress(std::function<void(uint32_t, uint32_t)> on
     impl_->on_prompt_progress = std::move(on_progress);
 }
 bool ChatSession::has_chat_template() const {
-    return impl_->chat_template.format() != ChatFormat::Completion;
+    return impl_->chat_template.renders_chat();
+}
+const ChatTemplate& ChatSession::chat_template() const {
+    return impl_->chat_template;
 }
 std::string ChatSession::template_name() const {
     return chat_format_name(impl_->chat_template.format());

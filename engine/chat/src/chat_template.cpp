@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "jinja_chat.h"
 #include "lantern/engine.h"
 #include "lantern/error.h"
 #include "lantern/gguf.h"
@@ -530,17 +531,44 @@ std::optional<ChatFormat> ChatTemplate::detect(std::string_view jinja) {
     return std::nullopt;
 }
 
+ChatTemplate ChatTemplate::from_source(std::string source) {
+    ChatTemplate t(detect(source).value_or(ChatFormat::Completion));
+    if (source.empty()) return t;
+    try {
+        t.jinja_ = std::make_shared<const JinjaChat>(source);
+    } catch (const jinja::TemplateError& e) {
+        t.fallback_reason_ = e.what();
+    }
+    t.source_ = std::move(source);
+    return t;
+}
+
 ChatTemplate ChatTemplate::from_gguf(const GgufFile& gguf) {
     const auto source = gguf.get_string("tokenizer.chat_template");
-    if (!source) return ChatTemplate(ChatFormat::Completion);
-    return ChatTemplate(detect(*source).value_or(ChatFormat::Completion));
+    return from_source(source ? std::string(*source) : std::string());
 }
 
 ChatTemplate ChatTemplate::for_engine(const Engine& engine) {
-    return ChatTemplate(detect(engine.chat_template_source()).value_or(ChatFormat::Completion));
+    return from_source(engine.chat_template_source());
+}
+
+std::string ChatTemplate::description() const {
+    if (jinja_) {
+        return format_ == ChatFormat::Completion ? "the model's own template (Jinja)"
+                                                 : std::string("the model's own template (Jinja; ") +
+                                                       chat_format_name(format_) + " family)";
+    }
+    if (source_.empty()) return chat_format_name(format_);
+    return std::string(chat_format_name(format_)) +
+           " (native; the model's template could not be used: " + fallback_reason_ + ")";
+}
+
+bool ChatTemplate::has_thinking_switch() const {
+    return jinja_ ? jinja_->has_thinking_switch() : format_ == ChatFormat::Qwen3;
 }
 
 bool ChatTemplate::has_system_role() const {
+    if (jinja_) return jinja_->has_system_role();
     switch (format_) {
         case ChatFormat::Llama2:
         case ChatFormat::ChatML:
@@ -578,6 +606,7 @@ RenderedPrompt ChatTemplate::render_open_reply(const Tokenizer& tokenizer,
 
 RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const ChatMessage> messages,
                                     bool add_generation_prompt, bool open_last_reply) const {
+    if (jinja_) return jinja_->render(tokenizer, messages, add_generation_prompt, thinking_, open_last_reply);
     PromptBuilder b(tokenizer);
     switch (format_) {
         case ChatFormat::Completion:
@@ -630,6 +659,7 @@ RenderedPrompt ChatTemplate::render(const Tokenizer& tokenizer, std::span<const 
 }
 
 std::vector<int32_t> ChatTemplate::end_of_turn_tokens(const Tokenizer& tokenizer) const {
+    if (jinja_) return jinja_->end_of_turn_tokens(tokenizer);
     switch (format_) {
         case ChatFormat::Completion:
             return {};

@@ -17,6 +17,8 @@
 
 namespace lantern {
 
+class ChatTemplate;
+
 struct ChatTurn {
     std::string role;  // "system", "user" or "assistant"
     std::string content;
@@ -102,7 +104,9 @@ public:
     // Base models (no chat template in the GGUF) run in completion mode: the user text is
     // continued directly. True when the model has a recognised chat template.
     bool has_chat_template() const;
-    std::string template_name() const;
+    std::string template_name() const;  // the template's family ("chatml", "completion", ...)
+    // The renderer: the model's own Jinja template, or a native family and why (chat_template.h).
+    const ChatTemplate& chat_template() const;
     // Models whose template takes enable_thinking (Qwen3): whether the next turns' prompts let the
     // model reason first (on, the default) or tell it to answer at once. Applies from the next turn.
     bool has_thinking_switch() const;

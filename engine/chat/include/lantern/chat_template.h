@@ -1,7 +1,17 @@
 // lantern/chat_template.h — turning a conversation into the prompt a chat model was trained on.
 //
-// A GGUF describes its chat format as a Jinja template (tokenizer.chat_template). Lantern does not
-// run Jinja: it recognises the common families by their markers and renders them natively —
+// A GGUF describes its chat format as a Jinja template (tokenizer.chat_template). Lantern renders
+// that template itself with its Jinja interpreter (lantern/jinja.h), as Hugging Face's transformers
+// does, and tokenizes the result as llama.cpp does — with two guarantees: only the template's own
+// text is scanned for special tokens (nothing a user types can become a control token), and a
+// reply goes back into the next prompt by the ids the model generated, so that turn N's prompt
+// plus its reply is a token prefix of turn N+1's wherever the template renders the reply as
+// written (the KV prefix cache relies on it; ChatSession says when a template breaks it).
+//
+// When a model has no template (a base model: plain completion), or its template cannot be used
+// (it does not parse, fails on a plain conversation, or does not show the messages' text), one of
+// the families below renders natively, chosen by the template's markers — the reason is kept
+// (fallback_reason()) so that front ends can say which renderer runs and why:
 //
 //   Llama2   <s>[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {reply}</s><s>[INST] ...
 //   Mistral  <s>[INST] {user} [/INST] {reply}</s>[INST] ...   (no system role: folded into the
@@ -44,6 +54,7 @@
 // ordinary pieces; then generation stops on the text and the tokens after the reply may differ).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -54,6 +65,7 @@ namespace lantern {
 
 class Engine;
 class GgufFile;
+class JinjaChat;
 class Tokenizer;
 
 enum class ChatRole { System, User, Assistant };
@@ -95,21 +107,36 @@ struct RenderedPrompt {
 
 class ChatTemplate {
 public:
+    // A native family renderer (no Jinja).
     explicit ChatTemplate(ChatFormat format = ChatFormat::Completion) : format_(format) {}
+    // The renderer for a model whose tokenizer.chat_template is `source`: its own template when
+    // the interpreter can use it, else the native family its markers name (Completion when none).
+    static ChatTemplate from_source(std::string source);
 
     // The family a Jinja chat template belongs to, judged by its markers; nullopt when the template
     // is empty or not one we know.
     static std::optional<ChatFormat> detect(std::string_view jinja_template);
-    // The format of a model: its tokenizer.chat_template if recognised, else Completion (a base
-    // model, or a template we cannot render faithfully — better plain text than invented markers).
+    // from_source() with a model file's template, or a loaded model's (Engine::chat_template_source).
     static ChatTemplate from_gguf(const GgufFile& gguf);
-    // The same for a loaded model (Engine::chat_template_source).
     static ChatTemplate for_engine(const Engine& engine);
 
+    // The family the template's markers name (Completion when none): the native renderer's format,
+    // and a hint for front ends (DeepSeek-R1 replies open in reasoning) whichever renderer runs.
     ChatFormat format() const { return format_; }
-    // Whether the format's template takes enable_thinking (Qwen3), and its value for render: with
+    // Whether the model's own Jinja template renders the prompts (else a native family does).
+    bool uses_model_template() const { return jinja_ != nullptr; }
+    // Whether prompts are chat turns at all (false: plain completion of a base model).
+    bool renders_chat() const { return jinja_ != nullptr || format_ != ChatFormat::Completion; }
+    // The model's template text ("" when it has none).
+    const std::string& source() const { return source_; }
+    // Why the model's template is not used (parse error with line and column, the error a plain
+    // conversation gave, ...); "" when it is, or when there is none.
+    const std::string& fallback_reason() const { return fallback_reason_; }
+    // For people: "the model's own template (Jinja; chatml family)", "chatml (native)", "completion".
+    std::string description() const;
+    // Whether the template takes enable_thinking (Qwen3), and its value for render: with
     // thinking off the model is told to answer without reasoning. On by default, as in the template.
-    bool has_thinking_switch() const { return format_ == ChatFormat::Qwen3; }
+    bool has_thinking_switch() const;
     bool thinking() const { return thinking_; }
     void set_thinking(bool on) { thinking_ = on; }
     // False where the format has no system turn and system text joins the next user message.
@@ -140,6 +167,9 @@ private:
                           bool add_generation_prompt, bool open_last_reply) const;
     ChatFormat format_;
     bool thinking_ = true;
+    std::shared_ptr<const JinjaChat> jinja_;
+    std::string source_;
+    std::string fallback_reason_;
 };
 
 }  // namespace lantern

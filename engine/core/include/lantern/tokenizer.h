@@ -104,6 +104,9 @@ public:
     bool is_special(int32_t id) const;
     // The id of the special token spelled `text` ("<|im_end|>"), if this vocabulary has one.
     std::optional<int32_t> special_token(std::string_view text) const;
+    // The longest special token spelled at `pos` of `text`, as encode_with_specials() finds them
+    // (what a rendered chat template's own text is scanned for).
+    std::optional<int32_t> special_at(std::string_view text, size_t pos) const;
     // The text `id` contributes to decoded output before the leading-space rule: empty for special
     // tokens, one raw byte for <0xNN>, " ⁇ " for unknown, otherwise the piece with "▁" as " ".
     const std::string& token_text(int32_t id) const;

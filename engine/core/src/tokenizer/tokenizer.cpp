@@ -639,6 +639,11 @@ std::optional<int32_t> Tokenizer::special_token(std::string_view text) const {
     return it->second;
 }
 
+std::optional<int32_t> Tokenizer::special_at(std::string_view text, size_t pos) const {
+    if (pos >= text.size()) return std::nullopt;
+    return impl_->piece_at(impl_->specials_by_first_byte, text, pos);
+}
+
 const std::string& Tokenizer::token_text(int32_t id) const {
     impl_->check_id(id);
     return impl_->texts[id];
