@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "lantern/error.h"
 #include "lantern/gguf.h"
@@ -91,6 +92,23 @@ std::string bpe_test_vocab_file(const std::string& pre, bool add_bos) {
     out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     if (!out) throw Error(ErrorCode::Io, "cannot write " + path);
     return path;
+}
+
+std::string template_corpus_dir() {
+    if (const char* env = std::getenv("LANTERN_TEMPLATE_CORPUS")) return env;
+    const char* home = std::getenv("HOME");
+    return std::string(home ? home : "/root") + "/.cache/lantern/template-corpus";
+}
+
+std::string corpus_template(const std::string& file_name) {
+    const std::string path = template_corpus_dir() + "/" + file_name;
+    std::ifstream f(path, std::ios::binary);
+    if (!f)
+        throw Error(ErrorCode::Io,
+                    "chat-template corpus missing: " + path + " (run scripts/template-corpus)");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
 }
 
 std::string temp_dir() {

@@ -24,6 +24,10 @@ std::string shared_path(const std::string& relative);
 // A file of the project's own test data (tests/data); missing is a hard failure too.
 std::string source_path(const std::string& relative);
 std::string temp_dir();  // a per-process scratch directory (removed at exit)
+// The chat-template corpus (scripts/template-corpus: $LANTERN_TEMPLATE_CORPUS, default
+// ~/.cache/lantern/template-corpus), and one template of it read whole. Missing: a hard failure.
+std::string template_corpus_dir();
+std::string corpus_template(const std::string& file_name);
 // `s` cut at every `separator` (n separators give n + 1 parts), as test-vector files are read.
 std::vector<std::string> split(const std::string& s, const std::string& separator);
 // The byte-level BPE test vocabulary (tests/data/bpe_vocab.txt, see scripts/bpe-tokenizer-vectors)

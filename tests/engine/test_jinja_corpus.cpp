@@ -28,9 +28,7 @@ std::string read_file(const std::filesystem::path& p) {
 }
 
 std::filesystem::path corpus_dir() {
-    if (const char* env = std::getenv("LANTERN_TEMPLATE_CORPUS")) return env;
-    const char* home = std::getenv("HOME");
-    return std::filesystem::path(home ? home : "/root") / ".cache/lantern/template-corpus";
+    return test::template_corpus_dir();
 }
 
 // The fixed clock both renderers use for strftime_now.

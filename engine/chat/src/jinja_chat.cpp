@@ -173,8 +173,10 @@ RenderedPrompt JinjaChat::render(const Tokenizer& tokenizer, std::span<const Cha
     // llama.cpp drops a template's leading BOS text when the vocabulary adds BOS itself, then adds
     // it: one BOS either way.
     if (tokenizer.add_bos() && tokenizer.bos_id() >= 0 &&
-        (out.tokens.empty() || out.tokens.front() != tokenizer.bos_id()))
+        (out.tokens.empty() || out.tokens.front() != tokenizer.bos_id())) {
         out.tokens.insert(out.tokens.begin(), tokenizer.bos_id());
+        out.text.insert(0, bos);
+    }
 
     if (open_last_reply) {
         const ChatMessage& reply = all.back();
