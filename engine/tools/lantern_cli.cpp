@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "apply_template_cli.h"
 #include "lantern/chat.h"
 #include "lantern/chat_template.h"
 #include "lantern/device.h"
@@ -51,10 +52,17 @@ const char* kUsage = R"(usage: lantern-cli --model FILE [options]
                        token (mean, 99th percentile, max) and how often their top tokens agree
   --tokenize TEXT      print the ids (no BOS) and pieces of TEXT and exit
   --detokenize IDS     print the text of comma-separated ids and exit
+  --apply-template FILE
+                       print the prompt the model's chat template renders for the conversation in
+                       FILE (an OpenAI-style messages array, or {"messages", "tools",
+                       "chat_template_kwargs"}) and exit; --no-generation-prompt leaves out the
+                       assistant header at its end
 )";
 
 struct Args {
-    std::string model, prompt, tokens, system, device, tokenize, detokenize, perplexity, compare_to;
+    std::string model, prompt, tokens, system, device, tokenize, detokenize, perplexity, compare_to,
+        apply_template;
+    bool generation_prompt = true;
     bool has_prompt = false, has_tokenize = false, has_detokenize = false;
     int n = 128;
     uint32_t ctx = 0, chunks = 0;
@@ -144,7 +152,11 @@ Args parse(int argc, char** argv) {
         } else if (f == "--detokenize") {
             a.detokenize = value();
             a.has_detokenize = true;
-        } else if (f == "--help" || f == "-h") {
+        } else if (f == "--apply-template")
+            a.apply_template = value();
+        else if (f == "--no-generation-prompt")
+            a.generation_prompt = false;
+        else if (f == "--help" || f == "-h") {
             std::cout << kUsage;
             std::exit(0);
         } else
@@ -196,8 +208,8 @@ void print_info(const Engine& e) {
     else if (!m.rope_scaling.frequency_factors.empty())
         std::printf(", frequency factors per pair (rope_freqs.weight)");
     std::printf("), RMS eps %g, %s output\n", m.rms_eps, m.tied_output ? "tied" : "separate");
-    std::printf("tokenizer    %s, chat format %s\n", e.tokenizer().kind().c_str(),
-                chat_format_name(ChatTemplate::from_gguf(*GgufFile::open(m.path)).format()));
+    std::printf("tokenizer    %s\nchat         %s\n", e.tokenizer().kind().c_str(),
+                ChatTemplate::from_gguf(*GgufFile::open(m.path)).description().c_str());
     std::printf("weights      %s; %.2f M parameters; %.1f MiB in file, %.1f MiB on device\n",
                 m.weight_types.c_str(), m.parameters / 1e6, m.file_bytes / 1048576.0,
                 m.weight_bytes / 1048576.0);
@@ -336,8 +348,8 @@ int chat(Engine& e, const Args& a) {
     SettingsSlot slot(s);
     std::fprintf(
         stderr,
-        "[lantern] chat format: %s. One user turn per line (/continue, /regenerate); end with Ctrl-D.\n",
-        session.template_name().c_str());
+        "[lantern] chat template: %s. One user turn per line (/continue, /regenerate); end with Ctrl-D.\n",
+        session.chat_template().description().c_str());
     const auto print = [](const TokenEvent& ev) {
         std::cout << ev.text << std::flush;
         return true;
@@ -366,6 +378,12 @@ int chat(Engine& e, const Args& a) {
             kv.total_blocks, st.ttft_ms, st.prefill_tokens_per_s, st.decode_tokens_per_s);
         if (st.dropped_turns)
             std::fprintf(stderr, "[turn] dropped %u oldest turns to fit the context\n", st.dropped_turns);
+        if (st.template_broke_prefix)
+            std::fprintf(stderr,
+                         "[turn] the chat template rendered the earlier conversation differently (it drops "
+                         "earlier reasoning, or re-renders replies): the KV kept its first %u tokens and "
+                         "computed the rest again\n",
+                         st.prefix_break_at);
         if (st.stop_reason == StopReason::ContextFull && st.changed_nothing)
             std::fprintf(stderr,
                          "[turn] no room: the prompt would take %u of the context's %u tokens; nothing was "
@@ -390,6 +408,8 @@ int main(int argc, char** argv) {
         if (a.model.empty()) usage_error("--model is required");
         if (a.has_tokenize) return run_tokenize_command(a.model, a.tokenize);
         if (a.has_detokenize) return run_detokenize_command(a.model, a.detokenize);
+        if (!a.apply_template.empty())
+            return run_apply_template_command(a.model, a.apply_template, a.generation_prompt);
         EngineOptions o;
         o.device_selector = a.device;
         o.context_length = a.ctx;

@@ -20,10 +20,13 @@
 
 #include "json.h"
 #include "json_mode.h"
+#include "lantern/chat_template.h"
 #include "lantern/engine.h"
 #include "lantern/error.h"
+#include "lantern/gguf.h"
 #include "lantern/kv_cache.h"
 #include "lantern/server.h"
+#include "lantern/synthetic.h"
 #include "lantern/tokenizer.h"
 #include "openai.h"
 #include "test_support.h"
@@ -754,6 +757,45 @@ private slots:
         QCOMPARE(qs(json_string(d.json().at("content"))), QStringLiteral("Once upon a time"));
         QCOMPARE(post(s.port(), "/detokenize", R"({"tokens": [600]})").status, 400);
         QCOMPARE(post(s.port(), "/tokenize", R"({"text": "x"})").status, 400);
+    }
+
+    // llama-server's /apply-template: the model's own template over the request's messages and
+    // tools, as ChatTemplate::apply renders them (checked against Jinja2 by the corpus tests).
+    void apply_template_renders_the_models_template() {
+        SyntheticShape shape = synthetic_shape("tiny");
+        shape.chat_template = test::corpus_template("Qwen3.5-4B.jinja");
+        const std::string path = test::temp_dir() + "/qwen3.5-template-server.gguf";
+        write_synthetic_model(shape, static_cast<uint32_t>(GgmlType::F32), path);
+        EngineOptions o = test::validated_engine_options();
+        o.context_length = 256;
+        auto engine = Engine::load(path, o);
+        RunningServer s(*engine);
+        const std::string body =
+            R"({"messages": [{"role": "user", "content": "Weather?"}], "tools": [{"type": "function", "function": {"name": "get_weather"}}], "chat_template_kwargs": {"enable_thinking": false}})";
+        const Response r = post(s.port(), "/apply-template", body);
+        QCOMPARE(r.status, 200);
+        const std::string prompt = json_string(r.json().at("prompt"));
+        ChatTemplate tmpl = ChatTemplate::for_engine(*engine);
+        tmpl.set_thinking(false);
+        const Json parsed = server::parse_json(body);
+        QCOMPARE(prompt, tmpl.apply(engine->tokenizer(), parsed.at("messages"), parsed.at("tools"), true));
+        QVERIFY(prompt.find("get_weather") != std::string::npos);
+        QVERIFY(prompt.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+        const Response closed =
+            post(s.port(), "/apply-template",
+                 R"({"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": false})");
+        QCOMPARE(json_string(closed.json().at("prompt")), std::string("<|im_start|>user\nHi<|im_end|>\n"));
+        // Refusals: the template's own error (Qwen3.5 needs a user message), wrong types.
+        const Response refused =
+            post(s.port(), "/apply-template", R"({"messages": [{"role": "system", "content": "x"}]})");
+        QCOMPARE(refused.status, 400);
+        QVERIFY2(refused.body.find("No user query found in messages.") != std::string::npos,
+                 refused.body.c_str());
+        QCOMPARE(post(s.port(), "/apply-template", R"({"messages": "hi"})").status, 400);
+        QCOMPARE(post(s.port(), "/apply-template", R"({"messages": [], "add_generation_prompt": 1})").status,
+                 400);
+        QCOMPARE(call(s.port(), request("GET", "/apply-template")).status, 405);
+        LANTERN_VERIFY_NO_VALIDATION();
     }
 
     void metrics_count_what_was_served() {

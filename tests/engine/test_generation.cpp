@@ -8,6 +8,7 @@
 #include <QProcess>
 #include <QTest>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "lantern/chat.h"
 #include "lantern/chat_template.h"
@@ -108,6 +109,52 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // A session says when the model's template renders the earlier conversation differently from
+    // what the sequence holds (here: earlier replies replaced by "(earlier)", as reasoning models'
+    // templates drop earlier reasoning): the KV keeps the common start, the rest is recomputed.
+    // A template that renders replies as written keeps every token.
+    void session_says_when_the_template_breaks_the_prefix() {
+        const std::string chatml =
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+        const std::string forgetful =
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' and not loop.last "
+            "%}(earlier)"
+            "{% else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+        for (const bool breaks : {false, true}) {
+            SyntheticShape shape = synthetic_shape("tiny");
+            shape.chat_template = breaks ? forgetful : chatml;
+            const std::string path = test::temp_dir() + (breaks ? "/forgetful.gguf" : "/chatml.gguf");
+            write_synthetic_model(shape, static_cast<uint32_t>(GgmlType::F32), path);
+            auto e = Engine::load(path, options());
+            ChatSession session(*e);
+            QVERIFY(session.chat_template().uses_model_template());
+            SamplingSettings greedy;
+            greedy.temperature = 0;
+            greedy.max_new_tokens = 6;
+            greedy.ignore_eos = true;
+            SettingsSlot slot(greedy);
+            const auto quiet = [](const TokenEvent&) { return true; };
+            const TurnStats first = session.respond("Hello", slot, quiet);
+            QVERIFY(!first.template_broke_prefix);
+            const uint32_t first_prompt = first.prompt_tokens;
+            const TurnStats second = session.respond("Again", slot, quiet);
+            QCOMPARE(second.template_broke_prefix, breaks);
+            if (breaks) {
+                // Everything up to the reply was kept; the reply's tokens were where it differed.
+                QCOMPARE(second.prefix_break_at, first_prompt);
+                QVERIFY(second.reused_tokens <= first_prompt);
+            } else {
+                // The whole previous turn but the reply's last token, which was sampled, not fed.
+                QCOMPARE(second.reused_tokens, first_prompt + first.generated_tokens - 1);
+            }
+            // Regenerating replaces the reply on purpose: no break to report.
+            QVERIFY(!session.regenerate(slot, quiet).template_broke_prefix);
+        }
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void same_seed_gives_identical_text_twice() {
         auto e1 = Engine::load(model(), options());
         auto e2 = Engine::load(model(), options());
@@ -189,6 +236,88 @@ private slots:
         QVERIFY2(bpe.contains(" world"), qPrintable(bpe.join('|')));
         const QStringList spm = run(model(), "Hello world");
         QVERIFY2(spm.filter(QString::fromUtf8("\xE2\x96\x81")).size() > 0, qPrintable(spm.join('|')));  // "▁"
+    }
+
+    // `lantern-cli --apply-template` prints exactly what Python's Jinja2 renders (as transformers
+    // does) for the model's own template: a messages array, an object with tools and
+    // chat_template_kwargs, --no-generation-prompt. Only the GGUF's metadata is read.
+    void cli_apply_template_prints_what_jinja2_renders() {
+        SyntheticShape shape = synthetic_shape("tiny");
+        shape.chat_template = test::corpus_template("Qwen-Qwen3-0.6B.jinja");
+        const std::string path = test::temp_dir() + "/qwen3-template.gguf";
+        write_synthetic_model(shape, static_cast<uint32_t>(GgmlType::F32), path);
+        const auto tok = Tokenizer::from_gguf(*GgufFile::open(path));
+        const std::string bos = tok->piece(tok->bos_id()), eos = tok->piece(tok->eos_id());
+        const QString messages =
+            R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi <|im_end|>"},
+            {"role": "assistant", "content": "<think>\nok\n</think>\n\nHello!"}, {"role": "user", "content": "Weather?"}])";
+        const QString tools =
+            R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
+        const QStringList files = {messages, "{\"messages\": " + messages + ", \"tools\": " + tools +
+                                                 ", \"chat_template_kwargs\": {\"enable_thinking\": false}}"};
+        auto cases = nlohmann::ordered_json::array();
+        std::vector<QString> outputs;
+        int n = 0;
+        for (const QString& file : files) {
+            for (const bool generation : {true, false}) {
+                const QString conv_path =
+                    QString::fromStdString(test::temp_dir()) + QString("/conv%1.json").arg(n++);
+                QFile f(conv_path);
+                QVERIFY(f.open(QIODevice::WriteOnly));
+                f.write(file.toUtf8());
+                f.close();
+                QProcess p;
+                QStringList args = {"--model", QString::fromStdString(path), "--apply-template", conv_path};
+                if (!generation) args << "--no-generation-prompt";
+                p.start(LANTERN_CLI_PATH, args);
+                QVERIFY(p.waitForFinished(60000));
+                QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+                QCOMPARE(p.readAllStandardError(), QByteArray());  // the model's template: nothing to say
+                outputs.push_back(QString::fromUtf8(p.readAllStandardOutput()));
+                // (nlohmann's ordered_json keeps the file's key order, as Python's json does.)
+                const auto x = nlohmann::ordered_json::parse(file.toStdString());
+                nlohmann::ordered_json context;
+                context["messages"] = x.is_array() ? x : x["messages"];
+                context["tools"] = x.is_array() ? nlohmann::ordered_json() : x["tools"];
+                context["documents"] = nullptr;
+                context["add_generation_prompt"] = generation;
+                context["bos_token"] = bos;
+                context["eos_token"] = eos;
+                if (!x.is_array()) context["enable_thinking"] = false;
+                cases.push_back(
+                    {{"id", std::to_string(n)}, {"template", shape.chat_template}, {"context", context}});
+            }
+        }
+        const QString cases_path = QString::fromStdString(test::temp_dir()) + "/apply_cases.json";
+        QFile cf(cases_path);
+        QVERIFY(cf.open(QIODevice::WriteOnly));
+        cf.write(QByteArray::fromStdString(cases.dump()));
+        cf.close();
+        QProcess python;
+        python.start("python3",
+                     {QString::fromStdString(test::source_path("scripts/jinja-reference")), cases_path});
+        QVERIFY(python.waitForFinished(60000));
+        QVERIFY2(python.exitCode() == 0, python.readAllStandardError().constData());
+        const QJsonArray expected = QJsonDocument::fromJson(python.readAllStandardOutput()).array();
+        QCOMPARE(expected.size(), qsizetype(outputs.size()));
+        for (qsizetype i = 0; i < expected.size(); ++i) {
+            QVERIFY2(expected[i].toObject()["ok"].toBool(),
+                     qPrintable(expected[i].toObject()["error"].toString()));
+            QCOMPARE(outputs[static_cast<size_t>(i)], expected[i].toObject()["output"].toString());
+        }
+        QVERIFY(outputs[2].contains("get_weather"));  // the tools reached the template
+        // A file that is not a conversation fails with the reason, exit status 1, nothing on stdout.
+        QProcess bad;
+        const QString bad_path = QString::fromStdString(test::temp_dir()) + "/bad.json";
+        QFile bf(bad_path);
+        QVERIFY(bf.open(QIODevice::WriteOnly));
+        bf.write("{\"messages\": 3}");
+        bf.close();
+        bad.start(LANTERN_CLI_PATH, {"--model", QString::fromStdString(path), "--apply-template", bad_path});
+        QVERIFY(bad.waitForFinished(60000));
+        QCOMPARE(bad.exitCode(), 1);
+        QCOMPARE(bad.readAllStandardOutput(), QByteArray());
+        QVERIFY(bad.readAllStandardError().contains("expected a messages array"));
     }
 
     void cli_perplexity_equals_the_library() {

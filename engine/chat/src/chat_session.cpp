@@ -43,6 +43,9 @@ struct ChatSession::Impl {
     bool has_seq = false;
     std::function<void(uint32_t, uint32_t)> on_prompt_progress;
     DecodeStep decode_step;
+    // The sequence holds the last turn's prompt and reply, so the next prompt should start with
+    // them (false after reset, restore, regenerate and dropped turns).
+    bool expect_prefix = false;
 
     explicit Impl(Engine& e) : engine(e), chat_template(ChatTemplate::for_engine(e)) {}
 
@@ -112,6 +115,11 @@ struct ChatSession::Impl {
         if (has_seq) {
             auto have = engine.sequence_tokens(seq);
             bool prefix = have.size() < prompt.size() && std::equal(have.begin(), have.end(), prompt.begin());
+            if (!prefix && expect_prefix) {
+                const auto diverge = std::mismatch(have.begin(), have.end(), prompt.begin(), prompt.end());
+                stats.template_broke_prefix = true;
+                stats.prefix_break_at = static_cast<uint32_t>(diverge.first - have.begin());
+            }
             if (prefix) {
                 std::span<const int32_t> rest(prompt.data() + have.size(), prompt.size() - have.size());
                 auto logits = engine.prefill(seq, rest, progress);
@@ -158,6 +166,7 @@ struct ChatSession::Impl {
         }
         RenderedPrompt prompt = std::move(fit.prompt);
         stats.prompt_tokens = static_cast<uint32_t>(prompt.tokens.size());
+        if (fit.dropped > 0) expect_prefix = false;  // the front of the conversation changed on purpose
 
         auto settings = slot.load();
         stats.seed = settings->seed ? *settings->seed : Sampler::random_seed();
@@ -174,7 +183,8 @@ struct ChatSession::Impl {
         stats.prefill_ms = ms_between(t_prefill, t_prefill_end);
         stats.prefill_tokens_per_s =
             stats.computed_tokens ? stats.computed_tokens / (stats.prefill_ms / 1e3) : 0;
-        if (logits.empty()) {  // stopped during the prompt: no reply, nothing changed
+        if (logits.empty()) {       // stopped during the prompt: no reply, nothing changed
+            expect_prefix = false;  // the sequence holds part of a prompt that may not come back
             stats.stop_reason = StopReason::User;
             stats.changed_nothing = true;
             return stats;
@@ -265,6 +275,7 @@ struct ChatSession::Impl {
             messages.push_back({ChatRole::Assistant, reply_text, reply});
         }
         rebuild_turns();
+        expect_prefix = true;
         // Whether Continue has room. Its prompt is the sequence plus the reply's last token (the
         // open reply keeps the ids the sequence holds), so with room to spare that is certain; near
         // the end a dry run of the fit decides (a render and tokenization of the conversation,
@@ -340,6 +351,7 @@ TurnStats ChatSession::regenerate(const SettingsSlot& settings,
     // without room — gets its reply written now.)
     if (m.back().role == ChatRole::Assistant) m.pop_back();
     impl_->rebuild_turns();
+    impl_->expect_prefix = false;  // the sequence holds the reply being replaced
     return impl_->run_turn(settings, on_token, stop);
 }
 
@@ -382,6 +394,7 @@ const std::vector<ChatTurn>& ChatSession::history() const {
 }
 
 void ChatSession::reset() {
+    impl_->expect_prefix = false;
     impl_->messages.clear();
     impl_->turns.clear();
     impl_->drop_sequence();
@@ -397,6 +410,7 @@ void ChatSession::restore(const std::vector<ChatTurn>& turns) {
     }
     impl_->rebuild_turns();
     impl_->drop_sequence();
+    impl_->expect_prefix = false;
 }
 
 SequenceId ChatSession::sequence() const {

@@ -1,6 +1,8 @@
 #include "lantern/chat_template.h"
 
 #include <algorithm>
+#include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "jinja_chat.h"
 #include "lantern/engine.h"
@@ -549,7 +551,51 @@ ChatTemplate ChatTemplate::from_gguf(const GgufFile& gguf) {
 }
 
 ChatTemplate ChatTemplate::for_engine(const Engine& engine) {
-    return from_source(engine.chat_template_source());
+    // The API server asks once per request: the last template parsed is kept (copies share it).
+    static std::mutex mutex;
+    static std::string last_source;
+    static std::optional<ChatTemplate> last;
+    std::lock_guard lock(mutex);
+    if (!last || last_source != engine.chat_template_source()) {
+        last_source = engine.chat_template_source();
+        last = from_source(last_source);
+    }
+    return *last;
+}
+
+std::string ChatTemplate::apply(const Tokenizer& tokenizer, const nlohmann::ordered_json& messages,
+                                const nlohmann::ordered_json& tools, bool add_generation_prompt) const {
+    if (!messages.is_array()) throw Error(ErrorCode::InvalidArgument, "messages must be an array");
+    const std::string bos = tokenizer.bos_id() >= 0 ? tokenizer.piece(tokenizer.bos_id()) : std::string();
+    const std::string eos = tokenizer.eos_id() >= 0 ? tokenizer.piece(tokenizer.eos_id()) : std::string();
+    if (jinja_) {
+        try {
+            return jinja_->render_json(messages, tools, add_generation_prompt, thinking_, bos, eos);
+        } catch (const jinja::TemplateError& e) {
+            throw Error(ErrorCode::InvalidArgument,
+                        std::string("the model's chat template refused this conversation: ") + e.what());
+        }
+    }
+    std::vector<ChatMessage> converted;
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const auto& m = messages[i];
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+            throw Error(ErrorCode::InvalidArgument, where + " needs a role");
+        const std::string role = m["role"].get<std::string>();
+        if (role != "system" && role != "user" && role != "assistant")
+            throw Error(ErrorCode::InvalidArgument,
+                        where + ": the " + std::string(chat_format_name(format_)) +
+                            " renderer knows system, user and assistant messages, not " + role);
+        if (!m.contains("content") || !m["content"].is_string())
+            throw Error(ErrorCode::InvalidArgument, where + " needs text content");
+        converted.push_back({role == "system" ? ChatRole::System
+                             : role == "user" ? ChatRole::User
+                                              : ChatRole::Assistant,
+                             m["content"].get<std::string>(),
+                             {}});
+    }
+    return render(tokenizer, converted, add_generation_prompt).text;
 }
 
 std::string ChatTemplate::description() const {
@@ -561,6 +607,12 @@ std::string ChatTemplate::description() const {
     if (source_.empty()) return chat_format_name(format_);
     return std::string(chat_format_name(format_)) +
            " (native; the model's template could not be used: " + fallback_reason_ + ")";
+}
+
+bool ChatTemplate::opens_reasoning(std::string_view prompt_text) {
+    while (!prompt_text.empty() && (prompt_text.back() == '\n' || prompt_text.back() == ' '))
+        prompt_text.remove_suffix(1);
+    return prompt_text.ends_with("<think>");
 }
 
 bool ChatTemplate::has_thinking_switch() const {

@@ -1,6 +1,7 @@
 #include "jinja_chat.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "lantern/error.h"
 #include "lantern/tokenizer.h"
@@ -56,15 +57,18 @@ std::vector<ChatMessage> fold_system(std::span<const ChatMessage> messages) {
 JinjaChat::JinjaChat(std::string source)
     : source_(std::move(source)), template_(jinja::Template::parse(source_)) {
     thinking_switch_ = source_.find("enable_thinking") != std::string::npos;
+    // Every user message must be shown, and a reply at least as the conversation's last message
+    // (templates may rewrite earlier replies: Qwen3 and DeepSeek-R1 drop their reasoning).
     const std::vector<ChatMessage> plain = {
         {ChatRole::User, "Hello.", {}}, {ChatRole::Assistant, "Hi there.", {}}, {ChatRole::User, "Bye.", {}}};
     const jinja::TaggedText out = render_text(plain, true, true, "<s>", "</s>");
-    for (size_t i = 0; i < plain.size(); ++i) {
+    for (const size_t i : {size_t{0}, size_t{2}}) {
         if (!shows_message(out, i))
-            throw jinja::TemplateError("the template does not show the text of a " +
-                                           std::string(role_name(plain[i].role)) + " message",
-                                       0, 0);
+            throw jinja::TemplateError("the template does not show the text of a user message", 0, 0);
     }
+    const std::vector<ChatMessage> replied(plain.begin(), plain.begin() + 2);
+    if (!shows_message(render_text(replied, false, true, "<s>", "</s>"), 1))
+        throw jinja::TemplateError("the template does not show the text of an assistant reply", 0, 0);
     const std::vector<ChatMessage> with_system = {{ChatRole::System, "Be brief.", {}},
                                                   {ChatRole::User, "Hello.", {}}};
     try {
@@ -98,6 +102,20 @@ jinja::TaggedText JinjaChat::render_text(std::span<const ChatMessage> messages, 
     ctx.set("eos_token", jinja::Value(eos, jinja::kTrusted));
     if (thinking_switch_) ctx.set("enable_thinking", jinja::Value(thinking));
     return template_.render(ctx);
+}
+
+std::string JinjaChat::render_json(const nlohmann::ordered_json& messages,
+                                   const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                                   bool thinking, const std::string& bos, const std::string& eos) const {
+    jinja::Value ctx = jinja::Value::dict();
+    ctx.set("messages", jinja::Value::from_json(messages));
+    ctx.set("tools", jinja::Value::from_json(tools));
+    ctx.set("documents", jinja::Value::none());
+    ctx.set("add_generation_prompt", jinja::Value(add_generation_prompt));
+    ctx.set("bos_token", jinja::Value(bos, jinja::kTrusted));
+    ctx.set("eos_token", jinja::Value(eos, jinja::kTrusted));
+    if (thinking_switch_) ctx.set("enable_thinking", jinja::Value(thinking));
+    return template_.render(ctx).text;
 }
 
 RenderedPrompt JinjaChat::render(const Tokenizer& tokenizer, std::span<const ChatMessage> all,

@@ -34,6 +34,10 @@ public:
     // The rendered text, each message's content tagged 2 + its index (jinja::TaggedText).
     jinja::TaggedText render_text(std::span<const ChatMessage> messages, bool add_generation_prompt,
                                   bool thinking, const std::string& bos, const std::string& eos) const;
+    // The template rendered for JSON messages and tools as they are (apply_chat_template's text).
+    std::string render_json(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                            bool add_generation_prompt, bool thinking, const std::string& bos,
+                            const std::string& eos) const;
     RenderedPrompt render(const Tokenizer& tokenizer, std::span<const ChatMessage> messages,
                           bool add_generation_prompt, bool thinking, bool open_last_reply) const;
     // The special token the template writes right after a reply (<|im_end|>, <end_of_turn>,

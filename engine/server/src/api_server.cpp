@@ -273,13 +273,14 @@ struct ApiServer::Impl {
                               keep_alive);
         const bool known = path == "/health" || path == "/metrics" || path == "/v1/models" ||
                            path.rfind("/v1/models/", 0) == 0 || path == "/v1/chat/completions" ||
-                           path == "/v1/completions" || path == "/tokenize" || path == "/detokenize";
+                           path == "/v1/completions" || path == "/tokenize" || path == "/detokenize" ||
+                           path == "/apply-template";
         if (!known)
             return send_error(c,
                               ApiError(404, "no such endpoint: " + server::printable(path), {}, "not_found"),
                               keep_alive);
         const bool post = path == "/v1/chat/completions" || path == "/v1/completions" ||
-                          path == "/tokenize" || path == "/detokenize";
+                          path == "/tokenize" || path == "/detokenize" || path == "/apply-template";
         if (req.method != (post ? "POST" : "GET")) {
             c.out += server::http_response(
                 405, "application/json",
@@ -327,6 +328,8 @@ struct ApiServer::Impl {
             } catch (const server::JsonError& e) {
                 throw ApiError(400, std::string("the request body is ") + e.what());  // "invalid JSON: ..."
             }
+            if (path == "/apply-template")
+                return send_json(c, 200, server::apply_template(body, engine), keep_alive);
             if (path == "/tokenize" || path == "/detokenize") {
                 return send_json(
                     c, 200,

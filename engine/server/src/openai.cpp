@@ -278,7 +278,8 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
             tmpl.set_thinking(value.get<bool>());
         }
     }
-    job.prompt = tmpl.render(engine.tokenizer(), messages, true).tokens;
+    const RenderedPrompt rendered = tmpl.render(engine.tokenizer(), messages, true);
+    job.prompt = rendered.tokens;
     job.split_reasoning = true;
     if (const Json* rf = member(body, "reasoning_format")) {
         if (!rf->is_string() || (json_string(*rf) != "none" && json_string(*rf) != "deepseek"))
@@ -286,11 +287,12 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
                            "reasoning_format");
         job.split_reasoning = json_string(*rf) != "none";
     }
-    job.opens_in_reasoning = tmpl.format() == ChatFormat::DeepSeekR1;
+    // The generation prompt opened the reasoning itself (DeepSeek-R1's "<think>\n").
+    job.opens_in_reasoning = ChatTemplate::opens_reasoning(rendered.text);
     job.stop_tokens = tmpl.stop_tokens(engine.tokenizer());
     // A base model (no chat template) continues the conversation's text: its reply goes on from the
     // last message (keeping the space in front of its first word), unless there is no text yet.
-    job.text_start = tmpl.format() != ChatFormat::Completion || engine.tokenizer().decode(job.prompt).empty();
+    job.text_start = tmpl.renders_chat() || engine.tokenizer().decode(job.prompt).empty();
     check_fits(job, engine);
     return job;
 }
@@ -329,7 +331,7 @@ CompletionJob completion_job(const Json& body, const Engine& engine) {
 
 size_t useful_body_bytes(std::string_view path, const Engine& engine) {
     constexpr size_t kRest = 64 * 1024, kEscaped = 6, kIdBytes = 12, kBiasEntryBytes = 24, kMessageBytes = 64;
-    if (path == "/v1/completions" || path == "/v1/chat/completions") {
+    if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/apply-template") {
         const size_t context = engine.context_length();
         const size_t text = context * engine.tokenizer().longest_piece_bytes();
         return kRest + kEscaped * text + (kIdBytes + kMessageBytes) * context +
@@ -358,6 +360,33 @@ Json tokenize(const Json& body, const Engine& engine) {
             out.push_back(id);
     }
     return Json{{"tokens", std::move(out)}};
+}
+
+Json apply_template(const Json& body, const Engine& engine) {
+    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+    const Json* messages = json_find(body, "messages");
+    if (!messages || !messages->is_array()) throw ApiError(400, "messages must be an array", "messages");
+    const Json* tools = json_find(body, "tools");
+    ChatTemplate tmpl = ChatTemplate::for_engine(engine);
+    if (const Json* kwargs = member(body, "chat_template_kwargs")) {
+        if (!kwargs->is_object())
+            throw ApiError(400, "chat_template_kwargs must be an object", "chat_template_kwargs");
+        if (const Json* thinking = json_find(*kwargs, "enable_thinking")) {
+            if (!thinking->is_boolean())
+                throw ApiError(400, "chat_template_kwargs.enable_thinking must be true or false",
+                               "chat_template_kwargs.enable_thinking");
+            tmpl.set_thinking(thinking->get<bool>());
+        }
+    }
+    const Json* generation = json_find(body, "add_generation_prompt");
+    if (generation && !generation->is_boolean())
+        throw ApiError(400, "add_generation_prompt must be true or false", "add_generation_prompt");
+    try {
+        return Json{{"prompt", tmpl.apply(engine.tokenizer(), *messages, tools ? *tools : Json(nullptr),
+                                          !generation || generation->get<bool>())}};
+    } catch (const Error& e) {
+        throw ApiError(400, e.what(), "messages");
+    }
 }
 
 Json detokenize(const Json& body, const Engine& engine) {

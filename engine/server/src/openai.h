@@ -84,6 +84,11 @@ constexpr size_t kMaxTokenizeBytes = 1u << 20;
 Json tokenize(const Json& body, const Engine& engine);
 Json detokenize(const Json& body, const Engine& engine);
 
+// llama-server's /apply-template: the prompt text the model's chat template renders for a chat
+// request's messages (and tools, chat_template_kwargs.enable_thinking), as transformers'
+// apply_chat_template(tokenize=False) would — {"prompt": TEXT}. 400 when the template refuses.
+Json apply_template(const Json& body, const Engine& engine);
+
 // The most body bytes a request to `path` can use with this engine; the server refuses a longer
 // Content-Length (413) before reading the body. Completions: the longest text the context could
 // hold (context x the tokenizer's longest piece, each byte written as a 6-byte escape), a token id

@@ -69,6 +69,12 @@ struct TurnStats {
     // DropOldestTurns would have made room (so a front end can say which of its choices helps).
     bool changed_nothing = false;
     bool would_fit_dropping = false;
+    // The chat template rendered the earlier conversation differently this turn (Qwen3's and
+    // DeepSeek-R1's leave out earlier replies' reasoning): what the sequence held before the
+    // turn was not the start of this prompt, so only its first `prefix_break_at` tokens (where
+    // they first differ) could be kept and the rest was computed again.
+    bool template_broke_prefix = false;
+    uint32_t prefix_break_at = 0;
 };
 
 // What a message would make of the conversation if it were sent now (ChatSession::measure), so

@@ -55,6 +55,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -153,6 +154,18 @@ public:
     // The rest of the reply generated from here makes, with these tokens, the same prompt for the
     // next turn as if the reply had been written in one go (the reply's ids when it has them).
     RenderedPrompt render_open_reply(const Tokenizer& tokenizer, std::span<const ChatMessage> messages) const;
+
+    // The prompt text for an OpenAI-style `messages` array (and `tools`, null for none), exactly
+    // as transformers' apply_chat_template(tokenize=False) renders the model's template: every
+    // message field passed as it is, bos_token/eos_token the vocabulary's texts, enable_thinking
+    // as set_thinking(). A native renderer gives its prompt's text (string contents only). Throws
+    // Error(InvalidArgument) with the template's own message when it refuses the conversation.
+    std::string apply(const Tokenizer& tokenizer, const nlohmann::ordered_json& messages,
+                      const nlohmann::ordered_json& tools, bool add_generation_prompt) const;
+
+    // Whether a prompt's text ends inside an opened reasoning block ("<think>" and line breaks):
+    // the reply starts with reasoning (DeepSeek-R1's generation prompt, QwQ's).
+    static bool opens_reasoning(std::string_view prompt_text);
 
     // The tokens that close an assistant reply in this format (</s>, <|im_end|>, <|end|>,
     // <end_of_turn>, <|eot_id|>); empty for Completion.
