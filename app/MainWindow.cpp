@@ -323,8 +323,7 @@ void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::D
                                     : QString::fromStdString(model.name);
     menus_->modelPicker()->setCurrentModel(path);
     setWindowTitle(tr("%1 — Lantern").arg(modelName_));
-    chatView_->setRepliesOpenInReasoning(report.chat_template &&
-                                         report.template_name == QStringLiteral("deepseek-r1"));
+    chatView_->setRepliesOpenInReasoning(report.replies_open_in_reasoning);
     menus_->thinkingAction()->setEnabled(report.thinking_switch);
     status_->setDevice(device);
     status_->setContextLength(report.context_length);

@@ -296,6 +296,21 @@ Driver: %2</source>
     </message>
 </context>
 <context>
+    <name>ChatTemplateDialog</name>
+    <message>
+        <source>Chat template</source>
+        <translation>聊天模板</translation>
+    </message>
+    <message>
+        <source>Lantern renders the model&apos;s own template with its Jinja engine, as Hugging Face does. Text you type never becomes a control token.</source>
+        <translation>Lantern 用自带的 Jinja 引擎渲染模型自己的模板，与 Hugging Face 的做法一致。你输入的文字绝不会变成控制词元。</translation>
+    </message>
+    <message>
+        <source>Lantern writes the prompts with its built-in %1 format: the model&apos;s template could not be used (%2).</source>
+        <translation>Lantern 使用内置的 %1 格式编写提示：无法使用模型的模板（%2）。</translation>
+    </message>
+</context>
+<context>
     <name>ChatView</name>
     <message>
         <source>Copy Message</source>
@@ -748,6 +763,18 @@ Model: %2</source>
         <source>%1 of %2 layers keep only their last %3 tokens: %4 of their %5 blocks in use (%6)</source>
         <translation>%2 层中有 %1 层只保留最近 %3 个词元：其专用 %5 个块中已用 %4 个（%6）</translation>
     </message>
+    <message>
+        <source>Last turn</source>
+        <translation>上一轮</translation>
+    </message>
+    <message>
+        <source>%1 of its %2 prompt tokens came from the cache</source>
+        <translation>其 %2 个提示词元中有 %1 个来自缓存</translation>
+    </message>
+    <message>
+        <source>the chat template wrote the earlier conversation differently this time (it leaves out earlier reasoning, or rewrites replies), so only the first %1 tokens could be kept</source>
+        <translation>聊天模板这次以不同方式写出了之前的对话（省略了之前的推理，或改写了回复），因此只能保留前 %1 个词元</translation>
+    </message>
 </context>
 <context>
     <name>MainWindow</name>
@@ -1077,6 +1104,26 @@ Model: %2</source>
     <message>
         <source>, scores soft-capped at %1</source>
         <translation>，注意力分数软上限 %1</translation>
+    </message>
+    <message>
+        <source>the model&apos;s own (Jinja)</source>
+        <translation>模型自带（Jinja）</translation>
+    </message>
+    <message>
+        <source>the model&apos;s own (Jinja; %1 family)</source>
+        <translation>模型自带（Jinja；%1 系列）</translation>
+    </message>
+    <message>
+        <source>built-in %1 format — the model&apos;s template could not be used</source>
+        <translation>内置 %1 格式——无法使用模型的模板</translation>
+    </message>
+    <message>
+        <source>none usable — completion mode (your text is continued)</source>
+        <translation>无可用模板——续写模式（接着你的文字继续写）</translation>
+    </message>
+    <message>
+        <source>show the template</source>
+        <translation>查看模板</translation>
     </message>
 </context>
 <context>

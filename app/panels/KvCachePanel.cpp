@@ -236,6 +236,7 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
     addValue(numbers, 5, 0, tr("Prefix hit (last)"), "prefixHitLast");
     addValue(numbers, 6, 0, tr("Prefix hit (all)"), "prefixHitTotal");
     addValue(numbers, 7, 0, tr("Local layers"), "localLayers");
+    addValue(numbers, 8, 0, tr("Last turn"), "lastTurn");
     numbers->setColumnStretch(1, 1);
     numbers->setColumnStretch(3, 1);
     clear();
@@ -263,6 +264,18 @@ void KvCachePanel::clear() {
     grid_->setSnapshot(snapshot_);
     for (QLabel* l : std::as_const(values_)) l->setText(QStringLiteral("—"));
     legend_->setMessage(tr("No model loaded."));
+}
+
+void KvCachePanel::setTurn(const lantern::TurnStats& stats) {
+    if (stats.changed_nothing) return;
+    QString text = tr("%1 of its %2 prompt tokens came from the cache")
+                       .arg(display::count(stats.reused_tokens), display::count(stats.prompt_tokens));
+    if (stats.template_broke_prefix)
+        text += QStringLiteral(" — ") +
+                tr("the chat template wrote the earlier conversation differently this time (it leaves out "
+                   "earlier reasoning, or rewrites replies), so only the first %1 tokens could be kept")
+                    .arg(display::count(stats.prefix_break_at));
+    values_.value(QStringLiteral("lastTurn"))->setText(text);
 }
 
 void KvCachePanel::setSnapshot(const KvSnapshot& snapshot) {

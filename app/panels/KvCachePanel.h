@@ -94,6 +94,9 @@ class KvCachePanel : public QWidget {
 public:
     explicit KvCachePanel(QWidget* parent = nullptr);
     void setSnapshot(const KvSnapshot& snapshot);
+    // What the last turn's prompt took from the KV cache, and when the chat template rendered the
+    // earlier conversation differently from what the cache held (TurnStats::template_broke_prefix).
+    void setTurn(const lantern::TurnStats& stats);
     void clear();
     const KvSnapshot& snapshot() const { return snapshot_; }
     KvBlockGrid* grid() const { return grid_; }

@@ -1,15 +1,24 @@
 #include "panels/ModelInfoPanel.h"
+#include "panels/ChatTemplateDialog.h"
 #include "panels/ScrollablePanel.h"
 
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QLabel>
 #include <QScrollArea>
+#include <QTextDocumentFragment>
 #include <QVBoxLayout>
 
 #include <algorithm>
 
 #include "Format.h"
+
+void ModelInfoPanel::showTemplate() {
+    auto* dialog = new ChatTemplateDialog(report_, this);
+    dialog->setObjectName(QStringLiteral("chatTemplateDialog"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->show();
+}
 
 namespace {
 
@@ -41,6 +50,9 @@ ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
     addRow(form, tr("Context"), "context");
     addRow(form, tr("Vocabulary"), "vocab");
     addRow(form, tr("Chat template"), "template");
+    QLabel* templateLabel = values_.value(QStringLiteral("template"));
+    templateLabel->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
+    connect(templateLabel, &QLabel::linkActivated, this, &ModelInfoPanel::showTemplate);
     addRow(form, tr("Device"), "device");
     addRow(form, tr("Driver"), "driver");
     addRow(form, tr("Device memory"), "deviceMemory");
@@ -66,7 +78,10 @@ void ModelInfoPanel::set(const char* name, const QString& text) {
 
 QString ModelInfoPanel::valueText(const QString& name) const {
     const QLabel* l = values_.value(name);
-    return l != nullptr ? l->text() : QString();
+    if (l == nullptr) return QString();
+    // The template row is rich text (a link): its words as a reader sees them.
+    return l->textFormat() == Qt::RichText ? QTextDocumentFragment::fromHtml(l->text()).toPlainText()
+                                           : l->text();
 }
 
 void ModelInfoPanel::clear() {
@@ -128,8 +143,28 @@ void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::Device
                 .arg(display::count(m.vocab))
                 .arg(m.tied_output ? tr(", output tied to embeddings") : QString()) +
             (report.tokenizer_kind.isEmpty() ? QString() : QStringLiteral(" · ") + report.tokenizer_kind));
-    set("template",
-        report.chat_template ? report.template_name : tr("none — completion mode (your text is continued)"));
+    // The renderer in use, and a link to the template's text.
+    report_ = report;
+    QString renderer;
+    if (report.template_is_models) {
+        renderer = report.template_name == QStringLiteral("completion")
+                       ? tr("the model's own (Jinja)")
+                       : tr("the model's own (Jinja; %1 family)").arg(report.template_name);
+    } else if (report.chat_template) {
+        renderer =
+            tr("built-in %1 format — the model's template could not be used").arg(report.template_name);
+    } else if (!report.template_source.isEmpty()) {
+        renderer = tr("none usable — completion mode (your text is continued)");
+    } else {
+        renderer = tr("none — completion mode (your text is continued)");
+    }
+    QLabel* label = values_.value(QStringLiteral("template"));
+    label->setTextFormat(Qt::RichText);
+    label->setText(renderer.toHtmlEscaped() +
+                   (report.template_source.isEmpty()
+                        ? QString()
+                        : QStringLiteral(" · <a href=\"template\">%1</a>").arg(tr("show the template"))));
+    label->setToolTip(report.template_fallback_reason);
     set("device", deviceDescription(d));
     set("driver", QString::fromStdString(d.driver));
     set("deviceMemory", display::bytes(d.device_local_bytes));

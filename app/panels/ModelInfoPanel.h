@@ -1,5 +1,6 @@
 // ModelInfoPanel — what was loaded and where it runs: architecture, dimensions, layers, heads,
-// context, vocabulary, weight types, parameter count, device and load timings.
+// context, vocabulary, weight types, parameter count, device and load timings, and which renderer
+// writes the chat prompts (the model's own template or a built-in format), with its text.
 #pragma once
 #include <QHash>
 #include <QWidget>
@@ -17,9 +18,12 @@ public:
                   const LoadReport& report);
     void clear();
     QString valueText(const QString& name) const;
+    // Opens the chat template's dialog (its text and which renderer writes the prompts).
+    void showTemplate();
 
 private:
     void addRow(QFormLayout* form, const QString& caption, const char* name);
     void set(const char* name, const QString& text);
     QHash<QString, QLabel*> values_;
+    LoadReport report_;
 };

@@ -96,6 +96,7 @@ void PanelDocks::showFrame(const StreamFrame& frame) {
 
 void PanelDocks::turnFinished(const lantern::TurnStats& stats) {
     performance_->finishTurn(stats);
+    kv_->setTurn(stats);
     sampling_->setSeedUsed(stats.seed);
 }
 

@@ -21,9 +21,16 @@ struct LoadReport {
     uint32_t context_length = 0;  // per conversation
     uint32_t sequences = 0;       // conversations the KV cache holds at full context
     bool chat_template = false;   // false: completion mode (the text is continued)
-    QString template_name;
-    bool thinking_switch = false;  // the template lets the model think first or not (Qwen3)
-    QString tokenizer_kind;        // "sentencepiece", "byte-level BPE (llama-bpe)"
+    QString template_name;        // the template's family ("chatml", "deepseek-r1", "completion")
+    // Which renderer writes the prompts: the model's own Jinja template, or a built-in family
+    // (ChatTemplate::description) and why; the template's text ("" when the model has none).
+    bool template_is_models = false;
+    QString template_renderer;
+    QString template_fallback_reason;
+    QString template_source;
+    bool replies_open_in_reasoning = false;  // the generation prompt opens "<think>" (DeepSeek-R1)
+    bool thinking_switch = false;            // the template lets the model think first or not (Qwen3)
+    QString tokenizer_kind;                  // "sentencepiece", "byte-level BPE (llama-bpe)"
 };
 
 // The KV cache as the worker saw it after a step: counters plus one entry per block.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <new>
 
+#include "lantern/chat_template.h"
 #include "lantern/error.h"
 #include "lantern/tokenizer.h"
 
@@ -130,6 +131,19 @@ void InferenceWorker::loadEngine(bool forApi) {
     report.sequences = kvConversationsFor(forApi);
     report.chat_template = session_->has_chat_template();
     report.template_name = QString::fromStdString(session_->template_name());
+    const lantern::ChatTemplate& chat = session_->chat_template();
+    report.template_is_models = chat.uses_model_template();
+    report.template_renderer = QString::fromStdString(chat.description());
+    report.template_fallback_reason = QString::fromStdString(chat.fallback_reason());
+    report.template_source = QString::fromStdString(chat.source());
+    try {
+        const std::vector<lantern::ChatMessage> probe = {{lantern::ChatRole::User, "Hi", {}}};
+        report.replies_open_in_reasoning =
+            chat.renders_chat() &&
+            lantern::ChatTemplate::opens_reasoning(chat.render(engine_->tokenizer(), probe, true).text);
+    } catch (const lantern::Error&) {
+        report.replies_open_in_reasoning = false;  // a template that refuses this probe opens nothing
+    }
     report.thinking_switch = session_->has_thinking_switch();
     report.tokenizer_kind = QString::fromStdString(engine_->tokenizer().kind());
     emit modelLoaded(engine_->model(), engine_->device(), report);

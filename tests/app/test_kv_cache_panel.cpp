@@ -94,6 +94,7 @@ private slots:
     void paintsEmptyAndHugeCachesWithoutCrashing();
     void aNewSnapshotRepaintsOnlyTheBlocksThatChanged();
     void theLegendFlowsOntoMoreLinesAndReLaysOutOnlyWhenItsHeightChanges();
+    void lastTurnSaysWhatCameFromTheCacheAndWhenTheTemplateBrokeIt();
 };
 
 void TestKvCachePanel::labelsShowTheNumbersOfTheSnapshot() {
@@ -306,6 +307,34 @@ void TestKvCachePanel::theLegendFlowsOntoMoreLinesAndReLaysOutOnlyWhenItsHeightC
     panel.setSnapshot(snapshot);
     QTRY_VERIFY(requests.count > 0);
     QTRY_VERIFY(legend->height() > before);
+}
+
+// The last turn's row: the prompt tokens the cache supplied, and when the model's template wrote the
+// earlier conversation differently (only the common start kept). A turn that changed nothing
+// leaves the row as it was.
+void TestKvCachePanel::lastTurnSaysWhatCameFromTheCacheAndWhenTheTemplateBrokeIt() {
+    KvCachePanel panel;
+    auto* row = panel.findChild<QLabel*>(QStringLiteral("lastTurn"));
+    QVERIFY(row);
+    QCOMPARE(row->text(), QStringLiteral("—"));
+    lantern::TurnStats kept;
+    kept.prompt_tokens = 120;
+    kept.reused_tokens = 100;
+    panel.setTurn(kept);
+    QCOMPARE(row->text(), QStringLiteral("100 of its 120 prompt tokens came from the cache"));
+    lantern::TurnStats broken = kept;
+    broken.reused_tokens = 57;
+    broken.template_broke_prefix = true;
+    broken.prefix_break_at = 57;
+    panel.setTurn(broken);
+    QVERIFY2(row->text().startsWith(
+                 QStringLiteral("57 of its 120 prompt tokens came from the cache — the chat template")) &&
+                 row->text().endsWith(QStringLiteral("only the first 57 tokens could be kept")),
+             qPrintable(row->text()));
+    lantern::TurnStats nothing;
+    nothing.changed_nothing = true;
+    panel.setTurn(nothing);
+    QVERIFY(row->text().endsWith(QStringLiteral("57 tokens could be kept")));
 }
 
 QTEST_MAIN(TestKvCachePanel)

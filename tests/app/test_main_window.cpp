@@ -12,6 +12,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDialog>
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QDragEnterEvent>
@@ -863,7 +864,20 @@ void TestMainWindow::aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitc
     QCOMPARE(info->valueText(QStringLiteral("heads")), QStringLiteral("4 / 2"));
     QVERIFY2(info->valueText(QStringLiteral("rope")).startsWith(QStringLiteral("32 / 32 dims")),
              qPrintable(info->valueText(QStringLiteral("rope"))));
-    QCOMPARE(info->valueText(QStringLiteral("template")), QStringLiteral("qwen3"));
+    QCOMPARE(info->valueText(QStringLiteral("template")),
+             QStringLiteral("the model's own (Jinja; qwen3 family) · show the template"));
+    // The link opens the template's text and says which renderer writes the prompts.
+    auto* templateLabel = info->findChild<QLabel*>(QStringLiteral("template"));
+    QVERIFY(templateLabel);
+    emit templateLabel->linkActivated(QStringLiteral("template"));
+    auto* dialog = info->findChild<QDialog*>(QStringLiteral("chatTemplateDialog"));
+    QVERIFY(dialog);
+    QCOMPARE(dialog->findChild<QPlainTextEdit*>(QStringLiteral("source"))->toPlainText(),
+             QString::fromStdString(shape.chat_template));
+    QVERIFY(dialog->findChild<QLabel*>(QStringLiteral("renderer"))
+                ->text()
+                .contains(QStringLiteral("own template")));
+    dialog->close();
     QVERIFY(thinking->isEnabled());
     thinking->setChecked(false);
     QVERIFY(!preferences::thinking());
@@ -946,7 +960,8 @@ void TestMainWindow::newFamiliesAreChosenInThePickerAndChatInTheirFormat() {
     auto* info = window.findChild<ModelInfoPanel*>();
     QVERIFY(info);
     QCOMPARE(info->valueText(QStringLiteral("architecture")), architecture);
-    QCOMPARE(info->valueText(QStringLiteral("template")), templateName);
+    QCOMPARE(info->valueText(QStringLiteral("template")),
+             QStringLiteral("the model's own (Jinja; %1 family) · show the template").arg(templateName));
     QCOMPARE(info->valueText(QStringLiteral("attention")), attention);
     if (architecture == QStringLiteral("gemma3"))
         QVERIFY2(info->valueText(QStringLiteral("rope")).contains(QStringLiteral("local layers base 10000")),
