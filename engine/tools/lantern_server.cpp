@@ -133,12 +133,11 @@ int main(int argc, char** argv) {
         if (!quiet) so.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
         ApiServer server(*engine, so);
         std::fprintf(stderr,
-                     "[lantern-server] %s (%s chat format, context %u, %u replies at once, KV cache of %llu "
-                     "tokens) on %s "
-                     "(%s); ready in %.1f s\n"
+                     "[lantern-server] %s (chat template: %s; context %u, %u replies at once, KV cache of "
+                     "%llu tokens) on %s (%s); ready in %.1f s\n"
                      "[lantern-server] listening on http://%s:%u/v1\n",
                      engine->model().name.c_str(),
-                     chat_format_name(lantern::ChatTemplate::for_engine(*engine).format()),
+                     lantern::ChatTemplate::for_engine(*engine).description().c_str(),
                      engine->context_length(), so.parallel,
                      static_cast<unsigned long long>(engine->kv_stats().capacity_tokens),
                      engine->device().name.c_str(), device_type_name(engine->device().type),

@@ -155,6 +155,40 @@ private slots:
         LANTERN_VERIFY_NO_VALIDATION();
     }
 
+    // A template that refuses a conversation (its raise_exception) fails the turn with the
+    // template's words, and the conversation stays as it was: the next turn goes on normally.
+    void a_template_that_refuses_a_turn_changes_nothing() {
+        SyntheticShape shape = synthetic_shape("tiny");
+        shape.chat_template =
+            "{% for m in messages %}{% if m.content == 'forbidden' %}{{ raise_exception('That word is not "
+            "allowed.') }}{% endif %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+        const std::string path = test::temp_dir() + "/strict.gguf";
+        write_synthetic_model(shape, static_cast<uint32_t>(GgmlType::F32), path);
+        auto e = Engine::load(path, options());
+        ChatSession session(*e);
+        SamplingSettings greedy;
+        greedy.temperature = 0;
+        greedy.max_new_tokens = 3;
+        SettingsSlot slot(greedy);
+        const auto quiet = [](const TokenEvent&) { return true; };
+        session.respond("Hello", slot, quiet);
+        QCOMPARE(session.history().size(), size_t{2});
+        try {
+            session.respond("forbidden", slot, quiet);
+            QFAIL("the template's refusal must reach the caller");
+        } catch (const Error& err) {
+            QVERIFY2(std::string(err.what()).find("That word is not allowed.") != std::string::npos,
+                     err.what());
+        }
+        QCOMPARE(session.history().size(), size_t{2});
+        const std::string reply = session.history().back().content;
+        session.respond("Fine", slot, quiet);
+        QCOMPARE(session.history().size(), size_t{4});
+        QCOMPARE(session.history()[1].content, reply);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void same_seed_gives_identical_text_twice() {
         auto e1 = Engine::load(model(), options());
         auto e2 = Engine::load(model(), options());

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "lantern/chat_template.h"
 #include "lantern/error.h"
@@ -284,9 +285,13 @@ struct ChatSession::Impl {
         if (has_seq && held + 1 + reply_room(ctx) + 16 <= ctx) {
             stats.can_continue = stats.can_continue_dropping = true;
         } else {
-            stats.can_continue = fit_prompt(true, ContextPolicy::Stop).fits;
-            stats.can_continue_dropping =
-                stats.can_continue || fit_prompt(true, ContextPolicy::DropOldestTurns).fits;
+            try {
+                stats.can_continue = fit_prompt(true, ContextPolicy::Stop).fits;
+                stats.can_continue_dropping =
+                    stats.can_continue || fit_prompt(true, ContextPolicy::DropOldestTurns).fits;
+            } catch (const Error&) {
+                stats.can_continue = stats.can_continue_dropping = false;  // a template refusing it
+            }
         }
         return stats;
     }
@@ -334,7 +339,18 @@ TurnStats ChatSession::respond(const std::string& user_text, const SettingsSlot&
                                const std::atomic<bool>* stop) {
     impl_->messages.push_back({ChatRole::User, user_text, {}});
     impl_->rebuild_turns();
-    TurnStats stats = impl_->run_turn(settings, on_token, stop);
+    TurnStats stats;
+    try {
+        stats = impl_->run_turn(settings, on_token, stop);
+    } catch (...) {
+        // A turn that failed before its reply (a template that refuses the conversation, a lost
+        // device) leaves the conversation as it was; the caller still has the text.
+        if (!impl_->messages.empty() && impl_->messages.back().role == ChatRole::User) {
+            impl_->messages.pop_back();
+            impl_->rebuild_turns();
+        }
+        throw;
+    }
     if (stats.changed_nothing) {  // the conversation stays as it was (the caller still has the text)
         impl_->messages.pop_back();
         impl_->rebuild_turns();
@@ -349,10 +365,23 @@ TurnStats ChatSession::regenerate(const SettingsSlot& settings,
     if (m.empty()) throw Error(ErrorCode::InvalidArgument, "there is no assistant reply to regenerate");
     // (A conversation that ends with the user's turn — a regenerate stopped during its prompt or
     // without room — gets its reply written now.)
-    if (m.back().role == ChatRole::Assistant) m.pop_back();
+    std::optional<ChatMessage> replaced;
+    if (m.back().role == ChatRole::Assistant) {
+        replaced = std::move(m.back());
+        m.pop_back();
+    }
     impl_->rebuild_turns();
     impl_->expect_prefix = false;  // the sequence holds the reply being replaced
-    return impl_->run_turn(settings, on_token, stop);
+    try {
+        return impl_->run_turn(settings, on_token, stop);
+    } catch (...) {
+        // The reply being replaced stays when no new one was written.
+        if (replaced && !m.empty() && m.back().role == ChatRole::User) {
+            m.push_back(std::move(*replaced));
+            impl_->rebuild_turns();
+        }
+        throw;
+    }
 }
 
 TurnStats ChatSession::continue_reply(const SettingsSlot& settings,
