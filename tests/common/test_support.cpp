@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -109,6 +110,23 @@ std::string corpus_template(const std::string& file_name) {
     std::stringstream ss;
     ss << f.rdbuf();
     return ss.str();
+}
+
+std::string fixed_strftime(const std::string& format) {
+    std::tm tm{};
+    tm.tm_year = 2026 - 1900;
+    tm.tm_mon = 11;
+    tm.tm_mday = 6;
+    tm.tm_hour = 9;
+    tm.tm_min = 30;
+    tm.tm_wday = 0;
+    tm.tm_yday = 339;
+    char buf[256];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    const size_t n = std::strftime(buf, sizeof buf, format.c_str(), &tm);
+#pragma GCC diagnostic pop
+    return std::string(buf, n);
 }
 
 std::string temp_dir() {

@@ -28,6 +28,8 @@ std::string temp_dir();  // a per-process scratch directory (removed at exit)
 // ~/.cache/lantern/template-corpus), and one template of it read whole. Missing: a hard failure.
 std::string template_corpus_dir();
 std::string corpus_template(const std::string& file_name);
+// strftime of the fixed time the Jinja tests give both renderers: 2026-12-06 09:30:00 (a Sunday).
+std::string fixed_strftime(const std::string& format);
 // `s` cut at every `separator` (n separators give n + 1 parts), as test-vector files are read.
 std::vector<std::string> split(const std::string& s, const std::string& separator);
 // The byte-level BPE test vocabulary (tests/data/bpe_vocab.txt, see scripts/bpe-tokenizer-vectors)

@@ -222,21 +222,6 @@ const Snippet kSnippets[] = {
     {"division-by-zero", "{{ 1 / 0 }}"},
 };
 
-std::string fixed_strftime(const std::string& format) {
-    std::tm tm{};
-    tm.tm_year = 2026 - 1900;
-    tm.tm_mon = 11;
-    tm.tm_mday = 6;
-    tm.tm_hour = 9;
-    tm.tm_min = 30;
-    char buf[256];
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-    const size_t n = std::strftime(buf, sizeof buf, format.c_str(), &tm);
-#pragma GCC diagnostic pop
-    return std::string(buf, n);
-}
-
 std::string render(std::string_view source, const json& context = snippet_context(),
                    const jinja::RenderOptions& options = {}) {
     return jinja::Template::parse(source).render(jinja::Value::from_json(context), options).text;
@@ -270,7 +255,7 @@ private slots:
         QVERIFY2(python.exitCode() == 0, qPrintable(QString::fromUtf8(python.readAllStandardError())));
         const json expected = json::parse(python.readAllStandardOutput().toStdString());
         jinja::RenderOptions options;
-        options.strftime_now = fixed_strftime;
+        options.strftime_now = test::fixed_strftime;
         int failures = 0, refused = 0;
         for (size_t i = 0; i < std::size(kSnippets); ++i) {
             const json& want = expected[i];

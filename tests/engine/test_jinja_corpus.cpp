@@ -32,24 +32,6 @@ std::filesystem::path corpus_dir() {
     return test::template_corpus_dir();
 }
 
-// The fixed clock both renderers use for strftime_now.
-std::string fixed_strftime(const std::string& format) {
-    std::tm tm{};
-    tm.tm_year = 2026 - 1900;
-    tm.tm_mon = 11;
-    tm.tm_mday = 6;
-    tm.tm_hour = 9;
-    tm.tm_min = 30;
-    tm.tm_wday = 0;
-    tm.tm_yday = 339;
-    char buf[256];
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-    const size_t n = std::strftime(buf, sizeof buf, format.c_str(), &tm);
-#pragma GCC diagnostic pop
-    return std::string(buf, n);
-}
-
 // The context transformers passes: messages, tools and documents (None when absent), the
 // generation flag, the special tokens, and the conversation's extra keyword arguments.
 json context_of(const json& conversation) {
@@ -124,7 +106,7 @@ private slots:
         std::vector<std::string> failures;
         int rendered = 0, refused = 0;
         jinja::RenderOptions options;
-        options.strftime_now = fixed_strftime;
+        options.strftime_now = test::fixed_strftime;
         for (size_t i = 0; i < cases.size(); ++i) {
             const std::string id = cases[i]["id"];
             const std::string name = id.substr(0, id.find(" / "));

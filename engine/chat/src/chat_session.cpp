@@ -20,17 +20,6 @@ using Clock = std::chrono::steady_clock;
 double ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
-const char* role_name(ChatRole r) {
-    switch (r) {
-        case ChatRole::System:
-            return "system";
-        case ChatRole::User:
-            return "user";
-        case ChatRole::Assistant:
-            return "assistant";
-    }
-    return "user";
-}
 }  // namespace
 
 struct ChatSession::Impl {
@@ -96,7 +85,7 @@ struct ChatSession::Impl {
 
     void rebuild_turns() {
         turns.clear();
-        for (const auto& m : messages) turns.push_back({role_name(m.role), m.content});
+        for (const auto& m : messages) turns.push_back({chat_role_name(m.role), m.content});
     }
 
     void drop_sequence() {

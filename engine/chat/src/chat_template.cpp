@@ -464,6 +464,18 @@ constexpr TurnStyle kLlama3{"<|start_header_id|>",
 
 }  // namespace
 
+const char* chat_role_name(ChatRole role) {
+    switch (role) {
+        case ChatRole::System:
+            return "system";
+        case ChatRole::User:
+            return "user";
+        case ChatRole::Assistant:
+            return "assistant";
+    }
+    return "user";
+}
+
 const char* chat_format_name(ChatFormat format) {
     switch (format) {
         case ChatFormat::Completion:

@@ -12,18 +12,6 @@ namespace {
 
 constexpr uint32_t kFirstMessageTag = 2;
 
-const char* role_name(ChatRole role) {
-    switch (role) {
-        case ChatRole::System:
-            return "system";
-        case ChatRole::User:
-            return "user";
-        case ChatRole::Assistant:
-            return "assistant";
-    }
-    return "user";
-}
-
 // Whether the text of message `index` appears in `out` (tagged as that message).
 bool shows_message(const jinja::TaggedText& out, size_t index) {
     const uint32_t tag = kFirstMessageTag + static_cast<uint32_t>(index);
@@ -89,7 +77,7 @@ jinja::TaggedText JinjaChat::render_text(std::span<const ChatMessage> messages, 
     jinja::Value list = jinja::Value::list();
     for (size_t i = 0; i < messages.size(); ++i) {
         jinja::Value m = jinja::Value::dict();
-        m.set("role", jinja::Value(role_name(messages[i].role), jinja::kData));
+        m.set("role", jinja::Value(chat_role_name(messages[i].role), jinja::kData));
         m.set("content", jinja::Value(messages[i].content, kFirstMessageTag + static_cast<uint32_t>(i)));
         list.push_back(m);
     }

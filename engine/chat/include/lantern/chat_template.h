@@ -70,6 +70,7 @@ class JinjaChat;
 class Tokenizer;
 
 enum class ChatRole { System, User, Assistant };
+const char* chat_role_name(ChatRole role);  // "system", "user", "assistant"
 
 struct ChatMessage {
     ChatRole role = ChatRole::User;

@@ -204,40 +204,6 @@ Value strings_to_list(std::vector<TaggedText> parts) {
     return Value::list(std::move(items));
 }
 
-// Arguments by position or keyword, with defaults.
-struct Args {
-    Interpreter& in;
-    const std::string& fn;
-    std::vector<Value>& pos;
-    Kwargs& kw;
-    Value get(size_t index, const char* name, Value dflt = Value::none()) const {
-        for (const auto& [k, v] : kw) {
-            if (k == name) return v;
-        }
-        return index < pos.size() ? pos[index] : dflt;
-    }
-    bool has(size_t index, const char* name) const {
-        for (const auto& [k, v] : kw) {
-            if (k == name) return true;
-        }
-        return index < pos.size();
-    }
-    int64_t integer(size_t index, const char* name, int64_t dflt) const {
-        Value v = get(index, name, Value(dflt));
-        if (v.kind() == Value::Kind::Bool) return v.as_bool();
-        if (v.kind() != Value::Kind::Int) in.fail(fn + "(): '" + name + "' must be an integer");
-        return v.as_int();
-    }
-    const TaggedText& string(size_t index, const char* name) const {
-        static thread_local Value hold;
-        hold = get(index, name, Value::undefined());
-        if (!hold.is_string())
-            in.fail(fn + "() argument '" + name + "' must be str, not " +
-                    (hold.is_undefined() ? "missing" : repr(hold)));
-        return hold.as_string();
-    }
-};
-
 Value unsafe(const std::string& name, const char* type) {
     return Value::function(name, [name, type](Interpreter& in, std::vector<Value>&, Kwargs&) -> Value {
         in.fail("access to attribute '" + name + "' of '" + type + "' object is unsafe.");
@@ -347,30 +313,31 @@ Value str_format(Interpreter& in, const TaggedText& fmt, std::vector<Value>& arg
 Value string_method(const Value& self, const std::string& name) {
     const auto method = [&](auto fn) {
         return Value::function(name, [self, name, fn](Interpreter& in, std::vector<Value>& pos, Kwargs& kw) {
-            Args args{in, name, pos, kw};
+            Arguments args{in, name, pos, kw};
             return fn(in, self.as_string(), args);
         });
     };
     if (name == "strip" || name == "lstrip" || name == "rstrip") {
         const bool left = name != "rstrip", right = name != "lstrip";
-        return method([left, right](Interpreter&, const TaggedText& s, Args& a) {
+        return method([left, right](Interpreter&, const TaggedText& s, Arguments& a) {
             return Value(strip(s, a.get(0, "chars"), left, right));
         });
     }
     if (name == "upper" || name == "lower")
-        return method([up = name == "upper"](Interpreter&, const TaggedText& s, Args&) {
+        return method([up = name == "upper"](Interpreter&, const TaggedText& s, Arguments&) {
             return retext(s, case_map(s.text, up));
         });
     if (name == "title")
-        return method([](Interpreter&, const TaggedText& s, Args&) { return retext(s, title_case(s.text)); });
+        return method(
+            [](Interpreter&, const TaggedText& s, Arguments&) { return retext(s, title_case(s.text)); });
     if (name == "capitalize")
-        return method([](Interpreter&, const TaggedText& s, Args&) {
+        return method([](Interpreter&, const TaggedText& s, Arguments&) {
             std::string t = case_map(s.text, 0);
             if (!t.empty()) t[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t[0])));
             return retext(s, t);
         });
     if (name == "swapcase")
-        return method([](Interpreter&, const TaggedText& s, Args&) {
+        return method([](Interpreter&, const TaggedText& s, Arguments&) {
             std::string t = s.text;
             for (char& c : t) {
                 const unsigned char u = static_cast<unsigned char>(c);
@@ -379,7 +346,7 @@ Value string_method(const Value& self, const std::string& name) {
             return retext(s, t);
         });
     if (name == "split" || name == "rsplit")
-        return method([r = name == "rsplit"](Interpreter&, const TaggedText& s, Args& a) {
+        return method([r = name == "rsplit"](Interpreter&, const TaggedText& s, Arguments& a) {
             const Value sep = a.get(0, "sep");
             if (sep.is_string() && sep.text().empty()) a.in.fail("empty separator");
             if (!sep.is_none() && !sep.is_string()) a.in.fail("must be str or None, not " + repr(sep));
@@ -387,7 +354,7 @@ Value string_method(const Value& self, const std::string& name) {
             return strings_to_list(r ? rsplit(s, sep, maxsplit) : split(s, sep, maxsplit));
         });
     if (name == "splitlines")
-        return method([](Interpreter&, const TaggedText& s, Args& a) {
+        return method([](Interpreter&, const TaggedText& s, Arguments& a) {
             const bool keep = a.get(0, "keepends", Value(false)).truthy();
             std::vector<TaggedText> lines;
             size_t start = 0;
@@ -406,17 +373,17 @@ Value string_method(const Value& self, const std::string& name) {
             return strings_to_list(std::move(lines));
         });
     if (name == "startswith" || name == "endswith")
-        return method([start = name == "startswith"](Interpreter& in, const TaggedText& s, Args& a) {
+        return method([start = name == "startswith"](Interpreter& in, const TaggedText& s, Arguments& a) {
             return Value(starts_or_ends(in, s.text, a.get(0, "prefix", Value::undefined()), start));
         });
     if (name == "replace")
-        return method([](Interpreter& in, const TaggedText& s, Args& a) {
+        return method([](Interpreter& in, const TaggedText& s, Arguments& a) {
             const TaggedText old = a.string(0, "old");
             const TaggedText with = a.string(1, "new");
             return Value(replace_all(in, s, old, with, a.integer(2, "count", -1)));
         });
     if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count")
-        return method([name](Interpreter& in, const TaggedText& s, Args& a) {
+        return method([name](Interpreter& in, const TaggedText& s, Arguments& a) {
             const std::string sub = a.string(0, "sub").text;
             if (name == "count") {
                 if (sub.empty()) return Value(static_cast<int64_t>(codepoint_count(s.text) + 1));
@@ -434,7 +401,7 @@ Value string_method(const Value& self, const std::string& name) {
             return Value(static_cast<int64_t>(codepoint_count(s.text.substr(0, hit))));
         });
     if (name == "join")
-        return method([](Interpreter& in, const TaggedText& s, Args& a) {
+        return method([](Interpreter& in, const TaggedText& s, Arguments& a) {
             TaggedText out;
             bool first = true;
             for (const Value& item : in.iterate(a.get(0, "iterable", Value::undefined()))) {
@@ -452,7 +419,7 @@ Value string_method(const Value& self, const std::string& name) {
             return str_format(in, self.as_string(), pos, kw);
         });
     if (name == "removeprefix" || name == "removesuffix")
-        return method([prefix = name == "removeprefix"](Interpreter&, const TaggedText& s, Args& a) {
+        return method([prefix = name == "removeprefix"](Interpreter&, const TaggedText& s, Arguments& a) {
             const std::string& t = a.string(0, prefix ? "prefix" : "suffix").text;
             if (prefix && s.text.compare(0, t.size(), t) == 0)
                 return Value(s.substr(t.size(), std::string::npos));
@@ -463,7 +430,7 @@ Value string_method(const Value& self, const std::string& name) {
         });
     if (name == "isdigit" || name == "isalpha" || name == "isalnum" || name == "isspace" ||
         name == "isupper" || name == "islower" || name == "isnumeric" || name == "isdecimal")
-        return method([name](Interpreter&, const TaggedText& s, Args&) {
+        return method([name](Interpreter&, const TaggedText& s, Arguments&) {
             const std::string& t = s.text;
             if (t.empty()) return Value(false);
             const auto all = [&](auto pred) {
@@ -488,7 +455,7 @@ Value string_method(const Value& self, const std::string& name) {
             return Value(cased);
         });
     if (name == "partition" || name == "rpartition")
-        return method([r = name == "rpartition"](Interpreter&, const TaggedText& s, Args& a) {
+        return method([r = name == "rpartition"](Interpreter&, const TaggedText& s, Arguments& a) {
             const std::string& sep = a.string(0, "sep").text;
             const size_t hit = r ? s.text.rfind(sep) : s.text.find(sep);
             if (hit == std::string::npos) {
@@ -509,7 +476,7 @@ Value string_method(const Value& self, const std::string& name) {
 Value dict_method(const Value& self, const std::string& name) {
     if (name == "get")
         return Value::function(name, [self](Interpreter& in, std::vector<Value>& pos, Kwargs& kw) {
-            Args a{in, "get", pos, kw};
+            Arguments a{in, "get", pos, kw};
             const Value* v = self.entries().find(a.get(0, "key", Value::undefined()));
             return v ? *v : a.get(1, "default");
         });
@@ -638,6 +605,32 @@ Value Interpreter::get_item(const Value& object, const Value& key) {
     }
     if (key.is_string()) return get_attr(object, key.text());
     return Value::undefined("'" + repr(object) + "' has no element " + repr(key));
+}
+
+Value Arguments::get(size_t index, const char* name, Value dflt) const {
+    for (const auto& [k, v] : kw) {
+        if (k == name) return v;
+    }
+    return index < pos.size() ? pos[index] : dflt;
+}
+
+bool Arguments::flag(size_t index, const char* name, bool dflt) const {
+    return get(index, name, Value(dflt)).truthy();
+}
+
+int64_t Arguments::integer(size_t index, const char* name, int64_t dflt) const {
+    const Value v = get(index, name, Value(dflt));
+    if (v.kind() == Value::Kind::Bool) return v.as_bool();
+    if (v.kind() != Value::Kind::Int) in.fail(fn + "(): '" + name + "' must be an integer, not " + repr(v));
+    return v.as_int();
+}
+
+TaggedText Arguments::string(size_t index, const char* name) const {
+    const Value v = get(index, name, Value::undefined());
+    if (!v.is_string())
+        in.fail(fn + "() argument '" + name + "' must be str, not " +
+                (v.is_undefined() ? "missing" : repr(v)));
+    return v.as_string();
 }
 
 }  // namespace lantern::jinja

@@ -18,28 +18,6 @@ namespace {
 
 constexpr int64_t kMaxRange = 100000;  // jinja2.sandbox.MAX_RANGE
 
-struct Params {
-    Interpreter& in;
-    const std::string& fn;
-    std::vector<Value>& pos;
-    Kwargs& kw;
-    Value get(size_t index, const char* name, Value dflt = Value::none()) const {
-        for (const auto& [k, v] : kw) {
-            if (k == name) return v;
-        }
-        return index < pos.size() ? pos[index] : dflt;
-    }
-    bool flag(size_t index, const char* name, bool dflt) const {
-        return get(index, name, Value(dflt)).truthy();
-    }
-    int64_t integer(size_t index, const char* name, int64_t dflt) const {
-        const Value v = get(index, name, Value(dflt));
-        if (v.kind() == Value::Kind::Bool) return v.as_bool();
-        if (v.kind() != Value::Kind::Int) in.fail(fn + ": '" + name + "' must be an integer, not " + repr(v));
-        return v.as_int();
-    }
-};
-
 bool all_trusted(const Value& v) {
     switch (v.kind()) {
         case Value::Kind::String:
@@ -247,7 +225,7 @@ double python_round(double x, int64_t digits, const std::string& method) {
 }  // namespace
 
 Value Interpreter::filter(const std::string& name, const Value& v, std::vector<Value>& pos, Kwargs& kw) {
-    Params p{*this, name, pos, kw};
+    Arguments p{*this, name, pos, kw};
     const auto str_of = [&](const Value& x) { return to_tagged_str(x); };
     if (name == "default" || name == "d") {
         const bool boolean = p.flag(1, "boolean", false);
@@ -636,7 +614,7 @@ Value Interpreter::filter(const std::string& name, const Value& v, std::vector<V
 }
 
 bool Interpreter::test(const std::string& name, const Value& v, std::vector<Value>& pos, Kwargs& kw) {
-    Params p{*this, name, pos, kw};
+    Arguments p{*this, name, pos, kw};
     using K = Value::Kind;
     if (name == "defined") return !v.is_undefined();
     if (name == "undefined") return v.is_undefined();

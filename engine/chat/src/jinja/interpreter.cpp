@@ -388,16 +388,7 @@ Interpreter::Flow Interpreter::exec(const Body& body, const ScopeP& scope, Tagge
                 break;
             }
             case Kind::SetBlock: {
-                TaggedText captured;
-                exec(n.bodies[0], scope, captured);
-                Value v(std::move(captured));
-                for (const NodeP& f : n.a) {
-                    std::vector<Value> args;
-                    for (size_t i = 1; i < f->a.size(); ++i) args.push_back(eval(*f->a[i], scope));
-                    Kwargs kw;
-                    for (const auto& [k, e] : f->kw) kw.emplace_back(k, eval(*e, scope));
-                    v = filter(f->name, v, args, kw);
-                }
+                const Value v = render_filtered(n, scope);
                 scope->vars[n.names[0]] = v;
                 break;
             }
@@ -408,9 +399,8 @@ Interpreter::Flow Interpreter::exec(const Body& body, const ScopeP& scope, Tagge
                 const Template::Node& call_node = *n.a[0];
                 Value callee = eval(*call_node.a[0], scope);
                 std::vector<Value> args;
-                for (size_t i = 1; i < call_node.a.size(); ++i) args.push_back(eval(*call_node.a[i], scope));
                 Kwargs kw;
-                for (const auto& [k, e] : call_node.kw) kw.emplace_back(k, eval(*e, scope));
+                eval_arguments(call_node, scope, args, kw);
                 const Template::Node* block = &n;
                 std::weak_ptr<Scope> weak = scope;
                 kw.emplace_back("caller", Value::function("caller", [block, weak](Interpreter& in,
@@ -444,16 +434,7 @@ Interpreter::Flow Interpreter::exec(const Body& body, const ScopeP& scope, Tagge
                 break;
             }
             case Kind::FilterBlock: {
-                TaggedText captured;
-                exec(n.bodies[0], scope, captured);
-                Value v(std::move(captured));
-                for (const NodeP& f : n.a) {
-                    std::vector<Value> args;
-                    for (size_t i = 1; i < f->a.size(); ++i) args.push_back(eval(*f->a[i], scope));
-                    Kwargs kw;
-                    for (const auto& [k, e] : f->kw) kw.emplace_back(k, eval(*e, scope));
-                    v = filter(f->name, v, args, kw);
-                }
+                const Value v = render_filtered(n, scope);
                 emit(out, to_tagged_str(v));
                 break;
             }
@@ -471,6 +452,25 @@ Interpreter::Flow Interpreter::exec(const Body& body, const ScopeP& scope, Tagge
         }
     }
     return Flow::Normal;
+}
+
+void Interpreter::eval_arguments(const Template::Node& n, const ScopeP& scope, std::vector<Value>& args,
+                                 Kwargs& kw) {
+    for (size_t i = 1; i < n.a.size(); ++i) args.push_back(eval(*n.a[i], scope));
+    for (const auto& [k, e] : n.kw) kw.emplace_back(k, eval(*e, scope));
+}
+
+Value Interpreter::render_filtered(const Template::Node& n, const ScopeP& scope) {
+    TaggedText captured;
+    exec(n.bodies[0], scope, captured);
+    Value v(std::move(captured));
+    for (const NodeP& f : n.a) {
+        std::vector<Value> args;
+        Kwargs kw;
+        eval_arguments(*f, scope, args, kw);
+        v = filter(f->name, v, args, kw);
+    }
+    return v;
 }
 
 Interpreter::Flow Interpreter::for_loop(const Template::Node& n, const ScopeP& scope, TaggedText& out) {
@@ -579,27 +579,24 @@ Value Interpreter::eval(const Template::Node& e, const ScopeP& scope) {
         case Kind::Call: {
             Value callee = eval(*e.a[0], scope);
             std::vector<Value> args;
-            for (size_t i = 1; i < e.a.size(); ++i) args.push_back(eval(*e.a[i], scope));
             Kwargs kw;
-            for (const auto& [k, v] : e.kw) kw.emplace_back(k, eval(*v, scope));
+            eval_arguments(e, scope, args, kw);
             line_ = e.line;
             return call(callee, args, kw);
         }
         case Kind::Filter: {
             Value subject = eval(*e.a[0], scope);
             std::vector<Value> args;
-            for (size_t i = 1; i < e.a.size(); ++i) args.push_back(eval(*e.a[i], scope));
             Kwargs kw;
-            for (const auto& [k, v] : e.kw) kw.emplace_back(k, eval(*v, scope));
+            eval_arguments(e, scope, args, kw);
             line_ = e.line;
             return filter(e.name, subject, args, kw);
         }
         case Kind::Test: {
             Value subject = eval(*e.a[0], scope);
             std::vector<Value> args;
-            for (size_t i = 1; i < e.a.size(); ++i) args.push_back(eval(*e.a[i], scope));
             Kwargs kw;
-            for (const auto& [k, v] : e.kw) kw.emplace_back(k, eval(*v, scope));
+            eval_arguments(e, scope, args, kw);
             line_ = e.line;
             return Value(test(e.name, subject, args, kw) != e.flag);
         }

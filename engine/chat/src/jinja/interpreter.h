@@ -71,6 +71,10 @@ private:
     void assign(const ScopeP& scope, const std::vector<std::string>& names, const Value& value);
     Value slice(const Value& object, const Value& start, const Value& stop, const Value& step);
     Flow for_loop(const Template::Node& n, const ScopeP& scope, TaggedText& out);
+    // A call's, filter's or test's arguments (a[1..] and kw) evaluated.
+    void eval_arguments(const Template::Node& n, const ScopeP& scope, std::vector<Value>& args, Kwargs& kw);
+    // A filter block's or block set's body rendered, then put through its filters (n.a).
+    Value render_filtered(const Template::Node& n, const ScopeP& scope);
 
     const RenderOptions& options_;
     ScopeP globals_;
@@ -78,6 +82,18 @@ private:
     int line_ = 0;
     int depth_ = 0;
     friend struct CallDepth;
+};
+
+// A builtin's arguments by position or keyword, with defaults; errors name the builtin `fn`.
+struct Arguments {
+    Interpreter& in;
+    const std::string& fn;
+    std::vector<Value>& pos;
+    Kwargs& kw;
+    Value get(size_t index, const char* name, Value dflt = Value::none()) const;
+    bool flag(size_t index, const char* name, bool dflt) const;
+    int64_t integer(size_t index, const char* name, int64_t dflt) const;
+    TaggedText string(size_t index, const char* name) const;
 };
 
 // Python's ordering for sort(), min(), max(), dictsort(); throws via `in` for unorderable types.
