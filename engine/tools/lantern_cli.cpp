@@ -21,6 +21,7 @@
 #include "lantern/perplexity.h"
 #include "lantern/sampling.h"
 #include "lantern/tokenizer.h"
+#include "pull_cli.h"
 #include "tokenize_cli.h"
 
 using namespace lantern;
@@ -57,12 +58,16 @@ const char* kUsage = R"(usage: lantern-cli --model FILE [options]
                        FILE (an OpenAI-style messages array, or {"messages", "tools",
                        "chat_template_kwargs"}) and exit; --no-generation-prompt leaves out the
                        assistant header at its end
+  --pull OWNER/REPO[:QUANT]
+                       download a GGUF model from the Hugging Face Hub (HF_ENDPOINT, HF_TOKEN) into
+                       the app's models folder (--models-dir DIR elsewhere); no --model needed
 )";
 
 struct Args {
     std::string model, prompt, tokens, system, device, tokenize, detokenize, perplexity, compare_to,
         apply_template;
     bool generation_prompt = true;
+    std::string pull, models_dir;
     bool has_prompt = false, has_tokenize = false, has_detokenize = false;
     int n = 128;
     uint32_t ctx = 0, chunks = 0;
@@ -156,6 +161,10 @@ Args parse(int argc, char** argv) {
             a.apply_template = value();
         else if (f == "--no-generation-prompt")
             a.generation_prompt = false;
+        else if (f == "--pull")
+            a.pull = value();
+        else if (f == "--models-dir")
+            a.models_dir = value();
         else if (f == "--help" || f == "-h") {
             std::cout << kUsage;
             std::exit(0);
@@ -405,6 +414,8 @@ int main(int argc, char** argv) {
     Args a = parse(argc, argv);
     try {
         if (a.list) return list_devices_command();
+        if (!a.pull.empty())
+            return run_pull_command(a.pull, a.models_dir.empty() ? default_models_dir() : a.models_dir);
         if (a.model.empty()) usage_error("--model is required");
         if (a.has_tokenize) return run_tokenize_command(a.model, a.tokenize);
         if (a.has_detokenize) return run_detokenize_command(a.model, a.detokenize);

@@ -155,6 +155,9 @@ std::string gguf_split_path(const std::string& prefix, uint32_t no, uint32_t cou
 // llama.cpp writes that key first — so a list of many model files can say what each is without
 // opening them. nullopt when the file is unreadable, not GGUF, or the key is not within that much.
 std::optional<std::string> gguf_architecture(const std::string& path);
+// The same for a file's first bytes (`bytes`, e.g. fetched by an HTTP Range request; `source`
+// names it in messages): nullopt when they are no GGUF header or end before the key.
+std::optional<std::string> gguf_architecture_of(std::span<const uint8_t> bytes, const std::string& source);
 
 // Bytes that `elements` values of a ggml type occupy (throws for unknown types or partial blocks).
 uint64_t ggml_row_bytes(uint32_t type, uint64_t elements);

@@ -341,6 +341,12 @@ std::optional<std::string> gguf_architecture(const std::string& path) {
     std::vector<uint8_t> head(64 * 1024);
     f.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<size_t>(f.gcount()));
+    return gguf_architecture_of(head, path);
+}
+
+std::optional<std::string> gguf_architecture_of(std::span<const uint8_t> bytes, const std::string& source) {
+    const std::vector<uint8_t> head(bytes.begin(), bytes.end());
+    const std::string& path = source;
     if (head.size() < 4 || std::memcmp(head.data(), "GGUF", 4) != 0) return std::nullopt;
     try {
         // The entries in order, as parse() reads them; one that runs past the 64 KiB (the
