@@ -121,6 +121,35 @@ private slots:
         const auto bert = hub.probe("lantern-test/bert-GGUF", "bert-F16.gguf");
         QCOMPARE(bert.architecture, std::string("bert"));
         QVERIFY(!bert.supported);
+        // The shape, from the same bytes (stories260K: 5 layers of 64, 8 heads, 4 KV heads).
+        QCOMPARE(tiny.n_layers, 5u);
+        QCOMPARE(tiny.dim, 64u);
+        QCOMPARE(tiny.n_heads, 8u);
+        QCOMPARE(tiny.n_kv_heads, 4u);
+        QCOMPARE(tiny.head_dim, 8u);
+        QCOMPARE(tiny.context_length, 512u);
+        QCOMPARE(tiny.vocab, 512u);
+        // Said before downloading: it fits a roomy device at its context, a tight one only with a
+        // shorter context, or not at all. (The plan is lantern::plan_memory's.)
+        const uint64_t file = fs::file_size(test::shared_path("models/stories260K-q8_0.gguf"));
+        DeviceInfo device;
+        device.device_local_bytes = 1ull << 30;
+        device.max_storage_buffer_range = 1ull << 30;
+        device.max_allocation_bytes = 1ull << 30;
+        const auto roomy = hub::fit_on_device(tiny, file, device, 4096);
+        QCOMPARE(roomy.kind, hub::FitVerdict::Kind::Fits);
+        QCOMPARE(roomy.context, 512u);  // at most the trained context
+        device.device_local_bytes = file / 2;
+        QCOMPARE(hub::fit_on_device(tiny, file, device, 512).kind, hub::FitVerdict::Kind::TooBig);
+        QCOMPARE(hub::fit_on_device(bert, 4096, device, 512).kind, hub::FitVerdict::Kind::Unknown);
+        // A long-context model whose full context does not fit but 2048 tokens do.
+        hub::ProbedFile longer = tiny;
+        longer.context_length = 1 << 20;
+        device.device_local_bytes = 64ull << 20;
+        const auto shorter = hub::fit_on_device(longer, file, device, 1 << 20);
+        QCOMPARE(shorter.kind, hub::FitVerdict::Kind::ShorterContext);
+        QCOMPARE(shorter.context, 2048u);
+        QVERIFY(shorter.needed_bytes <= device.device_local_bytes);
     }
 
     void aDownloadIsTheFileTheHubListsByteForByte() {

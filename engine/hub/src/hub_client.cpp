@@ -9,6 +9,7 @@
 #include "lantern/engine.h"
 #include "lantern/gguf.h"
 #include "lantern/hub.h"
+#include "lantern/memory_plan.h"
 
 namespace lantern::hub {
 
@@ -174,12 +175,88 @@ ProbedFile HubClient::probe(const std::string& repo, const std::string& path) {
     check_status(options_, r, "file " + path);
     ProbedFile p;
     const auto* bytes = reinterpret_cast<const uint8_t*>(head.data());
-    if (const auto arch =
-            gguf_architecture_of(std::span<const uint8_t>(bytes, head.size()), repo + "/" + path)) {
-        p.architecture = *arch;
-        p.supported = supported_architecture(*arch);
+    const auto metadata =
+        gguf_leading_metadata(std::span<const uint8_t>(bytes, head.size()), repo + "/" + path);
+    const auto find = [&](const std::string& key) -> const GgufValue* {
+        for (const auto& [k, v] : metadata) {
+            if (k == key) return &v;
+        }
+        return nullptr;
+    };
+    if (const GgufValue* arch = find("general.architecture"); arch && arch->as_string()) {
+        p.architecture = *arch->as_string();
+        p.supported = supported_architecture(p.architecture);
     }
+    const auto number = [&](const std::string& key) -> uint32_t {
+        const GgufValue* v = find(p.architecture + "." + key);
+        if (!v) return 0;
+        if (const GgufArray* a = v->as_array()) {  // per-layer values: the largest
+            int64_t most = 0;
+            for (const GgufValue& item : a->items) most = std::max(most, item.as_int().value_or(0));
+            return static_cast<uint32_t>(most);
+        }
+        return static_cast<uint32_t>(std::max<int64_t>(0, v->as_int().value_or(0)));
+    };
+    p.n_layers = number("block_count");
+    p.dim = number("embedding_length");
+    p.ffn_dim = number("feed_forward_length");
+    p.n_heads = number("attention.head_count");
+    p.n_kv_heads = number("attention.head_count_kv");
+    if (p.n_kv_heads == 0) p.n_kv_heads = p.n_heads;
+    p.head_dim = number("attention.key_length");
+    if (p.head_dim == 0 && p.n_heads > 0) p.head_dim = p.dim / p.n_heads;
+    p.context_length = number("context_length");
+    p.sliding_window = number("attention.sliding_window");
+    p.vocab = number("vocab_size");
+    if (const GgufValue* tokens = find("tokenizer.ggml.tokens"); p.vocab == 0 && tokens && tokens->as_array())
+        p.vocab = static_cast<uint32_t>(tokens->as_array()->items.size());
     return p;
+}
+
+FitVerdict fit_on_device(const ProbedFile& probed, uint64_t file_bytes, const DeviceInfo& device,
+                         uint32_t context) {
+    FitVerdict verdict;
+    verdict.device_bytes = device.device_local_bytes;
+    if (probed.n_layers == 0 || probed.dim == 0 || probed.n_heads == 0 || probed.head_dim == 0)
+        return verdict;
+    ModelInfo m;
+    m.architecture = probed.architecture;
+    m.n_layers = probed.n_layers;
+    m.dim = probed.dim;
+    m.n_heads = probed.n_heads;
+    m.n_kv_heads = probed.n_kv_heads;
+    m.head_dim = probed.head_dim;
+    m.ffn_dim = probed.ffn_dim;
+    m.vocab =
+        probed.vocab ? probed.vocab : 32000;  // the logits' size, when the vocabulary is past the first MiB
+    m.context_length = probed.context_length ? probed.context_length : context;
+    m.file_bytes = file_bytes;
+    const auto plan = [&](uint32_t ctx) {
+        EngineOptions o;
+        o.context_length = std::min(ctx, m.context_length);
+        o.max_sequences = 1;
+        return plan_memory(m, device, o);
+    };
+    const uint32_t wanted = std::min(context, m.context_length);
+    MemoryPlan p = plan(wanted);
+    verdict.needed_bytes = p.total_bytes();
+    if (p.fits()) {
+        verdict.kind = FitVerdict::Kind::Fits;
+        verdict.context = p.context_length;
+        return verdict;
+    }
+    for (const uint32_t shorter : {2048u, 1024u, 512u}) {
+        if (shorter >= wanted) continue;
+        p = plan(shorter);
+        verdict.needed_bytes = p.total_bytes();
+        if (p.fits()) {
+            verdict.kind = FitVerdict::Kind::ShorterContext;
+            verdict.context = p.context_length;
+            return verdict;
+        }
+    }
+    verdict.kind = FitVerdict::Kind::TooBig;
+    return verdict;
 }
 
 std::vector<RepoFile> choose_model(const std::vector<RepoFile>& files, const std::string& quant) {

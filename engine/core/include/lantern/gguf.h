@@ -158,6 +158,10 @@ std::optional<std::string> gguf_architecture(const std::string& path);
 // The same for a file's first bytes (`bytes`, e.g. fetched by an HTTP Range request; `source`
 // names it in messages): nullopt when they are no GGUF header or end before the key.
 std::optional<std::string> gguf_architecture_of(std::span<const uint8_t> bytes, const std::string& source);
+// The metadata entries a file's first `bytes` hold whole, in order (an empty list when they are
+// no GGUF header): enough to know a model's shape before downloading it.
+std::vector<std::pair<std::string, GgufValue>> gguf_leading_metadata(std::span<const uint8_t> bytes,
+                                                                     const std::string& source);
 
 // Bytes that `elements` values of a ggml type occupy (throws for unknown types or partial blocks).
 uint64_t ggml_row_bytes(uint32_t type, uint64_t elements);

@@ -344,30 +344,37 @@ std::optional<std::string> gguf_architecture(const std::string& path) {
     return gguf_architecture_of(head, path);
 }
 
-std::optional<std::string> gguf_architecture_of(std::span<const uint8_t> bytes, const std::string& source) {
+std::vector<std::pair<std::string, GgufValue>> gguf_leading_metadata(std::span<const uint8_t> bytes,
+                                                                     const std::string& source) {
+    std::vector<std::pair<std::string, GgufValue>> out;
     const std::vector<uint8_t> head(bytes.begin(), bytes.end());
-    const std::string& path = source;
-    if (head.size() < 4 || std::memcmp(head.data(), "GGUF", 4) != 0) return std::nullopt;
+    if (head.size() < 4 || std::memcmp(head.data(), "GGUF", 4) != 0) return out;
     try {
-        // The entries in order, as parse() reads them; one that runs past the 64 KiB (the
-        // vocabulary) ends the search.
-        Cursor c(head, path);
+        // The entries in order, as parse() reads them; one that runs past the bytes (the
+        // vocabulary, usually) ends the list.
+        Cursor c(head, source);
         c.read<uint32_t>("magic");
         const uint32_t version = c.read<uint32_t>("version");
-        if (version != 2 && version != 3) return std::nullopt;
+        if (version != 2 && version != 3) return out;
         c.read<uint64_t>("tensor count");
         const uint64_t n_kv = c.read<uint64_t>("metadata count");
         for (uint64_t i = 0; i < n_kv; ++i) {
-            const std::string key = c.read_string("metadata key");
+            std::string key = c.read_string("metadata key");
             const uint32_t type = c.read<uint32_t>("metadata value type");
-            if (!valid_type(type)) return std::nullopt;
-            const GgufValue v = read_value(c, static_cast<GgufType>(type), key, 0);
-            if (key == "general.architecture") {
-                if (const std::string* arch = v.as_string()) return *arch;
-                return std::nullopt;
-            }
+            if (!valid_type(type)) return out;
+            GgufValue v = read_value(c, static_cast<GgufType>(type), key, 0);
+            out.emplace_back(std::move(key), std::move(v));
         }
     } catch (const Error&) {
+    }
+    return out;
+}
+
+std::optional<std::string> gguf_architecture_of(std::span<const uint8_t> bytes, const std::string& source) {
+    for (const auto& [key, value] : gguf_leading_metadata(bytes, source)) {
+        if (key != "general.architecture") continue;
+        if (const std::string* arch = value.as_string()) return *arch;
+        return std::nullopt;
     }
     return std::nullopt;
 }

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "lantern/device.h"
+
 namespace lantern::hub {
 
 struct HubOptions {
@@ -77,7 +79,25 @@ struct RepoInfo {
 struct ProbedFile {
     std::string architecture;  // general.architecture ("" when the header does not say within 1 MiB)
     bool supported = false;    // Lantern runs it (lantern::supported_architecture)
+    // The shape its header gives (0 where the first MiB does not say): what the memory plan needs.
+    uint32_t n_layers = 0, dim = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_dim = 0, vocab = 0;
+    uint32_t context_length = 0;  // trained
+    uint32_t sliding_window = 0;
 };
+
+// Whether a model will run on a device, said before downloading it.
+struct FitVerdict {
+    enum class Kind { Fits, ShorterContext, TooBig, Unknown };
+    Kind kind = Kind::Unknown;
+    uint32_t context = 0;       // Fits: the context asked for; ShorterContext: the longest that fits
+    uint64_t needed_bytes = 0;  // weights + KV + work at that context (or at the shortest, TooBig)
+    uint64_t device_bytes = 0;
+};
+// lantern::plan_memory for a probed file of `file_bytes` (all parts) at `context` tokens (at most
+// the trained context), one conversation: Fits, else the longest of 2048/1024/512 tokens that
+// fits, else TooBig; Unknown when the header did not give the shape.
+FitVerdict fit_on_device(const ProbedFile& probed, uint64_t file_bytes, const DeviceInfo& device,
+                         uint32_t context);
 
 class HubClient {
 public:
