@@ -112,6 +112,22 @@ std::string corpus_template(const std::string& file_name) {
     return ss.str();
 }
 
+HubFixture::HubFixture() : process_(std::make_unique<QProcess>()) {
+    process_->start("python3", {QString::fromStdString(source_path("tests/fixtures/hub_server.py")),
+                                "--shared", QString::fromStdString(shared_dir())});
+    if (!process_->waitForStarted(10000) || !process_->waitForReadyRead(20000))
+        throw Error(ErrorCode::Io, "the Hub fixture server did not start: " +
+                                       process_->readAllStandardError().toStdString());
+    const int port = process_->readLine().trimmed().toInt();
+    if (port <= 0) throw Error(ErrorCode::Io, "the Hub fixture server gave no port");
+    endpoint_ = "http://127.0.0.1:" + std::to_string(port);
+}
+
+HubFixture::~HubFixture() {
+    process_->kill();
+    process_->waitForFinished(5000);
+}
+
 std::string fixed_strftime(const std::string& format) {
     std::tm tm{};
     tm.tm_year = 2026 - 1900;

@@ -7,6 +7,7 @@
 #pragma once
 #include <QJsonArray>
 #include <QJsonObject>
+#include <QProcess>
 #include <QString>
 #include <QTest>
 #include <memory>
@@ -28,6 +29,22 @@ std::string temp_dir();  // a per-process scratch directory (removed at exit)
 // ~/.cache/lantern/template-corpus), and one template of it read whole. Missing: a hard failure.
 std::string template_corpus_dir();
 std::string corpus_template(const std::string& file_name);
+// The local server that speaks the Hugging Face Hub's API (tests/fixtures/hub_server.py, with
+// ../shared's stories260K files and injected faults), started for as long as this object lives.
+// Throws when it cannot start.
+class HubFixture {
+public:
+    HubFixture();
+    ~HubFixture();
+    HubFixture(const HubFixture&) = delete;
+    HubFixture& operator=(const HubFixture&) = delete;
+    const std::string& endpoint() const { return endpoint_; }  // http://127.0.0.1:PORT
+
+private:
+    std::unique_ptr<QProcess> process_;
+    std::string endpoint_;
+};
+
 // strftime of the fixed time the Jinja tests give both renderers: 2026-12-06 09:30:00 (a Sunday).
 std::string fixed_strftime(const std::string& format);
 // `s` cut at every `separator` (n separators give n + 1 parts), as test-vector files are read.

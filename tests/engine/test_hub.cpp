@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "lantern/error.h"
 #include "lantern/hub.h"
 #include "test_support.h"
 
@@ -47,7 +48,7 @@ std::string message_of(const std::function<void()>& f) {
 
 class HubTest : public QObject {
     Q_OBJECT
-    QProcess server_;
+    std::unique_ptr<test::HubFixture> server_;
     std::string endpoint_;
 
     hub::HubClient client(const std::string& token = {}) {
@@ -72,18 +73,14 @@ class HubTest : public QObject {
 
 private slots:
     void initTestCase() {
-        server_.start("python3", {QString::fromStdString(test::source_path("tests/fixtures/hub_server.py")),
-                                  "--shared", QString::fromStdString(test::shared_dir())});
-        QVERIFY(server_.waitForStarted(10000));
-        QVERIFY(server_.waitForReadyRead(20000));
-        const int port = server_.readLine().trimmed().toInt();
-        QVERIFY2(port > 0, server_.readAllStandardError().constData());
-        endpoint_ = "http://127.0.0.1:" + std::to_string(port);
+        try {
+            server_ = std::make_unique<test::HubFixture>();
+        } catch (const Error& e) {
+            QFAIL(e.what());
+        }
+        endpoint_ = server_->endpoint();
     }
-    void cleanupTestCase() {
-        server_.kill();
-        server_.waitForFinished(5000);
-    }
+    void cleanupTestCase() { server_.reset(); }
 
     void searchListsGgufRepositoriesAndTheirFiles() {
         auto hub = client();
