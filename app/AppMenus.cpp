@@ -61,6 +61,9 @@ void AppMenus::buildFile() {
         if (!path.isEmpty()) emit openModelRequested(path);
     });
     open_->setShortcut(QKeySequence::Open);
+    QAction* getModels = file->addAction(tr("&Get Models…"), this, &AppMenus::getModelsRequested);
+    getModels->setObjectName(QStringLiteral("getModelsAction"));
+    getModels->setToolTip(tr("Find and download GGUF models from the Hugging Face Hub"));
     file->addAction(tr("Open Models &Folder"), this, [] {
         QDir().mkpath(preferences::modelsDirectory());
         QDesktopServices::openUrl(QUrl::fromLocalFile(preferences::modelsDirectory()));

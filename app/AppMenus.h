@@ -47,6 +47,7 @@ public:
 signals:
     void openModelRequested(const QString& path);
     void contextLengthRequested();
+    void getModelsRequested();
     void measureInvalidated();  // a setting changed the room a message has
 
 private:

@@ -5,6 +5,7 @@
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QFileInfo>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QUrl>
@@ -26,6 +27,8 @@
 #include "chat/MessageComposer.h"
 #include "chat/MessageFitLabel.h"
 #include "chat/SystemPromptBar.h"
+#include "models/ModelDownloads.h"
+#include "models/ModelsDialog.h"
 #include "panels/KvCachePanel.h"
 #include "panels/PanelDocks.h"
 #include "panels/SamplingPanel.h"
@@ -60,6 +63,14 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(
     connectTurns();
     connectModelSession();
     api_->startIfEnabled();
+    // Downloads from the Hub; one a quit or a crash interrupted is listed as paused.
+    downloads_ = new ModelDownloads(preferences::modelsDirectory(), this);
+    downloads_->restorePaused();
+    connect(downloads_, &ModelDownloads::finished, this, [this](int, const QString& path) {
+        menus_->modelPicker()->rescan();
+        status_->showMessage(tr("Downloaded %1: it is in the model picker").arg(QFileInfo(path).fileName()),
+                             8000);
+    });
 
     // Restore what the user had.
     const lantern::SamplingSettings sampling = preferences::samplingSettings();
@@ -267,6 +278,7 @@ void MainWindow::connectModelSession() {
             setContextLength(*length);
     });
     connect(menus_, &AppMenus::measureInvalidated, this, &MainWindow::scheduleMeasure);
+    connect(menus_, &AppMenus::getModelsRequested, this, &MainWindow::showModelsDialog);
     connect(session_, &ModelSession::loadStarted, this, [this](const QString& path, bool reload) {
         turns_->modelLeaving();
         status_->showMessage(
@@ -316,8 +328,36 @@ void MainWindow::chooseDevice(const QString& selector) {
     session_->chooseDevice(selector);
 }
 
+void MainWindow::showModelsDialog() {
+    if (!modelsDialog_) {
+        lantern::DeviceInfo device;
+        if (device_) {
+            device = *device_;
+        } else {
+            try {  // no model loaded: the device one would load on
+                const auto devices = lantern::list_devices();
+                const uint32_t chosen =
+                    lantern::choose_device(devices, session_->deviceSelector().toStdString());
+                for (const auto& d : devices) {
+                    if (d.index == chosen) device = d;
+                }
+            } catch (const std::exception&) {
+                // No Vulkan device: the fit column says "too big" for a heap of 0, which is true.
+            }
+        }
+        modelsDialog_ = new ModelsDialog(downloads_, device, loadedContext_, this);
+        modelsDialog_->setObjectName(QStringLiteral("modelsDialog"));
+        modelsDialog_->setAttribute(Qt::WA_DeleteOnClose);
+    }
+    modelsDialog_->show();
+    modelsDialog_->raise();
+    modelsDialog_->activateWindow();
+}
+
 void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
                                const LoadReport& report) {
+    device_ = device;
+    loadedContext_ = report.context_length;
     const QString path = session_->path();
     modelName_ = model.name.empty() ? menus_->modelPicker()->modelName(path, false)
                                     : QString::fromStdString(model.name);

@@ -7,8 +7,10 @@
 // the thread-safe requestStop() and setters that must reach a running generation.
 #pragma once
 #include <QMainWindow>
+#include <QPointer>
 #include <QThread>
 #include <memory>
+#include <optional>
 
 #include "ModelSession.h"
 #include "worker/EngineTypes.h"
@@ -29,6 +31,9 @@ class SystemPromptBar;
 class TurnController;
 struct StreamFrame;
 
+class ModelDownloads;
+class ModelsDialog;
+
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
@@ -48,6 +53,9 @@ public:
     void chooseDevice(const QString& selector);
     State state() const;
     InferenceWorker* worker() const { return worker_; }  // (lives on its own thread; for tests)
+    ModelDownloads* downloads() const { return downloads_; }
+    // File > Get Models…: the Hub dialog (one at a time), for the device the model runs on.
+    void showModelsDialog();
     // The open conversation as Markdown at `path` (File > Export Conversation…); false with a
     // message in `error` when the file cannot be written.
     bool writeConversationMarkdown(const QString& path, QString* error = nullptr) const;
@@ -95,6 +103,10 @@ private:
     AppMenus* menus_ = nullptr;
 
     PanelDocks* panels_ = nullptr;
+    ModelDownloads* downloads_ = nullptr;
+    QPointer<ModelsDialog> modelsDialog_;
+    std::optional<lantern::DeviceInfo> device_;  // the loaded model's
+    uint32_t loadedContext_ = 4096;              // the context models are judged at (the loaded one's)
 
     AppStatusBar* status_ = nullptr;
 

@@ -97,6 +97,23 @@
     </message>
 </context>
 <context>
+    <name>ModelsDialog</name>
+    <message numerus="yes">
+        <source>%n repositories found.</source>
+        <translation>
+            <numerusform>%n repository found.</numerusform>
+            <numerusform>%n repositories found.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source> (%n parts)</source>
+        <translation>
+            <numerusform> (%n part)</numerusform>
+            <numerusform> (%n parts)</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>ReplyDetails</name>
     <message numerus="yes">
         <source>%Ln token(s)</source>

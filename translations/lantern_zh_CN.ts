@@ -216,6 +216,14 @@
         <source>&lt;h3&gt;Lantern %1&lt;/h3&gt;&lt;p&gt;Chat with Llama models on your own computer, on its own Vulkan inference engine — and see what happens inside: the KV cache, attention, sampling and honest speed figures.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Lantern %1&lt;/h3&gt;&lt;p&gt;在你自己的电脑上，用 Lantern 自带的 Vulkan 推理引擎与 Llama 模型聊天——并看清其中发生的一切：KV 缓存、注意力、采样，以及真实的速度数据。&lt;/p&gt;</translation>
     </message>
+    <message>
+        <source>&amp;Get Models…</source>
+        <translation>获取模型(&amp;G)…</translation>
+    </message>
+    <message>
+        <source>Find and download GGUF models from the Hugging Face Hub</source>
+        <translation>从 Hugging Face Hub 查找并下载 GGUF 模型</translation>
+    </message>
 </context>
 <context>
     <name>AppStatusBar</name>
@@ -856,6 +864,10 @@ Model: %2</source>
         <source>Loading the model again with room in its KV cache for the API server&apos;s replies…</source>
         <translation>正在重新加载模型，并在 KV 缓存中为 API 服务器的回复留出空间…</translation>
     </message>
+    <message>
+        <source>Downloaded %1: it is in the model picker</source>
+        <translation>已下载 %1：它已出现在模型选择器中</translation>
+    </message>
 </context>
 <context>
     <name>MessageComposer</name>
@@ -1161,6 +1173,181 @@ Model: %2</source>
 Lantern runs llama, qwen2, qwen3, phi3, gemma2 and gemma3 models; this one is %2.</source>
         <translation>%1
 Lantern 运行 llama、qwen2、qwen3、phi3、gemma2 与 gemma3 架构的模型；这个模型是 %2。</translation>
+    </message>
+</context>
+<context>
+    <name>ModelsDialog</name>
+    <message>
+        <source>Get Models</source>
+        <translation>获取模型</translation>
+    </message>
+    <message>
+        <source>The Hugging Face Hub, or a mirror of it (HF_ENDPOINT), e.g. https://hf-mirror.com</source>
+        <translation>Hugging Face Hub 或其镜像（HF_ENDPOINT），例如 https://hf-mirror.com</translation>
+    </message>
+    <message>
+        <source>Hub address</source>
+        <translation>Hub 地址</translation>
+    </message>
+    <message>
+        <source>Models folder</source>
+        <translation>模型文件夹</translation>
+    </message>
+    <message>
+        <source>Search GGUF models, e.g. qwen3 or gemma 3</source>
+        <translation>搜索 GGUF 模型，例如 qwen3 或 gemma 3</translation>
+    </message>
+    <message>
+        <source>Search</source>
+        <translation>搜索</translation>
+    </message>
+    <message>
+        <source>%1 — recommended</source>
+        <translation>%1 — 推荐</translation>
+    </message>
+    <message>
+        <source>Choose a repository to see its files.</source>
+        <translation>选择一个仓库以查看其文件。</translation>
+    </message>
+    <message>
+        <source>File</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <source>Quantisation</source>
+        <translation>量化</translation>
+    </message>
+    <message>
+        <source>Size</source>
+        <translation>大小</translation>
+    </message>
+    <message>
+        <source>Lantern runs it</source>
+        <translation>Lantern 能否运行</translation>
+    </message>
+    <message>
+        <source>On this device</source>
+        <translation>在本设备上</translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation>下载</translation>
+    </message>
+    <message>
+        <source>Progress</source>
+        <translation>进度</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Searching…</source>
+        <translation>正在搜索…</translation>
+    </message>
+    <message>
+        <source>%1 — %2 downloads%3</source>
+        <translation>%1 — %2 次下载%3</translation>
+    </message>
+    <message>
+        <source>, gated: needs a token</source>
+        <translation>，受限：需要访问令牌</translation>
+    </message>
+    <message>
+        <source>No GGUF models found.</source>
+        <translation>未找到 GGUF 模型。</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n repositories found.</source>
+        <translation>
+            <numerusform>找到 %n 个仓库。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>%1: reading its files…</source>
+        <translation>%1：正在读取其文件…</translation>
+    </message>
+    <message>
+        <source>%1 · licence: %2</source>
+        <translation>%1 · 许可证：%2</translation>
+    </message>
+    <message>
+        <source>not stated</source>
+        <translation>未注明</translation>
+    </message>
+    <message numerus="yes">
+        <source> (%n parts)</source>
+        <translation>
+            <numerusform>（%n 个部分）</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>checking…</source>
+        <translation>正在检查…</translation>
+    </message>
+    <message>
+        <source>unknown: %1</source>
+        <translation>未知：%1</translation>
+    </message>
+    <message>
+        <source>yes (%1)</source>
+        <translation>能（%1）</translation>
+    </message>
+    <message>
+        <source>no: not a model Lantern can read</source>
+        <translation>不能：不是 Lantern 能读取的模型</translation>
+    </message>
+    <message>
+        <source>no: a %1 model</source>
+        <translation>不能：%1 模型</translation>
+    </message>
+    <message>
+        <source>fits (%1 with a context of %2)</source>
+        <translation>放得下（上下文 %2 时需 %1）</translation>
+    </message>
+    <message>
+        <source>fits with a shorter context (%1 tokens)</source>
+        <translation>缩短上下文后放得下（%1 个词元）</translation>
+    </message>
+    <message>
+        <source>too big: needs %1 of %2</source>
+        <translation>太大：需要 %1，设备只有 %2</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <source>Downloading into %1</source>
+        <translation>正在下载到 %1</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>%1 of %2, %3/s, %4 left</source>
+        <translation>%1 / %2，%3/s，剩余 %4</translation>
+    </message>
+    <message>
+        <source>paused at %1 of %2</source>
+        <translation>已暂停于 %1 / %2</translation>
+    </message>
+    <message>
+        <source>done: in the model picker</source>
+        <translation>完成：已在模型选择器中</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>继续</translation>
     </message>
 </context>
 <context>

@@ -33,6 +33,7 @@
 #include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
@@ -46,8 +47,11 @@
 #include "chat/ChatModel.h"
 #include "chat/ChatView.h"
 #include "chat/ConversationStore.h"
+#include "lantern/error.h"
 #include "lantern/gguf.h"
 #include "lantern/synthetic.h"
+#include "models/ModelDownloads.h"
+#include "models/ModelsDialog.h"
 #include "panels/KvCachePanel.h"
 #include "panels/ModelInfoPanel.h"
 #include "panels/PerformancePanel.h"
@@ -186,6 +190,7 @@ private slots:
     void aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitch();
     void newFamiliesAreChosenInThePickerAndChatInTheirFormat_data();
     void newFamiliesAreChosenInThePickerAndChatInTheirFormat();
+    void aModelDownloadedFromTheHubIsInThePickerAndLoads();
     void aModelDownloadedIntoAnotherAppsFolderAppearsWhileTheWindowIsOpen();
     void theLocalApiServerIsSwitchedFromTheMenuAndRemembered();
     void theContextLengthIsChosenPerModelAndRemembered();
@@ -888,6 +893,48 @@ void TestMainWindow::aQwen3ModelIsChosenInThePickerChatsAndTakesTheThinkingSwitc
     QCOMPARE(chat->index(1, 0).data(ChatModel::ModelRole).toString(), QStringLiteral("synthetic-qwen3-tiny"));
     thinking->setChecked(true);
     QVERIFY(preferences::thinking());
+}
+
+// File > Get Models…: a model found on the Hub (the local fixture server) and downloaded from the
+// dialog appears in the model picker at once, and loads.
+void TestMainWindow::aModelDownloadedFromTheHubIsInThePickerAndLoads() {
+    std::unique_ptr<lantern::test::HubFixture> hub;
+    try {
+        hub = std::make_unique<lantern::test::HubFixture>();
+    } catch (const lantern::Error& e) {
+        QFAIL(e.what());
+    }
+    QTemporaryDir cache;
+    QTemporaryDir dir;
+    const auto owned = windowListingDownloads(cache, dir);
+    QVERIFY(owned);
+    MainWindow& window = *owned;
+    window.findChild<QAction*>(QStringLiteral("getModelsAction"))->trigger();
+    auto* dialog = window.findChild<ModelsDialog*>(QStringLiteral("modelsDialog"));
+    QVERIFY(dialog && dialog->isVisible());
+    dialog->findChild<QLineEdit*>(QStringLiteral("hubEndpoint"))
+        ->setText(QString::fromStdString(hub->endpoint()));
+    QSignalSpy probed(dialog, &ModelsDialog::filesProbed);
+    dialog->openRepository(QStringLiteral("lantern-test/tiny-GGUF"));
+    QVERIFY(probed.wait(30000));
+    auto* files = dialog->findChild<QTableWidget*>(QStringLiteral("hubFiles"));
+    int q8 = -1;
+    for (int r = 0; r < files->rowCount(); ++r)
+        if (files->item(r, 0)->text() == QStringLiteral("tiny-Q8_0.gguf")) q8 = r;
+    QVERIFY(q8 >= 0);
+    files->selectRow(q8);
+    QSignalSpy listed(&window, &MainWindow::modelListChanged);
+    dialog->findChild<QPushButton*>(QStringLiteral("hubDownload"))->click();
+    QVERIFY(QTest::qWaitFor([&] { return pickerEntry(window, QStringLiteral("tiny-Q8_0")) > 0; }, 60000));
+    const QString path = window.downloads()->items().at(0).path;
+    QVERIFY2(path.endsWith(QStringLiteral("/lantern-test/tiny-GGUF/tiny-Q8_0.gguf")), qPrintable(path));
+    dialog->close();
+    auto* picker = window.findChild<QComboBox*>(QStringLiteral("modelPicker"));
+    const int i = pickerEntry(window, QStringLiteral("tiny-Q8_0"));
+    picker->setCurrentIndex(i);
+    emit picker->activated(i);
+    QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kLoadTimeoutMs));
+    QFile::remove(path);  // the models folder is the test profile's; leave it as found
 }
 
 // Gemma 3, Gemma 2 and Phi-3 models (their layers, Gemma's window of 8 on layer 0, their vocabulary

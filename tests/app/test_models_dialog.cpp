@@ -1,0 +1,155 @@
+// The Get Models dialog against the local Hub server (tests/fixtures/hub_server.py): a search, a
+// repository's files with whether Lantern runs each and whether it fits the device (said before
+// downloading), a download with its progress, a pause and a resume, and an unsupported model that
+// cannot be downloaded at all.
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "lantern/error.h"
+#include "models/ModelDownloads.h"
+#include "models/ModelsDialog.h"
+#include "test_support.h"
+
+class TestModelsDialog : public QObject {
+    Q_OBJECT
+    std::unique_ptr<lantern::test::HubFixture> hub_;
+
+    struct Window {
+        QTemporaryDir models;
+        std::unique_ptr<ModelDownloads> downloads;
+        std::unique_ptr<ModelsDialog> dialog;
+    };
+    std::unique_ptr<Window> open(uint64_t deviceBytes = 1ull << 30) {
+        auto w = std::make_unique<Window>();
+        w->downloads = std::make_unique<ModelDownloads>(w->models.path());
+        lantern::DeviceInfo device;
+        device.device_local_bytes = deviceBytes;
+        device.max_storage_buffer_range = 1ull << 30;
+        device.max_allocation_bytes = 1ull << 30;
+        w->dialog = std::make_unique<ModelsDialog>(w->downloads.get(), device, 4096);
+        w->dialog->findChild<QLineEdit*>(QStringLiteral("hubEndpoint"))
+            ->setText(QString::fromStdString(hub_->endpoint()));
+        return w;
+    }
+    static int rowOf(QTableWidget* table, const QString& file) {
+        for (int r = 0; r < table->rowCount(); ++r) {
+            if (table->item(r, 0)->text().startsWith(file)) return r;
+        }
+        return -1;
+    }
+    // Opens `repo` and waits until its files are listed and probed.
+    static QTableWidget* openRepository(Window& w, const QString& repo) {
+        QSignalSpy probed(w.dialog.get(), &ModelsDialog::filesProbed);
+        w.dialog->openRepository(repo);
+        if (!probed.wait(30000)) return nullptr;
+        return w.dialog->findChild<QTableWidget*>(QStringLiteral("hubFiles"));
+    }
+
+private slots:
+    void initTestCase() {
+        try {
+            hub_ = std::make_unique<lantern::test::HubFixture>();
+        } catch (const lantern::Error& e) {
+            QFAIL(e.what());
+        }
+    }
+    void cleanupTestCase() { hub_.reset(); }
+
+    void recommendedModelsAreListedFirst() {
+        auto w = open();
+        auto* results = w->dialog->findChild<QListWidget*>(QStringLiteral("hubResults"));
+        QCOMPARE(results->count(), ModelsDialog::recommendedRepositories().size());
+        QVERIFY(results->item(0)->text().contains(QStringLiteral("recommended")));
+    }
+
+    void searchShowsFilesThatRunAndFitThenDownloadsOne() {
+        auto w = open();
+        auto* results = w->dialog->findChild<QListWidget*>(QStringLiteral("hubResults"));
+        w->dialog->search(QStringLiteral("tiny"));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return results->count() == 1 &&
+                       !results->item(0)->text().contains(QStringLiteral("recommended"));
+            },
+            20000));
+        QCOMPARE(results->item(0)->data(Qt::UserRole).toString(), QStringLiteral("lantern-test/tiny-GGUF"));
+        QTableWidget* files = openRepository(*w, QStringLiteral("lantern-test/tiny-GGUF"));
+        QVERIFY(files);
+        QCOMPARE(files->rowCount(), 3);  // the split F32 model is one row
+        QVERIFY(w->dialog->findChild<QLabel*>(QStringLiteral("hubRepo"))
+                    ->text()
+                    .contains(QStringLiteral("licence: mit")));
+        const int q8 = rowOf(files, QStringLiteral("tiny-Q8_0.gguf"));
+        QVERIFY(q8 >= 0);
+        QCOMPARE(files->item(q8, 1)->text(), QStringLiteral("Q8_0"));
+        QCOMPARE(files->item(q8, 3)->text(), QStringLiteral("yes (llama)"));
+        QVERIFY2(files->item(q8, 4)->text().startsWith(QStringLiteral("fits (")),
+                 qPrintable(files->item(q8, 4)->text()));
+        QVERIFY(files->item(rowOf(files, QStringLiteral("F32/tiny-F32-00001-of-00002.gguf")), 0)
+                    ->text()
+                    .contains(QStringLiteral("2 parts")));
+        // Download it: progress, then done, and the file is where the model picker looks.
+        auto* download = w->dialog->findChild<QPushButton*>(QStringLiteral("hubDownload"));
+        QVERIFY(!download->isEnabled());
+        files->selectRow(q8);
+        QVERIFY(download->isEnabled());
+        QSignalSpy finished(w->downloads.get(), &ModelDownloads::finished);
+        download->click();
+        QVERIFY(finished.wait(30000));
+        auto* table = w->dialog->findChild<QTableWidget*>(QStringLiteral("hubDownloads"));
+        QCOMPARE(table->rowCount(), 1);
+        QVERIFY(QTest::qWaitFor(
+            [&] { return table->item(0, 2)->text() == QStringLiteral("done: in the model picker"); }, 5000));
+        QCOMPARE(qobject_cast<QProgressBar*>(table->cellWidget(0, 1))->value(), 1000);
+        QVERIFY(
+            QFileInfo::exists(w->models.path() + QStringLiteral("/lantern-test/tiny-GGUF/tiny-Q8_0.gguf")));
+    }
+
+    void aTightDeviceAndAnUnsupportedModelAreSaidBeforeDownloading() {
+        auto tight = open(100 * 1024);
+        QTableWidget* files = openRepository(*tight, QStringLiteral("lantern-test/tiny-GGUF"));
+        QVERIFY(files);
+        const QString fit = files->item(rowOf(files, QStringLiteral("tiny-F16.gguf")), 4)->text();
+        QVERIFY2(fit.startsWith(QStringLiteral("too big: needs")), qPrintable(fit));
+        auto w = open();
+        QTableWidget* bert = openRepository(*w, QStringLiteral("lantern-test/bert-GGUF"));
+        QVERIFY(bert);
+        QCOMPARE(bert->item(0, 3)->text(), QStringLiteral("no: a bert model"));
+        bert->selectRow(0);
+        QVERIFY(!w->dialog->findChild<QPushButton*>(QStringLiteral("hubDownload"))->isEnabled());
+    }
+
+    void aDownloadPausesAndResumesFromTheDialog() {
+        auto w = open();
+        QTableWidget* files = openRepository(*w, QStringLiteral("lantern-test/slow-GGUF"));
+        QVERIFY(files);
+        files->selectRow(0);
+        w->dialog->findChild<QPushButton*>(QStringLiteral("hubDownload"))->click();
+        auto* table = w->dialog->findChild<QTableWidget*>(QStringLiteral("hubDownloads"));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return table->rowCount() == 1 && w->downloads->items().at(0).done > 50000; }, 30000));
+        auto* pause = qobject_cast<QPushButton*>(table->cellWidget(0, 3));
+        QCOMPARE(pause->text(), QStringLiteral("Pause"));
+        QVERIFY2(table->item(0, 2)->text().contains(QStringLiteral("/s,")),
+                 qPrintable(table->item(0, 2)->text()));  // speed, time left
+        pause->click();
+        QVERIFY(QTest::qWaitFor(
+            [&] { return table->item(0, 2)->text().startsWith(QStringLiteral("paused at")); }, 10000));
+        QCOMPARE(pause->text(), QStringLiteral("Resume"));
+        QSignalSpy finished(w->downloads.get(), &ModelDownloads::finished);
+        pause->click();
+        QVERIFY(finished.wait(30000));
+        QVERIFY(
+            QFileInfo::exists(w->models.path() + QStringLiteral("/lantern-test/slow-GGUF/tiny-F16.gguf")));
+    }
+};
+
+QTEST_MAIN(TestModelsDialog)
+#include "test_models_dialog.moc"
