@@ -171,6 +171,17 @@ void setWindowLayout(const QByteArray& geometry, const QByteArray& state) {
     q.setValue(QStringLiteral("window/stateVersion"), kWindowStateVersion);
 }
 
+QString hubEndpoint() {
+    const QString env = qEnvironmentVariable("HF_ENDPOINT");
+    if (!env.isEmpty()) return env;
+    return QSettings()
+        .value(QStringLiteral("hub/endpoint"), QStringLiteral("https://huggingface.co"))
+        .toString();
+}
+void setHubEndpoint(const QString& endpoint) {
+    QSettings().setValue(QStringLiteral("hub/endpoint"), endpoint);
+}
+
 QString modelsDirectory() {
     return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/models");
 }

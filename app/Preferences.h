@@ -62,5 +62,9 @@ void setWindowLayout(const QByteArray& geometry, const QByteArray& state);
 
 // Where the model picker looks for *.gguf files: AppDataLocation/models.
 QString modelsDirectory();
+// The Hugging Face Hub or the mirror the Get Models dialog asks: HF_ENDPOINT when set, else what
+// was chosen there, else https://huggingface.co. (Its token is not a setting: models/HubToken.)
+QString hubEndpoint();
+void setHubEndpoint(const QString& endpoint);
 
 }  // namespace preferences

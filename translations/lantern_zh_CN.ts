@@ -1349,6 +1349,34 @@ Lantern 运行 llama、qwen2、qwen3、phi3、gemma2 与 gemma3 架构的模型�
         <source>Resume</source>
         <translation>继续</translation>
     </message>
+    <message>
+        <source>hf_… (for gated and private models)</source>
+        <translation>hf_…（用于受限和私有模型）</translation>
+    </message>
+    <message>
+        <source>Access token</source>
+        <translation>访问令牌</translation>
+    </message>
+    <message>
+        <source>From HF_TOKEN.</source>
+        <translation>来自 HF_TOKEN。</translation>
+    </message>
+    <message>
+        <source>Kept in your keyring.</source>
+        <translation>保存在你的密钥环中。</translation>
+    </message>
+    <message>
+        <source>Kept in your keyring when you enter one.</source>
+        <translation>输入后将保存在你的密钥环中。</translation>
+    </message>
+    <message>
+        <source>No token.</source>
+        <translation>没有令牌。</translation>
+    </message>
+    <message>
+        <source>No keyring answered (%1): the token is kept for this session only.</source>
+        <translation>没有可用的密钥环（%1）：令牌只在本次会话中保留。</translation>
+    </message>
 </context>
 <context>
     <name>OpBars</name>

@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QNetworkProxyFactory>
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
@@ -15,6 +16,8 @@
 #include <thread>
 
 #include "Format.h"
+#include "Preferences.h"
+#include "models/HubToken.h"
 #include "models/ModelDownloads.h"
 
 namespace {
@@ -68,11 +71,41 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     auto* layout = new QVBoxLayout(this);
 
     auto* settings = new QFormLayout();
-    endpoint_ = new QLineEdit(QString::fromStdString(downloads->hubOptions().endpoint), this);
+    endpoint_ = new QLineEdit(preferences::hubEndpoint(), this);
     endpoint_->setObjectName(QStringLiteral("hubEndpoint"));
     endpoint_->setToolTip(
         tr("The Hugging Face Hub, or a mirror of it (HF_ENDPOINT), e.g. https://hf-mirror.com"));
     settings->addRow(tr("Hub address"), endpoint_);
+    connect(endpoint_, &QLineEdit::editingFinished, this,
+            [this] { preferences::setHubEndpoint(endpoint_->text().trimmed()); });
+    tokenField_ = new QLineEdit(this);
+    tokenField_->setObjectName(QStringLiteral("hubToken"));
+    tokenField_->setEchoMode(QLineEdit::Password);
+    tokenField_->setPlaceholderText(tr("hf_… (for gated and private models)"));
+    tokenNote_ = new QLabel(this);
+    tokenNote_->setObjectName(QStringLiteral("hubTokenNote"));
+    tokenNote_->setWordWrap(true);
+    auto* tokenBox = new QVBoxLayout();
+    tokenBox->addWidget(tokenField_);
+    tokenBox->addWidget(tokenNote_);
+    settings->addRow(tr("Access token"), tokenBox);
+    token_ = new HubToken(this);
+    connect(token_, &HubToken::loaded, this, [this] {
+        if (!token_->token().isEmpty()) tokenField_->setText(token_->token());
+        tokenNote_->setText(token_->where() == HubToken::Where::Environment ? tr("From HF_TOKEN.")
+                            : token_->where() == HubToken::Where::Keyring
+                                ? tr("Kept in your keyring.")
+                                : tr("Kept in your keyring when you enter one."));
+    });
+    connect(token_, &HubToken::saved, this, [this](HubToken::Where where, const QString& error) {
+        tokenNote_->setText(
+            where == HubToken::Where::Keyring ? tr("Kept in your keyring.")
+            : where == HubToken::Where::Nowhere
+                ? tr("No token.")
+                : tr("No keyring answered (%1): the token is kept for this session only.").arg(error));
+    });
+    connect(tokenField_, &QLineEdit::editingFinished, this, [this] { setToken(tokenField_->text()); });
+    token_->load();
     auto* folder = new QLabel(downloads->modelsDir(), this);
     folder->setTextInteractionFlags(Qt::TextSelectableByMouse);
     settings->addRow(tr("Models folder"), folder);
@@ -145,9 +178,29 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     resize(860, 720);
 }
 
+void ModelsDialog::setToken(const QString& token) {
+    tokenField_->setText(token);
+    if (token.trimmed() != token_->token()) token_->save(token);
+}
+
 lantern::hub::HubOptions ModelsDialog::hubOptions() const {
     lantern::hub::HubOptions o = downloads_->hubOptions();
     o.endpoint = endpoint_->text().trimmed().toStdString();
+    while (!o.endpoint.empty() && o.endpoint.back() == '/') o.endpoint.pop_back();
+    o.token = tokenField_->text().trimmed().toStdString();
+    // The proxy the system settings name for the Hub (Qt reads them: the desktop's, or
+    // http(s)_proxy), unless https_proxy already gave one.
+    if (o.proxy_host.empty()) {
+        const auto proxies =
+            QNetworkProxyFactory::systemProxyForQuery(QNetworkProxyQuery(QUrl(endpoint_->text().trimmed())));
+        for (const QNetworkProxy& proxy : proxies) {
+            if (proxy.type() == QNetworkProxy::HttpProxy && !proxy.hostName().isEmpty()) {
+                o.proxy_host = proxy.hostName().toStdString();
+                o.proxy_port = proxy.port();
+                break;
+            }
+        }
+    }
     return o;
 }
 

@@ -12,6 +12,7 @@
 #include "lantern/device.h"
 #include "lantern/hub.h"
 
+class HubToken;
 class ModelDownloads;
 class QLabel;
 class QLineEdit;
@@ -30,6 +31,8 @@ public:
     static QStringList recommendedRepositories();
 
     void search(const QString& query);
+    // The access token for gated repositories, as if typed into its field and confirmed.
+    void setToken(const QString& token);
     void openRepository(const QString& repo);
 
 signals:
@@ -48,6 +51,9 @@ private:
     lantern::DeviceInfo device_;
     uint32_t context_;
     QLineEdit* endpoint_;
+    QLineEdit* tokenField_;
+    QLabel* tokenNote_;
+    HubToken* token_;
     QLineEdit* query_;
     QListWidget* results_;
     QLabel* repoLabel_;

@@ -2,12 +2,15 @@
 // repository's files with whether Lantern runs each and whether it fits the device (said before
 // downloading), a download with its progress, a pause and a resume, and an unsupported model that
 // cannot be downloaded at all.
+#include <QApplication>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -126,6 +129,32 @@ private slots:
         QVERIFY(!w->dialog->findChild<QPushButton*>(QStringLiteral("hubDownload"))->isEnabled());
     }
 
+    // A gated repository asks for a token; one typed into the dialog opens it, and it is kept in
+    // the keyring or for this session only — never in the settings file.
+    void aTokenTypedInTheDialogOpensAGatedRepository() {
+        auto w = open();
+        auto* label = w->dialog->findChild<QLabel*>(QStringLiteral("hubRepo"));
+        w->dialog->openRepository(QStringLiteral("lantern-test/gated-GGUF"));
+        QVERIFY(
+            QTest::qWaitFor([&] { return label->text().contains(QStringLiteral("access token")); }, 20000));
+        w->dialog->setToken(QStringLiteral("hf_good_token"));
+        auto* note = w->dialog->findChild<QLabel*>(QStringLiteral("hubTokenNote"));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return note->text().startsWith(QStringLiteral("Kept in your keyring")) ||
+                       note->text().contains(QStringLiteral("this session only"));
+            },
+            30000));
+        QTableWidget* files = openRepository(*w, QStringLiteral("lantern-test/gated-GGUF"));
+        QVERIFY(files);
+        QCOMPARE(files->rowCount(), 1);
+        QCOMPARE(files->item(0, 3)->text(), QStringLiteral("yes (llama)"));
+        QSettings settings;
+        for (const QString& key : settings.allKeys())
+            QVERIFY2(!settings.value(key).toString().contains(QStringLiteral("hf_good_token")),
+                     qPrintable(key));
+    }
+
     void aDownloadPausesAndResumesFromTheDialog() {
         auto w = open();
         QTableWidget* files = openRepository(*w, QStringLiteral("lantern-test/slow-GGUF"));
@@ -151,5 +180,12 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestModelsDialog)
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("LanternTest"));
+    QApplication::setApplicationName(QStringLiteral("test_models_dialog"));
+    QStandardPaths::setTestModeEnabled(true);
+    TestModelsDialog t;
+    return QTest::qExec(&t, argc, argv);
+}
 #include "test_models_dialog.moc"
