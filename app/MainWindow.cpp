@@ -348,6 +348,11 @@ void MainWindow::showModelsDialog() {
         modelsDialog_ = new ModelsDialog(downloads_, device, loadedContext_, this);
         modelsDialog_->setObjectName(QStringLiteral("modelsDialog"));
         modelsDialog_->setAttribute(Qt::WA_DeleteOnClose);
+        connect(modelsDialog_, &ModelsDialog::modelsFolderChanged, this, [this](const QString& folder) {
+            preferences::setModelsDirectory(folder);
+            downloads_->restorePaused();
+            menus_->modelPicker()->rescan();
+        });
     }
     modelsDialog_->show();
     modelsDialog_->raise();

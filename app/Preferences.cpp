@@ -183,7 +183,16 @@ void setHubEndpoint(const QString& endpoint) {
 }
 
 QString modelsDirectory() {
+    const QString chosen = QSettings().value(QStringLiteral("models/directory")).toString();
+    if (!chosen.isEmpty()) return chosen;
     return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/models");
+}
+void setModelsDirectory(const QString& path) {
+    if (path.isEmpty()) {
+        QSettings().remove(QStringLiteral("models/directory"));
+    } else {
+        QSettings().setValue(QStringLiteral("models/directory"), path);
+    }
 }
 
 }  // namespace preferences

@@ -61,7 +61,8 @@ QByteArray windowState();
 void setWindowLayout(const QByteArray& geometry, const QByteArray& state);
 
 // Where the model picker looks for *.gguf files: AppDataLocation/models.
-QString modelsDirectory();
+QString modelsDirectory();                     // the folder the picker lists and downloads go to
+void setModelsDirectory(const QString& path);  // empty: the default (AppDataLocation/models)
 // The Hugging Face Hub or the mirror the Get Models dialog asks: HF_ENDPOINT when set, else what
 // was chosen there, else https://huggingface.co. (Its token is not a setting: models/HubToken.)
 QString hubEndpoint();

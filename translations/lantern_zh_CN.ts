@@ -1377,6 +1377,14 @@ Lantern 运行 llama、qwen2、qwen3、phi3、gemma2 与 gemma3 架构的模型�
         <source>No keyring answered (%1): the token is kept for this session only.</source>
         <translation>没有可用的密钥环（%1）：令牌只在本次会话中保留。</translation>
     </message>
+    <message>
+        <source>Change…</source>
+        <translation>更改…</translation>
+    </message>
+    <message>
+        <source>Models Folder</source>
+        <translation>模型文件夹</translation>
+    </message>
 </context>
 <context>
     <name>OpBars</name>

@@ -37,6 +37,8 @@ public:
     void setHubOptions(const lantern::hub::HubOptions& options);
     const lantern::hub::HubOptions& hubOptions() const { return options_; }
     QString modelsDir() const { return modelsDir_; }
+    // Where later downloads go (those under way finish where they started).
+    void setModelsDir(const QString& dir) { modelsDir_ = dir; }
 
     // Starts downloading `file` of `repo`; returns its id. A file already being downloaded is not
     // started twice (its id is returned).

@@ -1,5 +1,6 @@
 #include "models/ModelsDialog.h"
 
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -106,9 +107,19 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     });
     connect(tokenField_, &QLineEdit::editingFinished, this, [this] { setToken(tokenField_->text()); });
     token_->load();
-    auto* folder = new QLabel(downloads->modelsDir(), this);
-    folder->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    settings->addRow(tr("Models folder"), folder);
+    folder_ = new QLabel(downloads->modelsDir(), this);
+    folder_->setObjectName(QStringLiteral("modelsFolder"));
+    folder_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto* change = new QPushButton(tr("Change…"), this);
+    connect(change, &QPushButton::clicked, this, [this] {
+        const QString dir =
+            QFileDialog::getExistingDirectory(this, tr("Models Folder"), downloads_->modelsDir());
+        if (!dir.isEmpty()) setModelsFolder(dir);
+    });
+    auto* folderRow = new QHBoxLayout();
+    folderRow->addWidget(folder_, 1);
+    folderRow->addWidget(change);
+    settings->addRow(tr("Models folder"), folderRow);
     layout->addLayout(settings);
 
     auto* searchRow = new QHBoxLayout();
@@ -176,6 +187,12 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     connect(downloads_, &ModelDownloads::changed, this, &ModelsDialog::refreshDownload);
     for (const auto& item : downloads_->items()) refreshDownload(item.id);
     resize(860, 720);
+}
+
+void ModelsDialog::setModelsFolder(const QString& folder) {
+    folder_->setText(folder);
+    downloads_->setModelsDir(folder);
+    emit modelsFolderChanged(folder);
 }
 
 void ModelsDialog::setToken(const QString& token) {

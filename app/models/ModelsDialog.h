@@ -33,9 +33,12 @@ public:
     void search(const QString& query);
     // The access token for gated repositories, as if typed into its field and confirmed.
     void setToken(const QString& token);
+    // Downloads go into `folder` from now on (its Change… button asks for one).
+    void setModelsFolder(const QString& folder);
     void openRepository(const QString& repo);
 
 signals:
+    void modelsFolderChanged(const QString& folder);
     void repositoryListed(const QString& repo);  // its files are shown (tests wait on it)
     void filesProbed(const QString& repo);       // every file's support and fit are shown
 
@@ -53,6 +56,7 @@ private:
     QLineEdit* endpoint_;
     QLineEdit* tokenField_;
     QLabel* tokenNote_;
+    QLabel* folder_;
     HubToken* token_;
     QLineEdit* query_;
     QListWidget* results_;

@@ -178,6 +178,24 @@ private slots:
         QVERIFY(
             QFileInfo::exists(w->models.path() + QStringLiteral("/lantern-test/slow-GGUF/tiny-F16.gguf")));
     }
+
+    // Another models folder: later downloads go there (the window then lists it in the picker).
+    void downloadsGoToTheModelsFolderChosen() {
+        auto w = open();
+        QTemporaryDir elsewhere;
+        QSignalSpy changedFolder(w->dialog.get(), &ModelsDialog::modelsFolderChanged);
+        w->dialog->setModelsFolder(elsewhere.path());
+        QCOMPARE(changedFolder.count(), 1);
+        QCOMPARE(w->dialog->findChild<QLabel*>(QStringLiteral("modelsFolder"))->text(), elsewhere.path());
+        QTableWidget* files = openRepository(*w, QStringLiteral("lantern-test/tiny-GGUF"));
+        QVERIFY(files);
+        files->selectRow(rowOf(files, QStringLiteral("tiny-F16.gguf")));
+        QSignalSpy finished(w->downloads.get(), &ModelDownloads::finished);
+        w->dialog->findChild<QPushButton*>(QStringLiteral("hubDownload"))->click();
+        QVERIFY(finished.wait(30000));
+        QVERIFY(
+            QFileInfo::exists(elsewhere.path() + QStringLiteral("/lantern-test/tiny-GGUF/tiny-F16.gguf")));
+    }
 };
 
 int main(int argc, char** argv) {
