@@ -154,7 +154,10 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     files_->setObjectName(QStringLiteral("hubFiles"));
     files_->setHorizontalHeaderLabels(
         {tr("File"), tr("Quantisation"), tr("Size"), tr("Lantern runs it"), tr("On this device")});
-    files_->horizontalHeader()->setSectionResizeMode(kFile, QHeaderView::Stretch);
+    files_->verticalHeader()->hide();
+    files_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    files_->horizontalHeader()->setSectionResizeMode(kFits, QHeaderView::Stretch);
+    files_->setWordWrap(false);
     files_->setSelectionBehavior(QAbstractItemView::SelectRows);
     files_->setSelectionMode(QAbstractItemView::SingleSelection);
     files_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -175,7 +178,10 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     downloadsTable_->setObjectName(QStringLiteral("hubDownloads"));
     downloadsTable_->setHorizontalHeaderLabels(
         {tr("Download"), tr("Progress"), tr("State"), QString(), QString()});
-    downloadsTable_->horizontalHeader()->setSectionResizeMode(kName, QHeaderView::Stretch);
+    downloadsTable_->verticalHeader()->hide();
+    downloadsTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    downloadsTable_->horizontalHeader()->setSectionResizeMode(kState, QHeaderView::Stretch);
+    downloadsTable_->setWordWrap(false);
     downloadsTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     layout->addWidget(downloadsTable_, 1);
 
@@ -458,11 +464,14 @@ void ModelsDialog::refreshDownload(int id) {
             break;
     }
     downloadsTable_->item(row, kState)->setText(state);
-    auto* pause = qobject_cast<QPushButton*>(downloadsTable_->cellWidget(row, kPause));
-    pause->setText(item.state == ModelDownloads::State::Running ? tr("Pause") : tr("Resume"));
     const bool live = item.state == ModelDownloads::State::Running ||
                       item.state == ModelDownloads::State::Paused ||
                       item.state == ModelDownloads::State::Failed;
-    pause->setEnabled(live);
-    downloadsTable_->cellWidget(row, kCancel)->setEnabled(live);
+    if (!live) {  // done or cancelled: nothing more to do with it
+        downloadsTable_->removeCellWidget(row, kPause);
+        downloadsTable_->removeCellWidget(row, kCancel);
+        return;
+    }
+    if (auto* pause = qobject_cast<QPushButton*>(downloadsTable_->cellWidget(row, kPause)))
+        pause->setText(item.state == ModelDownloads::State::Running ? tr("Pause") : tr("Resume"));
 }
