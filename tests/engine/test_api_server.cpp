@@ -761,6 +761,48 @@ private slots:
 
     // llama-server's /apply-template: the model's own template over the request's messages and
     // tools, as ChatTemplate::apply renders them (checked against Jinja2 by the corpus tests).
+    void a_reply_goes_on_from_the_last_assistant_message() {
+        RunningServer s(*engine_);
+        // vLLM's continue_final_message: the last message, the assistant's, rendered open — the
+        // same prompt ids as the template's open reply, so the same greedy text as a completion
+        // of those ids.
+        std::vector<ChatMessage> messages(2);
+        messages[0].role = ChatRole::User;
+        messages[0].content = "Tell me a story.";
+        messages[1].role = ChatRole::Assistant;
+        messages[1].content = "Once upon a time, there was a little";
+        const RenderedPrompt open =
+            ChatTemplate::for_engine(*engine_).render_open_reply(engine_->tokenizer(), messages);
+        Json ids = Json::array();
+        for (const int32_t id : open.tokens) ids.push_back(id);
+        const Response completion =
+            post(s.port(), "/v1/completions",
+                 R"({"max_tokens": 24, "temperature": 0, "prompt": )" + server::dump_json(ids) + "}");
+        QCOMPARE(completion.status, 200);
+        const std::string body =
+            R"({"messages": [{"role": "user", "content": "Tell me a story."}, {"role": "assistant", "content": "Once upon a time, there was a little"}], "temperature": 0, "max_tokens": 24, "continue_final_message": true, "add_generation_prompt": false})";
+        const Response continued = post(s.port(), "/v1/chat/completions", body);
+        QCOMPARE(continued.status, 200);
+        QCOMPARE(qs(reply_text(continued)), qs(reply_text(completion)));
+        QVERIFY(!reply_text(continued).empty());
+        QCOMPARE(*json_integer(continued.json().at("usage").at("prompt_tokens")),
+                 static_cast<int64_t>(open.tokens.size()));
+        // Refused by name: a last message that is not a reply, a generation prompt asked for too.
+        const Response notReply = post(
+            s.port(), "/v1/chat/completions",
+            R"({"messages": [{"role": "user", "content": "x"}], "continue_final_message": true, "add_generation_prompt": false})");
+        QCOMPARE(notReply.status, 400);
+        QCOMPARE(qs(error_message(notReply)),
+                 QStringLiteral("continue_final_message needs the last message to be the assistant's"));
+        const Response both = post(
+            s.port(), "/v1/chat/completions",
+            R"({"messages": [{"role": "assistant", "content": "x"}], "continue_final_message": true, "add_generation_prompt": true})");
+        QCOMPARE(both.status, 400);
+        QCOMPARE(qs(error_message(both)),
+                 QStringLiteral("continue_final_message needs add_generation_prompt false"));
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
+
     void apply_template_renders_the_models_template() {
         SyntheticShape shape = synthetic_shape("tiny");
         shape.chat_template = test::corpus_template("Qwen3.5-4B.jinja");

@@ -278,7 +278,23 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
             tmpl.set_thinking(value.get<bool>());
         }
     }
-    const RenderedPrompt rendered = tmpl.render(engine.tokenizer(), messages, true);
+    // vLLM's fields for a reply to go on from the last message: continue_final_message renders
+    // that message (an assistant's) open, without its end of turn; add_generation_prompt false
+    // renders the conversation closed, with no new reply begun.
+    const bool continue_final = flag(body, "continue_final_message");
+    const Json* generation = member(body, "add_generation_prompt");
+    if (generation && !generation->is_boolean())
+        throw ApiError(400, "add_generation_prompt must be true or false", "add_generation_prompt");
+    const bool add_generation = generation ? generation->get<bool>() : !continue_final;
+    if (continue_final && add_generation)
+        throw ApiError(400, "continue_final_message needs add_generation_prompt false",
+                       "add_generation_prompt");
+    if (continue_final && messages.back().role != ChatRole::Assistant)
+        throw ApiError(400, "continue_final_message needs the last message to be the assistant's",
+                       "continue_final_message");
+    const RenderedPrompt rendered = continue_final
+                                        ? tmpl.render_open_reply(engine.tokenizer(), messages)
+                                        : tmpl.render(engine.tokenizer(), messages, add_generation);
     job.prompt = rendered.tokens;
     job.split_reasoning = true;
     if (const Json* rf = member(body, "reasoning_format")) {
@@ -292,7 +308,9 @@ CompletionJob chat_job(const Json& body, const Engine& engine) {
     job.stop_tokens = tmpl.stop_tokens(engine.tokenizer());
     // A base model (no chat template) continues the conversation's text: its reply goes on from the
     // last message (keeping the space in front of its first word), unless there is no text yet.
-    job.text_start = tmpl.renders_chat() || engine.tokenizer().decode(job.prompt).empty();
+    // A continued reply goes on mid-text too (the space in front of its next word is kept).
+    job.text_start =
+        (tmpl.renders_chat() && !continue_final) || engine.tokenizer().decode(job.prompt).empty();
     check_fits(job, engine);
     return job;
 }
