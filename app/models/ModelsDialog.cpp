@@ -98,7 +98,7 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
                                 ? tr("Kept in your keyring.")
                                 : tr("Kept in your keyring when you enter one."));
     });
-    connect(token_, &HubToken::saved, this, [this](HubToken::Where where, const QString& error) {
+    connect(token_, &HubToken::saved, this, [this](KeyringSecret::Where where, const QString& error) {
         tokenNote_->setText(
             where == HubToken::Where::Keyring ? tr("Kept in your keyring.")
             : where == HubToken::Where::Nowhere
