@@ -64,6 +64,12 @@ void AppMenus::buildFile() {
     QAction* getModels = file->addAction(tr("&Get Models…"), this, &AppMenus::getModelsRequested);
     getModels->setObjectName(QStringLiteral("getModelsAction"));
     getModels->setToolTip(tr("Find and download GGUF models from the Hugging Face Hub"));
+    QAction* remoteEngines = file->addAction(tr("&Remote Engines…"), this, &AppMenus::remoteEnginesRequested);
+    remoteEngines->setObjectName(QStringLiteral("remoteEnginesAction"));
+    remoteEngines->setToolTip(
+        tr("Chat with a model on another machine: lantern-server, vLLM, llama-server, Ollama or any "
+           "OpenAI-compatible "
+           "server"));
     file->addAction(tr("Open Models &Folder"), this, [] {
         QDir().mkpath(preferences::modelsDirectory());
         QDesktopServices::openUrl(QUrl::fromLocalFile(preferences::modelsDirectory()));

@@ -48,7 +48,8 @@ signals:
     void openModelRequested(const QString& path);
     void contextLengthRequested();
     void getModelsRequested();
-    void measureInvalidated();  // a setting changed the room a message has
+    void remoteEnginesRequested();  // File > Remote Engines…
+    void measureInvalidated();      // a setting changed the room a message has
 
 private:
     void buildFile();

@@ -39,6 +39,11 @@ void AppStatusBar::setDevice(const lantern::DeviceInfo& device) {
         tr("%1\nDriver: %2").arg(deviceDescription(device), QString::fromStdString(device.driver)));
 }
 
+void AppStatusBar::setRemote(const QString& text) {
+    device_->setText(text);
+    device_->setToolTip(text);
+}
+
 void AppStatusBar::clearDevice() {
     device_->setText(tr("No device"));
 }

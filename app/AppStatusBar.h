@@ -19,6 +19,7 @@ public:
     void showLiveState(const QString& text);  // changes many times a second
     void setDevice(const lantern::DeviceInfo& device);
     void clearDevice();
+    void setRemote(const QString& text);  // the chat runs on a remote server: where
     void setContextLength(uint32_t tokens) { contextLength_ = tokens; }  // 0: no model
     // The context position of a streaming reply: the token just sampled enters the context at
     // the next step; the last one of a reply that filled the context never does.

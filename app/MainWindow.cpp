@@ -32,6 +32,8 @@
 #include "panels/KvCachePanel.h"
 #include "panels/PanelDocks.h"
 #include "panels/SamplingPanel.h"
+#include "remote/RemoteEndpoint.h"
+#include "remote/RemoteEnginesDialog.h"
 #include "turn/TurnController.h"
 #include "worker/InferenceWorker.h"
 
@@ -62,6 +64,7 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(
     connectWorker();
     connectTurns();
     connectModelSession();
+    connectRemote();
     api_->startIfEnabled();
     // Downloads from the Hub; one a quit or a crash interrupted is listed as paused.
     downloads_ = new ModelDownloads(preferences::modelsDirectory(), this);
@@ -273,12 +276,17 @@ void MainWindow::connectModelSession() {
     connect(menus_, &AppMenus::openModelRequested, this, [this](const QString& path) { openModel(path); });
     connect(menus_, &AppMenus::contextLengthRequested, this, [this] {
         if (state() != State::Ready) return;
+        if (session_->remote()) {
+            status_->showMessage(tr("The remote server sets its own context length."), 6000);
+            return;
+        }
         const auto cached = static_cast<uint32_t>(std::max(status_->cachedTokens(), 0));
         if (const auto length = model_dialogs::chooseContextLength(this, *session_, api_->enabled(), cached))
             setContextLength(*length);
     });
     connect(menus_, &AppMenus::measureInvalidated, this, &MainWindow::scheduleMeasure);
     connect(menus_, &AppMenus::getModelsRequested, this, &MainWindow::showModelsDialog);
+    connect(menus_, &AppMenus::remoteEnginesRequested, this, &MainWindow::showRemoteEnginesDialog);
     connect(session_, &ModelSession::loadStarted, this, [this](const QString& path, bool reload) {
         turns_->modelLeaving();
         status_->showMessage(
@@ -359,6 +367,64 @@ void MainWindow::showModelsDialog() {
     modelsDialog_->activateWindow();
 }
 
+void MainWindow::openRemote(const RemoteEndpoint& endpoint) {
+    if (turns_->generating()) return;
+    session_->openRemote(endpoint);
+}
+
+void MainWindow::showRemoteEnginesDialog() {
+    if (!remoteDialog_) {
+        remoteDialog_ = new RemoteEnginesDialog(this);
+        remoteDialog_->setObjectName(QStringLiteral("remoteEnginesDialog"));
+        remoteDialog_->setAttribute(Qt::WA_DeleteOnClose);
+        connect(remoteDialog_, &RemoteEnginesDialog::connectRequested, this, &MainWindow::openRemote);
+    }
+    remoteDialog_->show();
+    remoteDialog_->raise();
+    remoteDialog_->activateWindow();
+}
+
+void MainWindow::connectRemote() {
+    connect(session_, &ModelSession::remoteRequested, worker_, &InferenceWorker::connectRemote);
+    connect(worker_, &InferenceWorker::remoteConnected, session_, &ModelSession::onRemoteConnected);
+    connect(worker_, &InferenceWorker::remoteFailed, session_, &ModelSession::onRemoteFailed);
+    connect(session_, &ModelSession::remoteConnected, this, &MainWindow::onRemoteConnected);
+    connect(
+        session_, &ModelSession::remoteFailed, this,
+        [this](const RemoteEndpoint& endpoint, const QString& message) {
+            status_->showMessage(tr("Could not connect to %1.").arg(endpoint.name), 8000);
+            QMessageBox::warning(
+                this, tr("Could not connect"),
+                tr("Lantern could not chat on %1 (%2).\n\n%3").arg(endpoint.name, endpoint.baseUrl, message));
+        });
+    connect(worker_, &InferenceWorker::replyCutOff, this, [this](const QString& message) {
+        turns_->onError(message, reply_details::Ending::ConnectionLost);
+    });
+    connect(worker_, &InferenceWorker::remoteMetrics, panels_, &PanelDocks::remoteMetrics);
+    connect(worker_, &InferenceWorker::remoteMetricsUnavailable, panels_,
+            &PanelDocks::remoteMetricsUnavailable);
+    connect(worker_, &InferenceWorker::remoteTurnFigures, panels_, &PanelDocks::remoteTurnFigures);
+}
+
+void MainWindow::onRemoteConnected(const RemoteReport& report) {
+    device_.reset();
+    loadedContext_ = report.contextLength > 0 ? report.contextLength : 4096;
+    const QString host = remote::hostLabel(report.endpoint.baseUrl);
+    modelName_ = tr("%1 on %2").arg(report.model, host);  // (replies are signed with it too)
+    menus_->modelPicker()->setCurrentModel(QString());
+    setWindowTitle(tr("%1 — Lantern").arg(modelName_));
+    chatView_->setRepliesOpenInReasoning(false);
+    menus_->thinkingAction()->setEnabled(false);
+    status_->setRemote(tr("Remote: %1 (%2)").arg(host, remote::serverKindName(report.kind)));
+    status_->setContextLength(report.contextLength);
+    panels_->remoteConnected(report);
+    status_->showMessage(tr("Connected to %1 on %2 in %3")
+                             .arg(report.model, report.endpoint.name, display::milliseconds(report.connectMs)),
+                         8000);
+    turns_->setModel(modelName_, modelName_, report.contextLength);
+    composer_->focusInput();
+}
+
 void MainWindow::onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
                                const LoadReport& report) {
     device_ = device;
@@ -427,7 +493,10 @@ void MainWindow::refreshState() {
             chatView_->showWelcome(ChatView::Welcome::NoModel, modelName_, modelsDir);
             break;
         case State::Loading:
-            status_->showState(tr("Loading %1…").arg(menus_->modelPicker()->modelName(session_->path())));
+            status_->showState(
+                session_->remote()
+                    ? tr("Connecting to %1…").arg(session_->remoteName())
+                    : tr("Loading %1…").arg(menus_->modelPicker()->modelName(session_->path())));
             chatView_->showWelcome(ChatView::Welcome::Loading, modelName_, modelsDir);
             break;
         case State::Ready:

@@ -33,6 +33,7 @@ struct StreamFrame;
 
 class ModelDownloads;
 class ModelsDialog;
+class RemoteEnginesDialog;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -56,6 +57,12 @@ public:
     ModelDownloads* downloads() const { return downloads_; }
     // File > Get Models…: the Hub dialog (one at a time), for the device the model runs on.
     void showModelsDialog();
+    // Chats on a remote OpenAI-compatible server instead of a local model (also what --remote
+    // does); a failure is said in a message box and leaves no model.
+    void openRemote(const RemoteEndpoint& endpoint);
+    // File > Remote Engines…: the endpoints dialog (one at a time).
+    void showRemoteEnginesDialog();
+    PanelDocks* panels() const { return panels_; }  // (for tests)
     // The open conversation as Markdown at `path` (File > Export Conversation…); false with a
     // message in `error` when the file cannot be written.
     bool writeConversationMarkdown(const QString& path, QString* error = nullptr) const;
@@ -87,6 +94,8 @@ private:
     void onModelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
                        const LoadReport& report);
     void onKvStats(const KvSnapshot& snapshot);
+    void connectRemote();
+    void onRemoteConnected(const RemoteReport& report);
 
     std::unique_ptr<ConversationStore> store_;
     QThread workerThread_;
@@ -105,6 +114,7 @@ private:
     PanelDocks* panels_ = nullptr;
     ModelDownloads* downloads_ = nullptr;
     QPointer<ModelsDialog> modelsDialog_;
+    QPointer<RemoteEnginesDialog> remoteDialog_;
     std::optional<lantern::DeviceInfo> device_;  // the loaded model's
     uint32_t loadedContext_ = 4096;              // the context models are judged at (the loaded one's)
 

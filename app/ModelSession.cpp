@@ -16,13 +16,42 @@ void ModelSession::open(const QString& path, const QString& deviceSelector) {
     contextLengthBefore_.reset();  // (setContextLength and chooseDevice set them again for their own load)
     deviceBefore_.reset();
     path_ = path;
+    remote_ = false;
     emit loadStarted(path, false);
     setState(State::Loading);
     emit loadRequested(path, deviceSelector_, preferences::contextLength(path));
 }
 
+void ModelSession::openRemote(const RemoteEndpoint& endpoint) {
+    if (state_ == State::Loading) return;
+    contextLengthBefore_.reset();
+    deviceBefore_.reset();
+    path_.clear();
+    remote_ = true;
+    remoteEndpoint_ = endpoint;
+    remoteEndpoint_.apiKey.clear();
+    remoteReport_ = RemoteReport();
+    emit loadStarted(QString(), false);
+    setState(State::Loading);
+    emit remoteRequested(endpoint);
+}
+
+void ModelSession::onRemoteConnected(const RemoteReport& report) {
+    if (!remote_) return;  // (a local load came after)
+    remoteReport_ = report;
+    emit remoteConnected(report);
+    setState(State::Ready);
+}
+
+void ModelSession::onRemoteFailed(const QString& message) {
+    if (!remote_) return;
+    remote_ = false;
+    setState(State::NoModel);
+    emit remoteFailed(remoteEndpoint_, message);
+}
+
 void ModelSession::setContextLength(uint32_t length) {
-    if (state_ != State::Ready || path_.isEmpty()) return;
+    if (state_ != State::Ready || path_.isEmpty() || remote_) return;
     const uint32_t before = preferences::contextLength(path_);
     if (length == before) return;
     preferences::setContextLength(path_, length);

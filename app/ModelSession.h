@@ -5,11 +5,13 @@
 // back through the slots. A new context length or device that does not load is rolled back: the
 // setting goes back, the window is told why (rolledBack), and the model is loaded again as it was.
 // Context lengths are remembered per model file, the device for the next start (Preferences).
+// Or the chat runs on a remote server (openRemote): Ready once it answered, with its report.
 #pragma once
 #include <QObject>
 #include <QString>
 #include <optional>
 
+#include "remote/RemoteEndpoint.h"
 #include "worker/EngineTypes.h"
 
 class ModelSession : public QObject {
@@ -34,6 +36,12 @@ public:
     void setContextLength(uint32_t length);
     // Loads the model again on another device ("" = automatic), remembered for the next start.
     void chooseDevice(const QString& selector);
+    // Chats on a remote OpenAI-compatible server instead (the local model goes), unless a load
+    // or a connection is under way.
+    void openRemote(const RemoteEndpoint& endpoint);
+    bool remote() const { return remote_; }
+    const RemoteReport& remoteReport() const { return remoteReport_; }
+    QString remoteName() const { return remoteEndpoint_.name; }  // the one connected or connecting
 
     // Worker results.
     void onLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
@@ -41,6 +49,8 @@ public:
     void onLoadFailed(const QString& message);
     void onReloading();  // the worker loads the same model again (InferenceWorker::reloadingModel)
     void onUnloaded();
+    void onRemoteConnected(const RemoteReport& report);
+    void onRemoteFailed(const QString& message);
 
 signals:
     void loadRequested(const QString& path, const QString& deviceSelector, quint32 contextLength);
@@ -54,6 +64,9 @@ signals:
     void failed(const QString& path, const QString& message);  // nothing is loaded now
     void unloaded();
     void deviceSelectorChanged(const QString& selector);
+    void remoteRequested(const RemoteEndpoint& endpoint);  // to the worker (connectRemote)
+    void remoteConnected(const RemoteReport& report);
+    void remoteFailed(const RemoteEndpoint& endpoint, const QString& message);  // nothing is loaded now
 
 private:
     void setState(State state);
@@ -64,6 +77,9 @@ private:
     lantern::ModelInfo model_;
     lantern::DeviceInfo device_;
     LoadReport report_;
+    bool remote_ = false;
+    RemoteEndpoint remoteEndpoint_;  // (its key cleared)
+    RemoteReport remoteReport_;
     // While a model loads with a newly chosen context length: the length it had before, loaded
     // again if the new one fails. Likewise the device selector it had before.
     std::optional<uint32_t> contextLengthBefore_;

@@ -3,10 +3,12 @@
 #include <QFileInfo>
 #include <QStyleFactory>
 
+#include "KeyringSecret.h"
 #include "Language.h"
 #include "MainWindow.h"
 #include "Preferences.h"
 #include "Theme.h"
+#include "remote/RemoteEndpointStore.h"
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
@@ -40,8 +42,23 @@ int main(int argc, char** argv) {
         QCoreApplication::translate("main",
                                     "Run on the Vulkan device <selector>: an index or part of its name."),
         QCoreApplication::translate("main", "selector"));
+    const QCommandLineOption remote(
+        QStringLiteral("remote"),
+        QCoreApplication::translate(
+            "main",
+            "Chat on the OpenAI-compatible server at <url> (e.g. http://gpu-box:8000/v1) "
+            "instead of loading a local model. API key: LANTERN_API_KEY, else the keyring "
+            "entry of an endpoint saved with that URL."),
+        QCoreApplication::translate("main", "url"));
+    const QCommandLineOption remoteModel(
+        QStringLiteral("remote-model"),
+        QCoreApplication::translate("main",
+                                    "With --remote: the model to ask for (default: the first it lists)."),
+        QCoreApplication::translate("main", "name"));
     parser.addOption(model);
     parser.addOption(device);
+    parser.addOption(remote);
+    parser.addOption(remoteModel);
     parser.addPositionalArgument(
         QStringLiteral("file"),
         QCoreApplication::translate("main", "A GGUF model to load (same as --model)."),
@@ -50,6 +67,31 @@ int main(int argc, char** argv) {
 
     MainWindow window;
     window.show();
+
+    if (parser.isSet(remote)) {
+        RemoteEndpoint endpoint{.name = remote::hostLabel(parser.value(remote)),
+                                .baseUrl = parser.value(remote),
+                                .model = parser.value(remoteModel),
+                                .apiKey = {}};
+        const QList<RemoteEndpoint> saved = remote_endpoints::load();
+        const int index = remote_endpoints::indexOfUrl(saved, endpoint.baseUrl);
+        if (index >= 0) endpoint.name = saved[index].name;
+        // The key: LANTERN_API_KEY, else the saved endpoint's in the keyring (read asynchronously).
+        auto* key = new KeyringSecret(index >= 0 ? remote_endpoints::keyringKey(endpoint.name) : QString(),
+                                      {QStringLiteral("LANTERN_API_KEY")}, &window);
+        QObject::connect(key, &KeyringSecret::loaded, &window, [&window, key, endpoint]() mutable {
+            endpoint.apiKey = key->secret();
+            key->deleteLater();
+            window.openRemote(endpoint);
+        });
+        if (index >= 0 || qEnvironmentVariableIsSet("LANTERN_API_KEY")) {
+            key->load();
+        } else {
+            key->deleteLater();
+            window.openRemote(endpoint);
+        }
+        return QApplication::exec();
+    }
 
     QString path = parser.value(model);
     if (path.isEmpty() && !parser.positionalArguments().isEmpty())

@@ -95,6 +95,13 @@
             <numerusform>KV room for the chat and %n more conversations that the API server&apos;s replies share</numerusform>
         </translation>
     </message>
+    <message numerus="yes">
+        <source>%n model(s) served</source>
+        <translation>
+            <numerusform>%n model served</numerusform>
+            <numerusform>%n models served</numerusform>
+        </translation>
+    </message>
 </context>
 <context>
     <name>ModelsDialog</name>
@@ -110,6 +117,26 @@
         <translation>
             <numerusform> (%n part)</numerusform>
             <numerusform> (%n parts)</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>RemoteChat</name>
+    <message numerus="yes">
+        <source>%1 Lantern kept the %n token(s) that came.</source>
+        <translation>
+            <numerusform>%1 Lantern kept the %n token that came.</numerusform>
+            <numerusform>%1 Lantern kept the %n tokens that came.</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>RemoteEnginesDialog</name>
+    <message numerus="yes">
+        <source>Connected: %1 serves %n model(s) (%2), answering in %3.</source>
+        <translation>
+            <numerusform>Connected: %1 serves %n model (%2), answering in %3.</numerusform>
+            <numerusform>Connected: %1 serves %n models (%2), answering in %3.</numerusform>
         </translation>
     </message>
 </context>

@@ -224,6 +224,14 @@
         <source>Find and download GGUF models from the Hugging Face Hub</source>
         <translation>从 Hugging Face Hub 查找并下载 GGUF 模型</translation>
     </message>
+    <message>
+        <source>&amp;Remote Engines…</source>
+        <translation>远程引擎(&amp;R)…</translation>
+    </message>
+    <message>
+        <source>Chat with a model on another machine: lantern-server, vLLM, llama-server, Ollama or any OpenAI-compatible server</source>
+        <translation>与另一台机器上的模型聊天：lantern-server、vLLM、llama-server、Ollama 或任何兼容 OpenAI 的服务器</translation>
+    </message>
 </context>
 <context>
     <name>AppStatusBar</name>
@@ -868,6 +876,42 @@ Model: %2</source>
         <source>Downloaded %1: it is in the model picker</source>
         <translation>已下载 %1：它已出现在模型选择器中</translation>
     </message>
+    <message>
+        <source>The remote server sets its own context length.</source>
+        <translation>远程服务器自行设定上下文长度。</translation>
+    </message>
+    <message>
+        <source>Could not connect to %1.</source>
+        <translation>无法连接到 %1。</translation>
+    </message>
+    <message>
+        <source>Could not connect</source>
+        <translation>无法连接</translation>
+    </message>
+    <message>
+        <source>Lantern could not chat on %1 (%2).
+
+%3</source>
+        <translation>Lantern 无法在 %1（%2）上聊天。
+
+%3</translation>
+    </message>
+    <message>
+        <source>Remote: %1 (%2)</source>
+        <translation>远程：%1（%2）</translation>
+    </message>
+    <message>
+        <source>Connected to %1 on %2 in %3</source>
+        <translation>已连接到 %2 上的 %1，用时 %3</translation>
+    </message>
+    <message>
+        <source>%1 on %2</source>
+        <translation>%2 上的 %1</translation>
+    </message>
+    <message>
+        <source>Connecting to %1…</source>
+        <translation>正在连接 %1…</translation>
+    </message>
 </context>
 <context>
     <name>MessageComposer</name>
@@ -1136,6 +1180,28 @@ Model: %2</source>
     <message>
         <source>show the template</source>
         <translation>查看模板</translation>
+    </message>
+    <message>
+        <source>not said by the server</source>
+        <translation>服务器未提供</translation>
+    </message>
+    <message>
+        <source>%1 tokens</source>
+        <translation>%1 个词元</translation>
+    </message>
+    <message>
+        <source>the server&apos;s</source>
+        <translation>服务器自带</translation>
+    </message>
+    <message>
+        <source>Remote: %1 (%2)</source>
+        <translation>远程：%1（%2）</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n model(s) served</source>
+        <translation>
+            <numerusform>提供 %n 个模型</numerusform>
+        </translation>
     </message>
 </context>
 <context>
@@ -1419,6 +1485,38 @@ Lantern 运行 llama、qwen2、qwen3、phi3、gemma2 与 gemma3 架构的模型�
         <source>Model</source>
         <translation>模型</translation>
     </message>
+    <message>
+        <source>Attention weights come from the local engine&apos;s own kernels: a remote server does not send them.</source>
+        <translation>注意力权重来自本地引擎自身的计算内核：远程服务器不会发送它们。</translation>
+    </message>
+    <message>
+        <source>A step profile times the local engine&apos;s own kernels: a remote server&apos;s steps cannot be timed from here.</source>
+        <translation>单步剖析为本地引擎自身的计算内核计时：无法在这里为远程服务器的步骤计时。</translation>
+    </message>
+    <message>
+        <source>prompt %1</source>
+        <translation>提示处理 %1</translation>
+    </message>
+    <message>
+        <source>generation %1</source>
+        <translation>生成 %1</translation>
+    </message>
+    <message>
+        <source>first token %1</source>
+        <translation>首词元 %1</translation>
+    </message>
+    <message>
+        <source>%1 prompt tokens computed</source>
+        <translation>计算了 %1 个提示词元</translation>
+    </message>
+    <message>
+        <source>token counts only (no timings sent)</source>
+        <translation>仅有词元计数（未发送计时）</translation>
+    </message>
+    <message>
+        <source>nothing (no usage or timings sent)</source>
+        <translation>无（未发送用量或计时）</translation>
+    </message>
 </context>
 <context>
     <name>PerformancePanel</name>
@@ -1562,6 +1660,294 @@ Lantern 运行 llama、qwen2、qwen3、phi3、gemma2 与 gemma3 架构的模型�
         <source>%1 of %2 tokens…</source>
         <translation>已完成 %1 / %2 个词元…</translation>
     </message>
+    <message>
+        <source>Server&apos;s own figures</source>
+        <translation>服务器自身的数据</translation>
+    </message>
+    <message>
+        <source>On a remote server: the timings and token counts it sent with the reply. The figures above are measured here, at the client, and include the network.</source>
+        <translation>使用远程服务器时：它随回复发送的计时和词元计数。上方的数据是在这里（客户端）测得的，包含网络耗时。</translation>
+    </message>
+    <message>
+        <source>after the first reply</source>
+        <translation>首次回复后可知</translation>
+    </message>
+    <message>
+        <source>— (local engine)</source>
+        <translation>—（本地引擎）</translation>
+    </message>
+    <message>
+        <source>— (remote server)</source>
+        <translation>—（远程服务器）</translation>
+    </message>
+</context>
+<context>
+    <name>RemoteChat</name>
+    <message>
+        <source>%1 needs an API key (%2): %3</source>
+        <translation>%1 需要 API 密钥（%2）：%3</translation>
+    </message>
+    <message>
+        <source>%1 refused the API key (%2): %3</source>
+        <translation>%1 拒绝了该 API 密钥（%2）：%3</translation>
+    </message>
+    <message>
+        <source>%1 has no %2 (404): it is not an OpenAI-compatible API there. The base URL usually ends in /v1.</source>
+        <translation>%1 上没有 %2（404）：那里不是兼容 OpenAI 的 API。基础 URL 通常以 /v1 结尾。</translation>
+    </message>
+    <message>
+        <source>%1 answered %2: %3</source>
+        <translation>%1 返回了 %2：%3</translation>
+    </message>
+    <message>
+        <source>Nothing answers at %1 (connection refused): is the server running, on that port?</source>
+        <translation>%1 无响应（连接被拒绝）：服务器是否正在该端口上运行？</translation>
+    </message>
+    <message>
+        <source>The host %1 could not be found.</source>
+        <translation>找不到主机 %1。</translation>
+    </message>
+    <message>
+        <source>%1 did not answer in time.</source>
+        <translation>%1 未及时响应。</translation>
+    </message>
+    <message>
+        <source>The TLS connection to %1 failed: %2</source>
+        <translation>与 %1 的 TLS 连接失败：%2</translation>
+    </message>
+    <message>
+        <source>%1 closed the connection.</source>
+        <translation>%1 关闭了连接。</translation>
+    </message>
+    <message>
+        <source>%1: %2</source>
+        <translation>%1：%2</translation>
+    </message>
+    <message>
+        <source>%1 answered /v1/models with something that is not a model list: it is not an OpenAI-compatible API there.</source>
+        <translation>%1 对 /v1/models 的响应不是模型列表：那里不是兼容 OpenAI 的 API。</translation>
+    </message>
+    <message>
+        <source>%1 serves no model.</source>
+        <translation>%1 没有提供任何模型。</translation>
+    </message>
+    <message>
+        <source>%1 does not serve “%2”; it serves: %3.</source>
+        <translation>%1 未提供“%2”；它提供的是：%3。</translation>
+    </message>
+    <message>
+        <source>an event of the stream was larger than %1 MiB</source>
+        <translation>数据流中的一个事件超过了 %1 MiB</translation>
+    </message>
+    <message>
+        <source>the stream sent something that is not a chat chunk (%1)</source>
+        <translation>数据流发来了不是聊天数据块的内容（%1）</translation>
+    </message>
+    <message>
+        <source>The reply from %1 failed: %2</source>
+        <translation>来自 %1 的回复失败：%2</translation>
+    </message>
+    <message>
+        <source>%1 ended the reply before it was finished.</source>
+        <translation>%1 未写完就结束了回复。</translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 Lantern kept the %n token(s) that came.</source>
+        <translation>
+            <numerusform>%1 Lantern 保留了已收到的 %n 个词元。</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>RemoteEnginesDialog</name>
+    <message>
+        <source>Remote Engines</source>
+        <translation>远程引擎</translation>
+    </message>
+    <message>
+        <source>Add</source>
+        <translation>添加</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>GPU server</source>
+        <translation>GPU 服务器</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>the first the server lists</source>
+        <translation>服务器列出的第一个</translation>
+    </message>
+    <message>
+        <source>Fetch Models</source>
+        <translation>获取模型列表</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>Base URL</source>
+        <translation>基础 URL</translation>
+    </message>
+    <message>
+        <source>API key</source>
+        <translation>API 密钥</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Test Connection</source>
+        <translation>测试连接</translation>
+    </message>
+    <message>
+        <source>Connect</source>
+        <translation>连接</translation>
+    </message>
+    <message>
+        <source>Chat with this server&apos;s model instead of a local one</source>
+        <translation>与此服务器上的模型聊天，而不是本地模型</translation>
+    </message>
+    <message>
+        <source>Save</source>
+        <translation>保存</translation>
+    </message>
+    <message>
+        <source>Kept in your keyring.</source>
+        <translation>保存在你的密钥环中。</translation>
+    </message>
+    <message>
+        <source>No keyring answered (%1): the key is kept for this session only.</source>
+        <translation>没有可用的密钥环（%1）：密钥只在本次会话中保留。</translation>
+    </message>
+    <message>
+        <source>Another endpoint is called “%1”.</source>
+        <translation>已有另一个端点名为“%1”。</translation>
+    </message>
+    <message>
+        <source>Asking %1…</source>
+        <translation>正在请求 %1…</translation>
+    </message>
+    <message numerus="yes">
+        <source>Connected: %1 serves %n model(s) (%2), answering in %3.</source>
+        <translation>
+            <numerusform>已连接：%1 提供 %n 个模型（%2），响应用时 %3。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Context: %1 tokens.</source>
+        <translation>上下文：%1 个词元。</translation>
+    </message>
+</context>
+<context>
+    <name>RemoteKvPanel</name>
+    <message>
+        <source>KV cache in use</source>
+        <translation>KV 缓存占用</translation>
+    </message>
+    <message>
+        <source>Prefix-cache hits</source>
+        <translation>前缀缓存命中率</translation>
+    </message>
+    <message>
+        <source>Running requests</source>
+        <translation>运行中的请求</translation>
+    </message>
+    <message>
+        <source>Waiting requests</source>
+        <translation>等待中的请求</translation>
+    </message>
+    <message>
+        <source>Preemptions</source>
+        <translation>抢占次数</translation>
+    </message>
+    <message>
+        <source>Blocks used / cached / total</source>
+        <translation>块：已用 / 已缓存 / 总计</translation>
+    </message>
+    <message>
+        <source>Tokens in the cache</source>
+        <translation>缓存中的词元</translation>
+    </message>
+    <message>
+        <source>Prompt / generated tokens</source>
+        <translation>提示词元 / 生成词元</translation>
+    </message>
+    <message>
+        <source>Server&apos;s prompt / generation rate</source>
+        <translation>服务器的提示处理 / 生成速率</translation>
+    </message>
+    <message>
+        <source>The block map shows the local engine&apos;s own KV memory; a remote server does not send its block table, so only the figures above are shown.</source>
+        <translation>块分布图显示的是本地引擎自身的 KV 内存；远程服务器不会发送它的块表，因此只显示上方的数据。</translation>
+    </message>
+    <message>
+        <source>Not connected to a remote server.</source>
+        <translation>未连接到远程服务器。</translation>
+    </message>
+    <message>
+        <source>Reading %1 (%2)…</source>
+        <translation>正在读取 %1（%2）…</translation>
+    </message>
+    <message>
+        <source>not known yet</source>
+        <translation>尚不可知</translation>
+    </message>
+    <message>
+        <source>not exposed</source>
+        <translation>未公开</translation>
+    </message>
+    <message>
+        <source>From %1 (%2&apos;s metrics), every second.</source>
+        <translation>来自 %1（%2 的指标），每秒更新。</translation>
+    </message>
+    <message>
+        <source>not exposed by this server</source>
+        <translation>此服务器未公开</translation>
+    </message>
+    <message>
+        <source>%1 of the KV cache in use</source>
+        <translation>KV 缓存已用 %1</translation>
+    </message>
+    <message>
+        <source>KV use not exposed</source>
+        <translation>KV 占用未公开</translation>
+    </message>
+    <message>
+        <source>%1 / %2 / %3</source>
+        <translation>%1 / %2 / %3</translation>
+    </message>
+    <message>
+        <source>%1 / %2</source>
+        <translation>%1 / %2</translation>
+    </message>
+</context>
+<context>
+    <name>RemoteMetricsPoller</name>
+    <message>
+        <source>%1 has no /metrics page (llama-server serves one with --metrics; Ollama has none).</source>
+        <translation>%1 没有 /metrics 页面（llama-server 加上 --metrics 才会提供；Ollama 没有）。</translation>
+    </message>
+    <message>
+        <source>%1 refused to show its /metrics (%2).</source>
+        <translation>%1 拒绝提供它的 /metrics（%2）。</translation>
+    </message>
+    <message>
+        <source>%1&apos;s /metrics could not be read: %2</source>
+        <translation>无法读取 %1 的 /metrics：%2</translation>
+    </message>
+    <message>
+        <source>%1&apos;s /metrics has none of the KV cache figures Lantern knows (vLLM&apos;s, llama-server&apos;s, lantern-server&apos;s).</source>
+        <translation>%1 的 /metrics 中没有 Lantern 认得的任何 KV 缓存数据（vLLM、llama-server 或 lantern-server 的）。</translation>
+    </message>
 </context>
 <context>
     <name>ReplyDetails</name>
@@ -1604,6 +1990,10 @@ Lantern 运行 llama、qwen2、qwen3、phi3、gemma2 与 gemma3 架构的模型�
         <translation>
             <numerusform>%Ln 个与 API 回复同步生成</numerusform>
         </translation>
+    </message>
+    <message>
+        <source>cut off: the connection to the server was lost</source>
+        <translation>已中断：与服务器的连接已断开</translation>
     </message>
 </context>
 <context>
@@ -1747,6 +2137,38 @@ Lantern 运行 llama、qwen2、qwen3、phi3、gemma2 与 gemma3 架构的模型�
     <message>
         <source>Last token&apos;s candidates</source>
         <translation>最近词元的候选项</translation>
+    </message>
+    <message>
+        <source>A remote server does not send the candidates it drew from.</source>
+        <translation>远程服务器不会发送它采样时的候选词元。</translation>
+    </message>
+    <message>
+        <source>%1 does not take this setting: it is not sent.</source>
+        <translation>%1 不支持此设置：不会发送。</translation>
+    </message>
+    <message>
+        <source>top-k</source>
+        <translation>top-k</translation>
+    </message>
+    <message>
+        <source>min-p</source>
+        <translation>min-p</translation>
+    </message>
+    <message>
+        <source>repeat penalty</source>
+        <translation>重复惩罚</translation>
+    </message>
+    <message>
+        <source>penalty window</source>
+        <translation>惩罚窗口</translation>
+    </message>
+    <message>
+        <source>On %1 these settings go with each request: a change applies from the next reply.</source>
+        <translation>在 %1 上，这些设置随每个请求发送：更改从下一条回复起生效。</translation>
+    </message>
+    <message>
+        <source>Not sent (the server does not take them): %1.</source>
+        <translation>未发送（服务器不支持）：%1。</translation>
     </message>
 </context>
 <context>
@@ -1927,6 +2349,41 @@ Lantern 运行 llama、qwen2、qwen3、phi3、gemma2 与 gemma3 架构的模型�
     <message>
         <source>A GGUF model to load (same as --model).</source>
         <translation>要加载的 GGUF 模型（与 --model 相同）。</translation>
+    </message>
+    <message>
+        <source>Chat on the OpenAI-compatible server at &lt;url&gt; (e.g. http://gpu-box:8000/v1) instead of loading a local model. API key: LANTERN_API_KEY, else the keyring entry of an endpoint saved with that URL.</source>
+        <translation>与 &lt;url&gt; 上兼容 OpenAI 的服务器聊天（例如 http://gpu-box:8000/v1），而不是加载本地模型。API 密钥：取自 LANTERN_API_KEY，否则取自以该 URL 保存的端点在密钥环中的条目。</translation>
+    </message>
+    <message>
+        <source>url</source>
+        <translation>url</translation>
+    </message>
+    <message>
+        <source>With --remote: the model to ask for (default: the first it lists).</source>
+        <translation>配合 --remote 使用：要请求的模型（默认：服务器列出的第一个）。</translation>
+    </message>
+    <message>
+        <source>name</source>
+        <translation>名称</translation>
+    </message>
+</context>
+<context>
+    <name>remote</name>
+    <message>
+        <source>OpenAI-compatible server</source>
+        <translation>兼容 OpenAI 的服务器</translation>
+    </message>
+    <message>
+        <source>The address is empty.</source>
+        <translation>地址为空。</translation>
+    </message>
+    <message>
+        <source>“%1” is not a server address.</source>
+        <translation>“%1”不是服务器地址。</translation>
+    </message>
+    <message>
+        <source>The address must begin with http:// or https://.</source>
+        <translation>地址必须以 http:// 或 https:// 开头。</translation>
     </message>
 </context>
 </TS>

@@ -31,6 +31,8 @@ const char* endingName(Ending e) {
             return "device_lost";
         case Ending::AppClosed:
             return "app_closed";
+        case Ending::ConnectionLost:
+            return "connection_lost";
         case Ending::Figures:
             break;
     }
@@ -46,6 +48,8 @@ QString words(const QJsonObject& part) {
         return QCoreApplication::translate("ReplyDetails", "the device was lost");
     if (end == QLatin1String("app_closed"))
         return QCoreApplication::translate("ReplyDetails", "the app was closed while generating");
+    if (end == QLatin1String("connection_lost"))
+        return QCoreApplication::translate("ReplyDetails", "cut off: the connection to the server was lost");
     const int tokens = part.value(QLatin1String("tokens")).toInt();
     const double rate = part.value(QLatin1String("tok_s")).toDouble();
     const double ttft = part.value(QLatin1String("ttft_ms")).toDouble();

@@ -11,7 +11,8 @@
 namespace reply_details {
 
 // What ended a part that has no figures of its own.
-enum class Ending { Figures, Failed, DeviceLost, AppClosed };
+// ConnectionLost: a remote server's reply was cut off (the server went away mid-reply).
+enum class Ending { Figures, Failed, DeviceLost, AppClosed, ConnectionLost };
 
 struct Part {
     Ending ending = Ending::Figures;

@@ -1,5 +1,6 @@
 #include "panels/ModelInfoPanel.h"
 #include "panels/ChatTemplateDialog.h"
+#include "panels/FormValueRow.h"
 #include "panels/ScrollablePanel.h"
 
 #include <QFileInfo>
@@ -61,15 +62,7 @@ ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void ModelInfoPanel::addRow(QFormLayout* form, const QString& caption, const char* name) {
-    auto* captionLabel = new QLabel(caption, this);
-    captionLabel->setProperty("role", QStringLiteral("caption"));
-    auto* value = new QLabel(this);
-    value->setObjectName(QString::fromLatin1(name));
-    value->setProperty("role", QStringLiteral("value"));
-    value->setWordWrap(true);
-    value->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    form->addRow(captionLabel, value);
-    values_.insert(QString::fromLatin1(name), value);
+    values_.insert(QString::fromLatin1(name), addFormValueRow(form, this, caption, name));
 }
 
 void ModelInfoPanel::set(const char* name, const QString& text) {
@@ -169,4 +162,19 @@ void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::Device
     set("driver", QString::fromStdString(d.driver));
     set("deviceMemory", display::bytes(d.device_local_bytes));
     set("subgroup", QString::number(d.subgroup_size));
+}
+
+void ModelInfoPanel::setRemote(const RemoteReport& report) {
+    clear();
+    const QString notSaid = tr("not said by the server");
+    set("name", report.model);
+    set("file", report.endpoint.baseUrl);
+    values_.value(QStringLiteral("file"))->setToolTip(report.endpoint.name);
+    set("architecture", notSaid);
+    set("context",
+        report.contextLength > 0 ? tr("%1 tokens").arg(display::count(report.contextLength)) : notSaid);
+    set("template", tr("the server's"));
+    set("device", tr("Remote: %1 (%2)")
+                      .arg(remote::hostLabel(report.endpoint.baseUrl), remote::serverKindName(report.kind)));
+    set("driver", tr("%n model(s) served", nullptr, static_cast<int>(report.models.size())));
 }

@@ -5,6 +5,7 @@
 #include <QHash>
 #include <QWidget>
 
+#include "remote/RemoteEndpoint.h"
 #include "worker/EngineTypes.h"
 
 class QFormLayout;
@@ -17,6 +18,8 @@ public:
     void setModel(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
                   const LoadReport& report);
     void clear();
+    // The chat runs on a remote server: its address, kind, model and context as it says them.
+    void setRemote(const RemoteReport& report);
     QString valueText(const QString& name) const;
     // Opens the chat template's dialog (its text and which renderer writes the prompts).
     void showTemplate();

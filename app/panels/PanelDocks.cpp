@@ -1,13 +1,17 @@
 #include "panels/PanelDocks.h"
 
 #include <QDockWidget>
+#include <QLabel>
 #include <QMainWindow>
+#include <QStackedWidget>
 
+#include "Format.h"
 #include "Preferences.h"
 #include "panels/AttentionPanel.h"
 #include "panels/KvCachePanel.h"
 #include "panels/ModelInfoPanel.h"
 #include "panels/PerformancePanel.h"
+#include "panels/RemoteKvPanel.h"
 #include "panels/SamplingPanel.h"
 #include "panels/StepProfilePanel.h"
 #include "worker/InferenceWorker.h"
@@ -20,7 +24,29 @@ PanelDocks::PanelDocks(QMainWindow* window, QDockWidget* conversationsDock, Infe
       performance_(new PerformancePanel(window)),
       attention_(new AttentionPanel(window)),
       profile_(new StepProfilePanel(window)),
-      modelInfo_(new ModelInfoPanel(window)) {
+      modelInfo_(new ModelInfoPanel(window)),
+      remoteKv_(new RemoteKvPanel(window)) {
+    // A panel the remote backend cannot feed shows why in its place (a stack: the panel, the note).
+    const auto stacked = [window](QWidget* panel, QWidget* remotePage) {
+        auto* stack = new QStackedWidget(window);
+        stack->addWidget(panel);
+        stack->addWidget(remotePage);
+        return stack;
+    };
+    const auto note = [window](const QString& text) {
+        auto* label = new QLabel(text, window);
+        label->setWordWrap(true);
+        label->setAlignment(Qt::AlignCenter);
+        label->setMargin(16);
+        label->setProperty("role", QStringLiteral("caption"));
+        return label;
+    };
+    kvStack_ = stacked(kv_, remoteKv_);
+    attentionStack_ =
+        stacked(attention_, note(tr("Attention weights come from the local engine's own kernels: a "
+                                    "remote server does not send them.")));
+    profileStack_ = stacked(profile_, note(tr("A step profile times the local engine's own kernels: a remote "
+                                              "server's steps cannot be timed from here.")));
     auto dock = [window](const QString& title, const char* name, QWidget* content) {
         auto* d = new QDockWidget(title, window);
         d->setObjectName(QString::fromLatin1(name));
@@ -30,11 +56,11 @@ PanelDocks::PanelDocks(QMainWindow* window, QDockWidget* conversationsDock, Infe
         window->addDockWidget(Qt::RightDockWidgetArea, d);
         return d;
     };
-    QDockWidget* kvDock = dock(tr("KV Cache"), "kvCacheDock", kv_);
+    QDockWidget* kvDock = dock(tr("KV Cache"), "kvCacheDock", kvStack_);
     QDockWidget* samplingDock = dock(tr("Sampling"), "samplingDock", sampling_);
     QDockWidget* performanceDock = dock(tr("Performance"), "performanceDock", performance_);
-    QDockWidget* attentionDock = dock(tr("Attention"), "attentionDock", attention_);
-    QDockWidget* profileDock = dock(tr("Step Profile"), "stepProfileDock", profile_);
+    QDockWidget* attentionDock = dock(tr("Attention"), "attentionDock", attentionStack_);
+    QDockWidget* profileDock = dock(tr("Step Profile"), "stepProfileDock", profileStack_);
     QDockWidget* modelDock = dock(tr("Model"), "modelDock", modelInfo_);
     window->splitDockWidget(kvDock, samplingDock, Qt::Vertical);
     window->tabifyDockWidget(kvDock, performanceDock);
@@ -66,8 +92,54 @@ void PanelDocks::clearForLoad() {
     modelInfo_->clear();
 }
 
+void PanelDocks::showLocal(bool local) {
+    for (QStackedWidget* stack : {kvStack_, attentionStack_, profileStack_})
+        stack->setCurrentIndex(local ? 0 : 1);
+    if (local) sampling_->setLocal();
+    performance_->setRemote(!local);
+}
+
+void PanelDocks::remoteConnected(const RemoteReport& report) {
+    showLocal(false);
+    kv_->clear();
+    modelInfo_->setRemote(report);
+    remoteKv_->setServer(report);
+    attention_->setModelShape(0, 0);
+    profile_->setModelLoaded(false);
+    const remote::ExtraSamplingFields extra = remote::extraSamplingFieldsFor(report.kind);
+    sampling_->setRemote(remote::serverKindName(report.kind), extra.topK, extra.minP,
+                         !extra.repeatPenalty.isEmpty(), extra.repeatLastN);
+}
+
+void PanelDocks::remoteMetrics(const RemoteMetrics& metrics) {
+    remoteKv_->setMetrics(metrics);
+}
+
+void PanelDocks::remoteMetricsUnavailable(const QString& reason) {
+    remoteKv_->setUnavailable(reason);
+}
+
+void PanelDocks::remoteTurnFigures(const RemoteTurnFigures& f) {
+    QStringList parts;
+    const remote::ServerTimings& t = f.timings;
+    if (t.promptTokensPerSecond > 0)
+        parts << tr("prompt %1").arg(display::tokensPerSecond(t.promptTokensPerSecond));
+    if (t.generationTokensPerSecond > 0)
+        parts << tr("generation %1").arg(display::tokensPerSecond(t.generationTokensPerSecond));
+    if (t.timeToFirstTokenMs > 0)
+        parts << tr("first token %1").arg(display::milliseconds(t.timeToFirstTokenMs));
+    if (t.promptTokensComputed >= 0)
+        parts << tr("%1 prompt tokens computed")
+                     .arg(display::count(static_cast<uint64_t>(t.promptTokensComputed)));
+    if (parts.isEmpty())
+        parts << (f.usage ? tr("token counts only (no timings sent)")
+                          : tr("nothing (no usage or timings sent)"));
+    performance_->setServerFigures(parts.join(QStringLiteral(" · ")));
+}
+
 void PanelDocks::modelLoaded(const lantern::ModelInfo& model, const lantern::DeviceInfo& device,
                              const LoadReport& report) {
+    showLocal(true);
     modelInfo_->setModel(model, device, report);
     performance_->setLoadReport(report);
     attention_->setModelShape(model.n_layers, model.n_heads);

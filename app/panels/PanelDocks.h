@@ -7,6 +7,8 @@
 #pragma once
 #include <QObject>
 
+#include "remote/RemoteChat.h"
+#include "remote/RemoteMetrics.h"
 #include "turn/StreamThrottle.h"
 #include "worker/EngineTypes.h"
 
@@ -17,6 +19,8 @@ class ModelInfoPanel;
 class PerformancePanel;
 class QDockWidget;
 class QMainWindow;
+class QStackedWidget;
+class RemoteKvPanel;
 class SamplingPanel;
 class StepProfilePanel;
 
@@ -38,6 +42,13 @@ public:
     void showFrame(const StreamFrame& frame);
     void turnFinished(const lantern::TurnStats& stats);
     void turnUndone();  // it wrote nothing: the last reply's figures stay
+    // The chat runs on a remote server: the panels show what it exposes and say what it cannot
+    // feed (attention, step profile, candidates, the block map) instead of showing zeros.
+    void remoteConnected(const RemoteReport& report);
+    void remoteMetrics(const RemoteMetrics& metrics);
+    void remoteMetricsUnavailable(const QString& reason);
+    void remoteTurnFigures(const RemoteTurnFigures& figures);
+    RemoteKvPanel* remoteKv() const { return remoteKv_; }
 
 private:
     InferenceWorker* worker_;
@@ -47,4 +58,9 @@ private:
     AttentionPanel* attention_;
     StepProfilePanel* profile_;
     ModelInfoPanel* modelInfo_;
+    RemoteKvPanel* remoteKv_;
+    QStackedWidget* kvStack_;
+    QStackedWidget* attentionStack_;
+    QStackedWidget* profileStack_;
+    void showLocal(bool local);
 };

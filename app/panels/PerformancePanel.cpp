@@ -97,6 +97,10 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     load->setHorizontalSpacing(10);
     layout->addLayout(load);
     addValue(load, 0, 0, tr("Model load"), "loadTime");
+    addValue(load, 2, 0, tr("Server's own figures"), "server")
+        ->setToolTip(
+            tr("On a remote server: the timings and token counts it sent with the reply. The figures "
+               "above are measured here, at the client, and include the network."));
     addValue(load, 1, 0, tr("Kernel warm-up"), "warmUp")
         ->setToolTip(
             tr("After loading, Lantern runs each kind of step once, so that no reply waits while the driver "
@@ -334,5 +338,17 @@ void PerformancePanel::showSteadyState() {
     } else {
         setValue("steadyRate", decodeMs_.size() < 32 ? tr("after 32 steps") : tr("not settled"));
         setValue("slowdown", QStringLiteral("—"));
+    }
+}
+
+void PerformancePanel::setServerFigures(const QString& text) {
+    setValue("server", text);
+}
+
+void PerformancePanel::setRemote(bool remote) {
+    setValue("server", remote ? tr("after the first reply") : tr("— (local engine)"));
+    if (remote) {
+        setValue("loadTime", tr("— (remote server)"));
+        setValue("warmUp", tr("— (remote server)"));
     }
 }

@@ -40,6 +40,10 @@ public:
     // come back, as they were before beginTurn().
     void cancelTurn();
     void clear();
+    // On a remote server: what the server itself said of the last reply (its timings and usage),
+    // beside the figures above, which are measured at the client (network included).
+    void setServerFigures(const QString& text);
+    void setRemote(bool remote);
 
     QString valueText(const QString& name) const;  // for tests and the status bar
     int chartedPoints() const;                     // points of the latency line

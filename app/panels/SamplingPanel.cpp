@@ -55,6 +55,13 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(10, 4, 10, 10);
 
+    remoteNote_ = new QLabel(content);
+    remoteNote_->setObjectName(QStringLiteral("remoteSamplingNote"));
+    remoteNote_->setWordWrap(true);
+    remoteNote_->setProperty("role", QStringLiteral("caption"));
+    remoteNote_->hide();
+    layout->addWidget(remoteNote_);
+
     layout->addWidget(sectionLabel(tr("Randomness"), content));
     auto* form = new QFormLayout();
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -151,6 +158,11 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(sectionLabel(tr("Last token's candidates"), content));
     candidates_ = new CandidateBars(content);
     layout->addWidget(candidates_);
+    candidatesNote_ = new QLabel(tr("A remote server does not send the candidates it drew from."), content);
+    candidatesNote_->setWordWrap(true);
+    candidatesNote_->setProperty("role", QStringLiteral("caption"));
+    candidatesNote_->hide();
+    layout->addWidget(candidatesNote_);
     layout->addStretch(1);
 
     // Wiring: every edit produces one settingsChanged with the whole settings.
@@ -298,4 +310,48 @@ QString SamplingPanel::formatStopStrings(const std::vector<std::string>& stops) 
         lines << s;
     }
     return lines.join(QLatin1Char('\n'));
+}
+
+void SamplingPanel::setRemote(const QString& server, bool topK, bool minP, bool repeatPenalty,
+                              bool penaltyWindow) {
+    QStringList notSent;
+    const auto offer = [&](QWidget* box, bool taken, const QString& name) {
+        box->setEnabled(taken);
+        box->setToolTip(taken ? QString() : tr("%1 does not take this setting: it is not sent.").arg(server));
+        if (!taken) notSent << name;
+    };
+    offer(topK_, topK, tr("top-k"));
+    offer(minP_, minP, tr("min-p"));
+    offer(repeatPenalty_, repeatPenalty, tr("repeat penalty"));
+    offer(penaltyWindow_, penaltyWindow, tr("penalty window"));
+    QString note =
+        tr("On %1 these settings go with each request: a change applies from the next reply.").arg(server);
+    if (!notSent.isEmpty())
+        note += QLatin1Char(' ') +
+                tr("Not sent (the server does not take them): %1.").arg(notSent.join(QStringLiteral(", ")));
+    remoteNote_->setText(note);
+    remoteNote_->show();
+    candidates_->setEntries({});
+    candidates_->hide();
+    candidatesNote_->show();
+}
+
+void SamplingPanel::setLocal() {
+    for (QWidget* box : {static_cast<QWidget*>(topK_), static_cast<QWidget*>(minP_),
+                         static_cast<QWidget*>(repeatPenalty_), static_cast<QWidget*>(penaltyWindow_)}) {
+        box->setEnabled(true);
+        box->setToolTip(QString());
+    }
+    topK_->setToolTip(tr("Keep only the k most likely tokens (0 = off)."));
+    minP_->setToolTip(tr("Drop tokens less likely than this fraction of the best one (0 = off)."));
+    repeatPenalty_->setToolTip(tr("Divides the scores of recently used tokens (1 = off)."));
+    penaltyWindow_->setToolTip(tr("How many recent tokens the penalties look at."));
+    remoteNote_->clear();
+    remoteNote_->hide();
+    candidates_->show();
+    candidatesNote_->hide();
+}
+
+QString SamplingPanel::remoteNote() const {
+    return remoteNote_->isVisible() || !remoteNote_->isHidden() ? remoteNote_->text() : QString();
 }

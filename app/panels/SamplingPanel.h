@@ -33,6 +33,11 @@ public:
     void setSeedUsed(uint64_t seed);
     std::optional<uint64_t> seedUsed() const { return seedUsed_; }
     void showCandidates(const std::vector<lantern::TokenCandidate>& candidates, int32_t chosenToken);
+    // On a remote server (kind: its name; which of top-k, min-p, the repeat penalty and its window
+    // it takes): says what reaches it, disables what does not; `local` undoes it.
+    void setRemote(const QString& server, bool topK, bool minP, bool repeatPenalty, bool penaltyWindow);
+    void setLocal();
+    QString remoteNote() const;  // "" while local
 
     // Stop strings as typed: one per line, with \n and \t standing for newline and tab.
     static std::vector<std::string> parseStopStrings(const QString& text);
@@ -61,6 +66,8 @@ private:
     QSpinBox* maxTokens_;
     QPlainTextEdit* stopStrings_;
     CandidateBars* candidates_;
+    QLabel* remoteNote_;
+    QLabel* candidatesNote_;
     std::optional<uint64_t> seedUsed_;
     bool updating_ = false;
 };

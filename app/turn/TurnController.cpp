@@ -500,12 +500,11 @@ void TurnController::undoTurnThatWroteNothing(const lantern::TurnStats& stats) {
     endTurn();
 }
 
-bool TurnController::onError(const QString& message) {
+bool TurnController::onError(const QString& message, reply_details::Ending ending) {
     if (!generating_) return false;
     // A continued reply keeps what its first part said.
     commitReplacement();  // the failed reply stays on screen, so the store matches it
-    endAssistantReply(false,
-                      reply_details::append(continuedDetails_, {.ending = reply_details::Ending::Failed}));
+    endAssistantReply(false, reply_details::append(continuedDetails_, {.ending = ending}));
     continuedDetails_ = QString();
     canRegenerate_ = false;
     endTurn();

@@ -16,6 +16,7 @@
 
 #include "chat/ChatModel.h"
 #include "chat/ConversationStore.h"
+#include "chat/ReplyDetails.h"
 #include "turn/StreamThrottle.h"
 #include "worker/EngineTypes.h"
 
@@ -68,8 +69,9 @@ public:
     void onTokens(const TokenBatch& batch);
     void onReplyShared(quint32 tokens) { replySharedTokens_ = tokens; }
     void onTurnFinished(const lantern::TurnStats& stats);
-    // A generation failed: returns whether a turn was running (it ends, marked failed).
-    bool onError(const QString& message);
+    // A generation failed: returns whether a turn was running (it ends, marked failed, or marked
+    // cut off when a remote server's connection was lost: what came of the reply stays).
+    bool onError(const QString& message, reply_details::Ending ending = reply_details::Ending::Failed);
     void onModelUnloaded();
     void onContinueRoom(bool fits, bool fitsDropping);
 

@@ -7,6 +7,7 @@
 #include "lantern/chat_template.h"
 #include "lantern/error.h"
 #include "lantern/tokenizer.h"
+#include "remote/RemoteMetricsPoller.h"
 
 namespace {
 
@@ -21,6 +22,10 @@ QString messageOf(const std::exception& e) {
 
 InferenceWorker::InferenceWorker(QObject* parent) : QObject(parent) {
     registerEngineMetaTypes();
+    qRegisterMetaType<RemoteEndpoint>();
+    qRegisterMetaType<RemoteReport>();
+    qRegisterMetaType<RemoteTurnFigures>();
+    qRegisterMetaType<RemoteMetrics>();
     lantern::SamplingSettings initial;
     initial.n_probs = kCandidateCount;
     settings_.store(initial);
@@ -83,6 +88,7 @@ void InferenceWorker::dropEngine() {
 }
 
 void InferenceWorker::loadModel(const QString& path, const QString& deviceSelector, quint32 contextLength) {
+    dropRemote();
     dropEngine();
     loadedPath_ = path;
     loadedSelector_ = deviceSelector;
@@ -179,10 +185,12 @@ void InferenceWorker::unloadModel() {
 
 void InferenceWorker::setSystemPrompt(const QString& text) {
     systemPrompt_ = text.toStdString();
+    if (remote_ != nullptr) remote_->setSystemPrompt(text);
     if (session_) session_->set_system_prompt(systemPrompt_);
 }
 
 void InferenceWorker::resetConversation() {
+    if (remote_ != nullptr) remote_->reset();
     if (!session_) return;
     try {
         session_->reset();
@@ -193,6 +201,11 @@ void InferenceWorker::resetConversation() {
 }
 
 void InferenceWorker::restoreConversation(const QStringList& roles, const QStringList& contents) {
+    if (remote_ != nullptr) {
+        remote_->restore(roles, contents);
+        emit continueRoomMeasured(remote_->canContinue(), remote_->canContinue());
+        return;
+    }
     if (!session_) return;
     try {
         std::vector<lantern::ChatTurn> turns;
@@ -209,6 +222,11 @@ void InferenceWorker::restoreConversation(const QStringList& roles, const QStrin
 }
 
 void InferenceWorker::send(const QString& text) {
+    if (remote_ != nullptr) {
+        stop_.store(false);
+        remote_->send(text, remoteSettings());
+        return;
+    }
     const std::string utf8 = text.toStdString();
     runTurn([this, utf8](const std::function<bool(const lantern::TokenEvent&)>& onToken) {
         return session_->respond(utf8, settings_, onToken, &stop_);
@@ -229,15 +247,78 @@ void InferenceWorker::measureMessage(quint64 request, const QString& text, int k
 }
 
 void InferenceWorker::regenerate() {
+    if (remote_ != nullptr) {
+        stop_.store(false);
+        remote_->regenerate(remoteSettings());
+        return;
+    }
     runTurn([this](const std::function<bool(const lantern::TokenEvent&)>& onToken) {
         return session_->regenerate(settings_, onToken, &stop_);
     });
 }
 
 void InferenceWorker::continueReply() {
+    if (remote_ != nullptr) {
+        stop_.store(false);
+        remote_->continueReply(remoteSettings());
+        return;
+    }
     runTurn([this](const std::function<bool(const lantern::TokenEvent&)>& onToken) {
         return session_->continue_reply(settings_, onToken, &stop_);
     });
+}
+
+void InferenceWorker::connectRemote(const RemoteEndpoint& endpoint) {
+    dropRemote();
+    dropEngine();
+    auto* chat = new RemoteChat(endpoint, &stop_, this);
+    remote_ = chat;
+    chat->setSystemPrompt(QString::fromStdString(systemPrompt_));
+    connect(chat, &RemoteChat::opened, this, [this, chat, endpoint](const RemoteReport& report) {
+        if (remote_ != chat) return;
+        metricsPoller_ = new RemoteMetricsPoller(endpoint, report.model, this);
+        connect(metricsPoller_, &RemoteMetricsPoller::metricsRead, this, &InferenceWorker::remoteMetrics);
+        connect(metricsPoller_, &RemoteMetricsPoller::unavailable, this,
+                &InferenceWorker::remoteMetricsUnavailable);
+        metricsPoller_->start();
+        emit remoteConnected(report);
+    });
+    connect(chat, &RemoteChat::openFailed, this, [this, chat](const QString& message) {
+        if (remote_ != chat) return;
+        remote_ = nullptr;
+        chat->deleteLater();
+        emit remoteFailed(message);
+    });
+    connect(chat, &RemoteChat::turnStarted, this, &InferenceWorker::turnStarted);
+    connect(chat, &RemoteChat::tokensGenerated, this, &InferenceWorker::tokensGenerated);
+    connect(chat, &RemoteChat::turnFinished, this,
+            [this](const lantern::TurnStats& stats, const RemoteTurnFigures& figures) {
+                emit remoteTurnFigures(figures);
+                emit replyShared(0);
+                emit turnFinished(stats);
+            });
+    connect(chat, &RemoteChat::turnFailed, this, [this](const QString& message, bool cutOff) {
+        if (cutOff)
+            emit replyCutOff(message);
+        else
+            emit errorOccurred(message);
+    });
+    chat->open();
+}
+
+void InferenceWorker::disconnectRemote() {
+    dropRemote();
+}
+
+void InferenceWorker::dropRemote() {
+    if (metricsPoller_ != nullptr) {
+        delete metricsPoller_;
+        metricsPoller_ = nullptr;
+    }
+    if (remote_ == nullptr) return;
+    delete remote_;  // aborts a reply under way (its turn ends with the disconnection)
+    remote_ = nullptr;
+    emit remoteDisconnected();
 }
 
 void InferenceWorker::listDevices() {

@@ -13,6 +13,12 @@
 //  - requestStepProfile() sets an atomic read after every token: the next two steps are timed
 //    per op and the second one's profile is sent (stepProfiled).
 // All four are thread-safe and are called directly from the UI thread.
+//
+// Two backends answer the same requests and send the same results: the local engine (above), or
+// a remote OpenAI-compatible server (connectRemote: RemoteChat, asynchronous on this thread, so
+// the thread stays free while a remote reply streams; its /metrics polled by RemoteMetricsPoller).
+// Connecting drops the local model and loading a model drops the remote; the chat's requests
+// (send, regenerate, continue, restore, system prompt, stop, sampling) go to whichever is in use.
 #pragma once
 #include <QElapsedTimer>
 #include <QObject>
@@ -23,9 +29,12 @@
 #include <vector>
 
 #include "lantern/server.h"
+#include "remote/RemoteChat.h"
+#include "remote/RemoteMetrics.h"
 #include "worker/EngineTypes.h"
 
 class QTimer;
+class RemoteMetricsPoller;
 
 class InferenceWorker : public QObject {
     Q_OBJECT
@@ -125,6 +134,11 @@ public slots:
     // `apiKey` non-empty: requests need "Authorization: Bearer <apiKey>" (ServerOptions::api_key).
     void startApiServer(quint16 port, const QString& apiKey = {});
     void stopApiServer();
+    // Chats with a remote OpenAI-compatible server instead of the local engine (which is dropped
+    // first): remoteConnected once its /v1/models answered, else remoteFailed with what is wrong.
+    // The conversation is kept by the caller and restored as for a load (restoreConversation).
+    void connectRemote(const RemoteEndpoint& endpoint);
+    void disconnectRemote();
 
 signals:
     void devicesListed(const DeviceList& devices);
@@ -169,6 +183,18 @@ signals:
     // inProgress: replies being written or waiting (`waiting` of them: for a sequence, or for room
     // in the KV cache the replies share); served: replies served since the server started.
     void apiServerActivity(quint32 inProgress, quint32 waiting, quint64 served);
+    void remoteConnected(const RemoteReport& report);
+    void remoteFailed(const QString& message);
+    void remoteDisconnected();
+    // Just before turnFinished of a remote reply: the server's own figures for it.
+    void remoteTurnFigures(const RemoteTurnFigures& figures);
+    // A remote reply was cut off (the server went away, the connection was lost): the tokens
+    // that came were sent and the turn has ended (turnFinished is not emitted).
+    void replyCutOff(const QString& message);
+    // The remote server's /metrics, read every RemoteMetricsPoller::kIntervalMs; or why there are
+    // none (no /metrics there, not Prometheus' format).
+    void remoteMetrics(const RemoteMetrics& metrics);
+    void remoteMetricsUnavailable(const QString& reason);
 
 private:
     using TurnFunction =
@@ -194,6 +220,12 @@ private:
     std::vector<float> chatDecodeStep(const lantern::StepItem& item);
     void serveApiBetweenChunks();  // one API pass between chunks of the chat's prompt
     void sendTokens();             // the batch being gathered, if it holds anything
+    void dropRemote();
+    // The settings of a remote request: the sampling panel's, as they are now.
+    lantern::SamplingSettings remoteSettings() const { return *settings_.load(); }
+
+    RemoteChat* remote_ = nullptr;  // the remote backend in use (a child), or none
+    RemoteMetricsPoller* metricsPoller_ = nullptr;
 
     std::unique_ptr<lantern::Engine> engine_;
     std::unique_ptr<lantern::ChatSession> session_;
