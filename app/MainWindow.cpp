@@ -198,6 +198,7 @@ void MainWindow::connectTurns() {
     connect(composer_, &MessageComposer::continueRequested, t, &TurnController::continueReply);
     connect(composer_, &MessageComposer::cancelEditRequested, t, &TurnController::cancelEdit);
     connect(chatView_, &ChatView::editRequested, t, &TurnController::editMessage);
+    connect(chatView_, &ChatView::versionRequested, t, &TurnController::showVersion);
     connect(conversations_, &ConversationList::openRequested, t, &TurnController::openConversation);
     connect(conversations_, &ConversationList::newRequested, t, &TurnController::newConversation);
     connect(conversations_, &ConversationList::deleted, this, [this](qint64 id) {
@@ -418,9 +419,10 @@ void MainWindow::onRemoteConnected(const RemoteReport& report) {
     status_->setRemote(tr("Remote: %1 (%2)").arg(host, remote::serverKindName(report.kind)));
     status_->setContextLength(report.contextLength);
     panels_->remoteConnected(report);
-    status_->showMessage(tr("Connected to %1 on %2 in %3")
-                             .arg(report.model, report.endpoint.name, display::milliseconds(report.connectMs)),
-                         8000);
+    status_->showMessage(
+        tr("Connected to %1 on %2 in %3")
+            .arg(report.model, report.endpoint.name, display::milliseconds(report.connectMs)),
+        8000);
     turns_->setModel(modelName_, modelName_, report.contextLength);
     composer_->focusInput();
 }

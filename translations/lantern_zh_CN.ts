@@ -353,10 +353,6 @@ Driver: %2</source>
         <translation>编辑并重新发送…</translation>
     </message>
     <message>
-        <source>Put this message back in the input; sending it replaces it and everything after it</source>
-        <translation>把这条消息放回输入框；发送后将替换它及其后的所有内容</translation>
-    </message>
-    <message>
         <source>Welcome to Lantern</source>
         <translation>欢迎使用 Lantern</translation>
     </message>
@@ -379,6 +375,18 @@ Driver: %2</source>
     <message>
         <source>%1 is loaded. Write a message below to start.</source>
         <translation>%1 已加载。在下方输入消息即可开始。</translation>
+    </message>
+    <message>
+        <source>The previous version</source>
+        <translation>上一个版本</translation>
+    </message>
+    <message>
+        <source>The next version</source>
+        <translation>下一个版本</translation>
+    </message>
+    <message>
+        <source>Put this message back in the input; sending it makes a new version of it, and the earlier one stays</source>
+        <translation>把这条消息放回输入框；发送后会生成它的新版本，原来的版本仍会保留</translation>
     </message>
 </context>
 <context>
@@ -2273,10 +2281,6 @@ Lantern 运行 llama、qwen2、qwen3、phi3、gemma2 与 gemma3 架构的模型�
         <source>Could not write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
-    <message>
-        <source>Editing a message: sending replaces it and everything after it (Esc cancels).</source>
-        <translation>正在编辑消息：发送后将替换它及其后的所有内容（Esc 取消）。</translation>
-    </message>
     <message numerus="yes">
         <source>%n earlier turn(s) were dropped to make room in the context.</source>
         <translation>
@@ -2322,6 +2326,14 @@ Lantern 运行 llama、qwen2、qwen3、phi3、gemma2 与 gemma3 架构的模型�
     <message>
         <source>There is no room left in the context for a new reply. %1 %2</source>
         <translation>上下文已没有空间生成新的回复。%1%2</translation>
+    </message>
+    <message>
+        <source>Version %1 of %2 of this message; the conversation below follows it.</source>
+        <translation>这条消息的第 %1 个版本（共 %2 个）；下方的对话随之切换。</translation>
+    </message>
+    <message>
+        <source>Editing a message: sending makes a new version of it, and the earlier one stays (‹ › switches between them; Esc cancels).</source>
+        <translation>正在编辑消息：发送后会生成它的新版本，原来的版本仍会保留（用 ‹ › 切换；按 Esc 取消）。</translation>
     </message>
 </context>
 <context>

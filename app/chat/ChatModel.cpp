@@ -28,15 +28,19 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
             return m.model;
         case OutOfContextRole:
             return m.outOfContext;
+        case VersionRole:
+            return m.version;
+        case VersionsRole:
+            return m.versions;
         default:
             return {};
     }
 }
 
 QHash<int, QByteArray> ChatModel::roleNames() const {
-    return {{MessageRole, "messageRole"},      {TextRole, "text"},           {DetailsRole, "details"},
-            {CompleteRole, "complete"},        {StreamingRole, "streaming"}, {ModelRole, "model"},
-            {OutOfContextRole, "outOfContext"}};
+    return {{MessageRole, "messageRole"},       {TextRole, "text"},           {DetailsRole, "details"},
+            {CompleteRole, "complete"},         {StreamingRole, "streaming"}, {ModelRole, "model"},
+            {OutOfContextRole, "outOfContext"}, {VersionRole, "version"},     {VersionsRole, "versions"}};
 }
 
 void ChatModel::clear() {
@@ -105,6 +109,14 @@ void ChatModel::setRoomToContinue(int row, bool asItStands, bool byDropping) {
 void ChatModel::setOutOfContext(int row, bool out) {
     if (row < 0 || row >= messages_.size() || messages_[row].outOfContext == out) return;
     messages_[row].outOfContext = out;
+    changed(row);
+}
+
+void ChatModel::setVersion(int row, int version, int versions) {
+    if (row < 0 || row >= messages_.size()) return;
+    if (messages_[row].version == version && messages_[row].versions == versions) return;
+    messages_[row].version = version;
+    messages_[row].versions = versions;
     changed(row);
 }
 

@@ -24,6 +24,9 @@ struct ChatMessage {
     // The model no longer sees it: dropped to make room in the context (DropOldestTurns). Shown
     // dimmed; not stored (a reopened conversation is the model's whole again until a turn drops).
     bool outOfContext = false;
+    // Its place among the versions of this point of the conversation (Regenerate and Edit and
+    // Resend add versions; ConversationStore keeps them): 1-based, and how many there are.
+    int version = 1, versions = 1;
 };
 
 class ChatModel : public QAbstractListModel {
@@ -37,6 +40,8 @@ public:
         StreamingRole,
         ModelRole,         // ChatMessage::model
         OutOfContextRole,  // ChatMessage::outOfContext
+        VersionRole,       // ChatMessage::version
+        VersionsRole,      // ChatMessage::versions
     };
 
     explicit ChatModel(QObject* parent = nullptr);
@@ -56,6 +61,7 @@ public:
     void setStoreId(int row, qint64 id);
     void setRoomToContinue(int row, bool asItStands, bool byDropping);
     void setOutOfContext(int row, bool out);
+    void setVersion(int row, int version, int versions);
     void removeMessage(int row);
     const ChatMessage& message(int row) const { return messages_.at(row); }
     int lastRow(ChatMessage::Role role) const;  // -1 if none

@@ -1,5 +1,7 @@
 #include "chat/ChatView.h"
 
+#include <QMouseEvent>
+
 #include <QAbstractTextDocumentLayout>
 #include <QAccessible>
 #include <QApplication>
@@ -55,7 +57,10 @@ MessageDelegate::Layout MessageDelegate::layout(const QStyleOptionViewItem& opti
             .arg(int(index.data(ChatModel::StreamingRole).toBool()) * 2 +
                  int(index.data(ChatModel::CompleteRole).toBool()))
             .arg(int(renderMarkdown_) * 2 + int(repliesOpenInReasoning_))
-            .arg(option.font.key(), ChatView::author(index), index.data(ChatModel::DetailsRole).toString(),
+            .arg(option.font.key(),
+                 ChatView::author(index) + QLatin1Char('|') + index.data(ChatModel::VersionRole).toString() +
+                     QLatin1Char('/') + index.data(ChatModel::VersionsRole).toString(),
+                 index.data(ChatModel::DetailsRole).toString(),
                  QString::number(index.data(ChatModel::TextRole).toString().size())) +
         index.data(ChatModel::TextRole).toString();
     if (const Layout* cached = layouts_.object(key)) return *cached;
@@ -160,6 +165,16 @@ MessageDelegate::Layout MessageDelegate::computeLayout(const QStyleOptionViewIte
     labelFont.setBold(true);  // as painted
     const int labelWidth = std::max(bubbleWidth, QFontMetrics(labelFont).horizontalAdvance(l.labelText) + 2);
     l.label = QRect(right ? width - kSideMargin - labelWidth : kSideMargin, y, labelWidth, labelH);
+    if (const int versions = index.data(ChatModel::VersionsRole).toInt(); versions > 1) {
+        // Beside the author: "‹ 2 / 3 ›", to move between the versions of this message.
+        l.versionsText =
+            QStringLiteral("‹ %1 / %2 ›").arg(index.data(ChatModel::VersionRole).toInt()).arg(versions);
+        const int authorWidth = QFontMetrics(labelFont).horizontalAdvance(l.labelText);
+        const int versionsWidth = QFontMetrics(labelFont).horizontalAdvance(l.versionsText) + 12;
+        l.versions = QRect(
+            right ? width - kSideMargin - authorWidth - 10 - versionsWidth : kSideMargin + authorWidth + 10,
+            y - 2, versionsWidth, labelH + 4);
+    }
     y += labelH + 3;
     l.bubble = QRect(x, y, bubbleWidth, textHeight + 2 * kPadY);
     if (streaming && l.role == ChatMessage::Role::Assistant)  // (in pieces)
@@ -326,6 +341,16 @@ void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& optio
         painter->restore();
     }
 
+    if (!l.versionsText.isEmpty()) {
+        QFont versionsFont = small;
+        versionsFont.setBold(true);
+        painter->setFont(versionsFont);
+        painter->setPen(QPen(theme::border(), 1));
+        painter->setBrush(theme::surface());
+        painter->drawRoundedRect(QRectF(l.versions).adjusted(0.5, 0.5, -0.5, -0.5), 6, 6);
+        painter->setPen(theme::accentDark());
+        painter->drawText(l.versions, Qt::AlignCenter, l.versionsText);
+    }
     if (!l.detailsText.isEmpty()) {
         painter->setFont(small);
         painter->setPen(theme::mutedText());
@@ -339,6 +364,7 @@ void MessageDelegate::paint(QPainter* painter, const QStyleOptionViewItem& optio
 
 ChatView::ChatView(QWidget* parent) : QListView(parent), delegate_(new MessageDelegate(this)) {
     setItemDelegate(delegate_);
+    setMouseTracking(true);  // the "‹ n / m ›" of a message shows a hand under the pointer
     setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
     setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     setSelectionMode(QAbstractItemView::NoSelection);
@@ -482,6 +508,37 @@ void ChatView::paintEvent(QPaintEvent* event) {
     painter.drawText(hintRect, Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, emptyHint_);
 }
 
+std::pair<int, int> ChatView::versionStepAt(const QPoint& pos) const {
+    const QModelIndex index = indexAt(pos);
+    if (!index.isValid()) return {-1, 0};
+    QStyleOptionViewItem option;
+    initViewItemOption(&option);
+    option.rect = visualRect(index);
+    const QRect versions = delegate_->versionsRect(option, index).translated(option.rect.topLeft());
+    if (!versions.contains(pos)) return {-1, 0};
+    return {index.row(), pos.x() < versions.center().x() ? -1 : 1};
+}
+
+void ChatView::mouseReleaseEvent(QMouseEvent* event) {
+    if (event->button() == Qt::LeftButton) {
+        const auto [row, step] = versionStepAt(event->position().toPoint());
+        if (row >= 0) {
+            emit versionRequested(row, step);
+            return;
+        }
+    }
+    QListView::mouseReleaseEvent(event);
+}
+
+void ChatView::mouseMoveEvent(QMouseEvent* event) {
+    const auto [row, step] = versionStepAt(event->position().toPoint());
+    viewport()->setCursor(row >= 0 ? Qt::PointingHandCursor : Qt::ArrowCursor);
+    viewport()->setToolTip(row < 0    ? QString()
+                           : step < 0 ? tr("The previous version")
+                                      : tr("The next version"));
+    QListView::mouseMoveEvent(event);
+}
+
 void ChatView::contextMenuEvent(QContextMenuEvent* event) {
     const QModelIndex index = indexAt(viewport()->mapFrom(this, event->pos()));
     QMenu menu(this);
@@ -495,7 +552,8 @@ void ChatView::contextMenuEvent(QContextMenuEvent* event) {
         menu.addSeparator();
         edit = menu.addAction(tr("Edit and Resend…"));
         edit->setToolTip(
-            tr("Put this message back in the input; sending it replaces it and everything after it"));
+            tr("Put this message back in the input; sending it makes a new version of it, and the earlier "
+               "one stays"));
     }
     QAction* chosen = menu.exec(event->globalPos());
     if (chosen != nullptr && chosen == edit) {

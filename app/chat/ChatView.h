@@ -30,6 +30,11 @@ public:
     // Where a streaming reply can change from frame to frame, relative to its row: its last piece
     // down to the bubble's bottom (the pieces above are finished). Empty for other messages.
     QRect liveRect(const QStyleOptionViewItem& option, const QModelIndex& index) const;
+    // The message's "‹ 2 / 3 ›" (relative to its row; empty when it has one version): its left
+    // half shows the previous version, its right half the next.
+    QRect versionsRect(const QStyleOptionViewItem& option, const QModelIndex& index) const {
+        return layout(option, index).versions;
+    }
     // The part of the view being painted (viewport coordinates; null: all of it). Only the lines
     // inside it are drawn.
     void setPaintArea(const QRect& area) { paintArea_ = area; }
@@ -50,8 +55,8 @@ private:
         std::vector<Piece> pieces;           // what is painted: doc alone, or a streaming reply's pieces
         double textWidth = 0;                // the width the pieces are laid out at
         int liveTop = -1;                    // a streaming reply's last piece's top in the row, else -1
-        QRect label, bubble, details;
-        QString labelText, detailsText;
+        QRect label, bubble, details, versions;
+        QString labelText, detailsText, versionsText;
         bool outOfContext = false;  // dropped from the model's context: painted faded
         int height = 0;
     };
@@ -110,10 +115,14 @@ public:
 signals:
     // "Edit and Resend" on one of the user's messages (its row).
     void editRequested(int row);
+    // The message's previous (step -1) or next (1) version, from its "‹ 2 / 3 ›".
+    void versionRequested(int row, int step);
 
 protected:
     void paintEvent(QPaintEvent* event) override;
     void contextMenuEvent(QContextMenuEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
     // A streaming reply changes at every frame (at most every 50 ms). A re-layout of the list
     // repaints the whole view (every visible message's text), so a change that keeps the row's
     // height only repaints the row — of a streaming reply whose bubble stays put, only its last
@@ -125,6 +134,9 @@ private:
     MessageDelegate* delegate_;
     QPersistentModelIndex liveRow_;  // the row last repainted in part, and its bubble then
     QRect liveBubble_;
+    // The "‹ n / m ›" under `pos` (viewport coordinates): its row and the step a click takes, or
+    // {-1, 0}.
+    std::pair<int, int> versionStepAt(const QPoint& pos) const;
     QString emptyTitle_, emptyHint_;
     QPixmap emptyIcon_;
     bool followTail_ = true;

@@ -2,6 +2,7 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <QHash>
 #include <QSqlDatabase>
 #include <QSqlError>
 #include <QSqlQuery>
@@ -14,8 +15,9 @@ namespace {
 // 1: conversations and messages. 2: messages.model (which model wrote each reply: a conversation
 // can go on with another model, and its earlier replies keep their author). 3: messages.replaces
 // (the rows a new turn replaces until completeReplacement, so a turn killed before it began can be
-// undone when the conversation is reopened).
-constexpr int kSchemaVersion = 3;
+// undone when the conversation is reopened). 4: messages.parent_id and conversations.leaf_id
+// (versions: a tree of messages, the shown path ending at the leaf).
+constexpr int kSchemaVersion = 4;
 
 QSqlDatabase databaseFor(const QString& connection) {
     return QSqlDatabase::database(connection, false);
@@ -69,7 +71,8 @@ ConversationStore::ConversationStore(const QString& path)
                             " system_prompt TEXT NOT NULL DEFAULT '',"
                             " model TEXT NOT NULL DEFAULT '',"
                             " created_at INTEGER NOT NULL,"
-                            " updated_at INTEGER NOT NULL)")) &&
+                            " updated_at INTEGER NOT NULL,"
+                            " leaf_id INTEGER)")) &&
         exec(
             QStringLiteral("CREATE TABLE IF NOT EXISTS messages ("
                            " id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -80,7 +83,8 @@ ConversationStore::ConversationStore(const QString& path)
                            " details TEXT NOT NULL DEFAULT '',"
                            " created_at INTEGER NOT NULL,"
                            " model TEXT NOT NULL DEFAULT '',"
-                           " replaces INTEGER)")) &&
+                           " replaces INTEGER,"
+                           " parent_id INTEGER)")) &&
         exec(QStringLiteral(
             "CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id)")) &&
         migrate();
@@ -102,7 +106,9 @@ bool ConversationStore::migrate() {
     // no recorded author, and the chat shows them as the assistant's.
     // Versions 1 and 2 had no messages.replaces: their replacements were written at once, so no
     // stored message is part of a turn that never began.
-    bool hasModel = false, hasReplaces = false;
+    // Versions 1 to 3 kept one list per conversation: each message's parent is the one before it,
+    // and the shown path ends with the last.
+    bool hasModel = false, hasReplaces = false, hasParent = false, hasLeaf = false;
     if (!q.exec(QStringLiteral("PRAGMA table_info(messages)"))) {
         lastError_ = q.lastError().text();
         return false;
@@ -110,12 +116,35 @@ bool ConversationStore::migrate() {
     while (q.next()) {
         hasModel = hasModel || q.value(1).toString() == QStringLiteral("model");
         hasReplaces = hasReplaces || q.value(1).toString() == QStringLiteral("replaces");
+        hasParent = hasParent || q.value(1).toString() == QStringLiteral("parent_id");
     }
-    if (!hasModel && !exec(QStringLiteral("ALTER TABLE messages ADD COLUMN model TEXT NOT NULL DEFAULT ''")))
+    if (!q.exec(QStringLiteral("PRAGMA table_info(conversations)"))) {
+        lastError_ = q.lastError().text();
         return false;
-    if (!hasReplaces && !exec(QStringLiteral("ALTER TABLE messages ADD COLUMN replaces INTEGER")))
+    }
+    while (q.next()) hasLeaf = hasLeaf || q.value(1).toString() == QStringLiteral("leaf_id");
+    QSqlDatabase db = databaseFor(connection_);
+    if (!db.transaction()) {
+        lastError_ = db.lastError().text();
         return false;
-    return exec(QStringLiteral("PRAGMA user_version=%1").arg(kSchemaVersion));
+    }
+    const bool ok =
+        (hasModel ||
+         exec(QStringLiteral("ALTER TABLE messages ADD COLUMN model TEXT NOT NULL DEFAULT ''"))) &&
+        (hasReplaces || exec(QStringLiteral("ALTER TABLE messages ADD COLUMN replaces INTEGER"))) &&
+        (hasParent || exec(QStringLiteral("ALTER TABLE messages ADD COLUMN parent_id INTEGER"))) &&
+        (hasLeaf || exec(QStringLiteral("ALTER TABLE conversations ADD COLUMN leaf_id INTEGER"))) &&
+        exec(QStringLiteral("UPDATE messages SET parent_id = (SELECT MAX(p.id) FROM messages p WHERE "
+                            "p.conversation_id = messages.conversation_id AND p.id < messages.id) "
+                            "WHERE parent_id IS NULL")) &&
+        exec(QStringLiteral("UPDATE conversations SET leaf_id = (SELECT MAX(m.id) FROM messages m WHERE "
+                            "m.conversation_id = conversations.id) WHERE leaf_id IS NULL")) &&
+        exec(QStringLiteral("PRAGMA user_version=%1").arg(kSchemaVersion));
+    if (!ok) {
+        db.rollback();
+        return false;
+    }
+    return db.commit();
 }
 
 ConversationStore::~ConversationStore() {
@@ -294,11 +323,20 @@ ConversationSummary ConversationStore::conversation(qint64 id) const {
 qint64 ConversationStore::appendMessage(qint64 conversationId, const QString& role, const QString& content,
                                         bool complete, const QString& details, const QString& model,
                                         qint64 replaces) {
+    // Its parent: that of the message it replaces (a new version of it), else the shown path's end.
+    qint64 parent = -1;
+    if (replaces >= 0) {
+        for (const StoredMessage& m : allMessages(conversationId))
+            if (m.id == replaces) parent = m.parent_id;
+    } else {
+        const QVector<StoredMessage> path = messages(conversationId);
+        if (!path.isEmpty()) parent = path.last().id;
+    }
     QSqlQuery q(databaseFor(connection_));
     q.prepare(
         QStringLiteral("INSERT INTO messages (conversation_id, role, content, complete, details, created_at, "
-                       "model, replaces) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+                       "model, replaces, parent_id) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     q.addBindValue(conversationId);
     q.addBindValue(text(role));
     q.addBindValue(text(content));
@@ -308,11 +346,13 @@ qint64 ConversationStore::appendMessage(qint64 conversationId, const QString& ro
     q.addBindValue(text(model));
     q.addBindValue(replaces >= 0 ? QVariant(replaces)
                                  : QVariant(QMetaType::fromType<qint64>()));  // NULL: replaces nothing
+    q.addBindValue(parent >= 0 ? QVariant(parent) : QVariant(QMetaType::fromType<qint64>()));
     if (!q.exec()) {
         lastError_ = q.lastError().text();
         return -1;
     }
     const qint64 id = q.lastInsertId().toLongLong();
+    setLeaf(conversationId, id);
     touch(conversationId);
     return id;
 }
@@ -333,40 +373,143 @@ bool ConversationStore::updateMessage(qint64 messageId, const QString& content, 
 }
 
 bool ConversationStore::deleteMessage(qint64 messageId) {
-    return execWithId(databaseFor(connection_), QStringLiteral("DELETE FROM messages WHERE id = ?"),
-                      messageId, lastError_) == 1;
-}
-
-bool ConversationStore::completeReplacement(qint64 replacement, const QVector<qint64>& replaced) {
     QSqlDatabase db = databaseFor(connection_);
+    qint64 conversationId = -1;
+    {
+        QSqlQuery q(db);
+        q.prepare(QStringLiteral("SELECT conversation_id FROM messages WHERE id = ?"));
+        q.addBindValue(messageId);
+        if (!q.exec() || !q.next()) return false;
+        conversationId = q.value(0).toLongLong();
+    }
+    const QVector<StoredMessage> all = allMessages(conversationId);
+    const QVector<StoredMessage> path = messages(conversationId);
+    // The message and every message after it, in any version.
+    QVector<qint64> gone{messageId};
+    for (qsizetype i = 0; i < gone.size(); ++i)
+        for (const StoredMessage& m : all)
+            if (m.parent_id == gone[i]) gone << m.id;
+    const StoredMessage* deleted = nullptr;
+    for (const StoredMessage& m : all)
+        if (m.id == messageId) deleted = &m;
+    bool onPath = false;
+    for (const StoredMessage& m : path) onPath = onPath || m.id == messageId;
     if (!db.transaction()) {
         lastError_ = db.lastError().text();
         return false;
     }
     bool ok = true;
-    for (const qint64 id : replaced) {
-        ok = execWithId(db, QStringLiteral("DELETE FROM messages WHERE id = ?"), id, lastError_) >= 0;
-        if (!ok) break;
+    for (const qint64 id : gone)
+        ok = ok && execWithId(db, QStringLiteral("DELETE FROM messages WHERE id = ?"), id, lastError_) >= 0;
+    if (ok && onPath) {
+        // The path ends where it was before this message: at the version it replaced (that path's
+        // latest), or at its parent.
+        qint64 leaf = deleted->parent_id;
+        if (deleted->replaces >= 0) {
+            for (const StoredMessage& m : all)
+                if (m.id == deleted->replaces && !gone.contains(m.id)) leaf = latestBelow(all, m.id);
+        }
+        ok = setLeaf(conversationId, leaf);
     }
-    if (ok && replacement >= 0)
-        ok = execWithId(db, QStringLiteral("UPDATE messages SET replaces = NULL WHERE id = ?"), replacement,
-                        lastError_) >= 0;
     if (!ok) {
         db.rollback();
         return false;
     }
-    if (!db.commit()) {
-        lastError_ = db.lastError().text();
+    return db.commit();
+}
+
+bool ConversationStore::completeReplacement(qint64 replacement) {
+    if (replacement < 0) return true;
+    return execWithId(databaseFor(connection_),
+                      QStringLiteral("UPDATE messages SET replaces = NULL WHERE id = ?"), replacement,
+                      lastError_) >= 0;
+}
+
+bool ConversationStore::setLeaf(qint64 conversationId, qint64 leaf) {
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("UPDATE conversations SET leaf_id = ? WHERE id = ?"));
+    q.addBindValue(leaf >= 0 ? QVariant(leaf) : QVariant(QMetaType::fromType<qint64>()));
+    q.addBindValue(conversationId);
+    if (!q.exec()) {
+        lastError_ = q.lastError().text();
         return false;
     }
     return true;
 }
 
+qint64 ConversationStore::latestBelow(const QVector<StoredMessage>& all, qint64 id) {
+    for (bool deeper = true; deeper;) {
+        deeper = false;
+        qint64 latest = -1;
+        for (const StoredMessage& m : all)
+            if (m.parent_id == id && m.id > latest) latest = m.id;
+        if (latest >= 0) {
+            id = latest;
+            deeper = true;
+        }
+    }
+    return id;
+}
+
+qint64 ConversationStore::versionBeside(qint64 messageId, int step) const {
+    QSqlQuery q(databaseFor(connection_));
+    q.prepare(QStringLiteral("SELECT conversation_id FROM messages WHERE id = ?"));
+    q.addBindValue(messageId);
+    if (!q.exec() || !q.next()) return -1;
+    const QVector<StoredMessage> all = allMessages(q.value(0).toLongLong());
+    qint64 parent = -2;
+    for (const StoredMessage& m : all)
+        if (m.id == messageId) parent = m.parent_id;
+    if (parent == -2) return -1;
+    QVector<qint64> siblings;  // (ids grow: oldest first)
+    for (const StoredMessage& m : all)
+        if (m.parent_id == parent) siblings << m.id;
+    const qsizetype at = siblings.indexOf(messageId) + step;
+    return at >= 0 && at < siblings.size() ? siblings[at] : -1;
+}
+
+bool ConversationStore::chooseVersion(qint64 conversationId, qint64 messageId) {
+    const QVector<StoredMessage> all = allMessages(conversationId);
+    for (const StoredMessage& m : all)
+        if (m.id == messageId)
+            return setLeaf(conversationId, latestBelow(all, messageId)) && touch(conversationId);
+    return false;
+}
+
 QVector<StoredMessage> ConversationStore::messages(qint64 conversationId) const {
+    const QVector<StoredMessage> all = allMessages(conversationId);
+    if (all.isEmpty()) return all;
+    qint64 leaf = -1;
+    {
+        QSqlQuery q(databaseFor(connection_));
+        q.prepare(QStringLiteral("SELECT leaf_id FROM conversations WHERE id = ?"));
+        q.addBindValue(conversationId);
+        if (q.exec() && q.next() && !q.value(0).isNull()) leaf = q.value(0).toLongLong();
+    }
+    QHash<qint64, qsizetype> at;
+    for (qsizetype i = 0; i < all.size(); ++i) at.insert(all[i].id, i);
+    if (!at.contains(leaf)) leaf = latestBelow(all, all.first().id);  // (no leaf recorded: the latest path)
+    QVector<StoredMessage> path;
+    for (qint64 id = leaf; at.contains(id) && path.size() <= all.size(); id = all[at.value(id)].parent_id)
+        path.prepend(all[at.value(id)]);
+    for (StoredMessage& m : path) {
+        int count = 0, index = 0;
+        for (const StoredMessage& other : all) {
+            if (other.parent_id != m.parent_id) continue;
+            ++count;
+            if (other.id <= m.id) ++index;
+        }
+        m.version = index;
+        m.versions = count;
+    }
+    return path;
+}
+
+QVector<StoredMessage> ConversationStore::allMessages(qint64 conversationId) const {
     QVector<StoredMessage> out;
     QSqlQuery q(databaseFor(connection_));
     q.prepare(QStringLiteral(
-        "SELECT id, role, content, complete, details, created_at, model, replaces FROM messages "
+        "SELECT id, role, content, complete, details, created_at, model, replaces, parent_id FROM messages "
         "WHERE conversation_id = ? ORDER BY id"));
     q.addBindValue(conversationId);
     if (!q.exec()) {
@@ -384,6 +527,7 @@ QVector<StoredMessage> ConversationStore::messages(qint64 conversationId) const 
         m.created = QDateTime::fromMSecsSinceEpoch(q.value(5).toLongLong());
         m.model = q.value(6).toString();
         if (!q.value(7).isNull()) m.replaces = q.value(7).toLongLong();
+        if (!q.value(8).isNull()) m.parent_id = q.value(8).toLongLong();
         out.push_back(m);
     }
     return out;

@@ -5,6 +5,11 @@
 // stays cheap. Messages carry a `complete` flag; a reply interrupted by closing the app or by Stop
 // is stored with complete = false and shown as such when the conversation is reopened.
 //
+// Versions: messages form a tree (messages.parent_id: the message before it). Regenerate and Edit
+// and Resend add a sibling of what they replace, which stays as another version; the conversation
+// shows the path that ends at conversations.leaf_id, which chooseVersion() moves. messages()
+// returns that path, each message with its place among its versions.
+//
 // Used from the UI thread only (a QSqlDatabase connection belongs to the thread that opened it).
 #pragma once
 #include <QDateTime>
@@ -34,6 +39,10 @@ struct StoredMessage {
     // that still names one when the conversation is opened belongs to a turn that never began:
     // the app was killed while its prompt was read.
     qint64 replaces = -1;
+    qint64 parent_id = -1;  // the message before it (-1: the conversation's first)
+    // Its place among the versions of this point of the conversation (messages with the same
+    // parent), 1-based, oldest first, and how many there are.
+    int version = 1, versions = 1;
 };
 
 class ConversationStore {
@@ -63,21 +72,35 @@ public:
     QVector<qint64> search(const QString& text) const;
     ConversationSummary conversation(qint64 id) const;
 
+    // After the shown path's last message — or, when it `replaces` one, as a new version of that
+    // message (its sibling); either way the shown path now ends with it.
     qint64 appendMessage(qint64 conversationId, const QString& role, const QString& content,
                          bool complete = true, const QString& details = {}, const QString& model = {},
                          qint64 replaces = -1);
-    // The turn that `replacement` begins has begun: the messages it replaces go and it no longer
-    // names them, in one transaction (a kill in between leaves one state or the other).
-    bool completeReplacement(qint64 replacement, const QVector<qint64>& replaced);
+    // The turn that `replacement` begins has begun: it no longer names what it replaces, which
+    // stays as its earlier version.
+    bool completeReplacement(qint64 replacement);
     // Rewrites a message's text (the streaming reply), its completion flag and details.
     bool updateMessage(qint64 messageId, const QString& content, bool complete, const QString& details = {});
+    // Deletes the message and everything after it on every version; a shown path that went
+    // through it ends at its parent again — or, for a replacement, at the version it replaced.
     bool deleteMessage(qint64 messageId);
+    // The shown path, first message first (all messages of a conversation when it has no tree yet).
     QVector<StoredMessage> messages(qint64 conversationId) const;
+    // Every message of the conversation, every version, in the order they were written.
+    QVector<StoredMessage> allMessages(qint64 conversationId) const;
+    // The version `step` places after (1) or before (-1) the message among its siblings, or -1.
+    qint64 versionBeside(qint64 messageId, int step) const;
+    // Shows the path through `messageId`: below it, the latest version at each point.
+    bool chooseVersion(qint64 conversationId, qint64 messageId);
 
 private:
     bool exec(const QString& sql);
     bool migrate();
     bool touch(qint64 conversationId);
+    bool setLeaf(qint64 conversationId, qint64 leaf);  // -1: none (an empty conversation)
+    // Below `id`, the latest version at each point, down to the last message.
+    static qint64 latestBelow(const QVector<StoredMessage>& all, qint64 id);
 
     QString path_;
     QString connection_;

@@ -111,20 +111,9 @@ bool TurnController::openConversation(qint64 id) {
     cancelEdit();
     conversationId_ = id;
     emit conversationIdChanged(id);
-    QVector<ChatMessage> messages;
     int editRow = -1;
     QString editText;
-    for (const StoredMessage& m : withoutTurnThatNeverBegan(store_->messages(id), editRow, editText)) {
-        ChatMessage msg;
-        msg.role = ChatModel::roleFromName(m.role);
-        msg.text = m.content;
-        msg.complete = m.complete;
-        msg.details = m.details;
-        msg.model = m.model;
-        msg.store_id = m.id;
-        messages.push_back(msg);
-    }
-    chat_->setMessages(messages);
+    showStoredPath(withoutTurnThatNeverBegan(id, editRow, editText));
     emit conversationOpened(summary.system_prompt);
     emit systemPromptChanged(summary.system_prompt);
     restoreConversationToModel();
@@ -160,28 +149,81 @@ void TurnController::restoreConversationToModel() {
     emit measureInvalidated();  // the message being written joins another conversation
 }
 
-QVector<StoredMessage> TurnController::withoutTurnThatNeverBegan(const QVector<StoredMessage>& stored,
-                                                                 int& editRow, QString& editText) {
+void TurnController::showStoredPath(const QVector<StoredMessage>& path) {
+    QVector<ChatMessage> messages;
+    for (const StoredMessage& m : path) {
+        ChatMessage msg;
+        msg.role = ChatModel::roleFromName(m.role);
+        msg.text = m.content;
+        msg.complete = m.complete;
+        msg.details = m.details;
+        msg.model = m.model;
+        msg.store_id = m.id;
+        msg.version = m.version;
+        msg.versions = m.versions;
+        messages.push_back(msg);
+    }
+    chat_->setMessages(messages);
+}
+
+void TurnController::refreshVersions() {
+    if (conversationId_ < 0) return;
+    QHash<qint64, QPair<int, int>> versions;
+    for (const StoredMessage& m : store_->messages(conversationId_))
+        versions.insert(m.id, {m.version, m.versions});
+    for (int row = 0; row < chat_->rowCount(); ++row) {
+        const auto it = versions.constFind(chat_->message(row).store_id);
+        if (it != versions.constEnd()) chat_->setVersion(row, it->first, it->second);
+    }
+}
+
+bool TurnController::showVersion(int row, int step) {
+    if (generating_ || conversationId_ < 0 || row < 0 || row >= chat_->rowCount()) return false;
+    const qint64 target = store_->versionBeside(chat_->message(row).store_id, step);
+    if (target < 0 || !store_->chooseVersion(conversationId_, target)) return false;
+    cancelEdit();
+    showStoredPath(store_->messages(conversationId_));
+    // The model's conversation follows the version shown; the KV prefix cache still holds what
+    // it computed of this path before, so the next turn reuses it (the KV panel says how much).
+    restoreConversationToModel();
+    if (row < chat_->rowCount()) {
+        const ChatMessage& m = chat_->message(row);
+        emit statusMessage(tr("Version %1 of %2 of this message; the conversation below follows it.")
+                               .arg(m.version)
+                               .arg(m.versions),
+                           6000);
+    }
+    emit versionShown(row);
+    emit actionsChanged();
+    emit conversationsChanged();
+    return true;
+}
+
+QVector<StoredMessage> TurnController::withoutTurnThatNeverBegan(qint64 conversationId, int& editRow,
+                                                                 QString& editText) {
     // A turn that never began (the app was killed while its prompt was read) left its messages in
-    // the store after those it was to replace: they go, and an edit's text is back in the input.
+    // the store as a new version of what they were to replace: they go (the path is back on the
+    // version they replaced), and an edit's text is back in the input.
     editRow = -1;
-    QVector<StoredMessage> out = stored;
+    QVector<StoredMessage> out = store_->messages(conversationId);
+    const QVector<StoredMessage> all = store_->allMessages(conversationId);
     for (int i = 0; i < out.size(); ++i) {
         if (out[i].replaces < 0) continue;
-        int target = -1;
-        for (int j = 0; j < i; ++j)
-            if (out[j].id == out[i].replaces) target = j;
-        if (target < 0) {  // what it named is gone some other way: nothing to undo, an ordinary message
-            store_->completeReplacement(out[i].id, {});
+        const StoredMessage turn = out[i];
+        const bool named = std::any_of(all.begin(), all.end(),
+                                       [&](const StoredMessage& m) { return m.id == turn.replaces; });
+        if (!named) {  // what it named is gone some other way: nothing to undo, an ordinary message
+            store_->completeReplacement(turn.id);
             out[i].replaces = -1;
             continue;
         }
-        if (out[i].role == QStringLiteral("user")) {
-            editRow = target;
-            editText = out[i].content;
+        store_->deleteMessage(turn.id);  // with what followed it
+        out = store_->messages(conversationId);
+        if (turn.role == QStringLiteral("user")) {
+            for (int j = 0; j < out.size(); ++j)
+                if (out[j].id == turn.replaces) editRow = j;
+            if (editRow >= 0) editText = turn.content;
         }
-        for (int k = i; k < out.size(); ++k) store_->deleteMessage(out[k].id);
-        out.resize(i);
         break;
     }
     // A reply killed before its first token is an empty, unfinished row: nothing to show. The
@@ -221,8 +263,10 @@ bool TurnController::exportMarkdown(const QString& path, const QString& systemPr
 void TurnController::startEditing(int row, const QString& text) {
     editingRow_ = row;
     emit editStarted(text);
-    emit statusMessage(tr("Editing a message: sending replaces it and everything after it (Esc cancels)."),
-                       0);
+    emit statusMessage(
+        tr("Editing a message: sending makes a new version of it, and the earlier one stays (‹ › switches "
+           "between them; Esc cancels)."),
+        0);
     emit measureInvalidated();
 }
 
@@ -554,11 +598,10 @@ void TurnController::setAsideFrom(int row, bool editing) {
 
 void TurnController::commitReplacement() {
     if (replaced_.row < 0) return;
-    QVector<qint64> ids;
-    for (const ChatMessage& m : replaced_.messages)
-        if (m.store_id >= 0) ids << m.store_id;
-    store_->completeReplacement(replaced_.by, ids);
+    // What it replaced stays in the store as the earlier version of the new turn's first message.
+    store_->completeReplacement(replaced_.by);
     replaced_ = Replaced{};
+    refreshVersions();
 }
 
 void TurnController::undoReplacement() {

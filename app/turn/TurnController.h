@@ -5,8 +5,9 @@
 // It owns no widget: it edits the ChatModel the view shows, asks the InferenceWorker for turns
 // through its request signals (queued to the worker's thread) and takes the worker's results
 // through its slots. The window wires both and turns its signals into what the user sees.
-// A replacement (Edit and Resend, Regenerate) keeps what it replaces in the store until the new
-// turn has begun, so a turn refused or killed before then loses nothing.
+// A replacement (Edit and Resend, Regenerate) is a new version of what it replaces, which stays in
+// the store as the earlier version (showVersion moves between them); until the new turn has begun
+// it is marked, so a turn refused or killed before then is undone without a trace.
 #pragma once
 #include <QObject>
 #include <QString>
@@ -55,6 +56,10 @@ public:
     bool regenerate();
     bool continueReply();
     bool editMessage(int row);  // the message's text goes to the input (editStarted)
+    // Shows the message's previous (step -1) or next (1) version, and the conversation after it
+    // as it went on from that version; the model is given that path. False when there is none
+    // or a reply is being written.
+    bool showVersion(int row, int step);
     bool cancelEdit();
     void newConversation();
     bool openConversation(qint64 id);
@@ -100,6 +105,7 @@ signals:
     void conversationOpened(const QString& systemPrompt);
     void conversationIdChanged(qint64 id);  // the open conversation (-1: a new one, not stored yet)
     void measureInvalidated();              // the message being written must be measured again
+    void versionShown(int row);             // another version of the message in `row` is shown
 
 private:
     enum class Turn { Send, Regenerate, Continue };
@@ -126,8 +132,9 @@ private:
     void setAsideFrom(int row, bool editing);
     void commitReplacement();
     void undoReplacement();
-    QVector<StoredMessage> withoutTurnThatNeverBegan(const QVector<StoredMessage>& stored, int& editRow,
-                                                     QString& editText);
+    QVector<StoredMessage> withoutTurnThatNeverBegan(qint64 conversationId, int& editRow, QString& editText);
+    void showStoredPath(const QVector<StoredMessage>& path);
+    void refreshVersions();  // the rows' places among their versions, as the store has them
     void startEditing(int row, const QString& text);
 
     ChatModel* chat_;

@@ -6,6 +6,7 @@
 #include <QFile>
 #include <QSignalSpy>
 #include <QSqlDatabase>
+#include <QSqlError>
 #include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QTest>
@@ -23,6 +24,8 @@ private slots:
     void aVersion1DatabaseIsUpgradedWithoutLoss();
     void searchFindsTitlesAndMessages();
     void aReplacementNamesWhatItReplacesUntilItHasBegun();
+    void aStoreFromThePreviousReleaseOpensAsVersions();
+    void versionsAreATreeWithAChosenPath();
 };
 
 void TestConversationStore::conversationsAndMessagesRoundTrip() {
@@ -196,19 +199,135 @@ void TestConversationStore::aVersion1DatabaseIsUpgradedWithoutLoss() {
     QCOMPARE(messages.size(), 3);
     QCOMPARE(messages[2].model, QStringLiteral("stories260K"));
     QCOMPARE(messages[1].replaces, qint64{-1});  // (the column added for version 3: nothing replaces)
+    // One list became a path: each message's parent is the one before it.
+    QCOMPARE(messages[0].parent_id, qint64{-1});
+    QCOMPARE(messages[1].parent_id, messages[0].id);
+    QCOMPARE(messages[2].parent_id, messages[1].id);
     QVERIFY(store.appendMessage(1, QStringLiteral("user"), QStringLiteral("Hi again"), true, {}, {},
                                 messages[0].id) > 0);
     QCOMPARE(store.messages(1).last().replaces, messages[0].id);
-    QVERIFY(store.completeReplacement(store.messages(1).last().id, {}));
-    // Upgraded once: opening it again finds version 3 and changes nothing.
+    QVERIFY(store.completeReplacement(store.messages(1).last().id));
+    // Upgraded once: opening it again finds version 4 and changes nothing; "Hi again" is the
+    // second version of the first message, and the first one's path is all there.
     ConversationStore again(path);
     QVERIFY2(again.isOpen(), qPrintable(again.lastError()));
-    QCOMPARE(again.messages(1).size(), 4);
+    QCOMPARE(again.messages(1).size(), 1);
     QCOMPARE(again.messages(1).last().replaces, qint64{-1});
+    QCOMPARE(again.messages(1).first().version, 2);
+    QCOMPARE(again.messages(1).first().versions, 2);
+    QCOMPARE(again.allMessages(1).size(), 4);
+    QVERIFY(again.chooseVersion(1, messages[0].id));
+    QCOMPARE(again.messages(1).size(), 3);
+}
+
+// A database as the previous release wrote it (schema 3: one list per conversation, an edit's
+// turn that never began still naming what it replaces) opens with every message, each list a
+// path, the shown path its whole list; the turn that never began is still found by the app.
+void TestConversationStore::aStoreFromThePreviousReleaseOpensAsVersions() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("v3.sqlite"));
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("v3-writer"));
+        db.setDatabaseName(path);
+        QVERIFY(db.open());
+        QSqlQuery q(db);
+        QVERIFY(q.exec(QStringLiteral(
+            "CREATE TABLE conversations (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, "
+            "system_prompt TEXT NOT NULL DEFAULT '', model TEXT NOT NULL DEFAULT '', "
+            "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)")));
+        QVERIFY(q.exec(QStringLiteral(
+            "CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id INTEGER NOT NULL "
+            "REFERENCES conversations(id) ON DELETE CASCADE, role TEXT NOT NULL, content TEXT NOT NULL, "
+            "complete INTEGER NOT NULL DEFAULT 1, details TEXT NOT NULL DEFAULT '', created_at INTEGER NOT "
+            "NULL, model TEXT NOT NULL DEFAULT '', replaces INTEGER)")));
+        QVERIFY(q.exec(QStringLiteral("INSERT INTO conversations VALUES (1, 'A', '', 'm.gguf', 1, 2)")));
+        QVERIFY(q.exec(QStringLiteral("INSERT INTO conversations VALUES (2, 'B', '', 'm.gguf', 1, 2)")));
+        const char* rows[] = {"(1, 1, 'user', 'One', 1, '', 1, '', NULL)",
+                              "(2, 2, 'user', 'Other', 1, '', 1, '', NULL)",
+                              "(3, 1, 'assistant', 'Reply one', 1, '', 2, 'm', NULL)",
+                              "(4, 1, 'user', 'Two', 1, '', 3, '', NULL)",
+                              "(5, 1, 'assistant', 'Reply two', 0, '', 4, 'm', NULL)",
+                              "(6, 1, 'user', 'Two, edited', 1, '', 5, '', 4)"};
+        for (const char* row : rows)
+            QVERIFY2(q.exec(QStringLiteral("INSERT INTO messages VALUES ") + QLatin1String(row)),
+                     qPrintable(q.lastError().text()));
+        QVERIFY(q.exec(QStringLiteral("PRAGMA user_version=3")));
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("v3-writer"));
+    ConversationStore store(path);
+    QVERIFY2(store.isOpen(), qPrintable(store.lastError()));
+    QVector<StoredMessage> a = store.messages(1);
+    QCOMPARE(a.size(), 5);
+    QStringList texts;
+    for (const StoredMessage& m : a) texts << m.content;
+    QCOMPARE(texts, (QStringList{"One", "Reply one", "Two", "Reply two", "Two, edited"}));
+    QCOMPARE(a[4].replaces, qint64{4});  // (the app undoes this turn: it never began)
+    QCOMPARE(a[1].parent_id, qint64{1});
+    QCOMPARE(store.messages(2).size(), 1);
+    QCOMPARE(store.messages(2).first().parent_id, qint64{-1});
+    // Undone as the app does: the path ends where it was before the edit.
+    QVERIFY(store.deleteMessage(6));
+    QCOMPARE(store.messages(1).size(), 4);
+    QCOMPARE(store.messages(1).last().content, QStringLiteral("Reply two"));
+}
+
+// Regenerate and Edit and Resend add versions; the shown path follows the version chosen, and
+// deleting a version that never began goes back to the one it replaced.
+void TestConversationStore::versionsAreATreeWithAChosenPath() {
+    QTemporaryDir dir;
+    ConversationStore store(dir.filePath(QStringLiteral("tree.sqlite")));
+    const qint64 c = store.createConversation(QStringLiteral("Tree"));
+    const qint64 u1 = store.appendMessage(c, QStringLiteral("user"), QStringLiteral("Q1"));
+    const qint64 r1 = store.appendMessage(c, QStringLiteral("assistant"), QStringLiteral("A1"));
+    const qint64 u2 = store.appendMessage(c, QStringLiteral("user"), QStringLiteral("Q2"));
+    const qint64 r2 = store.appendMessage(c, QStringLiteral("assistant"), QStringLiteral("A2"));
+    // Regenerate A2: a sibling of it.
+    const qint64 r2b =
+        store.appendMessage(c, QStringLiteral("assistant"), QStringLiteral("A2b"), true, {}, {}, r2);
+    QVERIFY(store.completeReplacement(r2b));
+    QVector<StoredMessage> path = store.messages(c);
+    QCOMPARE(path.size(), 4);
+    QCOMPARE(path[3].id, r2b);
+    QCOMPARE(path[3].version, 2);
+    QCOMPARE(path[3].versions, 2);
+    QCOMPARE(path[2].versions, 1);
+    QCOMPARE(store.versionBeside(r2b, -1), r2);
+    QCOMPARE(store.versionBeside(r2b, 1), qint64{-1});
+    // Edit Q1: a new first message; its path is just itself and what follows it.
+    const qint64 u1b =
+        store.appendMessage(c, QStringLiteral("user"), QStringLiteral("Q1b"), true, {}, {}, u1);
+    QVERIFY(store.completeReplacement(u1b));
+    const qint64 r1b = store.appendMessage(c, QStringLiteral("assistant"), QStringLiteral("A1b"));
+    path = store.messages(c);
+    QCOMPARE(path.size(), 2);
+    QCOMPARE(path[0].id, u1b);
+    QCOMPARE(path[1].id, r1b);
+    QCOMPARE(path[0].version, 2);
+    // Back to Q1: the latest path below it (A2b, the latest version of A2).
+    QVERIFY(store.chooseVersion(c, store.versionBeside(u1b, -1)));
+    path = store.messages(c);
+    QCOMPARE(path.size(), 4);
+    QCOMPARE(path[0].id, u1);
+    QCOMPARE(path[3].id, r2b);
+    QVERIFY(store.chooseVersion(c, r2));
+    QCOMPARE(store.messages(c).last().id, r2);
+    QCOMPARE(store.messages(c).last().version, 1);
+    QCOMPARE(store.allMessages(c).size(), 7);
+    // A regenerate that never began is deleted: the path is back on the reply it was to replace.
+    const qint64 r2c = store.appendMessage(c, QStringLiteral("assistant"), QString(), false, {}, {}, r2);
+    QCOMPARE(store.messages(c).last().id, r2c);
+    QVERIFY(store.deleteMessage(r2c));
+    QCOMPARE(store.messages(c).last().id, r2);
+    // Deleting a message deletes what follows it in every version.
+    QVERIFY(store.deleteMessage(u2));
+    QCOMPARE(store.messages(c).size(), 2);
+    QCOMPARE(store.allMessages(c).size(), 4);
+    Q_UNUSED(r1);
 }
 
 // Edit and Resend stores the new message naming the first message it replaces; once its turn has
-// begun, completeReplacement removes what it replaced and the name, together.
+// begun, completeReplacement drops the name; what it replaced stays as the earlier version.
 void TestConversationStore::aReplacementNamesWhatItReplacesUntilItHasBegun() {
     QTemporaryDir dir;
     ConversationStore store(dir.filePath(QStringLiteral("chat.sqlite")));
@@ -222,18 +341,20 @@ void TestConversationStore::aReplacementNamesWhatItReplacesUntilItHasBegun() {
         store.appendMessage(c, QStringLiteral("user"), QStringLiteral("Second, edited"), true, {}, {}, old);
     QVERIFY(keep > 0 && old > 0 && oldReply > 0 && edit > 0);
     QVector<StoredMessage> messages = store.messages(c);
-    QCOMPARE(messages.size(), 5);
-    QCOMPARE(messages[4].replaces, old);
-    QCOMPARE(messages[2].replaces, qint64{-1});
+    QCOMPARE(messages.size(), 3);  // the new version is shown
+    QCOMPARE(messages[2].replaces, old);
+    QCOMPARE(messages[1].replaces, qint64{-1});
 
-    QVERIFY2(store.completeReplacement(edit, {old, oldReply}), qPrintable(store.lastError()));
+    QVERIFY2(store.completeReplacement(edit), qPrintable(store.lastError()));
     messages = store.messages(c);
     QCOMPARE(messages.size(), 3);
     QCOMPARE(messages[2].id, edit);
     QCOMPARE(messages[2].content, QStringLiteral("Second, edited"));
     QCOMPARE(messages[2].replaces, qint64{-1});
-    // Already gone: the transaction fails as a whole only on a database error, not on a missing row.
-    QVERIFY(store.completeReplacement(edit, {old}));
+    // What it replaced stays, as the earlier version.
+    QCOMPARE(messages[2].version, 2);
+    QCOMPARE(store.allMessages(c).size(), 5);
+    QVERIFY(store.completeReplacement(edit));
     QCOMPARE(store.messages(c).size(), 3);
 }
 

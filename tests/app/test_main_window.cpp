@@ -204,6 +204,7 @@ private slots:
     void theInputSaysHowLongAMessageIsAndWhetherItFits();
     void afterAReplyTheStatusBarCountsWhatTheCacheHolds();
     void aTurnKilledBeforeItBeganIsUndoneWhenReopened();
+    void regeneratedRepliesAreVersionsChosenInTheChat();
 };
 
 void TestMainWindow::initTestCase() {
@@ -682,6 +683,65 @@ void TestMainWindow::anApiServerWithoutRoomOnTheDeviceLeavesTheChatLoaded() {
         QVERIFY(window.findChild<QLabel*>(QStringLiteral("apiLabel"))->isHidden());
     }
     preferences::setContextLength(path, 0);
+}
+
+// Regenerate keeps the first reply as version 1: the reply shows "‹ 2 / 2 ›", a click on its left
+// half shows version 1 and the conversation as it went on from there, the model is given that
+// path (its KV blocks are still cached: the next turn reuses them), export writes the path shown,
+// and a reopened window shows the version chosen.
+void TestMainWindow::regeneratedRepliesAreVersionsChosenInTheChat() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(QStringLiteral("chat.sqlite"));
+    MainWindow window(db);
+    window.show();
+    window.resize(1200, 800);
+    QVERIFY(loadModel(window));
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(12);
+    QSignalSpy finished(window.worker(), &InferenceWorker::turnFinished);
+    QVERIFY(sendAndWait(window, QStringLiteral("Once upon a time, there was a big red ball")));
+    auto* view = window.findChild<ChatView*>(QStringLiteral("chatView"));
+    const QAbstractItemModel* chat = view->model();
+    const QString first = chat->index(1, 0).data(ChatModel::TextRole).toString();
+    QTest::mouseClick(window.findChild<QPushButton*>(QStringLiteral("regenerateButton")), Qt::LeftButton);
+    QVERIFY(QTest::qWaitFor(
+        [&] { return window.state() == MainWindow::State::Ready && finished.size() == 2; }, kTurnTimeoutMs));
+    const QString second = chat->index(1, 0).data(ChatModel::TextRole).toString();
+    QCOMPARE(chat->rowCount(), 2);
+    QCOMPARE(chat->index(1, 0).data(ChatModel::VersionRole).toInt(), 2);
+    QCOMPARE(chat->index(1, 0).data(ChatModel::VersionsRole).toInt(), 2);
+
+    // The reply's "‹ 2 / 2 ›": its left half.
+    QStyleOptionViewItem option;
+    option.rect = view->visualRect(chat->index(1, 0));
+    option.font = view->font();
+    option.widget = view;
+    auto* delegate = qobject_cast<MessageDelegate*>(view->itemDelegate());
+    const QRect versions =
+        delegate->versionsRect(option, chat->index(1, 0)).translated(option.rect.topLeft());
+    QVERIFY(!versions.isEmpty());
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {},
+                      QPoint(versions.left() + 3, versions.center().y()));
+    QVERIFY(
+        QTest::qWaitFor([&] { return chat->index(1, 0).data(ChatModel::VersionRole).toInt() == 1; }, 5000));
+    QCOMPARE(chat->index(1, 0).data(ChatModel::TextRole).toString(), first);
+    QString exported;
+    const QString path = dir.filePath(QStringLiteral("chat.md"));
+    QVERIFY(window.writeConversationMarkdown(path));
+    QFile md(path);
+    QVERIFY(md.open(QIODevice::ReadOnly));
+    exported = QString::fromUtf8(md.readAll());
+    QVERIFY2(exported.contains(first.trimmed()), qPrintable(exported));
+    if (first.trimmed() != second.trimmed()) QVERIFY(!exported.contains(second.trimmed()));
+
+    // The next turn on version 1 reuses what the cache kept of its path.
+    QVERIFY(sendAndWait(window, QStringLiteral("The end")));
+    QVERIFY(finished.size() == 3);
+    const auto stats = finished.last().first().value<lantern::TurnStats>();
+    QVERIFY2(stats.reused_tokens > 0, qPrintable(QString::number(stats.reused_tokens)));
+    QCOMPARE(chat->rowCount(), 4);
+    const qint64 conversation = ConversationStore(db).conversations().first().id;
+    QCOMPARE(ConversationStore(db).allMessages(conversation).size(), 5);
+    QCOMPARE(ConversationStore(db).messages(conversation).size(), 4);
 }
 
 QTEST_MAIN(TestMainWindow)
@@ -1472,9 +1532,10 @@ void TestMainWindow::aTurnKilledBeforeItBeganIsUndoneWhenReopened() {
         });
         QTest::keyClick(input, Qt::Key_Return);
         QVERIFY(QTest::qWaitFor([&] { return window.state() == MainWindow::State::Ready; }, kTurnTimeoutMs));
-        // While the prompt was read, the edit named the message it replaces (a kill then is undone).
-        QVERIFY2(whileRead.size() == 4 &&
-                     whileRead[2] == QStringLiteral("user:%1 replaces %2").arg(edit).arg(question0),
+        // While the prompt was read, the edit (shown, a new version) named the message it replaces
+        // (a kill then is undone).
+        QVERIFY2(whileRead.size() == 2 &&
+                     whileRead[0] == QStringLiteral("user:%1 replaces %2").arg(edit).arg(question0),
                  qPrintable(whileRead.join(QLatin1Char('|'))));
         const QStringList after = stored(edited);
         QCOMPARE(after.size(), 2);
@@ -1484,6 +1545,9 @@ void TestMainWindow::aTurnKilledBeforeItBeganIsUndoneWhenReopened() {
                  qPrintable(after[1]));
         QCOMPARE(texts(window).size(), 2);
         QVERIFY(input->toPlainText().isEmpty());
+        // What it replaced is its earlier version.
+        QCOMPARE(ConversationStore(db).allMessages(edited).size(), 4);
+        QCOMPARE(ConversationStore(db).messages(edited).first().version, 2);
     }
     {  // The regenerate: the reply it was to replace is back, and nothing is being edited.
         preferences::setLastConversation(regenerated);

@@ -95,7 +95,7 @@ private slots:
         QVERIFY2(stored[1].details.contains(QStringLiteral("max_tokens")), qPrintable(stored[1].details));
     }
 
-    void regenerateKeepsTheOldReplyStoredUntilTheNewOneBegins() {
+    void regenerateKeepsTheOldReplyAsAnEarlierVersion() {
         sendAndFinish(QStringLiteral("Hi"), QStringLiteral(" old reply"));
         const qint64 id = turns_->conversationId();
         QSignalSpy regenerate(turns_.get(), &TurnController::regenerateRequested);
@@ -103,11 +103,48 @@ private slots:
         QCOMPARE(regenerate.count(), 1);
         QCOMPARE(chat_->rowCount(), 2);
         QVERIFY(chat_->message(1).text.isEmpty());
-        QCOMPARE(store_->messages(id).size(), 3);  // the old reply, until the new one has a token
+        QCOMPARE(store_->messages(id)[1].replaces, store_->allMessages(id)[1].id);  // until it begins
         turns_->onTokens(batch(QStringLiteral(" new"), 9, 3));
-        QCOMPARE(store_->messages(id).size(), 2);
         turns_->onTurnFinished(finished(lantern::StopReason::EndOfText, 1));
+        QCOMPARE(store_->messages(id).size(), 2);
         QCOMPARE(store_->messages(id)[1].content, QStringLiteral(" new"));
+        QCOMPARE(store_->allMessages(id).size(), 3);
+        QCOMPARE(chat_->message(1).version, 2);
+        QCOMPARE(chat_->message(1).versions, 2);
+
+        // ‹: the old reply, and the model is given that conversation; ›: the new one again.
+        QSignalSpy restored(turns_.get(), &TurnController::restoreConversationRequested);
+        QVERIFY(turns_->showVersion(1, -1));
+        QCOMPARE(chat_->message(1).text, QStringLiteral(" old reply"));
+        QCOMPARE(chat_->message(1).version, 1);
+        QCOMPARE(restored.last().at(1).toStringList(), (QStringList{"Hi", " old reply"}));
+        QVERIFY(!turns_->showVersion(1, -1));  // there is none before the first
+        QVERIFY(turns_->canRegenerate());
+        QVERIFY(turns_->showVersion(1, 1));
+        QCOMPARE(chat_->message(1).text, QStringLiteral(" new"));
+    }
+
+    void continueGoesOnWithTheVersionShownAndReopensAsChosen() {
+        sendAndFinish(QStringLiteral("Hi"), QStringLiteral(" first"));
+        QVERIFY(turns_->regenerate());
+        turns_->onTokens(batch(QStringLiteral(" second"), 9, 3));
+        turns_->onTurnFinished(finished(lantern::StopReason::MaxTokens, 1));
+        QVERIFY(turns_->showVersion(1, -1));
+        QVERIFY(turns_->canContinue());
+        QVERIFY(turns_->continueReply());
+        QVERIFY(!turns_->showVersion(1, 1));  // not while a reply is written
+        turns_->onTokens(batch(QStringLiteral(" more"), 5, 4));
+        turns_->onTurnFinished(finished(lantern::StopReason::MaxTokens, 1));
+        QCOMPARE(chat_->message(1).text, QStringLiteral(" first more"));
+        QCOMPARE(chat_->message(1).version, 1);
+        // Reopened (a restart): the version chosen is the one shown, the other still there.
+        const qint64 id = turns_->conversationId();
+        TurnController again(chat_.get(), store_.get());
+        QVERIFY(again.openConversation(id));
+        QCOMPARE(chat_->message(1).text, QStringLiteral(" first more"));
+        QCOMPARE(chat_->message(1).versions, 2);
+        QVERIFY(again.showVersion(1, 1));
+        QCOMPARE(chat_->message(1).text, QStringLiteral(" second"));
     }
 
     void aRegenerateStoppedBeforeItsFirstTokenPutsTheOldReplyBack() {
@@ -139,7 +176,7 @@ private slots:
         QCOMPARE(store_->conversation(id).id, qint64(-1));
     }
 
-    void editAndResendReplacesTheMessageAndWhatFollowed() {
+    void editAndResendMakesANewVersionOfTheMessage() {
         sendAndFinish(QStringLiteral("first"), QStringLiteral(" one"));
         sendAndFinish(QStringLiteral("second"), QStringLiteral(" two"));
         const qint64 id = turns_->conversationId();
@@ -150,13 +187,21 @@ private slots:
         QVERIFY(turns_->send(QStringLiteral("second, edited"), {}));
         QCOMPARE(chat_->rowCount(), 4);
         QCOMPARE(chat_->message(2).text, QStringLiteral("second, edited"));
-        QCOMPARE(store_->messages(id).size(), 6);  // the replaced pair stays until the turn begins
+        QCOMPARE(store_->allMessages(id).size(), 6);  // the replaced pair stays: the earlier version
         turns_->onTokens(batch(QStringLiteral(" three"), 4, 9));
         turns_->onTurnFinished(finished(lantern::StopReason::EndOfText, 1));
         const QVector<StoredMessage> stored = store_->messages(id);
         QCOMPARE(stored.size(), 4);
         QCOMPARE(stored[2].content, QStringLiteral("second, edited"));
         QCOMPARE(stored[3].content, QStringLiteral(" three"));
+        QCOMPARE(chat_->message(2).version, 2);
+        QCOMPARE(chat_->message(2).versions, 2);
+        // The first version, with the reply it had.
+        QVERIFY(turns_->showVersion(2, -1));
+        QCOMPARE(chat_->rowCount(), 4);
+        QCOMPARE(chat_->message(2).text, QStringLiteral("second"));
+        QCOMPARE(chat_->message(3).text, QStringLiteral(" two"));
+        QCOMPARE(store_->messages(id)[3].content, QStringLiteral(" two"));
     }
 
     void continueAddsToTheSameReply() {
