@@ -248,7 +248,9 @@ void MainWindow::connectTurns() {
             status_->showMessage(text, ms);
     });
     connect(t, &TurnController::conversationsChanged, conversations_, &ConversationList::refresh);
+    connect(t, &TurnController::versionShown, panels_, &PanelDocks::conversationChanged);
     connect(t, &TurnController::conversationIdChanged, this, [this](qint64 id) {
+        panels_->conversationChanged();
         preferences::setLastConversation(id);
         conversations_->setCurrent(id);
         chatView_->scrollToEnd();

@@ -40,6 +40,16 @@
     </message>
 </context>
 <context>
+    <name>AttentionWords</name>
+    <message numerus="yes">
+        <source>Capture keeps %1 a token (%2 heads × %3 positions, one byte each); %n token(s) kept, at most %4.</source>
+        <translation>
+            <numerusform>Capture keeps %1 a token (%2 heads × %3 positions, one byte each); %n token kept, at most %4.</numerusform>
+            <numerusform>Capture keeps %1 a token (%2 heads × %3 positions, one byte each); %n tokens kept, at most %4.</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>ContextLengthDialog</name>
     <message numerus="yes">
         <source>KV cache: %1, room for %n conversation(s) of %2 tokens at once: the chat&apos;s, and what the local API server&apos;s replies share.</source>

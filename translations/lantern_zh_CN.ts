@@ -260,6 +260,10 @@ Driver: %2</source>
         <source>Head %1 → position %2: %3%</source>
         <translation>注意力头 %1 → 位置 %2：%3%</translation>
     </message>
+    <message>
+        <source>%1 “%2”</source>
+        <translation>%1“%2”</translation>
+    </message>
 </context>
 <context>
     <name>AttentionPanel</name>
@@ -302,6 +306,19 @@ Driver: %2</source>
     <message>
         <source>Layer %1 of %2, token at position %3 attending over %4 positions</source>
         <translation>第 %1 层（共 %2 层）：位置 %3 的词元关注 %4 个位置</translation>
+    </message>
+</context>
+<context>
+    <name>AttentionWords</name>
+    <message>
+        <source>Turn capture on and send a message: the conversation&apos;s tokens appear here. Point at a token of a reply to see what it attended to.</source>
+        <translation>打开“捕获”并发送消息：对话的词元会显示在这里。把指针移到回复中的某个词元上，即可看到它关注了什么。</translation>
+    </message>
+    <message numerus="yes">
+        <source>Capture keeps %1 a token (%2 heads × %3 positions, one byte each); %n token(s) kept, at most %4.</source>
+        <translation>
+            <numerusform>捕获每个词元占用 %1（%2 个注意力头 × %3 个位置，每项一个字节）；已保留 %n 个词元，最多 %4。</numerusform>
+        </translation>
     </message>
 </context>
 <context>

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "Theme.h"
+#include "panels/AttentionWords.h"
 
 namespace {
 constexpr int kLeftMargin = 34;
@@ -34,6 +35,19 @@ QSize AttentionHeatmap::minimumSizeHint() const {
 void AttentionHeatmap::setSnapshot(const lantern::AttentionSnapshot& snapshot) {
     snapshot_ = snapshot;
     update();
+}
+
+void AttentionHeatmap::setTokenPieces(const QStringList& pieces) {
+    pieces_ = pieces;
+    update();
+}
+
+QString AttentionHeatmap::axisLabel(uint32_t position) const {
+    if (position >= static_cast<uint32_t>(pieces_.size())) return QString::number(position);
+    QString piece = pieces_[static_cast<int>(position)].simplified();
+    if (piece.isEmpty()) piece = QStringLiteral("␣");
+    if (piece.size() > 8) piece = piece.left(7) + QStringLiteral("…");
+    return piece;
 }
 
 void AttentionHeatmap::setHead(int head) {
@@ -99,7 +113,7 @@ void AttentionHeatmap::paintEvent(QPaintEvent*) {
                        : static_cast<uint32_t>(std::lround(static_cast<double>(t) * (n - 1) / (ticks - 1)));
         const double x = plot.left() + (j + 0.5) * colW;
         p.drawText(QRectF(x - 30, plot.bottom() + 2, 60, kBottomMargin - 2), Qt::AlignHCenter | Qt::AlignTop,
-                   QString::number(j));
+                   axisLabel(j));
     }
 }
 
@@ -121,9 +135,12 @@ bool AttentionHeatmap::event(QEvent* event) {
         std::min<uint32_t>(n - 1, static_cast<uint32_t>((help->pos().x() - plot.left()) *
                                                         static_cast<double>(n) / std::max(1, plot.width())));
     const float prob = snapshot_.probs[static_cast<size_t>(heads[r]) * n + j];
-    QToolTip::showText(help->globalPos(),
-                       tr("Head %1 → position %2: %3%").arg(heads[r] + 1).arg(j).arg(prob * 100.0, 0, 'f', 2),
-                       this);
+    QString where = QString::number(j);
+    if (j < static_cast<uint32_t>(pieces_.size()))
+        where = tr("%1 “%2”").arg(j).arg(pieces_[static_cast<int>(j)]);
+    QToolTip::showText(
+        help->globalPos(),
+        tr("Head %1 → position %2: %3%").arg(heads[r] + 1).arg(where).arg(prob * 100.0, 0, 'f', 2), this);
     return true;
 }
 
@@ -153,11 +170,21 @@ AttentionPanel::AttentionPanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(caption_);
     heatmap_ = new AttentionHeatmap(this);
     layout->addWidget(heatmap_, 1);
+    words_ = new AttentionWords(this);
+    layout->addWidget(words_, 1);
+    cost_ = new QLabel(this);
+    cost_->setObjectName(QStringLiteral("attentionCost"));
+    cost_->setProperty("role", QStringLiteral("caption"));
+    cost_->setWordWrap(true);
+    layout->addWidget(cost_);
+    connect(words_, &AttentionWords::costChanged, cost_, &QLabel::setText);
 
     connect(enabled_, &QCheckBox::toggled, this, &AttentionPanel::emitLayer);
     connect(layer_, &QSpinBox::valueChanged, this, &AttentionPanel::emitLayer);
-    connect(head_, &QComboBox::currentIndexChanged, this,
-            [this] { heatmap_->setHead(head_->currentData().toInt()); });
+    connect(head_, &QComboBox::currentIndexChanged, this, [this] {
+        heatmap_->setHead(head_->currentData().toInt());
+        words_->setHead(head_->currentData().toInt());
+    });
     setModelShape(0, 0);
 }
 
@@ -175,6 +202,9 @@ void AttentionPanel::setModelShape(uint32_t layers, uint32_t heads) {
     head_->blockSignals(false);
     heatmap_->setHead(-1);
     heatmap_->setSnapshot({});
+    heatmap_->setTokenPieces({});
+    words_->clear();
+    words_->setHead(-1);
     enabled_->setEnabled(layers > 0);
     layer_->setEnabled(layers > 0);
     caption_->setText(layers > 0 ? tr("Last layer by default; weights are normalised per head.")
@@ -188,6 +218,20 @@ int AttentionPanel::captureLayer() const {
 
 void AttentionPanel::emitLayer() {
     emit captureLayerChanged(captureLayer());
+}
+
+void AttentionPanel::setConversationTokens(const ConversationTokens& tokens) {
+    words_->setTokens(tokens);
+    heatmap_->setTokenPieces(words_->pieces());
+}
+
+void AttentionPanel::addAttentionRows(const std::vector<AttentionRow>& rows) {
+    words_->addRows(rows);
+}
+
+void AttentionPanel::clearWords() {
+    words_->clear();
+    heatmap_->setTokenPieces({});
 }
 
 void AttentionPanel::setSnapshot(const lantern::AttentionSnapshot& snapshot) {

@@ -74,6 +74,11 @@ PanelDocks::PanelDocks(QMainWindow* window, QDockWidget* conversationsDock, Infe
 
     connect(worker_, &InferenceWorker::modelWarmedUp, performance_, &PerformancePanel::setWarmUp);
     connect(worker_, &InferenceWorker::attentionCaptured, attention_, &AttentionPanel::setSnapshot);
+    connect(worker_, &InferenceWorker::conversationTokens, attention_,
+            &AttentionPanel::setConversationTokens);
+    connect(worker_, &InferenceWorker::tokensGenerated, this, [this](const TokenBatch& batch) {
+        if (!batch.attention.empty()) attention_->addAttentionRows(batch.attention);
+    });
     connect(worker_, &InferenceWorker::stepProfiled, profile_, &StepProfilePanel::showProfile);
     // Every knob change goes straight into the worker's SettingsSlot (thread-safe, see
     // InferenceWorker.h): a queued call would wait until the running reply had finished.
@@ -170,6 +175,10 @@ void PanelDocks::turnFinished(const lantern::TurnStats& stats) {
     performance_->finishTurn(stats);
     kv_->setTurn(stats);
     sampling_->setSeedUsed(stats.seed);
+}
+
+void PanelDocks::conversationChanged() {
+    attention_->clearWords();
 }
 
 void PanelDocks::turnUndone() {

@@ -42,6 +42,10 @@ public:
     void showFrame(const StreamFrame& frame);
     void turnFinished(const lantern::TurnStats& stats);
     void turnUndone();  // it wrote nothing: the last reply's figures stay
+    // Another conversation, or another version of it, is shown: the attention rows of the old
+    // one's tokens go.
+    void conversationChanged();
+    AttentionPanel* attention() const { return attention_; }
     // The chat runs on a remote server: the panels show what it exposes and say what it cannot
     // feed (attention, step profile, candidates, the block map) instead of showing zeros.
     void remoteConnected(const RemoteReport& report);

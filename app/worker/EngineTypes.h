@@ -44,6 +44,28 @@ struct KvSnapshot {
 using TokenCandidates = std::vector<lantern::TokenCandidate>;
 using DeviceList = std::vector<lantern::DeviceInfo>;
 
+// What one token attended to, for the words view of the attention panel: the captured layer's
+// weights of the token at `position` over positions 0..nPositions-1, per head, each head scaled to
+// its own maximum and stored in a byte (weight ≈ byte / 255 × headMax) — heads × positions bytes a
+// token, a quarter of the floats, kept for every token of a reply while capture is on.
+struct AttentionRow {
+    quint32 position = 0, layer = 0, heads = 0, nPositions = 0;
+    std::vector<float> headMax;   // per head
+    std::vector<quint8> weights;  // heads × nPositions, head-major
+    // The token's weights over the positions for `head` (-1: the mean over heads).
+    std::vector<float> over(int head) const;
+    static AttentionRow from(const lantern::AttentionSnapshot& snapshot);
+};
+
+// The tokens of the conversation's sequence, as the worker last saw them (after a turn, after a
+// restore): ids, and the bytes each stands for — its text, or its spelling for a special token
+// ("<|im_start|>"), so the words view shows the template's markers too.
+struct ConversationTokens {
+    std::vector<int32_t> ids;
+    std::vector<std::string> bytes;
+    std::vector<bool> special;
+};
+
 // Tokens of a reply that the worker sends together (InferenceWorker::tokensGenerated): those
 // generated since its last batch, in order.
 struct TokenBatch {
@@ -52,9 +74,11 @@ struct TokenBatch {
     std::vector<int32_t> tokens;  // their ids, in order
     TokenCandidates candidates;   // the most likely candidates at the last token's position
     quint32 position = 0;         // the last token's position
+    // While attention capture is on: what each token fed in this batch's steps attended to.
+    std::vector<AttentionRow> attention;
     // Text released without a step of its own (held back earlier as a possible stop string,
     // released when the reply ends) is in `text` with no entry in stepMs or tokens.
-    bool empty() const { return text.isEmpty() && tokens.empty(); }
+    bool empty() const { return text.isEmpty() && tokens.empty() && attention.empty(); }
 };
 
 Q_DECLARE_METATYPE(lantern::SamplingSettings)
@@ -69,6 +93,7 @@ Q_DECLARE_METATYPE(KvSnapshot)
 Q_DECLARE_METATYPE(TokenCandidates)
 Q_DECLARE_METATYPE(TokenBatch)
 Q_DECLARE_METATYPE(DeviceList)
+Q_DECLARE_METATYPE(ConversationTokens)
 
 // Registers the types above for queued connections. Safe to call more than once.
 void registerEngineMetaTypes();

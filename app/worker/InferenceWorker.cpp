@@ -470,6 +470,7 @@ void InferenceWorker::runTurn(const TurnFunction& turn) {
                                                          : lantern::ContextPolicy::Stop);
     session_->set_thinking(thinking_.load());
     lastAttentionPosition_ = UINT32_MAX;
+    lastRowPosition_ = UINT32_MAX;
     sharedSteps_ = 0;
     emit turnStarted();
     kvThrottle_.restart();
@@ -500,6 +501,7 @@ void InferenceWorker::runTurn(const TurnFunction& turn) {
             publishKvStats();
             kvThrottle_.restart();
         }
+        recordAttentionRow();
         publishAttention(false);
         applyAttentionLayer();
         return !stop_.load();
@@ -510,6 +512,7 @@ void InferenceWorker::runTurn(const TurnFunction& turn) {
         sendTokens();
         publishKvStats();
         publishAttention(true);
+        publishConversationTokens();
         emit replyShared(sharedSteps_);
         emit turnFinished(stats);
     } catch (const std::exception& e) {
@@ -556,6 +559,27 @@ void InferenceWorker::publishAttention(bool force) {
     lastAttentionPosition_ = snapshot.position;
     attentionThrottle_.restart();
     emit attentionCaptured(snapshot);
+}
+
+void InferenceWorker::recordAttentionRow() {
+    if (!engine_ || capturedLayer_ < 0) return;  // (capture off: nothing read, nothing kept)
+    const lantern::AttentionSnapshot& snapshot = engine_->last_attention();
+    if (snapshot.n_positions == 0 || snapshot.position == lastRowPosition_) return;
+    lastRowPosition_ = snapshot.position;
+    batch_.attention.push_back(AttentionRow::from(snapshot));
+}
+
+void InferenceWorker::publishConversationTokens() {
+    if (!engine_ || !session_ || capturedLayer_ < 0) return;
+    ConversationTokens tokens;
+    const lantern::Tokenizer& tok = engine_->tokenizer();
+    tokens.ids = engine_->sequence_tokens(session_->sequence());
+    for (const int32_t id : tokens.ids) {
+        const bool special = tok.is_special(id);
+        tokens.special.push_back(special);
+        tokens.bytes.push_back(special ? tok.piece(id) : tok.token_text(id));
+    }
+    emit conversationTokens(tokens);
 }
 
 void InferenceWorker::publishKvStats() {

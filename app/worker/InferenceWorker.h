@@ -170,6 +170,9 @@ signals:
     void continueRoomMeasured(bool fits, bool fitsDropping);
     void kvStatsChanged(const KvSnapshot& snapshot);
     void attentionCaptured(const lantern::AttentionSnapshot& snapshot);
+    // After a turn, while attention capture is on: the tokens of the conversation's sequence
+    // (what TokenBatch::attention rows' positions index), for the attention panel's words view.
+    void conversationTokens(const ConversationTokens& tokens);
     // Where one step's time went (requestStepProfile), and the position of its token.
     void stepProfiled(const lantern::StepProfile& profile, quint32 position);
     // A request failed; when it was a turn, the turn has ended (turnFinished is not emitted).
@@ -202,6 +205,8 @@ private:
     void runTurn(const TurnFunction& turn);
     void publishKvStats();
     void publishAttention(bool force);
+    void recordAttentionRow();         // this step's captured row into the batch (capture on)
+    void publishConversationTokens();  // (capture on)
     void applyAttentionLayer();
     void dropEngine();
     // Engine::warm_up, one shape per queued call after a load, so that a request made meanwhile
@@ -259,6 +264,7 @@ private:
     uint32_t warmUpShape_ = 0;
     double warmUpMs_ = 0;
     uint32_t lastAttentionPosition_ = UINT32_MAX;
+    uint32_t lastRowPosition_ = UINT32_MAX;  // the last AttentionRow recorded
     std::string systemPrompt_;
     QElapsedTimer kvThrottle_, attentionThrottle_;
 };

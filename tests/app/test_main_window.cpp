@@ -15,6 +15,7 @@
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDir>
+#include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFile>
@@ -24,6 +25,7 @@
 #include <QListWidget>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QMouseEvent>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -36,6 +38,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextCursor>
 #include <QTimer>
 #include <QToolTip>
 
@@ -52,8 +55,11 @@
 #include "lantern/synthetic.h"
 #include "models/ModelDownloads.h"
 #include "models/ModelsDialog.h"
+#include "panels/AttentionPanel.h"
+#include "panels/AttentionWords.h"
 #include "panels/KvCachePanel.h"
 #include "panels/ModelInfoPanel.h"
+#include "panels/PanelDocks.h"
 #include "panels/PerformancePanel.h"
 #include "panels/SamplingPanel.h"
 #include "test_support.h"
@@ -205,6 +211,7 @@ private slots:
     void afterAReplyTheStatusBarCountsWhatTheCacheHolds();
     void aTurnKilledBeforeItBeganIsUndoneWhenReopened();
     void regeneratedRepliesAreVersionsChosenInTheChat();
+    void attentionIsShownOnTheWordsOfTheConversation();
 };
 
 void TestMainWindow::initTestCase() {
@@ -742,6 +749,51 @@ void TestMainWindow::regeneratedRepliesAreVersionsChosenInTheChat() {
     const qint64 conversation = ConversationStore(db).conversations().first().id;
     QCOMPARE(ConversationStore(db).allMessages(conversation).size(), 5);
     QCOMPARE(ConversationStore(db).messages(conversation).size(), 4);
+}
+
+// With capture on, the attention panel's words view holds the conversation as its tokens make it
+// (the message typed is in it), a row for each token the reply fed back, and pointing at a reply's
+// token highlights what it attended to; the panel says what the rows cost.
+void TestMainWindow::attentionIsShownOnTheWordsOfTheConversation() {
+    QTemporaryDir dir;
+    MainWindow window(dir.filePath(QStringLiteral("chat.sqlite")));
+    window.show();
+    QVERIFY(loadModel(window));
+    window.findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(10);
+    AttentionPanel* panel = window.panels()->attention();
+    panel->findChild<QCheckBox*>(QStringLiteral("captureAttention"))->setChecked(true);
+    QVERIFY(sendAndWait(window, QStringLiteral("The little dog")));
+    AttentionWords* words = panel->words();
+    QVERIFY(QTest::qWaitFor([&] { return !words->toPlainText().isEmpty(); }, 10000));
+    QVERIFY2(words->toPlainText().contains(QStringLiteral("The little dog")),
+             qPrintable(words->toPlainText()));
+    const int tokens = static_cast<int>(words->text().spans.size());
+    QVERIFY(tokens > 5);
+    // The reply's last fed token (the last one sampled is never fed back) attended to something.
+    QVERIFY(words->showToken(tokens - 1));
+    QVERIFY(!words->highlighted().isEmpty());
+    for (const auto& [token, strength] : words->highlighted()) QVERIFY(token < tokens && strength <= 1.0);
+    QVERIFY2(panel->findChild<QLabel*>(QStringLiteral("attentionCost"))
+                 ->text()
+                 .contains(QStringLiteral("a token")),
+             qPrintable(panel->findChild<QLabel*>(QStringLiteral("attentionCost"))->text()));
+    // Pointing at it with the mouse does the same (the Attention dock shown first).
+    for (QWidget* w = panel; w != nullptr; w = w->parentWidget())
+        if (auto* dock = qobject_cast<QDockWidget*>(w)) dock->raise();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    words->showToken(-1);
+    const TokenSpan span = words->text().spans[tokens - 1];
+    QTextCursor c(words->document());
+    c.setPosition(span.begin);
+    words->setTextCursor(c);
+    words->ensureCursorVisible();
+    const QPoint at = words->cursorRect(c).center() + QPoint(2, 0);
+    QMouseEvent move(QEvent::MouseMove, at, words->viewport()->mapToGlobal(at), Qt::NoButton, Qt::NoButton,
+                     Qt::NoModifier);
+    QApplication::sendEvent(words->viewport(), &move);
+    QVERIFY(QTest::qWaitFor([&] { return words->shownToken() >= 0; }, 2000));
+    // The heatmap's axis names tokens.
+    QVERIFY(panel->heatmap()->axisLabel(1) != QStringLiteral("1"));
 }
 
 QTEST_MAIN(TestMainWindow)
