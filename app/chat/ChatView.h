@@ -37,6 +37,7 @@ public:
     // Replies start inside a reasoning section (the prompt ends with "<think>": DeepSeek-R1).
     void setRepliesOpenInReasoning(bool open) { repliesOpenInReasoning_ = open; }
     void setRenderMarkdown(bool on) { renderMarkdown_ = on; }
+    void clearLayouts() { layouts_.clear(); }  // their words changed (View > Language)
 
 private:
     // A document of the message's text and where it starts below the bubble's top padding.
@@ -113,6 +114,7 @@ signals:
 
 protected:
     void paintEvent(QPaintEvent* event) override;
+    void changeEvent(QEvent* event) override;  // LanguageChange: laid out again in its words
     void contextMenuEvent(QContextMenuEvent* event) override;
     // A streaming reply changes at every frame (at most every 50 ms). A re-layout of the list
     // repaints the whole view (every visible message's text), so a change that keeps the row's

@@ -4,6 +4,7 @@
 #pragma once
 #include <QWidget>
 
+#include "Retranslate.h"
 #include "lantern/engine.h"
 
 class QCheckBox;
@@ -47,7 +48,13 @@ signals:
     // The layer to capture from now on (engine index), -1 = off.
     void captureLayerChanged(int layer);
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
+    void retranslateUi();               // the texts worded once, in the language now installed
+    static QString headName(int head);  // -1: all heads
+    void showCaption();                 // the shown snapshot's, or what the panel waits for
     void emitLayer();
     QCheckBox* enabled_;
     QSpinBox* layer_;
@@ -55,4 +62,8 @@ private:
     QLabel* caption_;
     AttentionHeatmap* heatmap_;
     uint32_t layers_ = 0;
+    int shownLayer_ = -1;  // the shown snapshot's layer (-1: none), position and span
+    qint64 shownPosition_ = 0;
+    qint64 shownPositions_ = 0;
+    Retranslate texts_;
 };
