@@ -1,6 +1,7 @@
 #include "ApiServerControl.h"
 
 #include <QAction>
+#include <QEvent>
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
@@ -12,37 +13,31 @@
 
 ApiServerControl::ApiServerControl(InferenceWorker* worker, QWidget* window)
     : QObject(window), worker_(worker), window_(window) {
-    serverAction_ = new QAction(tr("Local &API Server"), this);
+    serverAction_ = new QAction(this);
     serverAction_->setObjectName(QStringLiteral("apiServerAction"));
     serverAction_->setCheckable(true);
     serverAction_->setChecked(preferences::apiServerEnabled());
-    serverAction_->setToolTip(tooltipFor(preferences::apiServerPort()));
     connect(serverAction_, &QAction::toggled, this, &ApiServerControl::setEnabled);
 
-    portAction_ = new QAction(tr("API Server &Port…"), this);
+    portAction_ = new QAction(this);
     connect(portAction_, &QAction::triggered, this, &ApiServerControl::choosePort);
-    keyAction_ = new QAction(tr("API Server &Key…"), this);
+    keyAction_ = new QAction(this);
     keyAction_->setObjectName(QStringLiteral("apiKeyAction"));
-    keyAction_->setToolTip(
-        tr("A key the API's clients must send (Authorization: Bearer <key>), so that other "
-           "programs on this computer cannot use the model without it"));
     connect(keyAction_, &QAction::triggered, this, &ApiServerControl::chooseKey);
 
     // Acts at once, mid-reply too (the worker reads it at every step).
-    chatFirstAction_ = new QAction(tr("API Replies &Wait for the Chat"), this);
+    chatFirstAction_ = new QAction(this);
     chatFirstAction_->setObjectName(QStringLiteral("apiChatFirstAction"));
     chatFirstAction_->setCheckable(true);
     chatFirstAction_->setChecked(preferences::apiChatFirst());
-    chatFirstAction_->setToolTip(
-        tr("API replies pause while the chat writes a reply and go on when it ends, so the "
-           "chat's reply comes at full speed. Off, they are written in the same steps as "
-           "the chat's reply (on a CPU device the chat's reply then slows while they run)."));
     worker_->setChatFirst(chatFirstAction_->isChecked());
     connect(chatFirstAction_, &QAction::toggled, this, [this](bool on) {
         preferences::setApiChatFirst(on);
         worker_->setChatFirst(on);
         if (port_ != 0) show(true, inProgress_, waiting_, served_);
     });
+    retranslateUi();
+    window_->installEventFilter(this);  // the window's LanguageChange words the actions again
 
     label_ = new QLabel(window);
     label_->setObjectName(QStringLiteral("apiLabel"));
@@ -66,6 +61,27 @@ ApiServerControl::ApiServerControl(InferenceWorker* worker, QWidget* window)
         preferences::setApiServerEnabled(false);
         emit statusMessage(tr("The API server stopped: %1").arg(message), 10000);
     });
+}
+
+void ApiServerControl::retranslateUi() {
+    serverAction_->setText(tr("Local &API Server"));
+    serverAction_->setToolTip(tooltipFor(preferences::apiServerPort()));
+    portAction_->setText(tr("API Server &Port…"));
+    keyAction_->setText(tr("API Server &Key…"));
+    keyAction_->setToolTip(
+        tr("A key the API's clients must send (Authorization: Bearer <key>), so that other "
+           "programs on this computer cannot use the model without it"));
+    chatFirstAction_->setText(tr("API Replies &Wait for the Chat"));
+    chatFirstAction_->setToolTip(
+        tr("API replies pause while the chat writes a reply and go on when it ends, so the "
+           "chat's reply comes at full speed. Off, they are written in the same steps as "
+           "the chat's reply (on a CPU device the chat's reply then slows while they run)."));
+    if (port_ != 0) show(true, inProgress_, waiting_, served_);
+}
+
+bool ApiServerControl::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == window_ && event->type() == QEvent::LanguageChange) retranslateUi();
+    return QObject::eventFilter(watched, event);
 }
 
 bool ApiServerControl::enabled() const {

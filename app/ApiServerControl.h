@@ -33,12 +33,16 @@ public:
     void setModelLoaded(bool loaded) { modelLoaded_ = loaded; }
     void setBusy(bool generating, bool loading);
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;  // the window's LanguageChange
+
 signals:
     void startRequested(quint16 port, const QString& apiKey);
     void stopRequested();
     void statusMessage(const QString& text, int timeoutMs);
 
 private:
+    void retranslateUi();  // the actions' texts and the label, in the language now installed
     void setEnabled(bool on);
     void choosePort();
     void chooseKey();

@@ -5,6 +5,7 @@
 #include <QDesktopServices>
 #include <QDir>
 #include <QDockWidget>
+#include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -29,13 +30,12 @@
 #include "worker/InferenceWorker.h"
 
 namespace {
-// A checkable menu entry for a remembered setting: applied now and on every change.
-QAction* addSettingToggle(QObject* context, QMenu* menu, const QString& text, const QString& tip, bool on,
-                          const std::function<void(bool)>& apply) {
-    QAction* action = menu->addAction(text);
+// A checkable menu entry for a remembered setting: applied now and on every change (its texts
+// are set by AppMenus::retranslateUi).
+QAction* addSettingToggle(QObject* context, QMenu* menu, bool on, const std::function<void(bool)>& apply) {
+    QAction* action = menu->addAction(QString());
     action->setCheckable(true);
     action->setChecked(on);
-    action->setToolTip(tip);
     apply(on);
     QObject::connect(action, &QAction::toggled, context, apply);
     return action;
@@ -45,14 +45,16 @@ QAction* addSettingToggle(QObject* context, QMenu* menu, const QString& text, co
 AppMenus::AppMenus(const Parts& parts) : QObject(parts.window), p_(parts) {
     buildFile();
     buildView();
-    QMenu* help = p_.window->menuBar()->addMenu(tr("&Help"));
-    help->addAction(tr("&About Lantern"), this, &AppMenus::showAbout);
+    help_ = p_.window->menuBar()->addMenu(QString());
+    about_ = help_->addAction(QString(), this, &AppMenus::showAbout);
     buildToolbar();
+    retranslateUi();
+    p_.window->installEventFilter(this);  // the window's LanguageChange words the menus again
 }
 
 void AppMenus::buildFile() {
-    QMenu* file = p_.window->menuBar()->addMenu(tr("&File"));
-    open_ = file->addAction(tr("&Open Model…"), this, [this] {
+    file_ = p_.window->menuBar()->addMenu(QString());
+    open_ = file_->addAction(QString(), this, [this] {
         const QString current = p_.session->path();
         const QString dir =
             current.isEmpty() ? preferences::modelsDirectory() : QFileInfo(current).absolutePath();
@@ -61,98 +63,135 @@ void AppMenus::buildFile() {
         if (!path.isEmpty()) emit openModelRequested(path);
     });
     open_->setShortcut(QKeySequence::Open);
-    QAction* getModels = file->addAction(tr("&Get Models…"), this, &AppMenus::getModelsRequested);
-    getModels->setObjectName(QStringLiteral("getModelsAction"));
-    getModels->setToolTip(tr("Find and download GGUF models from the Hugging Face Hub"));
-    QAction* remoteEngines = file->addAction(tr("&Remote Engines…"), this, &AppMenus::remoteEnginesRequested);
-    remoteEngines->setObjectName(QStringLiteral("remoteEnginesAction"));
-    remoteEngines->setToolTip(
-        tr("Chat with a model on another machine: lantern-server, vLLM, llama-server, Ollama or any "
-           "OpenAI-compatible "
-           "server"));
-    file->addAction(tr("Open Models &Folder"), this, [] {
+    getModels_ = file_->addAction(QString(), this, &AppMenus::getModelsRequested);
+    getModels_->setObjectName(QStringLiteral("getModelsAction"));
+    remoteEngines_ = file_->addAction(QString(), this, &AppMenus::remoteEnginesRequested);
+    remoteEngines_->setObjectName(QStringLiteral("remoteEnginesAction"));
+    openFolder_ = file_->addAction(QString(), this, [] {
         QDir().mkpath(preferences::modelsDirectory());
         QDesktopServices::openUrl(QUrl::fromLocalFile(preferences::modelsDirectory()));
     });
-    export_ = file->addAction(tr("&Export Conversation…"), this, &AppMenus::chooseExportPath);
+    export_ = file_->addAction(QString(), this, &AppMenus::chooseExportPath);
     export_->setObjectName(QStringLiteral("exportAction"));
     deviceMenu_ = new DeviceMenu(p_.window);
-    file->addMenu(deviceMenu_);
-    file->addAction(p_.api->serverAction());
-    file->addAction(p_.api->portAction());
-    file->addAction(p_.api->keyAction());
-    file->addAction(p_.api->chatFirstAction());
-    file->addSeparator();
-    newChat_ = file->addAction(tr("&New Chat"), p_.turns, &TurnController::newConversation);
+    file_->addMenu(deviceMenu_);
+    file_->addAction(p_.api->serverAction());
+    file_->addAction(p_.api->portAction());
+    file_->addAction(p_.api->keyAction());
+    file_->addAction(p_.api->chatFirstAction());
+    file_->addSeparator();
+    newChat_ = file_->addAction(QString(), p_.turns, &TurnController::newConversation);
     newChat_->setShortcut(QKeySequence::New);
-    addSettingToggle(this, file, tr("When the Context Is Full, Drop the Oldest Turns"),
-                     tr("Otherwise the reply stops and you are told the context is full."),
-                     preferences::dropOldestTurns(),
-                     [this](bool on) {
-                         preferences::setDropOldestTurns(on);
-                         p_.worker->setDropOldestTurns(on);
-                         p_.turns->setDropOldestTurns(on);  // the room Continue needs
-                         emit measureInvalidated();         // and the room the message being written needs
-                     })
-        ->setObjectName(QStringLiteral("dropOldestAction"));
+    dropOldest_ = addSettingToggle(this, file_, preferences::dropOldestTurns(), [this](bool on) {
+        preferences::setDropOldestTurns(on);
+        p_.worker->setDropOldestTurns(on);
+        p_.turns->setDropOldestTurns(on);  // the room Continue needs
+        emit measureInvalidated();         // and the room the message being written needs
+    });
+    dropOldest_->setObjectName(QStringLiteral("dropOldestAction"));
     // Enabled for models whose template has the switch; the worker applies it from the next turn.
-    thinking_ = addSettingToggle(this, file, tr("Let the Model &Think Before Answering"),
-                                 tr("For models that can reason first (Qwen3): on, the reply starts with its "
-                                    "reasoning, shown apart; off, the model is told to answer at once."),
-                                 preferences::thinking(), [this](bool on) {
-                                     preferences::setThinking(on);
-                                     p_.worker->setThinking(on);
-                                 });
+    thinking_ = addSettingToggle(this, file_, preferences::thinking(), [this](bool on) {
+        preferences::setThinking(on);
+        p_.worker->setThinking(on);
+    });
     thinking_->setObjectName(QStringLiteral("thinkingAction"));
     thinking_->setEnabled(false);
-    contextLength_ = file->addAction(tr("Context &Length…"), this, &AppMenus::contextLengthRequested);
+    contextLength_ = file_->addAction(QString(), this, &AppMenus::contextLengthRequested);
     contextLength_->setObjectName(QStringLiteral("contextLengthAction"));
-    contextLength_->setToolTip(
-        tr("How many tokens of the conversation the model sees at once, and the memory that takes"));
-    file->addSeparator();
-    file->addAction(tr("&Quit"), p_.window, &QWidget::close)->setShortcut(QKeySequence::Quit);
+    file_->addSeparator();
+    quit_ = file_->addAction(QString(), p_.window, &QWidget::close);
+    quit_->setShortcut(QKeySequence::Quit);
 }
 
 void AppMenus::buildView() {
-    QMenu* view = p_.window->menuBar()->addMenu(tr("&View"));
+    view_ = p_.window->menuBar()->addMenu(QString());
+    // (the docks' toggle actions follow their titles, which PanelDocks and the window word)
     for (QDockWidget* dock : p_.window->findChildren<QDockWidget*>())
-        view->addAction(dock->toggleViewAction());
-    view->addSeparator();
-    addSettingToggle(this, view, tr("Show Replies as &Markdown"),
-                     tr("Otherwise replies show the raw text the model wrote."),
-                     preferences::renderMarkdown(),
-                     [this](bool on) {
-                         preferences::setRenderMarkdown(on);
-                         p_.chatView->setRenderMarkdown(on);
-                     })
-        ->setObjectName(QStringLiteral("renderMarkdownAction"));
-    view->addSeparator();
-    QMenu* languageMenu = view->addMenu(tr("&Language"));
+        view_->addAction(dock->toggleViewAction());
+    view_->addSeparator();
+    markdown_ = addSettingToggle(this, view_, preferences::renderMarkdown(), [this](bool on) {
+        preferences::setRenderMarkdown(on);
+        p_.chatView->setRenderMarkdown(on);
+    });
+    markdown_->setObjectName(QStringLiteral("renderMarkdownAction"));
+    view_->addSeparator();
+    languageMenu_ = view_->addMenu(QString());
+    languageMenu_->setObjectName(QStringLiteral("languageMenu"));
     auto* languageGroup = new QActionGroup(this);
-    const QString current = preferences::language();
     auto addLanguage = [&](const QString& label, const QString& name) {
-        QAction* a = languageMenu->addAction(label, this, [this, name] { chooseLanguage(name); });
+        QAction* a = languageMenu_->addAction(label, this, [this, name] { chooseLanguage(name); });
+        a->setObjectName(QStringLiteral("languageAction_") +
+                         (name.isEmpty() ? QStringLiteral("system") : name));
         a->setCheckable(true);
-        a->setChecked(current == name);
+        a->setData(name);
         languageGroup->addAction(a);
+        return a;
     };
-    addLanguage(tr("Automatic (System)"), QString());
+    automaticLanguage_ = addLanguage(QString(), QString());  // worded by retranslateUi
     addLanguage(QStringLiteral("English"), QStringLiteral("en"));
     for (const QString& name : language::available()) addLanguage(language::nativeName(name), name);
+    checkLanguage();
 }
 
 void AppMenus::buildToolbar() {
-    auto* toolbar = p_.window->addToolBar(tr("Model"));
-    toolbar->setObjectName(QStringLiteral("modelToolbar"));
-    toolbar->setMovable(false);
-    auto* modelLabel = new QLabel(tr("Model"), toolbar);
-    modelLabel->setProperty("role", QStringLiteral("caption"));
-    toolbar->addWidget(modelLabel);
-    modelPicker_ = new ModelPicker(toolbar);
-    toolbar->addWidget(modelPicker_);
-    toolbar->addAction(open_);
-    toolbar->addSeparator();
-    toolbar->addAction(newChat_);
+    toolbar_ = p_.window->addToolBar(QString());
+    toolbar_->setObjectName(QStringLiteral("modelToolbar"));
+    toolbar_->setMovable(false);
+    modelLabel_ = new QLabel(toolbar_);
+    modelLabel_->setProperty("role", QStringLiteral("caption"));
+    toolbar_->addWidget(modelLabel_);
+    modelPicker_ = new ModelPicker(toolbar_);
+    toolbar_->addWidget(modelPicker_);
+    toolbar_->addAction(open_);
+    toolbar_->addSeparator();
+    toolbar_->addAction(newChat_);
+}
+
+void AppMenus::retranslateUi() {
+    file_->setTitle(tr("&File"));
+    open_->setText(tr("&Open Model…"));
+    getModels_->setText(tr("&Get Models…"));
+    getModels_->setToolTip(tr("Find and download GGUF models from the Hugging Face Hub"));
+    remoteEngines_->setText(tr("&Remote Engines…"));
+    remoteEngines_->setToolTip(
+        tr("Chat with a model on another machine: lantern-server, vLLM, llama-server, Ollama or any "
+           "OpenAI-compatible "
+           "server"));
+    openFolder_->setText(tr("Open Models &Folder"));
+    export_->setText(tr("&Export Conversation…"));
+    newChat_->setText(tr("&New Chat"));
+    dropOldest_->setText(tr("When the Context Is Full, Drop the Oldest Turns"));
+    dropOldest_->setToolTip(tr("Otherwise the reply stops and you are told the context is full."));
+    thinking_->setText(tr("Let the Model &Think Before Answering"));
+    thinking_->setToolTip(
+        tr("For models that can reason first (Qwen3): on, the reply starts with its "
+           "reasoning, shown apart; off, the model is told to answer at once."));
+    contextLength_->setText(tr("Context &Length…"));
+    contextLength_->setToolTip(
+        tr("How many tokens of the conversation the model sees at once, and the memory that takes"));
+    quit_->setText(tr("&Quit"));
+
+    view_->setTitle(tr("&View"));
+    markdown_->setText(tr("Show Replies as &Markdown"));
+    markdown_->setToolTip(tr("Otherwise replies show the raw text the model wrote."));
+    languageMenu_->setTitle(tr("&Language"));
+    automaticLanguage_->setText(tr("Automatic (System)"));
+
+    help_->setTitle(tr("&Help"));
+    about_->setText(tr("&About Lantern"));
+
+    toolbar_->setWindowTitle(tr("Model"));
+    modelLabel_->setText(tr("Model"));
+}
+
+bool AppMenus::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == p_.window && event->type() == QEvent::LanguageChange) retranslateUi();
+    return QObject::eventFilter(watched, event);
+}
+
+void AppMenus::checkLanguage() {
+    const QString current = preferences::language();
+    for (QAction* a : languageMenu_->actions()) a->setChecked(a->data().toString() == current);
 }
 
 void AppMenus::setBusy(bool generating, bool loading, bool ready, bool hasMessages) {
@@ -186,10 +225,10 @@ bool AppMenus::exportConversation(const QString& path, QString* error) const {
 }
 
 void AppMenus::chooseLanguage(const QString& name) {
-    if (name == preferences::language()) return;
+    // Switched at once: every widget gets LanguageChange and words itself again.
     preferences::setLanguage(name);
-    QMessageBox::information(p_.window, tr("Language"),
-                             tr("The new language is used from the next start of Lantern."));
+    language::use(name);
+    checkLanguage();
 }
 
 void AppMenus::showAbout() {

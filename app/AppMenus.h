@@ -1,6 +1,8 @@
 // AppMenus — the menu bar (File, View, Help) and the model toolbar, with the commands that are
 // only a dialog or a remembered setting: open a model, export the conversation, the context
 // length, dropping the oldest turns, thinking first, Markdown, the language, About (UI thread).
+// View > Language switches the interface at once and is remembered; the menus and the toolbar
+// are worded again on the window's LanguageChange (an event filter on it).
 //
 // Settings are applied at once (to the InferenceWorker's thread-safe setters or the views) and
 // remembered in Preferences. Commands that need the window's other rooms go through its parts.
@@ -16,7 +18,10 @@ class InferenceWorker;
 class ModelPicker;
 class ModelSession;
 class QAction;
+class QLabel;
 class QMainWindow;
+class QMenu;
+class QToolBar;
 class TurnController;
 
 class AppMenus : public QObject {
@@ -44,6 +49,9 @@ public:
     void setSystemPromptSource(std::function<QString()> source) { systemPrompt_ = std::move(source); }
     bool exportConversation(const QString& path, QString* error) const;
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;  // the window's LanguageChange
+
 signals:
     void openModelRequested(const QString& path);
     void contextLengthRequested();
@@ -56,16 +64,32 @@ private:
     void buildView();
     void buildToolbar();
     void chooseExportPath();
+    void retranslateUi();  // every text of the menus and the toolbar
     void chooseLanguage(const QString& name);
+    void checkLanguage();  // checks the View > Language entry of the remembered choice
     void showAbout();
 
     Parts p_;
     std::function<QString()> systemPrompt_;
     DeviceMenu* deviceMenu_ = nullptr;
     ModelPicker* modelPicker_ = nullptr;
+    QMenu* file_ = nullptr;
+    QMenu* view_ = nullptr;
+    QMenu* help_ = nullptr;
+    QMenu* languageMenu_ = nullptr;
+    QToolBar* toolbar_ = nullptr;
+    QLabel* modelLabel_ = nullptr;
     QAction* open_ = nullptr;
+    QAction* getModels_ = nullptr;
+    QAction* remoteEngines_ = nullptr;
+    QAction* openFolder_ = nullptr;
     QAction* export_ = nullptr;
     QAction* newChat_ = nullptr;
+    QAction* dropOldest_ = nullptr;
     QAction* contextLength_ = nullptr;
     QAction* thinking_ = nullptr;
+    QAction* quit_ = nullptr;
+    QAction* markdown_ = nullptr;
+    QAction* automaticLanguage_ = nullptr;
+    QAction* about_ = nullptr;
 };

@@ -1,5 +1,6 @@
 #include "AppStatusBar.h"
 
+#include <QEvent>
 #include <QLabel>
 #include <algorithm>
 
@@ -28,7 +29,22 @@ void AppStatusBar::showLiveState(const QString& text) {
     state_->setLiveText(text);
 }
 
+void AppStatusBar::changeEvent(QEvent* event) {
+    QStatusBar::changeEvent(event);
+    if (event->type() != QEvent::LanguageChange) return;
+    // The state is shown again by the window (refreshState); the rest is worded here.
+    if (device_info_)
+        setDevice(*device_info_);
+    else if (!remoteHost_.isEmpty())
+        setRemote(remoteHost_, remoteKind_);
+    else
+        clearDevice();
+    showContext(cachedTokens_);
+}
+
 void AppStatusBar::setDevice(const lantern::DeviceInfo& device) {
+    device_info_ = device;
+    remoteHost_.clear();
     QString text = QString::fromStdString(device.name);
     if (device.type == lantern::DeviceType::Cpu) {
         text += QStringLiteral(" · ") + deviceTypeDescription(device.type);
@@ -39,12 +55,18 @@ void AppStatusBar::setDevice(const lantern::DeviceInfo& device) {
         tr("%1\nDriver: %2").arg(deviceDescription(device), QString::fromStdString(device.driver)));
 }
 
-void AppStatusBar::setRemote(const QString& text) {
+void AppStatusBar::setRemote(const QString& host, remote::ServerKind kind) {
+    device_info_.reset();
+    remoteHost_ = host;
+    remoteKind_ = kind;
+    const QString text = tr("Remote: %1 (%2)").arg(host, remote::serverKindName(kind));
     device_->setText(text);
     device_->setToolTip(text);
 }
 
 void AppStatusBar::clearDevice() {
+    device_info_.reset();
+    remoteHost_.clear();
     device_->setText(tr("No device"));
 }
 

@@ -4,6 +4,9 @@
 #pragma once
 #include <QStatusBar>
 
+#include <optional>
+
+#include "remote/RemoteEndpoint.h"
 #include "worker/EngineTypes.h"
 
 class QLabel;
@@ -19,7 +22,7 @@ public:
     void showLiveState(const QString& text);  // changes many times a second
     void setDevice(const lantern::DeviceInfo& device);
     void clearDevice();
-    void setRemote(const QString& text);  // the chat runs on a remote server: where
+    void setRemote(const QString& host, remote::ServerKind kind);        // the chat runs on a remote server
     void setContextLength(uint32_t tokens) { contextLength_ = tokens; }  // 0: no model
     // The context position of a streaming reply: the token just sampled enters the context at
     // the next step; the last one of a reply that filled the context never does.
@@ -33,8 +36,14 @@ public:
     // A reply ended: the bar counts what the cache holds, as the KV panel does.
     void showCachedTokens() { showContext(cachedTokens_); }
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: the device and context words
+
 private:
     void showContext(int tokens);
+    std::optional<lantern::DeviceInfo> device_info_;  // the device shown, or
+    QString remoteHost_;                              // the remote server shown (host, kind)
+    remote::ServerKind remoteKind_{};
 
     StatusLabel* state_;
     StatusLabel* context_;

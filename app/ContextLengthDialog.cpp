@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QDialogButtonBox>
+#include <QEvent>
 #include <QFormLayout>
 #include <QLabel>
 #include <QPushButton>
@@ -30,22 +31,25 @@ ContextLengthDialog::ContextLengthDialog(const lantern::ModelInfo& model, const 
       sequences_(std::max<uint32_t>(1, sequences)),
       conversationTokens_(conversationTokens) {
     setObjectName(QStringLiteral("contextLengthDialog"));
-    setWindowTitle(tr("Context Length"));
+    texts_([this] { setWindowTitle(tr("Context Length")); });
     auto* layout = new QVBoxLayout(this);
 
-    const QString name = model.name.empty() ? tr("This model") : QString::fromStdString(model.name);
-    auto* intro =
-        new QLabel(tr("How many tokens of the conversation the model sees at once. A longer context "
-                      "remembers more of it and takes more memory; %1 was trained on %2 tokens, "
-                      "the most it is offered.")
-                       .arg(name, display::count(model.context_length)),
-                   this);
+    auto* intro = new QLabel(this);
+    texts_([this, intro] {
+        const QString name = model_.name.empty() ? tr("This model") : QString::fromStdString(model_.name);
+        intro->setText(tr("How many tokens of the conversation the model sees at once. A longer context "
+                          "remembers more of it and takes more memory; %1 was trained on %2 tokens, "
+                          "the most it is offered.")
+                           .arg(name, display::count(model_.context_length)));
+    });
     intro->setWordWrap(true);
     layout->addWidget(intro);
 
-    automatic_ = new QCheckBox(tr("Automatic: %1 tokens (the model's own, at most %2)")
-                                   .arg(display::count(automaticLength(model)), display::count(4096)),
-                               this);
+    automatic_ = new QCheckBox(this);
+    texts_([this] {
+        automatic_->setText(tr("Automatic: %1 tokens (the model's own, at most %2)")
+                                .arg(display::count(automaticLength(model_)), display::count(4096)));
+    });
     automatic_->setObjectName(QStringLiteral("automaticContext"));
     layout->addWidget(automatic_);
 
@@ -57,8 +61,8 @@ ContextLengthDialog::ContextLengthDialog(const lantern::ModelInfo& model, const 
                       static_cast<int>(std::min<uint32_t>(model.context_length, INT32_MAX)));
     length_->setSingleStep(model.context_length >= 16384 ? 1024 : 256);
     length_->setGroupSeparatorShown(true);
-    length_->setSuffix(tr(" tokens"));
-    form->addRow(tr("Length"), length_);
+    texts_([this] { length_->setSuffix(tr(" tokens")); });
+    texts_([caption = captionedRow(form, length_)] { caption->setText(tr("Length")); });
     layout->addLayout(form);
 
     memory_ = new QLabel(this);
@@ -150,4 +154,18 @@ void ContextLengthDialog::update() {
     warning_->setText(warning);
     warning_->setVisible(!warning.isEmpty());
     buttons_->button(QDialogButtonBox::Ok)->setEnabled(plan_.fits());
+}
+
+void ContextLengthDialog::changeEvent(QEvent* event) {
+    QDialog::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void ContextLengthDialog::retranslateUi() {
+    texts_.apply();
+    update();  // the memory and the warning
+    // After the button box has worded its standard buttons again (it does so on LanguageChange).
+    QMetaObject::invokeMethod(
+        this, [this] { buttons_->button(QDialogButtonBox::Ok)->setText(tr("Reload the Model")); },
+        Qt::QueuedConnection);
 }

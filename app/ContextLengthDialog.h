@@ -6,6 +6,7 @@
 #include <QDialog>
 #include <cstdint>
 
+#include "Retranslate.h"
 #include "lantern/device.h"
 #include "lantern/engine.h"
 #include "lantern/memory_plan.h"
@@ -30,7 +31,11 @@ public:
     void setChosenLength(uint32_t length);
     const lantern::MemoryPlan& plan() const { return plan_; }
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
+    void retranslateUi();  // the texts worded once, in the language now installed
     void update();
 
     lantern::ModelInfo model_;
@@ -43,4 +48,5 @@ private:
     QLabel* memory_ = nullptr;
     QLabel* warning_ = nullptr;
     QDialogButtonBox* buttons_ = nullptr;
+    Retranslate texts_;
 };

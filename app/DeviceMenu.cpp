@@ -1,10 +1,21 @@
 #include "DeviceMenu.h"
 
 #include <QActionGroup>
+#include <QEvent>
 
-DeviceMenu::DeviceMenu(QWidget* parent) : QMenu(tr("&Device"), parent), group_(new QActionGroup(this)) {}
+DeviceMenu::DeviceMenu(QWidget* parent) : QMenu(parent), group_(new QActionGroup(this)) {
+    setTitle(tr("&Device"));
+}
+
+void DeviceMenu::changeEvent(QEvent* event) {
+    QMenu::changeEvent(event);
+    if (event->type() != QEvent::LanguageChange) return;
+    setTitle(tr("&Device"));
+    setDevices(devices_);  // "Automatic" and the devices' descriptions
+}
 
 void DeviceMenu::setDevices(const DeviceList& devices) {
+    devices_ = devices;
     clear();
     for (QAction* a : group_->actions()) group_->removeAction(a);
     auto add = [this](const QString& label, const QString& selector) {

@@ -20,7 +20,11 @@ public:
 signals:
     void chosen(const QString& selector);
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: the title and the entries
+
 private:
     QActionGroup* group_;
+    DeviceList devices_;  // as listed
     QString selector_;
 };

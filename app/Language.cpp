@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 #include <QLibraryInfo>
+#include <QPointer>
 #include <QTranslator>
 
 namespace language {
@@ -43,6 +44,14 @@ QTranslator* install(const QString& name) {
     if (locale.language() != QLocale::English) installQtTranslation(name, translator);
     QCoreApplication::installTranslator(translator);
     return translator;
+}
+
+bool use(const QString& name) {
+    // The one set use() installed: Lantern's translator, with Qt's as its child.
+    static QPointer<QTranslator> current;
+    delete current.data();  // removes it, and Qt's with it
+    current = install(name);
+    return current != nullptr;
 }
 
 QString nativeName(const QString& name) {

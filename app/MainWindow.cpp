@@ -5,6 +5,7 @@
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QEvent>
 #include <QFileInfo>
 #include <QMessageBox>
 #include <QMimeData>
@@ -418,7 +419,7 @@ void MainWindow::onRemoteConnected(const RemoteReport& report) {
     setWindowTitle(tr("%1 — Lantern").arg(modelName_));
     chatView_->setRepliesOpenInReasoning(false);
     menus_->thinkingAction()->setEnabled(false);
-    status_->setRemote(tr("Remote: %1 (%2)").arg(host, remote::serverKindName(report.kind)));
+    status_->setRemote(host, report.kind);
     status_->setContextLength(report.contextLength);
     panels_->remoteConnected(report);
     status_->showMessage(
@@ -556,6 +557,17 @@ QString droppedModel(const QMimeData* mime) {
     return {};
 }
 }  // namespace
+
+void MainWindow::changeEvent(QEvent* event) {
+    QMainWindow::changeEvent(event);
+    if (event->type() != QEvent::LanguageChange) return;
+    // View > Language switched: the window's own words (menus, docks and panels word theirs).
+    setWindowTitle(modelName_.isEmpty() ? tr("Lantern") : tr("%1 — Lantern").arg(modelName_));
+    if (auto* dock = findChild<QDockWidget*>(QStringLiteral("conversationsDock")))
+        dock->setWindowTitle(tr("Conversations"));
+    if (shownState_ == State::Generating) status_->showState(tr("Generating…"));  // (until the next frame)
+    refreshState();
+}
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
     const State now = state();

@@ -77,6 +77,7 @@ signals:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    void changeEvent(QEvent* event) override;  // LanguageChange: the title, the state, a dock title
     // A .gguf file dropped on the window is opened (the first part of a split model opens it whole).
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;

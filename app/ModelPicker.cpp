@@ -1,6 +1,7 @@
 #include "ModelPicker.h"
 
 #include <QDir>
+#include <QEvent>
 #include <QFileInfo>
 #include <QFileSystemWatcher>
 #include <QSet>
@@ -22,9 +23,7 @@ ModelPicker::ModelPicker(QWidget* parent) : QComboBox(parent) {
     setObjectName(QStringLiteral("modelPicker"));
     setMinimumContentsLength(28);
     setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    setToolTip(tr("Models in %1, those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache and "
-                  "Ollama downloaded, and models you opened")
-                   .arg(QDir::toNativeSeparators(preferences::modelsDirectory())));
+    retranslateUi();
     connect(this, &QComboBox::activated, this, [this](int index) {
         const QString path = itemData(index, kModelPathRole).toString();
         if (!path.isEmpty() && path != current_) emit modelChosen(path);
@@ -92,6 +91,19 @@ void ModelPicker::watchFolders(const QStringList& folders) {
         if (!watched.contains(dir)) added << dir;
     if (!gone.isEmpty()) watcher_->removePaths(gone);
     if (!added.isEmpty()) watcher_->addPaths(added);
+}
+
+void ModelPicker::retranslateUi() {
+    setToolTip(tr("Models in %1, those LM Studio, GPT4All, Jan, llama.cpp, the Hugging Face cache and "
+                  "Ollama downloaded, and models you opened")
+                   .arg(QDir::toNativeSeparators(preferences::modelsDirectory())));
+}
+
+void ModelPicker::changeEvent(QEvent* event) {
+    QComboBox::changeEvent(event);
+    if (event->type() != QEvent::LanguageChange) return;
+    retranslateUi();
+    fill();  // the placeholder entry and the model labels
 }
 
 void ModelPicker::fill() {

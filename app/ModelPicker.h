@@ -32,7 +32,11 @@ signals:
     void modelChosen(const QString& path);
     void modelListChanged();  // filled from a finished scan (tests wait on it)
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: the tooltip and the entries
+
 private:
+    void retranslateUi();
     void fill();
     void watchFolders(const QStringList& folders);
 

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
     QApplication::setOrganizationName(QStringLiteral("Lantern"));
     QApplication::setApplicationVersion(QStringLiteral(LANTERN_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("lantern"));
-    language::install(preferences::language());
+    language::use(preferences::language());
 
     QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
     QPalette palette = QApplication::palette();

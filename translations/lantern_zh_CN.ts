@@ -201,14 +201,6 @@
         <translation>已导出到 %1</translation>
     </message>
     <message>
-        <source>Language</source>
-        <translation>语言</translation>
-    </message>
-    <message>
-        <source>The new language is used from the next start of Lantern.</source>
-        <translation>新的语言将在下次启动 Lantern 时生效。</translation>
-    </message>
-    <message>
         <source>About Lantern</source>
         <translation>关于 Lantern</translation>
     </message>
@@ -248,6 +240,10 @@ Driver: %2</source>
     <message>
         <source>Context %1 / %2</source>
         <translation>上下文 %1 / %2</translation>
+    </message>
+    <message>
+        <source>Remote: %1 (%2)</source>
+        <translation>远程：%1（%2）</translation>
     </message>
 </context>
 <context>
@@ -920,10 +916,6 @@ Model: %2</source>
         <translation>Lantern 无法在 %1（%2）上聊天。
 
 %3</translation>
-    </message>
-    <message>
-        <source>Remote: %1 (%2)</source>
-        <translation>远程：%1（%2）</translation>
     </message>
     <message>
         <source>Connected to %1 on %2 in %3</source>

@@ -434,6 +434,15 @@ QString ChatView::author(const QModelIndex& index) {
     }
 }
 
+void ChatView::changeEvent(QEvent* event) {
+    QListView::changeEvent(event);
+    if (event->type() != QEvent::LanguageChange) return;
+    // Reply details and headings are worded when laid out (the welcome text: by the window).
+    delegate_->clearLayouts();
+    scheduleDelayedItemsLayout();
+    viewport()->update();
+}
+
 void ChatView::setRenderMarkdown(bool on) {
     delegate_->setRenderMarkdown(on);
     scheduleDelayedItemsLayout();

@@ -42,6 +42,7 @@ public:
     // Replies start inside a reasoning section (the prompt ends with "<think>": DeepSeek-R1).
     void setRepliesOpenInReasoning(bool open) { repliesOpenInReasoning_ = open; }
     void setRenderMarkdown(bool on) { renderMarkdown_ = on; }
+    void clearLayouts() { layouts_.clear(); }  // their words changed (View > Language)
 
 private:
     // A document of the message's text and where it starts below the bubble's top padding.
@@ -120,6 +121,7 @@ signals:
 
 protected:
     void paintEvent(QPaintEvent* event) override;
+    void changeEvent(QEvent* event) override;  // LanguageChange: laid out again in its words
     void contextMenuEvent(QContextMenuEvent* event) override;
     void mouseReleaseEvent(QMouseEvent* event) override;
     void mouseMoveEvent(QMouseEvent* event) override;

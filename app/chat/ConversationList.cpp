@@ -1,6 +1,7 @@
 #include "chat/ConversationList.h"
 
 #include <QDate>
+#include <QEvent>
 #include <QInputDialog>
 #include <QLineEdit>
 #include <QListWidget>
@@ -22,12 +23,12 @@ ConversationList::ConversationList(ConversationStore* store, QWidget* parent)
     : QWidget(parent), store_(store) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
-    auto* newChat = new QPushButton(tr("New Chat"), this);
+    newChat_ = new QPushButton(this);
+    QPushButton* newChat = newChat_;
     newChat->setObjectName(QStringLiteral("newChatButton"));
     layout->addWidget(newChat);
     filter_ = new QLineEdit(this);
     filter_->setObjectName(QStringLiteral("conversationFilter"));
-    filter_->setPlaceholderText(tr("Search conversations"));
     filter_->setClearButtonEnabled(true);
     layout->addWidget(filter_);
     list_ = new QListWidget(this);
@@ -37,6 +38,7 @@ ConversationList::ConversationList(ConversationStore* store, QWidget* parent)
     list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     list_->setMouseTracking(true);
     layout->addWidget(list_, 1);
+    retranslateUi();
 
     connect(newChat, &QPushButton::clicked, this, &ConversationList::newRequested);
     connect(filter_, &QLineEdit::textChanged, this, &ConversationList::refresh);
@@ -56,6 +58,18 @@ ConversationList::ConversationList(ConversationStore* store, QWidget* parent)
         if (chosen == renameAction) rename(id);
         if (chosen == removeAction) remove(id);
     });
+}
+
+void ConversationList::retranslateUi() {
+    newChat_->setText(tr("New Chat"));
+    filter_->setPlaceholderText(tr("Search conversations"));
+}
+
+void ConversationList::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() != QEvent::LanguageChange) return;
+    retranslateUi();
+    refresh();  // the subtitles ("3 messages")
 }
 
 void ConversationList::setCurrent(qint64 id) {

@@ -8,6 +8,7 @@
 
 class ConversationStore;
 class QLineEdit;
+class QPushButton;
 class QListWidget;
 
 class ConversationList : public QWidget {
@@ -26,7 +27,12 @@ signals:
     void newRequested();
     void deleted(qint64 id);
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi() and the subtitles
+
 private:
+    void retranslateUi();
+    QPushButton* newChat_ = nullptr;
     void rename(qint64 id);
     void remove(qint64 id);
 

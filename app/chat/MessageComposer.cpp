@@ -1,5 +1,6 @@
 #include "chat/MessageComposer.h"
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QKeyEvent>
 #include <QPlainTextEdit>
@@ -13,7 +14,6 @@ MessageComposer::MessageComposer(QWidget* parent) : QWidget(parent) {
     layout->setContentsMargins(18, 8, 18, 14);
     input_ = new QPlainTextEdit(this);
     input_->setObjectName(QStringLiteral("messageInput"));
-    input_->setPlaceholderText(tr("Write a message… (Enter sends, Shift+Enter starts a new line)"));
     input_->setFixedHeight(QFontMetrics(input_->font()).lineSpacing() * 3 + 20);
     input_->setTabChangesFocus(true);
     input_->installEventFilter(this);
@@ -24,19 +24,17 @@ MessageComposer::MessageComposer(QWidget* parent) : QWidget(parent) {
     column->addWidget(measure_);
     layout->addLayout(column, 1);
 
-    auto makeButton = [this](const QString& text, const char* name, const QString& tip) {
-        auto* button = new QPushButton(text, this);
+    auto makeButton = [this](const char* name) {
+        auto* button = new QPushButton(this);
         button->setObjectName(QString::fromLatin1(name));
-        button->setToolTip(tip);
         return button;
     };
-    send_ = makeButton(tr("Send"), "sendButton", QString());
+    send_ = makeButton("sendButton");
     send_->setCursor(Qt::PointingHandCursor);
-    stop_ = makeButton(tr("Stop"), "stopButton", tr("Stop generating (Esc). The text so far is kept."));
-    regenerate_ =
-        makeButton(tr("Regenerate"), "regenerateButton", tr("Replace the last reply with a new one"));
-    continue_ = makeButton(tr("Continue"), "continueButton",
-                           tr("Write more of the last reply, from where it stopped"));
+    stop_ = makeButton("stopButton");
+    regenerate_ = makeButton("regenerateButton");
+    continue_ = makeButton("continueButton");
+    retranslateUi();
     auto* buttons = new QVBoxLayout();
     buttons->setSpacing(6);
     buttons->addWidget(send_);
@@ -76,9 +74,26 @@ void MessageComposer::setActions(const Actions& actions) {
     stop_->setEnabled(actions.stop);
     regenerate_->setEnabled(actions.regenerate);
     continue_->setEnabled(actions.resume);
-    continue_->setToolTip(actions.continueBlockedByRoom
-                              ? tr("There is no room left in the context to continue this reply")
-                              : tr("Write more of the last reply, from where it stopped"));
+    continueBlocked_ = actions.continueBlockedByRoom;
+    continue_->setToolTip(continueBlocked_ ? tr("There is no room left in the context to continue this reply")
+                                           : tr("Write more of the last reply, from where it stopped"));
+}
+
+void MessageComposer::retranslateUi() {
+    input_->setPlaceholderText(tr("Write a message… (Enter sends, Shift+Enter starts a new line)"));
+    send_->setText(tr("Send"));
+    stop_->setText(tr("Stop"));
+    stop_->setToolTip(tr("Stop generating (Esc). The text so far is kept."));
+    regenerate_->setText(tr("Regenerate"));
+    regenerate_->setToolTip(tr("Replace the last reply with a new one"));
+    continue_->setText(tr("Continue"));
+    continue_->setToolTip(continueBlocked_ ? tr("There is no room left in the context to continue this reply")
+                                           : tr("Write more of the last reply, from where it stopped"));
+}
+
+void MessageComposer::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
 }
 
 bool MessageComposer::eventFilter(QObject* watched, QEvent* event) {

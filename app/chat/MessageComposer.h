@@ -38,7 +38,12 @@ signals:
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
+    void retranslateUi();           // the placeholder, the buttons and their tooltips
+    bool continueBlocked_ = false;  // Continue's tooltip says there is no room
     QPlainTextEdit* input_;
     MessageFitLabel* measure_;
     QPushButton* send_;

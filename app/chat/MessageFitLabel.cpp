@@ -1,5 +1,7 @@
 #include "chat/MessageFitLabel.h"
 
+#include <QEvent>
+
 #include "Format.h"
 #include "Theme.h"
 
@@ -24,6 +26,17 @@ void MessageFitLabel::schedule(const QString& text) {
 
 void MessageFitLabel::showFit(quint64 request, const lantern::MessageFit& fit) {
     if (request != request_) return;
+    fit_ = fit;
+    show(fit);
+}
+
+void MessageFitLabel::changeEvent(QEvent* event) {
+    ElidedLabel::changeEvent(event);
+    // The measurement shown is worded again (an empty label waits for the next one).
+    if (event->type() == QEvent::LanguageChange && !text().isEmpty() && fit_) show(*fit_);
+}
+
+void MessageFitLabel::show(const lantern::MessageFit& fit) {
     const QString tokens = tr("%Ln token(s)", nullptr, static_cast<int>(fit.message_tokens));
     QString text;
     bool warn = false;

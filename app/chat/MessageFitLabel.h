@@ -3,6 +3,7 @@
 // moment after typing stops (UI thread).
 #pragma once
 #include <QTimer>
+#include <optional>
 
 #include "ElidedLabel.h"
 #include "lantern/chat.h"
@@ -22,7 +23,12 @@ public:
 signals:
     void due();  // time to ask the worker (the window knows whether it can)
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: the fit shown, worded again
+
 private:
+    void show(const lantern::MessageFit& fit);
     QTimer timer_;
+    std::optional<lantern::MessageFit> fit_;  // the last shown
     quint64 request_ = 0;
 };

@@ -3,6 +3,7 @@
 #pragma once
 #include <QWidget>
 
+class QLabel;
 class QLineEdit;
 
 class SystemPromptBar : public QWidget {
@@ -15,6 +16,11 @@ public:
 signals:
     void edited(const QString& text);
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
+    void retranslateUi();
+    QLabel* label_;
     QLineEdit* edit_;
 };

@@ -1,5 +1,6 @@
 #include "models/ModelsDialog.h"
 
+#include <QEvent>
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -52,6 +53,7 @@ void inBackground(QObject* context, std::function<R()> work, std::function<void(
 
 enum FileColumn { kFile, kQuant, kSize, kRuns, kFits, kFileColumns };
 enum DownloadColumn { kName, kProgress, kState, kPause, kCancel, kDownloadColumns };
+constexpr int kRecommendedRole = Qt::UserRole + 1;  // a results entry that lists a recommended repository
 
 }  // namespace
 
@@ -68,28 +70,30 @@ QStringList ModelsDialog::recommendedRepositories() {
 ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo& device, uint32_t context,
                            QWidget* parent)
     : QDialog(parent), downloads_(downloads), device_(device), context_(context) {
-    setWindowTitle(tr("Get Models"));
+    texts_([this] { setWindowTitle(tr("Get Models")); });
     auto* layout = new QVBoxLayout(this);
 
     auto* settings = new QFormLayout();
     endpoint_ = new QLineEdit(preferences::hubEndpoint(), this);
     endpoint_->setObjectName(QStringLiteral("hubEndpoint"));
-    endpoint_->setToolTip(
-        tr("The Hugging Face Hub, or a mirror of it (HF_ENDPOINT), e.g. https://hf-mirror.com"));
-    settings->addRow(tr("Hub address"), endpoint_);
+    texts_([this] {
+        endpoint_->setToolTip(
+            tr("The Hugging Face Hub, or a mirror of it (HF_ENDPOINT), e.g. https://hf-mirror.com"));
+    });
+    texts_([caption = captionedRow(settings, endpoint_)] { caption->setText(tr("Hub address")); });
     connect(endpoint_, &QLineEdit::editingFinished, this,
             [this] { preferences::setHubEndpoint(endpoint_->text().trimmed()); });
     tokenField_ = new QLineEdit(this);
     tokenField_->setObjectName(QStringLiteral("hubToken"));
     tokenField_->setEchoMode(QLineEdit::Password);
-    tokenField_->setPlaceholderText(tr("hf_… (for gated and private models)"));
+    texts_([this] { tokenField_->setPlaceholderText(tr("hf_… (for gated and private models)")); });
     tokenNote_ = new QLabel(this);
     tokenNote_->setObjectName(QStringLiteral("hubTokenNote"));
     tokenNote_->setWordWrap(true);
     auto* tokenBox = new QVBoxLayout();
     tokenBox->addWidget(tokenField_);
     tokenBox->addWidget(tokenNote_);
-    settings->addRow(tr("Access token"), tokenBox);
+    texts_([caption = captionedRow(settings, tokenBox)] { caption->setText(tr("Access token")); });
     token_ = new HubToken(this);
     connect(token_, &HubToken::loaded, this, [this] {
         if (!token_->token().isEmpty()) tokenField_->setText(token_->token());
@@ -110,7 +114,8 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     folder_ = new QLabel(downloads->modelsDir(), this);
     folder_->setObjectName(QStringLiteral("modelsFolder"));
     folder_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    auto* change = new QPushButton(tr("Change…"), this);
+    auto* change = new QPushButton(this);
+    texts_([change] { change->setText(tr("Change…")); });
     connect(change, &QPushButton::clicked, this, [this] {
         const QString dir =
             QFileDialog::getExistingDirectory(this, tr("Models Folder"), downloads_->modelsDir());
@@ -119,14 +124,15 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     auto* folderRow = new QHBoxLayout();
     folderRow->addWidget(folder_, 1);
     folderRow->addWidget(change);
-    settings->addRow(tr("Models folder"), folderRow);
+    texts_([caption = captionedRow(settings, folderRow)] { caption->setText(tr("Models folder")); });
     layout->addLayout(settings);
 
     auto* searchRow = new QHBoxLayout();
     query_ = new QLineEdit(this);
     query_->setObjectName(QStringLiteral("hubQuery"));
-    query_->setPlaceholderText(tr("Search GGUF models, e.g. qwen3 or gemma 3"));
-    auto* searchButton = new QPushButton(tr("Search"), this);
+    texts_([this] { query_->setPlaceholderText(tr("Search GGUF models, e.g. qwen3 or gemma 3")); });
+    auto* searchButton = new QPushButton(this);
+    texts_([searchButton] { searchButton->setText(tr("Search")); });
     searchRow->addWidget(query_, 1);
     searchRow->addWidget(searchButton);
     layout->addLayout(searchRow);
@@ -136,8 +142,9 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     results_ = new QListWidget(this);
     results_->setObjectName(QStringLiteral("hubResults"));
     for (const QString& repo : recommendedRepositories()) {
-        auto* item = new QListWidgetItem(tr("%1 — recommended").arg(repo), results_);
+        auto* item = new QListWidgetItem(recommended(repo), results_);
         item->setData(Qt::UserRole, repo);
+        item->setData(kRecommendedRole, true);  // (worded again on LanguageChange)
     }
     layout->addWidget(results_, 1);
     connect(results_, &QListWidget::itemActivated, this,
@@ -145,15 +152,18 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     connect(results_, &QListWidget::itemClicked, this,
             [this](QListWidgetItem* item) { openRepository(item->data(Qt::UserRole).toString()); });
 
-    repoLabel_ = new QLabel(tr("Choose a repository to see its files."), this);
+    repoLabel_ = new QLabel(this);
+    texts_([this] { repoLabel_->setText(tr("Choose a repository to see its files.")); });
     repoLabel_->setObjectName(QStringLiteral("hubRepo"));
     repoLabel_->setWordWrap(true);
     layout->addWidget(repoLabel_);
 
     files_ = new QTableWidget(0, kFileColumns, this);
     files_->setObjectName(QStringLiteral("hubFiles"));
-    files_->setHorizontalHeaderLabels(
-        {tr("File"), tr("Quantisation"), tr("Size"), tr("Lantern runs it"), tr("On this device")});
+    texts_([this] {
+        files_->setHorizontalHeaderLabels(
+            {tr("File"), tr("Quantisation"), tr("Size"), tr("Lantern runs it"), tr("On this device")});
+    });
     files_->verticalHeader()->hide();
     files_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     files_->horizontalHeader()->setSectionResizeMode(kFits, QHeaderView::Stretch);
@@ -163,7 +173,8 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     files_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     layout->addWidget(files_, 2);
 
-    download_ = new QPushButton(tr("Download"), this);
+    download_ = new QPushButton(this);
+    texts_([this] { download_->setText(tr("Download")); });
     download_->setObjectName(QStringLiteral("hubDownload"));
     download_->setEnabled(false);
     layout->addWidget(download_, 0, Qt::AlignRight);
@@ -176,8 +187,10 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
 
     downloadsTable_ = new QTableWidget(0, kDownloadColumns, this);
     downloadsTable_->setObjectName(QStringLiteral("hubDownloads"));
-    downloadsTable_->setHorizontalHeaderLabels(
-        {tr("Download"), tr("Progress"), tr("State"), QString(), QString()});
+    texts_([this] {
+        downloadsTable_->setHorizontalHeaderLabels(
+            {tr("Download"), tr("Progress"), tr("State"), QString(), QString()});
+    });
     downloadsTable_->verticalHeader()->hide();
     downloadsTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     downloadsTable_->horizontalHeader()->setSectionResizeMode(kState, QHeaderView::Stretch);
@@ -193,6 +206,10 @@ ModelsDialog::ModelsDialog(ModelDownloads* downloads, const lantern::DeviceInfo&
     connect(downloads_, &ModelDownloads::changed, this, &ModelsDialog::refreshDownload);
     for (const auto& item : downloads_->items()) refreshDownload(item.id);
     resize(860, 720);
+}
+
+QString ModelsDialog::recommended(const QString& repo) {
+    return tr("%1 — recommended").arg(repo);
 }
 
 void ModelsDialog::setModelsFolder(const QString& folder) {
@@ -474,4 +491,27 @@ void ModelsDialog::refreshDownload(int id) {
     }
     if (auto* pause = qobject_cast<QPushButton*>(downloadsTable_->cellWidget(row, kPause)))
         pause->setText(item.state == ModelDownloads::State::Running ? tr("Pause") : tr("Resume"));
+}
+
+void ModelsDialog::changeEvent(QEvent* event) {
+    QDialog::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void ModelsDialog::retranslateUi() {
+    texts_.apply();
+    for (int row = 0; row < results_->count(); ++row)
+        if (QListWidgetItem* item = results_->item(row); item->data(kRecommendedRole).toBool())
+            item->setText(recommended(item->data(Qt::UserRole).toString()));
+    if (files_->rowCount() == 0 && !repoLabel_->text().contains(QChar(0x2026)))
+        repoLabel_->setText(tr("Choose a repository to see its files."));
+    if (!tokenNote_->text().isEmpty())
+        tokenNote_->setText(token_->where() == HubToken::Where::Environment ? tr("From HF_TOKEN.")
+                            : token_->where() == HubToken::Where::Keyring
+                                ? tr("Kept in your keyring.")
+                                : tr("Kept in your keyring when you enter one."));
+    for (int row = 0; row < downloadsTable_->rowCount(); ++row)
+        if (auto* cancel = qobject_cast<QPushButton*>(downloadsTable_->cellWidget(row, kCancel)))
+            cancel->setText(tr("Cancel"));
+    for (const auto& item : downloads_->items()) refreshDownload(item.id);  // their states and Pause
 }

@@ -9,6 +9,7 @@
 #include <QHash>
 #include <vector>
 
+#include "Retranslate.h"
 #include "lantern/device.h"
 #include "lantern/hub.h"
 
@@ -42,11 +43,16 @@ signals:
     void repositoryListed(const QString& repo);  // its files are shown (tests wait on it)
     void filesProbed(const QString& repo);       // every file's support and fit are shown
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
+    void retranslateUi();  // the texts worded once, in the language now installed
     void showFiles(const QString& repo, const std::vector<lantern::hub::RepoFile>& files);
     void probeFiles(const QString& repo);
     void downloadSelected();
     void refreshDownload(int id);
+    static QString recommended(const QString& repo);  // its entry in the results
     void showError(const QString& message);
     lantern::hub::HubOptions hubOptions() const;
 
@@ -68,4 +74,5 @@ private:
     QString repo_;
     std::vector<lantern::hub::RepoFile> repoFiles_;
     QHash<int, int> rowOfDownload_;
+    Retranslate texts_;
 };

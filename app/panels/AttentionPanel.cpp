@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QHelpEvent>
 #include <QLabel>
@@ -149,19 +150,27 @@ AttentionPanel::AttentionPanel(QWidget* parent) : QWidget(parent) {
     layout->setContentsMargins(10, 6, 10, 8);
     auto* controls = new QHBoxLayout();
     layout->addLayout(controls);
-    enabled_ = new QCheckBox(tr("Capture"), this);
+    enabled_ = new QCheckBox(this);
+    texts_([this] { enabled_->setText(tr("Capture")); });
     enabled_->setObjectName(QStringLiteral("captureAttention"));
-    enabled_->setToolTip(tr("Read back the attention weights of the newest token (costs a little speed)."));
+    texts_([this] {
+        enabled_->setToolTip(
+            tr("Read back the attention weights of the newest token (costs a little speed)."));
+    });
     controls->addWidget(enabled_);
-    controls->addWidget(new QLabel(tr("Layer"), this));
+    auto* layerLabel = new QLabel(this);
+    texts_([layerLabel] { layerLabel->setText(tr("Layer")); });
+    controls->addWidget(layerLabel);
     layer_ = new QSpinBox(this);
     layer_->setObjectName(QStringLiteral("attentionLayer"));
     layer_->setRange(1, 1);
     controls->addWidget(layer_);
-    controls->addWidget(new QLabel(tr("Head"), this));
+    auto* headLabel = new QLabel(this);
+    texts_([headLabel] { headLabel->setText(tr("Head")); });
+    controls->addWidget(headLabel);
     head_ = new QComboBox(this);
     head_->setObjectName(QStringLiteral("attentionHead"));
-    head_->addItem(tr("All heads"), -1);
+    head_->addItem(headName(-1), -1);
     controls->addWidget(head_);
     controls->addStretch(1);
 
@@ -197,8 +206,8 @@ void AttentionPanel::setModelShape(uint32_t layers, uint32_t heads) {
     layer_->blockSignals(false);
     head_->blockSignals(true);
     head_->clear();
-    head_->addItem(tr("All heads"), -1);
-    for (uint32_t h = 0; h < heads; ++h) head_->addItem(tr("Head %1").arg(h + 1), static_cast<int>(h));
+    head_->addItem(headName(-1), -1);
+    for (uint32_t h = 0; h < heads; ++h) head_->addItem(headName(static_cast<int>(h)), static_cast<int>(h));
     head_->blockSignals(false);
     heatmap_->setHead(-1);
     heatmap_->setSnapshot({});
@@ -207,9 +216,25 @@ void AttentionPanel::setModelShape(uint32_t layers, uint32_t heads) {
     words_->setHead(-1);
     enabled_->setEnabled(layers > 0);
     layer_->setEnabled(layers > 0);
-    caption_->setText(layers > 0 ? tr("Last layer by default; weights are normalised per head.")
-                                 : tr("No model loaded."));
+    shownLayer_ = -1;
+    showCaption();
     emitLayer();
+}
+
+QString AttentionPanel::headName(int head) {
+    return head < 0 ? tr("All heads") : tr("Head %1").arg(head + 1);
+}
+
+void AttentionPanel::showCaption() {
+    if (shownLayer_ >= 0)
+        caption_->setText(tr("Layer %1 of %2, token at position %3 attending over %4 positions")
+                              .arg(shownLayer_ + 1)
+                              .arg(layers_)
+                              .arg(shownPosition_)
+                              .arg(shownPositions_));
+    else
+        caption_->setText(layers_ > 0 ? tr("Last layer by default; weights are normalised per head.")
+                                      : tr("No model loaded."));
 }
 
 int AttentionPanel::captureLayer() const {
@@ -236,9 +261,20 @@ void AttentionPanel::clearWords() {
 
 void AttentionPanel::setSnapshot(const lantern::AttentionSnapshot& snapshot) {
     heatmap_->setSnapshot(snapshot);
-    caption_->setText(tr("Layer %1 of %2, token at position %3 attending over %4 positions")
-                          .arg(snapshot.layer + 1)
-                          .arg(layers_)
-                          .arg(snapshot.position)
-                          .arg(snapshot.n_positions));
+    shownLayer_ = static_cast<int>(snapshot.layer);
+    shownPosition_ = static_cast<qint64>(snapshot.position);
+    shownPositions_ = static_cast<qint64>(snapshot.n_positions);
+    showCaption();
+}
+
+void AttentionPanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void AttentionPanel::retranslateUi() {
+    texts_.apply();
+    for (int i = 0; i < head_->count(); ++i) head_->setItemText(i, headName(head_->itemData(i).toInt()));
+    layer_->setSuffix(layers_ > 0 ? tr(" of %1").arg(layers_) : QString());
+    showCaption();
 }

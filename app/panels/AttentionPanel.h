@@ -7,6 +7,7 @@
 #pragma once
 #include <QWidget>
 
+#include "Retranslate.h"
 #include "lantern/engine.h"
 #include "worker/EngineTypes.h"
 
@@ -63,7 +64,13 @@ signals:
     // The layer to capture from now on (engine index), -1 = off.
     void captureLayerChanged(int layer);
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
+    void retranslateUi();               // the texts worded once, in the language now installed
+    static QString headName(int head);  // -1: all heads
+    void showCaption();                 // the shown snapshot's, or what the panel waits for
     void emitLayer();
     QCheckBox* enabled_;
     QSpinBox* layer_;
@@ -73,4 +80,8 @@ private:
     AttentionWords* words_;
     QLabel* cost_;
     uint32_t layers_ = 0;
+    int shownLayer_ = -1;  // the shown snapshot's layer (-1: none), position and span
+    qint64 shownPosition_ = 0;
+    qint64 shownPositions_ = 0;
+    Retranslate texts_;
 };

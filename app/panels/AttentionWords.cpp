@@ -21,9 +21,21 @@ AttentionWords::AttentionWords(QWidget* parent) : QPlainTextEdit(parent) {
     setMouseTracking(true);
     viewport()->setMouseTracking(true);
     setLineWrapMode(QPlainTextEdit::WidgetWidth);
-    setPlaceholderText(
-        tr("Turn capture on and send a message: the conversation's tokens appear here. Point at a "
-           "token of a reply to see what it attended to."));
+    setPlaceholderText(placeholder());
+}
+
+void AttentionWords::changeEvent(QEvent* event) {
+    QPlainTextEdit::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) {
+        setPlaceholderText(placeholder());
+        emit costChanged(costText());
+    }
+}
+
+QString AttentionWords::placeholder() {
+    return tr(
+        "Turn capture on and send a message: the conversation's tokens appear here. Point at a "
+        "token of a reply to see what it attended to.");
 }
 
 void AttentionWords::clear() {

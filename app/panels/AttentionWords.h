@@ -43,8 +43,10 @@ protected:
     void mouseMoveEvent(QMouseEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;
+    void changeEvent(QEvent* event) override;  // a language change: the placeholder and the cost
 
 private:
+    static QString placeholder();
     void paintTokens();
     int tokenUnder(const QPoint& pos) const;
 

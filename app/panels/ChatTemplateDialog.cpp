@@ -1,25 +1,27 @@
 #include "panels/ChatTemplateDialog.h"
 
 #include <QDialogButtonBox>
+#include <QEvent>
 #include <QFontDatabase>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QVBoxLayout>
 
 ChatTemplateDialog::ChatTemplateDialog(const LoadReport& report, QWidget* parent) : QDialog(parent) {
-    setWindowTitle(tr("Chat template"));
+    texts_([this] { setWindowTitle(tr("Chat template")); });
     auto* layout = new QVBoxLayout(this);
     auto* renderer = new QLabel(this);
     renderer->setObjectName(QStringLiteral("renderer"));
     renderer->setWordWrap(true);
     renderer->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    renderer->setText(
-        report.template_is_models
-            ? tr("Lantern renders the model's own template with its Jinja engine, as Hugging Face "
-                 "does. Text you type never becomes a control token.")
-            : tr("Lantern writes the prompts with its built-in %1 format: the model's template "
-                 "could not be used (%2).")
-                  .arg(report.template_name, report.template_fallback_reason));
+    texts_([renderer, isModels = report.template_is_models, name = report.template_name,
+            reason = report.template_fallback_reason] {
+        renderer->setText(isModels ? tr("Lantern renders the model's own template with its Jinja engine, as "
+                                        "Hugging Face does. Text you type never becomes a control token.")
+                                   : tr("Lantern writes the prompts with its built-in %1 format: the model's "
+                                        "template could not be used (%2).")
+                                         .arg(name, reason));
+    });
     layout->addWidget(renderer);
     auto* source = new QPlainTextEdit(this);
     source->setObjectName(QStringLiteral("source"));
@@ -32,4 +34,13 @@ ChatTemplateDialog::ChatTemplateDialog(const LoadReport& report, QWidget* parent
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     layout->addWidget(buttons);
     resize(720, 520);
+}
+
+void ChatTemplateDialog::changeEvent(QEvent* event) {
+    QDialog::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void ChatTemplateDialog::retranslateUi() {
+    texts_.apply();
 }

@@ -4,10 +4,18 @@
 #pragma once
 #include <QDialog>
 
+#include "Retranslate.h"
 #include "worker/EngineTypes.h"
 
 class ChatTemplateDialog : public QDialog {
     Q_OBJECT
 public:
     ChatTemplateDialog(const LoadReport& report, QWidget* parent = nullptr);
+
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
+private:
+    void retranslateUi();
+    Retranslate texts_;
 };

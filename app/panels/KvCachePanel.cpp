@@ -1,6 +1,7 @@
 #include "panels/KvCachePanel.h"
 
 #include <QCoreApplication>
+#include <QEvent>
 #include <QGridLayout>
 #include <QHelpEvent>
 #include <QLabel>
@@ -225,26 +226,27 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
     numbers->setHorizontalSpacing(10);
     numbers->setVerticalSpacing(3);
     layout->addLayout(numbers);
-    addValue(numbers, 0, 0, tr("Used"), "usedBlocks");
-    addValue(numbers, 0, 2, tr("Cached"), "cachedBlocks");
-    addValue(numbers, 1, 0, tr("Empty"), "emptyBlocks");
-    addValue(numbers, 1, 2, tr("Total"), "totalBlocks");
-    addValue(numbers, 2, 0, tr("Peak used"), "peakBlocks");
-    addValue(numbers, 2, 2, tr("Evictions"), "evictions");
-    addValue(numbers, 3, 0, tr("Capacity"), "capacity");
-    addValue(numbers, 4, 0, tr("Per token"), "bytesPerToken");
-    addValue(numbers, 5, 0, tr("Prefix hit (last)"), "prefixHitLast");
-    addValue(numbers, 6, 0, tr("Prefix hit (all)"), "prefixHitTotal");
-    addValue(numbers, 7, 0, tr("Local layers"), "localLayers");
-    addValue(numbers, 8, 0, tr("Last turn"), "lastTurn");
+    addValue(numbers, 0, 0, QT_TR_NOOP("Used"), "usedBlocks");
+    addValue(numbers, 0, 2, QT_TR_NOOP("Cached"), "cachedBlocks");
+    addValue(numbers, 1, 0, QT_TR_NOOP("Empty"), "emptyBlocks");
+    addValue(numbers, 1, 2, QT_TR_NOOP("Total"), "totalBlocks");
+    addValue(numbers, 2, 0, QT_TR_NOOP("Peak used"), "peakBlocks");
+    addValue(numbers, 2, 2, QT_TR_NOOP("Evictions"), "evictions");
+    addValue(numbers, 3, 0, QT_TR_NOOP("Capacity"), "capacity");
+    addValue(numbers, 4, 0, QT_TR_NOOP("Per token"), "bytesPerToken");
+    addValue(numbers, 5, 0, QT_TR_NOOP("Prefix hit (last)"), "prefixHitLast");
+    addValue(numbers, 6, 0, QT_TR_NOOP("Prefix hit (all)"), "prefixHitTotal");
+    addValue(numbers, 7, 0, QT_TR_NOOP("Local layers"), "localLayers");
+    addValue(numbers, 8, 0, QT_TR_NOOP("Last turn"), "lastTurn");
     numbers->setColumnStretch(1, 1);
     numbers->setColumnStretch(3, 1);
     clear();
 }
 
-QLabel* KvCachePanel::addValue(QGridLayout* grid, int row, int column, const QString& caption,
+QLabel* KvCachePanel::addValue(QGridLayout* grid, int row, int column, const char* caption,
                                const char* name) {
-    auto* captionLabel = new QLabel(caption, this);
+    auto* captionLabel = new QLabel(this);
+    texts_([captionLabel, caption] { captionLabel->setText(tr(caption)); });
     captionLabel->setProperty("role", QStringLiteral("caption"));
     auto* value = new QLabel(this);
     value->setObjectName(QString::fromLatin1(name));
@@ -438,4 +440,18 @@ void KvLegend::paintEvent(QPaintEvent*) {
         p.setPen(palette().color(QPalette::WindowText));
         p.drawText(QPoint(x, top + fm.ascent()), e.text);
     }
+}
+
+void KvCachePanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void KvCachePanel::retranslateUi() {
+    texts_.apply();
+    // The figures are worded with the texts: shown again (or the empty panel's message).
+    if (snapshot_.stats.total_blocks > 0)
+        setSnapshot(snapshot_);
+    else
+        legend_->setMessage(tr("No model loaded."));
 }

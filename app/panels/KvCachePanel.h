@@ -6,6 +6,7 @@
 #include <QWidget>
 #include <vector>
 
+#include "Retranslate.h"
 #include "worker/EngineTypes.h"
 
 class QLabel;
@@ -101,11 +102,17 @@ public:
     const KvSnapshot& snapshot() const { return snapshot_; }
     KvBlockGrid* grid() const { return grid_; }
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
-    QLabel* addValue(QGridLayout* grid, int row, int column, const QString& caption, const char* name);
+    void retranslateUi();  // the texts worded once, in the language now installed
+    // caption: the source text (QT_TR_NOOP), worded by retranslateUi.
+    QLabel* addValue(QGridLayout* grid, int row, int column, const char* caption, const char* name);
 
     KvSnapshot snapshot_;
     KvBlockGrid* grid_;
     KvLegend* legend_;
     QHash<QString, QLabel*> values_;
+    Retranslate texts_;
 };

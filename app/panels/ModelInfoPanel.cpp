@@ -3,6 +3,7 @@
 #include "panels/FormValueRow.h"
 #include "panels/ScrollablePanel.h"
 
+#include <QEvent>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QLabel>
@@ -37,32 +38,35 @@ ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
     auto* form = new QFormLayout(content);
     form->setContentsMargins(10, 6, 10, 8);
     form->setVerticalSpacing(4);
-    addRow(form, tr("Name"), "name");
-    addRow(form, tr("File"), "file");
-    addRow(form, tr("Architecture"), "architecture");
-    addRow(form, tr("Parameters"), "parameters");
-    addRow(form, tr("Weights"), "weightTypes");
-    addRow(form, tr("Size"), "size");
-    addRow(form, tr("Layers"), "layers");
-    addRow(form, tr("Embedding / FFN"), "dims");
-    addRow(form, tr("Heads / KV heads"), "heads");
-    addRow(form, tr("Head dim / RoPE"), "rope");
-    addRow(form, tr("Attention"), "attention");
-    addRow(form, tr("Context"), "context");
-    addRow(form, tr("Vocabulary"), "vocab");
-    addRow(form, tr("Chat template"), "template");
+    addRow(form, QT_TR_NOOP("Name"), "name");
+    addRow(form, QT_TR_NOOP("File"), "file");
+    addRow(form, QT_TR_NOOP("Architecture"), "architecture");
+    addRow(form, QT_TR_NOOP("Parameters"), "parameters");
+    addRow(form, QT_TR_NOOP("Weights"), "weightTypes");
+    addRow(form, QT_TR_NOOP("Size"), "size");
+    addRow(form, QT_TR_NOOP("Layers"), "layers");
+    addRow(form, QT_TR_NOOP("Embedding / FFN"), "dims");
+    addRow(form, QT_TR_NOOP("Heads / KV heads"), "heads");
+    addRow(form, QT_TR_NOOP("Head dim / RoPE"), "rope");
+    addRow(form, QT_TR_NOOP("Attention"), "attention");
+    addRow(form, QT_TR_NOOP("Context"), "context");
+    addRow(form, QT_TR_NOOP("Vocabulary"), "vocab");
+    addRow(form, QT_TR_NOOP("Chat template"), "template");
     QLabel* templateLabel = values_.value(QStringLiteral("template"));
     templateLabel->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
     connect(templateLabel, &QLabel::linkActivated, this, &ModelInfoPanel::showTemplate);
-    addRow(form, tr("Device"), "device");
-    addRow(form, tr("Driver"), "driver");
-    addRow(form, tr("Device memory"), "deviceMemory");
-    addRow(form, tr("Subgroup size"), "subgroup");
+    addRow(form, QT_TR_NOOP("Device"), "device");
+    addRow(form, QT_TR_NOOP("Driver"), "driver");
+    addRow(form, QT_TR_NOOP("Device memory"), "deviceMemory");
+    addRow(form, QT_TR_NOOP("Subgroup size"), "subgroup");
     clear();
 }
 
-void ModelInfoPanel::addRow(QFormLayout* form, const QString& caption, const char* name) {
-    values_.insert(QString::fromLatin1(name), addFormValueRow(form, this, caption, name));
+void ModelInfoPanel::addRow(QFormLayout* form, const char* caption, const char* name) {
+    QLabel* value = addFormValueRow(form, this, QString(), name);
+    values_.insert(QString::fromLatin1(name), value);
+    auto* captionLabel = qobject_cast<QLabel*>(form->labelForField(value));
+    texts_([captionLabel, caption] { captionLabel->setText(tr(caption)); });
 }
 
 void ModelInfoPanel::set(const char* name, const QString& text) {
@@ -78,11 +82,13 @@ QString ModelInfoPanel::valueText(const QString& name) const {
 }
 
 void ModelInfoPanel::clear() {
+    shown_ = nullptr;
     for (QLabel* l : std::as_const(values_)) l->setText(QStringLiteral("—"));
 }
 
 void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::DeviceInfo& d,
                               const LoadReport& report) {
+    shown_ = [this, m, d, report] { setModel(m, d, report); };  // worded again on LanguageChange
     const QString path = QString::fromStdString(m.path);
     set("name", m.name.empty() ? QFileInfo(path).completeBaseName() : QString::fromStdString(m.name));
     set("file", QFileInfo(path).fileName());
@@ -165,6 +171,7 @@ void ModelInfoPanel::setModel(const lantern::ModelInfo& m, const lantern::Device
 }
 
 void ModelInfoPanel::setRemote(const RemoteReport& report) {
+    shown_ = [this, report] { setRemote(report); };
     clear();
     const QString notSaid = tr("not said by the server");
     set("name", report.model);
@@ -177,4 +184,17 @@ void ModelInfoPanel::setRemote(const RemoteReport& report) {
     set("device", tr("Remote: %1 (%2)")
                       .arg(remote::hostLabel(report.endpoint.baseUrl), remote::serverKindName(report.kind)));
     set("driver", tr("%n model(s) served", nullptr, static_cast<int>(report.models.size())));
+}
+
+void ModelInfoPanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void ModelInfoPanel::retranslateUi() {
+    texts_.apply();
+    if (shown_) {
+        const std::function<void()> show = shown_;  // (showing replaces shown_)
+        show();
+    }
 }

@@ -4,7 +4,9 @@
 #pragma once
 #include <QHash>
 #include <QWidget>
+#include <functional>
 
+#include "Retranslate.h"
 #include "remote/RemoteEndpoint.h"
 #include "worker/EngineTypes.h"
 
@@ -24,9 +26,15 @@ public:
     // Opens the chat template's dialog (its text and which renderer writes the prompts).
     void showTemplate();
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
-    void addRow(QFormLayout* form, const QString& caption, const char* name);
+    void retranslateUi();          // the texts worded once, in the language now installed
+    std::function<void()> shown_;  // shows the model again (its facts are worded), or null
+    void addRow(QFormLayout* form, const char* caption, const char* name);  // caption: QT_TR_NOOP
     void set(const char* name, const QString& text);
     QHash<QString, QLabel*> values_;
     LoadReport report_;
+    Retranslate texts_;
 };

@@ -1,6 +1,7 @@
 #include "panels/PanelDocks.h"
 
 #include <QDockWidget>
+#include <QEvent>
 #include <QLabel>
 #include <QMainWindow>
 #include <QStackedWidget>
@@ -33,22 +34,21 @@ PanelDocks::PanelDocks(QMainWindow* window, QDockWidget* conversationsDock, Infe
         stack->addWidget(remotePage);
         return stack;
     };
-    const auto note = [window](const QString& text) {
-        auto* label = new QLabel(text, window);
+    const auto note = [window] {
+        auto* label = new QLabel(window);
         label->setWordWrap(true);
         label->setAlignment(Qt::AlignCenter);
         label->setMargin(16);
         label->setProperty("role", QStringLiteral("caption"));
         return label;
     };
+    attentionNote_ = note();
+    profileNote_ = note();
     kvStack_ = stacked(kv_, remoteKv_);
-    attentionStack_ =
-        stacked(attention_, note(tr("Attention weights come from the local engine's own kernels: a "
-                                    "remote server does not send them.")));
-    profileStack_ = stacked(profile_, note(tr("A step profile times the local engine's own kernels: a remote "
-                                              "server's steps cannot be timed from here.")));
-    auto dock = [window](const QString& title, const char* name, QWidget* content) {
-        auto* d = new QDockWidget(title, window);
+    attentionStack_ = stacked(attention_, attentionNote_);
+    profileStack_ = stacked(profile_, profileNote_);
+    auto dock = [window](const char* name, QWidget* content) {
+        auto* d = new QDockWidget(window);
         d->setObjectName(QString::fromLatin1(name));
         d->setWidget(content);
         d->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
@@ -56,12 +56,14 @@ PanelDocks::PanelDocks(QMainWindow* window, QDockWidget* conversationsDock, Infe
         window->addDockWidget(Qt::RightDockWidgetArea, d);
         return d;
     };
-    QDockWidget* kvDock = dock(tr("KV Cache"), "kvCacheDock", kvStack_);
-    QDockWidget* samplingDock = dock(tr("Sampling"), "samplingDock", sampling_);
-    QDockWidget* performanceDock = dock(tr("Performance"), "performanceDock", performance_);
-    QDockWidget* attentionDock = dock(tr("Attention"), "attentionDock", attentionStack_);
-    QDockWidget* profileDock = dock(tr("Step Profile"), "stepProfileDock", profileStack_);
-    QDockWidget* modelDock = dock(tr("Model"), "modelDock", modelInfo_);
+    QDockWidget* kvDock = kvDock_ = dock("kvCacheDock", kvStack_);
+    QDockWidget* samplingDock = samplingDock_ = dock("samplingDock", sampling_);
+    QDockWidget* performanceDock = performanceDock_ = dock("performanceDock", performance_);
+    QDockWidget* attentionDock = attentionDock_ = dock("attentionDock", attentionStack_);
+    QDockWidget* profileDock = profileDock_ = dock("stepProfileDock", profileStack_);
+    QDockWidget* modelDock = modelDock_ = dock("modelDock", modelInfo_);
+    retranslateUi();
+    window->installEventFilter(this);  // the window's LanguageChange words the docks again
     window->splitDockWidget(kvDock, samplingDock, Qt::Vertical);
     window->tabifyDockWidget(kvDock, performanceDock);
     window->tabifyDockWidget(performanceDock, attentionDock);
@@ -90,6 +92,26 @@ PanelDocks::PanelDocks(QMainWindow* window, QDockWidget* conversationsDock, Infe
     // Thread-safe as well: it must reach a reply that is being written.
     connect(profile_, &StepProfilePanel::timeNextStepRequested, this,
             [this] { worker_->requestStepProfile(); });
+}
+
+void PanelDocks::retranslateUi() {
+    attentionNote_->setText(
+        tr("Attention weights come from the local engine's own kernels: a "
+           "remote server does not send them."));
+    profileNote_->setText(
+        tr("A step profile times the local engine's own kernels: a remote "
+           "server's steps cannot be timed from here."));
+    kvDock_->setWindowTitle(tr("KV Cache"));
+    samplingDock_->setWindowTitle(tr("Sampling"));
+    performanceDock_->setWindowTitle(tr("Performance"));
+    attentionDock_->setWindowTitle(tr("Attention"));
+    profileDock_->setWindowTitle(tr("Step Profile"));
+    modelDock_->setWindowTitle(tr("Model"));
+}
+
+bool PanelDocks::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == parent() && event->type() == QEvent::LanguageChange) retranslateUi();
+    return QObject::eventFilter(watched, event);
 }
 
 void PanelDocks::clearForLoad() {

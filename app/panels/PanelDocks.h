@@ -18,6 +18,7 @@ class KvCachePanel;
 class ModelInfoPanel;
 class PerformancePanel;
 class QDockWidget;
+class QLabel;
 class QMainWindow;
 class QStackedWidget;
 class RemoteKvPanel;
@@ -54,7 +55,11 @@ public:
     void remoteTurnFigures(const RemoteTurnFigures& figures);
     RemoteKvPanel* remoteKv() const { return remoteKv_; }
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;  // the window's LanguageChange
+
 private:
+    void retranslateUi();  // the dock titles and the notes for a remote server
     InferenceWorker* worker_;
     SamplingPanel* sampling_;
     KvCachePanel* kv_;
@@ -66,5 +71,13 @@ private:
     QStackedWidget* kvStack_;
     QStackedWidget* attentionStack_;
     QStackedWidget* profileStack_;
+    QLabel* attentionNote_ = nullptr;
+    QLabel* profileNote_ = nullptr;
+    QDockWidget* kvDock_ = nullptr;
+    QDockWidget* samplingDock_ = nullptr;
+    QDockWidget* performanceDock_ = nullptr;
+    QDockWidget* attentionDock_ = nullptr;
+    QDockWidget* profileDock_ = nullptr;
+    QDockWidget* modelDock_ = nullptr;
     void showLocal(bool local);
 };

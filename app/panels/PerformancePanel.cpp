@@ -2,6 +2,7 @@
 
 #include <QChart>
 #include <QChartView>
+#include <QEvent>
 #include <QGridLayout>
 #include <QLabel>
 #include <QLineSeries>
@@ -72,46 +73,53 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     grid->setHorizontalSpacing(10);
     grid->setVerticalSpacing(3);
     layout->addLayout(grid);
-    addValue(grid, 0, 0, tr("Time to first token"), "ttft");
-    addValue(grid, 0, 2, tr("Generated"), "generated");
-    addValue(grid, 1, 0, tr("Prefill"), "prefillRate");
-    addValue(grid, 1, 2, tr("Decode"), "decodeRate");
-    addValue(grid, 2, 0, tr("Prompt tokens"), "promptTokens");
-    addValue(grid, 2, 2, tr("Ended by"), "stopReason");
-    addValue(grid, 3, 0, tr("Reused / computed"), "reuse");
-    addValue(grid, 3, 2, tr("Last step"), "lastStep");
-    addValue(grid, 4, 0, tr("Steady state"), "steadyRate")->setToolTip(steadyToolTip());
-    addValue(grid, 4, 2, tr("Slowdown"), "slowdown")
-        ->setToolTip(
+    addValue(grid, 0, 0, QT_TR_NOOP("Time to first token"), "ttft");
+    addValue(grid, 0, 2, QT_TR_NOOP("Generated"), "generated");
+    addValue(grid, 1, 0, QT_TR_NOOP("Prefill"), "prefillRate");
+    addValue(grid, 1, 2, QT_TR_NOOP("Decode"), "decodeRate");
+    addValue(grid, 2, 0, QT_TR_NOOP("Prompt tokens"), "promptTokens");
+    addValue(grid, 2, 2, QT_TR_NOOP("Ended by"), "stopReason");
+    addValue(grid, 3, 0, QT_TR_NOOP("Reused / computed"), "reuse");
+    addValue(grid, 3, 2, QT_TR_NOOP("Last step"), "lastStep");
+    texts_([this, value = addValue(grid, 4, 0, QT_TR_NOOP("Steady state"), "steadyRate")] {
+        value->setToolTip(steadyToolTip());
+    });
+    texts_([value = addValue(grid, 4, 2, QT_TR_NOOP("Slowdown"), "slowdown")] {
+        value->setToolTip(
             tr("How much slower the last quarter of the settled steps ran than the first quarter. Every new "
                "token attends to all earlier ones, so long replies slow down as they grow."));
+    });
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
 
     reuseBar_ = new SplitBar(this);
-    reuseBar_->setToolTip(
-        tr("Blue: prompt tokens whose K/V came from the prefix cache. Amber: prompt tokens computed now."));
+    texts_([this] {
+        reuseBar_->setToolTip(tr(
+            "Blue: prompt tokens whose K/V came from the prefix cache. Amber: prompt tokens computed now."));
+    });
     layout->addWidget(reuseBar_);
 
     auto* load = new QGridLayout();
     load->setHorizontalSpacing(10);
     layout->addLayout(load);
-    addValue(load, 0, 0, tr("Model load"), "loadTime");
-    addValue(load, 2, 0, tr("Server's own figures"), "server")
-        ->setToolTip(
+    addValue(load, 0, 0, QT_TR_NOOP("Model load"), "loadTime");
+    texts_([value = addValue(load, 2, 0, QT_TR_NOOP("Server's own figures"), "server")] {
+        value->setToolTip(
             tr("On a remote server: the timings and token counts it sent with the reply. The figures "
                "above are measured here, at the client, and include the network."));
-    addValue(load, 1, 0, tr("Kernel warm-up"), "warmUp")
-        ->setToolTip(
+    });
+    texts_([value = addValue(load, 1, 0, QT_TR_NOOP("Kernel warm-up"), "warmUp")] {
+        value->setToolTip(
             tr("After loading, Lantern runs each kind of step once, so that no reply waits while the driver "
                "compiles a kernel for its first use (several seconds on a CPU driver the first time a model "
                "runs on this machine; later starts reuse the compiled code)."));
+    });
     load->setColumnStretch(1, 1);
 
     latency_ = new QLineSeries();
     latency_->setPen(QPen(theme::accent(), 1.6));
     average_ = new QLineSeries();
-    average_->setName(tr("moving average"));
+    texts_([this] { average_->setName(tr("moving average")); });
     average_->setPen(QPen(theme::cachedBlock(), 2.0));
     chart_ = new QChart();
     chart_->addSeries(latency_);
@@ -123,11 +131,11 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     chart_->setMargins(QMargins(2, 2, 2, 2));
     chart_->setBackgroundRoundness(6);
     axisX_ = new QValueAxis();
-    axisX_->setTitleText(tr("token"));
+    texts_([this] { axisX_->setTitleText(tr("token")); });
     axisX_->setLabelFormat(QStringLiteral("%d"));
     axisX_->setRange(0, 32);
     axisY_ = new QValueAxis();
-    axisY_->setTitleText(tr("ms / step"));
+    texts_([this] { axisY_->setTitleText(tr("ms / step")); });
     axisY_->setLabelFormat(QStringLiteral("%.1f"));
     axisY_->setRange(0, 1);
     for (QValueAxis* axis : {axisX_, axisY_}) {
@@ -149,9 +157,10 @@ PerformancePanel::PerformancePanel(QWidget* parent) : QWidget(parent) {
     clear();
 }
 
-QLabel* PerformancePanel::addValue(QGridLayout* grid, int row, int column, const QString& caption,
+QLabel* PerformancePanel::addValue(QGridLayout* grid, int row, int column, const char* caption,
                                    const char* name) {
-    auto* captionLabel = new QLabel(caption, this);
+    auto* captionLabel = new QLabel(this);
+    texts_([captionLabel, caption] { captionLabel->setText(tr(caption)); });
     captionLabel->setProperty("role", QStringLiteral("caption"));
     auto* value = new QLabel(QStringLiteral("—"), this);
     value->setObjectName(QString::fromLatin1(name));
@@ -351,4 +360,14 @@ void PerformancePanel::setRemote(bool remote) {
         setValue("loadTime", tr("— (remote server)"));
         setValue("warmUp", tr("— (remote server)"));
     }
+}
+
+void PerformancePanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void PerformancePanel::retranslateUi() {
+    texts_.apply();
+    nameLatencyLine();  // (the figures are worded again at their next update)
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "Retranslate.h"
 #include "panels/LatencyChartData.h"
 #include "worker/EngineTypes.h"
 
@@ -49,8 +50,13 @@ public:
     int chartedPoints() const;                     // points of the latency line
     int stepsPerChartPoint() const;                // steps each point stands for (LatencyChartData)
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
-    QLabel* addValue(class QGridLayout* grid, int row, int column, const QString& caption, const char* name);
+    void retranslateUi();  // the texts worded once, in the language now installed
+    // caption: the source text (QT_TR_NOOP), worded by retranslateUi.
+    QLabel* addValue(class QGridLayout* grid, int row, int column, const char* caption, const char* name);
     void setValue(const char* name, const QString& text);
     void showSteadyState();
     void nameLatencyLine();
@@ -80,4 +86,5 @@ private:
         double maxLatency = 1.0, ema = 0.0, xMax = 32, yMax = 1;
     };
     std::unique_ptr<Snapshot> previous_;
+    Retranslate texts_;
 };

@@ -1,5 +1,6 @@
 #include "panels/RemoteKvPanel.h"
 
+#include <QEvent>
 #include <QFormLayout>
 #include <QLabel>
 #include <QProgressBar>
@@ -24,28 +25,34 @@ RemoteKvPanel::RemoteKvPanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(usage_);
     auto* form = new QFormLayout();
     form->setVerticalSpacing(4);
-    addRow(form, tr("KV cache in use"), "usage");
-    addRow(form, tr("Prefix-cache hits"), "prefixHits");
-    addRow(form, tr("Running requests"), "running");
-    addRow(form, tr("Waiting requests"), "waiting");
-    addRow(form, tr("Preemptions"), "preemptions");
-    addRow(form, tr("Blocks used / cached / total"), "blocks");
-    addRow(form, tr("Tokens in the cache"), "tokens");
-    addRow(form, tr("Prompt / generated tokens"), "tokenTotals");
-    addRow(form, tr("Server's prompt / generation rate"), "rates");
+    addRow(form, QT_TR_NOOP("KV cache in use"), "usage");
+    addRow(form, QT_TR_NOOP("Prefix-cache hits"), "prefixHits");
+    addRow(form, QT_TR_NOOP("Running requests"), "running");
+    addRow(form, QT_TR_NOOP("Waiting requests"), "waiting");
+    addRow(form, QT_TR_NOOP("Preemptions"), "preemptions");
+    addRow(form, QT_TR_NOOP("Blocks used / cached / total"), "blocks");
+    addRow(form, QT_TR_NOOP("Tokens in the cache"), "tokens");
+    addRow(form, QT_TR_NOOP("Prompt / generated tokens"), "tokenTotals");
+    addRow(form, QT_TR_NOOP("Server's prompt / generation rate"), "rates");
     layout->addLayout(form);
-    mapNote_ = new QLabel(tr("The block map shows the local engine's own KV memory; a remote server does not "
-                             "send its block table, so only the figures above are shown."),
-                          content);
+    mapNote_ = new QLabel(content);
+    texts_([this] {
+        mapNote_->setText(
+            tr("The block map shows the local engine's own KV memory; a remote server does not "
+               "send its block table, so only the figures above are shown."));
+    });
     mapNote_->setWordWrap(true);
     mapNote_->setProperty("role", QStringLiteral("caption"));
     layout->addWidget(mapNote_);
     layout->addStretch(1);
-    setUnavailable(tr("Not connected to a remote server."));
+    setUnavailable(QString());
 }
 
-void RemoteKvPanel::addRow(QFormLayout* form, const QString& caption, const char* name) {
-    values_.insert(QString::fromLatin1(name), addFormValueRow(form, this, caption, name));
+void RemoteKvPanel::addRow(QFormLayout* form, const char* caption, const char* name) {
+    QLabel* value = addFormValueRow(form, this, QString(), name);
+    values_.insert(QString::fromLatin1(name), value);
+    auto* captionLabel = qobject_cast<QLabel*>(form->labelForField(value));
+    texts_([captionLabel, caption] { captionLabel->setText(tr(caption)); });
 }
 
 void RemoteKvPanel::set(const char* name, const QString& text) {
@@ -70,7 +77,8 @@ void RemoteKvPanel::setServer(const RemoteReport& report) {
 }
 
 void RemoteKvPanel::setUnavailable(const QString& reason) {
-    headline_->setText(reason);
+    reason_ = reason;
+    headline_->setText(reason.isEmpty() ? tr("Not connected to a remote server.") : reason);
     usage_->setValue(0);
     usage_->setFormat(tr("not exposed"));
     for (QLabel* l : std::as_const(values_)) l->setText(QStringLiteral("—"));
@@ -126,4 +134,14 @@ void RemoteKvPanel::setMetrics(const RemoteMetrics& m) {
                   m.generatedTokensPerSecond ? display::tokensPerSecond(*m.generatedTokensPerSecond)
                                              : notExposed)
             : notExposed);
+}
+
+void RemoteKvPanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void RemoteKvPanel::retranslateUi() {
+    texts_.apply();
+    if (source_.isEmpty()) setUnavailable(QString());  // (a server's figures: at the next second)
 }

@@ -7,6 +7,7 @@
 #include <QHash>
 #include <QWidget>
 
+#include "Retranslate.h"
 #include "remote/RemoteEndpoint.h"
 #include "remote/RemoteMetrics.h"
 
@@ -23,8 +24,12 @@ public:
     QString valueText(const QString& name) const;  // for tests
     QString headline() const;
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
-    void addRow(class QFormLayout* form, const QString& caption, const char* name);
+    void retranslateUi();  // the texts worded once, in the language now installed
+    void addRow(class QFormLayout* form, const char* caption, const char* name);  // caption: QT_TR_NOOP
     void set(const char* name, const QString& text);
 
     QLabel* headline_;
@@ -32,4 +37,6 @@ private:
     QLabel* mapNote_;
     QHash<QString, QLabel*> values_;
     QString source_;
+    QString reason_;  // setUnavailable's (empty: not connected)
+    Retranslate texts_;
 };

@@ -3,6 +3,7 @@
 
 #include <QCheckBox>
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -62,7 +63,9 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     remoteNote_->hide();
     layout->addWidget(remoteNote_);
 
-    layout->addWidget(sectionLabel(tr("Randomness"), content));
+    QLabel* randomnessLabel = sectionLabel(QString(), content);
+    layout->addWidget(randomnessLabel);
+    texts_([randomnessLabel] { randomnessLabel->setText(tr("Randomness")); });
     auto* form = new QFormLayout();
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     layout->addLayout(form);
@@ -71,94 +74,125 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     temperatureSlider_->setObjectName(QStringLiteral("temperatureSlider"));
     temperatureSlider_->setRange(0, 200);
     temperature_ = makeDouble(content, "temperature", 0.0, 5.0, 0.05, 2);
-    temperature_->setToolTip(tr("0 = always the most likely token (greedy). Higher = more surprising text."));
+    texts_([this] {
+        temperature_->setToolTip(
+            tr("0 = always the most likely token (greedy). Higher = more surprising text."));
+    });
     auto* tempRow = new QHBoxLayout();
     tempRow->addWidget(temperatureSlider_, 1);
     tempRow->addWidget(temperature_);
-    form->addRow(tr("Temperature"), tempRow);
+    texts_([caption = captionedRow(form, tempRow)] { caption->setText(tr("Temperature")); });
 
     topK_ = makeInt(content, "topK", 0, 100000);
-    topK_->setSpecialValueText(tr("off"));
-    topK_->setToolTip(tr("Keep only the k most likely tokens (0 = off)."));
-    form->addRow(tr("Top-k"), topK_);
+    texts_([this] { topK_->setSpecialValueText(tr("off")); });
+    texts_([this] { topK_->setToolTip(tr("Keep only the k most likely tokens (0 = off).")); });
+    texts_([caption = captionedRow(form, topK_)] { caption->setText(tr("Top-k")); });
 
     topP_ = makeDouble(content, "topP", 0.0, 1.0, 0.01, 2);
-    topP_->setToolTip(tr("Keep the most likely tokens that together reach this probability (1 = off)."));
-    form->addRow(tr("Top-p"), topP_);
+    texts_([this] {
+        topP_->setToolTip(tr("Keep the most likely tokens that together reach this probability (1 = off)."));
+    });
+    texts_([caption = captionedRow(form, topP_)] { caption->setText(tr("Top-p")); });
 
     minP_ = makeDouble(content, "minP", 0.0, 1.0, 0.01, 2);
-    minP_->setToolTip(tr("Drop tokens less likely than this fraction of the best one (0 = off)."));
-    form->addRow(tr("Min-p"), minP_);
+    texts_([this] {
+        minP_->setToolTip(tr("Drop tokens less likely than this fraction of the best one (0 = off)."));
+    });
+    texts_([caption = captionedRow(form, minP_)] { caption->setText(tr("Min-p")); });
 
-    layout->addWidget(sectionLabel(tr("Repetition"), content));
+    QLabel* repetitionLabel = sectionLabel(QString(), content);
+    layout->addWidget(repetitionLabel);
+    texts_([repetitionLabel] { repetitionLabel->setText(tr("Repetition")); });
     auto* penalties = new QFormLayout();
     penalties->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     layout->addLayout(penalties);
     repeatPenalty_ = makeDouble(content, "repeatPenalty", 0.05, 5.0, 0.05, 2);
-    repeatPenalty_->setToolTip(tr("Divides the scores of recently used tokens (1 = off)."));
-    penalties->addRow(tr("Repeat penalty"), repeatPenalty_);
+    texts_(
+        [this] { repeatPenalty_->setToolTip(tr("Divides the scores of recently used tokens (1 = off).")); });
+    texts_([caption = captionedRow(penalties, repeatPenalty_)] { caption->setText(tr("Repeat penalty")); });
     presencePenalty_ = makeDouble(content, "presencePenalty", -2.0, 2.0, 0.1, 2);
-    presencePenalty_->setToolTip(tr("Subtracted once from every token already used (0 = off)."));
-    penalties->addRow(tr("Presence penalty"), presencePenalty_);
+    texts_([this] {
+        presencePenalty_->setToolTip(tr("Subtracted once from every token already used (0 = off)."));
+    });
+    texts_(
+        [caption = captionedRow(penalties, presencePenalty_)] { caption->setText(tr("Presence penalty")); });
     frequencyPenalty_ = makeDouble(content, "frequencyPenalty", -2.0, 2.0, 0.1, 2);
-    frequencyPenalty_->setToolTip(tr("Subtracted for every time a token was used (0 = off)."));
-    penalties->addRow(tr("Frequency penalty"), frequencyPenalty_);
+    texts_([this] {
+        frequencyPenalty_->setToolTip(tr("Subtracted for every time a token was used (0 = off)."));
+    });
+    texts_([caption = captionedRow(penalties, frequencyPenalty_)] {
+        caption->setText(tr("Frequency penalty"));
+    });
     penaltyWindow_ = makeInt(content, "penaltyWindow", -1, 1 << 20);
-    penaltyWindow_->setSpecialValueText(tr("whole text"));
-    penaltyWindow_->setSuffix(tr(" tokens"));
-    penaltyWindow_->setToolTip(tr("How many recent tokens the penalties look at."));
-    penalties->addRow(tr("Penalty window"), penaltyWindow_);
+    texts_([this] { penaltyWindow_->setSpecialValueText(tr("whole text")); });
+    texts_([this] { penaltyWindow_->setSuffix(tr(" tokens")); });
+    texts_([this] { penaltyWindow_->setToolTip(tr("How many recent tokens the penalties look at.")); });
+    texts_([caption = captionedRow(penalties, penaltyWindow_)] { caption->setText(tr("Penalty window")); });
 
-    layout->addWidget(sectionLabel(tr("Length and seed"), content));
+    QLabel* lengthAndLabel = sectionLabel(QString(), content);
+    layout->addWidget(lengthAndLabel);
+    texts_([lengthAndLabel] { lengthAndLabel->setText(tr("Length and seed")); });
     auto* rest = new QFormLayout();
     rest->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     layout->addLayout(rest);
     maxTokens_ = makeInt(content, "maxTokens", 0, 1 << 20);
-    maxTokens_->setSpecialValueText(tr("no limit"));
-    maxTokens_->setToolTip(
-        tr("The reply ends after this many tokens (0 = only the context length limits it)."));
-    rest->addRow(tr("Max tokens"), maxTokens_);
+    texts_([this] { maxTokens_->setSpecialValueText(tr("no limit")); });
+    texts_([this] {
+        maxTokens_->setToolTip(
+            tr("The reply ends after this many tokens (0 = only the context length limits it)."));
+    });
+    texts_([caption = captionedRow(rest, maxTokens_)] { caption->setText(tr("Max tokens")); });
 
-    fixedSeed_ = new QCheckBox(tr("Fixed"), content);
+    fixedSeed_ = new QCheckBox(content);
+    texts_([this] { fixedSeed_->setText(tr("Fixed")); });
     fixedSeed_->setObjectName(QStringLiteral("fixedSeed"));
     seed_ = new QLineEdit(content);
     seed_->setObjectName(QStringLiteral("seed"));
     seed_->setValidator(
         new QRegularExpressionValidator(QRegularExpression(QStringLiteral("\\d{1,20}")), seed_));
-    seed_->setPlaceholderText(tr("random each reply"));
+    texts_([this] { seed_->setPlaceholderText(tr("random each reply")); });
     seed_->setEnabled(false);
     auto* seedRow = new QHBoxLayout();
     seedRow->addWidget(fixedSeed_);
     seedRow->addWidget(seed_, 1);
-    rest->addRow(tr("Seed"), seedRow);
+    texts_([caption = captionedRow(rest, seedRow)] { caption->setText(tr("Seed")); });
 
     seedUsedLabel_ = new QLabel(QStringLiteral("—"), content);
     seedUsedLabel_->setObjectName(QStringLiteral("seedUsed"));
     seedUsedLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    keepSeed_ = new QPushButton(tr("Keep"), content);
+    keepSeed_ = new QPushButton(content);
+    texts_([this] { keepSeed_->setText(tr("Keep")); });
     keepSeed_->setObjectName(QStringLiteral("keepSeed"));
-    keepSeed_->setToolTip(tr("Fix the seed to the one the last reply used, to reproduce it."));
+    texts_([this] {
+        keepSeed_->setToolTip(tr("Fix the seed to the one the last reply used, to reproduce it."));
+    });
     keepSeed_->setEnabled(false);
     auto* usedRow = new QHBoxLayout();
     usedRow->addWidget(seedUsedLabel_, 1);
     usedRow->addWidget(keepSeed_);
-    rest->addRow(tr("Last seed used"), usedRow);
+    texts_([caption = captionedRow(rest, usedRow)] { caption->setText(tr("Last seed used")); });
 
     stopStrings_ = new QPlainTextEdit(content);
     stopStrings_->setObjectName(QStringLiteral("stopStrings"));
-    stopStrings_->setPlaceholderText(tr("One per line; \\n is a newline"));
+    texts_([this] { stopStrings_->setPlaceholderText(tr("One per line; \\n is a newline")); });
     stopStrings_->setTabChangesFocus(true);
     stopStrings_->setFixedHeight(QFontMetrics(stopStrings_->font()).lineSpacing() * 3 + 12);
-    rest->addRow(tr("Stop strings"), stopStrings_);
+    texts_([caption = captionedRow(rest, stopStrings_)] { caption->setText(tr("Stop strings")); });
 
-    auto* reset = new QPushButton(tr("Reset to Defaults"), content);
+    auto* reset = new QPushButton(content);
+    texts_([reset] { reset->setText(tr("Reset to Defaults")); });
     reset->setObjectName(QStringLiteral("resetDefaults"));
     layout->addWidget(reset, 0, Qt::AlignRight);
 
-    layout->addWidget(sectionLabel(tr("Last token's candidates"), content));
+    QLabel* lastTokenLabel = sectionLabel(QString(), content);
+    layout->addWidget(lastTokenLabel);
+    texts_([lastTokenLabel] { lastTokenLabel->setText(tr("Last token's candidates")); });
     candidates_ = new CandidateBars(content);
     layout->addWidget(candidates_);
-    candidatesNote_ = new QLabel(tr("A remote server does not send the candidates it drew from."), content);
+    candidatesNote_ = new QLabel(content);
+    texts_([this] {
+        candidatesNote_->setText(tr("A remote server does not send the candidates it drew from."));
+    });
     candidatesNote_->setWordWrap(true);
     candidatesNote_->setProperty("role", QStringLiteral("caption"));
     candidatesNote_->hide();
@@ -314,6 +348,7 @@ QString SamplingPanel::formatStopStrings(const std::vector<std::string>& stops) 
 
 void SamplingPanel::setRemote(const QString& server, bool topK, bool minP, bool repeatPenalty,
                               bool penaltyWindow) {
+    remote_ = Remote{server, topK, minP, repeatPenalty, penaltyWindow};  // (worded again on LanguageChange)
     QStringList notSent;
     const auto offer = [&](QWidget* box, bool taken, const QString& name) {
         box->setEnabled(taken);
@@ -337,6 +372,7 @@ void SamplingPanel::setRemote(const QString& server, bool topK, bool minP, bool 
 }
 
 void SamplingPanel::setLocal() {
+    remote_.reset();
     for (QWidget* box : {static_cast<QWidget*>(topK_), static_cast<QWidget*>(minP_),
                          static_cast<QWidget*>(repeatPenalty_), static_cast<QWidget*>(penaltyWindow_)}) {
         box->setEnabled(true);
@@ -354,4 +390,16 @@ void SamplingPanel::setLocal() {
 
 QString SamplingPanel::remoteNote() const {
     return remoteNote_->isVisible() || !remoteNote_->isHidden() ? remoteNote_->text() : QString();
+}
+
+void SamplingPanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void SamplingPanel::retranslateUi() {
+    texts_.apply();
+    if (remote_)
+        setRemote(remote_->server, remote_->topK, remote_->minP, remote_->repeatPenalty,
+                  remote_->penaltyWindow);
 }

@@ -8,6 +8,7 @@
 #include <QWidget>
 #include <optional>
 
+#include "Retranslate.h"
 #include "lantern/chat.h"
 #include "lantern/sampling.h"
 
@@ -46,7 +47,11 @@ public:
 signals:
     void settingsChanged(const lantern::SamplingSettings& settings);
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
+    void retranslateUi();  // the texts worded once, in the language now installed
     void emitChanged();
     void resetToDefaults();
 
@@ -70,4 +75,10 @@ private:
     QLabel* candidatesNote_;
     std::optional<uint64_t> seedUsed_;
     bool updating_ = false;
+    Retranslate texts_;
+    struct Remote {
+        QString server;
+        bool topK, minP, repeatPenalty, penaltyWindow;
+    };
+    std::optional<Remote> remote_;  // setRemote's, while on a remote server
 };

@@ -1,5 +1,6 @@
 #include "panels/StepProfilePanel.h"
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPainter>
@@ -11,6 +12,15 @@
 #include "Theme.h"
 
 OpBars::OpBars(QWidget* parent) : QWidget(parent) {
+    retranslateUi();
+}
+
+void OpBars::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void OpBars::retranslateUi() {
     setToolTip(
         tr("Each op family's time on the device in the timed step, with the bytes it read per second. "
            "\"Waiting\": inside a fused layer, the share of the driver threads' time in that op spent "
@@ -75,12 +85,15 @@ StepProfilePanel::StepProfilePanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(10, 6, 10, 8);
     auto* top = new QHBoxLayout();
-    timeButton_ = new QPushButton(tr("Time the Next Step"), this);
+    timeButton_ = new QPushButton(this);
+    texts_([this] { timeButton_->setText(tr("Time the Next Step")); });
     timeButton_->setObjectName(QStringLiteral("timeNextStep"));
-    timeButton_->setToolTip(
-        tr("Times the next steps of a reply op by op on the device (GPU timestamps, and clocks "
-           "inside fused layers) and shows where one step's time goes. If no reply is being "
-           "written, the next reply's steps are timed."));
+    texts_([this] {
+        timeButton_->setToolTip(
+            tr("Times the next steps of a reply op by op on the device (GPU timestamps, and clocks "
+               "inside fused layers) and shows where one step's time goes. If no reply is being "
+               "written, the next reply's steps are timed."));
+    });
     top->addWidget(timeButton_);
     top->addStretch(1);
     layout->addLayout(top);
@@ -165,4 +178,14 @@ QStringList StepProfilePanel::rowTexts() const {
 
 QString StepProfilePanel::status() const {
     return status_->text();
+}
+
+void StepProfilePanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void StepProfilePanel::retranslateUi() {
+    texts_.apply();
+    if (summary_->text().isEmpty()) setModelLoaded(timeButton_->isEnabled());  // (a profile: at the next)
 }

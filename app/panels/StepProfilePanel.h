@@ -10,6 +10,7 @@
 #include <QWidget>
 #include <vector>
 
+#include "Retranslate.h"
 #include "lantern/engine.h"
 
 class QLabel;
@@ -32,9 +33,11 @@ public:
     QSize minimumSizeHint() const override;
 
 protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: its tooltip
     void paintEvent(QPaintEvent* event) override;
 
 private:
+    void retranslateUi();
     int rowHeight() const;
     std::vector<Row> rows_;
 };
@@ -55,9 +58,14 @@ public:
 signals:
     void timeNextStepRequested();
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
+    void retranslateUi();  // the texts worded once, in the language now installed
     QPushButton* timeButton_;
     QLabel* status_;
     QLabel* summary_;
     OpBars* bars_;
+    Retranslate texts_;
 };

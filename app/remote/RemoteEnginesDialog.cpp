@@ -2,6 +2,7 @@
 
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QEvent>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -17,14 +18,16 @@
 #include "remote/RemoteEndpointStore.h"
 
 RemoteEnginesDialog::RemoteEnginesDialog(QWidget* parent) : QDialog(parent) {
-    setWindowTitle(tr("Remote Engines"));
+    texts_([this] { setWindowTitle(tr("Remote Engines")); });
     secret_ = new KeyringSecret(QString(), {}, this);
 
     list_ = new QListWidget(this);
     list_->setObjectName(QStringLiteral("remoteList"));
-    auto* add = new QPushButton(tr("Add"), this);
+    auto* add = new QPushButton(this);
+    texts_([add] { add->setText(tr("Add")); });
     add->setObjectName(QStringLiteral("remoteAdd"));
-    auto* remove = new QPushButton(tr("Remove"), this);
+    auto* remove = new QPushButton(this);
+    texts_([remove] { remove->setText(tr("Remove")); });
     remove->setObjectName(QStringLiteral("remoteRemove"));
     auto* left = new QVBoxLayout();
     left->addWidget(list_, 1);
@@ -35,14 +38,14 @@ RemoteEnginesDialog::RemoteEnginesDialog(QWidget* parent) : QDialog(parent) {
 
     name_ = new QLineEdit(this);
     name_->setObjectName(QStringLiteral("remoteName"));
-    name_->setPlaceholderText(tr("GPU server"));
+    texts_([this] { name_->setPlaceholderText(tr("GPU server")); });
     url_ = new QLineEdit(this);
     url_->setObjectName(QStringLiteral("remoteUrl"));
     url_->setPlaceholderText(QStringLiteral("http://gpu-box:8000/v1"));
     key_ = new QLineEdit(this);
     key_->setObjectName(QStringLiteral("remoteKey"));
     key_->setEchoMode(QLineEdit::Password);
-    key_->setPlaceholderText(tr("none"));
+    texts_([this] { key_->setPlaceholderText(tr("none")); });
     keyNote_ = new QLabel(this);
     keyNote_->setObjectName(QStringLiteral("remoteKeyNote"));
     keyNote_->setProperty("role", QStringLiteral("caption"));
@@ -50,19 +53,21 @@ RemoteEnginesDialog::RemoteEnginesDialog(QWidget* parent) : QDialog(parent) {
     model_ = new QComboBox(this);
     model_->setObjectName(QStringLiteral("remoteModel"));
     model_->setEditable(true);
-    model_->lineEdit()->setPlaceholderText(tr("the first the server lists"));
-    fetch_ = new QPushButton(tr("Fetch Models"), this);
+    texts_([this] { model_->lineEdit()->setPlaceholderText(tr("the first the server lists")); });
+    fetch_ = new QPushButton(this);
+    texts_([this] { fetch_->setText(tr("Fetch Models")); });
     fetch_->setObjectName(QStringLiteral("remoteFetch"));
     auto* modelRow = new QHBoxLayout();
     modelRow->addWidget(model_, 1);
     modelRow->addWidget(fetch_);
     auto* form = new QFormLayout();
-    form->addRow(tr("Name"), name_);
-    form->addRow(tr("Base URL"), url_);
-    form->addRow(tr("API key"), key_);
+    texts_([caption = captionedRow(form, name_)] { caption->setText(tr("Name")); });
+    texts_([caption = captionedRow(form, url_)] { caption->setText(tr("Base URL")); });
+    texts_([caption = captionedRow(form, key_)] { caption->setText(tr("API key")); });
     form->addRow(QString(), keyNote_);
-    form->addRow(tr("Model"), modelRow);
-    test_ = new QPushButton(tr("Test Connection"), this);
+    texts_([caption = captionedRow(form, modelRow)] { caption->setText(tr("Model")); });
+    test_ = new QPushButton(this);
+    texts_([this] { test_->setText(tr("Test Connection")); });
     test_->setObjectName(QStringLiteral("remoteTest"));
     result_ = new QLabel(this);
     result_->setObjectName(QStringLiteral("remoteResult"));
@@ -75,10 +80,12 @@ RemoteEnginesDialog::RemoteEnginesDialog(QWidget* parent) : QDialog(parent) {
     right->addStretch(1);
 
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
-    connect_ = buttons->addButton(tr("Connect"), QDialogButtonBox::AcceptRole);
+    connect_ = buttons->addButton(QString(), QDialogButtonBox::AcceptRole);
+    texts_([this] { connect_->setText(tr("Connect")); });
     connect_->setObjectName(QStringLiteral("remoteConnect"));
-    connect_->setToolTip(tr("Chat with this server's model instead of a local one"));
-    auto* save = buttons->addButton(tr("Save"), QDialogButtonBox::ApplyRole);
+    texts_([this] { connect_->setToolTip(tr("Chat with this server's model instead of a local one")); });
+    auto* save = buttons->addButton(QString(), QDialogButtonBox::ApplyRole);
+    texts_([save] { save->setText(tr("Save")); });
     save->setObjectName(QStringLiteral("remoteSave"));
 
     auto* columns = new QHBoxLayout();
@@ -261,4 +268,15 @@ void RemoteEnginesDialog::showResult(const QString& text, bool ok) {
     QPalette p = result_->palette();
     p.setColor(QPalette::WindowText, ok ? palette().color(QPalette::WindowText) : theme::warningText());
     result_->setPalette(p);
+}
+
+void RemoteEnginesDialog::changeEvent(QEvent* event) {
+    QDialog::changeEvent(event);
+    if (event->type() == QEvent::LanguageChange) retranslateUi();
+}
+
+void RemoteEnginesDialog::retranslateUi() {
+    texts_.apply();
+    if (!keyNote_->text().isEmpty() && secret_->where() == KeyringSecret::Where::Keyring)
+        keyNote_->setText(tr("Kept in your keyring."));  // (a test's result: at the next test)
 }

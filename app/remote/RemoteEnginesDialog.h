@@ -10,6 +10,7 @@
 #include <QList>
 #include <atomic>
 
+#include "Retranslate.h"
 #include "remote/RemoteEndpoint.h"
 
 class KeyringSecret;
@@ -34,7 +35,11 @@ signals:
     void connectRequested(const RemoteEndpoint& endpoint);
     void tested(bool ok);  // a test or a fetch ended
 
+protected:
+    void changeEvent(QEvent* event) override;  // LanguageChange: retranslateUi()
+
 private:
+    void retranslateUi();  // the texts worded once, in the language now installed
     void fillList();
     void select(int row);
     void addEndpoint();
@@ -58,4 +63,5 @@ private:
     KeyringSecret* secret_;
     RemoteChat* probe_ = nullptr;
     std::atomic<bool> neverStop_{false};
+    Retranslate texts_;
 };
