@@ -19,6 +19,7 @@
 #include "panels/PanelDocks.h"
 #include "panels/SamplingPanel.h"
 #include "remote/RemoteEnginesDialog.h"
+#include "test_support.h"
 
 namespace {
 
@@ -65,15 +66,8 @@ private:
 
 void TestLanguageSwitch::initTestCase() {
     // Keep the user's settings and models directory out of it (as test_main_window does).
-    QStandardPaths::setTestModeEnabled(true);
-    QCoreApplication::setOrganizationName(QStringLiteral("LanternTest"));
-    QCoreApplication::setApplicationName(QStringLiteral("LanternTest"));
-    static QTemporaryDir settings;
-    QVERIFY(settings.isValid());
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settings.path());
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settings.path());
-    QVERIFY2(QSettings().fileName().startsWith(settings.path()), qPrintable(QSettings().fileName()));
-    QSettings().clear();
+    const QString failed = lantern::test::isolate_app_settings(QStringLiteral("LanternTest"));
+    QVERIFY2(failed.isEmpty(), qPrintable(failed));
     preferences::setLanguage(QStringLiteral("en"));
     language::use(QStringLiteral("en"));  // as main() does at start-up
 }

@@ -215,19 +215,9 @@ private slots:
 };
 
 void TestMainWindow::initTestCase() {
-    // Keep the user's settings and models directory out of it.
-    QStandardPaths::setTestModeEnabled(true);
-    QCoreApplication::setOrganizationName(QStringLiteral("LanternTest"));
-    QCoreApplication::setApplicationName(QStringLiteral("LanternTest"));
-    // And each run's settings out of any other run's: a settings file shared by two runs at once
-    // (a developer's and a CI script's on one machine) let one clear the API port the other had
-    // just set. QSettings re-reads a file another process changed.
-    static QTemporaryDir settings;
-    QVERIFY(settings.isValid());
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settings.path());
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settings.path());
-    QVERIFY2(QSettings().fileName().startsWith(settings.path()), qPrintable(QSettings().fileName()));
-    QSettings().clear();
+    // Keep the user's settings and models directory out of it, and each run's out of any other's.
+    const QString failed = lantern::test::isolate_app_settings(QStringLiteral("LanternTest"));
+    QVERIFY2(failed.isEmpty(), qPrintable(failed));
 }
 
 void TestMainWindow::aSentMessageIsAnsweredStoredAndMeasured() {

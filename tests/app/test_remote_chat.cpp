@@ -181,14 +181,8 @@ class TestRemoteChat : public QObject {
     Q_OBJECT
 private slots:
     void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true);
-        QCoreApplication::setOrganizationName(QStringLiteral("LanternTest"));
-        QCoreApplication::setApplicationName(QStringLiteral("LanternRemoteTest"));
-        static QTemporaryDir settings;
-        QVERIFY(settings.isValid());
-        QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settings.path());
-        QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settings.path());
-        QSettings().clear();
+        const QString failed = lantern::test::isolate_app_settings(QStringLiteral("LanternRemoteTest"));
+        QVERIFY2(failed.isEmpty(), qPrintable(failed));
     }
 
     void serverSentEventsAreReadWhereverTheBytesAreCut() {

@@ -5,9 +5,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFile>
 #include <QJsonDocument>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <algorithm>
 #include <cctype>
@@ -22,6 +25,19 @@
 #include "lantern/gguf.h"
 
 namespace lantern::test {
+
+QString isolate_app_settings(const QString& application) {
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName(QStringLiteral("LanternTest"));
+    QCoreApplication::setApplicationName(application);
+    static QTemporaryDir settings;
+    if (!settings.isValid()) return QStringLiteral("no temporary directory for the settings");
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settings.path());
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settings.path());
+    if (!QSettings().fileName().startsWith(settings.path())) return QSettings().fileName();
+    QSettings().clear();
+    return {};
+}
 
 std::string shared_dir() {
     if (const char* env = std::getenv("LANTERN_SHARED"); env && *env) return env;

@@ -25,6 +25,11 @@ std::string shared_path(const std::string& relative);
 // A file of the project's own test data (tests/data); missing is a hard failure too.
 std::string source_path(const std::string& relative);
 std::string temp_dir();  // a per-process scratch directory (removed at exit)
+// Keeps an app test's settings and data out of the user's and out of any other run's: Qt's test
+// paths, the organization and `application` names, QSettings in a per-process directory, cleared.
+// (A settings file shared by two runs at once let one clear what the other had just set.)
+// Returns "" or what went wrong.
+QString isolate_app_settings(const QString& application);
 // The chat-template corpus (scripts/template-corpus: $LANTERN_TEMPLATE_CORPUS, default
 // ~/.cache/lantern/template-corpus), and one template of it read whole. Missing: a hard failure.
 std::string template_corpus_dir();
