@@ -36,6 +36,14 @@
 // of the down matmul.
 // VEC4_INPUT (specialization constant): rows of x and K are multiples of 4 floats, so the input is
 // fetched as vec4 texels; a constant rather than a flag so that each variant compiles only its path.
+// TILED (GPUs, prefill steps of ops::kTiledMinTokens tokens or more): a GEMM tile per workgroup,
+// BN = 64 weight rows x BT = 64 tokens, over K in steps of BK = 32 elements. At each step the
+// workgroup's 128 lanes dequantize the tile's weights once into shared memory (f32, k-major) and
+// load the tokens' inputs with the prologue applied, then each lane multiplies a 4-row x 8-token
+// block held in registers: every weight read from memory serves 64 tokens and every input 64
+// rows, where split-K served 8 tokens and 4 rows. 128 lanes: every Vulkan device runs that many.
+// The RMSNorm prologue multiplies by the norm weight while loading and scales by each token's
+// rsqrt(mean x^2 + eps) at the end, gathered from the loading lanes' sums of squares.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 layout(local_size_x_id = 0) in;
@@ -48,6 +56,10 @@ layout(constant_id = 5) const bool VEC4_INPUT = false;
 // int8/f16 unpack — the largest cost on CPU drivers — is paid once per LT tokens.
 layout(constant_id = 6) const uint TOKENS_PER_LANE = 1;
 const uint LT = TOKENS_PER_LANE;
+layout(constant_id = 7) const bool TILED = false;  // see the top (workgroup size 128)
+layout(constant_id = 8) const uint TILE_VEC4 = 1;  // shared vec4s of the tiles: 2 * BK * BN / 4 when TILED
+const uint TILE_R = 4u, TILE_T = 8u;               // rows and tokens of a lane's register block
+const uint BN = 16u * TILE_R, BT = 8u * TILE_T, BK = 32u, TILE_LANES = 128u;
 #define MAX_SUBGROUPS 32
 #include "weights.glsl"
 // The input and the norm weight are read through texel views (floats at 2 and 4, vec4s of the
@@ -96,6 +108,10 @@ layout(push_constant) uniform Push {
 // lane, workgroups of at most MAX_SUBGROUPS lanes (8 for decode, 32 for prefill).
 shared float partial[ROWS * TOKENS * TOKENS_PER_LANE * MAX_SUBGROUPS];
 shared float inv_rms_shared[TOKENS];
+// TILED: the weight tile ws[k][row] (BK x BN floats) then the input tile xs[k][token] (BK x BT),
+// each as vec4s over rows or tokens.
+shared vec4 tiles[TILE_VEC4];
+const uint XS = BK * BN / 4u;  // the input tile's first vec4
 
 // What matmul_rows.glsl needs (see there): accessors over this kernel's own bindings.
 uint rowmap_at(uint t) { return rowmap[t]; }
@@ -134,9 +150,106 @@ const uint OUTPUT_KIND = OUT_SWIGLU;
 const uint OUTPUT_KIND = OUT_PLAIN;
 #endif
 
+// The TILED kernel (see the top). Lane roles: loading, lane i takes token i / 2 of the tile and
+// its 16 elements 16 * (i % 2) .. of each k step (so it also sums that token's squares), and
+// weight units i, i + 128, ... of the tile's BN rows; multiplying, lane i owns rows
+// 4 * (i % 16) .. + 3 and tokens 8 * (i / 16) .. + 7.
+void matmul_tiled() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint n0 = gl_WorkGroupID.x * BN, t0 = gl_WorkGroupID.y * BT, K = pc.K;
+    const uint xt = tid / 2u, xk = 16u * (tid % 2u);
+    const uint xbase = x_row(min(t0 + xt, pc.T - 1u)) * pc.x_stride;  // past T: a copy, never stored
+    const uint rl = tid % 16u, tl = tid / 16u;
+    const uint UPS = BK / EPU;  // units of a row per k step
+    float acc[TILE_R * TILE_T];
+    [[unroll]] for (uint i = 0; i < TILE_R * TILE_T; ++i) acc[i] = 0.0;
+    float ss = 0.0;
+    const uint steps = (K + BK - 1u) / BK;
+    for (uint s = 0; s < steps; ++s) {
+        const uint k0 = s * BK;
+        // The weights, dequantized once: units past the row's (whole groups) are zeros.
+        for (uint i = tid; i < BN * UPS; i += TILE_LANES) {
+            const uint r = i / UPS, uu = i % UPS, u = s * UPS + uu;
+            vec4 w[VPU_MAX];
+            if (u < pc.row_units) {
+                const RowWalk walk = row_walk(WT, min(n0 + r, pc.N - 1u), pc.N, pc.row_units, pc.tile_rows);
+                dequant_unit(WT, walk, u, w);
+            } else {
+                for (uint v = 0; v < VPU; ++v) w[v] = vec4(0.0);
+            }
+            for (uint v = 0; v < VPU; ++v)
+                for (uint c = 0; c < 4u; ++c) tiles[(uu * EPU + 4u * v + c) * (BN / 4u) + r / 4u][r % 4u] = w[v][c];
+        }
+        // The inputs, prologue applied (IN_NORM: x * norm_w here, the RMS scale at the end); past K,
+        // zeros (x may hold anything there).
+        for (uint q = 0; q < 4u; ++q) {
+            const uint k = k0 + xk + 4u * q;
+            vec4 v = vec4(0.0);
+            if (VEC4_INPUT) {  // K is a multiple of 4
+                if (k < K) v = INPUT_KIND == IN_NORM ? x4_at(xbase, k) : input4(xbase, k, 1.0, INPUT_KIND);
+            } else {
+                for (uint c = 0; c < 4u; ++c)
+                    if (k + c < K) v[c] = INPUT_KIND == IN_NORM ? x(xbase + k + c) : input_at(xbase, k + c, 1.0, INPUT_KIND);
+            }
+            if (INPUT_KIND == IN_NORM) {
+                ss += dot(v, v);
+                v *= group_norm4(k);
+            }
+            for (uint c = 0; c < 4u; ++c) tiles[XS + (xk + 4u * q + c) * (BT / 4u) + xt / 4u][xt % 4u] = v[c];
+        }
+        barrier();
+        for (uint kk = 0; kk < BK; ++kk) {
+            const vec4 wv = tiles[kk * (BN / 4u) + rl];
+            const vec4 xa = tiles[XS + kk * (BT / 4u) + 2u * tl], xb = tiles[XS + kk * (BT / 4u) + 2u * tl + 1u];
+            [[unroll]] for (uint i = 0; i < TILE_R; ++i) {
+                [[unroll]] for (uint j = 0; j < 4u; ++j) {
+                    acc[i * TILE_T + j] += wv[i] * xa[j];
+                    acc[i * TILE_T + 4u + j] += wv[i] * xb[j];
+                }
+            }
+        }
+        barrier();
+    }
+    // Each token's RMS scale from its two loading lanes' sums (the tiles are free again).
+    float scale[TILE_T];
+    [[unroll]] for (uint j = 0; j < TILE_T; ++j) scale[j] = 1.0;
+    if (INPUT_KIND == IN_NORM) {
+        tiles[tid / 4u][tid % 4u] = ss;
+        barrier();
+        [[unroll]] for (uint j = 0; j < TILE_T; ++j) {
+            const uint tok = TILE_T * tl + j;
+            const vec4 pair = tiles[tok / 2u];
+            const float total = (tok % 2u == 0u) ? pair.x + pair.y : pair.z + pair.w;
+            scale[j] = inversesqrt(total / float(K) + pc.eps);
+        }
+    }
+    [[unroll]] for (uint j = 0; j < TILE_T; ++j) {
+        const uint t = t0 + TILE_T * tl + j;
+        if (t >= pc.T) continue;
+#if defined(PAIR_EPILOGUE)
+        const uvec4 info = token_info(t, OUTPUT_KIND);
+        [[unroll]] for (uint i = 0; i < TILE_R; i += 2u) {
+            const uint row = n0 + TILE_R * rl + i;  // even: pairs never straddle lanes
+            if (row < pc.N)
+                store_pair(row, t, info, acc[i * TILE_T + j] * scale[j], acc[(i + 1u) * TILE_T + j] * scale[j],
+                           OUTPUT_KIND);
+        }
+#else
+        [[unroll]] for (uint i = 0; i < TILE_R; ++i) {
+            const uint row = n0 + TILE_R * rl + i;
+            if (row < pc.N) store(row, t, acc[i * TILE_T + j] * scale[j]);
+        }
+#endif
+    }
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint wg = gl_WorkGroupSize.x;
+    if (TILED) {
+        matmul_tiled();
+        return;
+    }
 
     if (LANE_PER_ROW || LANE_PER_TOKEN) {
         matmul_rows(WT, gl_WorkGroupID.xy, ROWS, INPUT_KIND, OUTPUT_KIND);

@@ -938,6 +938,58 @@ private slots:
         }
         LANTERN_VERIFY_NO_VALIDATION();
     }
+
+    // A long prompt arriving while a reply is written is read in chunks beside it: the reply gets
+    // its next token in every step (a step holds its decode and at most one chunk of the prompt),
+    // and both come out as each would alone.
+    void a_long_prompt_does_not_stall_a_reply() {
+        auto e = Engine::load(model(), options());
+        const Tokenizer& tok = e->tokenizer();
+        std::string long_text;
+        while (tok.encode(long_text, true).size() < 300)
+            long_text += "The little cat sat by the window and looked at the rain. ";
+        auto request = [&](const std::vector<int32_t>& prompt, uint32_t n, std::vector<int32_t>* out) {
+            GenerationRequest r;
+            r.prompt = prompt;
+            r.settings.temperature = 0;
+            r.settings.max_new_tokens = n;
+            r.stop_tokens = {};
+            r.on_token = [out](RequestId, int32_t t) { out->push_back(t); };
+            return r;
+        };
+        const auto reply_prompt = tok.encode("Once upon a time", true),
+                   long_prompt = tok.encode(long_text, true);
+        std::vector<int32_t> reply_alone, long_alone, reply, long_reply;
+        {  // (in an engine of their own, so the prompt is not taken from this one's prefix cache)
+            auto e2 = Engine::load(model(), options());
+            Scheduler s(*e2, 64, 1);
+            s.submit(request(reply_prompt, 60, &reply_alone));
+            s.run();
+            Scheduler s2(*e2, 64, 1);
+            s2.submit(request(long_prompt, 4, &long_alone));
+            s2.run();
+        }
+        constexpr uint32_t kBudget = 32;
+        Scheduler s(*e, kBudget, 2);
+        s.submit(request(reply_prompt, 60, &reply));
+        SchedulerStepStats st;
+        while (reply.size() < 3) QVERIFY(s.step(&st));
+        s.submit(request(long_prompt, 4, &long_reply));
+        int beside = 0;
+        while (long_reply.empty() && reply.size() < 60) {
+            const size_t before = reply.size();
+            QVERIFY(s.step(&st));
+            QVERIFY(st.decode_tokens + st.prefill_tokens <= kBudget);
+            QCOMPARE(reply.size(), before + 1);  // the reply's token came in this step, too
+            beside += st.prefill_tokens > 0;
+        }
+        QVERIFY2(beside >= static_cast<int>(300 / kBudget),
+                 qPrintable(QString("the prompt was read in %1 steps").arg(beside)));
+        s.run();
+        QCOMPARE(reply, reply_alone);
+        QCOMPARE(long_reply, long_alone);
+        LANTERN_VERIFY_NO_VALIDATION();
+    }
 };
 
 QTEST_APPLESS_MAIN(GenerationTest)

@@ -208,6 +208,10 @@ private slots:
             << 2u << 64u << 64u << 16u << true << false << false << true << 8u << false << 0u;
         QTest::newRow("kv f16, 16 heads, n_kv 4, head_dim 128, one decode, two heads per lane, gemma")
             << 4u << 128u << 128u << 16u << true << false << false << false << 16u << true << 2u;
+        // The widest head (256: the tiled prefill kernel's smallest key tile, 8 keys) where lanes
+        // split keys, with a sliding window.
+        QTest::newRow("kv f16, 8 heads, n_kv 2, head_dim 256, two subgroups, gemma")
+            << 2u << 256u << 256u << 16u << true << false << false << true << 8u << false << 0u;
         QTest::newRow("kv f16, n_kv 2, head_dim 48, one decode, other split, gemma")
             << 2u << 48u << 48u << 16u << true << true << false << false << 8u << true << 0u;
     }
@@ -544,6 +548,40 @@ private slots:
         Stats cs = compare(got_p, want_p);
         err = check("captured attention probabilities", cs, kAttentionNmse);
         QVERIFY2(err.empty(), err.c_str());
+
+        // The same step without a capture: where lanes split keys, a step of this many tokens runs
+        // the tiled prefill kernel (shaders/attention_tiled.comp). Same output, no stray writes.
+        if (attention.tiled_for(T2)) {
+            std::vector<float> fresh(static_cast<size_t>(T2) * shape.out_stride, bits_to_float(kSentinel));
+            out.write(fresh.data(), fresh.size() * 4);
+            cmd = ctx.begin();
+            attention.record(cmd, T2, -1, capture_stride);
+            ctx.barrier(cmd);
+            ctx.submit_and_wait(cmd);
+            auto tiled_words = out.read_words();
+            QVERIFY2(out.guards_ok(), "tiled attention wrote outside its output buffer");
+            std::vector<float> gt;
+            for (size_t i = 0; i < tiled_words.size(); ++i) {
+                if (i % shape.out_stride < shape.n_head * head_dim)
+                    gt.push_back(bits_to_float(tiled_words[i]));
+                else
+                    QVERIFY2(tiled_words[i] == kSentinel,
+                             qPrintable(QString("tiled attention wrote stride gap word %1").arg(i)));
+            }
+            const size_t w = static_cast<size_t>(shape.n_head) * head_dim;
+            for (uint32_t t = 0; t < T2; ++t) {
+                Stats st = compare(std::span<const float>(gt).subspan(t * w, w),
+                                   std::span<const float>(wo).subspan(t * w, w));
+                auto e3 = check("tiled attention (one token)", st, kAttentionNmse);
+                QVERIFY2(e3.empty(), qPrintable(QString("tiled, token %1 (sequence %2, position %3): %4")
+                                                    .arg(t)
+                                                    .arg(step_seq[t])
+                                                    .arg(step_info[t].pos)
+                                                    .arg(e3.c_str())));
+            }
+            Stats ts = compare(gt, wo);
+            qInfo("tiled attention: NMSE %.3g, max |diff| %.3g", ts.nmse, ts.max_abs);
+        }
         LANTERN_VERIFY_NO_VALIDATION();
     }
 };

@@ -182,8 +182,10 @@ private slots:
                 QVERIFY2(err.empty(), qPrintable(QString::fromStdString(describe(c) + ": " + err)));
                 ++cases;
             }
+        // (On a CPU driver the other split is split-K: 70 and 130 tokens run its tiled GEMM, one and
+        // three token tiles, the last ones part-empty.)
         for (auto input : {ops::MatmulInput::Plain, ops::MatmulInput::Norm, ops::MatmulInput::Silu})
-            for (uint32_t T : {1u, 9u, 70u}) {
+            for (uint32_t T : {1u, 9u, 70u, 130u}) {
                 MatmulCase c{type,
                              input,
                              T != 9,

@@ -15,6 +15,12 @@ struct AttnPush {
     float softcap;
     uint32_t window;
 };
+// attention_tiled.comp's: the same, then the step's token count.
+struct TiledPush {
+    AttnPush base;
+    uint32_t tokens;
+};
+constexpr uint32_t kTiledQueries = 32;  // tokens per workgroup of attention_tiled.comp
 }  // namespace
 
 std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base, const RopeScaling& s) {
@@ -105,8 +111,27 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
                                              std::to_string(shape.n_head / shape.n_kv) + " per KV head");
     if (split == AttentionSplit::ForDevice ? cpu : split == AttentionSplit::LanesOwnHeads)
         make(true, own_heads_);
-    if (split == AttentionSplit::ForDevice || split == AttentionSplit::LanesSplitKeys)
+    if (split == AttentionSplit::ForDevice || split == AttentionSplit::LanesSplitKeys) {
         make(false, split_keys_);
+        // Prefill steps where lanes split keys: the tiled kernel (made on first use, see record).
+        tiled_ranges_.assign(std::begin(r), std::end(r));
+        tiled_kinds_ = kinds;
+    }
+}
+
+const AttentionOp::Layout& AttentionOp::tiled() const {
+    if (!tiled_.kernel) {
+        tiled_.kernel = &ctx_->kernel(
+            shape_.kv_f16 ? shaders::ShaderId::attention_tiled_f16 : shaders::ShaderId::attention_tiled_f32,
+            tiled_kinds_, sizeof(TiledPush), {128u, shape_.head_dim});
+        tiled_.set = ctx_->make_set(*tiled_.kernel, tiled_ranges_);
+    }
+    return tiled_;
+}
+
+bool AttentionOp::tiled_for(uint32_t tokens, int32_t capture_token) const {
+    return split_keys_.kernel && !tiled_ranges_.empty() && !lanes_own_heads(tokens) &&
+           tokens >= kTiledAttentionMinTokens && capture_token < 0;
 }
 
 uint32_t heads_per_lane_for(const AttentionShape& s, uint32_t lanes, uint32_t threads) {
@@ -141,6 +166,12 @@ void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_t
                capture_stride,
                s.softcap,
                s.window};
+    if (tiled_for(tokens, capture_token)) {
+        const TiledPush tp{p, tokens};
+        const Layout& t = tiled();
+        ctx_->dispatch(cmd, *t.kernel, t.set, &tp, s.n_head, (tokens + kTiledQueries - 1) / kTiledQueries);
+        return;
+    }
     const bool own_heads = lanes_own_heads(tokens);
     const Layout& l = own_heads ? own_heads_ : split_keys_;
     const uint32_t heads_per_group = group_ * heads_per_lane_;

@@ -34,6 +34,11 @@ struct TokenInfo {
 std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base,
                               const RopeScaling& scaling = {});
 
+// Steps of at least this many tokens, where lanes split keys (GPUs), run the tiled prefill kernel
+// (shaders/attention_tiled.comp: 32 queries per workgroup, K and V streamed through shared memory
+// once per block of queries) unless they capture a token's scores. Decision 0052.
+constexpr uint32_t kTiledAttentionMinTokens = 16;
+
 // How a workgroup's lanes share the work (see shaders/attention.comp): ForDevice picks LanesOwnHeads
 // on CPU drivers (subgroup operations are lane loops there) for steps with a workgroup per driver
 // thread, and LanesSplitKeys elsewhere; tests force one or the other so that both run everywhere.
@@ -58,6 +63,8 @@ public:
     // Lanes own heads: query heads per lane (of one KV head; see shaders/attention_heads.glsl).
     uint32_t heads_per_lane() const { return heads_per_lane_; }
     uint32_t lanes() const { return group_; }  // per workgroup
+    // Whether a step of `tokens` tokens runs the tiled prefill kernel (kTiledAttentionMinTokens).
+    bool tiled_for(uint32_t tokens, int32_t capture_token = -1) const;
 
 private:
     vk::Context* ctx_ = nullptr;
@@ -67,6 +74,10 @@ private:
         VkDescriptorSet set = VK_NULL_HANDLE;
     };
     Layout own_heads_, split_keys_;
+    mutable Layout tiled_;  // made on first use (tiled)
+    std::vector<vk::BufferRange> tiled_ranges_;
+    std::vector<vk::BindingKind> tiled_kinds_;
+    const Layout& tiled() const;
     uint32_t group_ = 64;  // lanes per workgroup
     uint32_t heads_per_lane_ = 1;
     uint32_t threads_ = 1;  // a CPU driver's threads (vk::cpu_driver_threads)

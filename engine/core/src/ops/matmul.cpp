@@ -21,6 +21,8 @@ struct Push {
     uint32_t n_head, n_kv, hd, n_rot, block;  // RoPE + KV-store epilogue only
 };
 constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
+// The tiled GEMM (TILED in matmul.comp): its workgroup and the rows and tokens of its tile.
+constexpr uint32_t kTiledLanes = 128, kTiledRows = 64, kTiledTokens = 64;
 
 // Rows per decode lane for a matrix of `rows` rows. A workgroup (8 lanes) is the unit of work a
 // CPU driver's thread takes, so a small matrix in big bands leaves threads idle (768 rows in bands
@@ -134,7 +136,7 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         kinds.insert(kinds.end(), {BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::Storage,
                                    BindingKind::Storage, BindingKind::TexelFloat});
     // Spec constants: {workgroup size, ROWS, TOKENS, LANE_PER_ROW, LANE_PER_TOKEN, VEC4_INPUT,
-    // TOKENS_PER_LANE}.
+    // TOKENS_PER_LANE[, TILED, TILE_VEC4]}.
     std::vector<uint32_t> decode_spec, prefill_spec;
     if (lane_per_row_) {
         // kCpuRows rows per lane (decode) or per workgroup (prefill): one input fetch serves that
@@ -176,6 +178,9 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         specs_[vec4][DecodeFew][6] = kRowLayoutTokensPerLane;  // CPU drivers only (see record)
         specs_[vec4][PrefillFourPerLane] = prefill_spec;
         specs_[vec4][PrefillFourPerLane][6] = 4;  // CPU drivers only (see record)
+        // Split-K devices only (see record): 128 lanes, the weight and input tiles of 32 x 64 floats.
+        specs_[vec4][PrefillTiled] = {kTiledLanes,    4, 1, 0, 0, vec4, 1, 1,
+                                      2 * 32 * 64 / 4};  // (ROWS 4: dot_rows' arrays)
     }
     const uint32_t vec4 = w.cols % 4 == 0 ? 1 : 0;
     std::vector<vk::KernelSpec> now;
@@ -255,6 +260,11 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
             gy = (s.tokens + tokens_per_group - 1) / tokens_per_group;
         }
         Variant v = one ? Decode : four ? PrefillFourPerLane : two ? PrefillTwoPerLane : PrefillOnePerLane;
+        if (!lane_per_row_ && s.tokens >= kTiledMinTokens) {
+            v = PrefillTiled;
+            gx = static_cast<uint32_t>((part.rows + kTiledRows - 1) / kTiledRows);
+            gy = (s.tokens + kTiledTokens - 1) / kTiledTokens;
+        }
         if (one &&
             s.tokens >= kRowLayoutTokensPerLane) {  // CPU drivers: the lanes' rows for several tokens each
             v = DecodeFew;

@@ -35,6 +35,11 @@ static_assert(kCpuLanes == 8 && kCpuRows == 32, "the tiled weight layout assumes
 // Steps of 1-4 tokens run as fused layers instead where the device has them (ops::DecodeLayerOp).
 // Why and what it measured: decision 0011 (docs/decisions/0011-matmul-work-split-per-device.md).
 constexpr uint32_t kRowLayoutMaxTokens = 24, kRowLayoutTokensPerLane = 4;
+// On split-K devices (GPUs) a step of at least this many tokens runs the tiled GEMM (TILED in
+// shaders/matmul.comp: 64 rows x 64 tokens per workgroup, weights dequantized once per tile into
+// shared memory); shorter steps keep split-K's 8 tokens x 4 rows per workgroup, whose tiles a few
+// tokens would leave mostly empty. Decision 0052.
+constexpr uint32_t kTiledMinTokens = 32;
 
 // How a matmul's lanes share the work (shaders/matmul.comp). ForDevice: lanes own whole rows
 // (decode) or tokens (prefill) on CPU drivers, lanes split each row (split-K) on GPUs. Tests
@@ -94,13 +99,15 @@ private:
     // parallel; any other is made on first use (record): every pipeline made at load costs load
     // time, cold or warm, and the others are almost never used (decision 0012).
     // PrefillFourPerLane (CPU drivers): four tokens per lane for long steps, where a workgroup's 128
-    // token slots fill (PrefillFourPerLane's choice: see record).
+    // token slots fill (PrefillFourPerLane's choice: see record). PrefillTiled (split-K devices,
+    // steps of kTiledMinTokens or more): the tiled GEMM, 64 rows x 64 tokens per workgroup.
     enum Variant : uint32_t {
         Decode,
         PrefillOnePerLane,
         PrefillTwoPerLane,
         DecodeFew,
         PrefillFourPerLane,
+        PrefillTiled,
         Variants
     };
     const vk::Kernel& variant(uint32_t vec4, Variant v) const;
