@@ -747,7 +747,7 @@ void LlamaModel::record_lm_head(VkCommandBuffer cmd, uint32_t S) {
 // Records one step of T tokens with S logit rows (see forward); `fused`: one dispatch per run of
 // fused layers (steps of 1-4 tokens).
 void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool timing, int32_t capture_layer,
-                             int32_t capture_token, bool fused) {
+                             int32_t capture_token, bool fused, uint32_t sequences) {
     const auto& m = info_;
     if (timing) ctx_.begin_timing(cmd);
     auto mark = [&](uint32_t label) {
@@ -791,7 +791,7 @@ void LlamaModel::record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool t
         mark(kQkv);
         ctx_.barrier(cmd);
         L.attention.record(cmd, T, static_cast<int32_t>(l) == capture_layer ? capture_token : -1,
-                           limits_.context_length);
+                           limits_.context_length, sequences);
         mark(kAttention);
         ctx_.barrier(cmd);
         linear(L.o, kNoOffsets, m.q_dim(), m.dim, !m.post_norms);
@@ -891,6 +891,10 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
     if (S) ctx_.upload(rowmap_, 0, in.logit_rows.data(), 4ull * S);
 
     const bool timing = profile && ctx_.timestamps_supported();
+    // The step's sequences (its tokens come grouped by batch item): attention's tiled prefill
+    // kernel pays off only where its query blocks hold few of them (ops::AttentionOp::tiled_for).
+    uint32_t sequences = T ? 1 : 0;
+    for (uint32_t t = 1; t < T; ++t) sequences += in.info[t].item != in.info[t - 1].item;
     int32_t capture_token = -1;
     if (capture && in.capture_layer >= 0 && S > 0) capture_token = static_cast<int32_t>(in.logit_rows.back());
     // Every step-dependent value lives in the buffers uploaded above, except the counts T and S
@@ -919,7 +923,7 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
                     1u << 30;  // op_counter(1): attention items all claimed
         }
         if (reusable && step_recorded_ && step_tokens_ == T && step_logit_rows_ == S &&
-            step_fused_ == fused_step) {
+            step_fused_ == fused_step && step_sequences_ == sequences) {
             ctx_.submit_recorded_and_wait(step_cmd_);
             return;
         }
@@ -932,7 +936,7 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
         } else {
             cmd = ctx_.begin();
         }
-        record_step(cmd, T, S, timing, in.capture_layer, capture_token, fused_step);
+        record_step(cmd, T, S, timing, in.capture_layer, capture_token, fused_step, sequences);
         if (reusable) {
             ctx_.end(cmd);
             ctx_.submit_recorded_and_wait(cmd);
@@ -940,6 +944,7 @@ void LlamaModel::forward(const StepInput& in, std::vector<float>& logits, bool p
             step_tokens_ = T;
             step_logit_rows_ = S;
             step_fused_ = fused_step;
+            step_sequences_ = sequences;
         } else {
             ctx_.submit_and_wait(cmd);
         }

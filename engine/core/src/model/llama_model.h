@@ -96,8 +96,9 @@ public:
     static constexpr size_t kProfileLabels = 8;  // at least llama_model.cpp's OpLabel count
 
 private:
+    // `sequences`: how many sequences the step's T tokens belong to (attention's choice of kernel).
     void record_step(VkCommandBuffer cmd, uint32_t T, uint32_t S, bool timing, int32_t capture_layer,
-                     int32_t capture_token, bool fused);
+                     int32_t capture_token, bool fused, uint32_t sequences);
     void record_lm_head(VkCommandBuffer cmd, uint32_t S);
     struct Layer {
         const ops::DeviceWeight *attn_norm = nullptr, *ffn_norm = nullptr;
@@ -238,6 +239,7 @@ private:
     VkCommandBuffer step_cmd_ = VK_NULL_HANDLE;
     bool step_recorded_ = false;
     uint32_t step_tokens_ = 0, step_logit_rows_ = 0;
+    uint32_t step_sequences_ = 0;  // the recorded step's sequences (attention's tiled choice)
 };
 
 }  // namespace lantern::model

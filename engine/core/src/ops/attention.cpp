@@ -129,9 +129,9 @@ const AttentionOp::Layout& AttentionOp::tiled() const {
     return tiled_;
 }
 
-bool AttentionOp::tiled_for(uint32_t tokens, int32_t capture_token) const {
+bool AttentionOp::tiled_for(uint32_t tokens, int32_t capture_token, uint32_t sequences) const {
     return split_keys_.kernel && !tiled_ranges_.empty() && !lanes_own_heads(tokens) &&
-           tokens >= kTiledAttentionMinTokens && capture_token < 0;
+           tokens >= kTiledAttentionMinTokens * std::max(sequences, 1u) && capture_token < 0;
 }
 
 uint32_t heads_per_lane_for(const AttentionShape& s, uint32_t lanes, uint32_t threads) {
@@ -151,8 +151,8 @@ bool AttentionOp::lanes_own_heads(uint32_t tokens) const {
     return uint64_t{(shape_.n_head + heads - 1) / heads} * tokens >= threads_;
 }
 
-void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token,
-                         uint32_t capture_stride) const {
+void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token, uint32_t capture_stride,
+                         uint32_t sequences) const {
     const auto& s = shape_;
     AttnPush p{s.n_head,
                s.n_kv,
@@ -166,7 +166,7 @@ void AttentionOp::record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_t
                capture_stride,
                s.softcap,
                s.window};
-    if (tiled_for(tokens, capture_token)) {
+    if (tiled_for(tokens, capture_token, sequences)) {
         const TiledPush tp{p, tokens};
         const Layout& t = tiled();
         ctx_->dispatch(cmd, *t.kernel, t.set, &tp, s.n_head, (tokens + kTiledQueries - 1) / kTiledQueries);

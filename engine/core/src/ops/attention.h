@@ -34,9 +34,9 @@ struct TokenInfo {
 std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base,
                               const RopeScaling& scaling = {});
 
-// Steps of at least this many tokens, where lanes split keys (GPUs), run the tiled prefill kernel
-// (shaders/attention_tiled.comp: 32 queries per workgroup, K and V streamed through shared memory
-// once per block of queries) unless they capture a token's scores. Decision 0052.
+// Steps of at least this many tokens per sequence, where lanes split keys (GPUs), run the tiled
+// prefill kernel (shaders/attention_tiled.comp: 32 queries per workgroup, K and V streamed through
+// shared memory once per block of queries) unless they capture a token's scores. Decision 0052.
 constexpr uint32_t kTiledAttentionMinTokens = 16;
 
 // How a workgroup's lanes share the work (see shaders/attention.comp): ForDevice picks LanesOwnHeads
@@ -57,14 +57,19 @@ public:
     // heads_per_lane_for picks it (tests ask for each).
     // capture_token < 0: no capture. Else the scores of that token (all heads) are written to the
     // capture buffer: [n_head][capture_stride] scores, then (max, sum) per head.
-    void record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token, uint32_t capture_stride) const;
+    // `sequences`: how many sequences the step's tokens belong to (see tiled_for).
+    void record(VkCommandBuffer cmd, uint32_t tokens, int32_t capture_token, uint32_t capture_stride,
+                uint32_t sequences = 1) const;
     // Whether a step of `tokens` tokens runs with lanes owning heads (else they split keys).
     bool lanes_own_heads(uint32_t tokens) const;
     // Lanes own heads: query heads per lane (of one KV head; see shaders/attention_heads.glsl).
     uint32_t heads_per_lane() const { return heads_per_lane_; }
     uint32_t lanes() const { return group_; }  // per workgroup
-    // Whether a step of `tokens` tokens runs the tiled prefill kernel (kTiledAttentionMinTokens).
-    bool tiled_for(uint32_t tokens, int32_t capture_token = -1) const;
+    // Whether a step of `tokens` tokens of `sequences` sequences runs the tiled prefill kernel: where
+    // lanes split keys, with no capture, and at least kTiledAttentionMinTokens tokens per sequence
+    // on average (a block of 32 queries walks the keys once per sequence among them, so a batched
+    // decode step, one token per sequence, keeps the split-keys kernel).
+    bool tiled_for(uint32_t tokens, int32_t capture_token = -1, uint32_t sequences = 1) const;
 
 private:
     vk::Context* ctx_ = nullptr;
