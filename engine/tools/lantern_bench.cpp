@@ -39,9 +39,9 @@ const char* kUsage = R"(usage: lantern-bench [--model FILE]... [--synthetic SHAP
                     Q4_K_M mix of Q4_K and Q6_K; block types need rows of whole blocks: tiny, whose FFN is
                     172 wide as stories260K's, takes f32, f16 and bf16; K-quants and iq4_xs need 256-element rows)
   -p LIST           prompt lengths, e.g. 512,2048 (default 128; 0 = skip): each prompt is prefilled as the app
-                    does it, in steps of at most 512 tokens, and its rate is also given as a fraction of the
-                    weights' arithmetic roofline (every token's products over every weight, at the rate the
-                    device's dot kernel of each layout streams them)
+                    does it, in steps of at most 512 tokens, and its rate is also given (arith %) as a
+                    fraction of the device's multiply-add roofline: every token's multiply-adds over every
+                    matmul weight and every key it attends to, at the rate registers-only lanes reach
   -n N              decode tokens (default 128; 0 = skip)
   -r N              repetitions (default 3, after one warm-up)
   -b LIST           sequences decoding together, e.g. 1,4 (default 1)
@@ -126,8 +126,10 @@ struct Result {
     int tokens = 0, batch = 1;
     int depth = 0;  // decode: tokens of context before the test's first token (-d)
     double tok_s = 0, spread = 0, ms_per_token = 0;
-    double read_fraction = -1;   // of the read roofline (decode only)
-    double arith_fraction = -1;  // of the weights' arithmetic roofline (decode and prefill)
+    double read_fraction = -1;  // of the read roofline (decode only)
+    // Decode: of the weights' arithmetic roofline (Rooflines::dot_gb_per_s); prefill: of the
+    // multiply-add roofline (Rooflines::fma_gflop_s, prefill_flop_per_token).
+    double arith_fraction = -1;
 };
 
 void print_result(const Result& r, bool json) {
@@ -275,6 +277,21 @@ void bench_startup(const std::string& path, const std::string& label, const Opti
     std::fflush(stdout);
 }
 
+// Float operations (a multiply and an add count two) per token of a `pp`-token prompt: every
+// matmul of every layer over its weights (Q, K, V, O; a gated FFN's gate, up and down; the LM head
+// runs for the last token only and is left out) and attention's two products (scores, values) over
+// every key a token sees, its sliding window's where a layer has one.
+double prefill_flop_per_token(const ModelInfo& m, int pp) {
+    const double kv_dim = double(m.n_kv_heads) * m.head_dim;
+    const double matmul =
+        double(m.dim) * (m.q_dim() + 2 * kv_dim) + double(m.q_dim()) * m.dim + 3.0 * m.dim * m.ffn_dim;
+    double keys = 0;  // keys seen, summed over the prompt's tokens and the layers
+    for (uint32_t l = 0; l < m.n_layers; ++l)
+        for (int p = 0; p < pp; ++p)
+            keys += m.local_layer(l) && m.sliding_window ? std::min<double>(p + 1, m.sliding_window) : p + 1;
+    return 2.0 * (m.n_layers * matmul + 2.0 * m.q_dim() * keys / pp);
+}
+
 // Seconds one decode step needs at least if each layout's weights stream at that layout's
 // arithmetic roofline (Rooflines::dot_gb_per_s); -1 when a layout was not measured.
 double arithmetic_bound_s(const ModelInfo& m, const Rooflines& roof) {
@@ -387,7 +404,6 @@ void bench_model(const std::string& path, const std::string& label, const Option
 
     // Prefill: each prompt length as the app prefills it (Engine::prefill: steps of at most
     // kPrefillStep tokens, attention over everything before), fresh random tokens every repetition.
-    const double arith_s = o.rooflines ? arithmetic_bound_s(m, roof) : -1;
     for (int pp : o.pps) {
         if (pp <= 0) continue;
         std::vector<double> rates;
@@ -402,7 +418,8 @@ void bench_model(const std::string& path, const std::string& label, const Option
         }
         Result res{label,        "pp" + std::to_string(pp), pp, 1, 0, median(rates),
                    stdev(rates), 1e3 / median(rates)};
-        if (arith_s > 0) res.arith_fraction = arith_s * median(rates);
+        if (o.rooflines && roof.fma_gflop_s > 0)
+            res.arith_fraction = prefill_flop_per_token(m, pp) * median(rates) / (roof.fma_gflop_s * 1e9);
         print_result(res, o.json);
     }
     for (int depth : o.depths) {
@@ -702,8 +719,10 @@ int main(int argc, char** argv) {
             std::printf("); arithmetic roofline (");
             for (int i = 0; i < Rooflines::kDotTypes; ++i)
                 std::printf("%s%s %.2f", i ? ", " : "", Rooflines::kDotTypeNames[i], roof.dot_gb_per_s[i]);
-            std::printf(" GB/s); dispatch %.1f us (%.1f us without barrier); submit+wait %.1f us",
-                        roof.dispatch_us, roof.dispatch_no_barrier_us, roof.submit_wait_us);
+            std::printf(
+                " GB/s); multiply-add roofline %.1f GFLOP/s; dispatch %.1f us (%.1f us without barrier); "
+                "submit+wait %.1f us",
+                roof.fma_gflop_s, roof.dispatch_us, roof.dispatch_no_barrier_us, roof.submit_wait_us);
             if (roof.host_clock_ghz_max > 0)
                 std::printf("; host core clock %.2f-%.2f GHz (dependent multiplies)", roof.host_clock_ghz_min,
                             roof.host_clock_ghz_max);
@@ -717,8 +736,9 @@ int main(int argc, char** argv) {
                 for (int i = 0; i < Rooflines::kDotTypes; ++i)
                     std::printf(",\"arithmetic_%s_gb_s\":%.3f", Rooflines::kDotTypeNames[i],
                                 roof.dot_gb_per_s[i]);
-                std::printf(",\"host_clock_ghz_min\":%.3f,\"host_clock_ghz_max\":%.3f}\n",
-                            roof.host_clock_ghz_min, roof.host_clock_ghz_max);
+                std::printf(
+                    ",\"fma_gflop_s\":%.2f,\"host_clock_ghz_min\":%.3f,\"host_clock_ghz_max\":%.3f}\n",
+                    roof.fma_gflop_s, roof.host_clock_ghz_min, roof.host_clock_ghz_max);
             }
         }
         std::printf("| %-28s | %-20s | %5s | %3s | %20s | %9s | %7s | %7s |\n", "model", "test", "tok", "seq",

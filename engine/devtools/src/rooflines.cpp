@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -193,6 +194,22 @@ Rooflines measure_rooflines(const std::string& selector, double budget,
                        block = f->scales_per_group + 4ull * f->group_units;
         const uint64_t read = n_vec4 / block / all_lanes * block * all_lanes * 16;
         r.dot_gb_per_s[t] = read / dots[t].best / 1e9;
+    }
+
+    // Multiply-add roofline (bench_fma.comp): as many lanes as the read probes spread, each doing
+    // 32 multiply-adds per iteration; a few ms a dispatch on a 2-core CPU driver or a GPU.
+    {
+        const uint32_t fma_lanes = cpu ? ctx.subgroup_size() : 64;
+        const uint32_t iterations = cpu ? 512 : 4096;
+        const auto& fma =
+            ctx.kernel(shaders::ShaderId::bench_fma, {vk::BindingKind::Storage}, 8, {fma_lanes});
+        vk::BufferRange fr[] = {{&dst}};
+        const float m = 0.999999f;
+        uint32_t m_bits;
+        std::memcpy(&m_bits, &m, 4);
+        std::vector<Probe> fmas = {{&fma, ctx.make_set(fma, fr), {iterations, m_bits}, spread_groups}};
+        measure_all(fmas, budget / 2);
+        r.fma_gflop_s = 2.0 * 32 * iterations * double(fma_lanes) * spread_groups / fmas[0].best / 1e9;
     }
 
     // Dispatch overhead: a chain of N tiny dispatches, with and without barriers.

@@ -36,6 +36,11 @@ struct Rooflines {
             if (uint32_t(kDotTypeNumbers[i]) == layout) return dot_gb_per_s[i];
         return 0;
     }
+    // Multiply-add roofline (bench_fma.comp): billions of float operations a second (a multiply
+    // and an add count two) that lanes computing from registers alone reach. Prefill's matmuls
+    // and attention are judged against it (their work per token does not depend on bandwidth
+    // once each weight serves many tokens). 0 = not measured.
+    double fma_gflop_s = 0;
     double dispatch_us = 0;             // per dispatch in a chain with a barrier after each
     double dispatch_no_barrier_us = 0;  // per dispatch in a chain without barriers
     double submit_wait_us = 0;          // one empty submit + fence wait
