@@ -113,9 +113,13 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
         make(true, own_heads_);
     if (split == AttentionSplit::ForDevice || split == AttentionSplit::LanesSplitKeys) {
         make(false, split_keys_);
-        // Prefill steps where lanes split keys: the tiled kernel (made on first use, see record).
-        tiled_ranges_.assign(std::begin(r), std::end(r));
-        tiled_kinds_ = kinds;
+        // Prefill steps where lanes split keys: the tiled kernel (made on first use, see record),
+        // whose K and V tiles take 16 KiB of shared memory and its sequence bounds a few bytes
+        // more: past Vulkan's guaranteed 16 KiB, so only where the device offers it.
+        if (ctx.info().max_shared_memory >= 16 * 1024 + 64) {
+            tiled_ranges_.assign(std::begin(r), std::end(r));
+            tiled_kinds_ = kinds;
+        }
     }
 }
 

@@ -23,6 +23,7 @@ struct Push {
 constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
 // The tiled GEMM (TILED in matmul.comp): its workgroup and the rows and tokens of its tile.
 constexpr uint32_t kTiledLanes = 128, kTiledRows = 64, kTiledTokens = 64;
+constexpr uint32_t kTiledSharedBytes = 17 * 1024;  // the tiles' 16 KiB and the kernel's other shared arrays
 
 // Rows per decode lane for a matrix of `rows` rows. A workgroup (8 lanes) is the unit of work a
 // CPU driver's thread takes, so a small matrix in big bands leaves threads idle (768 rows in bands
@@ -128,6 +129,9 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
     // a weight unit (prefill) serves many rows or tokens. GPUs want coalesced weight reads: lanes
     // split the row (split-K).
     lane_per_row_ = lanes_own_rows(ctx, split);
+    // The tiled GEMM's tiles take 16 KiB of shared memory and the kernel's other arrays a little
+    // more: past Vulkan's guaranteed 16 KiB, so a device must offer it (every desktop GPU has 32+).
+    tiled_ = !lane_per_row_ && ctx.info().max_shared_memory >= kTiledSharedBytes;
     using vk::BindingKind;
     std::vector<BindingKind> kinds = {
         BindingKind::TexelUint4, BindingKind::TexelFloat, BindingKind::TexelFloat,  BindingKind::Storage,
@@ -260,7 +264,7 @@ void MatmulOp::record(VkCommandBuffer cmd, const MatmulShape& s) const {
             gy = (s.tokens + tokens_per_group - 1) / tokens_per_group;
         }
         Variant v = one ? Decode : four ? PrefillFourPerLane : two ? PrefillTwoPerLane : PrefillOnePerLane;
-        if (!lane_per_row_ && s.tokens >= kTiledMinTokens) {
+        if (tiled_ && s.tokens >= kTiledMinTokens) {
             v = PrefillTiled;
             gx = static_cast<uint32_t>((part.rows + kTiledRows - 1) / kTiledRows);
             gy = (s.tokens + kTiledTokens - 1) / kTiledTokens;

@@ -116,6 +116,8 @@ private:
     shaders::ShaderId id_{};
     std::vector<vk::BindingKind> kinds_;
     bool lane_per_row_ = false;
+    bool tiled_ =
+        false;  // steps of kTiledMinTokens+ run PrefillTiled (split-K devices with the shared memory)
     RopeKvEpilogue rope_kv_;  // shape.n_head 0 = none
     bool pairs_ = false;      // an epilogue that finishes rows in pairs (RoPE + KV store, SwiGLU)
     bool gelu_ = false;       // MatmulOptions::gelu
