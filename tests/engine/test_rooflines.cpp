@@ -31,7 +31,8 @@ private slots:
                      r.dot_gb_per_s[i]);
         }
         QCOMPARE(r.dot_gb_per_s_of(99), 0.0);  // a layout that is not measured
-        QVERIFY2(r.fma_gflop_s > 0 && std::isfinite(r.fma_gflop_s), qPrintable(QString::number(r.fma_gflop_s)));
+        QVERIFY2(r.fma_gflop_s > 0 && std::isfinite(r.fma_gflop_s),
+                 qPrintable(QString::number(r.fma_gflop_s)));
         QVERIFY(r.submit_wait_us > 0);
         QVERIFY(r.dispatch_us > 0);
         bool cpu = false;
