@@ -93,6 +93,9 @@ std::span<const EmbeddedShader> all() { return kTable; }
 endfunction()
 
 # Attaches the manifest's shaders to a target (called from engine/CMakeLists.txt).
+# The target's own sources may include shaders/gpu_tiles.h, the tile shapes that host code shares
+# with the shaders (preprocessor definitions only).
 function(lantern_add_shaders_to target)
   lantern_compile_shaders(TARGET ${target} MANIFEST ${LANTERN_SHADER_MANIFEST} SOURCE_DIR ${LANTERN_SHADER_DIR})
+  target_include_directories(${target} PRIVATE ${LANTERN_SHADER_DIR})
 endfunction()

@@ -20,11 +20,15 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_quad : require
-layout(local_size_x = 128) in;
-layout(constant_id = 1) const uint HD = 64;  // head dimension (even, at most 256)
-const uint QPW = 32u;                        // queries (tokens) per workgroup
-const uint DPL = (HD + 3u) / 4u;             // dimensions per lane
-const uint BKV = 2048u / HD;                 // keys per shared tile (8 KiB of K and of V as f32)
+#include "gpu_tiles.h"
+#if LANTERN_TILED_QUERIES * 4 != LANTERN_TILED_LANES
+#error "attention_tiled gives each query a quad of lanes"
+#endif
+layout(local_size_x = LANTERN_TILED_LANES) in;
+layout(constant_id = 1) const uint HD = 64;     // head dimension (even, at most 256)
+const uint QPW = LANTERN_TILED_QUERIES;         // queries (tokens) per workgroup
+const uint DPL = (HD + 3u) / 4u;                // dimensions per lane
+const uint BKV = LANTERN_TILED_KV_FLOATS / HD;  // keys per shared tile (8 KiB of K and of V as f32)
 #include "kv.glsl"
 layout(binding = 0) uniform samplerBuffer qkv_texels;
 layout(std430, binding = 1) readonly buffer KCache { uint kc[]; };
@@ -96,7 +100,7 @@ void main() {
         const uint lo = seg_lo, hi = seg_hi;
         for (uint k0 = lo; k0 < hi; k0 += BKV) {
             barrier();  // the previous tile is no longer read
-            for (uint e = tid; e < BKV * HD; e += 128u) {
+            for (uint e = tid; e < BKV * HD; e += LANTERN_TILED_LANES) {
                 const uint j = k0 + e / HD, d = e % HD;
                 float kv_k = 0.0, kv_v = 0.0;
                 if (j < hi) {

@@ -57,9 +57,14 @@ layout(constant_id = 5) const bool VEC4_INPUT = false;
 layout(constant_id = 6) const uint TOKENS_PER_LANE = 1;
 const uint LT = TOKENS_PER_LANE;
 layout(constant_id = 7) const bool TILED = false;  // see the top (workgroup size 128)
-layout(constant_id = 8) const uint TILE_VEC4 = 1;  // shared vec4s of the tiles: 2 * BK * BN / 4 when TILED
-const uint TILE_R = 4u, TILE_T = 8u;               // rows and tokens of a lane's register block
-const uint BN = 16u * TILE_R, BT = 8u * TILE_T, BK = 32u, TILE_LANES = 128u;
+layout(constant_id = 8) const uint TILE_VEC4 = 1;  // shared vec4s of the tiles: (BN + BT) * BK / 4 when TILED
+#include "gpu_tiles.h"
+const uint TILE_R = 4u, TILE_T = 8u;  // rows and tokens of a lane's register block
+const uint BN = LANTERN_TILED_ROWS, BT = LANTERN_TILED_TOKENS, BK = LANTERN_TILED_K_STEP, TILE_LANES = LANTERN_TILED_LANES;
+#if LANTERN_TILED_ROWS != 16 * 4 || LANTERN_TILED_TOKENS != 8 * 8 || LANTERN_TILED_LANES != 16 * 8 || \
+    LANTERN_TILED_K_STEP != 2 * 16
+#error "matmul_tiled's lanes own 4 x 8 blocks (16 lanes over the rows, 8 over the tokens) and load 16 inputs"
+#endif
 #define MAX_SUBGROUPS 32
 #include "weights.glsl"
 // The input and the norm weight are read through texel views (floats at 2 and 4, vec4s of the

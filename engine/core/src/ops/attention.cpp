@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpu_tiles.h"  // shaders/: the tile shapes the GPU prefill kernels share with this file
 #include "lantern/error.h"
 
 namespace lantern::ops {
@@ -20,7 +21,7 @@ struct TiledPush {
     AttnPush base;
     uint32_t tokens;
 };
-constexpr uint32_t kTiledQueries = 32;  // tokens per workgroup of attention_tiled.comp
+constexpr uint32_t kTiledQueries = LANTERN_TILED_QUERIES;  // tokens per workgroup of attention_tiled.comp
 }  // namespace
 
 std::vector<float> rope_table(uint32_t positions, uint32_t n_rot, double freq_base, const RopeScaling& s) {
@@ -114,9 +115,9 @@ AttentionOp::AttentionOp(vk::Context& ctx, const AttentionShape& shape, vk::Buff
     if (split == AttentionSplit::ForDevice || split == AttentionSplit::LanesSplitKeys) {
         make(false, split_keys_);
         // Prefill steps where lanes split keys: the tiled kernel (made on first use, see record),
-        // whose K and V tiles take 16 KiB of shared memory and its sequence bounds a few bytes
-        // more: past Vulkan's guaranteed 16 KiB, so only where the device offers it.
-        if (ctx.info().max_shared_memory >= 16 * 1024 + 64) {
+        // whose K and V tiles take 16 KiB of shared memory (shaders/gpu_tiles.h) and its sequence
+        // bounds a few bytes more: past Vulkan's guaranteed 16 KiB, so only where the device offers it.
+        if (ctx.info().max_shared_memory >= LANTERN_TILED_ATTENTION_SHARED_BYTES + 64) {
             tiled_ranges_.assign(std::begin(r), std::end(r));
             tiled_kinds_ = kinds;
         }
@@ -127,7 +128,7 @@ const AttentionOp::Layout& AttentionOp::tiled() const {
     if (!tiled_.kernel) {
         tiled_.kernel = &ctx_->kernel(
             shape_.kv_f16 ? shaders::ShaderId::attention_tiled_f16 : shaders::ShaderId::attention_tiled_f32,
-            tiled_kinds_, sizeof(TiledPush), {128u, shape_.head_dim});
+            tiled_kinds_, sizeof(TiledPush), {LANTERN_TILED_LANES, shape_.head_dim});
         tiled_.set = ctx_->make_set(*tiled_.kernel, tiled_ranges_);
     }
     return tiled_;

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "gpu_tiles.h"  // shaders/: the tile shapes the GPU prefill kernels share with this file
 #include "lantern/error.h"
 
 namespace lantern::ops {
@@ -21,9 +22,12 @@ struct Push {
     uint32_t n_head, n_kv, hd, n_rot, block;  // RoPE + KV-store epilogue only
 };
 constexpr uint32_t kTokensPerGroup = 8;  // MAX_T in matmul.comp
-// The tiled GEMM (TILED in matmul.comp): its workgroup and the rows and tokens of its tile.
-constexpr uint32_t kTiledLanes = 128, kTiledRows = 64, kTiledTokens = 64;
-constexpr uint32_t kTiledSharedBytes = 17 * 1024;  // the tiles' 16 KiB and the kernel's other shared arrays
+// The tiled GEMM (TILED in matmul.comp): its workgroup and the rows and tokens of its tile
+// (shaders/gpu_tiles.h), and its shared memory: the tiles and the kernel's other shared arrays.
+constexpr uint32_t kTiledLanes = LANTERN_TILED_LANES, kTiledRows = LANTERN_TILED_ROWS,
+                   kTiledTokens = LANTERN_TILED_TOKENS;
+constexpr uint32_t kTiledTileVec4s = LANTERN_TILED_GEMM_SHARED_BYTES / 16;
+constexpr uint32_t kTiledSharedBytes = LANTERN_TILED_GEMM_SHARED_BYTES + 1024;
 
 // Rows per decode lane for a matrix of `rows` rows. A workgroup (8 lanes) is the unit of work a
 // CPU driver's thread takes, so a small matrix in big bands leaves threads idle (768 rows in bands
@@ -184,7 +188,7 @@ MatmulOp::MatmulOp(vk::Context& ctx, const DeviceWeight& w, MatmulInput input, v
         specs_[vec4][PrefillFourPerLane][6] = 4;  // CPU drivers only (see record)
         // Split-K devices only (see record): 128 lanes, the weight and input tiles of 32 x 64 floats.
         specs_[vec4][PrefillTiled] = {kTiledLanes,    4, 1, 0, 0, vec4, 1, 1,
-                                      2 * 32 * 64 / 4};  // (ROWS 4: dot_rows' arrays)
+                                      kTiledTileVec4s};  // (ROWS 4: dot_rows' arrays)
     }
     const uint32_t vec4 = w.cols % 4 == 0 ? 1 : 0;
     std::vector<vk::KernelSpec> now;
