@@ -482,34 +482,44 @@ private slots:
         std::vector<float> want_out(static_cast<size_t>(T2) * shape.out_stride, bits_to_float(kSentinel));
         ops::reference_attention(shape, ref_qkv2, step_info, tables, stored, want_out);
 
-        // Attention output: the heads of every token, guard words in the stride gaps.
+        // Attention output: the heads of every token, guard words in the stride gaps. `heads_of`
+        // takes the heads from an output's words and names the first gap word it finds written.
+        const size_t w = static_cast<size_t>(shape.n_head) * head_dim;
+        auto heads_of = [&](const std::vector<uint32_t>& words, std::string& gap_error) {
+            std::vector<float> heads;
+            for (size_t i = 0; i < words.size(); ++i) {
+                if (i % shape.out_stride < w)
+                    heads.push_back(bits_to_float(words[i]));
+                else if (words[i] != kSentinel && gap_error.empty())
+                    gap_error = "wrote stride gap word " + std::to_string(i);
+            }
+            return heads;
+        };
+        std::vector<float> wo;
+        for (size_t i = 0; i < want_out.size(); ++i)
+            if (i % shape.out_stride < w) wo.push_back(want_out[i]);
+        // Per token, so a wrong table offset or position of one sequence cannot hide in the total.
+        auto per_token_error = [&](const std::vector<float>& got) -> std::string {
+            for (uint32_t t = 0; t < T2; ++t) {
+                Stats st = compare(std::span<const float>(got).subspan(t * w, w),
+                                   std::span<const float>(wo).subspan(t * w, w));
+                auto e = check("one token", st, kAttentionNmse);
+                if (!e.empty())
+                    return "token " + std::to_string(t) + " (sequence " + std::to_string(step_seq[t]) +
+                           ", position " + std::to_string(step_info[t].pos) + "): " + e;
+            }
+            return {};
+        };
         auto got_words = out.read_words();
         QVERIFY2(out.guards_ok(), "attention wrote outside its output buffer");
-        std::vector<float> go, wo;
-        for (size_t i = 0; i < got_words.size(); ++i) {
-            if (i % shape.out_stride < shape.n_head * head_dim) {
-                go.push_back(bits_to_float(got_words[i]));
-                wo.push_back(want_out[i]);
-            } else {
-                QVERIFY2(got_words[i] == kSentinel,
-                         qPrintable(QString("attention wrote stride gap word %1").arg(i)));
-            }
-        }
+        std::string gap;
+        std::vector<float> go = heads_of(got_words, gap);
+        QVERIFY2(gap.empty(), ("attention " + gap).c_str());
         Stats s = compare(go, wo);
         auto err = check("attention", s, kAttentionNmse);
         QVERIFY2(err.empty(), err.c_str());
-        // Per token, so a wrong table offset or position of one sequence cannot hide in the total.
-        for (uint32_t t = 0; t < T2; ++t) {
-            size_t w = static_cast<size_t>(shape.n_head) * head_dim;
-            Stats st = compare(std::span<const float>(go).subspan(t * w, w),
-                               std::span<const float>(wo).subspan(t * w, w));
-            auto e2 = check("attention (one token)", st, kAttentionNmse);
-            QVERIFY2(e2.empty(), qPrintable(QString("token %1 (sequence %2, position %3): %4")
-                                                .arg(t)
-                                                .arg(step_seq[t])
-                                                .arg(step_info[t].pos)
-                                                .arg(e2.c_str())));
-        }
+        err = per_token_error(go);
+        QVERIFY2(err.empty(), ("attention, " + err).c_str());
         qInfo("attention: NMSE %.3g, max |diff| %.3g (bound %.0e)", s.nmse, s.max_abs, kAttentionNmse);
 
         // Capture: raw scores + (max, sum) per head give the softmax probabilities.
@@ -560,25 +570,10 @@ private slots:
             ctx.submit_and_wait(cmd);
             auto tiled_words = out.read_words();
             QVERIFY2(out.guards_ok(), "tiled attention wrote outside its output buffer");
-            std::vector<float> gt;
-            for (size_t i = 0; i < tiled_words.size(); ++i) {
-                if (i % shape.out_stride < shape.n_head * head_dim)
-                    gt.push_back(bits_to_float(tiled_words[i]));
-                else
-                    QVERIFY2(tiled_words[i] == kSentinel,
-                             qPrintable(QString("tiled attention wrote stride gap word %1").arg(i)));
-            }
-            const size_t w = static_cast<size_t>(shape.n_head) * head_dim;
-            for (uint32_t t = 0; t < T2; ++t) {
-                Stats st = compare(std::span<const float>(gt).subspan(t * w, w),
-                                   std::span<const float>(wo).subspan(t * w, w));
-                auto e3 = check("tiled attention (one token)", st, kAttentionNmse);
-                QVERIFY2(e3.empty(), qPrintable(QString("tiled, token %1 (sequence %2, position %3): %4")
-                                                    .arg(t)
-                                                    .arg(step_seq[t])
-                                                    .arg(step_info[t].pos)
-                                                    .arg(e3.c_str())));
-            }
+            std::vector<float> gt = heads_of(tiled_words, gap);
+            QVERIFY2(gap.empty(), ("tiled attention " + gap).c_str());
+            err = per_token_error(gt);
+            QVERIFY2(err.empty(), ("tiled attention, " + err).c_str());
             Stats ts = compare(gt, wo);
             qInfo("tiled attention: NMSE %.3g, max |diff| %.3g", ts.nmse, ts.max_abs);
         }
