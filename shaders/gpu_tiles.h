@@ -13,7 +13,8 @@
 #define LANTERN_TILED_ROWS 64
 #define LANTERN_TILED_TOKENS 64
 #define LANTERN_TILED_K_STEP 32
-#define LANTERN_TILED_GEMM_SHARED_BYTES ((LANTERN_TILED_ROWS + LANTERN_TILED_TOKENS) * LANTERN_TILED_K_STEP * 4)
+#define LANTERN_TILED_GEMM_SHARED_BYTES \
+    ((LANTERN_TILED_ROWS + LANTERN_TILED_TOKENS) * LANTERN_TILED_K_STEP * 4)
 
 // Tiled attention: a workgroup takes QUERIES step tokens of one head, a quad of lanes each, and
 // stages KV_FLOATS floats of keys and as many of values in shared memory at a time.
